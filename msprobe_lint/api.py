@@ -1,0 +1,139 @@
+"""The library entry point the CLI, the pre-commit hook and probe_runtime's
+gate share: options in, results and exit status out.
+
+Context precedence (first wins): command-line flags, ``[tool.probe-lint]``
+in the nearest pyproject.toml (or ``--config-file``), the training script
+(``--script``), the live environment (skipped with ``isolated``).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional
+
+from .context import Fact, build_context, environment_facts, normalise
+from .diagnostic import Severity
+from .engine import Result, Selection, exit_status, lint_file
+
+
+class UsageError(ValueError):
+    """Bad options or a malformed project config (exit status 2)."""
+
+
+@dataclass
+class LintOptions:
+    """Everything ``probe lint`` takes besides the paths.
+
+    Context values are given as the user wrote them and checked here
+    (``normalise``); None means not given.
+    """
+
+    framework: Optional[str] = None
+    mode: Optional[str] = None
+    jit_level: Optional[str] = None
+    mindspore_version: Optional[str] = None
+    world_size: Optional[int] = None
+    msprobe_version: Optional[str] = None
+    script: Optional[str] = None
+    check_fs: bool = False
+    cwd: Optional[str] = None
+    isolated: bool = False
+    strict: bool = False
+    select: tuple[str, ...] = ()
+    ignore: tuple[str, ...] = ()
+    extend_select: tuple[str, ...] = ()
+    config_file: Optional[str] = None
+    runtime: bool = False
+    extra_facts: dict[str, Fact] = field(default_factory=dict)
+
+
+@dataclass
+class LintRun:
+    """Results per file and the exit status (0, 1 or 2)."""
+
+    results: list[Result]
+    status: int
+
+
+def _flag_facts(options: LintOptions) -> dict[str, Fact]:
+    facts: dict[str, Fact] = {}
+    for name in ("framework", "mode", "jit_level", "mindspore_version", "world_size", "msprobe_version"):
+        raw = getattr(options, name)
+        if raw is not None:
+            try:
+                facts[name] = normalise(name, raw, "--" + name.replace("_", "-"))
+            except ValueError as err:
+                raise UsageError(str(err)) from None
+    return facts
+
+
+def _codes(values: tuple[str, ...]) -> tuple[str, ...]:
+    """Split comma-separated code lists and check each is a code prefix."""
+    out: list[str] = []
+    for value in values:
+        for code in value.split(","):
+            code = code.strip().upper()
+            if not code:
+                continue
+            if code != "ALL" and not (code.startswith("PL") and code[2:].isdigit() and len(code) <= 5):
+                raise UsageError(f"{code!r} is not a rule code or prefix (e.g. PL201, PL2, ALL)")
+            out.append(code)
+    return tuple(out)
+
+
+def prepare(options: LintOptions, *, first_path: Optional[str] = None):
+    """Resolve the context, the selection and the script's findings.
+
+    Returns:
+        (context, selection, project settings or None)
+    Raises:
+        UsageError: for bad flag values, an unreadable script or a
+            malformed ``[tool.probe-lint]``.
+    """
+    from . import settings as settings_mod
+
+    layers: list[dict[str, Fact]] = [dict(options.extra_facts), _flag_facts(options)]
+    project = None
+    try:
+        if not options.isolated or options.config_file:
+            project = settings_mod.find_and_load(options.config_file, start=first_path)
+    except settings_mod.SettingsError as err:
+        raise UsageError(str(err)) from None
+    if project is not None:
+        layers.append(project.facts)
+    analysis = None
+    if options.script:
+        from .script import ScriptError, analyse_script
+
+        try:
+            analysis = analyse_script(options.script)
+        except ScriptError as err:
+            raise UsageError(str(err)) from None
+        layers.append(analysis.facts)
+    if not options.isolated:
+        layers.append(environment_facts())
+    context = build_context(layers, check_fs=options.check_fs, cwd=Path(options.cwd) if options.cwd else None,
+                            runtime=options.runtime, script=analysis)
+    select = _codes(options.select) or (project.select if project else ())
+    ignore = _codes(options.ignore) + (project.ignore if project else ())
+    extend = _codes(options.extend_select) + (project.extend_select if project else ())
+    if extend:
+        select = (select or ("ALL",)) + extend
+    severity: dict[str, Severity] = dict(project.severity) if project else {}
+    selection = Selection(select=select, ignore=ignore, severity=severity)
+    return context, selection, project
+
+
+def lint_paths(paths: list[str], options: Optional[LintOptions] = None) -> LintRun:
+    """Lint every path with one shared context.
+
+    Raises:
+        UsageError: see :func:`prepare`.
+    """
+    options = options or LintOptions()
+    context, selection, project = prepare(options, first_path=paths[0] if paths else None)
+    results = []
+    for path in paths:
+        file_selection = project.selection_for(path, selection) if project else selection
+        results.append(lint_file(path, context, selection=file_selection))
+    return LintRun(results, exit_status(results, strict=options.strict))

@@ -1,0 +1,175 @@
+"""The ``probe`` command line: parses arguments and hands them to the
+library (api.py, engine.py); no rule logic lives here.
+
+Exit statuses: 0 no errors, 1 errors (or warnings with --strict), 2 usage
+error or an unreadable file.
+"""
+from __future__ import annotations
+
+import sys
+from enum import Enum
+from typing import List, Optional
+
+import typer
+
+EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE = 0, 1, 2
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  help="Pre-flight checks for msprobe config.json files, and a guarded overflow detector.")
+
+
+class Format(str, Enum):
+    text = "text"
+    json = "json"
+    sarif = "sarif"
+    github = "github"
+
+
+class Framework(str, Enum):
+    mindspore = "mindspore"
+    msadapter = "msadapter"
+    pytorch = "pytorch"
+
+
+class Mode(str, Enum):
+    pynative = "pynative"
+    graph = "graph"
+
+
+class JitLevel(str, Enum):
+    O0 = "O0"
+    O1 = "O1"
+    O2 = "O2"
+
+
+def fail(message: str, status: int = EXIT_USAGE) -> "typer.Exit":
+    """Print ``probe: error: message`` to stderr and return an Exit."""
+    typer.echo(f"probe: error: {message}", err=True)
+    return typer.Exit(status)
+
+
+def write_report(text: str, output: Optional[str]) -> None:
+    """Print the report, or write it to ``output`` (never a traceback on
+    an unwritable file: exit 2)."""
+    if output is None:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return
+    try:
+        with open(output, "w", encoding="utf-8") as handle:
+            handle.write(text)
+    except OSError as err:
+        raise fail(f"cannot write {output}: {err.strerror or err}")
+
+
+# Options shared by `lint` and `run`.
+FORMAT = typer.Option(Format.text, "--format", "-f", help="Output format.")
+OUTPUT = typer.Option(None, "--output", "-o", help="Write the report to this file.")
+FRAMEWORK = typer.Option(None, help="Framework the config is for.")
+MODE = typer.Option(None, help="MindSpore execution mode: pynative (dynamic graph) or graph (static graph).")
+JIT = typer.Option(None, "--jit-level", help="jit_level of the static-graph compile.")
+MS_VERSION = typer.Option(None, "--mindspore-version", metavar="X.Y.Z", help="MindSpore version of the target.")
+WORLD = typer.Option(None, "--world-size", min=1, help="Number of processes (ranks) of the job.")
+SCRIPT = typer.Option(None, "--script", help="Training script to analyse (never run).")
+CHECK_FS = typer.Option(False, "--check-fs", help="Also check paths on this machine's filesystem.")
+CWD = typer.Option(None, "--cwd", help="Folder relative paths are resolved against (default: here).")
+ISOLATED = typer.Option(False, "--isolated", help="Use only the flags: no pyproject.toml, nothing from the environment.")
+STRICT = typer.Option(False, "--strict", help="Exit 1 on warnings too.")
+SELECT = typer.Option([], "--select", help="Only these codes or prefixes (comma-separated).")
+IGNORE = typer.Option([], "--ignore", help="Skip these codes or prefixes (comma-separated).")
+EXTEND = typer.Option([], "--extend-select", help="Add these codes to the selection.")
+CONFIG_FILE = typer.Option(None, "--config-file", help="Read [tool.probe-lint] from this file.")
+
+
+def build_options(**kw):
+    """LintOptions from CLI values (enums to their strings)."""
+    from .api import LintOptions
+
+    for key, value in list(kw.items()):
+        if isinstance(value, Enum):
+            kw[key] = value.value
+        elif isinstance(value, list):
+            kw[key] = tuple(value)
+    return LintOptions(**kw)
+
+
+@app.command()
+def lint(
+    paths: List[str] = typer.Argument(..., metavar="PATH...", help="Config files to check."),
+    format: Format = FORMAT, output: Optional[str] = OUTPUT,
+    framework: Optional[Framework] = FRAMEWORK, mode: Optional[Mode] = MODE, jit_level: Optional[JitLevel] = JIT,
+    mindspore_version: Optional[str] = MS_VERSION, world_size: Optional[int] = WORLD,
+    script: Optional[str] = SCRIPT, check_fs: bool = CHECK_FS, cwd: Optional[str] = CWD,
+    isolated: bool = ISOLATED, strict: bool = STRICT, select: List[str] = SELECT, ignore: List[str] = IGNORE,
+    extend_select: List[str] = EXTEND, config_file: Optional[str] = CONFIG_FILE,
+) -> None:
+    """Check msprobe config.json files: every problem at once, with a rule code and a fix."""
+    from .api import UsageError, lint_paths
+    from .reporters import get
+
+    options = build_options(framework=framework, mode=mode, jit_level=jit_level,
+                            mindspore_version=mindspore_version, world_size=world_size, script=script,
+                            check_fs=check_fs, cwd=cwd, isolated=isolated, strict=strict, select=select,
+                            ignore=ignore, extend_select=extend_select, config_file=config_file)
+    try:
+        run = lint_paths(paths, options)
+    except UsageError as err:
+        raise fail(str(err))
+    color = output is None and sys.stdout.isatty()
+    write_report(get(format.value)(run.results, color=color), output)
+    raise typer.Exit(run.status)
+
+
+@app.command()
+def rules() -> None:
+    """List every rule code with its default severity and summary."""
+    from .rules.registry import load_all
+
+    for info in load_all().values():
+        typer.echo(f"{info.code}  {info.severity.value:<7}  {info.name:<32} {info.summary}")
+
+
+@app.command()
+def explain(code: str = typer.Argument(..., help="A rule code such as PL201.")) -> None:
+    """Print a rule's rationale with a bad and a good example."""
+    from .rules.registry import load_all
+
+    rules_by_code = load_all()
+    info = rules_by_code.get(code.strip().upper())
+    if info is None:
+        from difflib import get_close_matches
+
+        close = get_close_matches(code.upper(), list(rules_by_code), n=1)
+        raise fail(f"unknown rule {code!r}" + (f"; did you mean {close[0]}?" if close else "; see `probe rules`"))
+    typer.echo(f"{info.code} {info.name} ({info.severity.value}, {info.family})\n")
+    typer.echo(f"{info.summary}.\n")
+    typer.echo(info.rationale + "\n")
+    typer.echo("Bad:\n" + _indent(info.section("Bad")) + "\n")
+    typer.echo("Good:\n" + _indent(info.section("Good")))
+
+
+def _indent(text: str) -> str:
+    return "\n".join("    " + line for line in text.splitlines())
+
+
+@app.command()
+def schema() -> None:
+    """Print the JSON Schema for msprobe config.json (for editors and check-jsonschema)."""
+    from .schema import schema_path
+
+    sys.stdout.write(schema_path().read_text(encoding="utf-8"))
+
+
+def main(argv: Optional[List[str]] = None) -> None:
+    """Console-script entry point; never shows a traceback for bad input."""
+    try:
+        app(args=argv, prog_name="probe")
+    except KeyboardInterrupt:
+        sys.stderr.write("probe: interrupted\n")
+        sys.exit(130)
+    except BrokenPipeError:
+        sys.exit(0)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

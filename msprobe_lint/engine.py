@@ -1,0 +1,158 @@
+"""The lint engine: load, parse, validate, run the rules, collect.
+
+Stages, each feeding the next only what passed it (one diagnostic per
+fault): syntax (loader.py, PL001-PL007), schema (rules/schema.py,
+PL101-PL107), then every registered semantic rule over (config, context).
+Positions are computed from the text only for what is reported.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping, Optional
+
+from .config import ConfigView
+from .context import Context
+from .diagnostic import Diagnostic, Finding, Severity
+from .loader import Document, load
+from .rules.registry import RuleInfo, load_all, matches
+
+
+@dataclass(frozen=True)
+class Selection:
+    """Which rules run and how they are graded.
+
+    Attributes:
+        select: code prefixes to run (empty = all).
+        ignore: code prefixes not to run.
+        severity: code -> Severity overrides.
+        pointer_ignores: (JSON pointer prefix, code prefixes) pairs:
+            findings at or under that pointer with those codes are dropped.
+    """
+
+    select: tuple[str, ...] = ()
+    ignore: tuple[str, ...] = ()
+    severity: Mapping[str, Severity] = field(default_factory=dict)
+    pointer_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
+
+    def enabled(self, code: str) -> bool:
+        """True when ``code`` is selected and not ignored."""
+        if self.select and not matches(code, self.select):
+            return False
+        return not matches(code, self.ignore)
+
+    def keeps(self, code: str, pointer: Optional[str]) -> bool:
+        """False when a pointer-scoped ignore drops this finding."""
+        if pointer is None:
+            return True
+        for prefix, codes in self.pointer_ignores:
+            if (pointer == prefix or pointer.startswith(prefix.rstrip("/") + "/")) and matches(code, codes):
+                return False
+        return True
+
+
+@dataclass
+class Result:
+    """Outcome of linting one file: its diagnostics, and whether it could
+    be read at all (PL006 makes the run exit 2)."""
+
+    path: str
+    diagnostics: list[Diagnostic]
+    unreadable: bool = False
+
+
+def lint_file(path: str, context: Optional[Context] = None, *, selection: Optional[Selection] = None,
+              overrides: Optional[Mapping[str, Any]] = None, raw: Optional[bytes] = None,
+              extra_findings: Iterable[Finding] = ()) -> Result:
+    """Lint one config file.
+
+    Args:
+        path: the config's path (shown in diagnostics as given).
+        context: what is known of the scenario; unknown when None.
+        selection: rule selection and re-grading.
+        overrides: top-level keys replacing the file's values before the
+            rules run (probe_runtime's keyword arguments); their findings
+            point at the key in the file when it is there.
+        raw: the file's bytes, when already read.
+        extra_findings: findings from elsewhere (the script analysis) to be
+            filtered and graded with the rest.
+    Returns:
+        A Result, diagnostics sorted by position, without duplicates.
+    Never raises for bad input.
+    """
+    context = context or Context()
+    selection = selection or Selection()
+    doc = load(path, raw)
+    findings = list(doc.findings)
+    if not doc.fatal:
+        data = dict(doc.data)
+        if overrides:
+            data.update({k: v for k, v in overrides.items() if v is not None})
+        findings.extend(check_data(data, context, selection=selection, path=path, skip=doc.nonfinite))
+    findings.extend(extra_findings)
+    return Result(path, to_diagnostics(findings, doc, selection), unreadable=doc.unreadable)
+
+
+def check_data(data: dict, context: Context, *, selection: Selection, path: str = "<config>",
+               skip: Iterable[str] = ()) -> list[Finding]:
+    """Schema stage and semantic rules over parsed ``data`` (no positions).
+
+    Rules crash-proofing: a rule that raises is reported as an internal
+    error finding (code of the rule, severity error) rather than a
+    traceback, since a linter that hides a crash would pass a bad config.
+    """
+    from .rules.schema import validate
+
+    rules = load_all()
+    findings, bad = validate(data, skip=skip)
+    view = ConfigView(data, bad, path)
+    for info in rules.values():
+        if info.check is None or not selection.enabled(info.code):
+            continue
+        if info.filesystem and not context.check_fs:
+            continue
+        try:
+            findings.extend(info.check(view, context))
+        except Exception as err:  # pragma: no cover - a bug in a rule
+            findings.append(Finding(info.code, f"internal error in rule {info.code} ({info.name}): "
+                                               f"{type(err).__name__}: {err}; please report it",
+                                    severity=Severity.ERROR))
+    return findings
+
+
+def to_diagnostics(findings: Iterable[Finding], doc: Optional[Document], selection: Selection) -> list[Diagnostic]:
+    """Position, filter, grade, de-duplicate and sort findings."""
+    rules = load_all()
+    out: dict[tuple, Diagnostic] = {}
+    for finding in findings:
+        if not selection.enabled(finding.code) or not selection.keeps(finding.code, finding.pointer):
+            continue
+        info: Optional[RuleInfo] = rules.get(finding.code)
+        severity = selection.severity.get(finding.code) or finding.severity or (
+            info.severity if info else Severity.ERROR)
+        if finding.line is not None:
+            line, column = finding.line, finding.column or 1
+            end_line = end_column = None
+        elif doc is not None and finding.pointer is not None and doc.text:
+            span = doc.positions.locate(finding.pointer, finding.at)
+            line, column, end_line, end_column = span.line, span.column, span.end_line, span.end_column
+        else:
+            line, column, end_line, end_column = 1, 1, None, None
+        diagnostic = Diagnostic(path=finding.path or (doc.path if doc else "<config>"), line=line, column=column,
+                                code=finding.code, severity=severity, message=finding.message, hint=finding.hint,
+                                pointer=finding.pointer if finding.path is None else None,
+                                end_line=end_line, end_column=end_column)
+        out.setdefault((diagnostic.path, line, column, diagnostic.code, diagnostic.message), diagnostic)
+    return sorted(out.values(), key=Diagnostic.sort_key)
+
+
+def exit_status(results: Iterable[Result], *, strict: bool = False) -> int:
+    """0 no errors; 1 an error (or a warning with ``strict``); 2 a file
+    could not be read."""
+    status = 0
+    for result in results:
+        if result.unreadable:
+            return 2
+        for diagnostic in result.diagnostics:
+            if diagnostic.severity is Severity.ERROR or (strict and diagnostic.severity is Severity.WARNING):
+                status = 1
+    return status

@@ -1,0 +1,214 @@
+"""Reading and parsing a config file: the syntax stage (PL001-PL007).
+
+``json.loads`` does the parsing (fast, and exactly what msprobe itself
+uses); its hooks notice duplicate keys (``object_pairs_hook``) and the
+NaN/Infinity literals Python accepts but JSON does not (``parse_constant``).
+Positions are only computed (see positions.py) when one of those needs
+reporting.
+"""
+from __future__ import annotations
+
+import json
+import os
+import stat
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from .diagnostic import Finding
+from .positions import PositionMap, line_col, pointer
+
+MAX_BYTES = 10 * 1024 * 1024
+BOM = b"\xef\xbb\xbf"
+
+
+class NonFinite(float):
+    """A NaN/Infinity/-Infinity literal as parsed; a float subclass so
+    comparisons do not crash, told apart from real numbers by type."""
+
+    literal: str
+
+    def __new__(cls, literal: str) -> "NonFinite":
+        obj = super().__new__(cls, {"NaN": "nan", "Infinity": "inf", "-Infinity": "-inf"}[literal])
+        obj.literal = literal
+        return obj
+
+
+@dataclass
+class Document:
+    """A parsed config.
+
+    Attributes:
+        path: as given by the user.
+        text: the decoded text (without a byte-order mark).
+        data: the parsed value (dict for a usable config; for a duplicate
+            key, the last value, as ``json.load`` keeps).
+        findings: syntax findings (PL002, PL004, PL005) already made.
+        fatal: True when nothing else may run on the file.
+        unreadable: True for PL006 (the run exits 2).
+        nonfinite: pointers of NaN/Infinity values.
+    """
+
+    path: str
+    text: str = ""
+    data: Any = None
+    findings: list[Finding] = field(default_factory=list)
+    fatal: bool = False
+    unreadable: bool = False
+    nonfinite: list[str] = field(default_factory=list)
+    _positions: Optional[PositionMap] = None
+
+    @property
+    def positions(self) -> PositionMap:
+        """The position map, computed on first use."""
+        if self._positions is None:
+            self._positions = PositionMap(self.text)
+        return self._positions
+
+
+def read_bytes(path: str) -> tuple[Optional[bytes], Optional[str]]:
+    """Read at most MAX_BYTES of a regular file without following it into
+    something else. Returns (bytes, None) or (None, reason) for PL006."""
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        return None, "file not found"
+    except PermissionError:
+        return None, "permission denied"
+    except OSError as err:
+        return None, f"cannot be read ({err.strerror or err})"
+    if stat.S_ISDIR(info.st_mode):
+        return None, "is a directory, not a file"
+    if not stat.S_ISREG(info.st_mode):
+        return None, "is not a regular file"
+    if info.st_size > MAX_BYTES:
+        return None, f"is {info.st_size} bytes, over the 10 MiB limit for a config"
+    try:
+        with open(path, "rb") as handle:
+            raw = handle.read(MAX_BYTES + 1)
+    except PermissionError:
+        return None, "permission denied"
+    except OSError as err:
+        return None, f"cannot be read ({err.strerror or err})"
+    if len(raw) > MAX_BYTES:
+        return None, "grew over the 10 MiB limit while being read"
+    return raw, None
+
+
+class _Duplicate(Exception):
+    pass
+
+
+def load(path: str, raw: Optional[bytes] = None) -> Document:
+    """Read and parse ``path`` (or ``raw`` bytes given for it).
+
+    Never raises for bad input: every problem becomes a Finding in the
+    returned Document.
+    """
+    doc = Document(path=path)
+    if raw is None:
+        raw, reason = read_bytes(path)
+        if raw is None:
+            doc.findings.append(Finding("PL006", f"config {reason}", hint=None))
+            doc.fatal = doc.unreadable = True
+            return doc
+    if raw.startswith(BOM):
+        doc.findings.append(Finding(
+            "PL004", "file starts with a UTF-8 byte-order mark; Python's json.load, and so msprobe, rejects it",
+            hint="save the file as UTF-8 without BOM", line=1, column=1))
+        raw = raw[len(BOM):]
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        bad = raw[: err.start].decode("utf-8", errors="replace")
+        line, column = line_col(bad, len(bad))
+        doc.findings.append(Finding(
+            "PL004", f"not valid UTF-8: byte 0x{raw[err.start]:02x} at offset {err.start}",
+            hint="save the file as UTF-8", line=line, column=column))
+        doc.fatal = True
+        return doc
+    doc.text = text
+    flags = {"duplicates": False}
+    found_nonfinite: list[NonFinite] = []
+
+    def pairs_hook(pairs: list[tuple[str, Any]]) -> dict:
+        result = dict(pairs)
+        if len(result) != len(pairs):
+            flags["duplicates"] = True
+        return result
+
+    def constant_hook(literal: str) -> NonFinite:
+        value = NonFinite(literal)
+        found_nonfinite.append(value)
+        return value
+
+    try:
+        data = json.loads(text, object_pairs_hook=pairs_hook, parse_constant=constant_hook)
+    except json.JSONDecodeError as err:
+        message = err.msg
+        if not text.strip():
+            message = "file is empty; a config is a JSON object"
+        doc.findings.append(Finding("PL001", f"not valid JSON: {message}", line=err.lineno, column=err.colno,
+                                    hint=_syntax_hint(text, err)))
+        doc.fatal = True
+        return doc
+    except RecursionError:
+        doc.findings.append(Finding("PL001", "not valid JSON: nested too deeply to parse", line=1, column=1))
+        doc.fatal = True
+        return doc
+    doc.data = data
+    if flags["duplicates"]:
+        for raw_ptr, span in doc.positions.duplicates:
+            key = raw_ptr.rpartition("/")[2]
+            doc.findings.append(Finding(
+                "PL002", f"duplicate key {key!r}: json.load keeps only the last value",
+                hint="remove all but one occurrence of the key", line=span.line, column=span.column,
+                pointer=raw_ptr))
+    if found_nonfinite:
+        for ptr, value in _walk_nonfinite(data):
+            doc.nonfinite.append(ptr)
+            doc.findings.append(Finding(
+                "PL005", f"{value.literal} is not JSON; Python's json accepts it but other tools do not, "
+                         "and no msprobe option takes it", pointer=ptr,
+                hint="write a number (or remove the key to use the default)"))
+    if not isinstance(data, dict):
+        kind = {list: "an array", str: "a string", bool: "a boolean", type(None): "null"}.get(type(data), "a number")
+        doc.findings.append(Finding("PL003", f"the top-level value is {kind}; a config must be a JSON object",
+                                    hint='wrap the settings in { ... }, e.g. {"task": "overflow_check", ...}',
+                                    pointer=""))
+        doc.fatal = True
+        return doc
+    if "common_dump_settings" in data and "task" not in data:
+        doc.findings.append(Finding(
+            "PL007", "this is MindSpore's own dump config (common_dump_settings), not an msprobe config",
+            hint="use it with MINDSPORE_DUMP_CONFIG; msprobe's PrecisionDebugger needs a config with "
+                 "\"task\", \"dump_path\" and \"level\"", pointer="/common_dump_settings", at="key"))
+        doc.fatal = True
+    return doc
+
+
+def _walk_nonfinite(value: Any, path: tuple = ()) -> list[tuple[str, NonFinite]]:
+    found: list[tuple[str, NonFinite]] = []
+    stack = [(value, path)]
+    while stack:
+        item, where = stack.pop()
+        if isinstance(item, NonFinite):
+            found.append((pointer(*where), item))
+        elif isinstance(item, dict):
+            stack.extend((v, where + (k,)) for k, v in item.items())
+        elif isinstance(item, list):
+            stack.extend((v, where + (i,)) for i, v in enumerate(item))
+    return sorted(found)
+
+
+def _syntax_hint(text: str, err: json.JSONDecodeError) -> Optional[str]:
+    """A fix for the common mistakes: trailing commas, comments, single
+    quotes."""
+    before = text[: err.pos].rstrip()
+    here = text[err.pos: err.pos + 2]
+    if before.endswith(",") and here[:1] in ("}", "]"):
+        return "remove the trailing comma before this bracket"
+    if here.startswith("//") or here.startswith("/*"):
+        return "JSON has no comments; remove them"
+    if here.startswith("'"):
+        return "JSON strings use double quotes"
+    return None

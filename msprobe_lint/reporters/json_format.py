@@ -1,0 +1,31 @@
+"""``--format json``: one object, ``{"diagnostics": [...], "summary": {...}}``.
+
+Each diagnostic has path, line, column (1-based), end_line, end_column,
+code, severity, message, hint (or null) and pointer (JSON pointer, or null
+for script findings). Strict JSON: no NaN or Infinity.
+"""
+from __future__ import annotations
+
+import json
+from typing import Iterable
+
+from ..engine import Result
+
+
+def summary(results: list[Result]) -> dict:
+    """Counts per severity, files checked and files unreadable."""
+    counts = {"error": 0, "warning": 0, "info": 0}
+    for result in results:
+        for diagnostic in result.diagnostics:
+            counts[diagnostic.severity.value] += 1
+    return {"files": len(results), "unreadable": sum(r.unreadable for r in results), **counts}
+
+
+def render(results: Iterable[Result], *, color: bool = False) -> str:
+    """The JSON report."""
+    results = list(results)
+    body = {
+        "diagnostics": [d.to_dict() for r in results for d in r.diagnostics],
+        "summary": summary(results),
+    }
+    return json.dumps(body, indent=2, ensure_ascii=False, allow_nan=False) + "\n"

@@ -1,0 +1,82 @@
+"""Human output: ``path:line:col: CODE severity: message``, then the source
+line with a caret under the offending key or value and a ``help:`` line for
+the hint; a summary at the end. Colour (through rich) only on a terminal,
+and never when NO_COLOR is set.
+"""
+from __future__ import annotations
+
+import os
+from typing import Iterable, Optional
+
+from ..diagnostic import Diagnostic, Severity
+from ..engine import Result
+
+STYLES = {Severity.ERROR: "bold red", Severity.WARNING: "bold yellow", Severity.INFO: "bold cyan"}
+
+
+class _Sources:
+    """Reads each file's lines once, on demand, tolerant of bad bytes."""
+
+    def __init__(self) -> None:
+        self._cache: dict[str, list[str]] = {}
+
+    def line(self, path: str, number: int) -> Optional[str]:
+        if path not in self._cache:
+            try:
+                with open(path, "rb") as handle:
+                    raw = handle.read(10 * 1024 * 1024)
+                self._cache[path] = raw.decode("utf-8", errors="replace").lstrip("\ufeff").splitlines()
+            except OSError:
+                self._cache[path] = []
+        lines = self._cache[path]
+        return lines[number - 1] if 0 < number <= len(lines) else None
+
+
+def _snippet(diagnostic: Diagnostic, sources: _Sources) -> list[tuple[str, str]]:
+    """(text, style) lines under the headline."""
+    out: list[tuple[str, str]] = []
+    source = sources.line(diagnostic.path, diagnostic.line)
+    if source is not None and len(source) <= 400:
+        gutter = f"{diagnostic.line:>4} | "
+        out.append((gutter + source.replace("\t", " "), ""))
+        width = 1
+        if diagnostic.end_line == diagnostic.line and diagnostic.end_column:
+            width = max(1, diagnostic.end_column - diagnostic.column)
+        width = min(width, max(1, len(source) - diagnostic.column + 1))
+        out.append((" " * (len(gutter) - 2) + "| " + " " * (diagnostic.column - 1) + "^" * width,
+                    STYLES[diagnostic.severity]))
+    if diagnostic.hint:
+        out.append(("     = help: " + diagnostic.hint, "green"))
+    return out
+
+
+def render(results: Iterable[Result], *, color: bool = False) -> str:
+    """The text report (ANSI colour codes only when ``color``)."""
+    results = list(results)
+    sources = _Sources()
+    lines: list[tuple[str, str]] = []
+    counts = {s: 0 for s in Severity}
+    for result in results:
+        for d in result.diagnostics:
+            counts[d.severity] += 1
+            lines.append((f"{d.path}:{d.line}:{d.column}: {d.code} {d.severity.value}: {d.message}",
+                          STYLES[d.severity]))
+            lines.extend(_snippet(d, sources))
+    files = len(results)
+    if any(counts.values()):
+        parts = [f"{n} {s.value}{'s' if n != 1 else ''}" for s, n in counts.items() if n]
+        lines.append((f"Found {', '.join(parts)} in {files} file{'s' if files != 1 else ''}.", "bold"))
+    else:
+        lines.append((f"All checks passed ({files} file{'s' if files != 1 else ''}).", "bold green"))
+    if not color or os.environ.get("NO_COLOR"):
+        return "\n".join(text for text, _ in lines) + "\n"
+    from io import StringIO
+
+    from rich.console import Console
+    from rich.text import Text
+
+    buffer = StringIO()
+    console = Console(file=buffer, force_terminal=True, highlight=False, soft_wrap=True, width=10_000)
+    for text, style in lines:
+        console.print(Text(text, style=style))
+    return buffer.getvalue()

@@ -1,0 +1,1 @@
+"""Rule families, one module each; see registry.py."""

@@ -1,0 +1,38 @@
+"""Environment family (PL601): what the installed packages can do."""
+from __future__ import annotations
+
+from typing import Iterator
+
+from ..config import ConfigView
+from ..context import Context
+from ..diagnostic import Finding
+from .registry import rule
+
+FIRST_RELEASE_WITHOUT_MS_OVERFLOW = "26.0.0"
+
+
+@rule("PL601", "msprobe-without-overflow-check", "warning",
+      "Installed mindstudio-probe has no MindSpore overflow_check task (26.x)")
+def msprobe_without_overflow(config: ConfigView, context: Context) -> Iterator[Finding]:
+    """
+    mindstudio-probe 26.x dropped the MindSpore overflow_check task: a
+    MindSpore job that constructs msprobe's PrecisionDebugger with this
+    config would not detect overflow. Only judged from the installed package
+    (live environment, never under --isolated). probe_runtime's
+    PrecisionDebugger runs the task whatever msprobe is installed.
+
+    Bad:
+        mindstudio-probe 26.2.0 installed, from msprobe.mindspore import PrecisionDebugger
+    Good:
+        from probe_runtime import PrecisionDebugger   (or mindstudio-probe 8.3.x)
+    """
+    if config.task != "overflow_check" or context.framework in ("msadapter", "pytorch") or context.runtime:
+        return
+    fact = context.fact("msprobe_version")
+    if fact is None or not fact.source.startswith("installed"):
+        return
+    from packaging.version import Version
+
+    if fact.value >= Version(FIRST_RELEASE_WITHOUT_MS_OVERFLOW):
+        yield Finding("PL601", f"the installed mindstudio-probe {fact.value} has no MindSpore overflow_check task",
+                      pointer="/task", hint="use probe_runtime's PrecisionDebugger, or mindstudio-probe 8.3.x")

@@ -1,0 +1,270 @@
+"""Paths family (PL401-PL408): the path rules msprobe enforces at run time
+(SPEC 2.4; msprobe's file checks in ``msprobe/core/common/file_utils.py``):
+only ``[A-Za-z0-9_./-]``, at most 4096 characters with no component over
+255, no soft link, not writable by others nor owned by another user; and
+absolute paths, which msprobe's docs ask for. PL406-PL408 look at the
+filesystem and run only with ``--check-fs`` (always in probe_runtime).
+"""
+from __future__ import annotations
+
+import os
+import re
+import stat
+from pathlib import Path
+from typing import Iterator, Optional
+
+from ..config import ConfigView
+from ..context import Context
+from ..diagnostic import Finding, Severity
+from .registry import rule
+
+ALLOWED = re.compile(r"^[A-Za-z0-9_./-]+$")
+DISALLOWED_RUN = re.compile(r"[^A-Za-z0-9_./-]+")
+VARIABLE = re.compile(r"\$(\{[^}]*\}?|[A-Za-z_][A-Za-z0-9_]*)")
+MAX_PATH = 4096
+MAX_COMPONENT = 255
+# (section or None, key): paths msprobe reads or writes.
+PATH_KEYS = ((None, "dump_path"), ("run_ut", "error_data_path"), ("run_ut", "nfs_path"), ("tensor", "nfs_path"))
+
+
+def path_values(config: ConfigView) -> Iterator[tuple[str, str, str]]:
+    """(name, pointer, value) of each path in the config that msprobe will
+    use: dump_path and the path options of the active task's section."""
+    for section, key in PATH_KEYS:
+        if section is not None and section != config.task:
+            continue
+        parts = (key,) if section is None else (section, key)
+        value = config.get(*parts)
+        if isinstance(value, str) and value:
+            yield key, "/" + "/".join(parts), value
+
+
+def _expands(value: str) -> bool:
+    return value.startswith("~") or "/~" in value or bool(VARIABLE.search(value))
+
+
+@rule("PL401", "path-not-absolute", "error", "dump_path not absolute (warning for other paths)")
+def not_absolute(config: ConfigView, context: Context) -> Iterator[Finding]:
+    """
+    A relative dump_path is resolved against wherever the job happened to
+    start: on a cluster that is rarely where you look afterwards, and each
+    launcher starts in a different folder. msprobe's docs ask for absolute
+    paths. Other path options (error_data_path, nfs_path) get a warning.
+
+    Bad:
+        "dump_path": "./dump_path"
+    Good:
+        "dump_path": "/home/user/dump_path"
+    """
+    for name, ptr, value in path_values(config):
+        if _expands(value) or value.startswith("/"):
+            continue
+        yield Finding("PL401", f"{name} {value!r} is relative: it lands wherever the job starts", pointer=ptr,
+                      severity=None if name == "dump_path" else Severity.WARNING,
+                      hint=f"give an absolute path, e.g. /home/user/{value.lstrip('./') or 'dump'}")
+
+
+@rule("PL402", "path-bad-characters", "error", "Path has characters outside [A-Za-z0-9_./-]")
+def bad_characters(config: ConfigView, context: Context) -> Iterator[Finding]:
+    """
+    msprobe refuses any path with a character outside letters, digits, '_',
+    '.', '/' and '-': spaces, non-ASCII letters, ':' and the like stop the
+    job when it first writes.
+
+    Bad:
+        "dump_path": "/home/my data/dump"
+    Good:
+        "dump_path": "/home/my_data/dump"
+    """
+    for name, ptr, value in path_values(config):
+        if _expands(value) or ALLOWED.match(value):
+            continue
+        bad = sorted(set(DISALLOWED_RUN.findall(value)) and {c for c in value if not ALLOWED.match(c)})
+        cleaned = DISALLOWED_RUN.sub("_", value)
+        shown = " ".join(repr(c) for c in bad[:8])
+        yield Finding("PL402", f"{name} has characters msprobe rejects: {shown}", pointer=ptr,
+                      hint=f"use only letters, digits, '_', '.', '/', '-', e.g. {cleaned}")
+
+
+@rule("PL403", "path-too-long", "error", "Path too long (over 4096, or a component over 255)")
+def too_long(config: ConfigView, context: Context) -> Iterator[Finding]:
+    """
+    msprobe refuses paths longer than 4096 characters or with a component
+    longer than 255 (the Linux limits).
+
+    Bad:
+        "dump_path": "/data/<300 characters>"
+    Good:
+        "dump_path": "/data/run1"
+    """
+    for name, ptr, value in path_values(config):
+        if len(value) > MAX_PATH:
+            yield Finding("PL403", f"{name} is {len(value)} characters long; the limit is {MAX_PATH}", pointer=ptr)
+            continue
+        longest = max(value.split("/"), key=len)
+        if len(longest) > MAX_COMPONENT:
+            yield Finding("PL403", f"{name} has a component of {len(longest)} characters; the limit is "
+                                   f"{MAX_COMPONENT}", pointer=ptr, hint="shorten the folder name")
+
+
+@rule("PL404", "path-dotdot", "warning", "Path contains '..'")
+def dotdot(config: ConfigView, context: Context) -> Iterator[Finding]:
+    """
+    A '..' component makes the real location depend on soft links along the
+    way and hard to read; write the folder it means.
+
+    Bad:
+        "dump_path": "/data/run/../dump"
+    Good:
+        "dump_path": "/data/dump"
+    """
+    for name, ptr, value in path_values(config):
+        if ".." in value.split("/"):
+            yield Finding("PL404", f"{name} {value!r} contains '..'", pointer=ptr,
+                          hint=f"write it as {os.path.normpath(value)}")
+
+
+@rule("PL405", "path-not-expanded", "error", "'~' or '$VAR' in a path (never expanded)")
+def not_expanded(config: ConfigView, context: Context) -> Iterator[Finding]:
+    """
+    msprobe takes the path literally: '~' and '$HOME' are not expanded, and
+    both characters are outside its whitelist anyway. Reported instead of
+    PL401/PL402 for that path.
+
+    Bad:
+        "dump_path": "~/dump"
+    Good:
+        "dump_path": "/home/user/dump"
+    """
+    for name, ptr, value in path_values(config):
+        if _expands(value):
+            home = os.path.expanduser("~")
+            example = VARIABLE.sub("/path", value.replace("~", home, 1) if value.startswith("~") else value)
+            yield Finding("PL405", f"{name} {value!r} uses '~' or '$': msprobe never expands them", pointer=ptr,
+                          hint=f"write the full path, e.g. {example}")
+
+
+def _absolute(value: str, context: Context) -> Path:
+    base = context.cwd or Path.cwd()
+    return Path(os.path.normpath(os.path.join(str(base), value)))
+
+
+def _links(path: Path) -> Optional[Path]:
+    """The first component of ``path`` (itself included) that is a soft
+    link, or None."""
+    current = Path(path.anchor)
+    for part in path.parts[1:]:
+        current = current / part
+        try:
+            if current.is_symlink():
+                return current
+        except OSError:
+            return None
+        if not current.exists():
+            return None
+    return None
+
+
+def _nearest_existing(path: Path) -> Path:
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    return path
+
+
+def _fs_targets(config: ConfigView, context: Context) -> Iterator[tuple[str, Optional[str], Path, str]]:
+    """(name, pointer, resolved path, value as written) for the config file
+    and each path in it."""
+    if config.path and not config.path.startswith("<"):
+        yield "config", None, _absolute(config.path, context), config.path
+    for name, ptr, value in path_values(config):
+        if not _expands(value):
+            yield name, ptr, _absolute(value, context), value
+
+
+def _shown(resolved: Path, value: str) -> str:
+    return str(resolved) if str(resolved) == value else f"{value} (resolved to {resolved})"
+
+
+@rule("PL406", "path-soft-link", "error", "(filesystem) path or a parent is a soft link", filesystem=True)
+def soft_link(config: ConfigView, context: Context) -> Iterator[Finding]:
+    """
+    msprobe refuses to read or write through a soft link (a guard against
+    being redirected to someone else's files), for the config and the dump
+    path alike. Needs --check-fs.
+
+    Bad:
+        dump_path /data/dump where /data -> /mnt/big
+    Good:
+        dump_path /mnt/big/dump
+    """
+    if not context.check_fs:
+        return
+    for name, ptr, resolved, value in _fs_targets(config, context):
+        link = _links(resolved)
+        if link is not None:
+            target = os.path.realpath(link)
+            yield Finding("PL406", f"{name} {_shown(resolved, value)} goes through the soft link {link} -> {target}",
+                          pointer=ptr, hint=f"use the real path: {os.path.realpath(resolved)}")
+
+
+@rule("PL407", "dump-path-not-writable", "error", "(filesystem) dump_path not a directory or not writable",
+      filesystem=True)
+def not_writable(config: ConfigView, context: Context) -> Iterator[Finding]:
+    """
+    msprobe creates dump_path (and step/rank folders under it) at the first
+    dump: if it is an existing file, or if it or its nearest existing parent
+    is not writable, the job fails after it has run up to that point. Needs
+    --check-fs.
+
+    Bad:
+        dump_path /proc/dump, or a path that is an existing file
+    Good:
+        dump_path in a folder you own
+    """
+    if not context.check_fs:
+        return
+    for name, ptr, resolved, value in _fs_targets(config, context):
+        if name != "dump_path":
+            continue
+        if resolved.exists() and not resolved.is_dir():
+            yield Finding("PL407", f"dump_path {_shown(resolved, value)} exists and is not a directory", pointer=ptr,
+                          hint="choose a folder path")
+            continue
+        existing = _nearest_existing(resolved)
+        if not os.access(existing, os.W_OK | os.X_OK):
+            what = "dump_path" if existing == resolved else f"its nearest existing parent {existing}"
+            yield Finding("PL407", f"dump_path {_shown(resolved, value)}: {what} is not writable by this user",
+                          pointer=ptr, hint="choose a folder you can write, or fix its permissions")
+
+
+@rule("PL408", "path-unsafe-permissions", "warning",
+      "(filesystem) dump_path or config writable by others, or owned by another user", filesystem=True)
+def unsafe_permissions(config: ConfigView, context: Context) -> Iterator[Finding]:
+    """
+    msprobe refuses files that other users can write or that belong to
+    another user: someone else could change what the job reads or writes.
+    Needs --check-fs.
+
+    Bad:
+        chmod 777 /data/dump
+    Good:
+        chmod 750 /data/dump
+    """
+    if not context.check_fs:
+        return
+    uid = os.getuid() if hasattr(os, "getuid") else None
+    for name, ptr, resolved, value in _fs_targets(config, context):
+        target = _nearest_existing(resolved) if name == "dump_path" else resolved
+        try:
+            info = target.stat()
+        except OSError:
+            continue
+        label = name if target == resolved else f"{name}'s nearest existing parent {target}"
+        if info.st_mode & stat.S_IWOTH and not (stat.S_ISDIR(info.st_mode) and info.st_mode & stat.S_ISVTX
+                                                 and target != resolved):
+            yield Finding("PL408", f"{label} ({_shown(resolved, value)}) is writable by other users "
+                                   f"(mode {stat.filemode(info.st_mode)})", pointer=ptr,
+                          hint=f"chmod o-w {target}")
+        if uid is not None and target == resolved and info.st_uid not in (uid, 0):
+            yield Finding("PL408", f"{label} ({_shown(resolved, value)}) belongs to another user (uid "
+                                   f"{info.st_uid})", pointer=ptr, hint="use a path you own")

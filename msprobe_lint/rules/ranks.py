@@ -1,0 +1,141 @@
+"""Ranks family (PL301-PL304): the rank and step filters.
+
+Each is a list of integers >= 0 and ``"a-b"`` range strings (a <= b);
+empty or absent means all. The item syntax is checked by the schema
+(``x-probe-code: PL301``); what JSON Schema cannot say (a <= b, overlaps,
+the world size) is checked here.
+"""
+from __future__ import annotations
+
+from typing import Iterator, Optional
+
+from ..config import ConfigView
+from ..context import Context
+from ..diagnostic import Finding
+from ..positions import pointer
+from .registry import rule
+
+
+def parse_entry(item: object) -> Optional[tuple[int, int]]:
+    """``3`` -> (3, 3), ``"2-5"`` -> (2, 5); None for anything else
+    (including a reversed range)."""
+    if isinstance(item, int) and not isinstance(item, bool) and item >= 0:
+        return item, item
+    if isinstance(item, str):
+        first, sep, last = item.partition("-")
+        if sep and first.isdigit() and last.isdigit() and int(first) <= int(last):
+            return int(first), int(last)
+    return None
+
+
+def entries(config: ConfigView, key: str) -> list[tuple[int, str, tuple[int, int]]]:
+    """Valid (index, pointer, (first, last)) entries of ``key``'s list."""
+    items = config.get(key)
+    if not isinstance(items, list):
+        return []
+    out = []
+    for index, item in enumerate(items):
+        ptr = pointer(key, index)
+        if ptr in config.bad:
+            continue
+        span = parse_entry(item)
+        if span is not None:
+            out.append((index, ptr, span))
+    return out
+
+
+@rule("PL301", "bad-index-entry", "error", "Bad rank/step entry")
+def bad_entry(config: ConfigView, context: Context) -> Iterator[Finding]:
+    """
+    rank and step entries are integers >= 0 or "a-b" strings with a <= b.
+    msprobe stops at start-up on anything else. A wrong item type is this
+    rule too; a value that is not a list at all is PL102.
+
+    Bad:
+        "rank": ["6-4"], "step": [-1]
+    Good:
+        "rank": ["4-6"], "step": [0]
+    """
+    for key in ("rank", "step"):
+        items = config.get(key)
+        if not isinstance(items, list):
+            continue
+        for index, item in enumerate(items):
+            ptr = pointer(key, index)
+            if ptr in config.bad or not isinstance(item, str):
+                continue
+            first, sep, last = item.partition("-")
+            if sep and first.isdigit() and last.isdigit() and int(first) > int(last):
+                yield Finding("PL301", f"{key} range {item!r} is reversed: the first value must not exceed the last",
+                              pointer=ptr, hint=f'write "{last}-{first}"')
+
+
+@rule("PL302", "overlapping-entries", "warning", "Duplicate or overlapping rank/step entries")
+def overlapping(config: ConfigView, context: Context) -> Iterator[Finding]:
+    """
+    An entry already covered by another is harmless to msprobe but usually a
+    typo for a different number.
+
+    Bad:
+        "rank": [1, "0-3"]
+    Good:
+        "rank": ["0-3"]
+    """
+    for key in ("rank", "step"):
+        seen: list[tuple[tuple[int, int], str]] = []
+        for _, ptr, (first, last) in entries(config, key):
+            for (a, b), shown in seen:
+                if first <= b and a <= last:
+                    what = "repeats" if (first, last) == (a, b) else "overlaps"
+                    yield Finding("PL302", f"{key} entry {config.get(*_parts(ptr))!r} {what} {shown!r}",
+                                  pointer=ptr, hint="remove the duplicate or merge the ranges")
+                    break
+            seen.append(((first, last), config.get(*_parts(ptr))))
+
+
+def _parts(ptr: str) -> tuple:
+    key, index = ptr.strip("/").split("/")
+    return key, int(index)
+
+
+@rule("PL303", "rank-beyond-world", "warning", "Rank >= world size (nothing collected on it)")
+def rank_beyond_world(config: ConfigView, context: Context) -> Iterator[Finding]:
+    """
+    Ranks count from 0, so with N processes the highest rank is N-1. A rank
+    at or over the world size never exists and collects nothing. Needs the
+    world size (--world-size, pyproject, or the launcher's RANK_SIZE /
+    WORLD_SIZE / MS_WORKER_NUM).
+
+    Bad:
+        "rank": [8]    with world size 8
+    Good:
+        "rank": [7]    with world size 8
+    """
+    world = context.value("world_size")
+    if world is None:
+        return
+    said = context.describe("world_size")
+    for _, ptr, (first, last) in entries(config, "rank"):
+        if last >= world:
+            yield Finding("PL303", f"rank {config.get(*_parts(ptr))!r} does not exist with world size {world} "
+                                   f"({said}); ranks are 0-{world - 1}", pointer=ptr,
+                          hint=f"use ranks between 0 and {world - 1}")
+
+
+@rule("PL304", "rank-in-single-card", "error", "Non-empty rank in single-card training")
+def rank_single_card(config: ConfigView, context: Context) -> Iterator[Finding]:
+    """
+    msprobe's docs require "rank": [] for single-card training: without a
+    distributed launch there is no rank to match, and nothing is collected.
+
+    Bad:
+        "rank": [0]    with world size 1
+    Good:
+        "rank": []
+    """
+    if context.value("world_size") != 1:
+        return
+    items = config.get("rank")
+    if isinstance(items, list) and items:
+        yield Finding("PL304", f"rank is {items!r} in single-card training ({context.describe('world_size')}); "
+                               "msprobe needs an empty list there", pointer="/rank", hint='write "rank": []')

@@ -1,0 +1,106 @@
+"""The rule registry: every code the linter can report, with its metadata.
+
+A rule is either a check function decorated with :func:`rule` (semantic
+rules: ``(config, context) -> Iterable[Finding]``) or a code that an engine
+stage emits (loading: PL001-PL007, schema: PL101-PL107), declared with
+:func:`define`. Either way its documentation is written once, in a fixed
+shape (a first paragraph saying why it matters, then ``Bad:`` and ``Good:``
+examples), and rendered by ``probe explain``, ``probe rules``, SARIF and the
+README table.
+"""
+from __future__ import annotations
+
+import textwrap
+from dataclasses import dataclass
+from typing import Callable, Iterable, Optional
+
+from ..diagnostic import Finding, Severity
+
+RULES: dict[str, "RuleInfo"] = {}
+
+
+@dataclass(frozen=True)
+class RuleInfo:
+    """Metadata of one rule code.
+
+    Attributes:
+        code: ``PL`` and three digits; the first digit is the family.
+        name: kebab-case name, e.g. ``level-not-allowed``.
+        severity: default severity.
+        summary: one line for ``probe rules``.
+        family: ``syntax``, ``schema``, ``levels``, ``ranks``, ``paths``,
+            ``script`` or ``environment``.
+        doc: rationale with ``Bad:`` and ``Good:`` examples.
+        check: the check function, or None for codes an engine stage emits.
+        needs: names of context values the rule reads (for messages/docs).
+        filesystem: True for rules that only run with ``--check-fs``.
+    """
+
+    code: str
+    name: str
+    severity: Severity
+    summary: str
+    family: str
+    doc: str
+    check: Optional[Callable[..., Iterable[Finding]]] = None
+    filesystem: bool = False
+
+    def section(self, title: str) -> str:
+        """The text under ``Bad:``/``Good:`` in the doc, or ``""``."""
+        lines = self.doc.splitlines()
+        out: list[str] = []
+        grab = False
+        for line in lines:
+            stripped = line.strip()
+            if stripped in ("Bad:", "Good:"):
+                grab = stripped == f"{title}:"
+                continue
+            if grab:
+                out.append(line)
+        return textwrap.dedent("\n".join(out)).strip("\n")
+
+    @property
+    def rationale(self) -> str:
+        """The doc up to the first ``Bad:``."""
+        return self.doc.split("Bad:")[0].strip()
+
+
+def define(code: str, name: str, severity: str, summary: str, family: str, doc: str,
+           *, check: Optional[Callable[..., Iterable[Finding]]] = None,
+           filesystem: bool = False) -> RuleInfo:
+    """Register a code. Raises ValueError on a duplicate code or name."""
+    if code in RULES:
+        raise ValueError(f"rule code {code} defined twice")
+    if any(r.name == name for r in RULES.values()):
+        raise ValueError(f"rule name {name} defined twice")
+    info = RuleInfo(code, name, Severity(severity), summary, family,
+                    textwrap.dedent(doc).strip(), check, filesystem)
+    RULES[code] = info
+    return info
+
+
+def rule(code: str, name: str, severity: str, summary: str, *, filesystem: bool = False):
+    """Decorator registering a check function under ``code``; its docstring
+    is the rule's documentation and its module name the family."""
+
+    def wrap(func: Callable[..., Iterable[Finding]]):
+        family = func.__module__.rsplit(".", 1)[-1]
+        define(code, name, severity, summary, family, func.__doc__ or "", check=func,
+               filesystem=filesystem)
+        return func
+
+    return wrap
+
+
+def load_all() -> dict[str, RuleInfo]:
+    """Import every family module (registering its rules) and return the
+    registry sorted by code."""
+    from . import environment, levels, paths, ranks, schema, script, syntax  # noqa: F401
+
+    return dict(sorted(RULES.items()))
+
+
+def matches(code: str, patterns: Iterable[str]) -> bool:
+    """True when ``code`` starts with one of ``patterns`` (``PL2``,
+    ``PL201``, ``ALL``)."""
+    return any(p == "ALL" or code.startswith(p) for p in patterns)

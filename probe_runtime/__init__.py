@@ -1,0 +1,1 @@
+"""probe_runtime: overflow detector for MindSpore PyNative."""
