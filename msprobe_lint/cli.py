@@ -160,6 +160,43 @@ def schema() -> None:
     sys.stdout.write(schema_path().read_text(encoding="utf-8"))
 
 
+@app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def run(
+    config: str = typer.Argument(..., metavar="CONFIG", help="The msprobe config.json the job will use."),
+    command: Optional[List[str]] = typer.Argument(None, metavar="-- CMD ARGS...", help="The command to run."),
+    framework: Optional[Framework] = FRAMEWORK, mode: Optional[Mode] = MODE, jit_level: Optional[JitLevel] = JIT,
+    mindspore_version: Optional[str] = MS_VERSION, world_size: Optional[int] = WORLD,
+    script: Optional[str] = SCRIPT, cwd: Optional[str] = CWD, isolated: bool = ISOLATED, strict: bool = STRICT,
+    select: List[str] = SELECT, ignore: List[str] = IGNORE, extend_select: List[str] = EXTEND,
+    config_file: Optional[str] = CONFIG_FILE,
+) -> None:
+    """Guarded launch: lint CONFIG (and CMD's script) with the filesystem checks; on errors print them
+    (to stderr) and exit 1 without starting CMD, else run CMD with PROBE_CONFIG set and exit with its status."""
+    from .launch import guarded_run
+
+    options = build_options(framework=framework, mode=mode, jit_level=jit_level,
+                            mindspore_version=mindspore_version, world_size=world_size, script=script,
+                            check_fs=True, cwd=cwd, isolated=isolated, strict=strict, select=select,
+                            ignore=ignore, extend_select=extend_select, config_file=config_file)
+    raise typer.Exit(guarded_run(config, command or [], options, color=sys.stderr.isatty()))
+
+
+class ReportFormat(str, Enum):
+    text = "text"
+    json = "json"
+
+
+@app.command()
+def report(
+    dump_path: str = typer.Argument(..., metavar="DUMP_PATH", help="The dump_path of an overflow_check run."),
+    format: ReportFormat = typer.Option(ReportFormat.text, "--format", "-f", help="Output format."),
+) -> None:
+    """Print the overflows under DUMP_PATH by step and rank, and where the overflow started."""
+    from .report import main as report_main
+
+    raise typer.Exit(report_main(dump_path, format.value))
+
+
 def main(argv: Optional[List[str]] = None) -> None:
     """Console-script entry point; never shows a traceback for bad input."""
     try:
