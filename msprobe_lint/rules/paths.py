@@ -61,7 +61,7 @@ def not_absolute(config: ConfigView, context: Context) -> Iterator[Finding]:
             continue
         yield Finding("PL401", f"{name} {value!r} is relative: it lands wherever the job starts", pointer=ptr,
                       severity=None if name == "dump_path" else Severity.WARNING,
-                      hint=f"give an absolute path, e.g. /home/user/{value.lstrip('./') or 'dump'}")
+                      hint=f"give an absolute path, e.g. /home/user/{DISALLOWED_RUN.sub('_', value.lstrip('./')) or 'dump'}")
 
 
 @rule("PL402", "path-bad-characters", "error", "Path has characters outside [A-Za-z0-9_./-]")

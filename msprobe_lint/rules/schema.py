@@ -196,7 +196,13 @@ def _leaf(error: Any) -> Any:
     from jsonschema.exceptions import best_match
 
     while error.validator in ("anyOf", "oneOf", "allOf") and error.context and not _override(error):
-        error = best_match(error.context)
+        # A branch whose type matched the value says more than a branch of
+        # another type: "l3" in a list of summary modes is an enum error,
+        # not "summary_mode must be a string".
+        wrong_type = {e.relative_schema_path[0] for e in error.context
+                      if e.validator == "type" and not e.relative_path}
+        matched = [e for e in error.context if e.relative_schema_path[0] not in wrong_type]
+        error = best_match(matched or error.context)
     return error
 
 
