@@ -1,0 +1,57 @@
+"""``--output FILE``: the report goes to the file (nothing on stdout), the
+exit status is the same as without it, and an unwritable file is a usage
+error (exit 2) without a traceback."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import config, run_probe, write_config
+
+
+@pytest.mark.parametrize("fmt", ["text", "json", "sarif", "github"])
+@pytest.mark.parametrize("bad", [True, False])
+def test_report_goes_to_the_file_and_the_status_is_unchanged(tmp_path, fmt, bad):
+    write_config(tmp_path, config(level="l1") if bad else config(), "config.json")
+    plain = run_probe("lint", "--isolated", "--format", fmt, "config.json", cwd=tmp_path)
+    report = tmp_path / "out" / f"report.{fmt}"
+    report.parent.mkdir()
+    proc = run_probe("lint", "--isolated", "--format", fmt, "--output", str(report), "config.json",
+                     cwd=tmp_path)
+    assert proc.returncode == plain.returncode == (1 if bad else 0)
+    assert proc.stdout == "" and proc.stderr == ""
+    assert report.read_text(encoding="utf-8") == plain.stdout
+    if fmt in ("json", "sarif"):
+        json.loads(report.read_text(encoding="utf-8"))
+
+
+def test_short_option_and_overwrite(tmp_path):
+    write_config(tmp_path, config(level="l1"), "config.json")
+    report = tmp_path / "report.json"
+    report.write_text("old contents that are longer than nothing\n" * 100)
+    proc = run_probe("lint", "--isolated", "-f", "json", "-o", str(report), "config.json", cwd=tmp_path)
+    assert proc.returncode == 1 and proc.stdout == ""
+    assert json.loads(report.read_text())["summary"]["error"] == 1
+
+
+def test_text_report_in_a_file_has_no_colour(tmp_path):
+    write_config(tmp_path, config(level="l1"), "config.json")
+    report = tmp_path / "report.txt"
+    run_probe("lint", "--isolated", "-o", str(report), "config.json", cwd=tmp_path, env={"FORCE_COLOR": "1"})
+    assert "\x1b[" not in report.read_text()
+
+
+def test_unwritable_output_is_a_usage_error(tmp_path):
+    write_config(tmp_path, config(), "config.json")
+    proc = run_probe("lint", "--isolated", "-o", str(tmp_path / "no" / "such" / "dir" / "r.txt"), "config.json",
+                     cwd=tmp_path)
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("probe: error: cannot write ") and "Traceback" not in proc.stderr
+    assert proc.stdout == ""
+
+
+def test_unreadable_config_still_exits_2_with_output(tmp_path):
+    report = tmp_path / "report.json"
+    proc = run_probe("lint", "--isolated", "-f", "json", "-o", str(report), "missing.json", cwd=tmp_path)
+    assert proc.returncode == 2
+    assert [d["code"] for d in json.loads(report.read_text())["diagnostics"]] == ["PL006"]
