@@ -29,8 +29,10 @@ the string ``"inf"``, ``"-inf"`` or ``"nan"``.
 
 Exit status: 0 records were shown; 1 the dump path holds no records (no
 overflow recorded, or no dump there); 2 the path is missing or not a
-folder, or every dump under it is unreadable. Truncated files (a job killed
-mid-run) are read as far as they go and reported under ``problems``.
+folder, or no record was found and some file under it could not be read
+(malformed, or truncated before its first record). Truncated files (a job
+killed mid-run) are read as far as they go, and every file that could not
+be read whole is reported (stderr; ``problems`` in JSON).
 """
 from __future__ import annotations
 
@@ -295,20 +297,20 @@ def read_dump(dump_path: str) -> Dump:
         dump_file, overflow_file = folder / "dump.json", folder / "overflow.json"
         if dump_file.exists():
             try:
-                parsed, _ = _load(dump_file, problems, "dump")
+                parsed, complete = _load(dump_file, problems, "dump")
                 if isinstance(parsed, dict) and isinstance(parsed.get("data", {}), dict):
                     data = parsed.get("data") or {}
-                    readable = True
+                    readable = complete or bool(data)
                 else:
                     problems.append((str(dump_file), "not an msprobe dump.json (no \"data\" object)"))
             except _Unreadable as err:
                 problems.append((str(dump_file), str(err)))
         if overflow_file.exists():
             try:
-                parsed, _ = _load(overflow_file, problems, "overflow")
+                parsed, complete = _load(overflow_file, problems, "overflow")
                 if isinstance(parsed, list):
                     overflow = parsed
-                    readable = True
+                    readable = complete or bool(parsed)
                 else:
                     problems.append((str(overflow_file), "not a list of overflow records"))
             except _Unreadable as err:
@@ -457,8 +459,8 @@ def report(dump_path: str) -> tuple[Dump, int, Optional[str]]:
     if dump.folders == 0:
         return dump, EXIT_NONE, (f"{dump_path}: no dump found (no step*/rank*/dump.json or overflow.json): "
                                  "nothing overflowed, or the job wrote elsewhere (check dump_path)")
-    if dump.unreadable_folders == dump.folders:
-        return dump, EXIT_UNREADABLE, f"{dump_path}: no dump could be read"
+    if dump.problems:
+        return dump, EXIT_UNREADABLE, f"{dump_path}: no dump could be read (see the warnings above)"
     return dump, EXIT_NONE, f"{dump_path}: the dumps hold no overflow records"
 
 

@@ -1,0 +1,155 @@
+"""`probe report`: msprobe_lint/report.py on hand-written dumps in
+tests/data/report/ (``ours``: probe_runtime's layout with overflow.json;
+``msprobe``: msprobe's own dump without it), on empty, missing, truncated
+and malformed dump paths."""
+from __future__ import annotations
+
+import io
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from msprobe_lint.report import direction_of, main, read_dump
+
+from conftest import run_probe
+
+DATA = Path(__file__).parent / "data" / "report"
+
+
+def report(path, fmt="text"):
+    out, err = io.StringIO(), io.StringIO()
+    status = main(str(path), fmt, out=out, err=err)
+    return status, out.getvalue(), err.getvalue()
+
+
+def strict_json(text: str):
+    def refuse(token):
+        raise AssertionError(f"non-strict JSON token {token}")
+    return json.loads(text, parse_constant=refuse)
+
+
+def test_ours_in_execution_order_with_origin_first():
+    status, out, err = report(DATA / "ours")
+    assert status == 0 and err == ""
+    lines = out.splitlines()
+    assert lines[0].startswith("step0/rank1")
+    assert lines[1].split() == ["ORIGIN", "Functional.exp.3", "API", "forward", "/work/job/train.py:31"]
+    assert "output[0]" in lines[2] and "Max=inf" in lines[2] and "Min=0.3679" in lines[2]
+    assert lines[3].split()[:4] == ["carried", "Tensor.__sub__.7", "API", "forward"]
+    assert any(line.split()[:4] == ["carried", "Functional.exp.3", "API", "backward"] for line in lines)
+    assert out.index("step0/rank1") < out.index("step1/rank1")
+    assert "Max=nan" in out and "Min=-inf" in out
+    assert lines[-1].endswith("Overflow started in step0/rank1: Functional.exp.3.forward (API, forward) "
+                              "at /work/job/train.py:31.")
+
+
+def test_msprobe_layout_origin_unknown_where_from_stack():
+    status, out, _ = report(DATA / "msprobe")
+    assert status == 0
+    assert "step0/rank " in out  # not distributed: `rank` with no number
+    record = out.splitlines()[1].split()
+    assert record == ["?", "Functional.exp.3", "API", "forward", "/work/train.py:57"]  # user frame, not site-packages
+    assert "where it started is not known" in out.splitlines()[-1]
+
+
+def test_json_is_strict():
+    status, out, _ = report(DATA / "ours", "json")
+    assert status == 0
+    data = strict_json(out)
+    assert [r["name"] for r in data["records"]][:2] == ["Functional.exp.3.forward", "Tensor.__sub__.7.forward"]
+    first = data["records"][0]
+    assert (first["step"], first["rank"], first["origin"], first["direction"], first["kind"]) == (0, 1, True,
+                                                                                               "forward", "API")
+    assert first["tensors"] == [{"where": "output[0]", "dtype": "Float32", "shape": [2, 4], "Max": "inf",
+                                 "Min": 0.3679, "Mean": "inf", "Norm": "inf", "nonfinite": ["Max", "Mean", "Norm"]}]
+    assert data["started"]["name"] == "Functional.exp.3.forward"
+    assert "-inf" in out and '"nan"' in out and "NaN" not in out and "Infinity" not in out
+
+
+def test_started_is_lowest_rank_of_earliest_step(tmp_path):
+    shutil.copytree(DATA / "ours" / "step0" / "rank1", tmp_path / "step2" / "rank0")
+    shutil.copytree(DATA / "ours" / "step0" / "rank1", tmp_path / "step1" / "rank3")
+    shutil.copytree(DATA / "ours" / "step0" / "rank1", tmp_path / "step1" / "rank10")
+    dump = read_dump(str(tmp_path))
+    assert [(r.step, r.rank) for r in dump.records][::3] == [(1, 3), (1, 10), (2, 0)]
+    assert (dump.started.step, dump.started.rank) == (1, 3)
+
+
+def test_accepts_a_step_or_rank_folder():
+    assert report(DATA / "ours" / "step1")[1].splitlines()[0].startswith("step1/rank1")
+    assert report(DATA / "ours" / "step0" / "rank1")[1].splitlines()[0].startswith("step0/rank1")
+
+
+def test_empty_dump_path(tmp_path):
+    status, out, err = report(tmp_path)
+    assert status == 1 and out == "" and "no dump found" in err
+    data = strict_json(report(tmp_path, "json")[1])
+    assert data["records"] == [] and data["summary"]["status"] == 1
+
+
+def test_missing_and_not_a_folder(tmp_path):
+    status, _, err = report(tmp_path / "nope")
+    assert status == 2 and "no such file or directory" in err
+    (tmp_path / "file").write_text("x")
+    assert report(tmp_path / "file")[0] == 2
+
+
+def test_truncated_dump_and_overflow_json(tmp_path):
+    """A job killed mid-run: both files cut off; what was written is shown."""
+    rank = tmp_path / "step0" / "rank1"
+    shutil.copytree(DATA / "ours" / "step0" / "rank1", rank)
+    text = (rank / "dump.json").read_text()
+    (rank / "dump.json").write_text(text[:text.index('"Tensor.__sub__.7.forward"') + 40])
+    text = (rank / "overflow.json").read_text()
+    (rank / "overflow.json").write_text(text[:text.index('"Tensor.__sub__.7.forward"') + 10])
+    status, out, err = report(tmp_path)
+    assert status == 0
+    assert "ORIGIN   Functional.exp.3" in out and "Max=inf" in out
+    assert "Tensor.__sub__" not in out
+    assert "dump.json: truncated or malformed" in err and "overflow.json: truncated or malformed" in err
+    assert "killed mid-run" in err
+
+
+def test_truncated_dump_json_without_overflow_json(tmp_path):
+    rank = tmp_path / "step0" / "rank"
+    shutil.copytree(DATA / "msprobe" / "step0" / "rank", rank)
+    (rank / "dump.json").write_text((rank / "dump.json").read_text()[:300])
+    status, out, err = report(tmp_path)
+    assert status == 2 and out == "" and "truncated" in err and "read the first 0 entries" in err
+    data = strict_json(report(tmp_path, "json")[1])
+    assert data["records"] == [] and data["problems"]
+
+
+def test_overflow_records_without_dump_json(tmp_path):
+    rank = tmp_path / "step0" / "rank0"
+    rank.mkdir(parents=True)
+    (rank / "overflow.json").write_text('[{"name": "Mint.exp.0.forward", "origin": true, "where": "t.py:3"}]')
+    status, out, _ = report(tmp_path)
+    assert status == 0 and "ORIGIN   Mint.exp.0" in out and "no statistics in dump.json" in out
+
+
+@pytest.mark.parametrize("content", ["", "garbage", "[1, 2]", '{"data": [1]}', "\x00\xff"])
+def test_malformed_dump_is_a_message_not_a_traceback(tmp_path, content):
+    rank = tmp_path / "step0" / "rank0"
+    rank.mkdir(parents=True)
+    (rank / "dump.json").write_text(content)
+    (rank / "overflow.json").write_text(content)
+    status, out, err = report(tmp_path)
+    assert status == 2 and "Traceback" not in err and "no dump could be read" in err
+    strict_json(report(tmp_path, "json")[1])
+
+
+def test_direction_of():
+    assert direction_of("Functional.exp.3.forward") == "forward"
+    assert direction_of("Cell.net.fc1.Dense.backward.0") == "backward"
+    assert direction_of("Cell.net.fc1.Dense.parameters_grad") == "parameters_grad"
+    assert direction_of("odd") is None
+
+
+def test_cli(tmp_path):
+    proc = run_probe("report", str(DATA / "ours"), "--format", "json")
+    assert proc.returncode == 0 and strict_json(proc.stdout)["summary"]["records"] == 4
+    proc = run_probe("report", str(tmp_path))
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
