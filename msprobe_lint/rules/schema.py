@@ -227,7 +227,9 @@ def validate(data: dict, *, skip: Iterable[str] = ()) -> tuple[list[Finding], se
     skipped = set(skip)
     findings: list[Finding] = []
     bad: set[str] = set(skipped)
-    for error in _validator().iter_errors(data):
+    from ..fastschema import is_valid  # a valid config never needs jsonschema
+
+    for error in () if is_valid(data) else _validator().iter_errors(data):
         path = list(error.absolute_path)
         ptr = make_pointer(*path)
         if ptr in skipped:
