@@ -240,3 +240,13 @@ def test_forwards_signal_to_child(tmp_path, signum):
         if proc.poll() is None:
             proc.kill()
     assert (tmp_path / "got").read_text() == str(int(signum))  # delivered once, as sent
+
+
+def test_script_of_the_command_is_linted(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "train.py").write_text("from probe_runtime import PrecisionDebugger\n"
+                                       "debugger = PrecisionDebugger()\n")  # never started: PL502
+    cfg = config(tmp_path)
+    for command in (["python", "-u", "train.py"], ["msrun", "--worker_num=1", "train.py"]):
+        status, out, calls = guarded(cfg, command)
+        assert status == 1 and not calls and "train.py:2" in out and "PL502" in out, out
