@@ -74,8 +74,18 @@ def _code_list(path: Path, key: str, value: Any) -> tuple[str, ...]:
     codes = tuple(v.strip().upper() for v in value)
     for code in codes:
         if code != "ALL" and not (code.startswith("PL") and code[2:].isdigit() and 2 < len(code) <= 5):
-            raise SettingsError(f"{path}: [tool.probe-lint] {key}: {code!r} is not a rule code or prefix")
+            raise SettingsError(f"{path}: [tool.probe-lint] {key}: {code!r} is not a rule code or prefix "
+                                "(e.g. \"PL204\", \"PL2\", \"ALL\")")
+        if code != "ALL" and not _known_codes(code):
+            raise SettingsError(f"{path}: [tool.probe-lint] {key}: {code!r} matches no rule; see `probe rules`")
     return codes
+
+
+def _known_codes(prefix: str) -> list[str]:
+    """Registered codes starting with ``prefix``."""
+    from .rules.registry import load_all
+
+    return [code for code in load_all() if prefix == "ALL" or code.startswith(prefix)]
 
 
 CONTEXT_KEYS = {"framework": "framework", "mode": "mode", "jit-level": "jit_level", "jit_level": "jit_level",
@@ -92,7 +102,8 @@ def load(path: Path) -> Optional[ProjectSettings]:
     Raises:
         SettingsError: unreadable file, bad TOML, unknown keys or bad values.
     """
-    table = _toml(path).get("tool", {}).get("probe-lint")
+    tool = _toml(path).get("tool", {})
+    table = tool.get("probe-lint") if isinstance(tool, dict) else None
     if table is None:
         return None
     if not isinstance(table, dict):
@@ -115,20 +126,32 @@ def load(path: Path) -> Optional[ProjectSettings]:
     severity = table.get("severity", {})
     if not isinstance(severity, dict):
         raise SettingsError(f"{path}: [tool.probe-lint] severity must be a table of code = \"error\"|\"warning\"|\"info\"")
-    for code, level in severity.items():
-        _code_list(path, "severity", [code])
+    # A prefix key ("PL2" = "warning") re-grades every code it matches; an
+    # exact code wins over a prefix whatever the order they are written in.
+    for code, level in sorted(severity.items(), key=lambda item: len(item[0].strip())):
+        (prefix,) = _code_list(path, f"severity.{code}", [code])
+        if not isinstance(level, str):
+            raise SettingsError(f"{path}: [tool.probe-lint] severity.{code} must be \"error\", \"warning\" or "
+                                f"\"info\", not {level!r}")
         try:
-            settings.severity[code.upper()] = Severity(str(level).lower())
+            grade = Severity(level.strip().lower())
         except ValueError:
             raise SettingsError(f"{path}: [tool.probe-lint] severity.{code} must be error, warning or info, "
                                 f"not {level!r}") from None
+        for known in _known_codes(prefix):
+            settings.severity[known] = grade
     per_file = table.get("per-file-ignores", table.get("per_file_ignores", {}))
     if not isinstance(per_file, dict):
         raise SettingsError(f"{path}: [tool.probe-lint] per-file-ignores must be a table of glob = [codes]")
     entries = []
-    for glob, codes in per_file.items():
-        glob, sep, ptr = glob.partition("#")
-        entries.append((glob, ptr if sep else None, _code_list(path, f"per-file-ignores.{glob}", codes)))
+    for key, codes in per_file.items():
+        glob, sep, ptr = key.partition("#")
+        if not glob:
+            raise SettingsError(f"{path}: [tool.probe-lint] per-file-ignores: {key!r} has no file glob before '#'")
+        if sep and ptr and not ptr.startswith("/"):
+            raise SettingsError(f"{path}: [tool.probe-lint] per-file-ignores: {key!r}: the part after '#' must be "
+                                "a JSON pointer such as #/overflow_check")
+        entries.append((glob, ptr or None, _code_list(path, f"per-file-ignores.{key!r}", codes)))
     settings.per_file_ignores = tuple(entries)
     return settings
 

@@ -144,29 +144,40 @@ def not_expanded(config: ConfigView, context: Context) -> Iterator[Finding]:
                           hint=f"write the full path, e.g. {example}")
 
 
-def _absolute(value: str, context: Context) -> Path:
-    base = context.cwd or Path.cwd()
-    return Path(os.path.normpath(os.path.join(str(base), value)))
+def _absolute(value: str, base: Optional[Path]) -> Path:
+    """``value`` made absolute against ``base`` (default: the current
+    folder). Not normalised: collapsing ``..`` lexically could step over a
+    soft link that the real lookup goes through."""
+    folder = Path(os.path.abspath(base)) if base is not None else Path.cwd()
+    return folder / value
 
 
 def _links(path: Path) -> Optional[Path]:
     """The first component of ``path`` (itself included) that is a soft
-    link, or None."""
+    link, or None. Stops at the first component that does not exist."""
     current = Path(path.anchor)
     for part in path.parts[1:]:
         current = current / part
         try:
             if current.is_symlink():
                 return current
+            if not current.exists():
+                return None
         except OSError:
-            return None
-        if not current.exists():
             return None
     return None
 
 
+def _exists(path: Path) -> bool:
+    """Path.exists() that answers False instead of raising (EACCES)."""
+    try:
+        return path.exists()
+    except OSError:
+        return False
+
+
 def _nearest_existing(path: Path) -> Path:
-    while not path.exists() and path != path.parent:
+    while not _exists(path) and path != path.parent:
         path = path.parent
     return path
 
@@ -175,14 +186,18 @@ def _fs_targets(config: ConfigView, context: Context) -> Iterator[tuple[str, Opt
     """(name, pointer, resolved path, value as written) for the config file
     and each path in it."""
     if config.path and not config.path.startswith("<"):
-        yield "config", None, _absolute(config.path, context), config.path
+        # The config path was given on this command line: relative to here,
+        # not to --cwd (where the job will start).
+        yield "config", None, _absolute(config.path, None), config.path
     for name, ptr, value in path_values(config):
         if not _expands(value):
-            yield name, ptr, _absolute(value, context), value
+            yield name, ptr, _absolute(value, context.cwd), value
 
 
 def _shown(resolved: Path, value: str) -> str:
-    return str(resolved) if str(resolved) == value else f"{value} (resolved to {resolved})"
+    """The path as written, with the absolute path it resolved to when it
+    was relative."""
+    return value if os.path.isabs(value) else f"{value} (resolved to {resolved})"
 
 
 @rule("PL406", "path-soft-link", "error", "(filesystem) path or a parent is a soft link", filesystem=True)
@@ -226,11 +241,15 @@ def not_writable(config: ConfigView, context: Context) -> Iterator[Finding]:
     for name, ptr, resolved, value in _fs_targets(config, context):
         if name != "dump_path":
             continue
-        if resolved.exists() and not resolved.is_dir():
+        if _exists(resolved) and not resolved.is_dir():
             yield Finding("PL407", f"dump_path {_shown(resolved, value)} exists and is not a directory", pointer=ptr,
                           hint="choose a folder path")
             continue
         existing = _nearest_existing(resolved)
+        if existing != resolved and not existing.is_dir():
+            yield Finding("PL407", f"dump_path {_shown(resolved, value)} cannot be created: {existing} is a file, "
+                                   "not a folder", pointer=ptr, hint="choose a path under a folder")
+            continue
         if not os.access(existing, os.W_OK | os.X_OK):
             what = "dump_path" if existing == resolved else f"its nearest existing parent {existing}"
             yield Finding("PL407", f"dump_path {_shown(resolved, value)}: {what} is not writable by this user",
