@@ -1,0 +1,239 @@
+"""The public ``PrecisionDebugger`` and its lint gate.
+
+The constructor is the gate: it lints the config with the same engine as
+``probe lint``, in the live context of this process, and raises
+:class:`ConfigLintError` listing every error before anything is patched or
+written. Warnings are logged once on the ``probe_runtime`` logger and do not
+block.
+
+Live context (each fact says where it came from):
+
+* framework ``mindspore`` (this runtime only runs MindSpore);
+* mode from ``mindspore.get_context("mode")`` (0 graph, 1 PyNative);
+* jit_level from ``mindspore.get_context("jit_config")["jit_level"]`` when set;
+* MindSpore version from ``mindspore.__version__``;
+* device from ``mindspore.get_context("device_target")``;
+* world size from ``mindspore.communication`` when initialised, else the
+  launcher's environment (``RANK_SIZE``, ``WORLD_SIZE``, ``MS_WORKER_NUM``),
+  else 1: a live process that no launcher started and that has not
+  initialised communication is single-card;
+* installed mindstudio-probe version (package metadata);
+* filesystem checks (PL406-PL408) always on; ``runtime`` on, so PL205
+  refuses tasks other than overflow_check and L2 without an Ascend device.
+"""
+from __future__ import annotations
+
+import atexit
+import json
+import logging
+import os
+import weakref
+from pathlib import Path
+from typing import Any, Optional
+
+from msprobe_lint.context import Context, Fact, build_context, environment_facts, normalise
+from msprobe_lint.diagnostic import Diagnostic, Severity
+from msprobe_lint.engine import lint_file
+
+from .state import RunState, expand_ids, live_rank
+
+LOGGER = logging.getLogger("probe_runtime")
+CONFIG_VARIABLE = "PROBE_CONFIG"
+ARGUMENTS_PATH = "<PrecisionDebugger arguments>"
+
+
+class ConfigLintError(ValueError):
+    """The config does not pass the lint in this live environment.
+
+    Attributes:
+        diagnostics: every error diagnostic (``msprobe_lint.Diagnostic``).
+    The message lists them, one per line, as
+    ``path:line:col: CODE severity: message`` with the hint after it.
+    """
+
+    def __init__(self, diagnostics: list[Diagnostic]) -> None:
+        self.diagnostics = list(diagnostics)
+        super().__init__("probe_runtime refuses to start; the config has errors:\n"
+                         + "\n".join(format_diagnostic(d) for d in self.diagnostics))
+
+
+def format_diagnostic(d: Diagnostic) -> str:
+    """``path:line:col: CODE severity: message (hint: ...)``."""
+    text = f"{d.path}:{d.line}:{d.column}: {d.code} {d.severity.value}: {d.message}"
+    return text + (f" (hint: {d.hint})" if d.hint else "")
+
+
+def live_facts() -> dict[str, Fact]:
+    """Context facts read from the running MindSpore (see module doc).
+
+    Values that cannot be read are left out (unknown), never guessed.
+    """
+    facts: dict[str, Fact] = {"framework": Fact("mindspore", "probe_runtime")}
+    try:
+        import mindspore as ms
+    except Exception:  # pragma: no cover - the runtime extra is missing
+        return facts
+    readers = {
+        "mode": lambda: ms.get_context("mode"),
+        "device": lambda: ms.get_context("device_target"),
+        "mindspore_version": lambda: ms.__version__,
+    }
+    sources = {"mode": "mindspore.get_context('mode')", "device": "mindspore.get_context('device_target')",
+               "mindspore_version": "mindspore.__version__"}
+    for name, read in readers.items():
+        try:
+            facts[name] = normalise(name, read(), sources[name])
+        except Exception:
+            pass
+    try:
+        jit = (ms.get_context("jit_config") or {}).get("jit_level")
+        if jit:
+            facts["jit_level"] = normalise("jit_level", jit, "mindspore.get_context('jit_config')")
+    except Exception:
+        pass
+    try:
+        from mindspore.communication.management import GlobalComm, get_group_size
+
+        if GlobalComm.INITED:
+            facts["world_size"] = normalise("world_size", get_group_size(), "mindspore.communication")
+    except Exception:
+        pass
+    return facts
+
+
+def lint_live(config_path: Optional[str], overrides: dict[str, Any]) -> list[Diagnostic]:
+    """Lint ``config_path`` (or, when None, just ``overrides``) in the live
+    context; returns every diagnostic."""
+    single = {"world_size": Fact(1, "single process (no launcher environment, communication not initialised)")}
+    context: Context = build_context([live_facts(), environment_facts(), single], check_fs=True,
+                                     cwd=Path.cwd(), runtime=True)
+    if config_path is None:
+        result = lint_file(ARGUMENTS_PATH, context, overrides=overrides, raw=b"{}")
+    else:
+        result = lint_file(config_path, context, overrides=overrides)
+    return result.diagnostics
+
+
+class PrecisionDebugger:
+    """msprobe-compatible overflow detector for MindSpore PyNative (L1).
+
+    Args:
+        config_path: msprobe config.json; None falls back to the
+            ``PROBE_CONFIG`` environment variable, then to no file (the
+            keyword arguments alone).
+        task, dump_path, level, step: override the file's values
+            (``step``: list of ints >= 0 or ``"a-b"`` strings).
+
+    Raises:
+        ConfigLintError: the lint found errors in this live context (bad
+            config, a task other than overflow_check, L2 without Ascend, a
+            graph-mode process, a dump_path that is relative, a soft link or
+            not writable ...). Nothing has been patched or written then.
+        NotImplementedError: level L0 (Cell level) is not in this build.
+
+    What is checked when: see ``probe_runtime.monitor`` (calls are queued and
+    resolved in batches; records are on disk before the resolving call
+    returns; everything is resolved by ``stop()``/``step()``).
+    """
+
+    def __init__(self, config_path: Optional[str] = None, task: Optional[str] = None,
+                 dump_path: Optional[str] = None, level: Optional[str] = None,
+                 step: Optional[list] = None) -> None:
+        if config_path is None:
+            config_path = os.environ.get(CONFIG_VARIABLE) or None
+        overrides = {k: v for k, v in (("task", task), ("dump_path", dump_path), ("level", level),
+                                        ("step", step)) if v is not None}
+        diagnostics = lint_live(config_path, overrides)
+        errors = [d for d in diagnostics if d.severity is Severity.ERROR]
+        if errors:
+            raise ConfigLintError(errors)
+        for d in diagnostics:
+            if d.severity is Severity.WARNING:
+                LOGGER.warning("probe_runtime: %s", format_diagnostic(d))
+        config: dict = {}
+        if config_path is not None:
+            with open(config_path, encoding="utf-8") as f:
+                config = json.load(f)
+        config.update(overrides)
+        self.config = config
+        self.config_path = config_path
+        self.task = config.get("task", "statistics")
+        self.level = config.get("level", "L1")
+        if self.level != "L1":
+            raise NotImplementedError(f"level {self.level} is not available in this probe_runtime build; use L1")
+        self.dump_path = os.path.abspath(config["dump_path"])
+        section = config.get("overflow_check") or {}
+        self.state = RunState(steps=expand_ids(config.get("step")), ranks=expand_ids(config.get("rank")),
+                              rank=live_rank(), overflow_nums=int(section.get("overflow_nums", 1)))
+        from .interception import ApiInterceptor
+        from .monitor import Monitor, default_library_roots
+
+        self.monitor = Monitor(self.state, dump_path=self.dump_path, task=self.task, level=self.level,
+                               on_exhausted=self._unpatch, library_roots=default_library_roots())
+        self.interceptor = ApiInterceptor(self.monitor)
+        self._started = False
+        ref = weakref.ref(self)
+        atexit.register(_at_exit, ref)
+
+    # -- public API (msprobe's) ---------------------------------------------------
+    def start(self, model: Any = None) -> None:
+        """Start checking the calls that follow (``model`` is accepted for
+        msprobe compatibility; L1 does not use it). Does nothing when the
+        current step or this rank is not selected or ``overflow_nums`` is
+        reached. Never raises because of the tool."""
+        if self._started:
+            return
+        try:
+            if not self.monitor.begin():
+                return
+            self.interceptor.install()
+            self._started = True
+        except Exception as err:
+            self.monitor.on_error("in start()", err)
+            self._unpatch()
+
+    def stop(self) -> None:
+        """Stop checking, remove the patches and resolve every pending check
+        (records are on disk when it returns)."""
+        self._unpatch()
+        self._started = False
+        try:
+            self.monitor.end()
+        except Exception as err:  # pragma: no cover
+            self.monitor.on_error("in stop()", err)
+
+    def step(self) -> None:
+        """End the current step (resolving what is pending) and count one
+        more; call indices start again at 0."""
+        if self._started:
+            self.stop()
+        else:
+            self.monitor.flush(final=True)
+        self.state.next_step()
+
+    def set_init_step(self, step: int) -> None:
+        """Set the number of the current step (e.g. when resuming).
+
+        Raises:
+            ValueError: ``step`` is not an int >= 0.
+        """
+        self.state.set_step(step)
+
+    # -- internals ------------------------------------------------------------------
+    def _unpatch(self) -> None:
+        try:
+            self.interceptor.uninstall()
+        except Exception as err:  # pragma: no cover
+            LOGGER.error("probe_runtime: error removing patches: %s", err)
+
+
+def _at_exit(ref: "weakref.ref[PrecisionDebugger]") -> None:
+    debugger = ref()
+    if debugger is None:
+        return
+    try:
+        debugger._unpatch()
+        debugger.monitor.live = False
+        debugger.monitor.flush(final=True)
+    except Exception:  # pragma: no cover
+        pass

@@ -1,0 +1,222 @@
+"""Finiteness, origin and statistics of the tensors of one API call.
+
+This module decides whether an entry overflowed; it knows nothing of how
+the tensors were caught (no patching, no hooks). It only needs to turn a
+tensor into a host array, which it does through :func:`to_host` (MindSpore
+tensors through ``asnumpy``; bfloat16 is cast to float32 first because
+numpy has no bfloat16).
+
+Rules (SPEC 4):
+
+* An entry overflows when a *floating* tensor among its inputs or outputs
+  holds inf or nan. Integer, bool and complex tensors never count; empty
+  tensors never count; objects that are not tensors are ignored.
+* The entry is an *origin* when every floating input is finite and some
+  floating output is not; otherwise it *carries* an overflow on.
+* Statistics (Max, Min, Mean, Norm) are computed in float32, or float64
+  for float64 tensors, and only for entries that are recorded. A finite
+  float16 tensor whose L2 norm exceeds 65504 is finite: only the values
+  themselves are tested, never derived quantities.
+
+Calling :func:`to_host` on a tensor that the device has not finished waits
+for it (a device sync); callers batch their calls (see ``monitor.py``).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Iterable, Iterator, Optional
+
+import numpy as np
+
+#: MindSpore dtype names (``str(tensor.dtype)``) treated as floating point.
+FLOAT_DTYPES = frozenset({"Float16", "Float32", "Float64", "BFloat16", "Float8_e4m3fn", "Float8_e5m2",
+                          "HiFloat8", "float16", "float32", "float64", "bfloat16"})
+#: dtypes numpy cannot hold directly; cast to float32 on the device first.
+CAST_TO_FLOAT32 = frozenset({"BFloat16", "bfloat16", "Float8_e4m3fn", "Float8_e5m2", "HiFloat8"})
+
+
+@dataclass
+class HostTensor:
+    """A tensor copied to the host.
+
+    Attributes:
+        dtype: the original dtype name, e.g. ``"Float16"``, ``"BFloat16"``.
+        shape: the original shape (tuple of int).
+        array: numpy array, float32 for bfloat16/float8 sources, else the
+            tensor's own dtype; None when it could not be read.
+    """
+
+    dtype: str
+    shape: tuple
+    array: Optional[np.ndarray]
+
+    @property
+    def floating(self) -> bool:
+        """True for floating dtypes (the only ones that can overflow)."""
+        return self.dtype in FLOAT_DTYPES
+
+    @property
+    def empty(self) -> bool:
+        """True when the tensor has no element."""
+        return self.array is None or self.array.size == 0
+
+    def finite(self) -> bool:
+        """False when a floating, non-empty tensor holds inf or nan.
+
+        Non-floating or empty tensors are always "finite". The test sums
+        the values in float64: for float16/float32/bfloat16 data the sum of
+        finite values cannot overflow float64, and any inf or nan makes it
+        non-finite. float64 data is tested element by element.
+        """
+        if not self.floating or self.empty:
+            return True
+        array = self.array
+        if array.dtype == np.float64 or array.dtype.kind != "f":
+            return bool(np.isfinite(array).all())
+        return bool(math.isfinite(float(np.add.reduce(array.ravel(), dtype=np.float64))))
+
+
+def dtype_name(tensor: Any) -> str:
+    """``str(tensor.dtype)`` (MindSpore spells them ``Float16``...)."""
+    return str(getattr(tensor, "dtype", ""))
+
+
+def is_tensor(obj: Any) -> bool:
+    """True for objects that look like a framework tensor (``asnumpy``,
+    ``dtype`` and ``shape``). numpy arrays are not tensors here."""
+    return hasattr(obj, "asnumpy") and hasattr(obj, "dtype") and hasattr(obj, "shape")
+
+
+def is_floating(tensor: Any) -> bool:
+    """True when ``tensor`` is a tensor of a floating dtype."""
+    return is_tensor(tensor) and dtype_name(tensor) in FLOAT_DTYPES
+
+
+def to_host(tensor: Any) -> HostTensor:
+    """Copy a tensor to the host (waits for the device).
+
+    bfloat16 and float8 tensors are cast to float32 on the device first.
+    Never raises: a tensor that cannot be read gives ``array=None``, which
+    counts as finite (it is not evidence of an overflow).
+    """
+    name = dtype_name(tensor)
+    try:
+        shape = tuple(int(d) for d in tensor.shape)
+    except Exception:  # pragma: no cover - odd tensor-likes
+        shape = ()
+    try:
+        source = tensor
+        if name in CAST_TO_FLOAT32:
+            import mindspore as ms  # only here: detection needs no hooking
+
+            source = tensor.astype(ms.float32)
+        array = np.asarray(source.asnumpy())
+    except Exception:
+        array = None
+    return HostTensor(name, shape, array)
+
+
+def iter_tensors(obj: Any, depth: int = 0) -> Iterator[Any]:
+    """Every tensor in ``obj`` (nested lists, tuples, dict values), in order."""
+    if is_tensor(obj):
+        yield obj
+    elif depth < 4 and isinstance(obj, (list, tuple)):
+        for item in obj:
+            yield from iter_tensors(item, depth + 1)
+    elif depth < 4 and isinstance(obj, dict):
+        for item in obj.values():
+            yield from iter_tensors(item, depth + 1)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Outcome of checking one entry.
+
+    Attributes:
+        overflow: a floating input or output holds inf/nan.
+        origin: every floating input is finite and some output is not.
+    """
+
+    overflow: bool
+    origin: bool
+
+
+class HostCache:
+    """Copies each tensor object to the host once per check batch (entries
+    often share tensors: one call's output is the next one's input)."""
+
+    def __init__(self) -> None:
+        self._items: dict[int, tuple[Any, HostTensor]] = {}
+
+    def get(self, tensor: Any) -> HostTensor:
+        """The host copy of ``tensor`` (made on first use)."""
+        key = id(tensor)
+        hit = self._items.get(key)
+        if hit is None or hit[0] is not tensor:
+            hit = (tensor, to_host(tensor))
+            self._items[key] = hit
+        return hit[1]
+
+
+def judge(inputs: Iterable[Any], outputs: Iterable[Any], cache: Optional[HostCache] = None) -> Verdict:
+    """Check one entry's floating tensors.
+
+    Args:
+        inputs: the tensors (or nested containers) the entry consumed: the
+            call's arguments for a forward entry, the gradients w.r.t. its
+            outputs for a backward entry.
+        outputs: what the entry produced (results, or the gradients w.r.t.
+            its inputs).
+        cache: shares host copies between entries of one batch.
+    Returns:
+        A Verdict. Waits for the device when a tensor is not ready.
+    """
+    cache = cache or HostCache()
+    inputs_finite = all(cache.get(t).finite() for t in iter_tensors(list(inputs)) if is_floating(t))
+    outputs_finite = all(cache.get(t).finite() for t in iter_tensors(list(outputs)) if is_floating(t))
+    overflow = not (inputs_finite and outputs_finite)
+    return Verdict(overflow, overflow and inputs_finite and not outputs_finite)
+
+
+def _number(value: Any) -> Any:
+    """A numpy scalar as a Python number (inf/nan kept as floats)."""
+    if isinstance(value, (np.bool_, bool)):
+        return bool(value)
+    if isinstance(value, np.integer):
+        return int(value)
+    return float(value)
+
+
+def statistics(host: HostTensor) -> dict:
+    """Max, Min, Mean and Norm (L2) of a host tensor, as msprobe writes them.
+
+    Floating data is widened to float32 (float64 stays float64) so a finite
+    float16 tensor gets a finite norm even above 65504. Values are Python
+    floats; inf/nan stay as float inf/nan (the writer emits them as bare
+    ``Infinity``/``NaN``). Empty or unreadable tensors: all four None. Bool
+    tensors: Max/Min as bools, Mean/Norm None. Integer tensors: computed in
+    float64 for Mean/Norm.
+    """
+    array = host.array
+    if array is None or array.size == 0:
+        return {"Max": None, "Min": None, "Mean": None, "Norm": None}
+    if array.dtype == np.bool_:
+        return {"Max": bool(array.max()), "Min": bool(array.min()), "Mean": None, "Norm": None}
+    if array.dtype.kind == "c":
+        return {"Max": None, "Min": None, "Mean": None, "Norm": None}
+    if array.dtype.kind == "f":
+        wide = array.astype(np.float64 if array.dtype == np.float64 else np.float32, copy=False)
+    else:
+        wide = array.astype(np.float64)
+    flat = wide.ravel()
+    with np.errstate(all="ignore"):
+        result = {
+            "Max": _number(flat.max()),
+            "Min": _number(flat.min()),
+            "Mean": _number(flat.mean(dtype=np.float64)),
+            "Norm": _number(np.sqrt(np.dot(flat.astype(np.float64), flat.astype(np.float64)))),
+        }
+    if array.dtype.kind in "iu":
+        result["Max"], result["Min"] = int(array.max()), int(array.min())
+    return result

@@ -1,0 +1,473 @@
+"""L1 (API level) interception for MindSpore PyNative.
+
+What is patched while installed (everything is put back by
+:meth:`ApiInterceptor.uninstall`):
+
+* the public functions of ``mindspore.ops`` (``Functional.<name>``),
+  ``mindspore.mint`` (``Mint.<name>``) and ``mindspore.mint.nn.functional``
+  (``MintFunctional.<name>``). One function object can sit in several
+  namespaces (``ops.exp is mint.exp``); each namespace gets its own wrapper,
+  so the name says which one the user called;
+* the public methods and the arithmetic/indexing operators of
+  ``mindspore.Tensor`` (``Tensor.<name>``), set on the Python class, so
+  ``a * b`` is seen as ``Tensor.__mul__``;
+* ``__call__`` of ``Primitive`` and of every generated Primitive class that
+  defines its own (``Primitive.<Class>``): this is what sees the primitives
+  inside ``nn.Dense``, ``nn.ReLU``, ``nn.Softmax``, ``nn.LayerNorm`` and
+  calls made through names imported before ``install()``.
+
+A re-entrancy guard (per thread) lets only the outermost intercepted call
+be handed on: ``ops.exp`` calling the ``Exp`` primitive, ``__rmul__``
+calling ``mul`` and the tool's own operations are not seen. Code compiled
+by ``mindspore.jit`` runs as a graph and is not seen; while a jit function
+is being traced the wrappers pass straight through.
+
+Backward: when MindSpore is recording for a gradient
+(``_pynative_executor.grad_flag()``), the floating positional inputs of a
+call (not of in-place calls) are passed through one ``ops.HookBackward``,
+whose hook receives the gradients with respect to those inputs (this API's
+own contribution), and each floating output gets ``Tensor.register_hook``
+for the gradients with respect to the outputs. Both hooks return None, so
+gradients are unchanged.
+
+This module only catches calls and hands tensors on to a sink (see
+:class:`Sink`); it decides nothing about overflow and reads no values.
+"""
+from __future__ import annotations
+
+import functools
+import os
+import sys
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional, Protocol
+
+from .detection import is_floating, is_tensor, iter_tensors
+
+#: Tensor operators intercepted besides the public methods.
+TENSOR_OPERATORS = (
+    "__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__", "__truediv__", "__rtruediv__",
+    "__floordiv__", "__rfloordiv__", "__mod__", "__rmod__", "__pow__", "__rpow__", "__matmul__",
+    "__rmatmul__", "__neg__", "__abs__", "__invert__", "__and__", "__rand__", "__or__", "__ror__",
+    "__xor__", "__rxor__", "__iadd__", "__isub__", "__imul__", "__itruediv__", "__ifloordiv__",
+    "__imod__", "__getitem__", "__setitem__", "__lt__", "__le__", "__gt__", "__ge__",
+)
+#: Tensor attributes that are not computations (or that the tool uses).
+TENSOR_SKIP = frozenset({
+    "asnumpy", "numpy", "tolist", "item", "itemset", "init_data", "set_data", "assign_value",
+    "register_hook", "data_sync", "asnumpy_of_slice_persistent_data", "slice_num_of_persistent_data",
+    "slice_shape_of_persistent_data", "is_persistent_data", "has_init", "is_init", "init_flag",
+    "dim", "ndimension", "numel", "nelement", "size", "is_floating_point", "is_complex", "is_signed",
+    "is_contiguous", "stride", "storage_offset", "data_ptr", "untyped_storage", "storage",
+    "flush_from_cache", "offload", "offload_file_path", "move_to", "set_const_arg", "from_numpy",
+    "set_dtype", "param_info", "index_of_parent_", "parent_tensor_", "requires_grad_", "delete_",
+    "set_", "to_", "is_neg", "device", "virtual_flag", "adapter_flag", "get_bytes", "retain_grad",
+    "register_forward_hook", "set_init_flag", "contiguous", "_offload", "_load",
+})
+#: Tensor methods that change the tensor in place without being computations.
+TENSOR_MUTATORS = ("set_data", "assign_value")
+#: functions that run user callbacks or build functions (not computations).
+FUNCTION_SKIP = frozenset({
+    "grad", "value_and_grad", "vmap", "jvp", "vjp", "jacfwd", "jacrev", "hessian", "derivative",
+    "constexpr", "primitive", "prim_attr_register", "custom_info_register", "kernel", "ms_kernel",
+    "while_loop", "scan", "fori_loop", "cond", "switch_case", "stop_gradient", "depend", "print_",
+    "typeof", "isinstance_", "is_tensor", "shard", "recompute", "get_vm_impl_fn", "clear_auto_generate",
+    "deprecated", "custom_vmap", "hyper_map", "vm_impl_registry", "shape", "rank", "dtype", "size",
+    "is_floating_point", "is_complex", "numel", "tensor_dot", "dyn_shape",
+})
+#: Primitive classes not intercepted (the tool's own hooks, graph plumbing).
+PRIMITIVE_SKIP = frozenset({
+    "HookBackward", "CellBackwardHook", "Depend", "Print", "Load", "UpdateState", "MakeTuple",
+    "TupleGetItem", "Shape", "DType", "Rank", "Size", "StopGradient", "Partial", "Switch",
+})
+#: functional names that change their first arguments in place.
+FUNCTION_INPLACE = frozenset({"assign", "assign_add", "assign_sub"})
+
+_MS_ROOT = None
+_TOOL_ROOT = os.path.dirname(os.path.abspath(__file__))
+
+
+def mindspore_root() -> str:
+    """Folder of the installed mindspore package (frames from it are not
+    the user's code)."""
+    global _MS_ROOT
+    if _MS_ROOT is None:
+        import mindspore
+
+        _MS_ROOT = os.path.dirname(os.path.abspath(mindspore.__file__))
+    return _MS_ROOT
+
+
+@dataclass(eq=False)
+class ApiCall:
+    """One intercepted call, as handed to the sink.
+
+    Attributes:
+        api: ``"Functional.exp"``, ``"Tensor.__mul__"``, ``"Primitive.MatMul"``...
+        index: call index of ``api`` in the current step.
+        args, kwargs: the inputs as they were before the call (for in-place
+            calls, device-side copies of the floating tensors made before it).
+        output: the result (set after the call).
+        frames: ``(file, line, function)`` of the Python frames that made the
+            call, innermost first (at most 32).
+        inplace: the call changes its inputs.
+        grad_outputs: gradients w.r.t. the outputs (backward), in arrival order.
+        grad_inputs: gradients w.r.t. the floating inputs (backward).
+        expects_input_grads: an input hook was attached.
+        step: the step the call was made in (set by the sink).
+    """
+
+    api: str
+    index: int
+    args: tuple
+    kwargs: dict
+    frames: tuple
+    inplace: bool = False
+    output: Any = None
+    grad_outputs: list = field(default_factory=list)
+    grad_inputs: list = field(default_factory=list)
+    expects_input_grads: bool = False
+    step: int = 0
+    backward_queued: bool = False
+
+    @property
+    def name(self) -> str:
+        """The forward entry name, e.g. ``Functional.exp.0.forward``."""
+        return f"{self.api}.{self.index}.forward"
+
+    @property
+    def backward_name(self) -> str:
+        """The backward entry name, e.g. ``Functional.exp.0.backward``."""
+        return f"{self.api}.{self.index}.backward"
+
+
+class Sink(Protocol):
+    """What the interception hands calls to (``monitor.Monitor``)."""
+
+    live: bool
+
+    def next_index(self, api: str) -> int: ...
+    def before_mutation(self, tensors: list) -> None: ...
+    def on_forward(self, call: ApiCall) -> None: ...
+    def on_grad_outputs(self, call: ApiCall, grads: list) -> None: ...
+    def on_grad_inputs(self, call: ApiCall, grads: list) -> None: ...
+    def on_error(self, where: str, err: BaseException) -> None: ...
+
+
+class _Guard(threading.local):
+    depth = 0
+
+
+_guard = _Guard()
+
+
+def inside_tool() -> bool:
+    """True while an intercepted call (or the tool itself) is running on
+    this thread: calls made now are not handed on."""
+    return _guard.depth > 0
+
+
+class tool_section:
+    """Context manager: calls made inside are not intercepted (used by the
+    tool's own device work: casts, copies, ``asnumpy``)."""
+
+    def __enter__(self) -> None:
+        _guard.depth += 1
+
+    def __exit__(self, *exc: Any) -> None:
+        _guard.depth -= 1
+
+
+def capture_frames(frame: Any, limit: int = 32) -> tuple:
+    """``(file, line, function)`` for ``frame`` and its callers, innermost
+    first, skipping this package's own frames."""
+    out = []
+    while frame is not None and len(out) < limit:
+        code = frame.f_code
+        if not code.co_filename.startswith(_TOOL_ROOT):
+            out.append((code.co_filename, frame.f_lineno, code.co_name))
+        frame = frame.f_back
+    return tuple(out)
+
+
+def _jit_tracing() -> bool:
+    try:
+        from mindspore.common.jit_context import jit_context
+
+        return jit_context() is not None
+    except Exception:  # pragma: no cover - older MindSpore
+        return False
+
+
+class ApiInterceptor:
+    """Installs and removes the L1 patches.
+
+    Args:
+        sink: receives every outermost call while ``sink.live`` is true.
+        namespaces: limit to some of ``"ops"``, ``"mint"``,
+            ``"mint.nn.functional"``, ``"Tensor"``, ``"Primitive"`` (all by
+            default).
+
+    Only one interceptor can be installed at a time in a process.
+    """
+
+    _active: Optional["ApiInterceptor"] = None
+
+    def __init__(self, sink: Sink, *, namespaces: Optional[tuple[str, ...]] = None) -> None:
+        self.sink = sink
+        self.namespaces = namespaces or ("ops", "mint", "mint.nn.functional", "Tensor", "Primitive")
+        self._saved: list[tuple[Any, str, bool, Any]] = []  # (owner, attr, had_own, original)
+        self._hook_backward: Any = None
+        self._deepcopy: Any = None
+        self._executor: Any = None
+
+    @property
+    def installed(self) -> bool:
+        """True while the patches are in place."""
+        return bool(self._saved)
+
+    # -- patching -----------------------------------------------------------------
+    def _set(self, owner: Any, attr: str, wrapper: Callable) -> None:
+        had_own = attr in vars(owner)
+        original = vars(owner)[attr] if had_own else None
+        try:
+            setattr(owner, attr, wrapper)
+        except (AttributeError, TypeError):
+            return
+        self._saved.append((owner, attr, had_own, original))
+
+    def install(self) -> int:
+        """Patch every namespace; returns the number of patched callables.
+
+        Raises:
+            RuntimeError: when another interceptor is installed.
+        """
+        if self.installed:
+            return len(self._saved)
+        if ApiInterceptor._active is not None and ApiInterceptor._active is not self:
+            raise RuntimeError("another PrecisionDebugger is already started in this process")
+        import mindspore
+        from mindspore import ops
+
+        self._hook_backward = ops.HookBackward
+        self._deepcopy = ops.deepcopy
+        try:
+            from mindspore.graph.api import _pynative_executor  # MindSpore >= 2.9
+        except Exception:
+            try:
+                from mindspore.common.api import _pynative_executor
+            except Exception:  # pragma: no cover
+                _pynative_executor = None
+        self._executor = _pynative_executor
+        modules = []
+        if "ops" in self.namespaces:
+            modules.append(("Functional", mindspore.ops))
+        if "mint" in self.namespaces:
+            modules.append(("Mint", mindspore.mint))
+        if "mint.nn.functional" in self.namespaces:
+            modules.append(("MintFunctional", mindspore.mint.nn.functional))
+        for prefix, module in modules:
+            for attr, value in list(vars(module).items()):
+                if attr.startswith("_") or attr in FUNCTION_SKIP or isinstance(value, type):
+                    continue
+                if not callable(value) or type(value).__name__ not in ("function", "builtin_function_or_method"):
+                    continue
+                inplace = attr.endswith("_") or attr in FUNCTION_INPLACE or attr.startswith("scatter_")
+                self._set(module, attr, self._wrap(f"{prefix}.{attr}", value, inplace))
+        if "Tensor" in self.namespaces:
+            self._patch_tensor(mindspore.Tensor)
+        if "Primitive" in self.namespaces:
+            self._patch_primitives()
+        ApiInterceptor._active = self
+        return len(self._saved)
+
+    def _patch_tensor(self, tensor_cls: type) -> None:
+        names = set(TENSOR_OPERATORS)
+        for attr in dir(tensor_cls):
+            if attr.startswith("_") or attr in TENSOR_SKIP:
+                continue
+            names.add(attr)
+        for attr in sorted(names):
+            try:
+                raw = None
+                for klass in tensor_cls.__mro__:
+                    if attr in vars(klass):
+                        raw = vars(klass)[attr]
+                        break
+            except Exception:
+                continue
+            if raw is None or isinstance(raw, (property, staticmethod, classmethod)):
+                continue
+            if not callable(raw) or type(raw).__name__ not in ("function", "method_descriptor", "wrapper_descriptor",
+                                                                "builtin_function_or_method"):
+                continue
+            method = getattr(tensor_cls, attr)
+            inplace = (attr.endswith("_") and not attr.startswith("__")) or attr.startswith("__i") or attr == "__setitem__"
+            self._set(tensor_cls, attr, self._wrap(f"Tensor.{attr}", method, inplace))
+        for attr in TENSOR_MUTATORS:
+            if hasattr(tensor_cls, attr):
+                self._set(tensor_cls, attr, self._wrap_mutator(getattr(tensor_cls, attr)))
+
+    def _patch_primitives(self) -> None:
+        from mindspore.ops.primitive import Primitive
+
+        seen = set()
+        stack = [Primitive]
+        while stack:
+            klass = stack.pop()
+            if klass in seen:
+                continue
+            seen.add(klass)
+            stack.extend(klass.__subclasses__())
+            if "__call__" not in vars(klass) or klass.__name__ in PRIMITIVE_SKIP:
+                continue
+            self._set(klass, "__call__", self._wrap_primitive(vars(klass)["__call__"]))
+
+    def uninstall(self) -> None:
+        """Put back every patched attribute (in reverse order). Safe to call
+        twice, from an intercepted call, and at interpreter exit."""
+        saved, self._saved = self._saved, []
+        for owner, attr, had_own, original in reversed(saved):
+            try:
+                if had_own:
+                    setattr(owner, attr, original)
+                else:
+                    delattr(owner, attr)
+            except Exception:  # pragma: no cover - owner gone at exit
+                pass
+        if ApiInterceptor._active is self:
+            ApiInterceptor._active = None
+
+    # -- wrappers -----------------------------------------------------------------
+    def _wrap(self, api: str, original: Callable, inplace: bool) -> Callable:
+        handle = self._handle
+        sink = self.sink
+
+        @functools.wraps(original)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            if _guard.depth or not sink.live:
+                return original(*args, **kwargs)
+            return handle(api, original, inplace, args, kwargs, sys._getframe(1))
+
+        wrapper.__probe_original__ = original  # type: ignore[attr-defined]
+        return wrapper
+
+    def _wrap_primitive(self, original: Callable) -> Callable:
+        handle = self._handle
+        sink = self.sink
+        skip = PRIMITIVE_SKIP
+        inplace_cache: dict[type, bool] = {}
+
+        @functools.wraps(original)
+        def wrapper(prim: Any, *args: Any, **kwargs: Any) -> Any:
+            if _guard.depth or not sink.live:
+                return original(prim, *args, **kwargs)
+            klass = type(prim)
+            if klass.__name__ in skip:
+                return original(prim, *args, **kwargs)
+            inplace = inplace_cache.get(klass)
+            if inplace is None:
+                try:
+                    inplace = bool(getattr(prim, "attrs", {}).get("side_effect_mem", False))
+                except Exception:
+                    inplace = False
+                inplace_cache[klass] = inplace
+            return handle(f"Primitive.{klass.__name__}", functools.partial(original, prim), inplace, args, kwargs,
+                          sys._getframe(1))
+
+        wrapper.__probe_original__ = original  # type: ignore[attr-defined]
+        return wrapper
+
+    def _wrap_mutator(self, original: Callable) -> Callable:
+        sink = self.sink
+
+        @functools.wraps(original)
+        def wrapper(tensor: Any, *args: Any, **kwargs: Any) -> Any:
+            if not _guard.depth and sink.live:
+                _guard.depth += 1
+                try:
+                    sink.before_mutation([tensor])
+                except Exception as err:
+                    sink.on_error("before_mutation", err)
+                finally:
+                    _guard.depth -= 1
+            return original(tensor, *args, **kwargs)
+
+        wrapper.__probe_original__ = original  # type: ignore[attr-defined]
+        return wrapper
+
+    def _handle(self, api: str, original: Callable, inplace: bool, args: tuple, kwargs: dict, frame: Any) -> Any:
+        """The outermost call: hand it on, run it under the guard."""
+        sink = self.sink
+        _guard.depth += 1
+        try:
+            call = None
+            call_args = args
+            backward = False
+            try:
+                if _jit_tracing():
+                    return original(*args, **kwargs)
+                call = ApiCall(api, sink.next_index(api), args, kwargs, capture_frames(frame), inplace)
+                if inplace:
+                    call_args = args
+                    sink.before_mutation([a for a in args if is_tensor(a)] + [v for v in kwargs.values() if is_tensor(v)])
+                    call.args = tuple(self._deepcopy(a) if is_floating(a) else a for a in args)
+                elif self._grad_flag():
+                    backward = True
+                    call_args = self._hook_inputs(call, args)
+            except Exception as err:
+                sink.on_error("before the call", err)
+                call = None
+                call_args = args
+            output = original(*call_args, **kwargs)
+            if call is not None:
+                try:
+                    call.output = output
+                    if backward:
+                        self._hook_outputs(call, output)
+                    sink.on_forward(call)
+                except Exception as err:
+                    sink.on_error("after the call", err)
+            return output
+        finally:
+            _guard.depth -= 1
+
+    def _grad_flag(self) -> bool:
+        """True while MindSpore records the forward pass for a gradient."""
+        executor = self._executor
+        return bool(executor is not None and executor.grad_flag())
+
+    def _hook_inputs(self, call: ApiCall, args: tuple) -> tuple:
+        positions = [i for i, a in enumerate(args) if is_floating(a)]
+        if not positions:
+            return args
+        sink = self.sink
+
+        def input_hook(*grads: Any) -> None:
+            try:
+                sink.on_grad_inputs(call, list(iter_tensors(grads)))
+            except Exception as err:
+                sink.on_error("backward input hook", err)
+
+        hooked = self._hook_backward(input_hook)(*[args[i] for i in positions])
+        if not isinstance(hooked, (tuple, list)):
+            hooked = (hooked,)
+        new_args = list(args)
+        for i, tensor in zip(positions, hooked):
+            new_args[i] = tensor
+        call.expects_input_grads = True
+        return tuple(new_args)
+
+    def _hook_outputs(self, call: ApiCall, output: Any) -> None:
+        sink = self.sink
+
+        def output_hook(grad: Any) -> None:
+            try:
+                sink.on_grad_outputs(call, [grad])
+            except Exception as err:
+                sink.on_error("backward output hook", err)
+
+        items = output if isinstance(output, (tuple, list)) else (output,)
+        for item in items:
+            if is_floating(item):
+                item.register_hook(output_hook)

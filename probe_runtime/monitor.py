@@ -1,0 +1,307 @@
+"""Turns intercepted calls into overflow records: the pending-check queue.
+
+The interception hands every call on at once, but reading a tensor's values
+waits for the device (about 2 ms here against about 50 us per op), so calls
+are not checked one by one. Each call (and, later, its backward) goes into
+a pending queue holding references to its tensors; the queue is resolved in
+one batch (one wait for the device, then numpy on the host):
+
+* after the 1st, 3rd, 7th, 15th ... call of a ``start()`` window: the
+  batch doubles from 1 up to ``batch_cap`` (64) calls, so an overflow early
+  in a step is on disk at once and a long step pays about
+  ``log2(batch_cap) + calls / batch_cap`` waits;
+* before an intercepted call that changes a tensor in place (``add_``,
+  ``Assign`` and other side-effect primitives, ``set_data``,
+  ``assign_value``, ``__setitem__``) when a pending entry refers to that
+  tensor, so every entry is judged on the values it really saw (the
+  in-place call's own inputs are copied on the device before it runs);
+* at ``stop()``, ``step()`` and interpreter exit.
+
+Backward entries are queued when their first gradient arrives and judged at
+the next resolution point after their input gradients arrived (never inside
+MindSpore's backward pass itself); a backward pass therefore lands on disk
+at the next forward call, ``stop()`` or ``step()``.
+
+Each record found is written (see ``writer.py``) before the call that
+resolved the batch returns to the training script. After ``overflow_nums``
+records nothing more is queued and ``on_exhausted`` removes the patches.
+Errors inside the tool are logged once each on the ``probe_runtime`` logger;
+a write failure, or too many errors, turns detection off; training goes on.
+"""
+from __future__ import annotations
+
+import linecache
+import logging
+import os
+from typing import Any, Callable, Optional
+
+import numpy as np
+
+from .interception import tool_section
+from .detection import HostCache, is_tensor, iter_tensors, judge, statistics
+from .state import RunState
+from .writer import Record, StepWriter
+
+LOGGER = logging.getLogger("probe_runtime")
+MAX_ERRORS = 50
+
+
+def _user_where(frames: tuple, library_roots: tuple[str, ...]) -> Optional[str]:
+    for filename, line, _ in frames:
+        if not filename.startswith(library_roots) and not filename.startswith("<frozen"):
+            return f"{filename}:{line}"
+    return f"{frames[0][0]}:{frames[0][1]}" if frames else None
+
+
+def _stack_lines(frames: tuple) -> list[str]:
+    lines = []
+    for filename, line, function in frames:
+        code = linecache.getline(filename, line).strip()
+        lines.append(f"File {filename}, line {line}, in {function}, \n {code}")
+    return lines
+
+
+class Monitor:
+    """Pending-check queue, detection and writing for one debugger.
+
+    Args:
+        state: step/rank/overflow_nums bookkeeping.
+        dump_path: absolute dump folder.
+        task, level: for dump.json's header.
+        on_exhausted: called once detection stops for good (limit reached or
+            turned off by errors); removes the patches.
+        batch_cap: largest number of calls resolved in one batch.
+        library_roots: folders whose frames are not the user's (``where``).
+    """
+
+    def __init__(self, state: RunState, *, dump_path: str, task: str = "overflow_check", level: str = "L1",
+                 on_exhausted: Callable[[], None] = lambda: None, batch_cap: int = 64,
+                 library_roots: tuple[str, ...] = ()) -> None:
+        self.state = state
+        self.dump_path = dump_path
+        self.task = task
+        self.level = level
+        self.on_exhausted = on_exhausted
+        self.batch_cap = batch_cap
+        self.library_roots = library_roots
+        self.live = False
+        self.disabled = False
+        self.pending: list[tuple[str, Any]] = []
+        self._threshold = 1
+        self._since = 0
+        self._writers: dict[int, StepWriter] = {}
+        self._logged: set[str] = set()
+        self._errors = 0
+        self._flushing = False
+        self._limit_logged = False
+
+    # -- window ---------------------------------------------------------------
+    def begin(self) -> bool:
+        """Open a ``start()`` window; returns True when calls are checked."""
+        self.live = not self.disabled and self.state.selected()
+        self._threshold, self._since = 1, 0
+        return self.live
+
+    def end(self) -> None:
+        """Close the window: stop queueing and resolve everything pending."""
+        self.live = False
+        self.flush(final=True)
+
+    # -- sink interface (interception.Sink) ------------------------------------
+    def next_index(self, api: str) -> int:
+        """Call index of ``api`` in the current step."""
+        return self.state.next_index(api)
+
+    def on_forward(self, call: Any) -> None:
+        """Queue a finished call; resolve the batch when it is due."""
+        if not self.live:
+            return
+        call.step = self.state.step
+        self.pending.append(("forward", call))
+        self._since += 1
+        if self._since >= self._threshold:
+            self._threshold = min(self._threshold * 2, self.batch_cap)
+            self._since = 0
+            self.flush()
+
+    def on_grad_outputs(self, call: Any, grads: list) -> None:
+        """Gradients w.r.t. a call's outputs arrived (backward hook)."""
+        if self.disabled or self.state.exhausted:
+            return
+        call.grad_outputs.extend(grads)
+        self._queue_backward(call)
+
+    def on_grad_inputs(self, call: Any, grads: list) -> None:
+        """Gradients w.r.t. a call's inputs arrived (backward hook)."""
+        if self.disabled or self.state.exhausted:
+            return
+        call.grad_inputs.extend(grads)
+        self._queue_backward(call)
+
+    def _queue_backward(self, call: Any) -> None:
+        if not call.backward_queued:
+            call.backward_queued = True
+            self.pending.append(("backward", call))
+
+    def before_mutation(self, tensors: list) -> None:
+        """A call is about to change ``tensors`` in place: resolve the queue
+        first if an entry refers to one of them."""
+        if not self.pending or not tensors:
+            return
+        wanted = {id(t) for t in tensors}
+        for kind, call in self.pending:
+            parts = (call.args, call.kwargs, call.output) if kind == "forward" else (call.grad_outputs, call.grad_inputs)
+            if any(id(t) in wanted for t in iter_tensors(list(parts))):
+                self.flush()
+                return
+
+    def on_error(self, where: str, err: BaseException) -> None:
+        """Log an error inside the tool once; too many turn detection off."""
+        self._errors += 1
+        self._log_once(f"probe_runtime: error {where}: {type(err).__name__}: {err}; training goes on")
+        if self._errors >= MAX_ERRORS:
+            self.turn_off(f"{self._errors} errors inside the tool")
+
+    # -- resolution -------------------------------------------------------------
+    def flush(self, final: bool = False) -> None:
+        """Resolve pending entries in queue order; write the overflowing ones.
+
+        Waits for the device once (the first tensor read). Backward entries
+        still expecting input gradients wait for a later batch unless
+        ``final``. Never raises.
+        """
+        if self._flushing or not self.pending:
+            return
+        self._flushing = True
+        section = tool_section()
+        section.__enter__()
+        try:
+            entries, self.pending = self.pending, []
+            cache = HostCache()
+            keep = []
+            for position, (kind, call) in enumerate(entries):
+                if self.state.exhausted or self.disabled:
+                    break
+                if kind == "backward" and call.expects_input_grads and not call.grad_inputs and not final:
+                    keep.append((kind, call))
+                    continue
+                if kind == "forward":
+                    inputs: list = [call.args, call.kwargs]
+                    outputs: list = [call.output]
+                else:
+                    inputs, outputs = list(call.grad_outputs), list(call.grad_inputs)
+                try:
+                    verdict = judge(inputs, outputs, cache)
+                except Exception as err:
+                    self.on_error("while checking", err)
+                    continue
+                if verdict.overflow and self.state.count_record():
+                    try:
+                        self._write(kind, call, verdict.origin, cache)
+                    except Exception as err:
+                        self.turn_off(f"cannot write the dump ({type(err).__name__}: {err})")
+                        break
+            self.pending = keep + self.pending
+            if self.state.exhausted:
+                self.pending = []
+                self.live = False
+                if not self._limit_logged:
+                    self._limit_logged = True
+                    LOGGER.info("probe_runtime: overflow_nums=%s reached; detection stops", self.state.overflow_nums)
+                    self._call_exhausted()
+        except Exception as err:  # pragma: no cover - a bug in the tool
+            self.on_error("while resolving pending checks", err)
+        finally:
+            section.__exit__()
+            self._flushing = False
+
+    def turn_off(self, reason: str) -> None:
+        """Stop detecting for good (logged once); training goes on."""
+        if self.disabled:
+            return
+        self.disabled = True
+        self.live = False
+        self.pending = []
+        self._log_once(f"probe_runtime: detection turned off: {reason}")
+        self._call_exhausted()
+
+    def _call_exhausted(self) -> None:
+        try:
+            self.on_exhausted()
+        except Exception as err:  # pragma: no cover
+            self._log_once(f"probe_runtime: error removing patches: {err}")
+
+    def _log_once(self, message: str) -> None:
+        if message not in self._logged:
+            self._logged.add(message)
+            LOGGER.error(message)
+
+    # -- records -----------------------------------------------------------------
+    def writer(self, step: int) -> StepWriter:
+        """The writer of ``step`` for this rank."""
+        writer = self._writers.get(step)
+        if writer is None:
+            writer = StepWriter(self.dump_path, step, self.state.rank_dir, task=self.task, level=self.level)
+            self._writers[step] = writer
+        return writer
+
+    def _describe(self, obj: Any, prefix: str, cache: HostCache, arrays: dict, depth: int = 0) -> Any:
+        if is_tensor(obj):
+            host = cache.get(obj)
+            item: dict = {"type": "mindspore.Tensor", "dtype": host.dtype, "shape": list(host.shape)}
+            item.update(statistics(host))
+            if host.array is not None:
+                data_name = f"{prefix}.npy"
+                arrays[data_name] = host.array
+                item["data_name"] = data_name
+            return item
+        if obj is None or depth > 4:
+            return None
+        if isinstance(obj, (bool, int, float, str)):
+            return {"type": type(obj).__name__, "value": obj}
+        if isinstance(obj, slice):
+            parts = [p if isinstance(p, (int, type(None))) else None for p in (obj.start, obj.stop, obj.step)]
+            return {"type": "slice", "value": parts}
+        if isinstance(obj, np.generic):
+            return {"type": type(obj).__name__, "value": obj.item()}
+        if isinstance(obj, (list, tuple)):
+            return [self._describe(v, f"{prefix}.{i}", cache, arrays, depth + 1) for i, v in enumerate(obj)]
+        if isinstance(obj, dict):
+            return {str(k): self._describe(v, f"{prefix}.{k}", cache, arrays, depth + 1) for k, v in obj.items()}
+        return None
+
+    def _write(self, kind: str, call: Any, origin: bool, cache: HostCache) -> None:
+        arrays: dict = {}
+        if kind == "forward":
+            name = call.name
+            outputs = call.output if isinstance(call.output, (tuple, list)) else (call.output,)
+            entry = {
+                "input_args": [self._describe(a, f"{name}.input.{i}", cache, arrays) for i, a in enumerate(call.args)],
+                "input_kwargs": {k: self._describe(v, f"{name}.input.{k}", cache, arrays) for k, v in call.kwargs.items()},
+                "output": [self._describe(o, f"{name}.output.{i}", cache, arrays) for i, o in enumerate(outputs)],
+            }
+            stack = _stack_lines(call.frames)
+        else:
+            name = call.backward_name
+            entry = {
+                "input": [self._describe(g, f"{name}.input.{i}", cache, arrays) for i, g in enumerate(call.grad_outputs)],
+                "output": [self._describe(g, f"{name}.output.{i}", cache, arrays) for i, g in enumerate(call.grad_inputs)],
+            }
+            stack = None
+        where = _user_where(call.frames, self.library_roots)
+        record = Record(name=name, origin=origin, where=where, entry=entry, stack=stack, arrays=arrays)
+        self.writer(call.step).write(record, kind=kind, step=call.step,
+                                     rank=self.state.rank)
+        LOGGER.warning("probe_runtime: overflow in %s (%s) at %s", name, "origin" if origin else "carried", where)
+
+
+def default_library_roots() -> tuple[str, ...]:
+    """Folders whose frames are not the user's: this package and MindSpore."""
+    roots = [os.path.dirname(os.path.abspath(__file__))]
+    try:
+        import mindspore
+
+        roots.append(os.path.dirname(os.path.abspath(mindspore.__file__)))
+    except Exception:  # pragma: no cover
+        pass
+    return tuple(roots)
