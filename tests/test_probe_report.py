@@ -153,3 +153,39 @@ def test_cli(tmp_path):
     assert proc.returncode == 0 and strict_json(proc.stdout)["summary"]["records"] == 4
     proc = run_probe("report", str(tmp_path))
     assert proc.returncode == 1 and "Traceback" not in proc.stderr
+
+
+@pytest.mark.mindspore
+def test_on_a_dump_written_by_the_runtime(tmp_path):
+    """`probe run` a single-process job under probe_runtime, then report."""
+    pytest.importorskip("mindspore")
+    import json as _json
+    (tmp_path / "train.py").write_text(
+        "import mindspore as ms, numpy as np\n"
+        "from mindspore import Tensor, ops\n"
+        "from probe_runtime import PrecisionDebugger\n"
+        "ms.set_context(mode=ms.PYNATIVE_MODE)\n"
+        "debugger = PrecisionDebugger()\n"
+        "for step in range(2):\n"
+        "    debugger.start()\n"
+        "    x = Tensor(np.array([1.0, 100.0 * step], np.float32))\n"
+        "    y = ops.exp(x)\n"
+        "    z = y * 0\n"
+        "    debugger.stop()\n"
+        "    debugger.step()\n")
+    dump = tmp_path / "dump"
+    (tmp_path / "config.json").write_text(_json.dumps({
+        "task": "overflow_check", "dump_path": str(dump), "level": "L1", "overflow_check": {"overflow_nums": -1}}))
+    proc = run_probe("run", "config.json", "--", "python", "train.py", cwd=tmp_path, env={"RANK_ID": "",
+                                                                                        "PROBE_CONFIG": ""})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    status, out, err = report(dump)
+    assert status == 0, err
+    lines = out.splitlines()
+    assert lines[0].startswith("step1/rank ")  # not distributed: `rank`; step 0 had no overflow
+    assert lines[1].split() == ["ORIGIN", "Functional.exp.0", "API", "forward", f"{tmp_path / 'train.py'}:9"]
+    assert "Max=inf" in lines[2] and "carried  Tensor.__mul__.0" in out
+    assert lines[-1].endswith(f"Overflow started in step1/rank: Functional.exp.0.forward (API, forward) "
+                              f"at {tmp_path / 'train.py'}:9.")
+    data = strict_json(report(dump, "json")[1])
+    assert data["started"]["step"] == 1 and data["started"]["rank"] is None
