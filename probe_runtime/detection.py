@@ -74,7 +74,8 @@ class HostTensor:
         array = self.array
         if array.dtype == np.float64 or array.dtype.kind != "f":
             return bool(np.isfinite(array).all())
-        return bool(math.isfinite(float(np.add.reduce(array.ravel(), dtype=np.float64))))
+        with np.errstate(all="ignore"):
+            return bool(math.isfinite(float(np.add.reduce(array.ravel(), dtype=np.float64))))
 
 
 def dtype_name(tensor: Any) -> str:

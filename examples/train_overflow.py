@@ -1,0 +1,112 @@
+"""Train a small float16 MLP under probe_runtime's PrecisionDebugger (L1).
+
+A 3-layer MLP (mindspore.nn.Dense + ReLU, cast to float16 with to_float)
+learns a regression on generated data with SGD. At step 3 a batch with an
+outlier feature (3000.0, a unit that went wild upstream) arrives: the first
+layer's matmul sums past float16's largest value (65504) and inf flows on
+into the loss and the gradients. The debugger finds where it started.
+
+Usage:
+    PROBE_CONFIG=examples/config_l1.json python examples/train_overflow.py
+    python examples/train_overflow.py examples/config_l1.json
+    python examples/train_overflow.py --no-debugger      (timing baseline)
+
+The config's dump_path must be absolute; nothing is deleted there, records
+of this run replace files of the same name. Ends with a short summary:
+what was found, where it started, where the dump is, and the step time.
+"""
+from __future__ import annotations
+
+import glob
+import json
+import os
+import statistics
+import sys
+import time
+
+import numpy as np
+import mindspore as ms
+from mindspore import nn, ops, Tensor
+
+from probe_runtime import PrecisionDebugger
+
+STEPS = 6
+OUTLIER_STEP = 3
+
+
+def make_batches(seed: int = 0):
+    rng = np.random.default_rng(seed)
+    w_true = rng.normal(size=(32, 1)).astype(np.float32)
+    batches = []
+    for step in range(STEPS):
+        x = rng.normal(size=(64, 32)).astype(np.float32)
+        y = x @ w_true
+        if step == OUTLIER_STEP:
+            x[5, :] = 30000.0
+        batches.append((Tensor(x.astype(np.float16)), Tensor(y.astype(np.float16))))
+    return batches
+
+
+def build_model():
+    ms.set_seed(1)
+    net = nn.SequentialCell([nn.Dense(32, 64), nn.ReLU(), nn.Dense(64, 64), nn.ReLU(), nn.Dense(64, 1)])
+    net.to_float(ms.float16)
+    return net
+
+
+def main(argv: list[str]) -> int:
+    ms.set_context(mode=ms.PYNATIVE_MODE)
+    use_debugger = "--no-debugger" not in argv
+    args = [a for a in argv if not a.startswith("--")]
+    config_path = args[0] if args else os.environ.get("PROBE_CONFIG")
+    debugger = PrecisionDebugger(config_path=config_path) if use_debugger else None
+
+    net = build_model()
+    loss_fn = nn.MSELoss()
+    optimizer = nn.SGD(net.trainable_params(), learning_rate=0.01)
+
+    def forward(x, y):
+        return loss_fn(net(x).astype(ms.float32), y.astype(ms.float32))
+
+    grad_fn = ms.value_and_grad(forward, None, optimizer.parameters)
+    times, losses = [], []
+    for step, (x, y) in enumerate(make_batches()):
+        start = time.perf_counter()
+        if debugger:
+            debugger.start()
+        loss, grads = grad_fn(x, y)
+        optimizer(grads)
+        if debugger:
+            debugger.stop()
+            debugger.step()
+        value = float(loss.asnumpy())
+        times.append(time.perf_counter() - start)
+        losses.append(value)
+        print(f"step {step}: loss {value:.4g}")
+
+    median_ms = statistics.median(times) * 1000
+    print(f"median step time: {median_ms:.1f} ms ({'with' if debugger else 'without'} the debugger)")
+    if debugger:
+        summarise(debugger.dump_path)
+    return 0
+
+
+def summarise(dump_path: str) -> None:
+    records = []
+    for index in sorted(glob.glob(os.path.join(dump_path, "step*", "rank*", "overflow.json"))):
+        with open(index, encoding="utf-8") as f:
+            records += [dict(r, file=index) for r in json.load(f)]
+    records.sort(key=lambda r: (r.get("step", 0),))
+    if not records:
+        print(f"no overflow found; dump folder: {dump_path}")
+        return
+    print(f"{len(records)} overflow record(s):")
+    for r in records:
+        print(f"  step{r.get('step')}: {r['name']:<40} {'ORIGIN ' if r['origin'] else 'carried'} at {r['where']}")
+    first = next((r for r in records if r["origin"]), records[0])
+    print(f"overflow starts at {first['name']} ({first['where']})")
+    print(f"dump: {os.path.dirname(first['file'])} (dump.json, stack.json, overflow.json, dump_tensor_data/)")
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
