@@ -138,11 +138,24 @@ def to_diagnostics(findings: Iterable[Finding], doc: Optional[Document], selecti
         else:
             line, column, end_line, end_column = 1, 1, None, None
         diagnostic = Diagnostic(path=finding.path or (doc.path if doc else "<config>"), line=line, column=column,
-                                code=finding.code, severity=severity, message=finding.message, hint=finding.hint,
-                                pointer=finding.pointer if finding.path is None else None,
+                                code=finding.code, severity=severity, message=_encodable(finding.message),
+                                hint=_encodable(finding.hint),
+                                pointer=_encodable(finding.pointer) if finding.path is None else None,
                                 end_line=end_line, end_column=end_column)
         out.setdefault((diagnostic.path, line, column, diagnostic.code, diagnostic.message), diagnostic)
     return sorted(out.values(), key=Diagnostic.sort_key)
+
+
+def _encodable(text: Optional[str]) -> Optional[str]:
+    """``text`` with lone surrogates (a config's ``"\\ud800"`` escapes, which
+    no UTF-8 output can carry) written as ``\\ud800``."""
+    if text is None:
+        return None
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def exit_status(results: Iterable[Result], *, strict: bool = False) -> int:

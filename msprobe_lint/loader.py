@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
+import sys
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
@@ -155,6 +157,13 @@ def load(path: str, raw: Optional[bytes] = None) -> Document:
         doc.findings.append(Finding("PL001", "not valid JSON: nested too deeply to parse", line=1, column=1))
         doc.fatal = True
         return doc
+    except ValueError as err:  # an integer over Python's int-string limit (4300 digits): json.load raises too
+        line, column = _long_integer_position(text)
+        doc.findings.append(Finding(
+            "PL001", f"not valid JSON for Python: {str(err).split(';')[0]}; json.load, and so msprobe, fails on it",
+            hint="write a smaller number: no msprobe option takes one this large", line=line, column=column))
+        doc.fatal = True
+        return doc
     doc.data = data
     if flags["duplicates"]:
         for raw_ptr, span in doc.positions.duplicates:
@@ -198,6 +207,19 @@ def _walk_nonfinite(value: Any, path: tuple = ()) -> list[tuple[str, NonFinite]]
         elif isinstance(item, list):
             stack.extend((v, where + (i,)) for i, v in enumerate(item))
     return sorted(found)
+
+
+_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)
+
+
+def _long_integer_position(text: str) -> tuple[int, int]:
+    """Line and column of the first integer literal longer than Python's
+    int-string limit (1:1 when it cannot be found). String literals are
+    blanked first so digits inside them do not count."""
+    limit = getattr(sys, "get_int_max_str_digits", lambda: 0)()
+    masked = _STRING.sub(lambda m: '"' + " " * (len(m.group()) - 2) + '"', text)
+    match = re.search(r"(?<![\w.+-])-?[0-9]{%d,}(?![\w.])" % (limit + 1), masked) if limit else None
+    return line_col(text, match.start()) if match else (1, 1)
 
 
 def _syntax_hint(text: str, err: json.JSONDecodeError) -> Optional[str]:
