@@ -43,6 +43,7 @@ class LintOptions:
     ignore: tuple[str, ...] = ()
     extend_select: tuple[str, ...] = ()
     config_file: Optional[str] = None
+    only_msprobe: bool = False  # skip JSON files that are not msprobe configs (sniff.py)
     runtime: bool = False
     extra_facts: dict[str, Fact] = field(default_factory=dict)
 
@@ -134,6 +135,14 @@ def lint_paths(paths: list[str], options: Optional[LintOptions] = None) -> LintR
     context, selection, project = prepare(options, first_path=paths[0] if paths else None)
     results = []
     for path in paths:
+        raw = None
+        if options.only_msprobe:
+            from .loader import read_bytes
+            from .sniff import looks_like_msprobe
+
+            raw = read_bytes(path)[0]
+            if raw is not None and not looks_like_msprobe(raw):
+                continue
         file_selection = project.selection_for(path, selection) if project else selection
-        results.append(lint_file(path, context, selection=file_selection))
+        results.append(lint_file(path, context, selection=file_selection, raw=raw))
     return LintRun(results, exit_status(results, strict=options.strict))

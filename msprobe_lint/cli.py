@@ -79,6 +79,8 @@ SELECT = typer.Option([], "--select", help="Only these codes or prefixes (comma-
 IGNORE = typer.Option([], "--ignore", help="Skip these codes or prefixes (comma-separated).")
 EXTEND = typer.Option([], "--extend-select", help="Add these codes to the selection.")
 CONFIG_FILE = typer.Option(None, "--config-file", help="Read [tool.probe-lint] from this file.")
+ONLY_MSPROBE = typer.Option(False, "--only-msprobe",
+                            help="Skip JSON files that are clearly not msprobe configs (for pre-commit).")
 
 
 def build_options(**kw):
@@ -102,22 +104,17 @@ def lint(
     script: Optional[str] = SCRIPT, check_fs: bool = CHECK_FS, cwd: Optional[str] = CWD,
     isolated: bool = ISOLATED, strict: bool = STRICT, select: List[str] = SELECT, ignore: List[str] = IGNORE,
     extend_select: List[str] = EXTEND, config_file: Optional[str] = CONFIG_FILE,
+    only_msprobe: bool = ONLY_MSPROBE,
 ) -> None:
     """Check msprobe config.json files: every problem at once, with a rule code and a fix."""
-    from .api import UsageError, lint_paths
-    from .reporters import get
+    from .fastcli import run_lint  # the same body the typer-free `probe lint` runs
 
     options = build_options(framework=framework, mode=mode, jit_level=jit_level,
                             mindspore_version=mindspore_version, world_size=world_size, script=script,
                             check_fs=check_fs, cwd=cwd, isolated=isolated, strict=strict, select=select,
-                            ignore=ignore, extend_select=extend_select, config_file=config_file)
-    try:
-        run = lint_paths(paths, options)
-    except UsageError as err:
-        raise fail(str(err))
-    color = output is None and sys.stdout.isatty()
-    write_report(get(format.value)(run.results, color=color), output)
-    raise typer.Exit(run.status)
+                            ignore=ignore, extend_select=extend_select, config_file=config_file,
+                            only_msprobe=only_msprobe)
+    raise typer.Exit(run_lint(paths, options, format=format.value, output=output))
 
 
 @app.command()

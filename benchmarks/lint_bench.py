@@ -1,0 +1,176 @@
+"""Speed of ``probe lint`` against ``check-jsonschema`` (SPEC section 5).
+
+Two measurements, interleaved in one run so that machine noise hits both
+tools alike, each the median of ``--runs`` cold processes:
+
+1. one config: ``probe lint --check-fs CONFIG`` against
+   ``check-jsonschema --schemafile schema/msprobe-config.schema.json CONFIG``;
+2. ``--files`` generated configs (varied tasks, levels, ranks, steps and
+   sections; about one in ten with a typical mistake) given to each tool in
+   one invocation.
+
+``probe lint`` runs every config rule (``--check-fs`` adds the filesystem
+rules PL406-PL408 to the default selection); it starts in the temporary
+folder so no project ``pyproject.toml`` is read. Prints both medians and
+their ratio (probe / check-jsonschema); the targets are ratios <= 1.0.
+
+Usage::
+
+    python benchmarks/lint_bench.py [--runs 15] [--files 1000]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SCHEMA = ROOT / "schema" / "msprobe-config.schema.json"
+
+TASKS = ["overflow_check", "statistics", "tensor", "free_benchmark", "structure"]
+
+
+def make_config(rng: random.Random, dump_root: str, index: int) -> dict:
+    """One plausible msprobe config; varied but valid."""
+    task = rng.choice(TASKS)
+    level = {"overflow_check": rng.choice(["L0", "L1"]), "free_benchmark": "L1"}.get(
+        task, rng.choice(["L0", "L1", "mix"]))
+    config: dict = {
+        "task": task,
+        "dump_path": f"{dump_root}/run_{index:04d}",
+        "rank": rng.choice([[], [0], [0, 1], ["0-3"], [0, "2-3"]]),
+        "step": rng.choice([[], [0], [0, 1, 2], ["4-6"], [1, "10-20"]]),
+        "level": level,
+    }
+    if task == "overflow_check":
+        config["overflow_check"] = {"overflow_nums": rng.choice([1, 3, -1])}
+    elif task == "statistics":
+        config["statistics"] = {"scope": [], "list": rng.choice([[], ["Functional.relu"]]),
+                                "data_mode": rng.choice([["all"], ["forward"], ["input", "output"]]),
+                                "summary_mode": rng.choice(["statistics", "md5", ["max", "min"]])}
+        if rng.random() < 0.5:
+            config["async_dump"] = False
+    elif task == "tensor":
+        config["tensor"] = {"scope": rng.choice([[], ["Cell.a.Dense.forward.0", "Cell.b.Dense.forward.0"]]),
+                            "list": [], "data_mode": ["all"], "file_format": "npy"}
+    elif task == "free_benchmark":
+        config["free_benchmark"] = {"scope": [], "list": [], "fuzz_device": "npu",
+                                    "pert_mode": rng.choice(["improve_precision", "add_noise", "bit_noise"]),
+                                    "handler_type": "check", "fuzz_level": "L1", "fuzz_stage": "forward",
+                                    "if_preheat": False, "preheat_step": 15, "max_sample": 20}
+    return config
+
+
+def spoil(config: dict, rng: random.Random) -> dict:
+    """A typical mistake: a misspelt key, a quoted number, a lowercase enum
+    or a scalar rank."""
+    kind = rng.randrange(4)
+    if kind == 0:
+        config["levle"] = config.pop("level")
+    elif kind == 1:
+        config["overflow_check"] = {"overflow_nums": "3"}
+    elif kind == 2:
+        config["level"] = config["level"].lower()
+    else:
+        config["rank"] = 0
+    return config
+
+
+def generate(folder: Path, count: int, seed: int = 20240601) -> list[str]:
+    """Write ``count`` configs into ``folder``; returns their paths."""
+    rng = random.Random(seed)
+    dump_root = str(folder / "dumps")
+    paths = []
+    for index in range(count):
+        config = make_config(rng, dump_root, index)
+        if rng.random() < 0.1:
+            config = spoil(config, rng)
+        path = folder / f"config_{index:04d}.json"
+        path.write_text(json.dumps(config, indent=rng.choice([2, 4])) + "\n", encoding="utf-8")
+        paths.append(str(path))
+    return paths
+
+
+def tool(name: str, given: str | None) -> str:
+    """The executable: given, else beside this Python, else on PATH."""
+    if given:
+        return given
+    beside = Path(sys.executable).parent / name
+    if beside.exists():
+        return str(beside)
+    found = shutil.which(name)
+    if not found:
+        sys.exit(f"lint_bench: {name} not found; pass --{name}")
+    return found
+
+
+def timed(argv: list[str], cwd: str) -> float:
+    """Wall time of one run of ``argv`` (output discarded)."""
+    start = time.perf_counter()
+    subprocess.run(argv, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+    return time.perf_counter() - start
+
+
+def compare(label: str, probe_argv: list[str], other_argv: list[str], runs: int, cwd: str) -> float:
+    """Interleaved medians of both commands; prints them and returns the
+    ratio probe / check-jsonschema."""
+    timed(probe_argv, cwd)  # warm the page cache and the .pyc files of both
+    timed(other_argv, cwd)
+    probe_times: list[float] = []
+    other_times: list[float] = []
+    for run in range(runs):
+        pair = [(probe_argv, probe_times), (other_argv, other_times)]
+        if run % 2:
+            pair.reverse()
+        for argv, sink in pair:
+            sink.append(timed(argv, cwd))
+    probe_median = statistics.median(probe_times)
+    other_median = statistics.median(other_times)
+    ratio = probe_median / other_median
+    print(f"{label}: probe lint {probe_median:.3f} s, check-jsonschema {other_median:.3f} s, "
+          f"ratio {ratio:.2f} (median of {runs} interleaved cold runs)")
+    return ratio
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=15, help="cold runs per tool and case (>= 10)")
+    parser.add_argument("--files", type=int, default=1000, help="configs in the batch case")
+    parser.add_argument("--probe", help="the probe executable")
+    parser.add_argument("--check-jsonschema", dest="cjs", help="the check-jsonschema executable")
+    args = parser.parse_args(argv)
+    if args.runs < 10:
+        parser.error("--runs must be at least 10")
+    probe = tool("probe", args.probe)
+    cjs = tool("check-jsonschema", args.cjs)
+    with tempfile.TemporaryDirectory(prefix="lint-bench-") as tmp:
+        folder = Path(tmp)
+        single = folder / "single" / "config.json"
+        single.parent.mkdir()
+        config = make_config(random.Random(1), str(folder / "dumps"), 0)
+        config.update({"task": "overflow_check", "level": "L1", "overflow_check": {"overflow_nums": 3}})
+        single.write_text(json.dumps(config, indent=4) + "\n", encoding="utf-8")
+        batch = folder / "batch"
+        batch.mkdir()
+        paths = generate(batch, args.files)
+        env_note = f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs"
+        print(f"lint_bench: {env_note}; probe={probe}; check-jsonschema={cjs}")
+        one = compare("one config", [probe, "lint", "--check-fs", str(single)],
+                      [cjs, "--schemafile", str(SCHEMA), str(single)], args.runs, tmp)
+        many = compare(f"{len(paths)} configs", [probe, "lint", "--check-fs", *paths],
+                       [cjs, "--schemafile", str(SCHEMA), *paths], args.runs, tmp)
+    verdict = "PASS" if one <= 1.0 and many <= 1.0 else "FAIL"
+    print(f"ratios: one config {one:.2f}, {len(paths)} configs {many:.2f} (target <= 1.0): {verdict}")
+    return 0 if verdict == "PASS" else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

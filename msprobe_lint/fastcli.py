@@ -1,0 +1,186 @@
+"""The ``probe`` console script: ``probe lint`` without loading typer.
+
+A pre-commit hook or a CI step runs ``probe lint`` once per commit, so its
+start-up time is most of its run time, and typer (which builds pydantic
+adapters for every option before the command body runs) costs more than
+the lint itself. :func:`main` therefore reads the arguments of a plain
+``probe lint`` here, with the same meaning click gives them, and hands
+anything else to the typer application in cli.py unchanged: other
+commands, ``--help``, an unknown or repeated option, an option value that
+is empty, starts with ``-`` or is not one of its choices, ``-fjson``-style
+bundling, shell completion, Windows. Whatever is not recognised here is
+therefore handled (and, for a mistake, reported) by typer exactly as
+before; what is recognised runs :func:`run_lint`, the body cli.lint itself
+calls. tests/test_fastcli.py checks that both paths give the same output
+and exit status, and that :data:`LINT_OPTIONS` matches the options cli.py
+declares.
+"""
+from __future__ import annotations
+
+import os
+import re
+import sys
+from typing import Any, Optional, Sequence
+
+# option -> (LintOptions field or "format"/"output", kind); kind is "flag",
+# "str", "multi" (repeatable), "posint" (integer >= 1) or a tuple of choices.
+LINT_OPTIONS: dict[str, tuple[str, Any]] = {
+    "--format": ("format", ("text", "json", "sarif", "github")),
+    "-f": ("format", ("text", "json", "sarif", "github")),
+    "--output": ("output", "str"),
+    "-o": ("output", "str"),
+    "--framework": ("framework", ("mindspore", "msadapter", "pytorch")),
+    "--mode": ("mode", ("pynative", "graph")),
+    "--jit-level": ("jit_level", ("O0", "O1", "O2")),
+    "--mindspore-version": ("mindspore_version", "str"),
+    "--world-size": ("world_size", "posint"),
+    "--script": ("script", "str"),
+    "--check-fs": ("check_fs", "flag"),
+    "--cwd": ("cwd", "str"),
+    "--isolated": ("isolated", "flag"),
+    "--strict": ("strict", "flag"),
+    "--select": ("select", "multi"),
+    "--ignore": ("ignore", "multi"),
+    "--extend-select": ("extend_select", "multi"),
+    "--config-file": ("config_file", "str"),
+    "--only-msprobe": ("only_msprobe", "flag"),
+}
+_POSINT = re.compile(r"[1-9][0-9]{0,8}")
+
+
+def parse_lint(args: Sequence[str]) -> Optional[tuple[list[str], dict[str, Any]]]:
+    """``(paths, values)`` for a ``lint ...`` argument list this module
+    understands exactly as click would; None for anything else."""
+    if not args or args[0] != "lint" or os.name == "nt" or os.environ.get("_PROBE_COMPLETE"):
+        return None
+    paths: list[str] = []
+    values: dict[str, Any] = {}
+    rest = list(args[1:])
+    index = 0
+    while index < len(rest):
+        arg = rest[index]
+        index += 1
+        try:
+            arg.encode("utf-8")
+        except UnicodeEncodeError:
+            return None
+        if arg == "--":
+            paths.extend(rest[index:])
+            break
+        if not arg.startswith("-"):
+            paths.append(arg)
+            continue
+        name, equals, value = arg.partition("=")
+        if equals and not name.startswith("--"):
+            return None
+        spec = LINT_OPTIONS.get(name)
+        if spec is None:
+            return None
+        field, kind = spec
+        if kind == "flag":
+            if equals or field in values:
+                return None
+            values[field] = True
+            continue
+        if not equals:
+            if index >= len(rest):
+                return None
+            value = rest[index]
+            index += 1
+        if not value or value.startswith("-"):
+            return None
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return None
+        if kind == "multi":
+            values.setdefault(field, []).append(value)
+            continue
+        if field in values:
+            return None
+        if isinstance(kind, tuple):
+            if value not in kind:
+                return None
+        elif kind == "posint":
+            if not _POSINT.fullmatch(value):
+                return None
+            value = int(value)
+        values[field] = value
+    if not paths or any(not path or path == "-" for path in paths):
+        return None
+    return paths, values
+
+
+def _fail(message: str, status: int = 2) -> int:
+    sys.stderr.write(f"probe: error: {message}\n")
+    sys.stderr.flush()
+    return status
+
+
+def run_lint(paths: list[str], options: Any, *, format: str = "text", output: Optional[str] = None) -> int:
+    """Lint, print or write the report, return the exit status (the body
+    of ``probe lint``; usage errors print ``probe: error: ...`` and give 2)."""
+    from .api import UsageError, lint_paths
+    from .reporters import get
+
+    try:
+        run = lint_paths(paths, options)
+    except UsageError as err:
+        return _fail(str(err))
+    color = output is None and sys.stdout.isatty()
+    text = get(format)(run.results, color=color)
+    if output is None:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    else:
+        try:
+            with open(output, "w", encoding="utf-8") as handle:
+                handle.write(text)
+        except OSError as err:
+            return _fail(f"cannot write {output}: {err.strerror or err}")
+    return run.status
+
+
+class _QuietFlush:
+    """Wraps a stream whose reader went away so the final flush at exit
+    stays silent (what click does on a broken pipe)."""
+
+    def __init__(self, wrapped: Any):
+        self.wrapped = wrapped
+
+    def flush(self) -> None:
+        try:
+            self.wrapped.flush()
+        except BrokenPipeError:
+            pass
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.wrapped, name)
+
+
+def main(argv: Optional[Sequence[str]] = None) -> None:
+    """Console-script entry point: the fast ``probe lint``, else cli.main."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    parsed = parse_lint(args)
+    if parsed is None:
+        from .cli import main as typer_main
+
+        typer_main(None if argv is None else list(argv))
+        return
+    paths, values = parsed
+    from .api import LintOptions
+
+    format = values.pop("format", "text")
+    output = values.pop("output", None)
+    for key in ("select", "ignore", "extend_select"):
+        if key in values:
+            values[key] = tuple(values[key])
+    try:
+        status = run_lint(paths, LintOptions(**values), format=format, output=output)
+    except KeyboardInterrupt:
+        status = 130
+    except BrokenPipeError:
+        sys.stdout = _QuietFlush(sys.stdout)
+        sys.stderr = _QuietFlush(sys.stderr)
+        status = 1
+    sys.exit(status)

@@ -1,0 +1,47 @@
+"""Is this JSON file an msprobe config? (``probe lint --only-msprobe``)
+
+The pre-commit hook hands ``probe lint`` every JSON file whose name looks
+like a config, and many such files belong to other tools (a model's
+``config.json``, ``tsconfig.json``, MindSpore's own dump config). With
+``--only-msprobe`` such files are skipped silently. A file is taken for an
+msprobe config when:
+
+* it parses as a JSON object with at least one top-level key msprobe
+  reads: ``task``, ``dump_path``, a task section (``overflow_check``,
+  ``statistics``, ``tensor``, ``free_benchmark``, ``run_ut``,
+  ``grad_probe``, ``structure``, ``exception_dump``), or ``level`` holding
+  one of msprobe's levels in any case (``"L1"``, ``"l1"``, ``"mix"``; a
+  logging ``"level": "INFO"`` does not count);
+* or it does not parse as an object (a syntax error, a top-level array, a
+  bad encoding) but its text holds one of those keys (``"dump_path":`` ...),
+  so a broken msprobe config is still reported.
+
+Anything else, including MindSpore's ``common_dump_settings`` file, is
+skipped. Files that cannot be read are never skipped (they are PL006).
+"""
+from __future__ import annotations
+
+import json
+import re
+
+SECTIONS = ("statistics", "tensor", "overflow_check", "free_benchmark", "run_ut", "grad_probe", "structure",
+            "exception_dump")
+KEYS = frozenset(("task", "dump_path") + SECTIONS)
+LEVELS = frozenset({"l0", "l1", "l2", "mix", "debug"})
+_TEXT = re.compile(r'"(?:task|dump_path|%s)"\s*:|"level"\s*:\s*"(?i:L[012]|mix|debug)"' % "|".join(SECTIONS))
+
+
+def looks_like_msprobe(raw: bytes) -> bool:
+    """True when the file's bytes look like an msprobe config (see the
+    module docstring)."""
+    text = raw.decode("utf-8", errors="replace").lstrip("\ufeff")
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError):
+        data = None
+    if isinstance(data, dict):
+        if KEYS.intersection(data):
+            return True
+        level = data.get("level")
+        return isinstance(level, str) and level.lower() in LEVELS
+    return _TEXT.search(text) is not None

@@ -1,0 +1,130 @@
+"""The typer-free ``probe lint`` (msprobe_lint/fastcli.py) behaves exactly
+like the typer command in cli.py: same output, same exit status, and the
+same option table."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+from conftest import config, probe_command, run_probe, write_config
+
+from msprobe_lint import fastcli
+
+
+def typer_probe(*args: str, cwd) -> subprocess.CompletedProcess:
+    """``probe ARGS`` through cli.main (typer) only."""
+    return subprocess.run([sys.executable, "-c", "import sys; from msprobe_lint.cli import main; "
+                           "main(sys.argv[1:])", *args], capture_output=True, text=True, cwd=cwd, timeout=120)
+
+
+@pytest.fixture
+def project(tmp_path):
+    write_config(tmp_path, config(), "good.json")
+    write_config(tmp_path, config(level="l1", seed=1, rank=[0], overflow_check={"overflow_number": 2}), "bad.json")
+    write_config(tmp_path, '{"task": "overflow_check",}', "broken.json")
+    write_config(tmp_path, {"architectures": ["Bert"], "hidden_size": 768}, "model_config.json")
+    (tmp_path / "train.py").write_text("import mindspore as ms\nms.set_context(mode=ms.GRAPH_MODE)\n")
+    return tmp_path
+
+
+ARGVS = [
+    ["lint", "good.json"],
+    ["lint", "bad.json", "good.json", "--isolated"],
+    ["lint", "--isolated", "-f", "json", "bad.json"],
+    ["lint", "--format=sarif", "--isolated", "bad.json"],
+    ["lint", "--format", "github", "--isolated", "--", "bad.json", "broken.json"],
+    ["lint", "--isolated", "--mode", "graph", "--framework", "mindspore", "--jit-level", "O0",
+     "--mindspore-version", "2.4.0", "--world-size", "1", "bad.json"],
+    ["lint", "--isolated", "--select", "PL1", "--select", "PL3,PL4", "--ignore", "PL101", "bad.json"],
+    ["lint", "--isolated", "--extend-select", "PL2", "--strict", "bad.json"],
+    ["lint", "--isolated", "--check-fs", "--cwd", ".", "good.json"],
+    ["lint", "--isolated", "--script", "train.py", "bad.json"],
+    ["lint", "--isolated", "--only-msprobe", "model_config.json", "bad.json", "broken.json"],
+    ["lint", "--isolated", "--select", "XX1", "bad.json"],  # usage error from the library
+    ["lint", "--isolated", "--mindspore-version", "banana", "bad.json"],
+    ["lint", "--isolated", "--config-file", "missing.toml", "good.json"],
+    ["lint", "--isolated", "missing.json"],
+    ["lint", "--isolated", "-o", "no/such/dir/out.txt", "bad.json"],
+    # handed to typer: its own parsing and errors
+    ["lint"],
+    ["lint", "--help"],
+    ["lint", "--format", "xml", "bad.json"],
+    ["lint", "--format", "JSON", "bad.json"],
+    ["lint", "--world-size", "0", "bad.json"],
+    ["lint", "--world-size", "two", "bad.json"],
+    ["lint", "--no-such-option", "bad.json"],
+    ["lint", "--isolated=yes", "bad.json"],
+    ["lint", "-fjson", "--isolated", "bad.json"],
+    ["lint", "--mode", "graph", "--mode", "pynative", "--isolated", "bad.json"],
+    ["lint", "--output"],
+    ["rules"],
+    ["explain", "PL101"],
+]
+
+
+@pytest.mark.parametrize("argv", ARGVS, ids=[" ".join(a) for a in ARGVS])
+def test_same_output_and_status_as_typer(project, argv):
+    fast = subprocess.run(probe_command() + argv, capture_output=True, text=True, cwd=project, timeout=120)
+    slow = typer_probe(*argv, cwd=project)
+    assert (fast.returncode, fast.stdout, fast.stderr) == (slow.returncode, slow.stdout, slow.stderr)
+    assert "Traceback" not in fast.stderr
+
+
+@pytest.mark.parametrize("argv", [a for a in ARGVS if a[0] != "lint" or "--help" in a or len(a) == 1])
+def test_other_commands_are_handed_to_typer(argv):
+    assert fastcli.parse_lint(argv) is None
+
+
+def test_parse_examples():
+    assert fastcli.parse_lint(["lint", "a.json", "-f", "json", "--select", "PL1", "--select=PL2", "--strict",
+                               "--world-size", "4", "--", "--weird.json"]) == (
+        ["a.json", "--weird.json"], {"format": "json", "select": ["PL1", "PL2"], "strict": True, "world_size": 4})
+    for bad in (["lint", "a.json", "--output", "-"], ["lint", "a.json", "--cwd", ""], ["lint", "-"],
+                ["lint", "a.json", "--strict", "--strict"], ["lint", "a.json", "--jit-level", "o2"],
+                ["lint", "a.json", "--world-size", "01"], ["lint", "a.json", "-x"]):
+        assert fastcli.parse_lint(bad) is None, bad
+
+
+def test_option_table_matches_the_typer_command():
+    import typer.main
+
+    from msprobe_lint.cli import app
+
+    command = typer.main.get_command(app).commands["lint"]
+    declared: dict[str, tuple] = {}
+    for param in command.params:
+        if param.param_type_name != "option":
+            continue
+        if param.is_flag:
+            kind = "flag"
+        elif param.multiple:
+            kind = "multi"
+        elif param.name == "world_size":
+            kind = "posint"
+        else:
+            choices = getattr(param.type_descriptor, "choices", None)
+            kind = tuple(getattr(c, "value", c) for c in choices) if choices else "str"
+        for opt in param.opts:
+            declared[opt] = (param.name, kind)
+    assert declared == fastcli.LINT_OPTIONS
+
+
+def test_console_script_is_the_fast_entry_point():
+    from importlib.metadata import entry_points
+
+    (script,) = [e for e in entry_points(group="console_scripts") if e.name == "probe"]
+    assert script.value == "msprobe_lint.fastcli:main"
+
+
+def test_plain_lint_does_not_import_typer_or_jsonschema(tmp_path):
+    path = write_config(tmp_path, config())
+    code = ("import sys; from msprobe_lint.fastcli import main\n"
+            "try:\n    main(['lint', '--isolated', sys.argv[1]])\n"
+            "except SystemExit as e:\n"
+            "    heavy = sorted(m for m in sys.modules if m.split('.')[0] in "
+            "('typer', 'click', 'pydantic', 'rich', 'jsonschema', 'referencing'))\n"
+            "    print(e.code, heavy)\n")
+    proc = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True)
+    assert proc.stdout.splitlines()[-1] == "0 []"
+    assert run_probe("lint", "--isolated", str(path)).returncode == 0
