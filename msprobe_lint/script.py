@@ -335,6 +335,7 @@ class _Analyser:
         self.loops_of: dict[ast.AST, tuple[LoopNode, ...]] = {}
         self.imports: list[tuple[str, int]] = []  # (module, line) of every absolute import
         self.set_context_seen = False
+        self.budget = 20_000  # statements followed while resolving set_context
 
     # -- plumbing -----------------------------------------------------------
 
@@ -451,7 +452,11 @@ class _Analyser:
     def _resolve_context(self) -> None:
         functions = {s.name: s for s in self.tree.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))}
         state = _State()
-        self._exec(self.tree.body, state, functions, ())
+        try:
+            self._exec(self.tree.body, state, functions, ())
+        except _OutOfBudget:
+            self.result.notes.append("set_context not resolved: too many nested function calls to follow")
+            return
         for name in ("mode", "jit_level"):
             known = state.values.get(name)
             if known is not None and known[0] is not UNKNOWN:
@@ -468,6 +473,9 @@ class _Analyser:
             self._exec_stmt(stmt, state, functions, stack)
 
     def _exec_stmt(self, stmt: ast.stmt, state: "_State", functions: dict, stack: tuple[str, ...]) -> None:
+        self.budget -= 1
+        if self.budget < 0:
+            raise _OutOfBudget
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             return  # defined, not executed (module functions are followed where called)
         if isinstance(stmt, ast.If):
@@ -538,7 +546,9 @@ class _Analyser:
                 self.set_context_seen = True
                 self._apply_set_context(call, state)
             elif isinstance(call.func, ast.Name) and call.func.id in functions and call.func.id not in stack \
-                    and call.func.id not in self.names and len(stack) < 20:
+                    and call.func.id not in self.names:
+                if len(stack) >= 50:
+                    raise _OutOfBudget
                 fn = functions[call.func.id]
                 self._exec(fn.body, state, functions, stack + (call.func.id,))
 
@@ -804,6 +814,11 @@ class _Analyser:
             choice = ("mindspore", first["mindspore"])
         if choice:
             self.result.facts["framework"] = Fact(choice[0], self.result.where(choice[1]))
+
+
+class _OutOfBudget(Exception):
+    """Following module function calls took too long (a pathological
+    script): the mode and jit_level are left unknown."""
 
 
 class _State:

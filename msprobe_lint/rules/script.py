@@ -285,9 +285,10 @@ def jit_not_seen(config: ConfigView, context: Context) -> Iterator[Finding]:
         return
     if context.framework == "pytorch":
         return
+    said = _because(context.describe("mode"))
     for use in script.jit_uses:
         level = f" (jit_level {use.jit_level})" if use.jit_level else ""
         yield _at(script, "PL506", use.line, use.column,
                   f"{use.target} is compiled by mindspore.jit{level}: it runs as static graph and level "
-                  f"{config.level} does not see inside it",
+                  f"{config.level} does not see inside it{said}",
                   hint="remove jit while debugging to check the APIs inside it")
