@@ -440,3 +440,12 @@ def test_json_output_of_a_script_finding(tmp_path):
     (diagnostic,) = json.loads(proc.stdout)["diagnostics"]
     assert diagnostic["path"] == str(script) and diagnostic["pointer"] is None
     assert (diagnostic["line"], diagnostic["column"], diagnostic["code"]) == (1, 1, "PL501")
+
+
+def test_pathological_call_chains_leave_the_mode_unknown():
+    lines = ["import mindspore as ms", "def f0():", "    ms.set_context(mode=0)"]
+    for i in range(1, 16):
+        lines += [f"def f{i}():"] + [f"    f{i - 1}()"] * 3
+    lines.append("f15()")
+    analysis = analyse_source("\n".join(lines) + "\n")
+    assert "mode" not in analysis.facts and analysis.notes
