@@ -55,3 +55,15 @@ def test_escaped_lone_surrogate_in_a_key_or_value_can_be_reported_in_every_forma
         assert "Traceback" not in done.stderr
     report = json.loads(run_probe("lint", "--isolated", "--format", "json", str(path)).stdout)
     assert "\\ud800" in report["diagnostics"][0]["message"]
+
+
+def test_rank_range_with_a_number_over_the_digit_limit_is_pl301_not_an_internal_error(tmp_path):
+    # int() on the range's ends raised ValueError inside PL301 and PL302:
+    # "internal error in rule PL301 ... please report it".
+    long = "1" * 5000
+    path = write_config(tmp_path, BASE + f'"rank": ["{long}-2", "0-{long}", 1], "step": ["{long}-{long}"]}}')
+    diagnostics = lint_file(str(path)).diagnostics
+    assert not [d for d in diagnostics if "internal error" in d.message]
+    assert [(d.code, d.pointer) for d in diagnostics] == [
+        ("PL301", "/rank/0"), ("PL301", "/rank/1"), ("PL301", "/step/0")]
+    assert "4300 digits" in diagnostics[0].message

@@ -7,6 +7,7 @@ the world size) is checked here.
 """
 from __future__ import annotations
 
+import sys
 from typing import Iterator, Optional
 
 from ..config import ConfigView
@@ -23,9 +24,16 @@ def parse_entry(item: object) -> Optional[tuple[int, int]]:
         return item, item
     if isinstance(item, str):
         first, sep, last = item.partition("-")
-        if sep and first.isdigit() and last.isdigit() and int(first) <= int(last):
+        if sep and first.isdigit() and last.isdigit() and not _too_long(first, last) and int(first) <= int(last):
             return int(first), int(last)
     return None
+
+
+def _too_long(*numbers: str) -> bool:
+    """True when a digit string is over Python's int-string limit (int()
+    raises ValueError on it)."""
+    limit = getattr(sys, "get_int_max_str_digits", lambda: 0)()
+    return any(0 < limit < len(n) for n in numbers)
 
 
 def entries(config: ConfigView, key: str) -> list[tuple[int, str, tuple[int, int]]]:
@@ -65,7 +73,11 @@ def bad_entry(config: ConfigView, context: Context) -> Iterator[Finding]:
             if ptr in config.bad or not isinstance(item, str):
                 continue
             first, sep, last = item.partition("-")
-            if sep and first.isdigit() and last.isdigit() and int(first) > int(last):
+            if sep and first.isdigit() and last.isdigit() and _too_long(first, last):
+                yield Finding("PL301", f"{key} range {item[:20]!r}... has a number of more than "
+                                       f"{sys.get_int_max_str_digits()} digits: Python's int(), and so msprobe, "
+                                       "refuses it", pointer=ptr, hint="write a smaller number")
+            elif sep and first.isdigit() and last.isdigit() and int(first) > int(last):
                 yield Finding("PL301", f"{key} range {item!r} is reversed: the first value must not exceed the last",
                               pointer=ptr, hint=f'write "{last}-{first}"')
 
