@@ -217,6 +217,7 @@ class ApiInterceptor:
         self.sink = sink
         self.namespaces = namespaces or ("ops", "mint", "mint.nn.functional", "Tensor", "Primitive")
         self._saved: list[tuple[Any, str, bool, Any]] = []  # (owner, attr, had_own, original)
+        self._plan: Optional[list[tuple[Any, str, Callable]]] = None  # (owner, attr, wrapper)
         self._hook_backward: Any = None
         self._deepcopy: Any = None
         self._executor: Any = None
@@ -228,16 +229,13 @@ class ApiInterceptor:
 
     # -- patching -----------------------------------------------------------------
     def _set(self, owner: Any, attr: str, wrapper: Callable) -> None:
-        had_own = attr in vars(owner)
-        original = vars(owner)[attr] if had_own else None
-        try:
-            setattr(owner, attr, wrapper)
-        except (AttributeError, TypeError):
-            return
-        self._saved.append((owner, attr, had_own, original))
+        self._plan.append((owner, attr, wrapper))
 
     def install(self) -> int:
         """Patch every namespace; returns the number of patched callables.
+
+        The wrappers are built on the first call and reused, so a
+        ``start()`` per step costs only the attribute assignments.
 
         Raises:
             RuntimeError: when another interceptor is installed.
@@ -246,6 +244,21 @@ class ApiInterceptor:
             return len(self._saved)
         if ApiInterceptor._active is not None and ApiInterceptor._active is not self:
             raise RuntimeError("another PrecisionDebugger is already started in this process")
+        if self._plan is None:
+            self._plan = []
+            self._build_plan()
+        for owner, attr, wrapper in self._plan:
+            had_own = attr in vars(owner)
+            original = vars(owner)[attr] if had_own else None
+            try:
+                setattr(owner, attr, wrapper)
+            except (AttributeError, TypeError):
+                continue
+            self._saved.append((owner, attr, had_own, original))
+        ApiInterceptor._active = self
+        return len(self._saved)
+
+    def _build_plan(self) -> None:
         import mindspore
         from mindspore import ops
 
@@ -272,14 +285,14 @@ class ApiInterceptor:
                     continue
                 if not callable(value) or type(value).__name__ not in ("function", "builtin_function_or_method"):
                     continue
+                if hasattr(value, "__probe_original__"):
+                    continue
                 inplace = attr.endswith("_") or attr in FUNCTION_INPLACE or attr.startswith("scatter_")
                 self._set(module, attr, self._wrap(f"{prefix}.{attr}", value, inplace))
         if "Tensor" in self.namespaces:
             self._patch_tensor(mindspore.Tensor)
         if "Primitive" in self.namespaces:
             self._patch_primitives()
-        ApiInterceptor._active = self
-        return len(self._saved)
 
     def _patch_tensor(self, tensor_cls: type) -> None:
         names = set(TENSOR_OPERATORS)
