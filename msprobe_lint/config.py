@@ -31,7 +31,7 @@ class ConfigView:
         walked: list[Any] = []
         for part in parts:
             walked.append(part)
-            if pointer(*walked) in self.bad:
+            if self.bad and pointer(*walked) in self.bad:  # no pointers to build for a clean config
                 return default
             if isinstance(node, dict) and isinstance(part, str) and part in node:
                 node = node[part]

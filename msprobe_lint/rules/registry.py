@@ -17,6 +17,7 @@ from typing import Callable, Iterable, Optional
 from ..diagnostic import Finding, Severity
 
 RULES: dict[str, "RuleInfo"] = {}
+_FAMILIES_IMPORTED: list[bool] = []
 
 
 @dataclass(frozen=True)
@@ -95,8 +96,10 @@ def rule(code: str, name: str, severity: str, summary: str, *, filesystem: bool 
 def load_all() -> dict[str, RuleInfo]:
     """Import every family module (registering its rules) and return the
     registry sorted by code."""
-    from . import environment, levels, paths, ranks, schema, script, syntax  # noqa: F401
+    if not _FAMILIES_IMPORTED:  # once: the engine asks twice per file
+        from . import environment, levels, paths, ranks, schema, script, syntax  # noqa: F401
 
+        _FAMILIES_IMPORTED.append(True)
     return dict(sorted(RULES.items()))
 
 
