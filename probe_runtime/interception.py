@@ -146,12 +146,23 @@ class Sink(Protocol):
 
     live: bool
 
-    def next_index(self, api: str) -> int: ...
-    def before_mutation(self, tensors: list) -> None: ...
-    def on_forward(self, call: ApiCall) -> None: ...
-    def on_grad_outputs(self, call: ApiCall, grads: list) -> None: ...
-    def on_grad_inputs(self, call: ApiCall, grads: list) -> None: ...
-    def on_error(self, where: str, err: BaseException) -> None: ...
+    def next_index(self, api: str) -> int:
+        """Call index of ``api`` in the current step."""
+
+    def before_mutation(self, tensors: list) -> None:
+        """``tensors`` are about to be changed in place."""
+
+    def on_forward(self, call: ApiCall) -> None:
+        """A call finished; ``call.output`` is set."""
+
+    def on_grad_outputs(self, call: ApiCall, grads: list) -> None:
+        """Gradients w.r.t. the call's outputs (list of tensors)."""
+
+    def on_grad_inputs(self, call: ApiCall, grads: list) -> None:
+        """Gradients w.r.t. the call's floating inputs (list of tensors)."""
+
+    def on_error(self, where: str, err: BaseException) -> None:
+        """An exception inside the tool (never raised to the user)."""
 
 
 class _Guard(threading.local):

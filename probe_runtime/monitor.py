@@ -125,15 +125,17 @@ class Monitor:
             self.flush()
 
     def on_grad_outputs(self, call: Any, grads: list) -> None:
-        """Gradients w.r.t. a call's outputs arrived (backward hook)."""
-        if self.disabled or self.state.exhausted:
+        """Gradients w.r.t. a call's outputs arrived (backward hook); ignored
+        once the ``start()`` window is closed."""
+        if not self.live or self.state.exhausted:
             return
         call.grad_outputs.extend(grads)
         self._queue_backward(call)
 
     def on_grad_inputs(self, call: Any, grads: list) -> None:
-        """Gradients w.r.t. a call's inputs arrived (backward hook)."""
-        if self.disabled or self.state.exhausted:
+        """Gradients w.r.t. a call's inputs arrived (backward hook); ignored
+        once the ``start()`` window is closed."""
+        if not self.live or self.state.exhausted:
             return
         call.grad_inputs.extend(grads)
         self._queue_backward(call)

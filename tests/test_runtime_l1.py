@@ -129,6 +129,8 @@ def test_keyword_overrides_and_probe_config(work, monkeypatch, caplog):
     with pytest.raises(ConfigLintError) as info:
         PrecisionDebugger()  # no file at all: dump_path is missing
     assert "PL104" in {d.code for d in info.value.diagnostics}
+    no_file = PrecisionDebugger(task="overflow_check", dump_path=str(other), level="L1")
+    assert no_file.config_path is None and no_file.state.overflow_nums == 1
 
 
 def test_warnings_do_not_block(work, caplog):
@@ -401,3 +403,15 @@ def test_bit_identical_training(work):
     for ga, gb in zip(plain[1], probed[1]):
         assert all(np.array_equal(a, b, equal_nan=True) for a, b in zip(ga, gb))
     assert (tmp_path / "dump").exists()   # the debugger did see something
+
+
+def test_backward_outside_the_window_not_recorded(work):
+    tmp_path, make = work
+    debugger = make()
+    x = inf32(0.0, 4.0)
+    debugger.start()
+    forward = ms.value_and_grad(lambda t: ops.sqrt(t).sum())
+    debugger.stop()
+    forward(x)                               # forward and backward after stop(): nothing
+    debugger.step()
+    assert not (tmp_path / "dump").exists()
