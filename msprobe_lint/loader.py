@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from .diagnostic import Finding
-from .positions import PositionMap, line_col, pointer
+from .positions import PositionMap, line_col, pointer, split
 
 MAX_BYTES = 10 * 1024 * 1024
 BOM = b"\xef\xbb\xbf"
@@ -167,7 +167,7 @@ def load(path: str, raw: Optional[bytes] = None) -> Document:
     doc.data = data
     if flags["duplicates"]:
         for raw_ptr, span in doc.positions.duplicates:
-            key = raw_ptr.rpartition("/")[2]
+            key = split(raw_ptr)[-1]
             doc.findings.append(Finding(
                 "PL002", f"duplicate key {key!r}: json.load keeps only the last value",
                 hint="remove all but one occurrence of the key", line=span.line, column=span.column,

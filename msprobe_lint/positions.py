@@ -1,17 +1,33 @@
 """Map JSON pointers to line and column, computed only when needed.
 
-Positions come from the json-source-map library (a scan of the text that
-records, for every JSON pointer, where its key and value start and end).
-It is pure Python and slower than ``json.loads``, so the engine asks for it
-only when there is something to report. Its pointers join raw key text with
-``/``; we look keys up the same way and fall back to the nearest ancestor
-when a key holds escapes. Lines and columns here are 1-based; columns count
-characters (code points), not bytes.
+Positions come from one iterative scan of the tokens of the text (run only
+after ``json.loads`` accepted it) that records, for every JSON pointer, where
+its key and value start and end, as character offsets turned into lines
+and columns on lookup. It is slower than ``json.loads``, so the engine asks
+for it only when there is something to report. It does not recurse (any
+nesting depth), keys are decoded (escapes, ``/`` and ``~`` in keys give
+proper RFC 6901 pointers), and it keeps at most MAX_RECORDED entries per
+depth class so a 10 MiB file cannot exhaust memory; a lookup past that
+falls back to the nearest recorded ancestor. Lines are separated by
+``\n`` only (as Python's json counts them); lines and columns are 1-based;
+columns count characters (code points), not bytes.
 """
 from __future__ import annotations
 
+import bisect
+import json
+import re
+from array import array
 from dataclasses import dataclass
 from typing import Optional
+
+# Tokens of a valid JSON text (json.loads has accepted it): strings,
+# punctuation, and runs of anything else (numbers, true, NaN, ...); JSON
+# whitespace in between is skipped.
+_TOKEN = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[{}\[\]:,]|[^ \t\n\r{}\[\]:,"]+')
+# Keys and values whose positions are kept; past that only containers
+# already seen are updated and lookups fall back to an ancestor.
+MAX_RECORDED = 200_000
 
 
 @dataclass(frozen=True)
@@ -54,39 +70,87 @@ class PositionMap:
     repeat of a key within one object (after its first occurrence), with the
     pointer of that key.
 
-    Raises:
-        RecursionError: never; documents nested too deep for the scanner get
-            an empty map (every lookup falls back to line 1, column 1).
+    Never raises: a text the scan cannot read gets an empty map (every
+    lookup falls back to line 1, column 1).
     """
 
     def __init__(self, text: str):
-        self._keys: dict[str, Span] = {}
-        self._values: dict[str, Span] = {}
+        self._text = text
+        self._newlines: Optional[array] = None  # offsets of every "\n", on first use
+        self._keys: dict[str, tuple[int, int]] = {}
+        self._values: dict[str, tuple[int, int]] = {}
         self.duplicates: list[tuple[str, Span]] = []
         try:
-            from json_source_map import handle, types
+            self._scan(text)
+        except Exception:  # the text is valid JSON (json.loads read it); stay silent if not
+            pass
 
-            entries = handle.value(source=text, current_location=types.Location(0, 0, 0))
-        except RecursionError:
-            return
-        except Exception:  # the library assumes valid JSON; stay silent otherwise
-            return
-        seen: set[tuple[str, int, str]] = set()
-        instances: dict[str, int] = {}
-        for raw_ptr, entry in entries:
-            value_span = Span(entry.value_start.line + 1, entry.value_start.column + 1,
-                              entry.value_end.line + 1, entry.value_end.column + 1)
-            if entry.key_start is not None:
-                key_span = Span(entry.key_start.line + 1, entry.key_start.column + 1,
-                                entry.key_end.line + 1, entry.key_end.column + 1)
-                parent, _, key = raw_ptr.rpartition("/")
-                marker = (parent, instances.get(parent, 0), key)
-                if marker in seen:
-                    self.duplicates.append((raw_ptr, key_span))
-                seen.add(marker)
-                self._keys[raw_ptr] = key_span
-            instances[raw_ptr] = instances.get(raw_ptr, 0) + 1
-            self._values[raw_ptr] = value_span
+    def _scan(self, text: str) -> None:
+        """One iterative pass over the tokens (no recursion, so any depth):
+        record the character offsets of keys and values by pointer, at most
+        MAX_RECORDED of them (bounded memory on a 10 MiB file; lookups past
+        that fall back to an ancestor), and every repeated key."""
+        keys, values = self._keys, self._values
+        recorded = [0, 0]  # deeper entries, top-level ones: each up to MAX_RECORDED
+        # One frame per open container: [is_object, pointer, index or key pointer,
+        # keys seen (objects), start offset, expecting a key].
+        stack: list[list] = []
+        for match in _TOKEN.finditer(text):
+            token = match.group()
+            start, end = match.span()
+            first = token[0]
+            if first in ",:":
+                if first == "," and stack:
+                    frame = stack[-1]
+                    if frame[0]:
+                        frame[5] = True
+                    else:
+                        frame[2] += 1
+                continue
+            if first in "}]":
+                frame = stack.pop()
+                shallow = len(stack) <= 1
+                if frame[1] in values or recorded[shallow] < MAX_RECORDED:
+                    values[frame[1]] = (frame[4], end)
+                    recorded[shallow] += 1
+                continue
+            frame = stack[-1] if stack else None
+            if frame is not None and frame[0] and frame[5]:  # a key
+                key = json.loads(token)
+                ptr = frame[1] + "/" + escape(key)
+                if key in frame[3]:
+                    self.duplicates.append((ptr, self._span(start, end)))
+                else:
+                    frame[3].add(key)
+                frame[2] = ptr
+                frame[5] = False
+                shallow = len(stack) <= 1
+                if recorded[shallow] < MAX_RECORDED or ptr in keys:
+                    keys[ptr] = (start, end)
+                    recorded[shallow] += 1
+                continue
+            if frame is None:
+                ptr = ""
+            elif frame[0]:
+                ptr = frame[2]
+            else:
+                ptr = frame[1] + "/" + str(frame[2])
+            if first == "{" or first == "[":
+                stack.append([first == "{", ptr, 0, set(), start, first == "{"])
+                continue
+            shallow = len(stack) <= 1
+            if recorded[shallow] < MAX_RECORDED or ptr in values:
+                values[ptr] = (start, end)
+                recorded[shallow] += 1
+
+    def _span(self, start: int, end: int) -> Span:
+        if self._newlines is None:
+            self._newlines = array("q", (m.start() for m in re.finditer("\n", self._text)))
+        line = bisect.bisect_left(self._newlines, start)
+        end_line = bisect.bisect_left(self._newlines, end)
+        column = start - (self._newlines[line - 1] + 1 if line else 0) + 1
+        end_column = end - (self._newlines[end_line - 1] + 1 if end_line else 0) + 1
+        return Span(line + 1, column, end_line + 1, end_column)
 
     def locate(self, ptr: Optional[str], at: str = "value") -> Span:
         """Span of the key (``at="key"``) or value at ``ptr``; falls back to
@@ -95,25 +159,16 @@ class PositionMap:
             return Span(1, 1, 1, 1)
         tokens = split(ptr)
         while True:
-            raw = "".join("/" + escape_raw(t) for t in tokens)
+            raw = "".join("/" + escape(t) for t in tokens)
             if at == "key" and raw in self._keys:
-                return self._keys[raw]
+                return self._span(*self._keys[raw])
             if raw in self._values:
-                return self._values[raw]
+                return self._span(*self._values[raw])
             if raw in self._keys:
-                return self._keys[raw]
+                return self._span(*self._keys[raw])
             if not tokens:
                 return Span(1, 1, 1, 1)
             tokens = tokens[:-1]
-
-
-def escape_raw(token: str) -> str:
-    """json-source-map keys are the raw text between the quotes; this
-    re-escapes the characters ``json.dumps`` would escape so a decoded key
-    finds its raw form in the common cases (quotes and backslashes)."""
-    if '"' in token or "\\" in token:
-        return token.replace("\\", "\\\\").replace('"', '\\"')
-    return token
 
 
 def line_col(text: str, offset: int) -> tuple[int, int]:

@@ -67,3 +67,77 @@ def test_rank_range_with_a_number_over_the_digit_limit_is_pl301_not_an_internal_
     assert [(d.code, d.pointer) for d in diagnostics] == [
         ("PL301", "/rank/0"), ("PL301", "/rank/1"), ("PL301", "/step/0")]
     assert "4300 digits" in diagnostics[0].message
+
+
+def test_keys_with_pointer_special_characters_are_located_and_named(tmp_path):
+    # json-source-map's pointers held the raw key text: keys with '/', '~'
+    # or escapes were not found (the finding fell back to the enclosing
+    # object, often 1:1), and a duplicate key 'a/b' was reported as 'b'.
+    lines = ['{"task": "overflow_check", "dump_path": "/home/dump",',
+             ' "a/b": 1,',
+             ' "c~1": 2,',
+             ' "q\\"k\\\\": 3,',
+             ' "e\\u0041\\/": 4,',
+             ' "overflow_check": {"x/~y": 1, "x/~y": 2},',
+             ' "a/b": 5}']
+    path = write_config(tmp_path, "\n".join(lines))
+    found = {(d.code, d.pointer): (d.line, d.column) for d in lint_file(str(path)).diagnostics}
+    assert found == {
+        ("PL101", "/c~01"): (3, 2),
+        ("PL101", '/q"k\\'): (4, 2),
+        ("PL101", "/eA~1"): (5, 2),
+        ("PL101", "/overflow_check/x~1~0y"): (6, 32),   # the last occurrence, whose value counts
+        ("PL002", "/overflow_check/x~1~0y"): (6, 32),
+        ("PL101", "/a~1b"): (7, 2),
+        ("PL002", "/a~1b"): (7, 2),
+    }
+    messages = [d.message for d in lint_file(str(path)).diagnostics if d.code == "PL002"]
+    assert sorted(messages) == ["duplicate key 'a/b': json.load keeps only the last value",
+                                "duplicate key 'x/~y': json.load keeps only the last value"]
+
+
+def test_duplicate_key_deep_in_a_deeply_nested_config_is_reported_at_its_place(tmp_path):
+    # json-source-map recursed per level and hit RecursionError from about
+    # 300 levels: the map came back empty, so PL002 was silently dropped
+    # and every position fell back to 1:1.
+    depth = 900
+    text = BASE + '"overflow_check": {"overflow_nums": 1},\n "deep": ' + '{"a": ' * depth \
+        + '{"k": 1, "k": 2}' + "}" * depth + "}"
+    path = write_config(tmp_path, text)
+    found = {(d.code, d.line) for d in lint_file(str(path)).diagnostics}
+    assert ("PL002", 2) in found and ("PL101", 2) in found
+    (dup,) = [d for d in lint_file(str(path)).diagnostics if d.code == "PL002"]
+    assert dup.column == len(' "deep": ') + len('{"a": ') * depth + len('{"k": 1, ') + 1
+
+
+def test_positions_in_a_large_config_are_fast_and_bounded(tmp_path):
+    # A 1.5 MB config with one unknown key took 31 s and 775 MB with
+    # json-source-map (a 10 MiB one would take minutes and gigabytes).
+    import time
+
+    items = ",".join(["[1, 2]"] * 300_000)
+    text = BASE + '"dump_path": "rel",\n "xx": [' + items + '],\n "bad": 1}'
+    path = write_config(tmp_path, text)
+    started = time.monotonic()
+    found = {(d.code, d.line, d.column) for d in lint_file(str(path)).diagnostics}
+    assert time.monotonic() - started < 15
+    column = len(BASE) + 1
+    assert found == {("PL002", 1, column), ("PL401", 1, column + len('"dump_path": ')),  # the repeat counts
+                     ("PL101", 2, 2), ("PL101", 3, 2)}
+
+
+def test_text_report_shows_the_line_the_position_counts(tmp_path):
+    # The text reporter split lines with str.splitlines (also at "\r",
+    # "\u2028", "\x1c"...), while positions count "\n" only: a raw U+2028 in
+    # a string or an old-Mac "\r" file showed the wrong source line, and a
+    # terminal escape in a broken file went raw to the terminal.
+    from msprobe_lint.reporters.text import render
+
+    separator = write_config(tmp_path, '{"task": "overflow_check", "dump_path": "/x\u2028y",\n "bad": 1}', "ls.json")
+    carriage = write_config(tmp_path, '{"task": "overflow_check",\r"dump_path": "/x",\r"bad": 1}', "cr.json")
+    escape = write_config(tmp_path, '{"task": "overflow_check", "dump_path": "/x", "bad": 1, \x1b[2J}', "esc.json")
+    text = render([lint_file(str(p)) for p in (separator, carriage, escape)])
+    assert '   2 |  "bad": 1}\n     |  ^^^^^\n' in text
+    assert '   1 | {"task": "overflow_check", "dump_path": "/x", "bad": 1}\n' \
+           '     |                                               ^^^^^\n' in text
+    assert "\x1b" not in text and "?[2J}" in text
