@@ -11,6 +11,10 @@ from typing import Iterable, Optional
 from ..diagnostic import Diagnostic, Severity
 from ..engine import Result
 
+# Control characters (terminal escapes included), line separators: shown
+# as one character each so the caret stays under its column.
+_SHOWN = {c: "?" for c in [*range(32), *range(127, 160), 0x2028, 0x2029]}
+_SHOWN.update({ord("\t"): " ", ord("\r"): " "})
 STYLES = {Severity.ERROR: "bold red", Severity.WARNING: "bold yellow", Severity.INFO: "bold cyan"}
 
 
@@ -25,7 +29,10 @@ class _Sources:
             try:
                 with open(path, "rb") as handle:
                     raw = handle.read(10 * 1024 * 1024)
-                self._cache[path] = raw.decode("utf-8", errors="replace").lstrip("\ufeff").splitlines()
+                # Lines end at "\n" only, as the positions count them (not at
+                # "\r", "\u2028" or the other breaks str.splitlines knows).
+                text = raw.decode("utf-8", errors="replace").removeprefix("\ufeff")
+                self._cache[path] = [line.removesuffix("\r") for line in text.split("\n")]
             except OSError:
                 self._cache[path] = []
         lines = self._cache[path]
@@ -38,7 +45,7 @@ def _snippet(diagnostic: Diagnostic, sources: _Sources) -> list[tuple[str, str]]
     source = sources.line(diagnostic.path, diagnostic.line)
     if source is not None and len(source) <= 400:
         gutter = f"{diagnostic.line:>4} | "
-        out.append((gutter + source.replace("\t", " "), ""))
+        out.append((gutter + source.translate(_SHOWN), ""))
         width = 1
         if diagnostic.end_line == diagnostic.line and diagnostic.end_column:
             width = max(1, diagnostic.end_column - diagnostic.column)
