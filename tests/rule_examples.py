@@ -11,7 +11,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from packaging.version import Version
+
 from conftest import config
+from msprobe_lint.context import Fact
 
 PYNATIVE = {"framework": "mindspore", "mode": "pynative"}
 GRAPH_O2_26 = {"mode": "graph", "jit_level": "O2", "mindspore_version": "2.6.0"}
@@ -103,4 +106,8 @@ EXAMPLES = {
               {"config": config(step=[1]), "script": SCRIPT_HEAD + LOOP_OK}),
     "PL506": ({"config": config(), "script": SCRIPT_HEAD + "@ms.jit\ndef f(x):\n    return x\n" + LOOP_OK},
               {"config": config(), "script": SCRIPT_HEAD + LOOP_OK}),
+    "PL601": ({"config": config(), "options": {"extra_facts": {"msprobe_version": Fact(
+        Version("26.2.0"), "installed mindstudio-probe 26.2.0")}}},
+              {"config": config(), "options": {"extra_facts": {"msprobe_version": Fact(
+                  Version("8.3.3"), "installed mindstudio-probe 8.3.3")}}}),
 }
