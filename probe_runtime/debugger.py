@@ -35,6 +35,7 @@ from msprobe_lint.context import Context, Fact, build_context, environment_facts
 from msprobe_lint.diagnostic import Diagnostic, Severity
 from msprobe_lint.engine import lint_file
 
+from .cells import UsageError
 from .state import RunState, expand_ids, live_rank
 
 LOGGER = logging.getLogger("probe_runtime")
@@ -115,7 +116,7 @@ def lint_live(config_path: Optional[str], overrides: dict[str, Any]) -> list[Dia
 
 
 class PrecisionDebugger:
-    """msprobe-compatible overflow detector for MindSpore PyNative (L1).
+    """msprobe-compatible overflow detector for MindSpore PyNative (L0, L1).
 
     Args:
         config_path: msprobe config.json; None falls back to the
@@ -129,11 +130,13 @@ class PrecisionDebugger:
             config, a task other than overflow_check, L2 without Ascend, a
             graph-mode process, a dump_path that is relative, a soft link or
             not writable ...). Nothing has been patched or written then.
-        NotImplementedError: level L0 (Cell level) is not in this build.
 
-    What is checked when: see ``probe_runtime.monitor`` (calls are queued and
-    resolved in batches; records are on disk before the resolving call
-    returns; everything is resolved by ``stop()``/``step()``).
+    Level L1 intercepts API calls (``probe_runtime.interception``); level L0
+    hooks the sub-Cells of the model given to ``start(model)``
+    (``probe_runtime.cells``). What is checked when: see
+    ``probe_runtime.monitor`` (calls are queued and resolved in batches;
+    records are on disk before the resolving call returns; everything is
+    resolved by ``stop()``/``step()``).
     """
 
     def __init__(self, config_path: Optional[str] = None, task: Optional[str] = None,
@@ -159,8 +162,6 @@ class PrecisionDebugger:
         self.config_path = config_path
         self.task = config.get("task", "statistics")
         self.level = config.get("level", "L1")
-        if self.level != "L1":
-            raise NotImplementedError(f"level {self.level} is not available in this probe_runtime build; use L1")
         self.dump_path = os.path.abspath(config["dump_path"])
         section = config.get("overflow_check") or {}
         self.state = RunState(steps=expand_ids(config.get("step")), ranks=expand_ids(config.get("rank")),
@@ -170,23 +171,47 @@ class PrecisionDebugger:
 
         self.monitor = Monitor(self.state, dump_path=self.dump_path, task=self.task, level=self.level,
                                on_exhausted=self._unpatch, library_roots=default_library_roots())
+        from .cells import CellHooks
+
         self.interceptor = ApiInterceptor(self.monitor)
+        self.cells = CellHooks(self.monitor)
         self._started = False
         ref = weakref.ref(self)
         atexit.register(_at_exit, ref)
 
     # -- public API (msprobe's) ---------------------------------------------------
     def start(self, model: Any = None) -> None:
-        """Start checking the calls that follow (``model`` is accepted for
-        msprobe compatibility; L1 does not use it). Does nothing when the
-        current step or this rank is not selected or ``overflow_nums`` is
-        reached. Never raises because of the tool."""
+        """Start checking the calls that follow.
+
+        Args:
+            model: level L0: the network whose sub-Cells are hooked (a
+                ``mindspore.nn.Cell`` or a list/tuple of Cells; the Cells
+                passed in are not recorded themselves, only what is inside).
+                Level L1 accepts and ignores it (msprobe's signature).
+
+        Does nothing when the current step or this rank is not selected or
+        ``overflow_nums`` is reached. Never raises because of the tool.
+
+        Raises:
+            UsageError: level L0 without a model, or a model that is not a
+                Cell (a ``ValueError``; the message says to call
+                ``debugger.start(model)``). Raised even in steps that are
+                not checked, so the mistake shows at the first step.
+        """
+        if self.level == "L0":
+            if model is None:
+                raise UsageError("level L0 checks the Cells of a model: call debugger.start(model) with the network "
+                                 "(a mindspore.nn.Cell or a list/tuple of Cells), not debugger.start()")
+            self.cells._models(model)  # raises UsageError for a non-Cell
         if self._started:
             return
         try:
             if not self.monitor.begin():
                 return
-            self.interceptor.install()
+            if self.level == "L0":
+                self.cells.install(model)
+            else:
+                self.interceptor.install()
             self._started = True
         except Exception as err:
             self.monitor.on_error("in start()", err)
@@ -210,6 +235,7 @@ class PrecisionDebugger:
         else:
             self.monitor.flush(final=True)
         self.state.next_step()
+        self.cells.new_step()
 
     def set_init_step(self, step: int) -> None:
         """Set the number of the current step (e.g. when resuming).
@@ -225,6 +251,10 @@ class PrecisionDebugger:
             self.interceptor.uninstall()
         except Exception as err:  # pragma: no cover
             LOGGER.error("probe_runtime: error removing patches: %s", err)
+        try:
+            self.cells.uninstall()
+        except Exception as err:  # pragma: no cover
+            LOGGER.error("probe_runtime: error removing Cell hooks: %s", err)
 
 
 def _at_exit(ref: "weakref.ref[PrecisionDebugger]") -> None:

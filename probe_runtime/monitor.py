@@ -22,6 +22,23 @@ the next resolution point after their input gradients arrived (never inside
 MindSpore's backward pass itself); a backward pass therefore lands on disk
 at the next forward call, ``stop()`` or ``step()``.
 
+L0 (Cell level, ``cells.py``) uses the same queue: a Cell's forward entry is
+queued when its forward hook fires (inner Cells before their parents), its
+backward entry when the gradients w.r.t. its inputs arrive (inner Cells
+first again); backward entries that never get input gradients (a Cell fed
+only with data) and have output gradients are judged at ``stop()``/
+``step()``, after the rest, latest-started Cell first. Parameter gradients
+(``<Cell>.parameters_grad``) are queued when the first one of the Cell
+arrives. A Cell entry is an origin only when no Cell called inside it was
+an origin in the same pass (forward or backward): the innermost Cell that
+produced the overflow is the origin, its parents carry it. A
+``parameters_grad`` entry is an origin when the gradients w.r.t. the Cell's
+outputs were finite. A Cell forward entry whose output overflowed from
+finite inputs is not an origin either when the Cell's own Parameters hold
+inf/nan (read only then). Cell forward records also describe those
+Parameters (``parameters``); both read the values the Parameters hold when
+the entry is resolved (after an optimizer step if that came first).
+
 Each record found is written (see ``writer.py``) before the call that
 resolved the batch returns to the training script. After ``overflow_nums``
 records nothing more is queued and ``on_exhausted`` removes the patches.
@@ -38,7 +55,7 @@ from typing import Any, Callable, Optional
 import numpy as np
 
 from .interception import tool_section
-from .detection import HostCache, is_tensor, iter_tensors, judge, statistics
+from .detection import HostCache, is_floating, is_tensor, iter_tensors, judge, statistics
 from .state import RunState
 from .writer import Record, StepWriter
 
@@ -87,6 +104,7 @@ class Monitor:
         self.live = False
         self.disabled = False
         self.pending: list[tuple[str, Any]] = []
+        self.awaiting: list[Any] = []  # L0 backward entries waiting for input gradients
         self._threshold = 1
         self._since = 0
         self._writers: dict[int, StepWriter] = {}
@@ -130,6 +148,11 @@ class Monitor:
         if not self.live or self.state.exhausted:
             return
         call.grad_outputs.extend(grads)
+        if getattr(call, "queue_on_inputs", False):
+            if not call.backward_queued and not getattr(call, "awaiting", False):
+                call.awaiting = True
+                self.awaiting.append(call)
+            return
         self._queue_backward(call)
 
     def on_grad_inputs(self, call: Any, grads: list) -> None:
@@ -145,6 +168,15 @@ class Monitor:
             call.backward_queued = True
             self.pending.append(("backward", call))
 
+    def on_param_grad(self, entry: Any) -> None:
+        """A parameter gradient of an L0 Cell arrived (``cells.ParamGradCall``);
+        queued once per entry, ignored once the window is closed."""
+        if not self.live or self.state.exhausted or entry.queued:
+            return
+        entry.queued = True
+        entry.step = self.state.step
+        self.pending.append(("parameters_grad", entry))
+
     def before_mutation(self, tensors: list) -> None:
         """A call is about to change ``tensors`` in place: resolve the queue
         first if an entry refers to one of them."""
@@ -152,7 +184,12 @@ class Monitor:
             return
         wanted = {id(t) for t in tensors}
         for kind, call in self.pending:
-            parts = (call.args, call.kwargs, call.output) if kind == "forward" else (call.grad_outputs, call.grad_inputs)
+            if kind == "forward":
+                parts = (call.args, call.kwargs, call.output)
+            elif kind == "backward":
+                parts = (call.grad_outputs, call.grad_inputs)
+            else:
+                parts = (list(call.grads.values()),)
             if any(id(t) in wanted for t in iter_tensors(list(parts))):
                 self.flush()
                 return
@@ -172,6 +209,12 @@ class Monitor:
         still expecting input gradients wait for a later batch unless
         ``final``. Never raises.
         """
+        if final and self.awaiting:
+            late = sorted((c for c in self.awaiting if not c.backward_queued), key=lambda c: -c.seq)
+            self.awaiting = []
+            for call in late:
+                call.backward_queued = True
+                self.pending.append(("backward", call))
         if self._flushing or not self.pending:
             return
         self._flushing = True
@@ -190,22 +233,32 @@ class Monitor:
                 if kind == "forward":
                     inputs: list = [call.args, call.kwargs]
                     outputs: list = [call.output]
-                else:
+                elif kind == "backward":
                     inputs, outputs = list(call.grad_outputs), list(call.grad_inputs)
+                else:  # parameters_grad: against the gradients w.r.t. the Cell's outputs
+                    inputs = [c.grad_outputs for c in call.owner_calls]
+                    outputs = list(call.grads.values())
                 try:
                     verdict = judge(inputs, outputs, cache)
                 except Exception as err:
                     self.on_error("while checking", err)
                     continue
+                origin = verdict.origin and not _inner_origin(kind, call)
+                if origin and kind == "forward" and getattr(call, "parameters", None):
+                    # a Cell whose own weights already hold inf/nan carries the overflow
+                    origin = all(cache.get(p).finite() for p in call.parameters.values() if is_floating(p))
+                if verdict.origin:
+                    _mark_parent(kind, call)
                 if verdict.overflow and self.state.count_record():
                     try:
-                        self._write(kind, call, verdict.origin, cache)
+                        self._write(kind, call, origin, cache)
                     except Exception as err:
                         self.turn_off(f"cannot write the dump ({type(err).__name__}: {err})")
                         break
             self.pending = keep + self.pending
             if self.state.exhausted:
                 self.pending = []
+                self.awaiting = []
                 self.live = False
                 if not self._limit_logged:
                     self._limit_logged = True
@@ -224,6 +277,7 @@ class Monitor:
         self.disabled = True
         self.live = False
         self.pending = []
+        self.awaiting = []
         self._log_once(f"probe_runtime: detection turned off: {reason}")
         self._call_exhausted()
 
@@ -282,7 +336,15 @@ class Monitor:
                 "input_kwargs": {k: self._describe(v, f"{name}.input.{k}", cache, arrays) for k, v in call.kwargs.items()},
                 "output": [self._describe(o, f"{name}.output.{i}", cache, arrays) for i, o in enumerate(outputs)],
             }
+            parameters = getattr(call, "parameters", None)
+            if parameters:
+                entry["parameters"] = {p: self._describe(v, f"{name}.parameters.{p}", cache, arrays)
+                                       for p, v in parameters.items()}
             stack = _stack_lines(call.frames)
+        elif kind == "parameters_grad":
+            name = call.name
+            entry = {p: [self._describe(g, f"{name}.{p}", cache, arrays)] for p, g in call.grads.items()}
+            stack = None
         else:
             name = call.backward_name
             entry = {
@@ -292,9 +354,32 @@ class Monitor:
             stack = None
         where = _user_where(call.frames, self.library_roots)
         record = Record(name=name, origin=origin, where=where, entry=entry, stack=stack, arrays=arrays)
+        if hasattr(call, "ancestry"):  # an L0 Cell entry: construct.json links up to the top Cell
+            record.parent = call.parent_name(kind)
+            record.construct = call.ancestry(kind)
         self.writer(call.step).write(record, kind=kind, step=call.step,
                                      rank=self.state.rank)
         LOGGER.warning("probe_runtime: overflow in %s (%s) at %s", name, "origin" if origin else "carried", where)
+
+
+def _inner_origin(kind: str, call: Any) -> bool:
+    """An L0 Cell entry whose inner Cell already was the origin (same pass)."""
+    if kind == "forward":
+        return getattr(call, "child_overflow", False)
+    if kind == "backward":
+        return getattr(call, "child_backward_overflow", False)
+    return False
+
+
+def _mark_parent(kind: str, call: Any) -> None:
+    """Tell an L0 Cell entry's parent that the overflow started inside it."""
+    parent = getattr(call, "parent", None)
+    if parent is None:
+        return
+    if kind == "forward":
+        parent.child_overflow = True
+    elif kind == "backward":
+        parent.child_backward_overflow = True
 
 
 def default_library_roots() -> tuple[str, ...]:

@@ -57,6 +57,8 @@ class Record:
         stack: stack lines for stack.json (forward entries), or None.
         arrays: npy file name -> host array, for ``dump_tensor_data``.
         parent: the enclosing Cell's entry for construct.json (L0), or None.
+        construct: further construct.json links (L0: the entry's enclosing
+            Cells up to the top one, so the recorded entry can be placed).
     """
 
     name: str
@@ -66,6 +68,7 @@ class Record:
     stack: Optional[list[str]] = None
     arrays: dict[str, np.ndarray] = field(default_factory=dict)
     parent: Optional[str] = None
+    construct: dict[str, Optional[str]] = field(default_factory=dict)
 
 
 def read_json(path: str) -> Any:
@@ -201,6 +204,8 @@ class StepWriter:
         if record.stack is not None:
             self.stacks[str(len(self.stacks))] = [[record.name], record.stack]
         atomic_write(os.path.join(self.folder, "stack.json"), _json_bytes(self.stacks))
+        for name, parent in record.construct.items():
+            self.construct.setdefault(name, parent)
         if record.parent is not None or self.level in ("L0", "mix"):
             self.construct[record.name] = record.parent
         atomic_write(os.path.join(self.folder, "construct.json"), _json_bytes(self.construct))

@@ -1,0 +1,465 @@
+"""L0 (Cell level) hooks for MindSpore PyNative.
+
+``CellHooks.install(model)`` hooks every sub-Cell of ``model`` (a Cell, or a
+list/tuple of Cells); the Cells passed in are not recorded themselves, only
+their descendants, as in msprobe. Per Cell call:
+
+* a forward pre-hook (``register_forward_pre_hook``) gives the call its
+  index (``Cell.<path>.<Class>.forward.<index>``, counted per step), its
+  parent (the Cell whose call is running: construct.json) and the user's
+  frames; while MindSpore records for a gradient it passes the floating
+  positional inputs through one ``ops.HookBackward`` whose hook receives the
+  gradients w.r.t. those inputs;
+* a forward hook (``register_forward_hook``; for Cells with a custom
+  ``bprop``, which that API refuses, the hook is put in the Cell's forward
+  hook table directly, as msprobe does) hands the finished call (inputs,
+  output) to the monitor's pending queue and, under grad, hooks each
+  floating output with ``Tensor.register_hook`` for the gradients w.r.t.
+  the outputs;
+* each Parameter a hooked Cell owns directly gets ``register_hook``: its
+  gradient becomes part of ``Cell.<path>.<Class>.parameters_grad``.
+
+Why not ``Cell.register_backward_hook``: it fires with (grad_input,
+grad_output) but not which call of a Cell called several times it belongs
+to; one ``HookBackward`` per call names the backward entry exactly. All
+hooks return None, so values and gradients are unchanged.
+
+No hook reads a tensor: each one only keeps references and hands them to
+the monitor (see ``monitor.py`` for what is checked when). Forward entries
+are queued when the Cell's forward hook fires, so inner Cells are queued
+(and judged) before their parents; a backward entry is queued when the
+gradients w.r.t. its inputs arrive, again inner Cells first; backward
+entries whose inputs need no gradient (the first layer on data) and
+parameter gradients are judged at the next resolution point (next forward
+call, ``stop()``, ``step()``). A Cell whose descendant overflowed in the
+same call is recorded as carrying the overflow, not as its origin.
+
+Cells whose ``construct`` is compiled with ``mindspore.jit``
+(``__wrapped_by_jit__``) run as a graph: their own inputs and outputs are
+checked, the Cells inside them are not hooked (their hooks would not fire);
+``install`` says so once on the ``probe_runtime`` logger.
+
+Errors inside a hook never reach the training: the failing part (forward,
+backward or parameter hooks) is logged once and turned off.
+"""
+from __future__ import annotations
+
+import logging
+import sys
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from .detection import is_floating, iter_tensors
+from .interception import capture_frames
+
+LOGGER = logging.getLogger("probe_runtime")
+
+
+class UsageError(ValueError):
+    """The debugger was called in a way that cannot work (e.g. ``start()``
+    without a model at level L0). The message says how to call it."""
+
+
+@dataclass(eq=False)
+class CellCall:
+    """One call of a hooked Cell (the monitor's forward and backward entry).
+
+    Attributes:
+        prefix: ``Cell.<path>.<Class>`` (``Cell.<i>.<path>.<Class>`` for a
+            list of models).
+        index: call index of ``prefix`` in the current step.
+        parent: the enclosing hooked Cell's call, or None.
+        args, kwargs, output: what the Cell got and returned.
+        frames: the user's frames of the call, innermost first.
+        parameters: the Cell's own Parameters (name -> Parameter).
+        seq: start order within the window (backward order fallback).
+        child_overflow: a descendant's forward entry overflowed in this call.
+        child_backward_overflow: likewise for the backward entries.
+    """
+
+    prefix: str
+    index: int
+    parent: Optional["CellCall"]
+    args: tuple
+    kwargs: dict
+    frames: tuple
+    parameters: dict = field(default_factory=dict)
+    seq: int = 0
+    output: Any = None
+    grad_outputs: list = field(default_factory=list)
+    grad_inputs: list = field(default_factory=list)
+    expects_input_grads: bool = False
+    step: int = 0
+    backward_queued: bool = False
+    queue_on_inputs: bool = True
+    awaiting: bool = False
+    child_overflow: bool = False
+    child_backward_overflow: bool = False
+    inplace: bool = False
+
+    @property
+    def name(self) -> str:
+        """``Cell.fc1.Dense.forward.0``."""
+        return f"{self.prefix}.forward.{self.index}"
+
+    @property
+    def backward_name(self) -> str:
+        """``Cell.fc1.Dense.backward.0``."""
+        return f"{self.prefix}.backward.{self.index}"
+
+    def parent_name(self, kind: str) -> Optional[str]:
+        """The construct.json value of this call's ``kind`` entry."""
+        if self.parent is None:
+            return None
+        return self.parent.name if kind == "forward" else self.parent.backward_name
+
+    def ancestry(self, kind: str) -> dict:
+        """construct.json links from this entry up to the top hooked Cell."""
+        links: dict = {}
+        node: Optional[CellCall] = self
+        while node is not None:
+            links[node.name if kind == "forward" else node.backward_name] = node.parent_name(kind)
+            node = node.parent
+        return links
+
+
+@dataclass(eq=False)
+class ParamGradCall:
+    """The gradients of one Cell's own Parameters in one step
+    (``Cell.<path>.<Class>.parameters_grad``).
+
+    Attributes:
+        grads: parameter short name (``weight``) -> gradient, arrival order.
+        owner: the Cell's latest call in the step (gives ``where`` and the
+            gradients w.r.t. its outputs that the origin test compares to).
+        owner_calls: every call of the Cell in the step.
+    """
+
+    prefix: str
+    owner: Optional[CellCall]
+    owner_calls: list
+    grads: dict = field(default_factory=dict)
+    step: int = 0
+    queued: bool = False
+
+    @property
+    def name(self) -> str:
+        return f"{self.prefix}.parameters_grad"
+
+    @property
+    def frames(self) -> tuple:
+        return self.owner.frames if self.owner is not None else ()
+
+    def parent_name(self, kind: str) -> Optional[str]:
+        """The enclosing Cell's backward entry (the owner's parent)."""
+        return self.owner.parent_name("backward") if self.owner is not None else None
+
+    def ancestry(self, kind: str) -> dict:
+        links = {self.name: self.parent_name(kind)}
+        if self.owner is not None and self.owner.parent is not None:
+            links.update(self.owner.parent.ancestry("backward"))
+        return links
+
+
+def is_jit_compiled(cell: Any) -> bool:
+    """True when ``cell.construct`` is wrapped by ``mindspore.jit`` (ast or
+    bytecode capture), on the class or the instance."""
+    construct = getattr(cell, "construct", None)
+    function = getattr(construct, "__func__", construct)
+    return bool(getattr(function, "__wrapped_by_jit__", False))
+
+
+@dataclass
+class _Target:
+    cell: Any
+    path: str
+    prefix: str
+    params: dict
+    bprop: bool
+
+
+class _Local(threading.local):
+    def __init__(self) -> None:
+        self.stack: list = []
+
+
+class CellHooks:
+    """Installs and removes the L0 hooks on one model.
+
+    Args:
+        sink: the monitor (``live``, ``next_index``, ``on_forward``,
+            ``on_grad_outputs``, ``on_grad_inputs``, ``on_param_grad``,
+            ``on_error``).
+    """
+
+    def __init__(self, sink: Any) -> None:
+        self.sink = sink
+        self._handles: list = []
+        self._plan_for: Any = None
+        self._plan: list[_Target] = []
+        self._local = _Local()
+        self._seq = 0
+        self._param_calls: dict[str, ParamGradCall] = {}
+        self._calls_by_prefix: dict[str, list] = {}
+        self.broken: set[str] = set()
+        self._warned_jit: set[int] = set()
+        self._hook_backward = None
+        self._executor = None
+
+    @property
+    def installed(self) -> bool:
+        """True while hooks are registered."""
+        return bool(self._handles)
+
+    # -- plan -----------------------------------------------------------------------
+    @staticmethod
+    def _models(model: Any) -> list[tuple[str, Any]]:
+        from mindspore import nn
+
+        if isinstance(model, (list, tuple)):
+            pairs = [(f"{i}.", m) for i, m in enumerate(model)]
+        else:
+            pairs = [("", model)]
+        for _, m in pairs:
+            if not isinstance(m, nn.Cell):
+                raise UsageError(f"level L0 hooks Cells: debugger.start(model) needs a mindspore.nn.Cell or a "
+                                 f"list/tuple of Cells, not {type(m).__name__}")
+        return pairs
+
+    def plan(self, model: Any) -> list[_Target]:
+        """The Cells to hook in ``model`` (built once per model object;
+        a list/tuple of models is walked again at each ``install``)."""
+        ref = self._plan_for
+        if ref is not None and ref() is model:
+            return self._plan
+        targets: list[_Target] = []
+        jit_cells: list[tuple[str, Any, list[str]]] = []  # (path, cell, paths not seen inside)
+        for index_prefix, root in self._models(model):
+            if is_jit_compiled(root):
+                inside = [index_prefix + path for path, cell in root.cells_and_names() if cell is not root]
+                jit_cells.append((index_prefix.rstrip("."), root, inside))
+                continue
+            jit_here: list[tuple[str, list[str]]] = []
+            for path, cell in root.cells_and_names():
+                if cell is root:
+                    continue
+                outer = next((item for item in jit_here if path.startswith(item[0] + ".")), None)
+                if outer is not None:
+                    outer[1].append(index_prefix + path)
+                    continue
+                params = {key.split(".")[-1]: value for key, value in cell.parameters_dict(recurse=False).items()}
+                targets.append(_Target(cell, path, f"Cell.{index_prefix}{path}.{type(cell).__name__}", params,
+                                       bool(getattr(cell, "has_bprop", False))))
+                if is_jit_compiled(cell):
+                    jit_here.append((path, []))
+                    jit_cells.append((index_prefix + path, cell, jit_here[-1][1]))
+        self._warn_jit(model, jit_cells)
+        try:
+            import weakref
+
+            self._plan_for = weakref.ref(model)
+        except TypeError:  # a list or tuple
+            self._plan_for = None
+        self._plan = targets
+        return targets
+
+    def _warn_jit(self, model: Any, jit_cells: list) -> None:
+        if not jit_cells or id(model) in self._warned_jit:
+            return
+        self._warned_jit.add(id(model))
+        parts = []
+        for path, cell, inside in jit_cells:
+            is_root = not path or path.isdigit()
+            label = f"model {path}" if path.isdigit() else (path or "the model itself")
+            seen = "nothing inside is checked" if is_root else "its own inputs and outputs are checked"
+            hidden = f"; not seen: {', '.join(inside[:8])}{' ...' if len(inside) > 8 else ''}" if inside else ""
+            parts.append(f"{label} ({type(cell).__name__}: {seen}{hidden})")
+        LOGGER.warning("probe_runtime: L0 cannot see inside Cells compiled with mindspore.jit (they run as a "
+                       "graph): %s", "; ".join(parts))
+
+    # -- install / uninstall -------------------------------------------------------
+    def install(self, model: Any) -> int:
+        """Hook every sub-Cell of ``model``; returns the number of Cells.
+
+        Raises:
+            UsageError: ``model`` is not a Cell or a list/tuple of Cells.
+        """
+        if self.installed:
+            return len(self._plan)
+        targets = self.plan(model)
+        if self._hook_backward is None:
+            from mindspore import ops
+
+            self._hook_backward = ops.HookBackward
+            try:
+                from mindspore.graph.api import _pynative_executor  # MindSpore >= 2.9
+            except Exception:
+                from mindspore.common.api import _pynative_executor
+            self._executor = _pynative_executor
+        self._local.stack = []
+        self._seq = 0
+        for target in targets:
+            self._hook_cell(target)
+        return len(targets)
+
+    def _hook_cell(self, target: _Target) -> None:
+        cell = target.cell
+        if "forward" not in self.broken:
+            self._handles.append(cell.register_forward_pre_hook(self._make_pre_hook(target)))
+            forward_hook = self._make_forward_hook(target)
+            if target.bprop:
+                self._handles.append(_force_forward_hook(cell, forward_hook))
+            else:
+                self._handles.append(cell.register_forward_hook(forward_hook))
+        if "parameters" not in self.broken:
+            for param_name, param in target.params.items():
+                if getattr(param, "requires_grad", False):
+                    self._handles.append(param.register_hook(self._make_param_hook(target, param_name)))
+
+    def uninstall(self) -> None:
+        """Remove every hook (safe to call twice and at interpreter exit)."""
+        handles, self._handles = self._handles, []
+        for handle in reversed(handles):
+            try:
+                handle.remove()
+            except Exception:  # pragma: no cover - interpreter exit
+                pass
+        self._local.stack = []
+
+    def new_step(self) -> None:
+        """Forget the per-step parameter-gradient entries."""
+        self._param_calls = {}
+        self._calls_by_prefix = {}
+
+    def _fail(self, part: str, err: BaseException) -> None:
+        """Turn ``part`` off for good (logged once through the sink)."""
+        if part not in self.broken:
+            self.broken.add(part)
+            if part == "forward":
+                self.broken.add("backward")
+            self.sink.on_error(f"in the L0 {part} hooks (turned off)", err)
+
+    # -- hooks ----------------------------------------------------------------------
+    def _make_pre_hook(self, target: _Target):
+        sink = self.sink
+        local = self._local
+        prefix = target.prefix
+
+        def pre_hook(cell: Any, args: tuple) -> Any:
+            if not sink.live or "forward" in self.broken:
+                return None
+            try:
+                stack = local.stack
+                parent = stack[-1] if stack else None
+                call = CellCall(prefix, sink.next_index(prefix), parent, args, {}, capture_frames(sys._getframe(1)),
+                                target.params)
+                self._seq += 1
+                call.seq = self._seq
+                stack.append(call)
+                self._calls_by_prefix.setdefault(prefix, []).append(call)
+                if "backward" not in self.broken and self._executor.grad_flag():
+                    return self._hook_inputs(call, args)
+            except Exception as err:
+                self._fail("forward", err)
+            return None
+
+        return pre_hook
+
+    def _make_forward_hook(self, target: _Target):
+        sink = self.sink
+        local = self._local
+        prefix = target.prefix
+
+        def forward_hook(cell: Any, args: tuple, output: Any) -> None:
+            if "forward" in self.broken:
+                return None
+            try:
+                stack = local.stack
+                call = None
+                for position in range(len(stack) - 1, -1, -1):  # skip calls that raised
+                    if stack[position].prefix == prefix:
+                        call = stack[position]
+                        del stack[position:]
+                        break
+                if call is None or not sink.live:
+                    return None
+                call.args = args
+                call.output = output
+                if call.expects_input_grads and "backward" not in self.broken:
+                    self._hook_outputs(call, output)
+                sink.on_forward(call)
+            except Exception as err:
+                self._fail("forward", err)
+            return None
+
+        return forward_hook
+
+    def _hook_inputs(self, call: CellCall, args: tuple) -> Optional[tuple]:
+        positions = [i for i, a in enumerate(args) if is_floating(a)]
+        if not positions:
+            return None
+        sink = self.sink
+
+        def input_hook(*grads: Any) -> None:
+            try:
+                if "backward" not in self.broken:
+                    sink.on_grad_inputs(call, list(iter_tensors(grads)))
+            except Exception as err:
+                self._fail("backward", err)
+
+        hooked = self._hook_backward(input_hook)(*[args[i] for i in positions])
+        if not isinstance(hooked, (tuple, list)):
+            hooked = (hooked,)
+        new_args = list(args)
+        for i, tensor in zip(positions, hooked):
+            new_args[i] = tensor
+        call.expects_input_grads = True
+        return tuple(new_args)
+
+    def _hook_outputs(self, call: CellCall, output: Any) -> None:
+        sink = self.sink
+
+        def output_hook(grad: Any) -> None:
+            try:
+                if "backward" not in self.broken:
+                    sink.on_grad_outputs(call, [grad])
+            except Exception as err:
+                self._fail("backward", err)
+
+        for item in iter_tensors(output if isinstance(output, (tuple, list)) else (output,)):
+            if is_floating(item):
+                item.register_hook(output_hook)
+
+    def _make_param_hook(self, target: _Target, param_name: str):
+        sink = self.sink
+        prefix = target.prefix
+
+        def param_hook(grad: Any) -> None:
+            if not sink.live or "parameters" in self.broken:
+                return None
+            try:
+                entry = self._param_calls.get(prefix)
+                if entry is None or entry.queued and param_name in entry.grads:
+                    calls = self._calls_by_prefix.get(prefix, [])
+                    entry = ParamGradCall(prefix, calls[-1] if calls else None, calls)
+                    self._param_calls[prefix] = entry
+                entry.grads[param_name] = grad
+                sink.on_param_grad(entry)
+            except Exception as err:
+                self._fail("parameters", err)
+            return None
+
+        return param_hook
+
+
+def _force_forward_hook(cell: Any, hook: Any) -> Any:
+    """Put ``hook`` in the forward-hook table of a Cell with a custom
+    ``bprop`` (``register_forward_hook`` refuses those and returns a dead
+    handle); returns a handle whose ``remove()`` takes it out again."""
+    from mindspore.common.hook_handle import HookHandle
+
+    table = cell._forward_hook
+    handle = HookHandle(table)
+    table[handle.handle_id] = hook
+    return handle
