@@ -141,3 +141,17 @@ def test_text_report_shows_the_line_the_position_counts(tmp_path):
     assert '   1 | {"task": "overflow_check", "dump_path": "/x", "bad": 1}\n' \
            '     |                                               ^^^^^\n' in text
     assert "\x1b" not in text and "?[2J}" in text
+
+
+def test_long_rank_list_is_checked_for_overlaps_in_bounded_time(tmp_path):
+    # PL302 compared every entry with every earlier one: 20,000 ranks took
+    # 9 s, a 10 MiB list (millions) would take days.
+    import time
+
+    ranks = list(range(40_000)) + ["5-7", 39_999]
+    path = write_config(tmp_path, {"task": "overflow_check", "dump_path": "/home/dump", "rank": ranks})
+    started = time.monotonic()
+    found = [(d.code, d.pointer, d.message) for d in lint_file(str(path)).diagnostics]
+    assert time.monotonic() - started < 10
+    assert [f[:2] for f in found] == [("PL302", "/rank/40000"), ("PL302", "/rank/40001")]
+    assert "'5-7' overlaps" in found[0][2] and "39999 repeats 39999" in found[1][2]

@@ -7,6 +7,7 @@ the world size) is checked here.
 """
 from __future__ import annotations
 
+import bisect
 import sys
 from typing import Iterator, Optional
 
@@ -95,7 +96,11 @@ def overlapping(config: ConfigView, context: Context) -> Iterator[Finding]:
     """
     for key in ("rank", "step"):
         seen: list[tuple[tuple[int, int], str]] = []
-        for _, ptr, (first, last) in entries(config, key):
+        found = entries(config, key)
+        if len(found) > 1000:  # a long list: O(n log n), never the pairwise loop below (minutes on a big file)
+            yield from _overlapping_long(config, key, found)
+            continue
+        for _, ptr, (first, last) in found:
             for (a, b), shown in seen:
                 if first <= b and a <= last:
                     what = "repeats" if (first, last) == (a, b) else "overlaps"
@@ -103,6 +108,32 @@ def overlapping(config: ConfigView, context: Context) -> Iterator[Finding]:
                                   pointer=ptr, hint="remove the duplicate or merge the ranges")
                     break
             seen.append(((first, last), config.get(*_parts(ptr))))
+
+
+def _overlapping_long(config: ConfigView, key: str, found: list) -> Iterator[Finding]:
+    """PL302 for a long list: each entry that repeats or overlaps an
+    earlier one, checked against the union of the earlier entries (a
+    sorted list of disjoint ranges), so the entry named is an earlier one
+    it overlaps though not always the first."""
+    exact: dict[tuple[int, int], str] = {}
+    starts: list[int] = []
+    ends: list[int] = []
+    shown_by: list = []
+    for _, ptr, (first, last) in found:
+        value = config.get(*_parts(ptr))
+        here = bisect.bisect_right(starts, last)
+        if (first, last) in exact:
+            yield Finding("PL302", f"{key} entry {value!r} repeats {exact[(first, last)]!r}", pointer=ptr,
+                          hint="remove the duplicate or merge the ranges")
+        elif here and ends[here - 1] >= first:
+            yield Finding("PL302", f"{key} entry {value!r} overlaps {shown_by[here - 1]!r}", pointer=ptr,
+                          hint="remove the duplicate or merge the ranges")
+        exact.setdefault((first, last), value)
+        low = bisect.bisect_left(ends, first)
+        start = min(first, starts[low]) if low < here else first
+        end = max(last, ends[here - 1]) if low < here else last
+        shown = shown_by[low] if low < here else value
+        starts[low:here], ends[low:here], shown_by[low:here] = [start], [end], [shown]
 
 
 def _parts(ptr: str) -> tuple:
