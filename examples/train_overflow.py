@@ -1,15 +1,22 @@
-"""Train a small float16 MLP under probe_runtime's PrecisionDebugger (L1).
+"""Train a small float16 MLP under probe_runtime's PrecisionDebugger (L0 or L1).
 
 A 3-layer MLP (mindspore.nn.Dense + ReLU, cast to float16 with to_float)
 learns a regression on generated data with SGD. At step 3 a batch with an
 outlier feature (3000.0, a unit that went wild upstream) arrives: the first
 layer's matmul sums past float16's largest value (65504) and inf flows on
-into the loss and the gradients. The debugger finds where it started.
+into the loss and the gradients. The debugger finds where it started: the
+API (``Primitive.MatMul``) with the L1 config, the Cell (``Cell.0.Dense``,
+the first layer of the SequentialCell) with the L0 config. The loop calls
+``debugger.start(net)``: level L0 needs the model, L1 ignores it.
 
 Usage:
     PROBE_CONFIG=examples/config_l1.json python examples/train_overflow.py
     python examples/train_overflow.py examples/config_l1.json
+    python examples/train_overflow.py examples/config_l0.json
     python examples/train_overflow.py --no-debugger      (timing baseline)
+    ... --clean --steps 200                              (no outlier batch; timing)
+    ... --clean --steps 200 --interleave                 (debugger on even steps only:
+                                                          both medians and their ratio)
 
 The config's dump_path must be absolute; nothing is deleted there, records
 of this run replace files of the same name. Ends with a short summary:
@@ -34,14 +41,14 @@ STEPS = 6
 OUTLIER_STEP = 3
 
 
-def make_batches(seed: int = 0):
+def make_batches(seed: int = 0, steps: int = STEPS, outlier: bool = True):
     rng = np.random.default_rng(seed)
     w_true = rng.normal(size=(32, 1)).astype(np.float32)
     batches = []
-    for step in range(STEPS):
+    for step in range(steps):
         x = rng.normal(size=(64, 32)).astype(np.float32)
         y = x @ w_true
-        if step == OUTLIER_STEP:
+        if outlier and step == OUTLIER_STEP:
             x[5, :] = 30000.0
         batches.append((Tensor(x.astype(np.float16)), Tensor(y.astype(np.float16))))
     return batches
@@ -57,6 +64,11 @@ def build_model():
 def main(argv: list[str]) -> int:
     ms.set_context(mode=ms.PYNATIVE_MODE)
     use_debugger = "--no-debugger" not in argv
+    outlier = "--clean" not in argv
+    steps = STEPS
+    if "--steps" in argv:
+        steps = int(argv[argv.index("--steps") + 1])
+        argv = argv[:argv.index("--steps")] + argv[argv.index("--steps") + 2:]
     args = [a for a in argv if not a.startswith("--")]
     config_path = args[0] if args else os.environ.get("PROBE_CONFIG")
     debugger = PrecisionDebugger(config_path=config_path) if use_debugger else None
@@ -70,22 +82,32 @@ def main(argv: list[str]) -> int:
 
     grad_fn = ms.value_and_grad(forward, None, optimizer.parameters)
     times, losses = [], []
-    for step, (x, y) in enumerate(make_batches()):
+    verbose = steps <= 20
+    interleave = debugger is not None and "--interleave" in argv
+    plain_times = []
+    for step, (x, y) in enumerate(make_batches(steps=steps, outlier=outlier)):
+        checked = debugger is not None and not (interleave and step % 2)
         start = time.perf_counter()
-        if debugger:
-            debugger.start()
+        if checked:
+            debugger.start(net)  # L0 hooks net's Cells; L1 ignores the argument
         loss, grads = grad_fn(x, y)
         optimizer(grads)
-        if debugger:
+        if checked:
             debugger.stop()
             debugger.step()
         value = float(loss.asnumpy())
-        times.append(time.perf_counter() - start)
+        (times if checked or not interleave else plain_times).append(time.perf_counter() - start)
         losses.append(value)
-        print(f"step {step}: loss {value:.4g}")
+        if verbose:
+            print(f"step {step}: loss {value:.4g}")
 
-    median_ms = statistics.median(times) * 1000
-    print(f"median step time: {median_ms:.1f} ms ({'with' if debugger else 'without'} the debugger)")
+    median_ms = statistics.median(times[1:] if len(times) > 1 else times) * 1000
+    label = f"with the debugger, level {debugger.level}" if debugger else "without the debugger"
+    print(f"median step time: {median_ms:.2f} ms ({label}; first step left out)")
+    if interleave and plain_times:
+        plain_ms = statistics.median(plain_times) * 1000
+        print(f"median step time: {plain_ms:.2f} ms (same process, debugger off on odd steps); "
+              f"ratio {median_ms / plain_ms:.3f}")
     if debugger:
         summarise(debugger.dump_path)
     return 0

@@ -13,11 +13,20 @@ their descendants, as in msprobe. Per Cell call:
 * a forward hook (``register_forward_hook``; for Cells with a custom
   ``bprop``, which that API refuses, the hook is put in the Cell's forward
   hook table directly, as msprobe does) hands the finished call (inputs,
-  output) to the monitor's pending queue and, under grad, hooks each
-  floating output with ``Tensor.register_hook`` for the gradients w.r.t.
-  the outputs;
+  output) to the monitor's pending queue and, under grad, passes the
+  floating outputs through one more ``ops.HookBackward`` for the gradients
+  w.r.t. the outputs (``Tensor.register_hook`` on a fresh output waits for
+  the device, about 2 ms here: a sync per Cell, so it is not used). Tensors
+  are chosen by type, not dtype: the first ``dtype`` read of a fresh output
+  waits for the device too (integer tensors pass through harmlessly);
 * each Parameter a hooked Cell owns directly gets ``register_hook``: its
-  gradient becomes part of ``Cell.<path>.<Class>.parameters_grad``.
+  gradient becomes part of ``Cell.<path>.<Class>.parameters_grad``;
+* at ``install`` (each ``start()``) the sum (float32) of every such
+  Parameter is launched on the device, without waiting: whether the weights
+  the forward pass used were finite, read only when a Cell's output
+  overflowed from finite inputs (entries are resolved after the
+  optimizer step may have changed the weights). One reduction per
+  Parameter per checked step.
 
 Why not ``Cell.register_backward_hook``: it fires with (grad_input,
 grad_output) but not which call of a Cell called several times it belongs
@@ -25,7 +34,8 @@ to; one ``HookBackward`` per call names the backward entry exactly. All
 hooks return None, so values and gradients are unchanged.
 
 No hook reads a tensor: each one only keeps references and hands them to
-the monitor (see ``monitor.py`` for what is checked when). Forward entries
+the monitor (see ``monitor.py`` for what is checked when); nothing in a hook
+waits for the device. Forward entries
 are queued when the Cell's forward hook fires, so inner Cells are queued
 (and judged) before their parents; a backward entry is queued when the
 gradients w.r.t. its inputs arrive, again inner Cells first; backward
@@ -50,7 +60,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from .detection import is_floating, iter_tensors
+from .detection import is_tensor, iter_tensors
 from .interception import capture_frames
 
 LOGGER = logging.getLogger("probe_runtime")
@@ -94,6 +104,8 @@ class CellCall:
     backward_queued: bool = False
     queue_on_inputs: bool = True
     awaiting: bool = False
+    grad_mode: bool = False
+    param_probe: Optional[list] = None
     child_overflow: bool = False
     child_backward_overflow: bool = False
     inplace: bool = False
@@ -206,6 +218,7 @@ class CellHooks:
         self._warned_jit: set[int] = set()
         self._hook_backward = None
         self._executor = None
+        self._probes: dict[str, list] = {}
 
     @property
     def installed(self) -> bool:
@@ -299,6 +312,13 @@ class CellHooks:
             self._executor = _pynative_executor
         self._local.stack = []
         self._seq = 0
+        self._probes = {}
+        if "parameters" not in self.broken:
+            import mindspore as ms
+
+            for target in targets:  # the weights as the forward pass will see them (async, no wait)
+                if target.params:
+                    self._probes[target.prefix] = [p.sum(dtype=ms.float32) for p in target.params.values()]
         for target in targets:
             self._hook_cell(target)
         return len(targets)
@@ -354,11 +374,13 @@ class CellHooks:
                 parent = stack[-1] if stack else None
                 call = CellCall(prefix, sink.next_index(prefix), parent, args, {}, capture_frames(sys._getframe(1)),
                                 target.params)
+                call.param_probe = self._probes.get(prefix)
                 self._seq += 1
                 call.seq = self._seq
                 stack.append(call)
                 self._calls_by_prefix.setdefault(prefix, []).append(call)
                 if "backward" not in self.broken and self._executor.grad_flag():
+                    call.grad_mode = True
                     return self._hook_inputs(call, args)
             except Exception as err:
                 self._fail("forward", err)
@@ -386,9 +408,16 @@ class CellHooks:
                     return None
                 call.args = args
                 call.output = output
-                if call.expects_input_grads and "backward" not in self.broken:
-                    self._hook_outputs(call, output)
+                hooked = None
+                if call.grad_mode and "backward" not in self.broken:
+                    try:
+                        hooked = self._hook_outputs(call, output)
+                        if hooked is not None:  # what the next Cell gets: one host copy serves both
+                            call.output = hooked
+                    except Exception as err:
+                        self._fail("backward", err)
                 sink.on_forward(call)
+                return hooked
             except Exception as err:
                 self._fail("forward", err)
             return None
@@ -396,7 +425,7 @@ class CellHooks:
         return forward_hook
 
     def _hook_inputs(self, call: CellCall, args: tuple) -> Optional[tuple]:
-        positions = [i for i, a in enumerate(args) if is_floating(a)]
+        positions = [i for i, a in enumerate(args) if is_tensor(a)]
         if not positions:
             return None
         sink = self.sink
@@ -417,19 +446,32 @@ class CellHooks:
         call.expects_input_grads = True
         return tuple(new_args)
 
-    def _hook_outputs(self, call: CellCall, output: Any) -> None:
+    def _hook_outputs(self, call: CellCall, output: Any) -> Any:
+        """The output with its floating tensors (top level of a tuple) passed
+        through one ``HookBackward``; None when there is nothing to hook."""
+        single = not isinstance(output, tuple)
+        items = (output,) if single else output
+        positions = [i for i, item in enumerate(items) if is_tensor(item)]
+        if not positions:
+            return None
         sink = self.sink
 
-        def output_hook(grad: Any) -> None:
+        def output_hook(*grads: Any) -> None:
             try:
                 if "backward" not in self.broken:
-                    sink.on_grad_outputs(call, [grad])
+                    sink.on_grad_outputs(call, list(iter_tensors(grads)))
             except Exception as err:
                 self._fail("backward", err)
 
-        for item in iter_tensors(output if isinstance(output, (tuple, list)) else (output,)):
-            if is_floating(item):
-                item.register_hook(output_hook)
+        hooked = self._hook_backward(output_hook)(*[items[i] for i in positions])
+        if not isinstance(hooked, (tuple, list)):
+            hooked = (hooked,)
+        if single:
+            return hooked[0]
+        new_items = list(items)
+        for i, tensor in zip(positions, hooked):
+            new_items[i] = tensor
+        return tuple(new_items)
 
     def _make_param_hook(self, target: _Target, param_name: str):
         sink = self.sink

@@ -170,7 +170,8 @@ class PrecisionDebugger:
         from .monitor import Monitor, default_library_roots
 
         self.monitor = Monitor(self.state, dump_path=self.dump_path, task=self.task, level=self.level,
-                               on_exhausted=self._unpatch, library_roots=default_library_roots())
+                               on_exhausted=self._unpatch, library_roots=default_library_roots(),
+                               carry_batch=self.level == "L0")
         from .cells import CellHooks
 
         self.interceptor = ApiInterceptor(self.monitor)

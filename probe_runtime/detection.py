@@ -83,10 +83,24 @@ def dtype_name(tensor: Any) -> str:
     return str(getattr(tensor, "dtype", ""))
 
 
+_TENSOR_TYPES: dict[type, bool] = {}
+
+
 def is_tensor(obj: Any) -> bool:
     """True for objects that look like a framework tensor (``asnumpy``,
-    ``dtype`` and ``shape``). numpy arrays are not tensors here."""
-    return hasattr(obj, "asnumpy") and hasattr(obj, "dtype") and hasattr(obj, "shape")
+    ``dtype`` and ``shape``). numpy arrays are not tensors here.
+
+    Decided once per type, on the class: reading ``dtype``/``shape`` on a
+    MindSpore tensor costs microseconds each (they are properties)."""
+    klass = type(obj)
+    known = _TENSOR_TYPES.get(klass)
+    if known is None:
+        known = all(hasattr(klass, name) for name in ("asnumpy", "dtype", "shape"))
+        if not known:  # attributes set on the instance only
+            known = hasattr(obj, "asnumpy") and hasattr(obj, "dtype") and hasattr(obj, "shape")
+            return known
+        _TENSOR_TYPES[klass] = known
+    return known
 
 
 def is_floating(tensor: Any) -> bool:
@@ -149,6 +163,16 @@ class HostCache:
 
     def __init__(self) -> None:
         self._items: dict[int, tuple[Any, HostTensor]] = {}
+        self._floating: dict[int, tuple[Any, bool]] = {}
+
+    def floating(self, tensor: Any) -> bool:
+        """``is_floating(tensor)``, read once per tensor object and batch."""
+        key = id(tensor)
+        hit = self._floating.get(key)
+        if hit is None or hit[0] is not tensor:
+            hit = (tensor, is_floating(tensor))
+            self._floating[key] = hit
+        return hit[1]
 
     def get(self, tensor: Any) -> HostTensor:
         """The host copy of ``tensor`` (made on first use)."""
@@ -174,8 +198,8 @@ def judge(inputs: Iterable[Any], outputs: Iterable[Any], cache: Optional[HostCac
         A Verdict. Waits for the device when a tensor is not ready.
     """
     cache = cache or HostCache()
-    inputs_finite = all(cache.get(t).finite() for t in iter_tensors(list(inputs)) if is_floating(t))
-    outputs_finite = all(cache.get(t).finite() for t in iter_tensors(list(outputs)) if is_floating(t))
+    inputs_finite = all(cache.get(t).finite() for t in iter_tensors(list(inputs)) if cache.floating(t))
+    outputs_finite = all(cache.get(t).finite() for t in iter_tensors(list(outputs)) if cache.floating(t))
     overflow = not (inputs_finite and outputs_finite)
     return Verdict(overflow, overflow and inputs_finite and not outputs_finite)
 

@@ -9,7 +9,11 @@ one batch (one wait for the device, then numpy on the host):
 * after the 1st, 3rd, 7th, 15th ... call of a ``start()`` window: the
   batch doubles from 1 up to ``batch_cap`` (64) calls, so an overflow early
   in a step is on disk at once and a long step pays about
-  ``log2(batch_cap) + calls / batch_cap`` waits;
+  ``log2(batch_cap) + calls / batch_cap`` waits. With ``carry_batch``
+  (level L0) the batch size is not reset by ``start()`` but keeps growing
+  over the run: Cell calls are few per step and a wait inside the forward
+  pass stalls the device, so once the batch exceeds the Cell calls of a
+  step, each step is resolved once, at ``stop()``;
 * before an intercepted call that changes a tensor in place (``add_``,
   ``Assign`` and other side-effect primitives, ``set_data``,
   ``assign_value``, ``__setitem__``) when a pending entry refers to that
@@ -34,10 +38,11 @@ an origin in the same pass (forward or backward): the innermost Cell that
 produced the overflow is the origin, its parents carry it. A
 ``parameters_grad`` entry is an origin when the gradients w.r.t. the Cell's
 outputs were finite. A Cell forward entry whose output overflowed from
-finite inputs is not an origin either when the Cell's own Parameters hold
-inf/nan (read only then). Cell forward records also describe those
-Parameters (``parameters``); both read the values the Parameters hold when
-the entry is resolved (after an optimizer step if that came first).
+finite inputs is not an origin either when the Cell's own Parameters held
+inf/nan at ``start()`` (a float32 sum per Parameter launched then, read only
+in that case). Cell forward records also describe those Parameters
+(``parameters``) with the values they hold when the entry is resolved
+(after the optimizer step if that came first).
 
 Each record found is written (see ``writer.py``) before the call that
 resolved the batch returns to the training script. After ``overflow_nums``
@@ -55,7 +60,7 @@ from typing import Any, Callable, Optional
 import numpy as np
 
 from .interception import tool_section
-from .detection import HostCache, is_floating, is_tensor, iter_tensors, judge, statistics
+from .detection import HostCache, is_tensor, iter_tensors, judge, statistics
 from .state import RunState
 from .writer import Record, StepWriter
 
@@ -89,11 +94,12 @@ class Monitor:
             turned off by errors); removes the patches.
         batch_cap: largest number of calls resolved in one batch.
         library_roots: folders whose frames are not the user's (``where``).
+        carry_batch: keep the batch size from one window to the next (L0).
     """
 
     def __init__(self, state: RunState, *, dump_path: str, task: str = "overflow_check", level: str = "L1",
                  on_exhausted: Callable[[], None] = lambda: None, batch_cap: int = 64,
-                 library_roots: tuple[str, ...] = ()) -> None:
+                 library_roots: tuple[str, ...] = (), carry_batch: bool = False) -> None:
         self.state = state
         self.dump_path = dump_path
         self.task = task
@@ -101,6 +107,8 @@ class Monitor:
         self.on_exhausted = on_exhausted
         self.batch_cap = batch_cap
         self.library_roots = library_roots
+        self.carry_batch = carry_batch
+        self._windows = 0
         self.live = False
         self.disabled = False
         self.pending: list[tuple[str, Any]] = []
@@ -117,7 +125,10 @@ class Monitor:
     def begin(self) -> bool:
         """Open a ``start()`` window; returns True when calls are checked."""
         self.live = not self.disabled and self.state.selected()
-        self._threshold, self._since = 1, 0
+        if not self.carry_batch or not self._windows:
+            self._threshold = 1
+        self._since = 0  # everything was resolved when the last window closed
+        self._windows += 1
         return self.live
 
     def end(self) -> None:
@@ -244,9 +255,9 @@ class Monitor:
                     self.on_error("while checking", err)
                     continue
                 origin = verdict.origin and not _inner_origin(kind, call)
-                if origin and kind == "forward" and getattr(call, "parameters", None):
-                    # a Cell whose own weights already hold inf/nan carries the overflow
-                    origin = all(cache.get(p).finite() for p in call.parameters.values() if is_floating(p))
+                if origin and kind == "forward" and getattr(call, "param_probe", None):
+                    # a Cell whose own weights held inf/nan at start() carries the overflow
+                    origin = all(cache.get(t).finite() for t in call.param_probe)
                 if verdict.origin:
                     _mark_parent(kind, call)
                 if verdict.overflow and self.state.count_record():
