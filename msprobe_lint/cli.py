@@ -70,6 +70,8 @@ MODE = typer.Option(None, help="MindSpore execution mode: pynative (dynamic grap
 JIT = typer.Option(None, "--jit-level", help="jit_level of the static-graph compile.")
 MS_VERSION = typer.Option(None, "--mindspore-version", metavar="X.Y.Z", help="MindSpore version of the target.")
 WORLD = typer.Option(None, "--world-size", min=1, help="Number of processes (ranks) of the job.")
+MSPROBE_VERSION = typer.Option(None, "--msprobe-version", metavar="X.Y",
+                               help="mindstudio-probe release the config targets (8.1, 8.3, 26.x; default 8.3).")
 SCRIPT = typer.Option(None, "--script", help="Training script to analyse (never run).")
 CHECK_FS = typer.Option(False, "--check-fs", help="Also check paths on this machine's filesystem.")
 CWD = typer.Option(None, "--cwd", help="Folder relative paths are resolved against (default: here).")
@@ -101,6 +103,7 @@ def lint(
     format: Format = FORMAT, output: Optional[str] = OUTPUT,
     framework: Optional[Framework] = FRAMEWORK, mode: Optional[Mode] = MODE, jit_level: Optional[JitLevel] = JIT,
     mindspore_version: Optional[str] = MS_VERSION, world_size: Optional[int] = WORLD,
+    msprobe_version: Optional[str] = MSPROBE_VERSION,
     script: Optional[str] = SCRIPT, check_fs: bool = CHECK_FS, cwd: Optional[str] = CWD,
     isolated: bool = ISOLATED, strict: bool = STRICT, select: List[str] = SELECT, ignore: List[str] = IGNORE,
     extend_select: List[str] = EXTEND, config_file: Optional[str] = CONFIG_FILE,
@@ -110,8 +113,8 @@ def lint(
     from .fastcli import run_lint  # the same body the typer-free `probe lint` runs
 
     options = build_options(framework=framework, mode=mode, jit_level=jit_level,
-                            mindspore_version=mindspore_version, world_size=world_size, script=script,
-                            check_fs=check_fs, cwd=cwd, isolated=isolated, strict=strict, select=select,
+                            mindspore_version=mindspore_version, world_size=world_size,
+                            msprobe_version=msprobe_version, script=script, check_fs=check_fs, cwd=cwd, isolated=isolated, strict=strict, select=select,
                             ignore=ignore, extend_select=extend_select, config_file=config_file,
                             only_msprobe=only_msprobe)
     raise typer.Exit(run_lint(paths, options, format=format.value, output=output))
@@ -176,6 +179,37 @@ def run(
                             check_fs=True, cwd=cwd, isolated=isolated, strict=strict, select=select,
                             ignore=ignore, extend_select=extend_select, config_file=config_file)
     raise typer.Exit(guarded_run(config, command or [], options, color=sys.stderr.isatty()))
+
+
+@app.command()
+def migrate(
+    config: str = typer.Argument(..., metavar="CONFIG", help="The msprobe config.json to convert."),
+    to: str = typer.Option(..., "--to", metavar="X.Y", help="Target mindstudio-probe release, e.g. 26.0 or 8.3."),
+    framework: Optional[Framework] = FRAMEWORK,
+    write: bool = typer.Option(False, "--write", help="Rewrite the file (default: only show the diff)."),
+) -> None:
+    """Rename the keys and tasks another mindstudio-probe release renamed (run_ut <-> acc_check, ...),
+    changing nothing else. Shows the diff; --write applies it."""
+    from . import migrate as migrate_mod
+
+    try:
+        migration = migrate_mod.plan(config, to, framework=framework.value if framework else None)
+    except migrate_mod.MigrationError as err:
+        raise fail(str(err))
+    for note in migration.notes:
+        typer.echo(f"note: {note}", err=True)
+    if not migration.changes:
+        typer.echo(f"{config}: nothing to rename for mindstudio-probe {to}", err=True)
+        raise typer.Exit(0)
+    sys.stdout.write(migration.diff())
+    if write:
+        try:
+            migrate_mod.write(migration)
+        except OSError as err:
+            raise fail(f"cannot write {config}: {err.strerror or err}")
+        typer.echo(f"{config}: rewritten ({len(migration.changes)} rename(s))", err=True)
+    else:
+        typer.echo(f"{config}: {len(migration.changes)} rename(s); run again with --write to apply", err=True)
 
 
 class ReportFormat(str, Enum):

@@ -17,12 +17,16 @@ class ConfigView:
     """Attributes:
         data: the parsed config (dict).
         bad: JSON pointers of values that failed a structural check.
-        path: the file's path as given (for messages)."""
+        path: the file's path as given (for messages).
+        profile: the mindstudio-probe release line the config is judged
+            by (``"8.1"``, ``"8.3"``, ``"26"``; see profiles.py)."""
 
-    def __init__(self, data: dict, bad: set[str] | frozenset[str] = frozenset(), path: str = "<config>"):
+    def __init__(self, data: dict, bad: set[str] | frozenset[str] = frozenset(), path: str = "<config>",
+                 profile: str = "8.3"):
         self.data = data
         self.bad = bad
         self.path = path
+        self.profile = profile
 
     def get(self, *parts: Any, default: Any = None) -> Any:
         """The value at ``parts`` (keys/indices), or ``default`` when absent

@@ -34,6 +34,7 @@ LINT_OPTIONS: dict[str, tuple[str, Any]] = {
     "--jit-level": ("jit_level", ("O0", "O1", "O2")),
     "--mindspore-version": ("mindspore_version", "str"),
     "--world-size": ("world_size", "posint"),
+    "--msprobe-version": ("msprobe_version", "str"),
     "--script": ("script", "str"),
     "--check-fs": ("check_fs", "flag"),
     "--cwd": ("cwd", "str"),
@@ -160,6 +161,11 @@ class _QuietFlush:
 
 def main(argv: Optional[Sequence[str]] = None) -> None:
     """Console-script entry point: the fast ``probe lint``, else cli.main."""
+    for stream in (sys.stdout, sys.stderr):
+        try:  # a path with non-ASCII letters must not crash a report on a non-UTF-8 terminal
+            stream.reconfigure(errors="backslashreplace")  # type: ignore[union-attr]
+        except (AttributeError, ValueError):
+            pass
     args = list(sys.argv[1:] if argv is None else argv)
     parsed = parse_lint(args)
     if parsed is None:

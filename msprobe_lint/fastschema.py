@@ -229,20 +229,20 @@ class _Compiler:
 
 
 @lru_cache(maxsize=None)
-def _compiled() -> Optional[Check]:
+def _compiled(profile: str = "8.3") -> Optional[Check]:
     from .schema import load_schema
 
     try:
-        return _Compiler(load_schema()).compile(load_schema())
+        return _Compiler(load_schema(profile)).compile(load_schema(profile))
     except (Unsupported, re.error, TypeError, AttributeError):
         return None
 
 
-def is_valid(instance: Any) -> Optional[bool]:
-    """True when ``instance`` is valid under the project schema, False when
-    it is not, None when the schema uses a keyword this module does not
-    evaluate (ask jsonschema)."""
-    check = _compiled()
+def is_valid(instance: Any, profile: str = "8.3") -> Optional[bool]:
+    """True when ``instance`` is valid under the schema of release
+    ``profile``, False when it is not, None when the schema uses a keyword
+    this module does not evaluate (ask jsonschema)."""
+    check = _compiled(profile)
     if check is None:
         return None
     try:

@@ -152,6 +152,11 @@ class PositionMap:
         end_column = end - (self._newlines[end_line - 1] + 1 if end_line else 0) + 1
         return Span(line + 1, column, end_line + 1, end_column)
 
+    def offsets(self, ptr: str, at: str = "value") -> Optional[tuple[int, int]]:
+        """Character offsets (start, end) of exactly the key or value at
+        ``ptr``, or None when it was not recorded (no fallback)."""
+        return (self._keys if at == "key" else self._values).get(ptr)
+
     def locate(self, ptr: Optional[str], at: str = "value") -> Span:
         """Span of the key (``at="key"``) or value at ``ptr``; falls back to
         the value, then to the nearest ancestor, then to 1:1."""

@@ -10,28 +10,33 @@ from __future__ import annotations
 import json
 from functools import lru_cache
 from pathlib import Path
+from typing import Optional
 
-SCHEMA_FILE = "msprobe-config.schema.json"
 
 
-def schema_path() -> Path:
-    """Path of the installed schema file.
+def schema_path(profile: str = "8.3") -> Path:
+    """Path of the installed schema file of a release profile (``"8.1"``,
+    ``"8.3"``, ``"26"``; see profiles.py).
 
     Raises:
         FileNotFoundError: when neither the packaged nor the source copy
             exists (a broken install).
+        KeyError: for an unknown profile.
     """
+    from .profiles import PROFILES
+
+    name = PROFILES[profile].schema_file
     here = Path(__file__).resolve().parent
-    for candidate in (here / "schema" / SCHEMA_FILE, here.parent / "schema" / SCHEMA_FILE):
+    for candidate in (here / "schema" / name, here.parent / "schema" / name):
         if candidate.is_file():
             return candidate
-    raise FileNotFoundError(f"{SCHEMA_FILE} is missing from the msprobe-lint installation")
+    raise FileNotFoundError(f"{name} is missing from the msprobe-lint installation")
 
 
 @lru_cache(maxsize=None)
-def load_schema() -> dict:
-    """The parsed schema (cached for the process)."""
-    with open(schema_path(), encoding="utf-8") as handle:
+def load_schema(profile: str = "8.3") -> dict:
+    """The parsed schema of ``profile`` (cached for the process)."""
+    with open(schema_path(profile), encoding="utf-8") as handle:
         return json.load(handle)
 
 
@@ -52,7 +57,7 @@ def resolve(node: dict, root: dict) -> dict:
     return node
 
 
-def sections(root: dict | None = None) -> dict[str, dict]:
+def sections(root: Optional[dict] = None) -> dict[str, dict]:
     """Task name -> resolved section schema (top-level properties that are
     objects)."""
     root = root or load_schema()

@@ -212,10 +212,12 @@ def inactive_section(config: ConfigView, context: Context) -> Iterator[Finding]:
     Good:
         {"task": "overflow_check", "overflow_check": {"overflow_nums": 1}}
     """
+    from ..profiles import PROFILES
+
     task = config.task
     if task is None:
         return
-    for name in TASK_SECTIONS:
+    for name in PROFILES[config.profile].tasks:
         if name != task and name in config.data:
             yield Finding("PL206", f"section {name!r} is ignored: the active task is {task}",
                           pointer=f"/{name}", at="key", hint=f"remove it, or set \"task\": \"{name}\"")

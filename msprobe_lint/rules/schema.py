@@ -120,7 +120,7 @@ define("PL107", "out-of-range", "error", "Number or list length out of range", "
 
 
 @lru_cache(maxsize=None)
-def _validator():
+def _validator(profile: str = "8.3"):
     from jsonschema import Draft202012Validator
     from jsonschema.validators import extend
 
@@ -131,16 +131,17 @@ def _validator():
 
     checker = Draft202012Validator.TYPE_CHECKER.redefine("integer", is_integer)
     cls = extend(Draft202012Validator, type_checker=checker)
-    return cls(load_schema())
+    return cls(load_schema(profile))
 
 
 @lru_cache(maxsize=None)
-def key_index() -> dict[str, dict[str, Any]]:
+def key_index(profile: str = "8.3") -> dict[str, dict[str, Any]]:
     """Location (``""`` for top level, else the section name) -> {key:
-    resolved subschema} of every key the schema accepts."""
+    resolved subschema} of every key the schema of release ``profile``
+    accepts."""
     from ..schema import load_schema, resolve, sections
 
-    root = load_schema()
+    root = load_schema(profile)
     index = {"": {k: resolve(v, root) for k, v in root["properties"].items()}}
     for name, section in sections(root).items():
         index[name] = {k: resolve(v, root) for k, v in section.get("properties", {}).items()}
@@ -213,13 +214,18 @@ def _name(path: list) -> str:
     return "value"
 
 
-def validate(data: dict, *, skip: Iterable[str] = ()) -> tuple[list[Finding], set[str]]:
-    """Run the schema over ``data``.
+def validate(data: dict, *, skip: Iterable[str] = (), profile: str = "8.3",
+             why: str = "the default target") -> tuple[list[Finding], set[str]]:
+    """Run the schema of release ``profile`` over ``data``.
 
     Args:
         data: the parsed config (a dict).
         skip: pointers already reported (NaN literals): no schema finding
             on them.
+        profile: ``"8.1"``, ``"8.3"`` or ``"26"`` (profiles.py).
+        why: where the profile came from, for the messages of findings
+            whose verdict depends on it (a key or task another release
+            accepts).
     Returns:
         (findings, bad): the findings, and the pointers of every value that
         failed a structural check (the semantic rules must not see them).
@@ -229,22 +235,55 @@ def validate(data: dict, *, skip: Iterable[str] = ()) -> tuple[list[Finding], se
     bad: set[str] = set(skipped)
     from ..fastschema import is_valid  # a valid config never needs jsonschema
 
-    for error in () if is_valid(data) else _validator().iter_errors(data):
+    for error in () if is_valid(data, profile) else _validator(profile).iter_errors(data):
         path = list(error.absolute_path)
         ptr = make_pointer(*path)
         if ptr in skipped:
             continue
         if error.validator == "additionalProperties":
-            findings.extend(_unknown_keys(error, path))
+            findings.extend(_release_note(f, profile, why) for f in _unknown_keys(error, path, profile))
             continue
         leaf = _leaf(error)
         code = _override(error) or _override(leaf) or KEYWORD_CODES.get(leaf.validator, "PL102")
         hint = (error.schema.get("x-probe-hint") if isinstance(error.schema, dict) else None) or (
             leaf.schema.get("x-probe-hint") if isinstance(leaf.schema, dict) else None)
-        findings.append(_describe(code, leaf, path, ptr, hint))
+        finding = _describe(code, leaf, path, ptr, hint)
+        if ptr == "/task" and isinstance(error.instance, str):
+            finding = _release_note(finding, profile, why, name=error.instance)
+        findings.append(finding)
         bad.add(ptr)
-    findings.extend(_deprecated(data))
+    findings.extend(_release_note(f, profile, why) for f in _deprecated(data, profile))
     return findings, bad
+
+
+def _release_note(finding: Finding, profile: str, why: str, name: Optional[str] = None) -> Finding:
+    """Add, to a finding about a key or task that another release line
+    accepts, what it is there and which release the verdict is for."""
+    from dataclasses import replace
+
+    from ..profiles import MIGRATION_NOTES, PROFILES, line
+
+    tokens = (finding.pointer or "").strip("/").split("/")
+    name = name or tokens[-1]
+    location = tokens[0] if len(tokens) > 1 else ""
+    note = MIGRATION_NOTES.get((line(profile), name))
+    others = [p for p in PROFILES.values() if p.name != profile and (
+        name in key_index(p.name).get(location, {}) or (finding.pointer == "/task" and name in p.tasks))]
+    suffix = f" [judged against {PROFILES[profile].label}: {why}]"
+    if finding.code == "PL106":  # the schema's description already says why
+        if name in PROFILES[profile].deprecate:
+            return replace(finding, message=finding.message + suffix)
+        return finding
+    if note is None and not others:
+        return finding
+    if note is None:
+        note = f"{name!r} is accepted by {', '.join(p.label for p in others)}"
+    target = others[0].name if others else None
+    hint = finding.hint
+    if target and finding.code != "PL106":
+        hint = (f"if the config is for {PROFILES[target].label}, lint it with --msprobe-version {target}; "
+                f"to convert it, probe migrate CONFIG --to {PROFILES[profile].name}")
+    return replace(finding, message=f"{finding.message}; {note}{suffix}", hint=hint)
 
 
 def _describe(code: str, error: Any, path: list, ptr: str, hint: Optional[str]) -> Finding:
@@ -306,9 +345,9 @@ def _json(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def _unknown_keys(error: Any, path: list) -> Iterator[Finding]:
+def _unknown_keys(error: Any, path: list, profile: str = "8.3") -> Iterator[Finding]:
     location = path[0] if path else ""
-    index = key_index()
+    index = key_index(profile)
     here = index.get(location, {})
     for key in error.instance:
         if key in here:
@@ -333,8 +372,8 @@ def _move_hint(target: str) -> str:
     return "to the top level" if target == "" else f'into the "{target}" section'
 
 
-def _deprecated(data: dict) -> Iterator[Finding]:
-    index = key_index()
+def _deprecated(data: dict, profile: str = "8.3") -> Iterator[Finding]:
+    index = key_index(profile)
     for location, keys in index.items():
         obj = data if location == "" else data.get(location)
         if not isinstance(obj, dict):
