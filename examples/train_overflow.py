@@ -5,9 +5,9 @@ learns a regression on generated data with SGD. At step 3 a batch with an
 outlier feature (3000.0, a unit that went wild upstream) arrives: the first
 layer's matmul sums past float16's largest value (65504) and inf flows on
 into the loss and the gradients. The debugger finds where it started: the
-API (``Primitive.MatMul``) with the L1 config, the Cell (``Cell.0.Dense``,
-the first layer of the SequentialCell) with the L0 config. The loop calls
-``debugger.start(net)``: level L0 needs the model, L1 ignores it.
+weight-gradient matmuls (``Primitive.MatMul.<n>.backward``) with the L1
+config, the Dense layers' ``parameters_grad`` with the L0 config. The loop
+calls ``debugger.start(net)``: level L0 needs the model, L1 ignores it.
 
 Usage:
     PROBE_CONFIG=examples/config_l1.json python examples/train_overflow.py
