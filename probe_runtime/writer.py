@@ -16,8 +16,17 @@ Every file is written to a temporary file in the same folder (created with
 complete file or the new complete file, never half of one. A record's
 ``.npy`` files come first, then dump.json and stack.json, and overflow.json
 last, so every name in overflow.json is already in dump.json. Folders are
-created 0o750. Nothing is written through a soft link: a folder on the way
-that is a link makes the writer refuse (``WriterError``). No fsync: a killed
+created 0o750. Nothing is written through a soft link: each record opens
+its folder by walking the path from ``/`` one component at a time with
+``O_DIRECTORY | O_NOFOLLOW`` (creating what is missing with ``mkdir`` relative
+to the parent's descriptor), and every file of the record is created,
+written and renamed relative to that folder descriptor. A folder on the way
+that is a link (or not a folder) makes the writer refuse (``WriterError``);
+a folder swapped for a link after the walk cannot redirect the writes, which
+stay in the folder that was opened. A dump folder deleted while training
+runs is created again (logged once on the ``probe_runtime`` logger: the
+``.npy`` files of earlier records are gone, the JSON files are rewritten with
+every record of the step). No fsync: a killed
 process loses nothing (the kernel has the data), a power cut may.
 
 inf and nan in dump.json are written as Python's json module writes them by
@@ -27,7 +36,9 @@ msprobe writes and what its readers, and Python's ``json.load``, accept);
 """
 from __future__ import annotations
 
+import errno
 import json
+import logging
 import os
 import stat
 from dataclasses import dataclass, field
@@ -37,6 +48,12 @@ import numpy as np
 
 FILE_MODE = 0o640
 DIR_MODE = 0o750
+LOGGER = logging.getLogger("probe_runtime")
+_DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+#: dump folders this process has written records into (a later write that has
+#: to create them again means they were deleted while training ran).
+_WRITTEN_ROOTS: set = set()
+_RECREATED_LOGGED: set = set()
 
 
 class WriterError(OSError):
@@ -78,9 +95,73 @@ def read_json(path: str) -> Any:
         return json.load(f)
 
 
-def _check_not_link(path: str) -> None:
-    if os.path.islink(path):
-        raise WriterError(f"{path} is a soft link; probe_runtime never writes through one")
+def open_dir(path: str, *, dir_fd: Optional[int] = None, created: Optional[list] = None) -> int:
+    """Open folder ``path`` (created 0o750 with missing parents) without
+    following a soft link anywhere on the way; returns its descriptor.
+
+    The path is walked one component at a time from ``/`` (or from
+    ``dir_fd`` for a relative ``path``) with ``O_DIRECTORY | O_NOFOLLOW``, so
+    the descriptor names the folder that was checked even if a component is
+    swapped for a link afterwards. Folders created here are appended to
+    ``created``.
+
+    Raises:
+        WriterError: a component is a soft link or not a folder.
+        OSError: a folder cannot be created or opened (permission, read-only
+            file system, disk full ...).
+    """
+    if dir_fd is None:
+        path = os.path.abspath(path)
+        fd = os.open("/", _DIR_FLAGS)
+        where = "/"
+    else:
+        fd = os.dup(dir_fd)
+        where = ""
+    try:
+        for name in [part for part in path.split(os.sep) if part and part != "."]:
+            where = os.path.join(where, name) if where else name
+            try:
+                child = os.open(name, _DIR_FLAGS, dir_fd=fd)
+            except FileNotFoundError:
+                try:
+                    os.mkdir(name, DIR_MODE, dir_fd=fd)
+                    made = True
+                except FileExistsError:
+                    made = False
+                child = _open_child(name, fd, where)
+                if made:
+                    os.fchmod(child, DIR_MODE)
+                    if created is not None:
+                        created.append(where)
+            except OSError as err:
+                if err.errno in (errno.ELOOP, errno.ENOTDIR):
+                    raise _refusal(name, fd, where) from None
+                raise
+            os.close(fd)
+            fd = child
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _open_child(name: str, fd: int, where: str) -> int:
+    try:
+        return os.open(name, _DIR_FLAGS, dir_fd=fd)
+    except OSError as err:
+        if err.errno in (errno.ELOOP, errno.ENOTDIR):
+            raise _refusal(name, fd, where) from None
+        raise
+
+
+def _refusal(name: str, fd: int, where: str) -> WriterError:
+    try:
+        is_link = stat.S_ISLNK(os.lstat(name, dir_fd=fd).st_mode)
+    except OSError:
+        is_link = False
+    if is_link:
+        return WriterError(f"{where} is a soft link; probe_runtime never writes through one")
+    return WriterError(f"{where} exists and is not a folder")
 
 
 def ensure_dir(path: str) -> None:
@@ -90,60 +171,53 @@ def ensure_dir(path: str) -> None:
         WriterError: when ``path`` or an existing parent is a soft link or
             not a folder.
     """
-    path = os.path.abspath(path)
-    parts: list[str] = []
-    head = path
-    while head and not os.path.exists(head) and not os.path.islink(head):
-        parts.append(head)
-        head = os.path.dirname(head)
-    # the nearest existing folder and the path itself must be real folders
-    probe = head
-    while probe and probe != os.path.dirname(probe):
-        _check_not_link(probe)
-        probe = os.path.dirname(probe)
-    if head and not os.path.isdir(head):
-        raise WriterError(f"{head} exists and is not a folder")
-    for part in reversed(parts):
-        try:
-            os.mkdir(part, DIR_MODE)
-        except FileExistsError:
-            pass
-        _check_not_link(part)
-        if not os.path.isdir(part):
-            raise WriterError(f"{part} exists and is not a folder")
-        os.chmod(part, DIR_MODE)
+    os.close(open_dir(path))
 
 
-def atomic_write(path: str, payload: bytes) -> None:
+def atomic_write(path: str, payload: bytes, *, dir_fd: Optional[int] = None) -> None:
     """Write ``payload`` to ``path`` through a temporary file and a rename.
 
     The temporary file is created next to ``path`` with ``O_EXCL`` and
     ``O_NOFOLLOW`` and mode 0o640; the rename replaces a soft link at
-    ``path`` itself rather than writing through it.
+    ``path`` itself rather than writing through it. With ``dir_fd`` (a folder
+    from :func:`open_dir`) ``path`` is a file name in that folder; without
+    it the folder is opened with :func:`open_dir` first. A failed write
+    removes its temporary file and leaves the previous ``path`` as it was.
 
     Raises:
         OSError: when the folder cannot be written.
     """
-    folder = os.path.dirname(path)
-    tmp = os.path.join(folder, f".{os.path.basename(path)}.{os.getpid()}.tmp")
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+    if dir_fd is None:
+        folder = open_dir(os.path.dirname(os.path.abspath(path)))
+        try:
+            atomic_write(os.path.basename(path), payload, dir_fd=folder)
+        finally:
+            os.close(folder)
+        return
+    name = path
+    tmp = f".{name}.{os.getpid()}.tmp"
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
     try:
-        os.unlink(tmp)  # a leftover from a killed run of the same pid
+        os.unlink(tmp, dir_fd=dir_fd)  # a leftover from a killed run of the same pid
     except FileNotFoundError:
         pass
-    fd = os.open(tmp, flags, FILE_MODE)
+    fd = os.open(tmp, flags, FILE_MODE, dir_fd=dir_fd)
     try:
-        os.fchmod(fd, FILE_MODE)
-        view = memoryview(payload)
-        while view:
-            written = os.write(fd, view)
-            view = view[written:]
+        try:
+            os.fchmod(fd, FILE_MODE)
+            view = memoryview(payload)
+            while view:
+                written = os.write(fd, view)
+                view = view[written:]
+        finally:
+            os.close(fd)
+        os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
     except BaseException:
-        os.close(fd)
-        os.unlink(tmp)
+        try:
+            os.unlink(tmp, dir_fd=dir_fd)
+        except OSError:
+            pass
         raise
-    os.close(fd)
-    os.replace(tmp, path)
 
 
 def _json_bytes(data: Any) -> bytes:
@@ -173,7 +247,8 @@ class StepWriter:
 
     def __init__(self, dump_path: str, step: int, rank_dir: str, *, task: str = "overflow_check",
                  level: str = "L1") -> None:
-        self.folder = os.path.join(dump_path, f"step{step}", rank_dir)
+        self.dump_path = os.path.abspath(dump_path)
+        self.folder = os.path.join(self.dump_path, f"step{step}", rank_dir)
         self.data_dir = os.path.join(self.folder, "dump_tensor_data")
         self.task = task
         self.level = level
@@ -194,25 +269,53 @@ class StepWriter:
         Raises:
             WriterError, OSError: when the folder cannot be written.
         """
-        ensure_dir(self.folder)
-        if record.arrays:
-            ensure_dir(self.data_dir)
-            for file_name, array in record.arrays.items():
-                atomic_write(os.path.join(self.data_dir, file_name), _npy_bytes(array))
-        self.data[record.name] = record.entry
-        atomic_write(os.path.join(self.folder, "dump.json"), _json_bytes(self._header()))
-        if record.stack is not None:
-            self.stacks[str(len(self.stacks))] = [[record.name], record.stack]
-        atomic_write(os.path.join(self.folder, "stack.json"), _json_bytes(self.stacks))
-        for name, parent in record.construct.items():
-            self.construct.setdefault(name, parent)
-        if record.parent is not None or self.level in ("L0", "mix"):
-            self.construct[record.name] = record.parent
-        atomic_write(os.path.join(self.folder, "construct.json"), _json_bytes(self.construct))
-        item = {"name": record.name, "origin": bool(record.origin), "where": record.where}
-        item.update(index_extra)
-        self.index.append(item)
-        atomic_write(os.path.join(self.folder, "overflow.json"), _json_bytes(self.index))
+        created: list = []
+        folder = open_dir(self.folder, created=created)
+        saved = (dict(self.data), dict(self.stacks), dict(self.construct), len(self.index))
+        try:
+            self._recreated(created)
+            if record.arrays:
+                data_dir = open_dir(os.path.basename(self.data_dir), dir_fd=folder)
+                try:
+                    for file_name, array in record.arrays.items():
+                        atomic_write(file_name, _npy_bytes(array), dir_fd=data_dir)
+                finally:
+                    os.close(data_dir)
+            self.data[record.name] = record.entry
+            atomic_write("dump.json", _json_bytes(self._header()), dir_fd=folder)
+            if record.stack is not None:
+                self.stacks[str(len(self.stacks))] = [[record.name], record.stack]
+            atomic_write("stack.json", _json_bytes(self.stacks), dir_fd=folder)
+            for name, parent in record.construct.items():
+                self.construct.setdefault(name, parent)
+            if record.parent is not None or self.level in ("L0", "mix"):
+                self.construct[record.name] = record.parent
+            atomic_write("construct.json", _json_bytes(self.construct), dir_fd=folder)
+            item = {"name": record.name, "origin": bool(record.origin), "where": record.where}
+            item.update(index_extra)
+            self.index.append(item)
+            atomic_write("overflow.json", _json_bytes(self.index), dir_fd=folder)
+        except BaseException:
+            # not written: the next record's files do not mention this one
+            self.data, self.stacks, self.construct = saved[0], saved[1], saved[2]
+            del self.index[saved[3]:]
+            raise
+        finally:
+            os.close(folder)
+        _WRITTEN_ROOTS.add(self.dump_path)
+
+    def _recreated(self, created: list) -> None:
+        """Say once when a dump folder this process wrote into had to be
+        created again (deleted while training ran)."""
+        root = self.dump_path
+        if not created or root in _RECREATED_LOGGED:
+            return
+        if not self.index and not (root in created and root in _WRITTEN_ROOTS):
+            return  # a new step's folder, or the first write: nothing was lost
+        _RECREATED_LOGGED.add(root)
+        LOGGER.warning("probe_runtime: the dump folder %s was deleted while training ran; created it again "
+                       "(the .npy files of earlier records are gone; dump.json and overflow.json of this step "
+                       "are rewritten with every record)", created[0])
 
 
 def folder_mode_ok(path: str) -> bool:
