@@ -23,6 +23,7 @@ for it (a device sync); callers batch their calls (see ``monitor.py``).
 """
 from __future__ import annotations
 
+import logging
 import math
 from dataclasses import dataclass
 from typing import Any, Iterable, Iterator, Optional
@@ -78,12 +79,33 @@ class HostTensor:
             return bool(math.isfinite(float(np.add.reduce(array.ravel(), dtype=np.float64))))
 
 
-def dtype_name(tensor: Any) -> str:
-    """``str(tensor.dtype)`` (MindSpore spells them ``Float16``...)."""
-    return str(getattr(tensor, "dtype", ""))
-
-
+LOGGER = logging.getLogger("probe_runtime")
 _TENSOR_TYPES: dict[type, bool] = {}
+_UNREADABLE_LOGGED: set = set()
+
+
+def _unreadable(klass: type, what: str, err: BaseException, turn_off: bool = True) -> None:
+    """A tensor type the tool cannot handle: logged once per type; with
+    ``turn_off`` objects of that type are not treated as tensors any more
+    (never checked, never counted)."""
+    if turn_off:
+        _TENSOR_TYPES[klass] = False
+    if klass not in _UNREADABLE_LOGGED:
+        _UNREADABLE_LOGGED.add(klass)
+        LOGGER.error("probe_runtime: cannot read the %s of a %s.%s (%s: %s); %s; training goes on", what,
+                     klass.__module__, klass.__qualname__, type(err).__name__, err,
+                     "that type is no longer checked" if turn_off else "such values count as finite")
+
+
+def dtype_name(tensor: Any) -> str:
+    """``str(tensor.dtype)`` (MindSpore spells them ``Float16``...); ``""``
+    (not floating) for a type whose dtype cannot be read, which is then no
+    longer treated as a tensor."""
+    try:
+        return str(getattr(tensor, "dtype", ""))
+    except Exception as err:
+        _unreadable(type(tensor), "dtype", err)
+        return ""
 
 
 def is_tensor(obj: Any) -> bool:
@@ -95,10 +117,13 @@ def is_tensor(obj: Any) -> bool:
     klass = type(obj)
     known = _TENSOR_TYPES.get(klass)
     if known is None:
-        known = all(hasattr(klass, name) for name in ("asnumpy", "dtype", "shape"))
-        if not known:  # attributes set on the instance only
-            known = hasattr(obj, "asnumpy") and hasattr(obj, "dtype") and hasattr(obj, "shape")
-            return known
+        try:
+            known = all(hasattr(klass, name) for name in ("asnumpy", "dtype", "shape"))
+            if not known:  # attributes set on the instance only
+                return hasattr(obj, "asnumpy") and hasattr(obj, "dtype") and hasattr(obj, "shape")
+        except Exception as err:  # an attribute lookup that raises something else
+            _unreadable(klass, "attributes", err)
+            return False
         _TENSOR_TYPES[klass] = known
     return known
 
@@ -127,7 +152,8 @@ def to_host(tensor: Any) -> HostTensor:
 
             source = tensor.astype(ms.float32)
         array = np.asarray(source.asnumpy())
-    except Exception:
+    except Exception as err:
+        _unreadable(type(tensor), "values", err, turn_off=False)
         array = None
     return HostTensor(name, shape, array)
 

@@ -232,6 +232,9 @@ class ApiInterceptor:
         self._hook_backward: Any = None
         self._deepcopy: Any = None
         self._executor: Any = None
+        #: APIs whose wrapper failed: called straight through from then on
+        self.broken: set[str] = set()
+        self._fault_causes: set[str] = set()
 
     @property
     def installed(self) -> bool:
@@ -425,6 +428,8 @@ class ApiInterceptor:
         sink = self.sink
         _guard.depth += 1
         try:
+            if api in self.broken:
+                return original(*args, **kwargs)
             call = None
             call_args = args
             backward = False
@@ -440,7 +445,7 @@ class ApiInterceptor:
                     backward = True
                     call_args = self._hook_inputs(call, args)
             except Exception as err:
-                sink.on_error("before the call", err)
+                self._fault(api, "before the call", err)
                 call = None
                 call_args = args
             output = original(*call_args, **kwargs)
@@ -451,10 +456,21 @@ class ApiInterceptor:
                         self._hook_outputs(call, output)
                     sink.on_forward(call)
                 except Exception as err:
-                    sink.on_error("after the call", err)
+                    self._fault(api, "after the call", err)
             return output
         finally:
             _guard.depth -= 1
+
+    def _fault(self, api: str, where: str, err: BaseException) -> None:
+        """An exception inside the wrapper of ``api``: that API is called
+        straight through from now on (turned off); each cause is logged
+        once, naming the first API it hit."""
+        self.broken.add(api)
+        cause = f"{type(err).__name__}: {err}"
+        if cause not in self._fault_causes:
+            self._fault_causes.add(cause)
+            self.sink.on_error(f"in the L1 wrapper of {api} {where} (that API is no longer checked; "
+                               f"others that fail so are turned off too)", err)
 
     def _grad_flag(self) -> bool:
         """True while MindSpore records the forward pass for a gradient."""
@@ -471,7 +487,7 @@ class ApiInterceptor:
             try:
                 sink.on_grad_inputs(call, list(iter_tensors(grads)))
             except Exception as err:
-                sink.on_error("backward input hook", err)
+                self._fault(call.api, "in the backward input hook", err)
 
         hooked = self._hook_backward(input_hook)(*[args[i] for i in positions])
         if not isinstance(hooked, (tuple, list)):
@@ -489,7 +505,7 @@ class ApiInterceptor:
             try:
                 sink.on_grad_outputs(call, [grad])
             except Exception as err:
-                sink.on_error("backward output hook", err)
+                self._fault(call.api, "in the backward output hook", err)
 
         items = output if isinstance(output, (tuple, list)) else (output,)
         for item in items:
