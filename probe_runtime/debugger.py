@@ -20,6 +20,25 @@ Live context (each fact says where it came from):
 * installed mindstudio-probe version (package metadata);
 * filesystem checks (PL406-PL408) always on; ``runtime`` on, so PL205
   refuses tasks other than overflow_check and L2 without an Ascend device.
+
+Interrupts: every patch is removed and every pending check resolved (its
+records written) before the process exits:
+
+* Ctrl-C (SIGINT): Python's own handler raises ``KeyboardInterrupt``; an
+  unhandled one ends the interpreter through ``atexit``, where the debugger
+  unpatches and flushes (a batch interrupted half-way is put back in the
+  queue first, so nothing judged is lost);
+* SIGTERM: Python's default action kills the process without ``atexit``,
+  so the first ``PrecisionDebugger`` built in the main thread installs a
+  SIGTERM handler. It unpatches and flushes every debugger (if the signal
+  lands inside a write, after that batch is finished), then hands the
+  signal on: to the handler that was installed before (a callable), or, for
+  the default action, by restoring it and sending SIGTERM again, so the
+  process still ends "killed by SIGTERM" (exit status 143 in a shell,
+  ``-15`` from ``subprocess``). A SIGTERM that was ignored (``SIG_IGN``)
+  stays ignored. A handler the script installs after building the
+  debugger replaces this one; it then runs first and, if it exits with
+  ``sys.exit``, ``atexit`` still unpatches and flushes.
 """
 from __future__ import annotations
 
@@ -27,6 +46,8 @@ import atexit
 import json
 import logging
 import os
+import signal
+import threading
 import weakref
 from pathlib import Path
 from typing import Any, Optional
@@ -179,6 +200,8 @@ class PrecisionDebugger:
         self._started = False
         ref = weakref.ref(self)
         atexit.register(_at_exit, ref)
+        _DEBUGGERS.add(self)
+        _install_sigterm_handler()
 
     # -- public API (msprobe's) ---------------------------------------------------
     def start(self, model: Any = None) -> None:
@@ -256,6 +279,47 @@ class PrecisionDebugger:
             self.cells.uninstall()
         except Exception as err:  # pragma: no cover
             LOGGER.error("probe_runtime: error removing Cell hooks: %s", err)
+
+
+_DEBUGGERS: "weakref.WeakSet[PrecisionDebugger]" = weakref.WeakSet()
+_PREVIOUS_SIGTERM: Any = None
+_SIGTERM_INSTALLED = False
+
+
+def _install_sigterm_handler() -> None:
+    """Install :func:`_on_sigterm` once (main thread only; an ignored
+    SIGTERM, or one set outside Python, is left alone)."""
+    global _PREVIOUS_SIGTERM, _SIGTERM_INSTALLED
+    if _SIGTERM_INSTALLED or threading.current_thread() is not threading.main_thread():
+        return
+    try:
+        previous = signal.getsignal(signal.SIGTERM)
+        if previous is signal.SIG_IGN or previous is None:
+            return
+        signal.signal(signal.SIGTERM, _on_sigterm)
+    except (ValueError, OSError, AttributeError):  # pragma: no cover - no signals here
+        return
+    _PREVIOUS_SIGTERM = previous
+    _SIGTERM_INSTALLED = True
+
+
+def _on_sigterm(signum: int, frame: Any) -> None:
+    """Unpatch and flush every debugger, then hand the signal on (see the
+    module doc)."""
+    debuggers = list(_DEBUGGERS)
+    for debugger in debuggers:
+        if debugger.monitor._flushing:  # the signal landed inside a batch: finish it first
+            debugger.monitor.deferred = lambda: _on_sigterm(signum, frame)
+            return
+    for debugger in debuggers:
+        _at_exit(weakref.ref(debugger))
+        debugger._started = False
+    previous = _PREVIOUS_SIGTERM
+    if callable(previous) and previous is not _on_sigterm:
+        previous(signum, frame)
+        return
+    signal.signal(signum, signal.SIG_DFL)
+    os.kill(os.getpid(), signum)
 
 
 def _at_exit(ref: "weakref.ref[PrecisionDebugger]") -> None:

@@ -120,6 +120,9 @@ class Monitor:
         self._errors = 0
         self._flushing = False
         self._limit_logged = False
+        self._stats_off = False
+        #: run once the batch in progress is finished (a signal that landed inside it)
+        self.deferred: Optional[Callable[[], None]] = None
 
     # -- window ---------------------------------------------------------------
     def begin(self) -> bool:
@@ -231,11 +234,14 @@ class Monitor:
         self._flushing = True
         section = tool_section()
         section.__enter__()
+        entries: list = []
+        keep: list = []
+        resume, counted = 0, False
         try:
             entries, self.pending = self.pending, []
             cache = HostCache()
-            keep = []
             for position, (kind, call) in enumerate(entries):
+                resume, counted = position, False
                 if self.state.exhausted or self.disabled:
                     break
                 if kind == "backward" and call.expects_input_grads and not call.grad_inputs and not final:
@@ -261,12 +267,15 @@ class Monitor:
                 if verdict.origin:
                     _mark_parent(kind, call)
                 if verdict.overflow and self.state.count_record():
+                    counted = True
                     try:
                         self._write(kind, call, origin, cache)
                     except Exception as err:
                         self.turn_off(f"cannot write the dump ({type(err).__name__}: {err})")
                         break
-            self.pending = keep + self.pending
+                    counted = False
+            resume = len(entries)
+            self.pending, keep = keep + self.pending, []
             if self.state.exhausted:
                 self.pending = []
                 self.awaiting = []
@@ -277,9 +286,21 @@ class Monitor:
                     self._call_exhausted()
         except Exception as err:  # pragma: no cover - a bug in the tool
             self.on_error("while resolving pending checks", err)
+        except BaseException:
+            # Ctrl-C (KeyboardInterrupt) or SystemExit inside the batch: the
+            # entry being written and those not judged yet go back to the
+            # queue, for stop() or the flush at interpreter exit
+            if counted:
+                self.state.found -= 1
+            if not self.disabled:
+                self.pending = keep + entries[resume:] + self.pending
+            raise
         finally:
             section.__exit__()
             self._flushing = False
+            deferred, self.deferred = self.deferred, None
+            if deferred is not None:
+                deferred()
 
     def turn_off(self, reason: str) -> None:
         """Stop detecting for good (logged once); training goes on."""
@@ -316,7 +337,7 @@ class Monitor:
         if is_tensor(obj):
             host = cache.get(obj)
             item: dict = {"type": "mindspore.Tensor", "dtype": host.dtype, "shape": list(host.shape)}
-            item.update(statistics(host))
+            item.update(self._statistics(host))
             if host.array is not None:
                 data_name = f"{prefix}.npy"
                 arrays[data_name] = host.array
@@ -336,6 +357,18 @@ class Monitor:
         if isinstance(obj, dict):
             return {str(k): self._describe(v, f"{prefix}.{k}", cache, arrays, depth + 1) for k, v in obj.items()}
         return None
+
+    def _statistics(self, host: Any) -> dict:
+        """Max/Min/Mean/Norm; after a fault in the statistics code (logged
+        once) every record gets None for them and detection goes on."""
+        if not self._stats_off:
+            try:
+                return statistics(host)
+            except Exception as err:
+                self._stats_off = True
+                self.on_error("in the statistics code (statistics are no longer computed; records are still "
+                              "written)", err)
+        return {"Max": None, "Min": None, "Mean": None, "Norm": None}
 
     def _write(self, kind: str, call: Any, origin: bool, cache: HostCache) -> None:
         arrays: dict = {}

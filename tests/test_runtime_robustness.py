@@ -189,3 +189,369 @@ def test_read_only_folder_keeps_every_record_written(tmpfs):
         writer.write(record("B.0.forward"))
     assert failure.value.errno in (errno.EROFS, errno.EACCES)
     assert_intact(disk / "dump" / "step0" / "rank", ["A.0.forward"])
+
+
+# -- MindSpore: a small training run with and without the tool -------------------------
+def _mindspore():
+    return pytest.importorskip("mindspore")
+
+
+def make_debugger(folder: Path, level: str = "L1", dump: Path | None = None):
+    from probe_runtime import PrecisionDebugger
+
+    config = {"task": "overflow_check", "dump_path": str(dump or folder / "dump"), "rank": [], "step": [],
+              "level": level, "overflow_check": {"overflow_nums": -1}}
+    path = folder / "config.json"
+    path.write_text(json.dumps(config))
+    os.chmod(path, 0o640)
+    return PrecisionDebugger(config_path=str(path))
+
+
+def train(debugger=None, level: str = "L1", between=None, steps: int = 3):
+    """Losses and gradients of 3 steps of a float16 MLP whose steps 1 and 2
+    overflow; ``between(step)`` runs after each step."""
+    ms = _mindspore()
+    from mindspore import Tensor, nn
+
+    ms.set_context(mode=ms.PYNATIVE_MODE)
+    ms.set_seed(3)
+    net = nn.SequentialCell([nn.Dense(8, 16), nn.ReLU(), nn.Dense(16, 1)])
+    net.to_float(ms.float16)
+    optimizer = nn.SGD(net.trainable_params(), learning_rate=0.1)
+    grad_fn = ms.value_and_grad(lambda x, y: ((net(x).astype(ms.float32) - y) ** 2).mean(), None,
+                                optimizer.parameters)
+    rng = np.random.default_rng(0)
+    losses, grads_seen = [], []
+    try:
+        for step in range(steps):
+            x = Tensor(rng.normal(size=(4, 8)).astype(np.float16) * (3000 if step >= 1 else 1))
+            y = Tensor(rng.normal(size=(4, 1)).astype(np.float32))
+            if debugger:
+                debugger.start(net) if level == "L0" else debugger.start()
+            loss, grads = grad_fn(x, y)
+            optimizer(grads)
+            if debugger:
+                debugger.stop()
+                debugger.step()
+            losses.append(loss.asnumpy())
+            grads_seen.append([g.asnumpy() for g in grads])
+            if between:
+                between(step)
+    finally:
+        if debugger:
+            debugger.stop()
+    return losses, grads_seen
+
+
+@pytest.fixture(scope="module")
+def plain():
+    return train(None)
+
+
+def assert_same(a, b) -> None:
+    for la, lb in zip(a[0], b[0]):
+        assert np.array_equal(la, lb, equal_nan=True)
+    for ga, gb in zip(a[1], b[1]):
+        assert all(np.array_equal(x, y, equal_nan=True) for x, y in zip(ga, gb))
+    assert len(a[0]) == len(b[0])
+
+
+def recorded(dump: Path) -> dict[int, list[str]]:
+    """step -> names in overflow.json, after checking each folder is intact."""
+    out = {}
+    for folder in sorted(dump.glob("step*/rank")):
+        if not (folder / "overflow.json").exists():  # the disk failed at the step's first record
+            continue
+        names = [r["name"] for r in read_json(str(folder / "overflow.json"))]
+        assert_intact(folder, names)
+        out[int(folder.parent.name[4:])] = names
+    return out
+
+
+@pytest.fixture
+def work(tmp_path, monkeypatch):
+    _mindspore()
+    monkeypatch.chdir(tmp_path)
+    for name in ("RANK_ID", "RANK", "RANK_SIZE", "WORLD_SIZE", "MS_WORKER_NUM", "PROBE_CONFIG"):
+        monkeypatch.delenv(name, raising=False)
+    return tmp_path
+
+
+# -- hostile paths while training ------------------------------------------------------------
+@pytest.mark.mindspore
+def test_disk_full_while_training_real_tmpfs(work, tmpfs, plain, caplog):
+    disk = tmpfs("64k")
+    debugger = make_debugger(work, dump=disk / "dump")
+    with caplog.at_level(logging.WARNING, logger="probe_runtime"):
+        probed = train(debugger)
+    assert_same(plain, probed)
+    messages = failure_messages(caplog)
+    assert len(messages) == 1 and "No space left" in messages[0], messages
+    assert debugger.monitor.disabled and sum(map(len, recorded(disk / "dump").values())) >= 1
+
+
+@pytest.mark.mindspore
+def test_disk_full_while_training_simulated(work, plain, caplog, monkeypatch):
+    real = writer_module.atomic_write
+    calls = []
+
+    def filling(name, payload, **kw):
+        calls.append(name)
+        if len(calls) > 12:
+            raise OSError(errno.ENOSPC, "No space left on device (simulated)")
+        return real(name, payload, **kw)
+
+    monkeypatch.setattr(writer_module, "atomic_write", filling)
+    debugger = make_debugger(work)
+    with caplog.at_level(logging.WARNING, logger="probe_runtime"):
+        probed = train(debugger)
+    assert_same(plain, probed)
+    messages = failure_messages(caplog)
+    assert len(messages) == 1 and "No space left" in messages[0], messages
+    assert recorded(work / "dump")
+
+
+@pytest.mark.mindspore
+def test_read_only_folder_while_training(work, tmpfs, plain, caplog):
+    disk = tmpfs("4m")
+    debugger = make_debugger(work, dump=disk / "dump")
+
+    def between(step):
+        if step == 1:
+            remount_read_only(disk)
+
+    with caplog.at_level(logging.WARNING, logger="probe_runtime"):
+        probed = train(debugger, between=between)
+    assert_same(plain, probed)
+    messages = failure_messages(caplog)
+    assert len(messages) == 1 and "Read-only" in messages[0], messages
+    found = recorded(disk / "dump")
+    assert list(found) == [1] and found[1]
+
+
+@pytest.mark.mindspore
+def test_dump_path_deleted_while_training(work, plain, caplog):
+    debugger = make_debugger(work)
+
+    def between(step):
+        if step == 1:
+            shutil.rmtree(work / "dump")
+
+    with caplog.at_level(logging.WARNING, logger="probe_runtime"):
+        probed = train(debugger, between=between)
+    assert_same(plain, probed)
+    messages = failure_messages(caplog)
+    assert len(messages) == 1 and "deleted" in messages[0], messages
+    assert list(recorded(work / "dump")) == [2]
+
+
+@pytest.mark.mindspore
+def test_dump_path_swapped_for_link_while_training(work, plain, caplog):
+    debugger = make_debugger(work)
+    evil = work / "evil"
+    evil.mkdir()
+
+    def between(step):
+        if step == 1:
+            os.rename(work / "dump", work / "dump.old")
+            os.symlink(evil, work / "dump")
+
+    with caplog.at_level(logging.WARNING, logger="probe_runtime"):
+        probed = train(debugger, between=between)
+    assert_same(plain, probed)
+    messages = failure_messages(caplog)
+    assert len(messages) == 1 and "soft link" in messages[0], messages
+    assert list(evil.iterdir()) == [] and list(recorded(work / "dump.old")) == [1]
+
+
+# -- faults inside the tool ----------------------------------------------------------------
+def boom_messages(caplog, word: str = "boom") -> list[str]:
+    return [m for m in failure_messages(caplog) if word in m]
+
+
+@pytest.mark.mindspore
+def test_fault_in_an_interception_wrapper_turns_that_api_off(work, plain, caplog):
+    debugger = make_debugger(work)
+    real = debugger.monitor.next_index
+    faults = []
+
+    def next_index(api):
+        if api == "Primitive.MatMul":
+            faults.append(api)
+            raise RuntimeError("boom in the wrapper")
+        return real(api)
+
+    debugger.monitor.next_index = next_index
+    with caplog.at_level(logging.WARNING, logger="probe_runtime"):
+        probed = train(debugger)
+    assert_same(plain, probed)
+    messages = boom_messages(caplog)
+    assert len(messages) == 1 and "Primitive.MatMul" in messages[0] and "RuntimeError" in messages[0]
+    assert len(faults) == 1                                   # turned off after the first fault
+    names = [n for step in recorded(work / "dump").values() for n in step]
+    assert names and not any("MatMul" in n for n in names)   # the rest is still checked
+
+
+@pytest.mark.mindspore
+@pytest.mark.parametrize("part", ["forward", "backward", "parameters"])
+def test_fault_in_a_cell_hook_turns_that_part_off(work, plain, caplog, monkeypatch, part):
+    import probe_runtime.cells as cells
+
+    debugger = make_debugger(work, level="L0")
+
+    def boom(*args, **kwargs):
+        raise RuntimeError(f"boom in the {part} hook")
+
+    if part == "forward":
+        monkeypatch.setattr(cells, "capture_frames", boom)
+    elif part == "backward":
+        debugger.monitor.on_grad_inputs = boom
+    else:
+        debugger.monitor.on_param_grad = boom
+    with caplog.at_level(logging.WARNING, logger="probe_runtime"):
+        probed = train(debugger, level="L0")
+    assert_same(plain, probed)
+    assert len(boom_messages(caplog)) == 1 and part in debugger.cells.broken
+
+
+@pytest.mark.mindspore
+def test_fault_in_the_statistics_code_keeps_detecting(work, plain, caplog, monkeypatch):
+    import probe_runtime.monitor as monitor
+
+    def boom(host):
+        raise RuntimeError("boom in statistics")
+
+    monkeypatch.setattr(monitor, "statistics", boom)
+    debugger = make_debugger(work)
+    with caplog.at_level(logging.WARNING, logger="probe_runtime"):
+        probed = train(debugger)
+    assert_same(plain, probed)
+    assert len(boom_messages(caplog)) == 1
+    found = recorded(work / "dump")
+    assert sorted(found) == [1, 2] and len(found[2]) > 2
+    entry = read_json(str(work / "dump" / "step2" / "rank" / "dump.json"))["data"][found[2][0]]
+    assert entry["output"][0]["Max"] is None and entry["output"][0]["data_name"]
+
+
+@pytest.mark.mindspore
+def test_tensor_type_never_seen_is_turned_off_not_the_tool(work, caplog):
+    ms = _mindspore()
+    from mindspore import Tensor, ops
+
+    class OddTensor(Tensor):
+        @property
+        def dtype(self):
+            raise RuntimeError("boom: no dtype here")
+
+    def run(debugger):
+        ms.set_context(mode=ms.PYNATIVE_MODE)
+        odd = OddTensor(np.array([1.0, 2.0], np.float32))
+        outs = []
+        if debugger:
+            debugger.start()
+        for _ in range(60):
+            outs.append(ops.exp(odd).asnumpy())
+        outs.append(ops.exp(Tensor(np.array([100.0], np.float32))).asnumpy())
+        if debugger:
+            debugger.stop()
+        return outs
+
+    plain_outs = run(None)
+    debugger = make_debugger(work)
+    with caplog.at_level(logging.WARNING, logger="probe_runtime"):
+        probed = run(debugger)
+    assert all(np.array_equal(a, b) for a, b in zip(plain_outs, probed)) and len(probed) == 61
+    messages = boom_messages(caplog)
+    assert len(messages) == 1 and "OddTensor" in messages[0], messages
+    assert recorded(work / "dump")[0] == ["Functional.exp.60.forward"]
+    assert not debugger.monitor.disabled
+
+
+# -- interrupts ----------------------------------------------------------------------------
+INTERRUPTED = r"""
+import atexit, json, os, signal, sys, time
+import numpy as np, mindspore as ms
+from mindspore import ops, Tensor
+import probe_runtime.writer as writer
+from probe_runtime import PrecisionDebugger
+
+mode, report = sys.argv[2], sys.argv[3]
+ORIGINAL_EXP = ops.exp
+ORIGINAL_MUL = Tensor.__dict__.get("__mul__")
+
+def restored():
+    return ops.exp is ORIGINAL_EXP and Tensor.__dict__.get("__mul__") is ORIGINAL_MUL
+
+def say(how):
+    with open(report, "w") as f:
+        json.dump({"how": how, "restored": restored()}, f)
+
+if mode == "term-user":
+    def user_handler(signum, frame):
+        say("user handler")
+        sys.exit(3)
+    signal.signal(signal.SIGTERM, user_handler)
+atexit.register(lambda: os.path.exists(report) or say("atexit"))  # runs after the debugger's atexit
+ms.set_context(mode=ms.PYNATIVE_MODE)
+debugger = PrecisionDebugger(config_path=sys.argv[1])
+big = Tensor(np.array([100.0, 1.0], np.float32))
+if mode.endswith("-in-write"):                  # the signal lands inside the 2nd record's write
+    real_write, calls = writer.StepWriter.write, []
+    def write(self, record, **kw):
+        calls.append(record.name)
+        if len(calls) == 2:
+            os.kill(os.getpid(), signal.SIGINT if mode.startswith("int") else signal.SIGTERM)
+        return real_write(self, record, **kw)
+    writer.StepWriter.write = write
+debugger.start()
+ops.exp(big)                   # 1st call of the window: on disk at once
+ops.exp(big)                   # 2nd and 3rd: resolved together after the 3rd
+ops.exp(big)
+ops.exp(big * 1.0)             # 5th and 6th calls: pending (next batch after the 7th)
+with open(report + ".ready", "w"):
+    pass
+while True:
+    time.sleep(0.01)
+"""
+
+
+@pytest.mark.mindspore
+@pytest.mark.parametrize("mode", ["term", "term-user", "int", "int-in-write", "term-in-write"])
+def test_interrupt_leaves_complete_files_and_restores_apis(tmp_path, mode):
+    _mindspore()
+    script = tmp_path / "interrupted.py"
+    script.write_text(INTERRUPTED)
+    config = {"task": "overflow_check", "dump_path": str(tmp_path / "dump"), "rank": [], "step": [],
+              "level": "L1", "overflow_check": {"overflow_nums": -1}}
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    os.chmod(tmp_path / "config.json", 0o640)
+    report = tmp_path / "report.json"
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("RANK_ID", "RANK", "RANK_SIZE", "WORLD_SIZE", "MS_WORKER_NUM", "PROBE_CONFIG")}
+    env["PYTHONPATH"] = str(ROOT)
+    proc = subprocess.Popen([sys.executable, str(script), str(tmp_path / "config.json"), mode, str(report)],
+                            cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    ready = Path(str(report) + ".ready")
+    deadline = time.monotonic() + 120
+    while not ready.exists() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    if proc.poll() is None and not mode.endswith("-in-write"):
+        proc.send_signal(signal.SIGINT if mode == "int" else signal.SIGTERM)
+    try:
+        _, stderr = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+    # MindSpore may turn SIGINT into SIGTERM (its own C handler, once its runtime is up): then the
+    # debugger's SIGTERM handler is what saves the records; otherwise KeyboardInterrupt and atexit do
+    expected_status = {"term": {-signal.SIGTERM}, "term-user": {3}, "int": {-signal.SIGINT, -signal.SIGTERM},
+                       "int-in-write": {-signal.SIGINT, -signal.SIGTERM}, "term-in-write": {-signal.SIGTERM}}[mode]
+    assert proc.returncode in expected_status, stderr[-3000:]
+    folder = tmp_path / "dump" / "step0" / "rank"
+    names = [r["name"] for r in read_json(str(folder / "overflow.json"))]
+    assert_intact(folder, names)
+    if mode.endswith("-in-write"):   # the interrupted batch was finished (or put back and flushed at exit)
+        assert names == ["Functional.exp.0.forward", "Functional.exp.1.forward", "Functional.exp.2.forward"]
+    else:                            # the pending check was resolved before the process ended
+        assert names[-1] == "Functional.exp.3.forward" and len(names) == 4
+    if mode == "term-user" or proc.returncode == -signal.SIGINT:  # SIGTERM's default action runs nothing after us
+        assert json.loads(report.read_text())["restored"] is True
