@@ -78,6 +78,10 @@ def _codes(values: tuple[str, ...]) -> tuple[str, ...]:
                 continue
             if code != "ALL" and not (code.startswith("PL") and code[2:].isdigit() and len(code) <= 5):
                 raise UsageError(f"{code!r} is not a rule code or prefix (e.g. PL201, PL2, ALL)")
+            from .settings import _known_codes
+
+            if not _known_codes(code):
+                raise UsageError(f"{code!r} matches no rule; see `probe rules`")
             out.append(code)
     return tuple(out)
 
@@ -113,6 +117,8 @@ def prepare(options: LintOptions, *, first_path: Optional[str] = None):
         layers.append(analysis.facts)
     if not options.isolated:
         layers.append(environment_facts())
+    if options.cwd and not Path(options.cwd).is_dir():
+        raise UsageError(f"--cwd {options.cwd}: no such folder")
     context = build_context(layers, check_fs=options.check_fs, cwd=Path(options.cwd) if options.cwd else None,
                             runtime=options.runtime, script=analysis)
     select = _codes(options.select) or (project.select if project else ())

@@ -130,12 +130,13 @@ def rules() -> None:
 
 
 @app.command()
-def explain(code: str = typer.Argument(..., help="A rule code such as PL201.")) -> None:
+def explain(code: str = typer.Argument(..., help="A rule code such as PL201, or its name (level-not-allowed).")) -> None:
     """Print a rule's rationale with a bad and a good example."""
     from .rules.registry import load_all
 
     rules_by_code = load_all()
-    info = rules_by_code.get(code.strip().upper())
+    info = rules_by_code.get(code.strip().upper()) or next(
+        (r for r in rules_by_code.values() if r.name == code.strip().lower()), None)
     if info is None:
         from difflib import get_close_matches
 

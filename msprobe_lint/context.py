@@ -118,10 +118,13 @@ def normalise(name: str, raw: Any, source: str) -> Fact:
     elif name in ("mindspore_version", "msprobe_version"):
         from packaging.version import InvalidVersion, Version
 
+        example = "2.6.0" if name == "mindspore_version" else "8.3"
         try:
             value = Version(str(raw))
         except InvalidVersion:
-            raise ValueError(f"{name} must be a version such as 2.6.0, not {raw!r}") from None
+            raise ValueError(f"{name} must be a version such as {example}, not {raw!r}") from None
+        if name == "msprobe_version" and not (value.major in (1, 8) or value.major >= 26):
+            raise ValueError(f"there is no mindstudio-probe {raw}: its release lines are 1.x, 8.x and 26.x")
     elif name == "world_size":
         if isinstance(raw, bool):
             raise ValueError(f"world_size must be an integer >= 1, not {raw!r}")

@@ -124,6 +124,9 @@ def run_lint(paths: list[str], options: Any, *, format: str = "text", output: Op
     from .api import UsageError, lint_paths
     from .reporters import get
 
+    if output is not None and any(os.path.exists(p) and os.path.exists(output) and os.path.samefile(p, output)
+                                  for p in paths):
+        return _fail(f"--output {output} is one of the files being linted; it would be overwritten")
     try:
         run = lint_paths(paths, options)
     except UsageError as err:

@@ -460,6 +460,12 @@ def guarded_run(config: str, command: Sequence[str], options=None, *, stream: Op
     if not command:
         stream.write("probe: error: no command given; usage: probe run CONFIG [options] -- CMD ARGS...\n")
         return EXIT_USAGE
+    if not config.endswith(".json"):
+        # msprobe accepts only a .json config_path; this is also what
+        # `probe run -- python train.py` (CONFIG forgotten) looks like.
+        stream.write(f"probe: error: CONFIG must be the msprobe config (a .json file), given before `--`; "
+                     f"got {config!r}; usage: probe run CONFIG [options] -- CMD ARGS...\n")
+        return EXIT_USAGE
     plan = parse_command(command)  # CMD runs here, so its script is relative to here (not --cwd)
     script = options.script
     if script is None and plan.script is not None:

@@ -147,6 +147,8 @@ def load(path: str, raw: Optional[bytes] = None) -> Document:
         data = json.loads(text, object_pairs_hook=pairs_hook, parse_constant=constant_hook)
     except json.JSONDecodeError as err:
         message = err.msg
+        if message.endswith(" at"):  # "Invalid control character at": the position is ours to give
+            message = message[:-3] + " in a string (write it escaped, e.g. \\n or \\t)"
         if not text.strip():
             message = "file is empty; a config is a JSON object"
         doc.findings.append(Finding("PL001", f"not valid JSON: {message}", line=err.lineno, column=err.colno,

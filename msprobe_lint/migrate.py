@@ -59,10 +59,13 @@ def plan(path: str, to: str, *, framework: Optional[str] = None) -> Migration:
         MigrationError: unreadable or invalid JSON, a non-object root, or
             ``to`` not a version.
     """
+    from .context import normalise
+
     try:
-        target = line(for_version(to))
+        profile = for_version(normalise("msprobe_version", to, "--to").value)
     except ValueError as err:
         raise MigrationError(str(err)) from None
+    target = line(profile)
     doc = load(path)
     if doc.fatal:
         first = doc.findings[0]
@@ -109,7 +112,32 @@ def plan(path: str, to: str, *, framework: Optional[str] = None) -> Migration:
         migration.changes.append(description)
     migration.after = text
     migration.changes.reverse()
+    migration.notes.extend(_left_over(text, profile))
     return migration
+
+
+def _left_over(text: str, profile: str) -> list[str]:
+    """Notes on what the target release has no equivalent for, after the
+    renames (top-level keys and sections it does not know, an unknown
+    task)."""
+    from .profiles import PROFILES
+    from .rules.schema import key_index
+
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return []
+    label = PROFILES[profile].label
+    notes = []
+    known = key_index(profile)[""]
+    for key in data:
+        if key not in known:
+            notes.append(f"{key!r} has no equivalent in {label}: remove it by hand, or keep the config's "
+                         "current target")
+    task = data.get("task")
+    if isinstance(task, str) and task not in PROFILES[profile].tasks and task not in data:
+        notes.append(f"task {task!r} has no equivalent in {label}")
+    return notes
 
 
 def _section_in_26(section: str) -> str:

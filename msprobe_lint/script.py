@@ -420,8 +420,10 @@ class _Analyser:
             if alias.name != "*" and not is_function_name(module, alias.name):
                 continue
             bound = alias.asname or alias.name
-            col = node.col_offset + 1
-            self.result.direct_imports.append(DirectImport(module, alias.name, bound, node.lineno, col,
+            # Python 3.10+ gives each imported name its own position.
+            line = getattr(alias, "lineno", None) or node.lineno
+            col = (getattr(alias, "col_offset", None) if hasattr(alias, "lineno") else node.col_offset) + 1
+            self.result.direct_imports.append(DirectImport(module, alias.name, bound, line, col,
                                                            self._first_use(bound, node)))
 
     def _assigned_functions(self) -> None:

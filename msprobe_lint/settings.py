@@ -64,6 +64,9 @@ def _toml(path: Path) -> dict:
         raise SettingsError(f"{path}: cannot be read ({err.strerror or err})") from None
     except tomllib.TOMLDecodeError as err:
         raise SettingsError(f"{path}: not valid TOML: {err}") from None
+    except UnicodeDecodeError as err:
+        raise SettingsError(f"{path}: not UTF-8 (byte 0x{err.object[err.start]:02x} at offset {err.start}); "
+                            "TOML files are UTF-8") from None
 
 
 def _code_list(path: Path, key: str, value: Any) -> tuple[str, ...]:

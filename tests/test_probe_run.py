@@ -125,13 +125,16 @@ def guarded(cfg, command, **options):
 def test_world_size_from_msrun_feeds_pl303(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "t.py").write_text("")
-    cfg = config(tmp_path, rank=[3])
+    cfg = config(tmp_path, rank=[1, 3])
     msrun = ["msrun", "--worker_num=2", "--local_worker_num=2", "--join=True", "t.py"]
     status, out, calls = guarded(cfg, msrun)
     assert "PL303" in out and "world_size=2 from msrun --worker_num" in out, out
-    assert status == 5 and calls and calls[0][2] == "msrun"  # a warning: the job still starts
+    assert status == 5 and calls and calls[0][2] == "msrun"  # a warning: rank 1 still collects
     status, out, calls = guarded(cfg, msrun, strict=True)
     assert status == 1 and not calls  # --strict: the warning blocks
+    nothing = config(tmp_path, rank=[3])
+    status, out, calls = guarded(nothing, msrun)
+    assert status == 1 and not calls and "PL303 error" in out  # no rank left: the job would collect nothing
 
 
 def test_world_size_from_launcher_feeds_pl304(tmp_path, monkeypatch):

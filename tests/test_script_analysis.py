@@ -184,7 +184,7 @@ def test_direct_imports_recorded_at_the_import():
            "from torch.nn.functional import gelu\nimport mindspore as ms\nsoftmax = ms.ops.softmax\n")
     found = analyse_source(src).direct_imports
     assert [(d.name, d.bound, d.line, d.column) for d in found] == [
-        ("relu", "relu", 4, 1), ("matmul", "mm", 4, 1), ("gelu", "gelu", 5, 1), ("softmax", "softmax", 7, 1)]
+        ("relu", "relu", 4, 27), ("matmul", "mm", 4, 33), ("gelu", "gelu", 5, 33), ("softmax", "softmax", 7, 1)]
 
 
 # ---------------------------------------------------------------- debugger facts
@@ -333,7 +333,7 @@ def test_good_script_is_silent(lint_script):
 
 def test_pl501_bad_and_good(lint_script):
     bad = lint_script("from mindspore.ops import relu\n" + PYN + LOOP)
-    assert codes(bad) == ["PL501"] and (bad[0].line, bad[0].column) == (1, 1)
+    assert codes(bad) == ["PL501"] and (bad[0].line, bad[0].column) == (1, 27)  # at the imported name
     assert bad[0].path.endswith("train.py") and bad[0].pointer is None
     assert codes(lint_script("from mindspore import nn, ops, context, Tensor\n" + PYN + LOOP)) == []
 
@@ -439,7 +439,7 @@ def test_json_output_of_a_script_finding(tmp_path):
 
     (diagnostic,) = json.loads(proc.stdout)["diagnostics"]
     assert diagnostic["path"] == str(script) and diagnostic["pointer"] is None
-    assert (diagnostic["line"], diagnostic["column"], diagnostic["code"]) == (1, 1, "PL501")
+    assert (diagnostic["line"], diagnostic["column"], diagnostic["code"]) == (1, 27, "PL501")
 
 
 def test_pathological_call_chains_leave_the_mode_unknown():

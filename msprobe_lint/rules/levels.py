@@ -195,8 +195,9 @@ def task_not_available(config: ConfigView, context: Context) -> Iterator[Finding
         yield Finding("PL205", f"probe_runtime runs only task overflow_check, not {task}", pointer=at,
                       hint="use msprobe itself for other tasks, or set \"task\": \"overflow_check\"")
     elif config.level == "L2" and str(context.value("device") or "").lower() != "ascend":
-        device = context.value("device") or "unknown"
-        yield Finding("PL205", f"level L2 (kernel) needs an Ascend device; this process runs on {device}",
+        device = context.value("device")
+        where = f"this process runs on {device}" if device else "the device is not known before the job starts"
+        yield Finding("PL205", f"probe_runtime runs level L2 (kernel) only on an Ascend device; {where}",
                       pointer=config.where_level(), hint="use level L1 or L0 in PyNative mode")
 
 

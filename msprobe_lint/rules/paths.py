@@ -222,19 +222,25 @@ def soft_link(config: ConfigView, context: Context) -> Iterator[Finding]:
                           pointer=ptr, hint=f"use the real path: {os.path.realpath(resolved)}")
 
 
-@rule("PL407", "dump-path-not-writable", "error", "(filesystem) dump_path not a directory or not writable",
-      filesystem=True)
+@rule("PL407", "dump-path-not-writable", "error",
+      "(filesystem) dump_path not a directory, not writable, or holding an earlier run's dump", filesystem=True)
 def not_writable(config: ConfigView, context: Context) -> Iterator[Finding]:
     """
     msprobe creates dump_path (and step/rank folders under it) at the first
     dump: if it is an existing file, or if it or its nearest existing parent
-    is not writable, the job fails after it has run up to that point. Needs
-    --check-fs.
+    is not writable, the job fails after it has run up to that point. A
+    dump_path that already holds step folders of an earlier run would be
+    mixed with this run's (some steps overwritten, others left over, and
+    `probe report` would blame the old run): an error before a guarded
+    launch (probe run, probe_runtime's gate, where only this process's own
+    rank folders count, so workers of one job do not block each other), a
+    warning in a plain `probe lint --check-fs`. Needs --check-fs.
 
     Bad:
-        dump_path /proc/dump, or a path that is an existing file
+        dump_path /proc/dump, a path that is an existing file, or a folder
+        holding step0/rank0 from yesterday's run
     Good:
-        dump_path in a folder you own
+        a new, empty dump_path in a folder you own
     """
     if not context.check_fs:
         return
@@ -254,6 +260,36 @@ def not_writable(config: ConfigView, context: Context) -> Iterator[Finding]:
             what = "dump_path" if existing == resolved else f"its nearest existing parent {existing}"
             yield Finding("PL407", f"dump_path {_shown(resolved, value)}: {what} is not writable by this user",
                           pointer=ptr, hint="choose a folder you can write, or fix its permissions")
+            continue
+        earlier = _earlier_dump(resolved, context.value("rank_dir")) if existing == resolved else []
+        if earlier:
+            shown = ", ".join(earlier[:4]) + (f" and {len(earlier) - 4} more" if len(earlier) > 4 else "")
+            yield Finding("PL407", f"dump_path {_shown(resolved, value)} already holds a dump of an earlier run "
+                                   f"({shown}); this run would overwrite and mix with it", pointer=ptr,
+                          severity=None if context.runtime else Severity.WARNING,
+                          hint=f"move it away (mv {resolved} {resolved}.old) or choose a new dump_path")
+
+
+STEP_DIR = re.compile(r"step[0-9]+$")
+
+
+def _earlier_dump(folder: Path, rank_dir: Optional[str]) -> list[str]:
+    """``stepN/rankR`` folders already in ``folder``: those of ``rank_dir``
+    only when given (the runtime knows its own), else any rank's."""
+    found = []
+    try:
+        steps = sorted(e for e in os.listdir(folder) if STEP_DIR.match(e))
+    except OSError:
+        return []
+    for step in steps:
+        try:
+            ranks = os.listdir(folder / step)
+        except OSError:
+            continue
+        for rank in sorted(ranks):
+            if (rank == rank_dir) if rank_dir else rank.startswith("rank"):
+                found.append(f"{step}/{rank}")
+    return found
 
 
 @rule("PL408", "path-unsafe-permissions", "warning",
@@ -278,12 +314,14 @@ def unsafe_permissions(config: ConfigView, context: Context) -> Iterator[Finding
             info = target.stat()
         except OSError:
             continue
-        label = name if target == resolved else f"{name}'s nearest existing parent {target}"
+        label = f"{name} {_shown(resolved, value)}"
+        if target != resolved:
+            label += f": its nearest existing parent {target}"
         if info.st_mode & stat.S_IWOTH and not (stat.S_ISDIR(info.st_mode) and info.st_mode & stat.S_ISVTX
                                                  and target != resolved):
-            yield Finding("PL408", f"{label} ({_shown(resolved, value)}) is writable by other users "
+            yield Finding("PL408", f"{label} is writable by other users "
                                    f"(mode {stat.filemode(info.st_mode)})", pointer=ptr,
                           hint=f"chmod o-w {target}")
         if uid is not None and target == resolved and info.st_uid not in (uid, 0):
-            yield Finding("PL408", f"{label} ({_shown(resolved, value)}) belongs to another user (uid "
+            yield Finding("PL408", f"{label} belongs to another user (uid "
                                    f"{info.st_uid})", pointer=ptr, hint="use a path you own")

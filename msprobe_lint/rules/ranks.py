@@ -13,7 +13,7 @@ from typing import Iterator, Optional
 
 from ..config import ConfigView
 from ..context import Context
-from ..diagnostic import Finding
+from ..diagnostic import Finding, Severity
 from ..positions import pointer
 from .registry import rule
 
@@ -145,7 +145,9 @@ def _parts(ptr: str) -> tuple:
 def rank_beyond_world(config: ConfigView, context: Context) -> Iterator[Finding]:
     """
     Ranks count from 0, so with N processes the highest rank is N-1. A rank
-    at or over the world size never exists and collects nothing. Needs the
+    at or over the world size never exists and collects nothing. In a
+    guarded launch (probe run, probe_runtime's gate) a filter whose every
+    rank is out of range is an error: the job would collect nothing. Needs the
     world size (--world-size, pyproject, or the launcher's RANK_SIZE /
     WORLD_SIZE / MS_WORKER_NUM).
 
@@ -158,11 +160,17 @@ def rank_beyond_world(config: ConfigView, context: Context) -> Iterator[Finding]
     if world is None:
         return
     said = context.describe("world_size")
-    for _, ptr, (first, last) in entries(config, "rank"):
+    valid = entries(config, "rank")
+    # Before a guarded launch (probe run, the runtime gate) a filter that
+    # leaves no rank at all would run the whole job for nothing: an error.
+    severity = Severity.ERROR if context.runtime and valid and all(first >= world for _, _, (first, _) in valid) \
+        else None
+    for _, ptr, (first, last) in valid:
         if last >= world:
+            ranks = "the only rank is 0" if world == 1 else f"ranks are 0-{world - 1}"
             yield Finding("PL303", f"rank {config.get(*_parts(ptr))!r} does not exist with world size {world} "
-                                   f"({said}); ranks are 0-{world - 1}", pointer=ptr,
-                          hint=f"use ranks between 0 and {world - 1}")
+                                   f"({said}); {ranks}", pointer=ptr, severity=severity,
+                          hint="use rank 0" if world == 1 else f"use ranks between 0 and {world - 1}")
 
 
 @rule("PL304", "rank-in-single-card", "error", "Non-empty rank in single-card training")

@@ -267,7 +267,9 @@ def _release_note(finding: Finding, profile: str, why: str, name: Optional[str] 
     name = name or tokens[-1]
     location = tokens[0] if len(tokens) > 1 else ""
     note = MIGRATION_NOTES.get((line(profile), name))
-    others = [p for p in PROFILES.values() if p.name != profile and (
+    from ..profiles import DEFAULT
+
+    others = [p for p in sorted(PROFILES.values(), key=lambda p: p.name != DEFAULT) if p.name != profile and (
         name in key_index(p.name).get(location, {}) or (finding.pointer == "/task" and name in p.tasks))]
     suffix = f" [judged against {PROFILES[profile].label}: {why}]"
     if finding.code == "PL106":  # the schema's description already says why
@@ -299,8 +301,8 @@ def _describe(code: str, error: Any, path: list, ptr: str, hint: Optional[str]) 
         return Finding("PL104", f"{name} is empty", pointer=ptr,
                        hint=hint or "give an absolute path such as /home/user/dump")
     if code == "PL301":
-        return Finding("PL301", f"{name} entry {value!r} is neither an integer >= 0 nor an \"a-b\" range",
-                       pointer=ptr, hint=hint or 'write 3 or "2-5" (first <= last)')
+        return Finding("PL301", f"{name} entry {_json(value)} is neither an integer >= 0 nor an \"a-b\" range",
+                       pointer=ptr, hint=hint or _index_hint(value))
     if keyword == "type":
         expected = error.validator_value
         expected = " or ".join(expected) if isinstance(expected, list) else expected
@@ -333,6 +335,17 @@ def _describe(code: str, error: Any, path: list, ptr: str, hint: Optional[str]) 
     if keyword in ("minLength", "maxLength"):
         return Finding(code, f"{name} length is out of range: {error.message}", pointer=ptr, hint=hint)
     return Finding(code, f"{name}: {error.message}", pointer=ptr, hint=hint)
+
+
+def _index_hint(value: Any) -> str:
+    """A fix for a bad rank/step entry."""
+    if isinstance(value, str) and value.strip().isdigit():
+        return f"write {int(value)} (a bare number string is not accepted; ranges are \"a-b\")"
+    if isinstance(value, int) and not isinstance(value, bool) and value < 0:
+        return "ranks and steps count from 0"
+    if isinstance(value, float) and value.is_integer() and value >= 0:
+        return f"write {int(value)}"
+    return 'write an integer such as 3, or a range such as "2-5" (first <= last)'
 
 
 def _json(value: Any) -> str:

@@ -158,7 +158,8 @@ def _loop_order(script: ScriptAnalysis, debugger: Debugger, starts: list[Debugge
             reported.add(loop)
             yield _at(script, "PL502", start.line, start.column,
                       f"start() runs on every pass of the training loop at line {loop[0]} but stop() is never "
-                      f"called in it: the step's data is not written{_because(why)}",
+                      f"called in it: msprobe writes a step's data at stop(), so it is never written"
+                      f"{_because(why)}",
                       hint="call debugger.stop() at the end of each step (then debugger.step())")
             continue
         first = min(in_loop, key=lambda c: c.order)
