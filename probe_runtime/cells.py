@@ -109,6 +109,7 @@ class CellCall:
     child_overflow: bool = False
     child_backward_overflow: bool = False
     inplace: bool = False
+    top: Optional["TopCall"] = None
 
     @property
     def name(self) -> str:
@@ -134,6 +135,21 @@ class CellCall:
             links[node.name if kind == "forward" else node.backward_name] = node.parent_name(kind)
             node = node.parent
         return links
+
+
+@dataclass(eq=False)
+class TopCall:
+    """One call of a model given to ``start()`` (not recorded: only used
+    to say when an overflow starts in its own ``construct``, outside every
+    sub-Cell; see ``Monitor._top_overflow``)."""
+
+    class_name: str
+    args: tuple
+    kwargs: dict = field(default_factory=dict)
+    output: Any = None
+    child_origin: bool = False
+    child_overflow: bool = False
+    hinted: bool = False
 
 
 @dataclass(eq=False)
@@ -194,6 +210,7 @@ class _Target:
 class _Local(threading.local):
     def __init__(self) -> None:
         self.stack: list = []
+        self.top: Optional[TopCall] = None
 
 
 class CellHooks:
@@ -321,7 +338,41 @@ class CellHooks:
                     self._probes[target.prefix] = [p.sum(dtype=ms.float32) for p in target.params.values()]
         for target in targets:
             self._hook_cell(target)
+        self._hook_tops(model)
         return len(targets)
+
+    def _hook_tops(self, model: Any) -> None:
+        """Hooks on the models themselves (not recorded): their call and
+        output, for the hint when an overflow starts in their own code."""
+        if "top" in self.broken:
+            return
+        sink = self.sink
+        local = self._local
+
+        def top_pre_hook(cell: Any, args: tuple) -> None:
+            if sink.live and "top" not in self.broken:
+                local.top = TopCall(type(cell).__name__, args)
+
+        def top_forward_hook(cell: Any, args: tuple, output: Any) -> None:
+            try:
+                top, local.top = local.top, None
+                if top is not None and sink.live and "top" not in self.broken:
+                    top.output = output
+                    sink.on_top(top)
+            except Exception as err:
+                self._fail("top", err)
+
+        try:
+            for _, root in self._models(model):
+                if is_jit_compiled(root):
+                    continue
+                self._handles.append(root.register_forward_pre_hook(top_pre_hook))
+                if getattr(root, "has_bprop", False):
+                    self._handles.append(_force_forward_hook(root, top_forward_hook))
+                else:
+                    self._handles.append(root.register_forward_hook(top_forward_hook))
+        except Exception as err:
+            self._fail("top", err)
 
     def _hook_cell(self, target: _Target) -> None:
         cell = target.cell
@@ -346,6 +397,7 @@ class CellHooks:
             except Exception:  # pragma: no cover - interpreter exit
                 pass
         self._local.stack = []
+        self._local.top = None
 
     def new_step(self) -> None:
         """Forget the per-step parameter-gradient entries."""
@@ -375,6 +427,7 @@ class CellHooks:
                 call = CellCall(prefix, sink.next_index(prefix), parent, args, {}, capture_frames(sys._getframe(1)),
                                 target.params)
                 call.param_probe = self._probes.get(prefix)
+                call.top = local.top
                 self._seq += 1
                 call.seq = self._seq
                 stack.append(call)

@@ -18,6 +18,10 @@ Live context (each fact says where it came from):
   else 1: a live process that no launcher started and that has not
   initialised communication is single-card;
 * installed mindstudio-probe version (package metadata);
+* rank_dir: the rank folder this process writes (``rank``, or ``rank<R>``
+  with the writer's rank: communication, else ``RANK_ID``/``RANK``), so
+  PL407 refuses a dump_path whose ``step*/<rank_dir>`` holds an earlier
+  run's dump (other ranks' folders do not block this one);
 * filesystem checks (PL406-PL408) always on; ``runtime`` on, so PL205
   refuses tasks other than overflow_check and L2 without an Ascend device.
 
@@ -47,6 +51,7 @@ import json
 import logging
 import os
 import signal
+import sys
 import threading
 import weakref
 from pathlib import Path
@@ -57,7 +62,7 @@ from msprobe_lint.diagnostic import Diagnostic, Severity
 from msprobe_lint.engine import lint_file
 
 from .cells import UsageError
-from .state import RunState, expand_ids, live_rank
+from .state import RunState, expand_ids, live_rank_source, rank_dir_name
 
 LOGGER = logging.getLogger("probe_runtime")
 CONFIG_VARIABLE = "PROBE_CONFIG"
@@ -123,10 +128,20 @@ def live_facts() -> dict[str, Fact]:
     return facts
 
 
-def lint_live(config_path: Optional[str], overrides: dict[str, Any]) -> list[Diagnostic]:
+def lint_live(config_path: Optional[str], overrides: dict[str, Any],
+              rank: Optional[tuple[Optional[int], str]] = None) -> list[Diagnostic]:
     """Lint ``config_path`` (or, when None, just ``overrides``) in the live
-    context; returns every diagnostic."""
-    single = {"world_size": Fact(1, "single process (no launcher environment, communication not initialised)")}
+    context; returns every diagnostic.
+
+    ``rank``: (this process's rank, where it came from), as
+    :func:`probe_runtime.state.live_rank_source` gives it (read when None).
+    It gives the fact ``rank_dir``, the rank folder this process writes
+    (``rank`` or ``rank<R>``): PL407 refuses a dump_path whose
+    ``step*/<rank_dir>`` already holds an earlier run's dump.
+    """
+    number, source = rank if rank is not None else live_rank_source()
+    single = {"world_size": Fact(1, "single process (no launcher environment, communication not initialised)"),
+              "rank_dir": Fact(rank_dir_name(number), source)}
     context: Context = build_context([live_facts(), environment_facts(), single], check_fs=True,
                                      cwd=Path.cwd(), runtime=True)
     if config_path is None:
@@ -150,7 +165,15 @@ class PrecisionDebugger:
         ConfigLintError: the lint found errors in this live context (bad
             config, a task other than overflow_check, L2 without Ascend, a
             graph-mode process, a dump_path that is relative, a soft link or
-            not writable ...). Nothing has been patched or written then.
+            not writable, or holding an earlier run's dump of this rank ...).
+            Nothing has been patched or written then.
+
+    Once the gate passes, dump_path is created (0o750, never through a
+    soft link), as msprobe does, so a run without overflow leaves it empty
+    and ``probe report`` says nothing was found. At interpreter exit, when
+    ``start()`` was called and nothing was recorded, one line goes to
+    stderr (and the logger, at INFO): ``probe_runtime: no overflow found in
+    N checked step(s); dump_path: ...``.
 
     Level L1 intercepts API calls (``probe_runtime.interception``); level L0
     hooks the sub-Cells of the model given to ``start(model)``
@@ -167,7 +190,8 @@ class PrecisionDebugger:
             config_path = os.environ.get(CONFIG_VARIABLE) or None
         overrides = {k: v for k, v in (("task", task), ("dump_path", dump_path), ("level", level),
                                         ("step", step)) if v is not None}
-        diagnostics = lint_live(config_path, overrides)
+        rank = live_rank_source()
+        diagnostics = lint_live(config_path, overrides, rank)
         errors = [d for d in diagnostics if d.severity is Severity.ERROR]
         if errors:
             raise ConfigLintError(errors)
@@ -186,7 +210,8 @@ class PrecisionDebugger:
         self.dump_path = os.path.abspath(config["dump_path"])
         section = config.get("overflow_check") or {}
         self.state = RunState(steps=expand_ids(config.get("step")), ranks=expand_ids(config.get("rank")),
-                              rank=live_rank(), overflow_nums=int(section.get("overflow_nums", 1)))
+                              rank=rank[0], overflow_nums=int(section.get("overflow_nums", 1)))
+        self._make_dump_path()
         from .interception import ApiInterceptor
         from .monitor import Monitor, default_library_roots
 
@@ -198,6 +223,9 @@ class PrecisionDebugger:
         self.interceptor = ApiInterceptor(self.monitor)
         self.cells = CellHooks(self.monitor)
         self._started = False
+        self._start_calls = 0
+        self._checked_steps: set[int] = set()
+        self._exit_said = False
         ref = weakref.ref(self)
         atexit.register(_at_exit, ref)
         _DEBUGGERS.add(self)
@@ -227,11 +255,13 @@ class PrecisionDebugger:
                 raise UsageError("level L0 checks the Cells of a model: call debugger.start(model) with the network "
                                  "(a mindspore.nn.Cell or a list/tuple of Cells), not debugger.start()")
             self.cells._models(model)  # raises UsageError for a non-Cell
+        self._start_calls += 1
         if self._started:
             return
         try:
             if not self.monitor.begin():
                 return
+            self._checked_steps.add(self.state.step)
             if self.level == "L0":
                 self.cells.install(model)
             else:
@@ -270,6 +300,33 @@ class PrecisionDebugger:
         self.state.set_step(step)
 
     # -- internals ------------------------------------------------------------------
+    def _make_dump_path(self) -> None:
+        """Create dump_path (0o750, never through a soft link) as msprobe
+        does when its debugger is built, so a run without overflow leaves
+        an empty dump_path (``probe report`` then says nothing was found).
+        A failure is logged; the first record would meet it again."""
+        from .writer import ensure_dir
+
+        try:
+            ensure_dir(self.dump_path)
+        except OSError as err:
+            LOGGER.error("probe_runtime: cannot create dump_path %s: %s", self.dump_path, err)
+
+    def _say_nothing_found(self) -> None:
+        """At exit, after at least one start(): one line on stderr when no
+        record was written (and detection was not turned off), so a run
+        without overflow is told apart from a wrong dump_path."""
+        if self._exit_said or not self._start_calls or self.state.found or self.monitor.disabled:
+            return
+        self._exit_said = True
+        message = (f"probe_runtime: no overflow found in {len(self._checked_steps)} checked step(s); "
+                   f"dump_path: {self.dump_path}")
+        LOGGER.info(message)
+        try:
+            print(message, file=sys.stderr, flush=True)
+        except Exception:  # pragma: no cover - stderr closed at exit
+            pass
+
     def _unpatch(self) -> None:
         try:
             self.interceptor.uninstall()
@@ -330,5 +387,6 @@ def _at_exit(ref: "weakref.ref[PrecisionDebugger]") -> None:
         debugger._unpatch()
         debugger.monitor.live = False
         debugger.monitor.flush(final=True)
+        debugger._say_nothing_found()
     except Exception:  # pragma: no cover
         pass

@@ -44,6 +44,17 @@ in that case). Cell forward records also describe those Parameters
 (``parameters``) with the values they hold when the entry is resolved
 (after the optimizer step if that came first).
 
+Backward entries (both levels) and ``parameters_grad`` entries are origins
+only when, besides the rules above, the forward call they are computed from
+had finite inputs and outputs (and, for a Cell, finite own Parameters at
+``start()``): NaN weights give NaN gradients from a finite incoming
+gradient, and that overflow is carried, not started. The forward entry's
+verdict is kept on the call (``forward_finite``) when it is judged, so
+this costs no extra read. At L0 the models given to ``start()`` are not
+recorded but their calls are queued too (``on_top``): when an overflow
+starts in their own ``construct`` and in no hooked Cell, the logger says so
+once (see ``_top_overflow``).
+
 Each record found is written (see ``writer.py``) before the call that
 resolved the batch returns to the training script. After ``overflow_nums``
 records nothing more is queued and ``on_exhausted`` removes the patches.
@@ -191,6 +202,13 @@ class Monitor:
         entry.step = self.state.step
         self.pending.append(("parameters_grad", entry))
 
+    def on_top(self, top: Any) -> None:
+        """A call of a model given to ``start()`` at L0 finished
+        (``cells.TopCall``): queued, not counted towards the batch; only
+        its output is read, to say when the overflow is in its own code."""
+        if self.live and not self.state.exhausted:
+            self.pending.append(("top", top))
+
     def before_mutation(self, tensors: list) -> None:
         """A call is about to change ``tensors`` in place: resolve the queue
         first if an entry refers to one of them."""
@@ -198,7 +216,7 @@ class Monitor:
             return
         wanted = {id(t) for t in tensors}
         for kind, call in self.pending:
-            if kind == "forward":
+            if kind == "forward" or kind == "top":
                 parts = (call.args, call.kwargs, call.output)
             elif kind == "backward":
                 parts = (call.grad_outputs, call.grad_inputs)
@@ -244,6 +262,9 @@ class Monitor:
                 resume, counted = position, False
                 if self.state.exhausted or self.disabled:
                     break
+                if kind == "top":
+                    self._check_top(call, cache)
+                    continue
                 if kind == "backward" and call.expects_input_grads and not call.grad_inputs and not final:
                     keep.append((kind, call))
                     continue
@@ -261,9 +282,17 @@ class Monitor:
                     self.on_error("while checking", err)
                     continue
                 origin = verdict.origin and not _inner_origin(kind, call)
-                if origin and kind == "forward" and getattr(call, "param_probe", None):
-                    # a Cell whose own weights held inf/nan at start() carries the overflow
-                    origin = all(cache.get(t).finite() for t in call.param_probe)
+                if kind == "forward":
+                    call.forward_finite = not verdict.overflow  # its backward entry reuses this (no new read)
+                    if origin and getattr(call, "param_probe", None):
+                        # a Cell whose own weights held inf/nan at start() carries the overflow
+                        origin = all(cache.get(t).finite() for t in call.param_probe)
+                    top = getattr(call, "top", None)
+                    if top is not None and verdict.overflow:
+                        self._top_overflow(call, top, verdict.origin, cache)
+                elif origin:
+                    # gradients computed from non-finite forward values carry that overflow
+                    origin = _forward_clean(call.owner_calls if kind == "parameters_grad" else (call,), cache)
                 if verdict.origin:
                     _mark_parent(kind, call)
                 if verdict.overflow and self.state.count_record():
@@ -301,6 +330,47 @@ class Monitor:
             deferred, self.deferred = self.deferred, None
             if deferred is not None:
                 deferred()
+
+    # -- L0: overflow in the top Cell's own code ------------------------------------
+    def _top_overflow(self, call: Any, top: Any, raw_origin: bool, cache: HostCache) -> None:
+        """An L0 forward entry inside a call of the top Cell overflowed. A
+        carried one (its inputs were not finite) with no origin before it in
+        that call got them from the top Cell's own code when no enclosing
+        hooked Cell got finite inputs (else that Cell made them itself) and
+        the top Cell's own inputs were finite. Reads only on an overflow."""
+        if raw_origin:
+            top.child_origin = True
+            return
+        top.child_overflow = True
+        if top.child_origin or top.hinted:
+            return
+        node = call.parent
+        while node is not None:
+            if _all_finite((node.args, node.kwargs), cache):
+                return  # that Cell's own code made them (it is the origin)
+            node = node.parent
+        top.hinted = True
+        if _all_finite((top.args, top.kwargs), cache):
+            self._hint_top(top)
+
+    def _check_top(self, top: Any, cache: HostCache) -> None:
+        """After every entry inside the top Cell's call: its output is not
+        finite although no hooked Cell in it overflowed."""
+        if top.child_overflow or top.child_origin or top.hinted:
+            return
+        try:
+            if not _all_finite(top.output, cache) and _all_finite((top.args, top.kwargs), cache):
+                top.hinted = True
+                self._hint_top(top)
+        except Exception as err:
+            self.on_error("while checking the model's own output", err)
+
+    def _hint_top(self, top: Any) -> None:
+        message = (f"probe_runtime: overflow inside {top.class_name}.construct itself (not in a sub-Cell): "
+                   "use level L1 to see the API")
+        if message not in self._logged:
+            self._logged.add(message)
+            LOGGER.warning(message)
 
     def turn_off(self, reason: str) -> None:
         """Stop detecting for good (logged once); training goes on."""
@@ -404,6 +474,25 @@ class Monitor:
         self.writer(call.step).write(record, kind=kind, step=call.step,
                                      rank=self.state.rank)
         LOGGER.warning("probe_runtime: overflow in %s (%s) at %s", name, "origin" if origin else "carried", where)
+
+
+def _all_finite(obj: Any, cache: HostCache) -> bool:
+    """Every floating tensor in ``obj`` is finite (host copies shared through ``cache``)."""
+    return all(cache.get(t).finite() for t in iter_tensors(obj) if cache.floating(t))
+
+
+def _forward_clean(calls: Any, cache: HostCache) -> bool:
+    """The forward calls a backward or ``parameters_grad`` entry is computed
+    from had finite inputs and outputs (``forward_finite``, set when their
+    forward entry was judged) and, for L0 Cells, finite own Parameters at
+    ``start()`` (read only here, on an overflow)."""
+    for call in calls:
+        if not getattr(call, "forward_finite", True):
+            return False
+        probe = getattr(call, "param_probe", None)
+        if probe and not all(cache.get(t).finite() for t in probe):
+            return False
+    return True
 
 
 def _inner_origin(kind: str, call: Any) -> bool:

@@ -43,19 +43,29 @@ def live_rank(environ: Optional[Mapping[str, str]] = None) -> Optional[int]:
     """This process's rank: from ``mindspore.communication`` when it is
     initialised, else from the launcher's environment (``RANK_ID``,
     ``RANK``), else None (a single process: msprobe's folder ``rank``)."""
+    return live_rank_source(environ)[0]
+
+
+def live_rank_source(environ: Optional[Mapping[str, str]] = None) -> tuple[Optional[int], str]:
+    """:func:`live_rank` and where it came from (for the lint's context)."""
     try:
         from mindspore.communication.management import GlobalComm, get_rank
 
         if GlobalComm.INITED:
-            return int(get_rank())
+            return int(get_rank()), "mindspore.communication get_rank()"
     except Exception:
         pass
     environ = os.environ if environ is None else environ
     for name in RANK_VARIABLES:
         value = environ.get(name, "")
         if value.strip().isdigit():
-            return int(value)
-    return None
+            return int(value), f"environment {name}"
+    return None, "single process (no RANK_ID/RANK, communication not initialised)"
+
+
+def rank_dir_name(rank: Optional[int]) -> str:
+    """``rank`` for a single process, ``rank<R>`` otherwise (the writer's folder)."""
+    return "rank" if rank is None else f"rank{rank}"
 
 
 @dataclass
@@ -84,7 +94,7 @@ class RunState:
     @property
     def rank_dir(self) -> str:
         """``rank`` for a single process, ``rank<R>`` otherwise."""
-        return "rank" if self.rank is None else f"rank{self.rank}"
+        return rank_dir_name(self.rank)
 
     @property
     def exhausted(self) -> bool:
