@@ -217,7 +217,7 @@ class PrecisionDebugger:
 
         self.monitor = Monitor(self.state, dump_path=self.dump_path, task=self.task, level=self.level,
                                on_exhausted=self._unpatch, library_roots=default_library_roots(),
-                               carry_batch=self.level == "L0")
+                               carry_batch=True)
         from .cells import CellHooks
 
         self.interceptor = ApiInterceptor(self.monitor)

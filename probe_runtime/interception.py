@@ -84,6 +84,7 @@ PRIMITIVE_SKIP = frozenset({
 FUNCTION_INPLACE = frozenset({"assign", "assign_add", "assign_sub"})
 
 _MS_ROOT = None
+_MISSING = object()  # the attribute was inherited, not the owner's own
 _TOOL_ROOT = os.path.dirname(os.path.abspath(__file__))
 
 
@@ -115,6 +116,8 @@ class ApiCall:
         grad_inputs: gradients w.r.t. the floating inputs (backward).
         expects_input_grads: an input hook was attached.
         step: the step the call was made in (set by the sink).
+        param_sums: ``id(Parameter)`` -> its float32 sum launched when the
+            call was made (the inputs' finiteness is judged on those).
     """
 
     api: str
@@ -129,6 +132,7 @@ class ApiCall:
     expects_input_grads: bool = False
     step: int = 0
     backward_queued: bool = False
+    param_sums: Optional[dict] = None
 
     @property
     def name(self) -> str:
@@ -201,6 +205,18 @@ def capture_frames(frame: Any, limit: int = 32) -> tuple:
     return tuple(out)
 
 
+_FLOAT32 = None
+
+
+def _float32() -> Any:
+    global _FLOAT32
+    if _FLOAT32 is None:
+        import mindspore
+
+        _FLOAT32 = mindspore.float32
+    return _FLOAT32
+
+
 def _jit_tracing() -> bool:
     try:
         from mindspore.common.jit_context import jit_context
@@ -227,11 +243,14 @@ class ApiInterceptor:
     def __init__(self, sink: Sink, *, namespaces: Optional[tuple[str, ...]] = None) -> None:
         self.sink = sink
         self.namespaces = namespaces or ("ops", "mint", "mint.nn.functional", "Tensor", "Primitive")
-        self._saved: list[tuple[Any, str, bool, Any]] = []  # (owner, attr, had_own, original)
+        self._saved: list[tuple[Any, str, Any]] = []  # (owner, attr, original or _MISSING)
         self._plan: Optional[list[tuple[Any, str, Callable]]] = None  # (owner, attr, wrapper)
         self._hook_backward: Any = None
         self._deepcopy: Any = None
         self._executor: Any = None
+        self._parameter_type: Any = None
+        #: id(Parameter) -> (Parameter, float32 sum launched at its first use since the last change)
+        self._probes: dict = {}
         #: APIs whose wrapper failed: called straight through from then on
         self.broken: set[str] = set()
         self._fault_causes: set[str] = set()
@@ -261,16 +280,21 @@ class ApiInterceptor:
         if self._plan is None:
             self._plan = []
             self._build_plan()
+        # about 2,600 attributes, set at every start() and put back at every
+        # stop(): kept to plain lookups (a vars() per attribute doubled it)
+        saved = self._saved
+        append = saved.append
+        missing = _MISSING
         for owner, attr, wrapper in self._plan:
-            had_own = attr in vars(owner)
-            original = vars(owner)[attr] if had_own else None
+            original = owner.__dict__.get(attr, missing)
             try:
                 setattr(owner, attr, wrapper)
             except (AttributeError, TypeError):
                 continue
-            self._saved.append((owner, attr, had_own, original))
+            append((owner, attr, original))
+        self._probes = {}
         ApiInterceptor._active = self
-        return len(self._saved)
+        return len(saved)
 
     def _build_plan(self) -> None:
         import mindspore
@@ -278,6 +302,7 @@ class ApiInterceptor:
 
         self._hook_backward = ops.HookBackward
         self._deepcopy = ops.deepcopy
+        self._parameter_type = mindspore.Parameter
         try:
             from mindspore.graph.api import _pynative_executor  # MindSpore >= 2.9
         except Exception:
@@ -354,12 +379,13 @@ class ApiInterceptor:
         """Put back every patched attribute (in reverse order). Safe to call
         twice, from an intercepted call, and at interpreter exit."""
         saved, self._saved = self._saved, []
-        for owner, attr, had_own, original in reversed(saved):
+        missing = _MISSING
+        for owner, attr, original in reversed(saved):
             try:
-                if had_own:
-                    setattr(owner, attr, original)
-                else:
+                if original is missing:
                     delattr(owner, attr)
+                else:
+                    setattr(owner, attr, original)
             except Exception:  # pragma: no cover - owner gone at exit
                 pass
         if ApiInterceptor._active is self:
@@ -438,12 +464,15 @@ class ApiInterceptor:
                     return original(*args, **kwargs)
                 call = ApiCall(api, sink.next_index(api), args, kwargs, capture_frames(frame), inplace)
                 if inplace:
+                    self._probes = {}
                     call_args = args
                     sink.before_mutation([a for a in args if is_tensor(a)] + [v for v in kwargs.values() if is_tensor(v)])
                     call.args = tuple(self._deepcopy(a) if is_floating(a) else a for a in args)
-                elif self._grad_flag():
-                    backward = True
-                    call_args = self._hook_inputs(call, args)
+                else:
+                    self._probe_parameters(call, args)
+                    if self._grad_flag():
+                        backward = True
+                        call_args = self._hook_inputs(call, args)
             except Exception as err:
                 self._fault(api, "before the call", err)
                 call = None
@@ -453,7 +482,9 @@ class ApiInterceptor:
                 try:
                     call.output = output
                     if backward:
-                        self._hook_outputs(call, output)
+                        hooked = self._hook_outputs(call, output)
+                        if hooked is not None:  # what the caller gets; one host copy serves both
+                            output = call.output = hooked
                     sink.on_forward(call)
                 except Exception as err:
                     self._fault(api, "after the call", err)
@@ -472,19 +503,50 @@ class ApiInterceptor:
             self.sink.on_error(f"in the L1 wrapper of {api} {where} (that API is no longer checked; "
                                f"others that fail so are turned off too)", err)
 
+    def _probe_parameters(self, call: ApiCall, args: tuple) -> None:
+        """Parameters among ``args``: launch (no wait) a float32 sum of each
+        at its first use in the window, so the entry is judged on the
+        weights it saw even when they change before it is resolved through
+        something the tool cannot see (an optimizer whose ``construct`` is
+        compiled with ``mindspore.jit``, as ``nn.SGD``'s is). One reduction
+        per Parameter and window, launched again after an in-place call or
+        a backward pass (what comes before an optimizer step); the entry
+        holds the one-element result (``call.param_sums``)."""
+        kind = self._parameter_type
+        sums = None
+        for a in args:
+            if isinstance(a, kind):
+                probe = self._probes.get(id(a))
+                if probe is None or probe[0] is not a:
+                    probe = (a, a.sum(dtype=_float32()))
+                    self._probes[id(a)] = probe
+                if sums is None:
+                    sums = {}
+                sums[id(a)] = probe[1]
+        if sums is not None:
+            call.param_sums = sums
+
+    def forget_probes(self) -> None:
+        """Parameters may change from now on (a backward pass ran)."""
+        if self._probes:
+            self._probes = {}
+
     def _grad_flag(self) -> bool:
         """True while MindSpore records the forward pass for a gradient."""
         executor = self._executor
         return bool(executor is not None and executor.grad_flag())
 
     def _hook_inputs(self, call: ApiCall, args: tuple) -> tuple:
-        positions = [i for i, a in enumerate(args) if is_floating(a)]
+        # chosen by type, not dtype: the first dtype read of a fresh output
+        # waits for the device (integer tensors pass through harmlessly)
+        positions = [i for i, a in enumerate(args) if is_tensor(a)]
         if not positions:
             return args
         sink = self.sink
 
         def input_hook(*grads: Any) -> None:
             try:
+                self.forget_probes()
                 sink.on_grad_inputs(call, list(iter_tensors(grads)))
             except Exception as err:
                 self._fault(call.api, "in the backward input hook", err)
@@ -498,16 +560,44 @@ class ApiInterceptor:
         call.expects_input_grads = True
         return tuple(new_args)
 
-    def _hook_outputs(self, call: ApiCall, output: Any) -> None:
+    def _hook_outputs(self, call: ApiCall, output: Any) -> Any:
+        """The output with its tensors (a tensor, or the top level of a plain
+        tuple/list) passed through one ``HookBackward`` whose hook gets the
+        gradients w.r.t. them; None when there is nothing to hook.
+
+        Not ``Tensor.register_hook``: on a fresh output it waits for the
+        device (about 2 ms here, against about 50 us per op). Tensors are
+        chosen by type, not dtype, for the same reason. Other containers
+        (named tuples ...) keep ``register_hook`` on their floating items.
+        """
         sink = self.sink
 
-        def output_hook(grad: Any) -> None:
+        def output_hook(*grads: Any) -> None:
             try:
-                sink.on_grad_outputs(call, [grad])
+                sink.on_grad_outputs(call, list(iter_tensors(grads)))
             except Exception as err:
                 self._fault(call.api, "in the backward output hook", err)
 
-        items = output if isinstance(output, (tuple, list)) else (output,)
-        for item in items:
-            if is_floating(item):
-                item.register_hook(output_hook)
+        kind = type(output)
+        if kind is tuple or kind is list:
+            items = output
+        elif is_tensor(output):
+            items = (output,)
+        else:
+            if isinstance(output, (tuple, list)):
+                for item in output:
+                    if is_floating(item):
+                        item.register_hook(lambda grad: output_hook(grad))
+            return None
+        positions = [i for i, item in enumerate(items) if is_tensor(item)]
+        if not positions:
+            return None
+        hooked = self._hook_backward(output_hook)(*[items[i] for i in positions])
+        if not isinstance(hooked, (tuple, list)):
+            hooked = (hooked,)
+        if kind is not tuple and kind is not list:
+            return hooked[0]
+        new_items = list(items)
+        for i, tensor in zip(positions, hooked):
+            new_items[i] = tensor
+        return kind(new_items)
