@@ -1,0 +1,492 @@
+"""Step time and peak memory of training under an overflow checker (SPEC 5).
+
+Three real models built from ``mindspore.nn`` on generated data, each in
+float32 and float16 (``Cell.to_float``; LayerNorm and the loss stay
+float32), trained with ``mindspore.value_and_grad`` and an optimizer:
+
+* ``mlp``: Dense 256-512-512-10 with ReLU, SGD with momentum, batch 64;
+* ``cnn``: two Conv2d 3x3 (8, 16 channels) + ReLU + MaxPool, then two
+  Dense, on 3x16x16 images, batch 16, Momentum;
+* ``transformer``: one pre-norm encoder block (4-head self-attention built
+  from Dense, ``ops.matmul`` and ``ops.softmax``, LayerNorm, a GELU
+  feed-forward), then mean pooling and a Dense head, batch 8 x 32 tokens x
+  64, Adam.
+
+Variants (each one a separate worker process, so ``ru_maxrss`` is its own):
+
+* ``plain``: no debugger;
+* ``L1`` / ``L0``: probe_runtime's ``PrecisionDebugger`` (overflow_check,
+  overflow_nums 1), ``start(net)`` / step / ``stop()`` / ``step()`` around
+  every training step, nothing overflowing;
+* ``L1 after limit`` / ``L0 after limit``: the same after ``overflow_nums``
+  was reached (one forward pass on a batch holding inf was checked during
+  setup; the weights are not touched by it);
+* ``L1 outside step`` / ``L0 outside rank``: the config's ``step`` (resp.
+  ``rank``) list does not select this step (this rank);
+* ``msprobe L1`` / ``msprobe L0`` (and their own ``plain`` baseline) with
+  ``--msprobe-python`` or ``MSPROBE_PYTHON``: mindstudio-probe's
+  overflow_check in that interpreter (MindSpore 2.7).
+
+The workers of one model/dtype are started together and each runs
+``--steps`` steps per round when told to (msprobe's, several times slower,
+one step every third round); rounds go round-robin over the variants (the
+order rotates each round), so machine noise hits all alike; only one
+worker runs at a time (the others wait on their stdin and use no CPU).
+Each step is timed from ``start()`` to the loss on the host
+(``asnumpy``), after ``--warmup`` steps. Reported: the median step time
+over all rounds, its ratio to the plain run of the same interpreter, and
+the worker's peak resident memory (``ru_maxrss``) and its ratio.
+
+Usage::
+
+    python benchmarks/runtime_bench.py [--quick] [--models mlp,cnn,transformer]
+        [--dtypes float32,float16] [--rounds N] [--steps N] [--warmup N]
+        [--msprobe-python /tmp/msprobe-env/bin/python] [--no-msprobe]
+
+The worker mode (``--worker``) is internal. Workers run in a temporary
+folder (a failed graph compile writes ``rank_0/`` into the cwd); dumps go
+to a temporary folder that is removed at the end.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+
+#: variant -> (tool, level, config changes, overflow during setup)
+VARIANTS = {
+    "plain": (None, None, {}, False),
+    "L1": ("probe", "L1", {}, False),
+    "L0": ("probe", "L0", {}, False),
+    "L1 after limit": ("probe", "L1", {}, True),
+    "L0 after limit": ("probe", "L0", {}, True),
+    "L1 outside step": ("probe", "L1", {"step": [1000000]}, False),
+    "L0 outside rank": ("probe", "L0", {"rank": [0]}, False),  # this worker is rank 1 of 2 (RANK_ID)
+    "msprobe plain": (None, None, {}, False),
+    "msprobe L1": ("msprobe", "L1", {}, False),
+    "msprobe L0": ("msprobe", "L0", {}, False),
+}
+PROBE_VARIANTS = ["plain", "L1", "L0", "L1 after limit", "L0 after limit", "L1 outside step", "L0 outside rank"]
+MSPROBE_VARIANTS = ["msprobe plain", "msprobe L1", "msprobe L0"]
+MODELS = ("mlp", "cnn", "transformer")
+DTYPES = ("float32", "float16")
+
+
+# --------------------------------------------------------------------------------------------------
+# worker: models (MindSpore 2.7 and 2.10)
+# --------------------------------------------------------------------------------------------------
+def build(model: str, dtype: str, seed: int = 0):
+    """(net, loss function of (x, y), optimizer, batches, inf batch)."""
+    import numpy as np
+    import mindspore as ms
+    from mindspore import nn, ops, Tensor
+
+    ms.set_seed(seed)
+    rng = np.random.default_rng(seed)
+    if model == "mlp":
+        net = nn.SequentialCell([nn.Dense(256, 512), nn.ReLU(), nn.Dense(512, 512), nn.ReLU(), nn.Dense(512, 10)])
+        shapes, classes = (64, 256), 10
+        optimizer = nn.Momentum(net.trainable_params(), learning_rate=0.01, momentum=0.9)
+    elif model == "cnn":
+        net = nn.SequentialCell([
+            nn.Conv2d(3, 8, 3, pad_mode="same"), nn.ReLU(), nn.MaxPool2d(2, 2),
+            nn.Conv2d(8, 16, 3, pad_mode="same"), nn.ReLU(), nn.MaxPool2d(2, 2),
+            nn.Flatten(), nn.Dense(16 * 4 * 4, 64), nn.ReLU(), nn.Dense(64, 10)])
+        shapes, classes = (16, 3, 16, 16), 10
+        optimizer = nn.Momentum(net.trainable_params(), learning_rate=0.01, momentum=0.9)
+    elif model == "transformer":
+        net = TransformerClassifier(dim=64, heads=4, hidden=128, classes=10)
+        shapes, classes = (8, 32, 64), 10
+        optimizer = nn.Adam(net.trainable_params(), learning_rate=1e-3)
+    else:
+        raise ValueError(model)
+    if dtype == "float16":
+        net.to_float(ms.float16)
+        for _, cell in net.cells_and_names():
+            if isinstance(cell, nn.LayerNorm):
+                cell.to_float(ms.float32)
+    loss_cell = nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean")
+
+    def forward(x, y):
+        return loss_cell(net(x).astype(ms.float32), y)
+
+    in_dtype = ms.float16 if dtype == "float16" else ms.float32
+    batches = []
+    for _ in range(4):
+        x = rng.normal(size=shapes).astype(np.float32)
+        y = rng.integers(0, classes, size=(shapes[0],)).astype(np.int32)
+        batches.append((Tensor(x, in_dtype), Tensor(y)))
+    bad = rng.normal(size=shapes).astype(np.float32)
+    bad.flat[0] = np.inf
+    return net, forward, optimizer, batches, Tensor(bad, in_dtype)
+
+
+def _transformer_classes():
+    import mindspore as ms
+    from mindspore import nn, ops
+
+    class Attention(nn.Cell):
+        def __init__(self, dim: int, heads: int) -> None:
+            super().__init__()
+            self.heads = heads
+            self.head_dim = dim // heads
+            self.scale = self.head_dim ** -0.5
+            self.q = nn.Dense(dim, dim)
+            self.k = nn.Dense(dim, dim)
+            self.v = nn.Dense(dim, dim)
+            self.out = nn.Dense(dim, dim)
+
+        def split(self, t):
+            b, s, _ = t.shape
+            return t.reshape(b, s, self.heads, self.head_dim).transpose(0, 2, 1, 3)
+
+        def construct(self, x):
+            b, s, d = x.shape
+            q, k, v = self.split(self.q(x)), self.split(self.k(x)), self.split(self.v(x))
+            scores = ops.matmul(q, k.transpose(0, 1, 3, 2)) * self.scale
+            weights = ops.softmax(scores, axis=-1)
+            context = ops.matmul(weights, v).transpose(0, 2, 1, 3).reshape(b, s, d)
+            return self.out(context)
+
+    class Block(nn.Cell):
+        def __init__(self, dim: int, heads: int, hidden: int) -> None:
+            super().__init__()
+            self.norm1 = nn.LayerNorm((dim,))
+            self.attention = Attention(dim, heads)
+            self.norm2 = nn.LayerNorm((dim,))
+            self.ffn = nn.SequentialCell([nn.Dense(dim, hidden), nn.GELU(), nn.Dense(hidden, dim)])
+
+        def construct(self, x):
+            x = x + self.attention(self.norm1(x).astype(x.dtype))
+            return x + self.ffn(self.norm2(x).astype(x.dtype))
+
+    class Classifier(nn.Cell):
+        def __init__(self, dim: int, heads: int, hidden: int, classes: int) -> None:
+            super().__init__()
+            self.block = Block(dim, heads, hidden)
+            self.head = nn.Dense(dim, classes)
+
+        def construct(self, x):
+            return self.head(self.block(x).mean(axis=1))
+
+    return Classifier
+
+
+def TransformerClassifier(**kwargs):
+    return _transformer_classes()(**kwargs)
+
+
+# --------------------------------------------------------------------------------------------------
+# worker: debuggers
+# --------------------------------------------------------------------------------------------------
+def patch_mint_norm() -> bool:
+    """msprobe 8.1.2 on CPU: ``mint.norm`` has no CPU kernel
+    (``LinalgVectorNorm unregistered``); route it to ``ops.norm``."""
+    import mindspore as ms
+
+    if ms.get_context("device_target") != "CPU":
+        return False
+    original_ops_norm = ms.ops.norm
+
+    def norm(input, p="fro", dim=None, keepdim=False, *, dtype=None):
+        return original_ops_norm(input, ord=None if p == "fro" else p, dim=dim, keepdim=keepdim, dtype=dtype)
+
+    ms.mint.norm = norm
+    return True
+
+
+def make_debugger(variant: str, dump_path: str, cwd: str):
+    """(debugger or None, notes)."""
+    tool, level, changes, _ = VARIANTS[variant]
+    notes = []
+    if tool is None:
+        return None, notes
+    config = {"task": "overflow_check", "dump_path": dump_path, "rank": [], "step": [], "level": level,
+              "overflow_check": {"overflow_nums": 1}}
+    config.update(changes)
+    config_path = os.path.join(cwd, "config.json")
+    with open(config_path, "w", encoding="utf-8") as f:
+        json.dump(config, f)
+    if tool == "probe":
+        from probe_runtime import PrecisionDebugger
+
+        return PrecisionDebugger(config_path=config_path), notes
+    if patch_mint_norm():
+        notes.append("mindspore.mint.norm replaced by a wrapper around mindspore.ops.norm before msprobe's "
+                     "PrecisionDebugger (msprobe 8.1.2 on CPU: 'The kernel LinalgVectorNorm unregistered')")
+    from msprobe.mindspore import PrecisionDebugger
+
+    return PrecisionDebugger(config_path=config_path), notes
+
+
+def worker(args: argparse.Namespace) -> int:
+    import mindspore as ms
+
+    ms.set_context(mode=ms.PYNATIVE_MODE, device_target="CPU")
+    cwd = os.getcwd()
+    dump_path = os.path.join(args.dump_root, args.variant.replace(" ", "_"))
+    debugger, notes = make_debugger(args.variant, dump_path, cwd)
+    net, forward, optimizer, batches, bad = build(args.model, args.dtype)
+    grad_fn = ms.value_and_grad(forward, None, optimizer.parameters)
+    _, _, _, overflow_first = VARIANTS[args.variant]
+    if overflow_first:
+        # reach overflow_nums without touching the weights: a checked forward pass on inf
+        debugger.start(net)
+        net(bad)
+        debugger.stop()
+        debugger.step()
+        state = debugger.monitor.state
+        if not state.exhausted:
+            notes.append("ERROR: overflow_nums not reached during setup")
+
+    def one_step(i: int) -> float:
+        x, y = batches[i % len(batches)]
+        start = time.perf_counter()
+        if debugger is not None:
+            debugger.start(net)
+        loss, grads = grad_fn(x, y)
+        optimizer(grads)
+        if debugger is not None:
+            debugger.stop()
+            debugger.step()
+        loss.asnumpy()
+        return time.perf_counter() - start
+
+    count = 0
+    for _ in range(args.warmup):
+        one_step(count)
+        count += 1
+    extra = {}
+    is_probe = VARIANTS[args.variant][0] == "probe"
+    if is_probe:
+        extra["records"] = debugger.monitor.state.found
+    print(json.dumps({"ready": True, "notes": notes, "mindspore": ms.__version__, **extra}), flush=True)
+    for line in sys.stdin:
+        command = line.split()
+        if not command:
+            continue
+        if command[0] == "run":
+            times = []
+            for _ in range(int(command[1])):
+                times.append(one_step(count))
+                count += 1
+            print(json.dumps({"times": times}), flush=True)
+        elif command[0] == "quit":
+            found = None
+            if is_probe:
+                found = debugger.monitor.state.found
+            rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
+            print(json.dumps({"maxrss_kib": rss, "records": found}), flush=True)
+            return 0
+    return 0
+
+
+# --------------------------------------------------------------------------------------------------
+# driver
+# --------------------------------------------------------------------------------------------------
+class Worker:
+    def __init__(self, python: str, variant: str, model: str, dtype: str, warmup: int, dump_root: str) -> None:
+        self.variant = variant
+        self.cwd = tempfile.mkdtemp(prefix="runtime-bench-")
+        env = dict(os.environ)
+        env.pop("PROBE_CONFIG", None)
+        env["PYTHONPATH"] = ROOT + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+        env.setdefault("GLOG_v", "3")
+        if variant == "L0 outside rank":
+            env.update(RANK_ID="1", RANK_SIZE="2")
+        self.log = open(os.path.join(self.cwd, "stderr.log"), "w+", encoding="utf-8")
+        self.proc = subprocess.Popen(
+            [python, os.path.abspath(__file__), "--worker", "--variant", variant, "--model", model,
+             "--dtype", dtype, "--warmup", str(warmup), "--dump-root", dump_root],
+            cwd=self.cwd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log,
+            text=True)
+        self.times: list[float] = []
+        self.info: dict = {}
+        self.end: dict = {}
+
+    def _reply(self) -> dict:
+        while True:
+            line = self.proc.stdout.readline()
+            if not line:
+                self.log.seek(0)
+                err = self.log.read()
+                raise RuntimeError(f"worker {self.variant!r} died:\n{err[-3000:]}")
+            line = line.strip()
+            if line.startswith("{"):
+                return json.loads(line)
+
+    def ready(self) -> None:
+        self.info = self._reply()
+
+    def run(self, steps: int) -> None:
+        self.proc.stdin.write(f"run {steps}\n")
+        self.proc.stdin.flush()
+        self.times.extend(self._reply()["times"])
+
+    def quit(self) -> None:
+        self.proc.stdin.write("quit\n")
+        self.proc.stdin.flush()
+        self.end = self._reply()
+        self.proc.stdin.close()
+        self.proc.wait(timeout=60)
+        self.log.close()
+        self.proc.stdout.close()
+        shutil.rmtree(self.cwd, ignore_errors=True)
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        self.log.close()
+        shutil.rmtree(self.cwd, ignore_errors=True)
+
+
+def load_average() -> str:
+    try:
+        return " ".join(f"{v:.2f}" for v in os.getloadavg())
+    except OSError:  # pragma: no cover
+        return "?"
+
+
+def measure(model: str, dtype: str, variants: list[tuple[str, str]], args: argparse.Namespace,
+            dump_root: str) -> dict[str, Worker]:
+    workers: dict[str, Worker] = {}
+    try:
+        for variant, python in variants:
+            workers[variant] = Worker(python, variant, model, dtype, args.warmup, dump_root)
+        for w in workers.values():
+            w.ready()
+        order = list(workers)
+        for r in range(args.rounds):
+            shift = r % len(order)
+            for variant in order[shift:] + order[:shift]:
+                if variant.startswith("msprobe"):  # several times slower: 1 step, every 3rd round
+                    if r % 3 == 0:
+                        workers[variant].run(1)
+                else:
+                    workers[variant].run(args.steps)
+        for w in workers.values():
+            w.quit()
+    except BaseException:
+        for w in workers.values():
+            w.kill()
+        raise
+    return workers
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--variant", help=argparse.SUPPRESS)
+    parser.add_argument("--model", help=argparse.SUPPRESS)
+    parser.add_argument("--dtype", help=argparse.SUPPRESS)
+    parser.add_argument("--dump-root", help=argparse.SUPPRESS)
+    parser.add_argument("--quick", action="store_true", help="fewer rounds and steps")
+    parser.add_argument("--models", default=",".join(MODELS))
+    parser.add_argument("--dtypes", default=",".join(DTYPES))
+    parser.add_argument("--rounds", type=int, default=None, help="interleaved rounds (default 9, quick 4)")
+    parser.add_argument("--steps", type=int, default=None,
+                        help="steps per round and variant (default 3, quick 2; msprobe variants: 1 step every "
+                             "3rd round)")
+    parser.add_argument("--warmup", type=int, default=None, help="warm-up steps per worker (default 4, quick 2)")
+    parser.add_argument("--msprobe-python", default=os.environ.get("MSPROBE_PYTHON"),
+                        help="python of a venv with mindspore==2.7.0 and mindstudio-probe==8.1.2 "
+                             "(default: $MSPROBE_PYTHON)")
+    parser.add_argument("--no-msprobe", action="store_true")
+    args = parser.parse_args(argv)
+    if args.worker:
+        return worker(args)
+    args.rounds = args.rounds or (4 if args.quick else 9)
+    args.steps = args.steps or (2 if args.quick else 3)
+    args.warmup = args.warmup if args.warmup is not None else (2 if args.quick else 4)
+    msprobe = None if args.no_msprobe else args.msprobe_python
+    if msprobe and not os.path.exists(msprobe):
+        print(f"--msprobe-python {msprobe}: not found; msprobe left out", file=sys.stderr)
+        msprobe = None
+    models = [m for m in args.models.split(",") if m]
+    dtypes = [d for d in args.dtypes.split(",") if d]
+    variants = [(v, sys.executable) for v in PROBE_VARIANTS]
+    if msprobe:
+        variants += [(v, msprobe) for v in MSPROBE_VARIANTS]
+    began = time.perf_counter()
+    print(f"runtime_bench: {args.rounds} interleaved rounds x {args.steps} steps per variant after {args.warmup} "
+          f"warm-up steps; each variant in its own process; load average at start {load_average()}")
+    dump_root = tempfile.mkdtemp(prefix="runtime-bench-dump-")
+    rows = []
+    notes: set[str] = set()
+    try:
+        for model in models:
+            for dtype in dtypes:
+                workers = measure(model, dtype, variants, args, dump_root)
+                for w in workers.values():
+                    notes.update(w.info.get("notes", []))
+                rows.append((model, dtype, workers))
+                print_rows([rows[-1]], header=len(rows) == 1)
+    finally:
+        shutil.rmtree(dump_root, ignore_errors=True)
+    print()
+    print_summary(rows, msprobe is not None)
+    for note in sorted(notes):
+        print(f"note: {note}")
+    if msprobe:
+        versions = {w.info.get("mindspore") for _, _, ws in rows for v, w in ws.items() if v.startswith("msprobe")}
+        print(f"msprobe variants ran in {msprobe} (MindSpore {', '.join(sorted(v for v in versions if v))}); "
+              f"their ratios are against 'msprobe plain' (no debugger, same interpreter)")
+    else:
+        print("msprobe not measured (give --msprobe-python or MSPROBE_PYTHON; see benchmarks/README.md)")
+    print(f"load average at end {load_average()}; total {time.perf_counter() - began:.0f} s")
+    return 0
+
+
+def _median_ms(w: Worker) -> float:
+    return statistics.median(w.times) * 1000
+
+
+def print_rows(rows: list, header: bool) -> None:
+    if header:
+        print(f"{'model':<12} {'dtype':<8} {'variant':<16} {'step ms':>8} {'ratio':>6} {'maxrss MiB':>10} "
+              f"{'mem ratio':>9} {'records':>7}")
+    for model, dtype, workers in rows:
+        for variant, w in workers.items():
+            base = workers["msprobe plain" if variant.startswith("msprobe") else "plain"]
+            ratio = _median_ms(w) / _median_ms(base)
+            mem = w.end.get("maxrss_kib", 0) / 1024
+            mem_ratio = w.end.get("maxrss_kib", 0) / max(base.end.get("maxrss_kib", 1), 1)
+            records = w.end.get("records")
+            print(f"{model:<12} {dtype:<8} {variant:<16} {_median_ms(w):8.2f} {ratio:6.2f} {mem:10.0f} "
+                  f"{mem_ratio:9.2f} {'' if records is None else records:>7}", flush=True)
+
+
+def print_summary(rows: list, with_msprobe: bool) -> None:
+    columns = ["L1", "L0", "L1 after limit", "L0 after limit", "L1 outside step", "L0 outside rank"]
+    labels = ["L1", "L0", "L1 lim", "L0 lim", "L1 out", "L0 out"]
+    if with_msprobe:
+        columns += ["msprobe L1", "msprobe L0"]
+        labels += ["ms L1", "ms L0"]
+    print("step-time ratio against no debugger (median of interleaved steps); mem = max ratio of peak RSS "
+          "(L1, L0) against plain")
+    print(f"{'model':<12} {'dtype':<8} {'plain ms':>8} " + " ".join(f"{label:>7}" for label in labels)
+          + f" {'mem L1':>6} {'mem L0':>6}")
+    for model, dtype, workers in rows:
+        plain = _median_ms(workers["plain"])
+        cells = []
+        for variant in columns:
+            base = workers["msprobe plain" if variant.startswith("msprobe") else "plain"]
+            cells.append(f"{_median_ms(workers[variant]) / _median_ms(base):7.2f}")
+        mem = [workers[v].end["maxrss_kib"] / workers["plain"].end["maxrss_kib"] for v in ("L1", "L0")]
+        print(f"{model:<12} {dtype:<8} {plain:8.2f} " + " ".join(cells) + f" {mem[0]:6.2f} {mem[1]:6.2f}")
+    print("targets: L1 <= 1.30, L0 <= 1.15, memory <= 1.10, after limit / outside filter ~ 1.00")
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
