@@ -1,0 +1,176 @@
+"""What keeps probe_runtime cheap, checked without timing anything.
+
+Speed itself is measured by ``benchmarks/runtime_bench.py`` only; these
+tests pin down the structural reasons it is cheap: nothing is patched or
+hooked outside the step/rank filter or after ``overflow_nums``; no
+``Tensor.register_hook`` (a device wait per call) on fresh outputs at L1;
+the batch size carries over windows; and a Parameter changed by a
+jit-compiled optimizer before its entry is resolved is still judged on the
+value the call saw.
+"""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.mindspore
+ms = pytest.importorskip("mindspore")
+np = pytest.importorskip("numpy")
+
+from mindspore import Tensor, nn, ops  # noqa: E402
+from mindspore.ops.primitive import Primitive  # noqa: E402
+
+from probe_runtime import PrecisionDebugger  # noqa: E402
+
+ms.set_context(mode=ms.PYNATIVE_MODE)
+ORIGINAL_EXP = ops.exp
+ORIGINAL_PRIM_CALL = Primitive.__call__
+TENSOR_DICT = dict(vars(ms.Tensor))
+
+
+def write_config(folder: Path, **changes) -> Path:
+    config = {"task": "overflow_check", "dump_path": str(folder / "dump"), "rank": [], "step": [], "level": "L1",
+              "overflow_check": {"overflow_nums": 1}}
+    config.update(changes)
+    path = folder / "config.json"
+    path.write_text(json.dumps(config))
+    os.chmod(path, 0o640)
+    return path
+
+
+@pytest.fixture
+def make(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    for name in ("RANK_ID", "RANK", "RANK_SIZE", "WORLD_SIZE", "MS_WORKER_NUM", "PROBE_CONFIG"):
+        monkeypatch.delenv(name, raising=False)
+    made = []
+
+    def build(**changes):
+        debugger = PrecisionDebugger(config_path=str(write_config(tmp_path, **changes)))
+        made.append(debugger)
+        return debugger
+
+    yield build
+    for debugger in made:
+        debugger.stop()
+    assert_untouched()
+
+
+def assert_untouched(net=None):
+    assert ops.exp is ORIGINAL_EXP
+    assert Primitive.__call__ is ORIGINAL_PRIM_CALL
+    assert dict(vars(ms.Tensor)) == TENSOR_DICT
+    if net is not None:
+        for _, cell in net.cells_and_names():
+            assert not cell._forward_pre_hook and not cell._forward_hook
+
+
+def small_net():
+    ms.set_seed(0)
+    return nn.SequentialCell([nn.Dense(4, 8), nn.ReLU(), nn.Dense(8, 2)])
+
+
+def train_step(net, optimizer, x):
+    def loss_fn(data):
+        return net(data).sum()
+
+    loss, grads = ms.value_and_grad(loss_fn, None, optimizer.parameters)(x)
+    optimizer(grads)
+    return loss
+
+
+@pytest.mark.parametrize("level", ["L1", "L0"])
+def test_after_overflow_nums_nothing_is_patched(make, level):
+    net = small_net()
+    optimizer = nn.SGD(net.trainable_params(), learning_rate=0.01)
+    debugger = make(level=level)
+    bad = Tensor(np.array([[np.inf, 0, 0, 0]], np.float32))
+    debugger.start(net)
+    net(bad)
+    debugger.stop()
+    debugger.step()
+    assert debugger.state.exhausted
+    for _ in range(2):
+        debugger.start(net)
+        assert_untouched(net)              # start() after the limit patches nothing
+        train_step(net, optimizer, Tensor(np.ones((2, 4), np.float32)))
+        debugger.stop()
+        debugger.step()
+    assert not debugger.monitor.pending and not debugger.monitor.live
+
+
+@pytest.mark.parametrize("level,changes,env", [
+    ("L1", {"step": [5]}, {}),
+    ("L0", {"step": [5]}, {}),
+    ("L1", {"rank": [0]}, {"RANK_ID": "1", "RANK_SIZE": "2"}),
+    ("L0", {"rank": [0]}, {"RANK_ID": "1", "RANK_SIZE": "2"}),
+])
+def test_outside_the_filter_nothing_is_patched(make, monkeypatch, level, changes, env):
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    net = small_net()
+    optimizer = nn.SGD(net.trainable_params(), learning_rate=0.01)
+    debugger = make(level=level, **changes)
+    for _ in range(2):
+        debugger.start(net)
+        assert_untouched(net)
+        train_step(net, optimizer, Tensor(np.ones((2, 4), np.float32)))
+        debugger.stop()
+        debugger.step()
+    assert not debugger.monitor.pending
+
+
+def test_l1_registers_no_tensor_hooks_under_grad(make, monkeypatch):
+    """``Tensor.register_hook`` on a fresh output waits for the device."""
+    registered = []
+    original = ms.Tensor.register_hook
+
+    def counting(self, hook):
+        registered.append(self)
+        return original(self, hook)
+
+    monkeypatch.setattr(ms.Tensor, "register_hook", counting)
+    net = small_net()
+    optimizer = nn.SGD(net.trainable_params(), learning_rate=0.01)
+    debugger = make(overflow_check={"overflow_nums": -1})
+    debugger.start(net)
+    train_step(net, optimizer, Tensor(np.ones((2, 4), np.float32)))
+    debugger.stop()
+    monkeypatch.setattr(ms.Tensor, "register_hook", original)
+    assert registered == []
+
+
+def test_batch_size_carries_over_windows(make):
+    debugger = make(overflow_check={"overflow_nums": -1})
+    x = Tensor(np.ones((2,), np.float32))
+    for _ in range(3):
+        debugger.start()
+        for _ in range(20):
+            ops.exp(x)
+        debugger.stop()
+        debugger.step()
+    assert debugger.monitor._threshold > 20   # a reset per window would wait for the device 5 times a step
+
+
+def test_parameter_changed_by_jit_optimizer_judged_on_seen_value(make, tmp_path):
+    """nn.SGD's construct is jit-compiled: its in-place updates are not
+    intercepted. The forward entry still sees finite weights."""
+    net = nn.Dense(2, 1, has_bias=False)
+    net.weight.set_data(Tensor(np.array([[1.0, 1.0]], np.float32)))
+    optimizer = nn.SGD(net.trainable_params(), learning_rate=10.0)  # 1 - 10 * 3e38 = -inf
+    debugger = make(overflow_check={"overflow_nums": -1})
+    debugger.start(net)
+    for _ in range(20):                               # batch size grows past the next step's calls
+        ops.exp(Tensor(np.ones((2,), np.float32)))
+    debugger.stop()
+    debugger.step()
+    debugger.start(net)
+    x = Tensor(np.array([[3e38, 3e38]], np.float32))  # finite inputs, the matmul overflows
+    train_step(net, optimizer, x)                     # weights become non-finite after the step
+    debugger.stop()
+    index = json.loads((tmp_path / "dump" / "step1" / "rank" / "overflow.json").read_text())
+    forward = [r for r in index if r["name"].startswith("Primitive.MatMul") and r["name"].endswith("forward")]
+    assert forward and forward[0]["origin"] is True
