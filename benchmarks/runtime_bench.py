@@ -234,7 +234,8 @@ def worker(args: argparse.Namespace) -> int:
 
     ms.set_context(mode=ms.PYNATIVE_MODE, device_target="CPU")
     cwd = os.getcwd()
-    dump_path = os.path.join(args.dump_root, args.variant.replace(" ", "_"))
+    # a fresh folder per worker (the lint refuses a dump_path that holds an earlier run's dump)
+    dump_path = os.path.join(args.dump_root, f"{args.model}-{args.dtype}-{args.variant.replace(' ', '_')}")
     debugger, notes = make_debugger(args.variant, dump_path, cwd)
     net, forward, optimizer, batches, bad = build(args.model, args.dtype)
     grad_fn = ms.value_and_grad(forward, None, optimizer.parameters)
@@ -249,22 +250,29 @@ def worker(args: argparse.Namespace) -> int:
         if not state.exhausted:
             notes.append("ERROR: overflow_nums not reached during setup")
 
-    def one_step(i: int) -> float:
+    def one_step(i: int, checked: bool = True) -> float:
         x, y = batches[i % len(batches)]
         start = time.perf_counter()
-        if debugger is not None:
+        if checked and debugger is not None:
             debugger.start(net)
         loss, grads = grad_fn(x, y)
         optimizer(grads)
-        if debugger is not None:
+        if checked and debugger is not None:
             debugger.stop()
             debugger.step()
         loss.asnumpy()
         return time.perf_counter() - start
 
+    # probe_runtime removes everything at stop(): its workers also time steps
+    # without any debugger call, alternating with the checked ones, in the
+    # same process (msprobe's patches stay after stop(), so not for it)
+    twin = VARIANTS[args.variant][0] == "probe"
+
     count = 0
     for _ in range(args.warmup):
         one_step(count)
+        if twin:
+            one_step(count, checked=False)
         count += 1
     extra = {}
     is_probe = VARIANTS[args.variant][0] == "probe"
@@ -276,11 +284,15 @@ def worker(args: argparse.Namespace) -> int:
         if not command:
             continue
         if command[0] == "run":
-            times = []
+            times, off = [], []
             for _ in range(int(command[1])):
+                if twin and count % 2:
+                    off.append(one_step(count, checked=False))
                 times.append(one_step(count))
+                if twin and not count % 2:
+                    off.append(one_step(count, checked=False))
                 count += 1
-            print(json.dumps({"times": times}), flush=True)
+            print(json.dumps({"times": times, "off": off}), flush=True)
         elif command[0] == "quit":
             found = None
             if is_probe:
@@ -311,6 +323,7 @@ class Worker:
             cwd=self.cwd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log,
             text=True)
         self.times: list[float] = []
+        self.off: list[float] = []  # same process, no debugger call (probe_runtime variants)
         self.info: dict = {}
         self.end: dict = {}
 
@@ -331,7 +344,9 @@ class Worker:
     def run(self, steps: int) -> None:
         self.proc.stdin.write(f"run {steps}\n")
         self.proc.stdin.flush()
-        self.times.extend(self._reply()["times"])
+        reply = self._reply()
+        self.times.extend(reply["times"])
+        self.off.extend(reply.get("off", []))
 
     def quit(self) -> None:
         self.proc.stdin.write("quit\n")
@@ -363,7 +378,8 @@ def measure(model: str, dtype: str, variants: list[tuple[str, str]], args: argpa
     workers: dict[str, Worker] = {}
     try:
         for variant, python in variants:
-            workers[variant] = Worker(python, variant, model, dtype, args.warmup, dump_root)
+            warmup = min(args.warmup, 2) if variant.startswith("msprobe") else args.warmup  # seconds per step
+            workers[variant] = Worker(python, variant, model, dtype, warmup, dump_root)
         for w in workers.values():
             w.ready()
         order = list(workers)
@@ -394,7 +410,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--quick", action="store_true", help="fewer rounds and steps")
     parser.add_argument("--models", default=",".join(MODELS))
     parser.add_argument("--dtypes", default=",".join(DTYPES))
-    parser.add_argument("--rounds", type=int, default=None, help="interleaved rounds (default 9, quick 4)")
+    parser.add_argument("--rounds", type=int, default=None, help="interleaved rounds (default 8, quick 4)")
     parser.add_argument("--steps", type=int, default=None,
                         help="steps per round and variant (default 3, quick 2; msprobe variants: 1 step every "
                              "3rd round)")
@@ -406,7 +422,7 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     if args.worker:
         return worker(args)
-    args.rounds = args.rounds or (4 if args.quick else 9)
+    args.rounds = args.rounds or (4 if args.quick else 8)
     args.steps = args.steps or (2 if args.quick else 3)
     args.warmup = args.warmup if args.warmup is not None else (2 if args.quick else 4)
     msprobe = None if args.no_msprobe else args.msprobe_python
@@ -452,18 +468,34 @@ def _median_ms(w: Worker) -> float:
     return statistics.median(w.times) * 1000
 
 
+def _ratio(workers: dict, variant: str) -> float:
+    """probe_runtime: against its own unchecked steps (same process);
+    msprobe: against the 'msprobe plain' process."""
+    w = workers[variant]
+    if w.off:
+        return statistics.median(w.times) / statistics.median(w.off)
+    return _median_ms(w) / _median_ms(workers["msprobe plain" if variant.startswith("msprobe") else "plain"])
+
+
+def _cross_ratio(workers: dict, variant: str) -> float:
+    base = workers["msprobe plain" if variant.startswith("msprobe") else "plain"]
+    return _median_ms(workers[variant]) / _median_ms(base)
+
+
 def print_rows(rows: list, header: bool) -> None:
     if header:
-        print(f"{'model':<12} {'dtype':<8} {'variant':<16} {'step ms':>8} {'ratio':>6} {'maxrss MiB':>10} "
-              f"{'mem ratio':>9} {'records':>7}")
+        print(f"{'model':<12} {'dtype':<8} {'variant':<16} {'step ms':>8} {'off ms':>7} {'ratio':>6} {'x-proc':>6} "
+              f"{'maxrss MiB':>10} {'mem ratio':>9} {'records':>7}")
     for model, dtype, workers in rows:
         for variant, w in workers.items():
             base = workers["msprobe plain" if variant.startswith("msprobe") else "plain"]
-            ratio = _median_ms(w) / _median_ms(base)
+            ratio = _ratio(workers, variant)
+            off = f"{statistics.median(w.off) * 1000:7.2f}" if w.off else f"{'':7}"
             mem = w.end.get("maxrss_kib", 0) / 1024
             mem_ratio = w.end.get("maxrss_kib", 0) / max(base.end.get("maxrss_kib", 1), 1)
             records = w.end.get("records")
-            print(f"{model:<12} {dtype:<8} {variant:<16} {_median_ms(w):8.2f} {ratio:6.2f} {mem:10.0f} "
+            print(f"{model:<12} {dtype:<8} {variant:<16} {_median_ms(w):8.2f} {off} {ratio:6.2f} "
+                  f"{_cross_ratio(workers, variant):6.2f} {mem:10.0f} "
                   f"{mem_ratio:9.2f} {'' if records is None else records:>7}", flush=True)
 
 
@@ -473,16 +505,16 @@ def print_summary(rows: list, with_msprobe: bool) -> None:
     if with_msprobe:
         columns += ["msprobe L1", "msprobe L0"]
         labels += ["ms L1", "ms L0"]
-    print("step-time ratio against no debugger (median of interleaved steps); mem = max ratio of peak RSS "
-          "(L1, L0) against plain")
+    print("step-time ratio against no debugger (medians): probe_runtime against the same process's steps "
+          "without any debugger call (alternating); msprobe against its own plain process (its patches stay "
+          "after stop()); mem = peak RSS against the plain process")
     print(f"{'model':<12} {'dtype':<8} {'plain ms':>8} " + " ".join(f"{label:>7}" for label in labels)
           + f" {'mem L1':>6} {'mem L0':>6}")
     for model, dtype, workers in rows:
         plain = _median_ms(workers["plain"])
         cells = []
         for variant in columns:
-            base = workers["msprobe plain" if variant.startswith("msprobe") else "plain"]
-            cells.append(f"{_median_ms(workers[variant]) / _median_ms(base):7.2f}")
+            cells.append(f"{_ratio(workers, variant):7.2f}")
         mem = [workers[v].end["maxrss_kib"] / workers["plain"].end["maxrss_kib"] for v in ("L1", "L0")]
         print(f"{model:<12} {dtype:<8} {plain:8.2f} " + " ".join(cells) + f" {mem[0]:6.2f} {mem[1]:6.2f}")
     print("targets: L1 <= 1.30, L0 <= 1.15, memory <= 1.10, after limit / outside filter ~ 1.00")
