@@ -23,12 +23,21 @@ by ``mindspore.jit`` runs as a graph and is not seen; while a jit function
 is being traced the wrappers pass straight through.
 
 Backward: when MindSpore is recording for a gradient
-(``_pynative_executor.grad_flag()``), the floating positional inputs of a
+(``_pynative_executor.grad_flag()``), the positional tensor inputs of a
 call (not of in-place calls) are passed through one ``ops.HookBackward``,
 whose hook receives the gradients with respect to those inputs (this API's
-own contribution), and each floating output gets ``Tensor.register_hook``
-for the gradients with respect to the outputs. Both hooks return None, so
-gradients are unchanged.
+own contribution), and the tensor outputs through a second one, for the
+gradients with respect to the outputs (the caller gets the second one's
+outputs). Both hooks return None, so gradients are unchanged; they only
+keep references (see ``monitor.py`` for when those are checked).
+
+Cost: each ``HookBackward`` waits, in the forward pass, for MindSpore's
+asynchronous PyNative pipeline to catch up (measured 1.6-1.8 ms per hook on
+the 2 loaded benchmark cores, about 50 us with ``pynative_synchronize``),
+and its Python hook about 1 ms more in the backward pass. These two per
+call are most of what L1 costs (``benchmarks/README.md``).
+Parameters among a call's inputs get one float32 sum launched (no wait) at
+their first use in a window, held by the call (``ApiCall.param_sums``).
 
 This module only catches calls and hands tensors on to a sink (see
 :class:`Sink`); it decides nothing about overflow and reads no values.
@@ -566,9 +575,10 @@ class ApiInterceptor:
         gradients w.r.t. them; None when there is nothing to hook.
 
         Not ``Tensor.register_hook``: on a fresh output it waits for the
-        device (about 2 ms here, against about 50 us per op). Tensors are
-        chosen by type, not dtype, for the same reason. Other containers
-        (named tuples ...) keep ``register_hook`` on their floating items.
+        device as well, and then once per tensor instead of once per call.
+        Tensors are chosen by type, not dtype: the first dtype read of a
+        fresh output waits too. Other containers (named tuples ...) keep
+        ``register_hook`` on their floating items.
         """
         sink = self.sink
 
