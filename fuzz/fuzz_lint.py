@@ -30,7 +30,6 @@ bounded property tests in ``tests/test_fuzz_lint.py``.
 from __future__ import annotations
 
 import argparse
-import io
 import json
 import os
 import random

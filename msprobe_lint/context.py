@@ -102,6 +102,7 @@ def normalise(name: str, raw: Any, source: str) -> Fact:
         ValueError: with a message naming the allowed values when ``raw``
             is not valid for ``name``.
     """
+    value: Any
     if name == "framework":
         value = str(raw).lower()
         if value not in FRAMEWORKS:

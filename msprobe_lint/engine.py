@@ -145,7 +145,7 @@ def to_diagnostics(findings: Iterable[Finding], doc: Optional[Document], selecti
         else:
             line, column, end_line, end_column = 1, 1, None, None
         diagnostic = Diagnostic(path=finding.path or (doc.path if doc else "<config>"), line=line, column=column,
-                                code=finding.code, severity=severity, message=_encodable(finding.message),
+                                code=finding.code, severity=severity, message=_encodable(finding.message) or "",
                                 hint=_encodable(finding.hint),
                                 pointer=_encodable(finding.pointer) if finding.path is None else None,
                                 end_line=end_line, end_column=end_column)

@@ -105,7 +105,8 @@ def parse_lint(args: Sequence[str]) -> Optional[tuple[list[str], dict[str, Any]]
         elif kind == "posint":
             if not _POSINT.fullmatch(value):
                 return None
-            value = int(value)
+            values[field] = int(value)
+            continue
         values[field] = value
     if not paths or any(not path or path == "-" for path in paths):
         return None

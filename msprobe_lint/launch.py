@@ -166,8 +166,8 @@ _MSRUN_OPTIONS = ("--worker_num", "--local_worker_num", "--master_addr", "--mast
 def _long_option(token: str, known: Sequence[str]) -> tuple[Optional[str], Optional[str]]:
     """(full option name, attached value) for ``--opt`` / ``--opt=value``,
     matching a unique prefix as argparse does; (None, value) if unknown."""
-    name, _, value = token.partition("=")
-    value = value if "=" in token else None
+    name, _, attached = token.partition("=")
+    value = attached if "=" in token else None
     if name in known:
         return name, value
     matches = [k for k in known if k.startswith(name)]
@@ -375,6 +375,7 @@ def run_command(argv: Sequence[str], env: Optional[Mapping[str, str]] = None, *,
             return  # the terminal delivered it to CMD already
         sent = signal.SIGINT if launcher == "msrun" and signum != signal.SIGINT else signum
         forwarded.append(signum)
+        assert child is not None  # forward() is only called once the child runs
         try:
             if own_group:
                 os.killpg(child.pid, sent)

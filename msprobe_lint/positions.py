@@ -95,6 +95,7 @@ class PositionMap:
         # One frame per open container: [is_object, pointer, index or key pointer,
         # keys seen (objects), start offset, expecting a key].
         stack: list[list] = []
+        frame: Optional[list]
         for match in _TOKEN.finditer(text):
             token = match.group()
             start, end = match.span()

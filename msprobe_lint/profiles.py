@@ -238,9 +238,9 @@ def build_schema(base: dict, profile: Profile) -> dict:
     for section, keys in profile.keys_add.items():
         section_schema = _section(schema, section)
         section_schema["properties"].update(copy.deepcopy(keys))
-    for section, keys in profile.keys_remove.items():
+    for section, removed in profile.keys_remove.items():
         section_schema = _section(schema, section)
-        for key in keys:
+        for key in removed:
             section_schema["properties"].pop(key, None)
     for ptr, values in profile.enums.items():
         node, last = _at(schema, ptr)

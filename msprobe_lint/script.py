@@ -421,8 +421,8 @@ class _Analyser:
                 continue
             bound = alias.asname or alias.name
             # Python 3.10+ gives each imported name its own position.
-            line = getattr(alias, "lineno", None) or node.lineno
-            col = (getattr(alias, "col_offset", None) if hasattr(alias, "lineno") else node.col_offset) + 1
+            where = alias if hasattr(alias, "lineno") else node
+            line, col = where.lineno, where.col_offset + 1
             self.result.direct_imports.append(DirectImport(module, alias.name, bound, line, col,
                                                            self._first_use(bound, node)))
 
@@ -445,7 +445,7 @@ class _Analyser:
 
     def _first_use(self, name: str, after: ast.AST) -> Optional[int]:
         lines = [n.lineno for n in ast.walk(self.tree) if isinstance(n, ast.Name) and n.id == name
-                 and isinstance(n.ctx, ast.Load) and n.lineno >= after.lineno
+                 and isinstance(n.ctx, ast.Load) and n.lineno >= getattr(after, "lineno", 0)
                  and isinstance(self.parents.get(n), ast.Call) and self.parents[n].func is n]  # type: ignore
         return min(lines) if lines else None
 

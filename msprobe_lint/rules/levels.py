@@ -11,8 +11,6 @@ from ..context import Context
 from ..diagnostic import Finding, Severity
 from .registry import rule
 
-TASK_SECTIONS = ("statistics", "tensor", "overflow_check", "free_benchmark", "run_ut", "grad_probe",
-                 "structure", "exception_dump")
 L2_MIN_EXCLUSIVE = "2.5.0"
 CHECK_MODE_LAST_HONOURED = "2.3.0"
 
