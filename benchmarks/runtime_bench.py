@@ -29,7 +29,7 @@ Variants (each one a separate worker process, so ``ru_maxrss`` is its own):
 
 The workers of one model/dtype are started together and each runs
 ``--steps`` steps per round when told to (msprobe's, several times slower,
-one step every third round); rounds go round-robin over the variants (the
+one step every fourth round, after one warm-up step); rounds go round-robin over the variants (the
 order rotates each round), so machine noise hits all alike; only one
 worker runs at a time (the others wait on their stdin and use no CPU).
 Each step is timed from ``start()`` to the loss on the host
@@ -378,7 +378,7 @@ def measure(model: str, dtype: str, variants: list[tuple[str, str]], args: argpa
     workers: dict[str, Worker] = {}
     try:
         for variant, python in variants:
-            warmup = min(args.warmup, 2) if variant.startswith("msprobe") else args.warmup  # seconds per step
+            warmup = min(args.warmup, 1) if variant.startswith("msprobe") else args.warmup  # seconds per step
             workers[variant] = Worker(python, variant, model, dtype, warmup, dump_root)
         for w in workers.values():
             w.ready()
@@ -386,8 +386,8 @@ def measure(model: str, dtype: str, variants: list[tuple[str, str]], args: argpa
         for r in range(args.rounds):
             shift = r % len(order)
             for variant in order[shift:] + order[:shift]:
-                if variant.startswith("msprobe"):  # several times slower: 1 step, every 3rd round
-                    if r % 3 == 0:
+                if variant.startswith("msprobe"):  # several times slower: 1 step, every 4th round
+                    if r % 4 == 0:
                         workers[variant].run(1)
                 else:
                     workers[variant].run(args.steps)
@@ -413,7 +413,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--rounds", type=int, default=None, help="interleaved rounds (default 8, quick 4)")
     parser.add_argument("--steps", type=int, default=None,
                         help="steps per round and variant (default 3, quick 2; msprobe variants: 1 step every "
-                             "3rd round)")
+                             "4th round)")
     parser.add_argument("--warmup", type=int, default=None, help="warm-up steps per worker (default 4, quick 2)")
     parser.add_argument("--msprobe-python", default=os.environ.get("MSPROBE_PYTHON"),
                         help="python of a venv with mindspore==2.7.0 and mindstudio-probe==8.1.2 "
