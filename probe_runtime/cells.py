@@ -61,7 +61,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from .detection import is_tensor, iter_tensors
-from .interception import capture_frames
+from .interception import capture_frames, through_hook
 
 LOGGER = logging.getLogger("probe_runtime")
 
@@ -233,8 +233,8 @@ class CellHooks:
         self._calls_by_prefix: dict[str, list] = {}
         self.broken: set[str] = set()
         self._warned_jit: set[int] = set()
-        self._hook_backward = None
-        self._executor = None
+        self._hook_backward: Any = None  # mindspore.ops.HookBackward, imported at start()
+        self._executor: Any = None
         self._probes: dict[str, list] = {}
 
     @property
@@ -446,7 +446,7 @@ class CellHooks:
         local = self._local
         prefix = target.prefix
 
-        def forward_hook(cell: Any, args: tuple, output: Any) -> None:
+        def forward_hook(cell: Any, args: tuple, output: Any) -> Any:
             if "forward" in self.broken:
                 return None
             try:
@@ -490,12 +490,7 @@ class CellHooks:
             except Exception as err:
                 self._fail("backward", err)
 
-        hooked = self._hook_backward(input_hook)(*[args[i] for i in positions])
-        if not isinstance(hooked, (tuple, list)):
-            hooked = (hooked,)
-        new_args = list(args)
-        for i, tensor in zip(positions, hooked):
-            new_args[i] = tensor
+        new_args = through_hook(self._hook_backward, input_hook, args, positions)
         call.expects_input_grads = True
         return tuple(new_args)
 
@@ -516,15 +511,8 @@ class CellHooks:
             except Exception as err:
                 self._fail("backward", err)
 
-        hooked = self._hook_backward(output_hook)(*[items[i] for i in positions])
-        if not isinstance(hooked, (tuple, list)):
-            hooked = (hooked,)
-        if single:
-            return hooked[0]
-        new_items = list(items)
-        for i, tensor in zip(positions, hooked):
-            new_items[i] = tensor
-        return tuple(new_items)
+        new_items = through_hook(self._hook_backward, output_hook, items, positions)
+        return new_items[0] if single else tuple(new_items)
 
     def _make_param_hook(self, target: _Target, param_name: str):
         sink = self.sink

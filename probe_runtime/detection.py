@@ -73,6 +73,7 @@ class HostTensor:
         if not self.floating or self.empty:
             return True
         array = self.array
+        assert array is not None  # an unreadable tensor is "empty"
         if array.dtype == np.float64 or array.dtype.kind != "f":
             return bool(np.isfinite(array).all())
         with np.errstate(all="ignore"):

@@ -49,7 +49,7 @@ import os
 import sys
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional, Protocol
+from typing import Any, Callable, Optional, Protocol, Sequence
 
 from .detection import is_floating, is_tensor, iter_tensors
 
@@ -202,10 +202,26 @@ class tool_section:
         _guard.depth -= 1
 
 
+def through_hook(hook_backward: Any, hook: Callable[..., None], items: Sequence[Any],
+                 positions: list[int]) -> list:
+    """``items`` (a list copy) with the tensors at ``positions`` passed
+    through one ``hook_backward(hook)`` (``mindspore.ops.HookBackward``): in
+    the backward pass ``hook`` receives the gradients w.r.t. them. Values
+    are unchanged; the call waits once for the PyNative pipeline (see the
+    module docstring). Shared by the L1 wrappers and the L0 Cell hooks."""
+    hooked = hook_backward(hook)(*[items[i] for i in positions])
+    if not isinstance(hooked, (tuple, list)):
+        hooked = (hooked,)
+    out = list(items)
+    for i, tensor in zip(positions, hooked):
+        out[i] = tensor
+    return out
+
+
 def capture_frames(frame: Any, limit: int = 32) -> tuple:
     """``(file, line, function)`` for ``frame`` and its callers, innermost
     first, skipping this package's own frames."""
-    out = []
+    out: list[tuple] = []
     while frame is not None and len(out) < limit:
         code = frame.f_code
         if not code.co_filename.startswith(_TOOL_ROOT):
@@ -271,6 +287,7 @@ class ApiInterceptor:
 
     # -- patching -----------------------------------------------------------------
     def _set(self, owner: Any, attr: str, wrapper: Callable) -> None:
+        assert self._plan is not None  # only called while a plan is being built
         self._plan.append((owner, attr, wrapper))
 
     def install(self) -> int:
@@ -560,12 +577,7 @@ class ApiInterceptor:
             except Exception as err:
                 self._fault(call.api, "in the backward input hook", err)
 
-        hooked = self._hook_backward(input_hook)(*[args[i] for i in positions])
-        if not isinstance(hooked, (tuple, list)):
-            hooked = (hooked,)
-        new_args = list(args)
-        for i, tensor in zip(positions, hooked):
-            new_args[i] = tensor
+        new_args = through_hook(self._hook_backward, input_hook, args, positions)
         call.expects_input_grads = True
         return tuple(new_args)
 
@@ -602,12 +614,7 @@ class ApiInterceptor:
         positions = [i for i, item in enumerate(items) if is_tensor(item)]
         if not positions:
             return None
-        hooked = self._hook_backward(output_hook)(*[items[i] for i in positions])
-        if not isinstance(hooked, (tuple, list)):
-            hooked = (hooked,)
+        new_items = through_hook(self._hook_backward, output_hook, items, positions)
         if kind is not tuple and kind is not list:
-            return hooked[0]
-        new_items = list(items)
-        for i, tensor in zip(positions, hooked):
-            new_items[i] = tensor
+            return new_items[0]
         return kind(new_items)

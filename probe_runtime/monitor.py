@@ -220,6 +220,7 @@ class Monitor:
             return
         wanted = {id(t) for t in tensors}
         for kind, call in self.pending:
+            parts: tuple
             if kind == "forward" or kind == "top":
                 parts = (call.args, call.kwargs, call.output)
             elif kind == "backward":
