@@ -243,8 +243,14 @@ def _float32() -> Any:
 
 
 def _jit_tracing() -> bool:
+    """True while MindSpore traces code under ``mindspore.jit`` (left alone).
+    The module moved to ``mindspore.graph`` in 2.9; the old name still works
+    there but warns on import, so the new one is tried first."""
     try:
-        from mindspore.common.jit_context import jit_context
+        try:
+            from mindspore.graph.jit_context import jit_context
+        except ImportError:
+            from mindspore.common.jit_context import jit_context
 
         return jit_context() is not None
     except Exception:  # pragma: no cover - older MindSpore
