@@ -65,9 +65,11 @@ def write_report(text: str, output: Optional[str]) -> None:
 # Options shared by `lint` and `run`.
 FORMAT = typer.Option(Format.text, "--format", "-f", help="Output format.")
 OUTPUT = typer.Option(None, "--output", "-o", help="Write the report to this file.")
-FRAMEWORK = typer.Option(None, help="Framework the config is for.")
-MODE = typer.Option(None, help="MindSpore execution mode: pynative (dynamic graph) or graph (static graph).")
-JIT = typer.Option(None, "--jit-level", help="jit_level of the static-graph compile.")
+# Context values are case-insensitive, as in [tool.probe-lint] (`--mode Graph`).
+FRAMEWORK = typer.Option(None, case_sensitive=False, help="Framework the config is for.")
+MODE = typer.Option(None, case_sensitive=False,
+                    help="MindSpore execution mode: pynative (dynamic graph) or graph (static graph).")
+JIT = typer.Option(None, "--jit-level", case_sensitive=False, help="jit_level of the static-graph compile.")
 MS_VERSION = typer.Option(None, "--mindspore-version", metavar="X.Y.Z", help="MindSpore version of the target.")
 WORLD = typer.Option(None, "--world-size", min=1, help="Number of processes (ranks) of the job.")
 MSPROBE_VERSION = typer.Option(None, "--msprobe-version", metavar="X.Y",

@@ -102,3 +102,10 @@ def test_runtime_gate_counts_only_its_own_rank_folder(tmp_path):
     assert pl407("rank1") == []  # another worker of the same job already wrote rank0
     (mine,) = pl407("rank0")
     assert mine.severity.value == "error"
+
+
+def test_context_flags_are_case_insensitive_like_pyproject(tmp_path):
+    path = write_config(tmp_path, config(level="L1"))
+    proc = run_probe("lint", str(path), "--isolated", "--mode", "Graph", "--jit-level", "o2", "--format", "json")
+    assert proc.returncode == 1
+    assert [d["code"] for d in json.loads(proc.stdout)["diagnostics"]] == ["PL201"]
