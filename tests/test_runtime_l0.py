@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 from pathlib import Path
 
 import pytest
@@ -20,24 +19,18 @@ from mindspore import Parameter, Tensor, nn, ops  # noqa: E402
 
 from probe_runtime import OverflowCheckCallback, PrecisionDebugger, UsageError  # noqa: E402
 from probe_runtime.writer import read_json  # noqa: E402
+from runtime_support import isolate, write_runtime_config  # noqa: E402
 
 ms.set_context(mode=ms.PYNATIVE_MODE)
 
 
 def write_config(folder: Path, level: str = "L0", nums: int = -1) -> Path:
-    config = {"task": "overflow_check", "dump_path": str(folder / "dump"), "rank": [], "step": [], "level": level,
-              "overflow_check": {"overflow_nums": nums}}
-    path = folder / "config.json"
-    path.write_text(json.dumps(config, indent=4))
-    os.chmod(path, 0o640)
-    return path
+    return write_runtime_config(folder, level=level, nums=nums)
 
 
 @pytest.fixture
 def work(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    for name in ("RANK_ID", "RANK", "RANK_SIZE", "WORLD_SIZE", "MS_WORKER_NUM", "PROBE_CONFIG"):
-        monkeypatch.delenv(name, raising=False)
+    isolate(monkeypatch, tmp_path)
     made = []
 
     def make(level: str = "L0", nums: int = -1):

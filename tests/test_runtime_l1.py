@@ -5,10 +5,7 @@ it, so the patches never leak into the next test.
 """
 from __future__ import annotations
 
-import json
 import logging
-import os
-from pathlib import Path
 
 import pytest
 
@@ -23,6 +20,7 @@ from mindspore.ops.primitive import Primitive  # noqa: E402
 import probe_runtime  # noqa: E402
 from probe_runtime import ConfigLintError, PrecisionDebugger  # noqa: E402
 from probe_runtime.writer import read_json  # noqa: E402
+from runtime_support import isolate, write_runtime_config  # noqa: E402
 
 ms.set_context(mode=ms.PYNATIVE_MODE)
 ORIGINAL_EXP = ops.exp
@@ -30,24 +28,12 @@ ORIGINAL_PRIM_CALL = Primitive.__call__
 TENSOR_DICT = dict(vars(ms.Tensor))
 
 
-def write_config(folder: Path, **changes) -> Path:
-    config = {"task": "overflow_check", "dump_path": str(folder / "dump"), "rank": [], "step": [], "level": "L1",
-              "overflow_check": {"overflow_nums": -1}}
-    section = changes.pop("overflow_check", None)
-    config.update(changes)
-    if section is not None:
-        config["overflow_check"] = section
-    path = folder / "config.json"
-    path.write_text(json.dumps(config, indent=4))
-    os.chmod(path, 0o640)
-    return path
+write_config = write_runtime_config
 
 
 @pytest.fixture
 def work(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    for name in ("RANK_ID", "RANK", "RANK_SIZE", "WORLD_SIZE", "MS_WORKER_NUM", "PROBE_CONFIG"):
-        monkeypatch.delenv(name, raising=False)
+    isolate(monkeypatch, tmp_path)
     made = []
 
     def make(**changes):

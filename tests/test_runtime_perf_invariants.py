@@ -11,7 +11,6 @@ value the call saw.
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
@@ -24,6 +23,7 @@ from mindspore import Tensor, nn, ops  # noqa: E402
 from mindspore.ops.primitive import Primitive  # noqa: E402
 
 from probe_runtime import PrecisionDebugger  # noqa: E402
+from runtime_support import isolate, write_runtime_config  # noqa: E402
 
 ms.set_context(mode=ms.PYNATIVE_MODE)
 ORIGINAL_EXP = ops.exp
@@ -32,20 +32,13 @@ TENSOR_DICT = dict(vars(ms.Tensor))
 
 
 def write_config(folder: Path, **changes) -> Path:
-    config = {"task": "overflow_check", "dump_path": str(folder / "dump"), "rank": [], "step": [], "level": "L1",
-              "overflow_check": {"overflow_nums": 1}}
-    config.update(changes)
-    path = folder / "config.json"
-    path.write_text(json.dumps(config))
-    os.chmod(path, 0o640)
-    return path
+    changes.setdefault("nums", 1)
+    return write_runtime_config(folder, **changes)
 
 
 @pytest.fixture
 def make(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    for name in ("RANK_ID", "RANK", "RANK_SIZE", "WORLD_SIZE", "MS_WORKER_NUM", "PROBE_CONFIG"):
-        monkeypatch.delenv(name, raising=False)
+    isolate(monkeypatch, tmp_path)
     made = []
 
     def build(**changes):

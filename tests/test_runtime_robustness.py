@@ -21,6 +21,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from runtime_support import isolate, write_runtime_config
+
 from probe_runtime import writer as writer_module
 from probe_runtime.writer import Record, StepWriter, WriterError, read_json
 
@@ -199,12 +201,7 @@ def _mindspore():
 def make_debugger(folder: Path, level: str = "L1", dump: Path | None = None):
     from probe_runtime import PrecisionDebugger
 
-    config = {"task": "overflow_check", "dump_path": str(dump or folder / "dump"), "rank": [], "step": [],
-              "level": level, "overflow_check": {"overflow_nums": -1}}
-    path = folder / "config.json"
-    path.write_text(json.dumps(config))
-    os.chmod(path, 0o640)
-    return PrecisionDebugger(config_path=str(path))
+    return PrecisionDebugger(config_path=str(write_runtime_config(folder, level=level, dump=dump)))
 
 
 def train(debugger=None, level: str = "L1", between=None, steps: int = 3):
@@ -271,9 +268,7 @@ def recorded(dump: Path) -> dict[int, list[str]]:
 @pytest.fixture
 def work(tmp_path, monkeypatch):
     _mindspore()
-    monkeypatch.chdir(tmp_path)
-    for name in ("RANK_ID", "RANK", "RANK_SIZE", "WORLD_SIZE", "MS_WORKER_NUM", "PROBE_CONFIG"):
-        monkeypatch.delenv(name, raising=False)
+    isolate(monkeypatch, tmp_path)
     return tmp_path
 
 

@@ -11,9 +11,7 @@
 from __future__ import annotations
 
 import io
-import json
 import logging
-import os
 import weakref
 from pathlib import Path
 
@@ -28,6 +26,7 @@ from mindspore import Tensor, nn, ops  # noqa: E402
 from probe_runtime import PrecisionDebugger  # noqa: E402
 from probe_runtime import debugger as debugger_module  # noqa: E402
 from probe_runtime.writer import read_json  # noqa: E402
+from runtime_support import isolate, write_runtime_config  # noqa: E402
 
 ms.set_context(mode=ms.PYNATIVE_MODE)
 HINT = "overflow inside MLP.construct itself (not in a sub-Cell): use level L1 to see the API"
@@ -35,17 +34,11 @@ HINT = "overflow inside MLP.construct itself (not in a sub-Cell): use level L1 t
 
 @pytest.fixture
 def work(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    for name in ("RANK_ID", "RANK", "RANK_SIZE", "WORLD_SIZE", "MS_WORKER_NUM", "PROBE_CONFIG"):
-        monkeypatch.delenv(name, raising=False)
+    isolate(monkeypatch, tmp_path)
     made = []
 
     def make(level: str = "L1", nums: int = -1, dump: str = "dump"):
-        config = {"task": "overflow_check", "dump_path": str(tmp_path / dump), "rank": [], "step": [],
-                  "level": level, "overflow_check": {"overflow_nums": nums}}
-        path = tmp_path / "config.json"
-        path.write_text(json.dumps(config, indent=4))
-        os.chmod(path, 0o640)
+        path = write_runtime_config(tmp_path, level=level, nums=nums, dump=tmp_path / dump)
         debugger = PrecisionDebugger(config_path=str(path))
         made.append(debugger)
         return debugger
