@@ -194,21 +194,22 @@ class HostCache:
 
     def floating(self, tensor: Any) -> bool:
         """``is_floating(tensor)``, read once per tensor object and batch."""
-        key = id(tensor)
-        hit = self._floating.get(key)
-        if hit is None or hit[0] is not tensor:
-            hit = (tensor, is_floating(tensor))
-            self._floating[key] = hit
-        return hit[1]
+        return _memo(self._floating, tensor, is_floating)
 
     def get(self, tensor: Any) -> HostTensor:
         """The host copy of ``tensor`` (made on first use)."""
-        key = id(tensor)
-        hit = self._items.get(key)
-        if hit is None or hit[0] is not tensor:
-            hit = (tensor, to_host(tensor))
-            self._items[key] = hit
-        return hit[1]
+        return _memo(self._items, tensor, to_host)
+
+
+def _memo(table: dict, tensor: Any, compute: Any) -> Any:
+    """``compute(tensor)``, kept in ``table`` by ``id``; the tensor itself is
+    kept too, so its id cannot be reused by another object meanwhile."""
+    key = id(tensor)
+    hit = table.get(key)
+    if hit is None or hit[0] is not tensor:
+        hit = (tensor, compute(tensor))
+        table[key] = hit
+    return hit[1]
 
 
 def judge(inputs: Iterable[Any], outputs: Iterable[Any], cache: Optional[HostCache] = None) -> Verdict:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 LAUNCHER_VARIABLES = ("RANK_ID", "RANK", "RANK_SIZE", "WORLD_SIZE", "MS_WORKER_NUM", "PROBE_CONFIG")
 
@@ -31,3 +31,55 @@ def write_runtime_config(folder: Path, *, level: str = "L1", nums: int = -1, dum
     path.write_text(json.dumps(config, indent=4))
     os.chmod(path, 0o640)
     return path
+
+
+def train_mlp(debugger: Any = None, *, level: str = "L1", between: Optional[Callable[[int], None]] = None,
+              steps: int = 3, overflow: Callable[[int], bool] = lambda step: step >= 1) -> tuple[list, list]:
+    """(losses, gradients) as numpy arrays of ``steps`` training steps of a
+    float16 MLP (seed 3) whose input is scaled by 3000, so that it
+    overflows, on the steps where ``overflow(step)``; ``debugger`` (if
+    any) is started (with the net at L0), stopped and stepped around each
+    step, and ``between(step)`` runs after it."""
+    import mindspore as ms
+    import numpy as np
+    from mindspore import Tensor, nn
+
+    ms.set_context(mode=ms.PYNATIVE_MODE)
+    ms.set_seed(3)
+    net = nn.SequentialCell([nn.Dense(8, 16), nn.ReLU(), nn.Dense(16, 1)])
+    net.to_float(ms.float16)
+    optimizer = nn.SGD(net.trainable_params(), learning_rate=0.1)
+    grad_fn = ms.value_and_grad(lambda x, y: ((net(x).astype(ms.float32) - y) ** 2).mean(), None,
+                                optimizer.parameters)
+    rng = np.random.default_rng(0)
+    losses: list = []
+    grads_seen: list = []
+    try:
+        for step in range(steps):
+            x = Tensor(rng.normal(size=(4, 8)).astype(np.float16) * (3000 if overflow(step) else 1))
+            y = Tensor(rng.normal(size=(4, 1)).astype(np.float32))
+            if debugger:
+                debugger.start(net) if level == "L0" else debugger.start()
+            loss, grads = grad_fn(x, y)
+            optimizer(grads)
+            if debugger:
+                debugger.stop()
+                debugger.step()
+            losses.append(loss.asnumpy())
+            grads_seen.append([g.asnumpy() for g in grads])
+            if between:
+                between(step)
+    finally:
+        if debugger:
+            debugger.stop()
+    return losses, grads_seen
+
+
+def assert_same_training(a: tuple[list, list], b: tuple[list, list]) -> None:
+    """Bit-identical losses and gradients (nan equal to nan)."""
+    import numpy as np
+
+    for la, lb in zip(a[0], b[0]):
+        assert np.array_equal(la, lb, equal_nan=True)
+    for ga, gb in zip(a[1], b[1]):
+        assert all(np.array_equal(x, y, equal_nan=True) for x, y in zip(ga, gb))

@@ -20,7 +20,7 @@ from mindspore.ops.primitive import Primitive  # noqa: E402
 import probe_runtime  # noqa: E402
 from probe_runtime import ConfigLintError, PrecisionDebugger  # noqa: E402
 from probe_runtime.writer import read_json  # noqa: E402
-from runtime_support import isolate, write_runtime_config  # noqa: E402
+from runtime_support import assert_same_training, isolate, train_mlp, write_runtime_config  # noqa: E402
 
 ms.set_context(mode=ms.PYNATIVE_MODE)
 ORIGINAL_EXP = ops.exp
@@ -360,34 +360,11 @@ def test_bit_identical_training(work):
     tmp_path, make = work
 
     def train(debugger):
-        ms.set_seed(3)
-        net = nn.SequentialCell([nn.Dense(8, 16), nn.ReLU(), nn.Dense(16, 1)])
-        net.to_float(ms.float16)
-        optimizer = nn.SGD(net.trainable_params(), learning_rate=0.1)
-        grad_fn = ms.value_and_grad(lambda x, y: ((net(x).astype(ms.float32) - y) ** 2).mean(), None,
-                                    optimizer.parameters)
-        rng = np.random.default_rng(0)
-        losses, grads_seen = [], []
-        for step in range(3):
-            x = Tensor(rng.normal(size=(4, 8)).astype(np.float16) * (3000 if step == 1 else 1))
-            y = Tensor(rng.normal(size=(4, 1)).astype(np.float32))
-            if debugger:
-                debugger.start()
-            loss, grads = grad_fn(x, y)
-            optimizer(grads)
-            if debugger:
-                debugger.stop()
-                debugger.step()
-            losses.append(loss.asnumpy())
-            grads_seen.append([g.asnumpy() for g in grads])
-        return losses, grads_seen
+        return train_mlp(debugger, overflow=lambda step: step == 1)
 
     plain = train(None)
     probed = train(make())
-    for a, b in zip(plain[0], probed[0]):
-        assert np.array_equal(a, b, equal_nan=True)
-    for ga, gb in zip(plain[1], probed[1]):
-        assert all(np.array_equal(a, b, equal_nan=True) for a, b in zip(ga, gb))
+    assert_same_training(plain, probed)
     assert (tmp_path / "dump").exists()   # the debugger did see something
 
 

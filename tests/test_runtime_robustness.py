@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from runtime_support import isolate, write_runtime_config
+from runtime_support import assert_same_training, isolate, train_mlp, write_runtime_config
 
 from probe_runtime import writer as writer_module
 from probe_runtime.writer import Record, StepWriter, WriterError, read_json
@@ -205,39 +205,10 @@ def make_debugger(folder: Path, level: str = "L1", dump: Path | None = None):
 
 
 def train(debugger=None, level: str = "L1", between=None, steps: int = 3):
-    """Losses and gradients of 3 steps of a float16 MLP whose steps 1 and 2
-    overflow; ``between(step)`` runs after each step."""
-    ms = _mindspore()
-    from mindspore import Tensor, nn
-
-    ms.set_context(mode=ms.PYNATIVE_MODE)
-    ms.set_seed(3)
-    net = nn.SequentialCell([nn.Dense(8, 16), nn.ReLU(), nn.Dense(16, 1)])
-    net.to_float(ms.float16)
-    optimizer = nn.SGD(net.trainable_params(), learning_rate=0.1)
-    grad_fn = ms.value_and_grad(lambda x, y: ((net(x).astype(ms.float32) - y) ** 2).mean(), None,
-                                optimizer.parameters)
-    rng = np.random.default_rng(0)
-    losses, grads_seen = [], []
-    try:
-        for step in range(steps):
-            x = Tensor(rng.normal(size=(4, 8)).astype(np.float16) * (3000 if step >= 1 else 1))
-            y = Tensor(rng.normal(size=(4, 1)).astype(np.float32))
-            if debugger:
-                debugger.start(net) if level == "L0" else debugger.start()
-            loss, grads = grad_fn(x, y)
-            optimizer(grads)
-            if debugger:
-                debugger.stop()
-                debugger.step()
-            losses.append(loss.asnumpy())
-            grads_seen.append([g.asnumpy() for g in grads])
-            if between:
-                between(step)
-    finally:
-        if debugger:
-            debugger.stop()
-    return losses, grads_seen
+    """Losses and gradients of a float16 MLP whose steps 1 and later
+    overflow (runtime_support.train_mlp)."""
+    _mindspore()
+    return train_mlp(debugger, level=level, between=between, steps=steps)
 
 
 @pytest.fixture(scope="module")
@@ -245,12 +216,7 @@ def plain():
     return train(None)
 
 
-def assert_same(a, b) -> None:
-    for la, lb in zip(a[0], b[0]):
-        assert np.array_equal(la, lb, equal_nan=True)
-    for ga, gb in zip(a[1], b[1]):
-        assert all(np.array_equal(x, y, equal_nan=True) for x, y in zip(ga, gb))
-    assert len(a[0]) == len(b[0])
+assert_same = assert_same_training
 
 
 def recorded(dump: Path) -> dict[int, list[str]]:
