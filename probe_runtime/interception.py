@@ -257,6 +257,23 @@ def _jit_tracing() -> bool:
         return False
 
 
+_SIDE_EFFECT: dict[type, bool] = {}
+
+
+def _side_effect(prim: Any) -> bool:
+    """The primitive changes its inputs in place (its ``side_effect_mem``
+    attribute, e.g. ``Assign``, ``ApplyMomentum``); cached per class."""
+    klass = type(prim)
+    known = _SIDE_EFFECT.get(klass)
+    if known is None:
+        try:
+            known = bool(getattr(prim, "attrs", {}).get("side_effect_mem", False))
+        except Exception:
+            known = False
+        _SIDE_EFFECT[klass] = known
+    return known
+
+
 class ApiInterceptor:
     """Installs and removes the L1 patches.
 
@@ -393,19 +410,65 @@ class ApiInterceptor:
                 self._set(tensor_cls, attr, self._wrap_mutator(getattr(tensor_cls, attr)))
 
     def _patch_primitives(self) -> None:
+        """Primitives are caught where they run, not class by class.
+
+        Setting ``__call__`` on each of the ~1,200 Primitive classes at every
+        ``start()`` and putting it back at every ``stop()`` invalidates
+        Python's type caches down the whole class tree: it cost 5 ms of an
+        8 ms MLP step on the benchmark machine (``Primitive.__call__`` alone
+        about 1 ms). Instead, for each class that defines its own
+        ``__call__``, by what that method runs:
+
+        * a ``pyboost_<op>(prim, [args])`` function looked up in its
+          module's globals (the generated ops, ~580 classes): that global is
+          replaced (a module dict write, no type cache touched), one
+          wrapper per function for every class that uses it;
+        * ``super().__call__`` or ``_run_op(prim, name, args)`` (~190
+          classes, and every class without a ``__call__`` of its own, which
+          runs ``Primitive.__call__``): caught by replacing the global
+          ``_run_op`` in each MindSpore module that imported it;
+        * anything else (~90 classes, collective and inner ops): the class's
+          ``__call__`` is patched as before;
+        * ``constexpr``/``_primexpr`` helper classes (``ProxyOp``,
+          ``CompileOp``: compile-time Python on constants) are left alone.
+
+        The API name is always ``Primitive.<class name of the instance>``.
+        """
+        from mindspore.ops import primitive as primitive_module
         from mindspore.ops.primitive import Primitive
 
+        run_op = getattr(primitive_module, "_run_op", None)
+        if callable(run_op):
+            wrapper = self._wrap_run_op(run_op)
+            for module_name, module in list(sys.modules.items()):
+                if module_name.startswith("mindspore") and module is not None \
+                        and vars(module).get("_run_op") is run_op:
+                    self._set(module, "_run_op", wrapper)
         seen = set()
         stack = [Primitive]
+        boosted: set[tuple[str, str]] = set()
         while stack:
             klass = stack.pop()
             if klass in seen:
                 continue
             seen.add(klass)
             stack.extend(klass.__subclasses__())
-            if "__call__" not in vars(klass) or klass.__name__ in PRIMITIVE_SKIP:
+            call = vars(klass).get("__call__")
+            if call is None or klass.__name__ in PRIMITIVE_SKIP or klass.__name__ in ("ProxyOp", "CompileOp"):
                 continue
-            self._set(klass, "__call__", self._wrap_primitive(vars(klass)["__call__"]))
+            code = getattr(call, "__code__", None)
+            if code is not None:
+                names = [n for n in code.co_names if n.startswith("pyboost_")]
+                module = sys.modules.get(getattr(call, "__module__", "") or "")
+                if len(names) == 1 and module is not None and callable(vars(module).get(names[0])):
+                    if (module.__name__, names[0]) not in boosted:
+                        boosted.add((module.__name__, names[0]))
+                        self._set(module, names[0], self._wrap_pyboost(vars(module)[names[0]]))
+                    continue
+                if callable(run_op) and ("_run_op" in code.co_names or "super" in code.co_names
+                                         or "__class__" in code.co_freevars):
+                    continue  # ends in _run_op (patched above)
+            self._set(klass, "__call__", self._wrap_primitive(call))
 
     def uninstall(self) -> None:
         """Put back every patched attribute (in reverse order). Safe to call
@@ -441,24 +504,58 @@ class ApiInterceptor:
         handle = self._handle
         sink = self.sink
         skip = PRIMITIVE_SKIP
-        inplace_cache: dict[type, bool] = {}
 
         @functools.wraps(original)
         def wrapper(prim: Any, *args: Any, **kwargs: Any) -> Any:
             if _guard.depth or not sink.live:
                 return original(prim, *args, **kwargs)
-            klass = type(prim)
-            if klass.__name__ in skip:
+            name = type(prim).__name__
+            if name in skip:
                 return original(prim, *args, **kwargs)
-            inplace = inplace_cache.get(klass)
-            if inplace is None:
-                try:
-                    inplace = bool(getattr(prim, "attrs", {}).get("side_effect_mem", False))
-                except Exception:
-                    inplace = False
-                inplace_cache[klass] = inplace
-            return handle(f"Primitive.{klass.__name__}", functools.partial(original, prim), inplace, args, kwargs,
+            return handle(f"Primitive.{name}", functools.partial(original, prim), _side_effect(prim), args, kwargs,
                           sys._getframe(1))
+
+        wrapper.__probe_original__ = original  # type: ignore[attr-defined]
+        return wrapper
+
+    def _wrap_pyboost(self, original: Callable) -> Callable:
+        """Wrapper of a generated ``pyboost_<op>(prim, args)`` function: the
+        call is named after ``prim``'s class; the tensors of ``args`` (a
+        list) are its inputs."""
+        handle = self._handle
+        sink = self.sink
+        skip = PRIMITIVE_SKIP
+
+        @functools.wraps(original)
+        def wrapper(prim: Any, args: Any, *rest: Any) -> Any:
+            if _guard.depth or not sink.live or rest or not isinstance(args, (list, tuple)):
+                return original(prim, args, *rest)
+            name = type(prim).__name__
+            if name in skip:
+                return original(prim, args)
+            return handle(f"Primitive.{name}", lambda *items: original(prim, list(items)),
+                          _side_effect(prim),
+                          tuple(args), {}, sys._getframe(1))
+
+        wrapper.__probe_original__ = original  # type: ignore[attr-defined]
+        return wrapper
+
+    def _wrap_run_op(self, original: Callable) -> Callable:
+        """Wrapper of ``mindspore.ops.primitive._run_op(prim, name, args)``,
+        what ``Primitive.__call__`` runs: named after ``prim``'s class."""
+        handle = self._handle
+        sink = self.sink
+        skip = PRIMITIVE_SKIP
+
+        @functools.wraps(original)
+        def wrapper(prim: Any, op_name: Any, args: Any) -> Any:
+            if _guard.depth or not sink.live or not isinstance(args, (list, tuple)):
+                return original(prim, op_name, args)
+            name = type(prim).__name__
+            if name in skip:
+                return original(prim, op_name, args)
+            return handle(f"Primitive.{name}", lambda *items: original(prim, op_name, items), _side_effect(prim),
+                          tuple(args), {}, sys._getframe(1))
 
         wrapper.__probe_original__ = original  # type: ignore[attr-defined]
         return wrapper
