@@ -220,8 +220,11 @@ class PrecisionDebugger:
                                carry_batch=True)
         from .cells import CellHooks
 
+        from .execution import SyncWindows
+
         self.interceptor = ApiInterceptor(self.monitor)
         self.cells = CellHooks(self.monitor)
+        self.sync = SyncWindows()
         self._started = False
         self._start_calls = 0
         self._checked_steps: set[int] = set()
@@ -262,6 +265,7 @@ class PrecisionDebugger:
             if not self.monitor.begin():
                 return
             self._checked_steps.add(self.state.step)
+            self.sync.enter()
             if self.level == "L0":
                 self.cells.install(model)
             else:
@@ -328,6 +332,10 @@ class PrecisionDebugger:
             pass
 
     def _unpatch(self) -> None:
+        try:
+            self.sync.leave()
+        except Exception as err:  # pragma: no cover
+            LOGGER.error("probe_runtime: error restoring the execution mode: %s", err)
         try:
             self.interceptor.uninstall()
         except Exception as err:  # pragma: no cover

@@ -2,11 +2,13 @@
 
 Speed itself is measured by ``benchmarks/runtime_bench.py`` only; these
 tests pin down the structural reasons it is cheap: nothing is patched or
-hooked outside the step/rank filter or after ``overflow_nums``; no
+hooked outside the step/rank filter or after ``overflow_nums``, and every
+module global the primitives run through is put back; no
 ``Tensor.register_hook`` (a device wait per call) on fresh outputs at L1;
-the batch size carries over windows; and a Parameter changed by a
-jit-compiled optimizer before its entry is resolved is still judged on the
-value the call saw.
+the batch size carries over windows; checked windows on the CPU backend
+run synchronously and the process's own setting is back after each one;
+and a Parameter changed by a jit-compiled optimizer before its entry is
+resolved is still judged on the value the call saw.
 """
 from __future__ import annotations
 
@@ -20,6 +22,8 @@ ms = pytest.importorskip("mindspore")
 np = pytest.importorskip("numpy")
 
 from mindspore import Tensor, nn, ops  # noqa: E402
+from mindspore.ops import primitive as primitive_module  # noqa: E402
+from mindspore.ops.auto_generate import gen_ops_prim  # noqa: E402
 from mindspore.ops.primitive import Primitive  # noqa: E402
 
 from probe_runtime import PrecisionDebugger  # noqa: E402
@@ -29,6 +33,12 @@ ms.set_context(mode=ms.PYNATIVE_MODE)
 ORIGINAL_EXP = ops.exp
 ORIGINAL_PRIM_CALL = Primitive.__call__
 TENSOR_DICT = dict(vars(ms.Tensor))
+GEN_OPS_DICT = dict(vars(gen_ops_prim))       # the pyboost_<op> globals the generated primitives call
+PRIMITIVE_MODULE_DICT = dict(vars(primitive_module))  # _run_op
+
+
+def synchronous() -> bool:
+    return bool(ms.get_context("pynative_synchronize"))
 
 
 def write_config(folder: Path, **changes) -> Path:
@@ -56,6 +66,9 @@ def assert_untouched(net=None):
     assert ops.exp is ORIGINAL_EXP
     assert Primitive.__call__ is ORIGINAL_PRIM_CALL
     assert dict(vars(ms.Tensor)) == TENSOR_DICT
+    assert dict(vars(gen_ops_prim)) == GEN_OPS_DICT
+    assert dict(vars(primitive_module)) == PRIMITIVE_MODULE_DICT
+    assert not synchronous()
     if net is not None:
         for _, cell in net.cells_and_names():
             assert not cell._forward_pre_hook and not cell._forward_hook
@@ -167,3 +180,51 @@ def test_parameter_changed_by_jit_optimizer_judged_on_seen_value(make, tmp_path)
     index = json.loads((tmp_path / "dump" / "step1" / "rank" / "overflow.json").read_text())
     forward = [r for r in index if r["name"].startswith("Primitive.MatMul") and r["name"].endswith("forward")]
     assert forward and forward[0]["origin"] is True
+
+
+@pytest.mark.parametrize("level", ["L1", "L0"])
+def test_checked_windows_run_synchronously_on_cpu(make, level):
+    """The hooks drain MindSpore's asynchronous pipeline once per hooked
+    call; on the CPU backend each window runs synchronously instead and
+    the process's own setting comes back at stop()."""
+    net = small_net()
+    optimizer = nn.SGD(net.trainable_params(), learning_rate=0.01)
+    debugger = make(level=level, overflow_check={"overflow_nums": -1})
+    seen = []
+    for _ in range(2):
+        debugger.start(net)
+        seen.append(synchronous())
+        train_step(net, optimizer, Tensor(np.ones((2, 4), np.float32)))
+        debugger.stop()
+        seen.append(synchronous())
+        debugger.step()
+    assert seen == [True, False, True, False]
+
+
+def test_a_synchronous_process_stays_synchronous(make):
+    ms.set_context(pynative_synchronize=True)
+    try:
+        debugger = make()
+        debugger.start()
+        ops.exp(Tensor(np.ones((2,), np.float32)))
+        debugger.stop()
+        assert synchronous()
+    finally:
+        ms.set_context(pynative_synchronize=False)
+
+
+def test_probe_sync_0_keeps_the_pipeline(make, monkeypatch):
+    monkeypatch.setenv("PROBE_SYNC", "0")
+    debugger = make()
+    debugger.start()
+    assert not synchronous()
+    ops.exp(Tensor(np.ones((2,), np.float32)))
+    debugger.stop()
+
+
+def test_limit_reached_inside_a_window_restores_the_mode(make):
+    debugger = make()
+    debugger.start()
+    ops.exp(Tensor(np.array([1000.0], np.float32)))   # the first call is resolved at once: limit reached
+    assert debugger.state.exhausted and not synchronous()  # before stop(): no more checking, no more sync
+    debugger.stop()
