@@ -24,7 +24,6 @@ for it (a device sync); callers batch their calls (see ``monitor.py``).
 from __future__ import annotations
 
 import logging
-import math
 from dataclasses import dataclass
 from typing import Any, Iterable, Iterator, Optional
 
@@ -35,6 +34,8 @@ FLOAT_DTYPES = frozenset({"Float16", "Float32", "Float64", "BFloat16", "Float8_e
                           "HiFloat8", "float16", "float32", "float64", "bfloat16"})
 #: dtypes numpy cannot hold directly; cast to float32 on the device first.
 CAST_TO_FLOAT32 = frozenset({"BFloat16", "bfloat16", "Float8_e4m3fn", "Float8_e5m2", "HiFloat8"})
+#: elements tested at a time by :meth:`HostTensor.finite` (a 1 MiB bool mask)
+FINITE_CHUNK = 1 << 20
 
 
 @dataclass
@@ -65,19 +66,23 @@ class HostTensor:
     def finite(self) -> bool:
         """False when a floating, non-empty tensor holds inf or nan.
 
-        Non-floating or empty tensors are always "finite". The test sums
-        the values in float64: for float16/float32/bfloat16 data the sum of
-        finite values cannot overflow float64, and any inf or nan makes it
-        non-finite. float64 data is tested element by element.
+        Non-floating or empty tensors are always "finite". Exact for every
+        dtype (``numpy.isfinite`` on the values themselves, never a derived
+        quantity such as a sum that could overflow), warning-free, and in
+        chunks of ``FINITE_CHUNK`` elements so the temporary mask stays
+        small (1 MiB) whatever the tensor's size.
         """
         if not self.floating or self.empty:
             return True
         array = self.array
         assert array is not None  # an unreadable tensor is "empty"
-        if array.dtype == np.float64 or array.dtype.kind != "f":
-            return bool(np.isfinite(array).all())
-        with np.errstate(all="ignore"):
-            return bool(math.isfinite(float(np.add.reduce(array.ravel(), dtype=np.float64))))
+        flat = array.reshape(-1)
+        if flat.size <= FINITE_CHUNK:
+            return bool(np.isfinite(flat).all())
+        for begin in range(0, flat.size, FINITE_CHUNK):
+            if not np.isfinite(flat[begin:begin + FINITE_CHUNK]).all():
+                return False
+        return True
 
 
 LOGGER = logging.getLogger("probe_runtime")
@@ -191,6 +196,7 @@ class HostCache:
     def __init__(self) -> None:
         self._items: dict[int, tuple[Any, HostTensor]] = {}
         self._floating: dict[int, tuple[Any, bool]] = {}
+        self._finite: dict[int, tuple[Any, bool]] = {}
 
     def floating(self, tensor: Any) -> bool:
         """``is_floating(tensor)``, read once per tensor object and batch."""
@@ -199,6 +205,15 @@ class HostCache:
     def get(self, tensor: Any) -> HostTensor:
         """The host copy of ``tensor`` (made on first use)."""
         return _memo(self._items, tensor, to_host)
+
+    def finite(self, tensor: Any) -> bool:
+        """True unless ``tensor`` is floating and holds inf/nan; decided
+        once per tensor object and batch (a non-floating tensor is never
+        copied to the host)."""
+        return _memo(self._finite, tensor, self._finite_now)
+
+    def _finite_now(self, tensor: Any) -> bool:
+        return not self.floating(tensor) or self.get(tensor).finite()
 
 
 def _memo(table: dict, tensor: Any, compute: Any) -> Any:
@@ -226,8 +241,9 @@ def judge(inputs: Iterable[Any], outputs: Iterable[Any], cache: Optional[HostCac
         A Verdict. Waits for the device when a tensor is not ready.
     """
     cache = cache or HostCache()
-    inputs_finite = all(cache.get(t).finite() for t in iter_tensors(list(inputs)) if cache.floating(t))
-    outputs_finite = all(cache.get(t).finite() for t in iter_tensors(list(outputs)) if cache.floating(t))
+    finite = cache.finite
+    inputs_finite = all(finite(t) for t in iter_tensors(list(inputs)))
+    outputs_finite = all(finite(t) for t in iter_tensors(list(outputs)))
     overflow = not (inputs_finite and outputs_finite)
     return Verdict(overflow, overflow and inputs_finite and not outputs_finite)
 

@@ -294,7 +294,7 @@ class Monitor:
                     call.forward_finite = not verdict.overflow  # its backward entry reuses this (no new read)
                     if origin and getattr(call, "param_probe", None):
                         # a Cell whose own weights held inf/nan at start() carries the overflow
-                        origin = all(cache.get(t).finite() for t in call.param_probe)
+                        origin = all(cache.finite(t) for t in call.param_probe)
                     top = getattr(call, "top", None)
                     if top is not None and verdict.overflow:
                         self._top_overflow(call, top, verdict.origin, cache)
@@ -486,7 +486,7 @@ class Monitor:
 
 def _all_finite(obj: Any, cache: HostCache) -> bool:
     """Every floating tensor in ``obj`` is finite (host copies shared through ``cache``)."""
-    return all(cache.get(t).finite() for t in iter_tensors(obj) if cache.floating(t))
+    return all(cache.finite(t) for t in iter_tensors(obj))
 
 
 def _forward_clean(calls: Any, cache: HostCache) -> bool:
@@ -498,7 +498,7 @@ def _forward_clean(calls: Any, cache: HostCache) -> bool:
         if not getattr(call, "forward_finite", True):
             return False
         probe = getattr(call, "param_probe", None)
-        if probe and not all(cache.get(t).finite() for t in probe):
+        if probe and not all(cache.finite(t) for t in probe):
             return False
     return True
 

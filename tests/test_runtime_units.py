@@ -40,6 +40,21 @@ def test_finite_and_nonfinite():
     assert not host([np.inf, -np.inf]).finite()  # inf - inf must not look finite
 
 
+@pytest.mark.parametrize("where", [0, (1 << 20) - 1, 1 << 20, 3 * (1 << 20) + 5])
+def test_finite_in_chunks_finds_a_single_bad_value(where):
+    """Tensors larger than one chunk are tested chunk by chunk: a lone nan
+    at a chunk's edge or in the last partial chunk is found."""
+    values = np.ones(3 * (1 << 20) + 6, np.float32)
+    values[where] = np.nan
+    assert not host(values).finite()
+    values[where] = 1.0
+    assert host(values).finite()
+
+
+def test_finite_float16_whose_sum_would_overflow():
+    assert host(np.full(3 * (1 << 20), 60000.0), "Float16", np.float16).finite()
+
+
 def test_int_bool_empty_never_count():
     assert host([1, 2], "Int32", np.int32).finite()
     assert host([True], "Bool", np.bool_).finite()
