@@ -11,10 +11,13 @@ What is patched while installed (everything is put back by
 * the public methods and the arithmetic/indexing operators of
   ``mindspore.Tensor`` (``Tensor.<name>``), set on the Python class, so
   ``a * b`` is seen as ``Tensor.__mul__``;
-* ``__call__`` of ``Primitive`` and of every generated Primitive class that
-  defines its own (``Primitive.<Class>``): this is what sees the primitives
-  inside ``nn.Dense``, ``nn.ReLU``, ``nn.Softmax``, ``nn.LayerNorm`` and
-  calls made through names imported before ``install()``.
+* every Primitive call (``Primitive.<Class>``), caught where it runs: the
+  generated ``pyboost_<op>`` functions and ``_run_op`` in the module globals
+  that call them, plus ``__call__`` of the few classes that run neither
+  (see :meth:`ApiInterceptor._patch_primitives`): this is what sees the
+  primitives inside ``nn.Dense``, ``nn.ReLU``, ``nn.Softmax``,
+  ``nn.LayerNorm`` and calls made through names imported before
+  ``install()``.
 
 A re-entrancy guard (per thread) lets only the outermost intercepted call
 be handed on: ``ops.exp`` calling the ``Exp`` primitive, ``__rmul__``
@@ -31,11 +34,15 @@ gradients with respect to the outputs (the caller gets the second one's
 outputs). Both hooks return None, so gradients are unchanged; they only
 keep references (see ``monitor.py`` for when those are checked).
 
-Cost: each ``HookBackward`` waits, in the forward pass, for MindSpore's
-asynchronous PyNative pipeline to catch up (measured 1.6-1.8 ms per hook on
-the 2 loaded benchmark cores, about 50 us with ``pynative_synchronize``),
-and its Python hook about 1 ms more in the backward pass. These two per
-call are most of what L1 costs (``benchmarks/README.md``).
+Cost: each ``HookBackward`` makes MindSpore drain its asynchronous
+PyNative pipeline in the forward pass (measured 1.6-1.8 ms per hook on the
+2 benchmark cores, about 50 us with synchronous execution, which is why
+checked windows run synchronously on CPU: ``execution.py``), and its Python
+hook costs about 70 us more in the backward pass. With the host checks
+(``monitor.py``) these are most of what L1 costs (``benchmarks/README.md``).
+Patching itself is cheap: module dict writes, plus about 400 attributes of
+``Tensor`` and 90 Primitive classes (about 1.5 ms per ``start()``/``stop()``
+pair).
 Parameters among a call's inputs get one float32 sum launched (no wait) at
 their first use in a window, held by the call (``ApiCall.param_sums``).
 
@@ -274,6 +281,32 @@ def _side_effect(prim: Any) -> bool:
     return known
 
 
+def _patched_module_class(base: type, table: dict[str, Callable]) -> type:
+    """A subclass of the module type ``base`` whose attribute lookup returns
+    ``table[name]`` (a wrapper) for the names in ``table``.
+
+    A namespace such as ``mindspore.ops`` (~700 public functions) is patched
+    by assigning this class to the module's ``__class__`` and put back by
+    assigning ``base``: two assignments per window instead of ~1,400
+    dictionary writes, which cost about 1.4 ms a step on the benchmark
+    machine. Everything that reads the attribute (``ops.exp``, ``from
+    mindspore.ops import exp`` made while patched, ``getattr``) gets the
+    wrapper, as with a patched ``__dict__``; the module's ``__dict__`` itself
+    is never changed. Module-level ``__getattr__`` fallbacks still work
+    (the base lookup runs them).
+    """
+    base_lookup = base.__getattribute__
+    get = table.get
+
+    def __getattribute__(self: Any, name: str) -> Any:
+        wrapper = get(name)
+        if wrapper is not None:
+            return wrapper
+        return base_lookup(self, name)
+
+    return type(f"Probe{base.__name__.capitalize()}", (base,), {"__getattribute__": __getattribute__})
+
+
 class ApiInterceptor:
     """Installs and removes the L1 patches.
 
@@ -314,7 +347,9 @@ class ApiInterceptor:
         self._plan.append((owner, attr, wrapper))
 
     def install(self) -> int:
-        """Patch every namespace; returns the number of patched callables.
+        """Patch every namespace; returns the number of patches (a module
+        namespace counts one: its class is swapped, see
+        :func:`_patched_module_class`).
 
         The wrappers are built on the first call and reused, so a
         ``start()`` per step costs only the attribute assignments.
@@ -329,13 +364,13 @@ class ApiInterceptor:
         if self._plan is None:
             self._plan = []
             self._build_plan()
-        # about 2,600 attributes, set at every start() and put back at every
+        # about 1,100 attributes, set at every start() and put back at every
         # stop(): kept to plain lookups (a vars() per attribute doubled it)
         saved = self._saved
         append = saved.append
         missing = _MISSING
         for owner, attr, wrapper in self._plan:
-            original = owner.__dict__.get(attr, missing)
+            original = type(owner) if attr == "__class__" else owner.__dict__.get(attr, missing)
             try:
                 setattr(owner, attr, wrapper)
             except (AttributeError, TypeError):
@@ -368,6 +403,7 @@ class ApiInterceptor:
         if "mint.nn.functional" in self.namespaces:
             modules.append(("MintFunctional", mindspore.mint.nn.functional))
         for prefix, module in modules:
+            table = {}
             for attr, value in list(vars(module).items()):
                 if attr.startswith("_") or attr in FUNCTION_SKIP or isinstance(value, type):
                     continue
@@ -376,7 +412,9 @@ class ApiInterceptor:
                 if hasattr(value, "__probe_original__"):
                     continue
                 inplace = attr.endswith("_") or attr in FUNCTION_INPLACE or attr.startswith("scatter_")
-                self._set(module, attr, self._wrap(f"{prefix}.{attr}", value, inplace))
+                table[attr] = self._wrap(f"{prefix}.{attr}", value, inplace)
+            if table:
+                self._set(module, "__class__", _patched_module_class(type(module), table))
         if "Tensor" in self.namespaces:
             self._patch_tensor(mindspore.Tensor)
         if "Primitive" in self.namespaces:

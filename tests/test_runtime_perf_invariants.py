@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -64,6 +65,7 @@ def make(tmp_path, monkeypatch):
 
 def assert_untouched(net=None):
     assert ops.exp is ORIGINAL_EXP
+    assert type(ops) is ModuleType and type(ms.mint) is ModuleType  # the namespaces' classes are put back
     assert Primitive.__call__ is ORIGINAL_PRIM_CALL
     assert dict(vars(ms.Tensor)) == TENSOR_DICT
     assert dict(vars(gen_ops_prim)) == GEN_OPS_DICT
