@@ -26,7 +26,9 @@ their descendants, as in msprobe. Per Cell call:
   the forward pass used were finite, read only when a Cell's output
   overflowed from finite inputs (entries are resolved after the
   optimizer step may have changed the weights). One reduction per
-  Parameter per checked step.
+  Parameter per checked step; in a synchronous window (CPU,
+  ``execution.py``) the values are checked on the host then instead
+  (``detection.probe_now``), which is cheaper than launching operators.
 
 Why not ``Cell.register_backward_hook``: it fires with (grad_input,
 grad_output) but not which call of a Cell called several times it belongs
@@ -60,7 +62,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from .detection import is_tensor, iter_tensors
+from .detection import is_tensor, iter_tensors, probe_now
 from .interception import capture_frames, through_hook
 
 LOGGER = logging.getLogger("probe_runtime")
@@ -236,6 +238,8 @@ class CellHooks:
         self._hook_backward: Any = None  # mindspore.ops.HookBackward, imported at start()
         self._executor: Any = None
         self._probes: dict[str, list] = {}
+        #: the window runs synchronously: Parameters are checked on the host at install
+        self.synchronous = False
 
     @property
     def installed(self) -> bool:
@@ -333,9 +337,12 @@ class CellHooks:
         if "parameters" not in self.broken:
             import mindspore as ms
 
-            for target in targets:  # the weights as the forward pass will see them (async, no wait)
+            for target in targets:  # the weights as the forward pass will see them
                 if target.params:
-                    self._probes[target.prefix] = [p.sum(dtype=ms.float32) for p in target.params.values()]
+                    if self.synchronous:  # checked on the host now: no pipeline to stall
+                        self._probes[target.prefix] = [probe_now(p) for p in target.params.values()]
+                    else:  # launched on the device, read only on an overflow
+                        self._probes[target.prefix] = [p.sum(dtype=ms.float32) for p in target.params.values()]
         for target in targets:
             self._hook_cell(target)
         self._hook_tops(model)

@@ -266,6 +266,7 @@ class PrecisionDebugger:
                 return
             self._checked_steps.add(self.state.step)
             self.sync.enter()
+            self.interceptor.synchronous = self.cells.synchronous = self.sync.active
             if self.level == "L0":
                 self.cells.install(model)
             else:

@@ -58,7 +58,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Protocol, Sequence
 
-from .detection import is_floating, is_tensor, iter_tensors
+from .detection import is_floating, is_tensor, iter_tensors, probe_now
 
 #: Tensor operators intercepted besides the public methods.
 TENSOR_OPERATORS = (
@@ -332,6 +332,8 @@ class ApiInterceptor:
         self._parameter_type: Any = None
         #: id(Parameter) -> (Parameter, float32 sum launched at its first use since the last change)
         self._probes: dict = {}
+        #: the window runs synchronously: Parameters are checked on the host at first use
+        self.synchronous = False
         #: APIs whose wrapper failed: called straight through from then on
         self.broken: set[str] = set()
         self._fault_causes: set[str] = set()
@@ -678,14 +680,16 @@ class ApiInterceptor:
         compiled with ``mindspore.jit``, as ``nn.SGD``'s is). One reduction
         per Parameter and window, launched again after an in-place call or
         a backward pass (what comes before an optimizer step); the entry
-        holds the one-element result (``call.param_sums``)."""
+        holds the one-element result (``call.param_sums``). In a
+        synchronous window (``synchronous``) the values are checked on the
+        host at once instead (:func:`detection.probe_now`)."""
         kind = self._parameter_type
         sums = None
         for a in args:
             if isinstance(a, kind):
                 probe = self._probes.get(id(a))
                 if probe is None or probe[0] is not a:
-                    probe = (a, a.sum(dtype=_float32()))
+                    probe = (a, probe_now(a) if self.synchronous else a.sum(dtype=_float32()))
                     self._probes[id(a)] = probe
                 if sums is None:
                     sums = {}

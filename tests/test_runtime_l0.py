@@ -437,7 +437,9 @@ class Seq(nn.Cell):
         return self.act(self.fc(x))
 
 
-def test_model_train_callback_l0(work):
+@pytest.mark.parametrize("sync", ["auto", "0"])  # weights checked on the host (synchronous CPU window) or on the device
+def test_model_train_callback_l0(work, monkeypatch, sync):
+    monkeypatch.setenv("PROBE_SYNC", sync)
     tmp_path, make = work
     net = Seq()
     debugger = make()

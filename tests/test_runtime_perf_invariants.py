@@ -163,9 +163,11 @@ def test_batch_size_carries_over_windows(make):
     assert debugger.monitor._threshold > 20   # a reset per window would wait for the device 5 times a step
 
 
-def test_parameter_changed_by_jit_optimizer_judged_on_seen_value(make, tmp_path):
+@pytest.mark.parametrize("sync", ["auto", "0"])  # weights checked on the host (synchronous CPU window) or on the device
+def test_parameter_changed_by_jit_optimizer_judged_on_seen_value(make, tmp_path, monkeypatch, sync):
     """nn.SGD's construct is jit-compiled: its in-place updates are not
     intercepted. The forward entry still sees finite weights."""
+    monkeypatch.setenv("PROBE_SYNC", sync)
     net = nn.Dense(2, 1, has_bias=False)
     net.weight.set_data(Tensor(np.array([[1.0, 1.0]], np.float32)))
     optimizer = nn.SGD(net.trainable_params(), learning_rate=10.0)  # 1 - 10 * 3e38 = -inf
