@@ -26,28 +26,34 @@ by ``mindspore.jit`` runs as a graph and is not seen; while a jit function
 is being traced the wrappers pass straight through.
 
 Backward: when MindSpore is recording for a gradient
-(``_pynative_executor.grad_flag()``), the positional tensor inputs of a
-call (not of in-place calls) are passed through one ``ops.HookBackward``,
-whose hook receives the gradients with respect to those inputs (this API's
-own contribution), and the tensor outputs through a second one, for the
-gradients with respect to the outputs (the caller gets the second one's
-outputs). Both hooks return None, so gradients are unchanged; they only
-keep references (see ``monitor.py`` for when those are checked).
+(``_pynative_executor.grad_flag()``), a call (not an in-place one) gets
+hooks for the gradients w.r.t. its positional tensor inputs (this API's own
+contribution, not the total of a tensor other calls consume too) and
+w.r.t. its outputs. In a synchronous window (``execution.py``, the CPU
+default) each floating input is replaced by a view of itself carrying a
+``Tensor.register_hook`` (the view is this call's alone) and each floating
+output gets a ``register_hook``; the handles are removed at
+:meth:`ApiInterceptor.uninstall`. Otherwise the inputs go through one
+``ops.HookBackward`` and the outputs through a second one (the caller gets
+its outputs): ``register_hook`` on a fresh tensor waits for the
+asynchronous pipeline. All hooks return None, so gradients are unchanged;
+they only keep references (see ``monitor.py`` for when those are checked).
 
 Cost: each ``HookBackward`` makes MindSpore drain its asynchronous
 PyNative pipeline in the forward pass (measured 1.6-1.8 ms per hook on the
-2 benchmark cores, about 50 us with synchronous execution, which is why
-checked windows run synchronously on CPU: ``execution.py``), and its Python
-hook costs about 70 us more in the backward pass. With the host checks
-(``monitor.py``) these are most of what L1 costs (``benchmarks/README.md``).
-Patching itself is cheap: module dict writes, plus about 400 attributes of
-``Tensor`` and 90 Primitive classes (about 1.5 ms per ``start()``/``stop()``
-pair).
-Parameters among a call's inputs get one float32 sum launched (no wait) at
-their first use in a window, held by the call (``ApiCall.param_sums``).
+2 benchmark cores), and with synchronous execution it still costs about
+80-170 us per hook, forward and backward; a view plus ``register_hook`` costs
+about 10 us. With the host checks (``monitor.py``) the hooks are most of what
+L1 costs (``benchmarks/README.md``). Patching itself is cheap: two module
+class swaps, about 400 attributes of ``Tensor``, ~600 module globals and 90
+Primitive classes (about 1.2 ms per ``start()``/``stop()`` pair).
+Parameters among a call's inputs are judged on their values at first use in
+a window: a float32 sum launched (no wait), or in a synchronous window a
+host check at once, held by the call (``ApiCall.param_sums``).
 
 This module only catches calls and hands tensors on to a sink (see
-:class:`Sink`); it decides nothing about overflow and reads no values.
+:class:`Sink`); it decides nothing about overflow and reads no values
+(except that host check of Parameters).
 """
 from __future__ import annotations
 
@@ -129,7 +135,8 @@ class ApiCall:
             call, innermost first (at most 32).
         inplace: the call changes its inputs.
         grad_outputs: gradients w.r.t. the outputs (backward), in arrival order.
-        grad_inputs: gradients w.r.t. the floating inputs (backward).
+        grad_inputs: gradients w.r.t. the floating inputs (backward), in
+            positional order.
         expects_input_grads: an input hook was attached.
         step: the step the call was made in (set by the sink).
         param_sums: ``id(Parameter)`` -> its float32 sum launched when the
@@ -295,7 +302,7 @@ def _patched_module_class(base: type, table: dict[str, Callable]) -> type:
     is never changed. Module-level ``__getattr__`` fallbacks still work
     (the base lookup runs them).
     """
-    base_lookup = base.__getattribute__
+    base_lookup: Any = base.__getattribute__  # unbound: (module, name)
     get = table.get
 
     def __getattribute__(self: Any, name: str) -> Any:
@@ -305,6 +312,12 @@ def _patched_module_class(base: type, table: dict[str, Callable]) -> type:
         return base_lookup(self, name)
 
     return type(f"Probe{base.__name__.capitalize()}", (base,), {"__getattribute__": __getattribute__})
+
+
+def _call_with_grad(hook: Callable[[int, Any], None], position: int, grad: Any) -> None:
+    """A ``register_hook`` callback: ``hook(position, grad)``; returns None,
+    so the gradient is unchanged."""
+    hook(position, grad)
 
 
 class ApiInterceptor:
@@ -332,8 +345,10 @@ class ApiInterceptor:
         self._parameter_type: Any = None
         #: id(Parameter) -> (Parameter, float32 sum launched at its first use since the last change)
         self._probes: dict = {}
-        #: the window runs synchronously: Parameters are checked on the host at first use
+        #: the window runs synchronously: Parameters are checked on the host at first use,
+        #: output gradients come through Tensor.register_hook
         self.synchronous = False
+        self._hook_handles: list = []  # register_hook handles, removed at uninstall()
         #: APIs whose wrapper failed: called straight through from then on
         self.broken: set[str] = set()
         self._fault_causes: set[str] = set()
@@ -499,11 +514,11 @@ class ApiInterceptor:
             code = getattr(call, "__code__", None)
             if code is not None:
                 names = [n for n in code.co_names if n.startswith("pyboost_")]
-                module = sys.modules.get(getattr(call, "__module__", "") or "")
-                if len(names) == 1 and module is not None and callable(vars(module).get(names[0])):
-                    if (module.__name__, names[0]) not in boosted:
-                        boosted.add((module.__name__, names[0]))
-                        self._set(module, names[0], self._wrap_pyboost(vars(module)[names[0]]))
+                owner = sys.modules.get(getattr(call, "__module__", "") or "")
+                if len(names) == 1 and owner is not None and callable(vars(owner).get(names[0])):
+                    if (owner.__name__, names[0]) not in boosted:
+                        boosted.add((owner.__name__, names[0]))
+                        self._set(owner, names[0], self._wrap_pyboost(vars(owner)[names[0]]))
                     continue
                 if callable(run_op) and ("_run_op" in code.co_names or "super" in code.co_names
                                          or "__class__" in code.co_freevars):
@@ -514,6 +529,12 @@ class ApiInterceptor:
         """Put back every patched attribute (in reverse order). Safe to call
         twice, from an intercepted call, and at interpreter exit."""
         saved, self._saved = self._saved, []
+        handles, self._hook_handles = self._hook_handles, []
+        for handle in handles:
+            try:
+                handle.remove()
+            except Exception:  # pragma: no cover - tensor gone at exit
+                pass
         missing = _MISSING
         for owner, attr, original in reversed(saved):
             try:
@@ -708,11 +729,19 @@ class ApiInterceptor:
         return bool(executor is not None and executor.grad_flag())
 
     def _hook_inputs(self, call: ApiCall, args: tuple) -> tuple:
-        # chosen by type, not dtype: the first dtype read of a fresh output
-        # waits for the device (integer tensors pass through harmlessly)
-        positions = [i for i, a in enumerate(args) if is_tensor(a)]
-        if not positions:
-            return args
+        """``args`` with hooks for the gradients w.r.t. the call's positional
+        tensor inputs: this call's own contribution, not the total gradient
+        of a tensor other calls consume too.
+
+        Synchronous window: each floating input is replaced by a view of
+        itself (``Tensor.view``, no copy, about 3 us) carrying a
+        ``register_hook`` (about 6 us): the view is this call's alone, so
+        its gradient is this call's contribution. Otherwise, or when a view
+        cannot be made (a non-contiguous input), one ``HookBackward`` for
+        all of them, chosen by type, not dtype (the first dtype read of a
+        fresh output waits for the asynchronous pipeline; integer tensors
+        pass through harmlessly).
+        """
         sink = self.sink
 
         def input_hook(*grads: Any) -> None:
@@ -722,20 +751,64 @@ class ApiInterceptor:
             except Exception as err:
                 self._fault(call.api, "in the backward input hook", err)
 
+        if self.synchronous:
+            arrived: dict[int, Any] = {}
+
+            def view_hook(position: int, grad: Any) -> None:
+                # one hook per input: hand on all arrived so far, in positional order
+                arrived[position] = grad
+                call.grad_inputs.clear()
+                input_hook(*(arrived[p] for p in sorted(arrived)))
+
+            hooked = self._view_inputs(args, view_hook)
+            if hooked is not None:
+                call.expects_input_grads = hooked is not args
+                return hooked
+        positions = [i for i, a in enumerate(args) if is_tensor(a)]
+        if not positions:
+            return args
         new_args = through_hook(self._hook_backward, input_hook, args, positions)
         call.expects_input_grads = True
         return tuple(new_args)
 
-    def _hook_outputs(self, call: ApiCall, output: Any) -> Any:
-        """The output with its tensors (a tensor, or the top level of a plain
-        tuple/list) passed through one ``HookBackward`` whose hook gets the
-        gradients w.r.t. them; None when there is nothing to hook.
+    def _view_inputs(self, args: tuple, hook: Callable[[int, Any], None]) -> Optional[tuple]:
+        """``args`` with each floating tensor replaced by a view of itself
+        whose gradient goes to ``hook(position, grad)`` (``args`` itself
+        when there is none); None when a view cannot be made (nothing is
+        left hooked then)."""
+        new_args = None
+        handles: list = []
+        try:
+            for i, a in enumerate(args):
+                if is_floating(a):
+                    view = a.view(a.shape)
+                    handles.append(view.register_hook(functools.partial(_call_with_grad, hook, i)))
+                    if new_args is None:
+                        new_args = list(args)
+                    new_args[i] = view
+        except Exception:
+            for handle in handles:
+                handle.remove()
+            return None
+        if new_args is None:
+            return args
+        self._hook_handles.extend(handles)
+        return tuple(new_args)
 
-        Not ``Tensor.register_hook``: on a fresh output it waits for the
-        device as well, and then once per tensor instead of once per call.
-        Tensors are chosen by type, not dtype: the first dtype read of a
-        fresh output waits too. Other containers (named tuples ...) keep
-        ``register_hook`` on their floating items.
+    def _hook_outputs(self, call: ApiCall, output: Any) -> Any:
+        """Hooks for the gradients w.r.t. the output's tensors (a tensor, or
+        the items of a tuple/list); returns what the caller gets instead of
+        ``output``, or None when that is ``output`` itself.
+
+        Synchronous window (``synchronous``): ``Tensor.register_hook`` on
+        each floating output tensor (about 6 us each; the handles are
+        removed at :meth:`uninstall`, so a tensor the user keeps does not
+        keep the call alive). Otherwise one ``HookBackward`` for all of them:
+        ``register_hook`` on a fresh output waits for the asynchronous
+        pipeline, once per tensor. Tensors are then chosen by type, not
+        dtype (the first dtype read of a fresh output waits too); other
+        containers (named tuples ...) keep ``register_hook`` on their
+        floating items.
         """
         sink = self.sink
 
@@ -746,16 +819,14 @@ class ApiInterceptor:
                 self._fault(call.api, "in the backward output hook", err)
 
         kind = type(output)
-        if kind is tuple or kind is list:
-            items = output
-        elif is_tensor(output):
-            items = (output,)
-        else:
-            if isinstance(output, (tuple, list)):
-                for item in output:
-                    if is_floating(item):
-                        item.register_hook(lambda grad: output_hook(grad))
+        if self.synchronous or not (kind is tuple or kind is list or is_tensor(output)):
+            items = output if isinstance(output, (tuple, list)) else (output,)
+            handles = self._hook_handles
+            for item in items:
+                if is_floating(item):
+                    handles.append(item.register_hook(lambda grad: output_hook(grad)))
             return None
+        items = output if (kind is tuple or kind is list) else (output,)
         positions = [i for i, item in enumerate(items) if is_tensor(item)]
         if not positions:
             return None

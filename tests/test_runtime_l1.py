@@ -209,6 +209,21 @@ def test_backward_sqrt_gradient(work):
     assert entry["output"][0]["Max"] == float("inf")            # grad w.r.t. the input
 
 
+@pytest.mark.parametrize("sync", ["auto", "0"])  # register_hook on input views / one HookBackward
+def test_backward_input_gradients_in_positional_order(work, monkeypatch, sync):
+    monkeypatch.setenv("PROBE_SYNC", sync)
+    tmp_path, make = work
+    debugger = make()
+    a, b = inf32(1e-10), inf32(1e-30)     # d(a/b)/db = -a/b^2 overflows float32; d(a/b)/da = 1/b does not
+    debugger.start()
+    ms.grad(lambda a, b: ops.div(a, b).sum(), grad_position=(0, 1))(a, b)
+    debugger.stop()
+    got = records(tmp_path)
+    assert got[0]["name"] == "Functional.div.0.backward" and got[0]["origin"]
+    entry = dump_data(tmp_path)["Functional.div.0.backward"]
+    assert [o["Max"] for o in entry["output"]] == [pytest.approx(1e30, rel=1e-6), float("-inf")]
+
+
 # -- numerics -----------------------------------------------------------------------------
 def test_int_bool_empty_tensors(work):
     tmp_path, make = work
@@ -356,7 +371,9 @@ def test_jit_code_left_alone(work):
     assert not any("exp" in n for n in names(tmp_path))
 
 
-def test_bit_identical_training(work):
+@pytest.mark.parametrize("sync", ["auto", "0"])
+def test_bit_identical_training(work, monkeypatch, sync):
+    monkeypatch.setenv("PROBE_SYNC", sync)
     tmp_path, make = work
 
     def train(debugger):

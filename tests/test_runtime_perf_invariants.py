@@ -131,8 +131,10 @@ def test_outside_the_filter_nothing_is_patched(make, monkeypatch, level, changes
     assert not debugger.monitor.pending
 
 
-def test_l1_registers_no_tensor_hooks_under_grad(make, monkeypatch):
-    """``Tensor.register_hook`` on a fresh output waits for the device."""
+def test_l1_registers_no_tensor_hooks_under_grad_when_asynchronous(make, monkeypatch):
+    """``Tensor.register_hook`` on a fresh output waits for the asynchronous
+    pipeline: outside synchronous windows L1 uses ``HookBackward`` only."""
+    monkeypatch.setenv("PROBE_SYNC", "0")
     registered = []
     original = ms.Tensor.register_hook
 
@@ -149,6 +151,37 @@ def test_l1_registers_no_tensor_hooks_under_grad(make, monkeypatch):
     debugger.stop()
     monkeypatch.setattr(ms.Tensor, "register_hook", original)
     assert registered == []
+
+
+def test_synchronous_l1_hooks_are_removed_at_stop(make):
+    """In a synchronous window the gradients come through register_hook on
+    the outputs and on views of the inputs; stop() removes every handle, so
+    a tensor the user keeps (the loss, for logging) keeps no call alive."""
+    import gc
+    import weakref
+
+    net = small_net()
+    optimizer = nn.SGD(net.trainable_params(), learning_rate=0.01)
+    debugger = make(overflow_check={"overflow_nums": -1})
+    calls = []
+    on_forward = debugger.monitor.on_forward
+
+    def tracking(call):
+        calls.append(weakref.ref(call))
+        on_forward(call)
+
+    debugger.monitor.on_forward = tracking
+    kept = []
+    for _ in range(2):
+        debugger.start(net)
+        kept.append(train_step(net, optimizer, Tensor(np.ones((2, 4), np.float32))))
+        assert debugger.interceptor._hook_handles          # the hooks of this window
+        debugger.stop()
+        assert debugger.interceptor._hook_handles == []
+        debugger.step()
+    gc.collect()
+    assert calls and all(ref() is None for ref in calls)
+    assert not list((debugger.dump_path and Path(debugger.dump_path)).glob("step*/*/overflow.json"))
 
 
 def test_batch_size_carries_over_windows(make):
