@@ -151,7 +151,9 @@ def test_overflow_nums_one_keeps_the_innermost_only(work):
     assert not debugger.cells.installed  # limit reached: hooks gone at once
 
 
-def test_cell_called_twice_gets_two_indices(work):
+@pytest.mark.parametrize("sync", ["auto", "0"])  # register_hook on views / HookBackward
+def test_cell_called_twice_gets_two_indices(work, monkeypatch, sync):
+    monkeypatch.setenv("PROBE_SYNC", sync)
     tmp_path, make = work
 
     class Twice(nn.Cell):
@@ -204,7 +206,9 @@ class ScaleNet(nn.Cell):
         return self.scale(x)
 
 
-def test_parameter_gradient_overflow(work):
+@pytest.mark.parametrize("sync", ["auto", "0"])  # register_hook on views / HookBackward
+def test_parameter_gradient_overflow(work, monkeypatch, sync):
+    monkeypatch.setenv("PROBE_SYNC", sync)
     tmp_path, make = work
     net = ScaleNet()
     debugger = make()
@@ -221,7 +225,9 @@ def test_parameter_gradient_overflow(work):
     assert (tmp_path / "dump/step0/rank/dump_tensor_data/Cell.scale.Scale.parameters_grad.w.npy").exists()
 
 
-def test_backward_only_overflow(work):
+@pytest.mark.parametrize("sync", ["auto", "0"])  # register_hook on views / HookBackward
+def test_backward_only_overflow(work, monkeypatch, sync):
+    monkeypatch.setenv("PROBE_SYNC", sync)
     tmp_path, make = work
 
     class Root(nn.Cell):
@@ -250,7 +256,9 @@ def test_backward_only_overflow(work):
     assert step_file(tmp_path, "construct.json") == {"Cell.root.Root.backward.0": None}
 
 
-def test_backward_innermost_and_parents(work):
+@pytest.mark.parametrize("sync", ["auto", "0"])  # register_hook on views / HookBackward
+def test_backward_innermost_and_parents(work, monkeypatch, sync):
+    monkeypatch.setenv("PROBE_SYNC", sync)
     tmp_path, make = work
 
     class Wrap(nn.Cell):
@@ -283,7 +291,9 @@ def test_backward_innermost_and_parents(work):
 
 
 # -- special Cells --------------------------------------------------------------------
-def test_custom_bprop_keeps_forward_records(work):
+@pytest.mark.parametrize("sync", ["auto", "0"])  # register_hook on views / HookBackward
+def test_custom_bprop_keeps_forward_records(work, monkeypatch, sync):
+    monkeypatch.setenv("PROBE_SYNC", sync)
     tmp_path, make = work
 
     class Custom(nn.Cell):

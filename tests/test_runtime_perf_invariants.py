@@ -153,7 +153,8 @@ def test_l1_registers_no_tensor_hooks_under_grad_when_asynchronous(make, monkeyp
     assert registered == []
 
 
-def test_synchronous_l1_hooks_are_removed_at_stop(make):
+@pytest.mark.parametrize("level", ["L1", "L0"])
+def test_synchronous_hooks_are_removed_at_stop(make, level):
     """In a synchronous window the gradients come through register_hook on
     the outputs and on views of the inputs; stop() removes every handle, so
     a tensor the user keeps (the loss, for logging) keeps no call alive."""
@@ -162,7 +163,8 @@ def test_synchronous_l1_hooks_are_removed_at_stop(make):
 
     net = small_net()
     optimizer = nn.SGD(net.trainable_params(), learning_rate=0.01)
-    debugger = make(overflow_check={"overflow_nums": -1})
+    debugger = make(level=level, overflow_check={"overflow_nums": -1})
+    handles = (lambda: debugger.interceptor._hook_handles) if level == "L1" else (lambda: debugger.cells._handles)
     calls = []
     on_forward = debugger.monitor.on_forward
 
@@ -175,9 +177,9 @@ def test_synchronous_l1_hooks_are_removed_at_stop(make):
     for _ in range(2):
         debugger.start(net)
         kept.append(train_step(net, optimizer, Tensor(np.ones((2, 4), np.float32))))
-        assert debugger.interceptor._hook_handles          # the hooks of this window
+        assert handles()                    # the hooks of this window
         debugger.stop()
-        assert debugger.interceptor._hook_handles == []
+        assert handles() == []
         debugger.step()
     gc.collect()
     assert calls and all(ref() is None for ref in calls)
