@@ -21,7 +21,10 @@ computes. Other backends (Ascend, GPU) are left alone: there the pipeline
 is what keeps the device busy, and this was not measured there.
 
 ``PROBE_SYNC`` overrides the choice: ``1`` switches on every backend, ``0``
-never switches; unset or ``auto``: CPU only.
+never switches; unset or ``auto``: CPU only. A process that is synchronous
+of its own accord (any backend) is left as it is and its windows count as
+synchronous: the hooks then use the cheap ``Tensor.register_hook`` path
+(``interception.view_hooks``).
 """
 from __future__ import annotations
 
@@ -62,11 +65,9 @@ class SyncWindows:
 
     def __init__(self, mode: Optional[str] = None) -> None:
         mode = (mode if mode is not None else os.environ.get(ENV, "auto")).strip().lower()
-        self.enabled = False
+        self.enabled = False  # windows are switched to synchronous
         self._handle = None
-        self._previous: Optional[bool] = None
-        if mode in ("0", "off", "false", "no"):
-            return
+        self._previous: Optional[bool] = None  # the process's setting, during a window
         try:
             import mindspore
 
@@ -75,35 +76,38 @@ class SyncWindows:
             on_cpu = mindspore.get_context("device_target") == "CPU"
         except Exception:  # pragma: no cover
             return
-        if mode in ("1", "on", "true", "yes") or on_cpu:
-            self._handle = _context()
-            self.enabled = self._handle is not None
+        self._handle = _context()
+        if self._handle is None or mode in ("0", "off", "false", "no"):
+            return
+        self.enabled = mode in ("1", "on", "true", "yes") or on_cpu
 
     @property
     def active(self) -> bool:
-        """True while a window runs synchronously because of this object."""
-        return self._previous is not None
+        """True while a window runs synchronously: switched by this object,
+        or because the process itself was set so (on any backend)."""
+        return bool(self._previous) or (self._previous is not None and self.enabled)
 
     def enter(self) -> None:
         """Start a checked window: synchronous from now on (if enabled and
-        not already so)."""
-        if not self.enabled or self._previous is not None:
+        not already so); records the process's own setting."""
+        if self._handle is None or self._previous is not None:
             return
         try:
-            ctx, key = self._handle  # type: ignore[misc]
+            ctx, key = self._handle
             previous = bool(ctx.get_param(key))
-            if not previous:
+            if self.enabled and not previous:
                 ctx.set_param(key, True)
             self._previous = previous
         except Exception as err:  # pragma: no cover - defensive
             self.enabled = False
+            self._handle = None
             LOGGER.warning("probe_runtime: cannot switch to synchronous execution (%s); checking goes on "
                            "asynchronously", err)
 
     def leave(self) -> None:
         """End the window: put back the process's own setting."""
         previous, self._previous = self._previous, None
-        if previous is None or previous:
+        if previous is None or previous or not self.enabled:
             return
         try:
             ctx, key = self._handle  # type: ignore[misc]

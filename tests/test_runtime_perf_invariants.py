@@ -240,11 +240,16 @@ def test_checked_windows_run_synchronously_on_cpu(make, level):
     assert seen == [True, False, True, False]
 
 
-def test_a_synchronous_process_stays_synchronous(make):
+@pytest.mark.parametrize("sync", ["auto", "0"])
+def test_a_synchronous_process_stays_synchronous(make, monkeypatch, sync):
+    """Left as it is, whatever PROBE_SYNC says, and its windows use the
+    synchronous (register_hook) path."""
+    monkeypatch.setenv("PROBE_SYNC", sync)
     ms.set_context(pynative_synchronize=True)
     try:
         debugger = make()
         debugger.start()
+        assert debugger.interceptor.synchronous
         ops.exp(Tensor(np.ones((2,), np.float32)))
         debugger.stop()
         assert synchronous()
@@ -256,7 +261,7 @@ def test_probe_sync_0_keeps_the_pipeline(make, monkeypatch):
     monkeypatch.setenv("PROBE_SYNC", "0")
     debugger = make()
     debugger.start()
-    assert not synchronous()
+    assert not synchronous() and not debugger.interceptor.synchronous
     ops.exp(Tensor(np.ones((2,), np.float32)))
     debugger.stop()
 
