@@ -432,6 +432,10 @@ def main(argv: list[str]) -> int:
                         help="python of a venv with mindspore==2.7.0 and mindstudio-probe==8.1.2 "
                              "(default: $MSPROBE_PYTHON)")
     parser.add_argument("--no-msprobe", action="store_true")
+    parser.add_argument("--variants", default=None,
+                        help="comma-separated probe_runtime variants to run besides 'plain' (default: all), e.g. "
+                             "'L1 after limit,L0 after limit,L1 outside step,L0 outside rank' with --rounds 30 "
+                             "to tell 1.0 from 1.1")
     args = parser.parse_args(argv)
     if args.worker:
         return worker(args)
@@ -444,7 +448,14 @@ def main(argv: list[str]) -> int:
         msprobe = None
     models = [m for m in args.models.split(",") if m]
     dtypes = [d for d in args.dtypes.split(",") if d]
-    variants = [(v, sys.executable) for v in PROBE_VARIANTS]
+    chosen = PROBE_VARIANTS
+    if args.variants:
+        wanted = [v.strip() for v in args.variants.split(",") if v.strip()]
+        unknown = [v for v in wanted if v not in PROBE_VARIANTS]
+        if unknown:
+            parser.error(f"unknown variant(s) {unknown}; choose from {PROBE_VARIANTS}")
+        chosen = ["plain"] + [v for v in PROBE_VARIANTS if v in wanted and v != "plain"]
+    variants = [(v, sys.executable) for v in chosen]
     if msprobe:
         variants += [(v, msprobe) for v in MSPROBE_VARIANTS]
     began = time.perf_counter()
@@ -529,9 +540,10 @@ def print_summary(rows: list, with_msprobe: bool) -> None:
         plain = _median_ms(workers["plain"])
         cells = []
         for variant in columns:
-            cells.append(f"{_ratio(workers, variant):7.2f}")
-        mem = [workers[v].end["maxrss_kib"] / workers["plain"].end["maxrss_kib"] for v in ("L1", "L0")]
-        print(f"{model:<12} {dtype:<8} {plain:8.2f} " + " ".join(cells) + f" {mem[0]:6.2f} {mem[1]:6.2f}")
+            cells.append(f"{_ratio(workers, variant):7.2f}" if variant in workers else f"{'-':>7}")
+        mem = [f"{workers[v].end['maxrss_kib'] / workers['plain'].end['maxrss_kib']:6.2f}" if v in workers
+               else f"{'-':>6}" for v in ("L1", "L0")]
+        print(f"{model:<12} {dtype:<8} {plain:8.2f} " + " ".join(cells) + f" {mem[0]} {mem[1]}")
     print("targets: L1 <= 1.30, L0 <= 1.15, memory <= 1.10, after limit / outside filter ~ 1.00")
 
 
