@@ -7,22 +7,20 @@ their descendants, as in msprobe. Per Cell call:
 * a forward pre-hook (``register_forward_pre_hook``) gives the call its
   index (``Cell.<path>.<Class>.forward.<index>``, counted per step), its
   parent (the Cell whose call is running: construct.json) and the user's
-  frames; while MindSpore records for a gradient it hooks the floating
-  positional inputs for the gradients w.r.t. them (this call's own);
+  frames; while MindSpore records for a gradient it passes the floating
+  positional inputs through one ``ops.HookBackward`` whose hook receives the
+  gradients w.r.t. those inputs;
 * a forward hook (``register_forward_hook``; for Cells with a custom
   ``bprop``, which that API refuses, the hook is put in the Cell's forward
   hook table directly, as msprobe does) hands the finished call (inputs,
-  output) to the monitor's pending queue and, under grad, hooks the
-  floating outputs for the gradients w.r.t. them;
-* how: in a synchronous window (``execution.py``, the CPU default) with
-  ``Tensor.register_hook`` on views of the inputs and on the outputs
-  themselves (``interception.view_hooks`` / ``tensor_hooks``: about 10 us
-  a tensor, handles removed at ``uninstall``); otherwise through one
-  ``ops.HookBackward`` for the inputs and one for the outputs
-  (``register_hook`` on a fresh tensor waits for the asynchronous pipeline,
-  about 2 ms here), tensors chosen by type, not dtype: the first ``dtype``
-  read of a fresh output waits for the device too (integer tensors pass
-  through harmlessly);
+  output) to the monitor's pending queue and, under grad, passes the
+  floating outputs through one more ``ops.HookBackward`` for the gradients
+  w.r.t. the outputs (``Tensor.register_hook`` on a fresh output waits for
+  the asynchronous pipeline, about 2 ms here, and a tensor carrying a Python
+  hook breaks ``mindspore.jit`` code it flows into: see
+  ``interception.py``). Tensors
+  are chosen by type, not dtype: the first ``dtype`` read of a fresh output
+  waits for the device too (integer tensors pass through harmlessly);
 * each Parameter a hooked Cell owns directly gets ``register_hook``: its
   gradient becomes part of ``Cell.<path>.<Class>.parameters_grad``;
 * at ``install`` (each ``start()``) the sum (float32) of every such
@@ -67,7 +65,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from .detection import is_tensor, iter_tensors, probe_now
-from .interception import capture_frames, tensor_hooks, through_hook, view_hooks
+from .interception import capture_frames, release, through_hook
 
 LOGGER = logging.getLogger("probe_runtime")
 
@@ -244,6 +242,7 @@ class CellHooks:
         self._probes: dict[str, list] = {}
         #: the window runs synchronously: Parameters are checked on the host at install
         self.synchronous = False
+        self._boxes: list = []  # what this window's HookBackward hooks refer to (see through_hook)
 
     @property
     def installed(self) -> bool:
@@ -402,6 +401,7 @@ class CellHooks:
     def uninstall(self) -> None:
         """Remove every hook (safe to call twice and at interpreter exit)."""
         handles, self._handles = self._handles, []
+        release(self._boxes)
         for handle in reversed(handles):
             try:
                 handle.remove()
@@ -501,20 +501,13 @@ class CellHooks:
             except Exception as err:
                 self._fail("backward", err)
 
-        if self.synchronous:  # hooked views (see interception.view_hooks)
-            hooked = view_hooks(args, call, input_hook, self._handles)
-            if hooked is not None:
-                call.expects_input_grads = hooked is not args
-                return hooked if hooked is not args else None
-        new_args = through_hook(self._hook_backward, input_hook, args, positions)
+        new_args = through_hook(self._hook_backward, input_hook, args, positions, self._boxes)
         call.expects_input_grads = True
         return tuple(new_args)
 
     def _hook_outputs(self, call: CellCall, output: Any) -> Any:
         """The output with its floating tensors (top level of a tuple) passed
-        through one ``HookBackward``; None when there is nothing to hook or,
-        in a synchronous window, when ``register_hook`` on the tensors
-        themselves did it (the output is unchanged then)."""
+        through one ``HookBackward``; None when there is nothing to hook."""
         single = not isinstance(output, tuple)
         items = (output,) if single else output
         positions = [i for i, item in enumerate(items) if is_tensor(item)]
@@ -529,10 +522,7 @@ class CellHooks:
             except Exception as err:
                 self._fail("backward", err)
 
-        if self.synchronous:
-            tensor_hooks(items, output_hook, self._handles)
-            return None
-        new_items = through_hook(self._hook_backward, output_hook, items, positions)
+        new_items = through_hook(self._hook_backward, output_hook, items, positions, self._boxes)
         return new_items[0] if single else tuple(new_items)
 
     def _make_param_hook(self, target: _Target, param_name: str):

@@ -23,8 +23,13 @@ is what keeps the device busy, and this was not measured there.
 ``PROBE_SYNC`` overrides the choice: ``1`` switches on every backend, ``0``
 never switches; unset or ``auto``: CPU only. A process that is synchronous
 of its own accord (any backend) is left as it is and its windows count as
-synchronous: the hooks then use the cheap ``Tensor.register_hook`` path
-(``interception.view_hooks``).
+synchronous (Parameters are then checked on the host).
+
+Limits: the setting is put back at ``stop()`` even if the user changed it
+inside the window (a ``set_context(pynative_synchronize=True)`` made between
+``start()`` and ``stop()`` does not last); and in a synchronous window an
+error of the user's own code is raised at the call that made it, where the
+asynchronous pipeline would raise it at a later call.
 """
 from __future__ import annotations
 
@@ -89,28 +94,35 @@ class SyncWindows:
 
     def enter(self) -> None:
         """Start a checked window: synchronous from now on (if enabled and
-        not already so); records the process's own setting."""
+        not already so); records the process's own setting first, so an
+        interrupt between the two leaves something :meth:`leave` can undo."""
         if self._handle is None or self._previous is not None:
             return
         try:
             ctx, key = self._handle
             previous = bool(ctx.get_param(key))
+            self._previous = previous
             if self.enabled and not previous:
                 ctx.set_param(key, True)
-            self._previous = previous
         except Exception as err:  # pragma: no cover - defensive
             self.enabled = False
             self._handle = None
+            self._previous = None
             LOGGER.warning("probe_runtime: cannot switch to synchronous execution (%s); checking goes on "
                            "asynchronously", err)
 
     def leave(self) -> None:
-        """End the window: put back the process's own setting."""
-        previous, self._previous = self._previous, None
-        if previous is None or previous or not self.enabled:
+        """End the window: put back the process's own setting. The record of
+        that setting is cleared only once it is back, so a
+        ``KeyboardInterrupt`` landing here leaves the next call (``stop()``
+        again, or the exit handler) able to finish the job."""
+        previous = self._previous
+        if previous is None:
             return
-        try:
-            ctx, key = self._handle  # type: ignore[misc]
-            ctx.set_param(key, False)
-        except Exception as err:  # pragma: no cover - defensive
-            LOGGER.warning("probe_runtime: cannot restore asynchronous execution: %s", err)
+        if not previous and self.enabled:
+            try:
+                ctx, key = self._handle  # type: ignore[misc]
+                ctx.set_param(key, False)
+            except Exception as err:  # pragma: no cover - defensive
+                LOGGER.warning("probe_runtime: cannot restore asynchronous execution: %s", err)
+        self._previous = None

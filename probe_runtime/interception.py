@@ -26,26 +26,30 @@ by ``mindspore.jit`` runs as a graph and is not seen; while a jit function
 is being traced the wrappers pass straight through.
 
 Backward: when MindSpore is recording for a gradient
-(``_pynative_executor.grad_flag()``), a call (not an in-place one) gets
-hooks for the gradients w.r.t. its positional tensor inputs (this API's own
-contribution, not the total of a tensor other calls consume too) and
-w.r.t. its outputs. In a synchronous window (``execution.py``, the CPU
-default) each floating input is replaced by a view of itself carrying a
-``Tensor.register_hook`` (the view is this call's alone) and each floating
-output gets a ``register_hook``; the handles are removed at
-:meth:`ApiInterceptor.uninstall`. Otherwise the inputs go through one
-``ops.HookBackward`` and the outputs through a second one (the caller gets
-its outputs): ``register_hook`` on a fresh tensor waits for the
-asynchronous pipeline. All hooks return None, so gradients are unchanged;
-they only keep references (see ``monitor.py`` for when those are checked).
+(``_pynative_executor.grad_flag()``), the positional tensor inputs of a
+call (not of in-place calls) are passed through one ``ops.HookBackward``,
+whose hook receives the gradients with respect to those inputs (this API's
+own contribution), and the tensor outputs through a second one, for the
+gradients with respect to the outputs (the caller gets the second one's
+outputs). Both hooks return None, so gradients are unchanged; they only
+keep references (see ``monitor.py`` for when those are checked).
+
+Not ``Tensor.register_hook`` (about 10 us against 80-170 us a hook, even on
+a zero-copy view of each input for the call's own contribution): tried and
+dropped, because a tensor carrying a Python hook breaks ``mindspore.jit``
+functions it flows into, hooks on tensors that need no gradient raise,
+views of inputs lose in-place updates made through them and change the
+order gradients are summed in (last-bit differences), and second-order
+gradients came out zero. ``HookBackward`` keeps the hook in the autograd
+graph, not on the tensor the user gets.
 
 Cost: each ``HookBackward`` makes MindSpore drain its asynchronous
 PyNative pipeline in the forward pass (measured 1.6-1.8 ms per hook on the
-2 benchmark cores), and with synchronous execution it still costs about
-80-170 us per hook, forward and backward; a view plus ``register_hook`` costs
-about 10 us. With the host checks (``monitor.py``) the hooks are most of what
-L1 costs (``benchmarks/README.md``). Patching itself is cheap: two module
-class swaps, about 400 attributes of ``Tensor``, ~600 module globals and 90
+2 benchmark cores), which is why checked windows run synchronously on CPU
+(``execution.py``); synchronously it costs 80-170 us, forward and backward.
+With the host checks (``monitor.py``) the hooks are most of what L1 costs
+(``benchmarks/README.md``). Patching itself is cheap: two module class
+swaps, about 400 attributes of ``Tensor``, ~600 module globals and 90
 Primitive classes (about 1.2 ms per ``start()``/``stop()`` pair).
 Parameters among a call's inputs are judged on their values at first use in
 a window: a float32 sum launched (no wait), or in a synchronous window a
@@ -135,8 +139,7 @@ class ApiCall:
             call, innermost first (at most 32).
         inplace: the call changes its inputs.
         grad_outputs: gradients w.r.t. the outputs (backward), in arrival order.
-        grad_inputs: gradients w.r.t. the floating inputs (backward), in
-            positional order.
+        grad_inputs: gradients w.r.t. the floating inputs (backward).
         expects_input_grads: an input hook was attached.
         step: the step the call was made in (set by the sink).
         param_sums: ``id(Parameter)`` -> its float32 sum launched when the
@@ -217,19 +220,42 @@ class tool_section:
 
 
 def through_hook(hook_backward: Any, hook: Callable[..., None], items: Sequence[Any],
-                 positions: list[int]) -> list:
+                 positions: list[int], boxes: Optional[list] = None) -> list:
     """``items`` (a list copy) with the tensors at ``positions`` passed
-    through one ``hook_backward(hook)`` (``mindspore.ops.HookBackward``): in
+    through one ``hook_backward(...)`` (``mindspore.ops.HookBackward``): in
     the backward pass ``hook`` receives the gradients w.r.t. them. Values
     are unchanged; the call waits once for the PyNative pipeline (see the
-    module docstring). Shared by the L1 wrappers and the L0 Cell hooks."""
-    hooked = hook_backward(hook)(*[items[i] for i in positions])
+    module docstring). Shared by the L1 wrappers and the L0 Cell hooks.
+
+    ``hook`` is reached through a one-item list appended to ``boxes``: the
+    owner empties those lists when its window closes (:func:`release`).
+    MindSpore keeps a ``HookBackward`` node alive as long as a tensor of its
+    autograd graph lives when no gradient ever ran through it (the first
+    Cell's input, fed with data): a loss the user keeps would otherwise keep
+    the hook, its entry and every tensor the entry holds."""
+    box = [hook]
+
+    def hook_fn(*grads: Any) -> None:
+        if box:
+            box[0](*grads)
+
+    if boxes is not None:
+        boxes.append(box)
+    hooked = hook_backward(hook_fn)(*[items[i] for i in positions])
     if not isinstance(hooked, (tuple, list)):
         hooked = (hooked,)
     out = list(items)
     for i, tensor in zip(positions, hooked):
         out[i] = tensor
     return out
+
+
+def release(boxes: list) -> None:
+    """Cut the hooks made through :func:`through_hook` with ``boxes`` off
+    from what they refer to (they do nothing from now on)."""
+    for box in boxes:
+        box.clear()
+    boxes.clear()
 
 
 def capture_frames(frame: Any, limit: int = 32) -> tuple:
@@ -314,57 +340,6 @@ def _patched_module_class(base: type, table: dict[str, Callable]) -> type:
     return type(f"Probe{base.__name__.capitalize()}", (base,), {"__getattribute__": __getattribute__})
 
 
-def view_hooks(args: tuple, call: Any, hook: Callable[..., None], handles: list) -> Optional[tuple]:
-    """Synchronous windows: ``args`` with each floating tensor replaced by a
-    view of itself (``Tensor.view``: no copy, about 3 us) carrying a
-    ``register_hook`` (about 6 us). A view is this call's alone, so its
-    gradient is this call's own contribution even when other calls consume
-    the same tensor. At each arrival ``hook(*grads)`` gets every input
-    gradient arrived so far, in positional order, after
-    ``call.grad_inputs`` is emptied (the sink appends them again).
-
-    Returns ``args`` itself when no input is floating, and None when a view
-    cannot be made (nothing is left hooked then; the caller falls back to
-    ``HookBackward``). The handles are appended to ``handles``; the owner
-    removes them when the window closes. Shared by L1 and L0.
-    """
-    arrived: dict[int, Any] = {}
-
-    def on_grad(position: int, grad: Any) -> None:
-        arrived[position] = grad
-        call.grad_inputs.clear()
-        hook(*(arrived[p] for p in sorted(arrived)))
-
-    new_args = None
-    made: list = []
-    try:
-        for i, a in enumerate(args):
-            if is_floating(a):
-                view = a.view(a.shape)
-                made.append(view.register_hook(functools.partial(on_grad, i)))
-                if new_args is None:
-                    new_args = list(args)
-                new_args[i] = view
-    except Exception:
-        for handle in made:
-            handle.remove()
-        return None
-    if new_args is None:
-        return args
-    handles.extend(made)
-    return tuple(new_args)
-
-
-def tensor_hooks(output: Any, hook: Callable[..., None], handles: list) -> None:
-    """``register_hook`` on each floating tensor of ``output`` (a tensor or
-    the items of a tuple/list): ``hook(grad)`` gets the gradient w.r.t. it.
-    The handles are appended to ``handles``. Shared by L1 and L0."""
-    items = output if isinstance(output, (tuple, list)) else (output,)
-    for item in items:
-        if is_floating(item):
-            handles.append(item.register_hook(hook))
-
-
 class ApiInterceptor:
     """Installs and removes the L1 patches.
 
@@ -390,10 +365,9 @@ class ApiInterceptor:
         self._parameter_type: Any = None
         #: id(Parameter) -> (Parameter, float32 sum launched at its first use since the last change)
         self._probes: dict = {}
-        #: the window runs synchronously: Parameters are checked on the host at first use,
-        #: output gradients come through Tensor.register_hook
+        #: the window runs synchronously: Parameters are checked on the host at first use
         self.synchronous = False
-        self._hook_handles: list = []  # register_hook handles, removed at uninstall()
+        self._boxes: list = []  # what this window's HookBackward hooks refer to (see through_hook)
         #: APIs whose wrapper failed: called straight through from then on
         self.broken: set[str] = set()
         self._fault_causes: set[str] = set()
@@ -574,12 +548,7 @@ class ApiInterceptor:
         """Put back every patched attribute (in reverse order). Safe to call
         twice, from an intercepted call, and at interpreter exit."""
         saved, self._saved = self._saved, []
-        handles, self._hook_handles = self._hook_handles, []
-        for handle in handles:
-            try:
-                handle.remove()
-            except Exception:  # pragma: no cover - tensor gone at exit
-                pass
+        release(self._boxes)
         missing = _MISSING
         for owner, attr, original in reversed(saved):
             try:
@@ -774,19 +743,11 @@ class ApiInterceptor:
         return bool(executor is not None and executor.grad_flag())
 
     def _hook_inputs(self, call: ApiCall, args: tuple) -> tuple:
-        """``args`` with hooks for the gradients w.r.t. the call's positional
-        tensor inputs: this call's own contribution, not the total gradient
-        of a tensor other calls consume too.
-
-        Synchronous window: each floating input is replaced by a view of
-        itself (``Tensor.view``, no copy, about 3 us) carrying a
-        ``register_hook`` (about 6 us): the view is this call's alone, so
-        its gradient is this call's contribution. Otherwise, or when a view
-        cannot be made (a non-contiguous input), one ``HookBackward`` for
-        all of them, chosen by type, not dtype (the first dtype read of a
-        fresh output waits for the asynchronous pipeline; integer tensors
-        pass through harmlessly).
-        """
+        # chosen by type, not dtype: the first dtype read of a fresh output
+        # waits for the device (integer tensors pass through harmlessly)
+        positions = [i for i, a in enumerate(args) if is_tensor(a)]
+        if not positions:
+            return args
         sink = self.sink
 
         def input_hook(*grads: Any) -> None:
@@ -796,32 +757,20 @@ class ApiInterceptor:
             except Exception as err:
                 self._fault(call.api, "in the backward input hook", err)
 
-        if self.synchronous:
-            hooked = view_hooks(args, call, input_hook, self._hook_handles)
-            if hooked is not None:
-                call.expects_input_grads = hooked is not args
-                return hooked
-        positions = [i for i, a in enumerate(args) if is_tensor(a)]
-        if not positions:
-            return args
-        new_args = through_hook(self._hook_backward, input_hook, args, positions)
+        new_args = through_hook(self._hook_backward, input_hook, args, positions, self._boxes)
         call.expects_input_grads = True
         return tuple(new_args)
 
     def _hook_outputs(self, call: ApiCall, output: Any) -> Any:
-        """Hooks for the gradients w.r.t. the output's tensors (a tensor, or
-        the items of a tuple/list); returns what the caller gets instead of
-        ``output``, or None when that is ``output`` itself.
+        """The output with its tensors (a tensor, or the top level of a plain
+        tuple/list) passed through one ``HookBackward`` whose hook gets the
+        gradients w.r.t. them; None when there is nothing to hook.
 
-        Synchronous window (``synchronous``): ``Tensor.register_hook`` on
-        each floating output tensor (about 6 us each; the handles are
-        removed at :meth:`uninstall`, so a tensor the user keeps does not
-        keep the call alive). Otherwise one ``HookBackward`` for all of them:
-        ``register_hook`` on a fresh output waits for the asynchronous
-        pipeline, once per tensor. Tensors are then chosen by type, not
-        dtype (the first dtype read of a fresh output waits too); other
-        containers (named tuples ...) keep ``register_hook`` on their
-        floating items.
+        Not ``Tensor.register_hook``: on a fresh output it waits for the
+        device as well, and then once per tensor instead of once per call.
+        Tensors are chosen by type, not dtype: the first dtype read of a
+        fresh output waits too. Other containers (named tuples ...) keep
+        ``register_hook`` on their floating items.
         """
         sink = self.sink
 
@@ -832,14 +781,20 @@ class ApiInterceptor:
                 self._fault(call.api, "in the backward output hook", err)
 
         kind = type(output)
-        if self.synchronous or not (kind is tuple or kind is list or is_tensor(output)):
-            tensor_hooks(output, output_hook, self._hook_handles)
+        if kind is tuple or kind is list:
+            items = output
+        elif is_tensor(output):
+            items = (output,)
+        else:
+            if isinstance(output, (tuple, list)):
+                for item in output:
+                    if is_floating(item):
+                        item.register_hook(lambda grad: output_hook(grad))
             return None
-        items = output if (kind is tuple or kind is list) else (output,)
         positions = [i for i, item in enumerate(items) if is_tensor(item)]
         if not positions:
             return None
-        new_items = through_hook(self._hook_backward, output_hook, items, positions)
+        new_items = through_hook(self._hook_backward, output_hook, items, positions, self._boxes)
         if kind is not tuple and kind is not list:
             return new_items[0]
         return kind(new_items)
