@@ -103,13 +103,40 @@ def _unreadable(klass: type, what: str, err: BaseException, turn_off: bool = Tru
                      "that type is no longer checked" if turn_off else "such values count as finite")
 
 
+def framework_error(err: BaseException) -> bool:
+    """True for an error MindSpore's runtime raised (its messages carry a
+    ``C++ Call Stack`` section)."""
+    return isinstance(err, (RuntimeError, TypeError, ValueError)) and "C++ Call Stack" in str(err)
+
+
+def surfaced(err: BaseException) -> bool:
+    """True for an error :func:`dtype_name` re-raised: MindSpore's runtime
+    raised it while the tool only *read* a tensor's dtype, so it is an
+    earlier operator's failure surfacing (with asynchronous execution a
+    missing kernel, say, is reported at the next read of any tensor). It
+    belongs to the user's program and is raised to it, as it would be
+    without the tool. Errors of the tool's own operators are not marked."""
+    return bool(getattr(err, "_probe_surfaced", False))
+
+
 def dtype_name(tensor: Any) -> str:
     """``str(tensor.dtype)`` (MindSpore spells them ``Float16``...); ``""``
     (not floating) for a type whose dtype cannot be read, which is then no
-    longer treated as a tensor."""
+    longer treated as a tensor.
+
+    Raises:
+        The error itself, marked (:func:`surfaced`), when MindSpore's
+        runtime raised it (:func:`framework_error`).
+    """
     try:
         return str(getattr(tensor, "dtype", ""))
     except Exception as err:
+        if framework_error(err):
+            try:
+                err._probe_surfaced = True  # type: ignore[attr-defined]
+            except Exception:  # pragma: no cover - an exception type without __dict__
+                pass
+            raise
         _unreadable(type(tensor), "dtype", err)
         return ""
 

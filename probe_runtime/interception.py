@@ -68,7 +68,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Protocol, Sequence
 
-from .detection import is_floating, is_tensor, iter_tensors, probe_now
+from .detection import framework_error, is_floating, is_tensor, iter_tensors, probe_now, surfaced
 
 #: Tensor operators intercepted besides the public methods.
 TENSOR_OPERATORS = (
@@ -678,6 +678,8 @@ class ApiInterceptor:
                         backward = True
                         call_args = self._hook_inputs(call, args)
             except Exception as err:
+                if surfaced(err):
+                    raise  # the user's own error surfacing here (asynchronous execution): theirs to see
                 self._fault(api, "before the call", err)
                 call = None
                 call_args = args
@@ -699,7 +701,14 @@ class ApiInterceptor:
     def _fault(self, api: str, where: str, err: BaseException) -> None:
         """An exception inside the wrapper of ``api``: that API is called
         straight through from now on (turned off); each cause is logged
-        once, naming the first API it hit."""
+        once, naming the first API it hit. An error of MindSpore's runtime
+        (:func:`detection.framework_error`: with asynchronous execution
+        often an earlier operator's failure surfacing in the tool's code)
+        leaves only that call unchecked: turning the API off for good would
+        blind the detector for the rest of the run over the user's error."""
+        if framework_error(err):
+            self.sink.on_error(f"in the L1 wrapper of {api} {where} (that call is not checked)", err)
+            return
         self.broken.add(api)
         cause = f"{type(err).__name__}: {err}"
         if cause not in self._fault_causes:
