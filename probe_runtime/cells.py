@@ -64,7 +64,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from .detection import is_tensor, iter_tensors, probe_now
+from .detection import framework_error, is_tensor, iter_tensors, probe_now
 from .interception import capture_frames, release, through_hook
 
 LOGGER = logging.getLogger("probe_runtime")
@@ -416,7 +416,13 @@ class CellHooks:
         self._calls_by_prefix = {}
 
     def _fail(self, part: str, err: BaseException) -> None:
-        """Turn ``part`` off for good (logged once through the sink)."""
+        """Turn ``part`` off for good (logged once through the sink). An
+        error of MindSpore's runtime (``detection.framework_error``: often
+        an earlier operator's failure surfacing) is logged and leaves only
+        that call unchecked, as at L1."""
+        if framework_error(err):
+            self.sink.on_error(f"in the L0 {part} hooks (that call is not checked)", err)
+            return
         if part not in self.broken:
             self.broken.add(part)
             if part == "forward":
