@@ -330,53 +330,49 @@ def boom_messages(caplog, word: str = "boom") -> list[str]:
     return [m for m in failure_messages(caplog) if word in m]
 
 
+def train_with_matmul_errors(debugger, caplog, error: Exception, once: bool) -> tuple:
+    """Train with the wrapper of ``Primitive.MatMul`` raising ``error``
+    (at its first call only, or at every one); (training, the calls that
+    raised, the names recorded)."""
+    real = debugger.monitor.next_index
+    faults = []
+
+    def next_index(api):
+        if api == "Primitive.MatMul" and not (once and faults):
+            faults.append(api)
+            raise error
+        return real(api)
+
+    debugger.monitor.next_index = next_index
+    with caplog.at_level(logging.WARNING, logger="probe_runtime"):
+        probed = train(debugger)
+    names = [n for step in recorded(debugger.dump_path and Path(debugger.dump_path)).values() for n in step]
+    return probed, faults, names
+
+
 @pytest.mark.mindspore
 def test_a_mindspore_runtime_error_in_a_wrapper_leaves_the_api_checked(work, plain, caplog):
     """With asynchronous execution an earlier operator's failure surfaces
     at the next read, which may be inside the tool: that one call goes
     unchecked, but the API is not turned off for the rest of the run (the
     detector would be blind over the user's own error)."""
-    debugger = make_debugger(work)
-    real = debugger.monitor.next_index
-    faults = []
-
-    def next_index(api):
-        if api == "Primitive.MatMul" and not faults:
-            faults.append(api)
-            raise RuntimeError("The kernel Foo unregistered.\n- C++ Call Stack: (For framework developers)\n")
-        return real(api)
-
-    debugger.monitor.next_index = next_index
-    with caplog.at_level(logging.WARNING, logger="probe_runtime"):
-        probed = train(debugger)
+    error = RuntimeError("The kernel Foo unregistered.\n- C++ Call Stack: (For framework developers)\n")
+    probed, faults, names = train_with_matmul_errors(make_debugger(work), caplog, error, once=True)
     assert_same(plain, probed)
     assert faults == ["Primitive.MatMul"]
     messages = [m for m in failure_messages(caplog) if "Foo unregistered" in m]
     assert len(messages) == 1 and "that call is not checked" in messages[0]
-    names = [n for step in recorded(work / "dump").values() for n in step]
     assert any("MatMul" in n for n in names)                  # still checked afterwards
 
 
 @pytest.mark.mindspore
 def test_fault_in_an_interception_wrapper_turns_that_api_off(work, plain, caplog):
-    debugger = make_debugger(work)
-    real = debugger.monitor.next_index
-    faults = []
-
-    def next_index(api):
-        if api == "Primitive.MatMul":
-            faults.append(api)
-            raise RuntimeError("boom in the wrapper")
-        return real(api)
-
-    debugger.monitor.next_index = next_index
-    with caplog.at_level(logging.WARNING, logger="probe_runtime"):
-        probed = train(debugger)
+    probed, faults, names = train_with_matmul_errors(make_debugger(work), caplog, RuntimeError("boom in the wrapper"),
+                                                     once=False)
     assert_same(plain, probed)
     messages = boom_messages(caplog)
     assert len(messages) == 1 and "Primitive.MatMul" in messages[0] and "RuntimeError" in messages[0]
     assert len(faults) == 1                                   # turned off after the first fault
-    names = [n for step in recorded(work / "dump").values() for n in step]
     assert names and not any("MatMul" in n for n in names)   # the rest is still checked
 
 
