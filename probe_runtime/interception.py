@@ -314,6 +314,25 @@ def _side_effect(prim: Any) -> bool:
     return known
 
 
+_ARITY: dict[type, int] = {}
+
+
+def _call_arity(klass: type) -> int:
+    """How many positional arguments the ``__call__`` of a generated
+    Primitive class takes (``self`` left out); cached per class. Large when
+    it takes ``*args`` or cannot be read, so nothing is cut off."""
+    count = _ARITY.get(klass)
+    if count is None:
+        call = getattr(klass, "__call__", None)
+        code = getattr(call, "__code__", None)
+        if code is None or code.co_flags & 0x04:  # CO_VARARGS
+            count = 1 << 30
+        else:
+            count = max(code.co_argcount - 1, 0)
+        _ARITY[klass] = count
+    return count
+
+
 def _patched_module_class(base: type, table: dict[str, Callable]) -> type:
     """A subclass of the module type ``base`` whose attribute lookup returns
     ``table[name]`` (a wrapper) for the names in ``table``.
@@ -595,8 +614,11 @@ class ApiInterceptor:
 
     def _wrap_pyboost(self, original: Callable) -> Callable:
         """Wrapper of a generated ``pyboost_<op>(prim, args)`` function: the
-        call is named after ``prim``'s class; the tensors of ``args`` (a
-        list) are its inputs."""
+        call is named after ``prim``'s class. ``args`` holds the arguments
+        of the class's ``__call__`` followed by the primitive's attributes
+        (``MatMul``: input, mat2, transpose_a, transpose_b); the entry
+        records the arguments only, as msprobe does (:func:`_call_arity`),
+        and the attributes are passed on untouched."""
         handle = self._handle
         sink = self.sink
         skip = PRIMITIVE_SKIP
@@ -605,12 +627,13 @@ class ApiInterceptor:
         def wrapper(prim: Any, args: Any, *rest: Any) -> Any:
             if _guard.depth or not sink.live or rest or not isinstance(args, (list, tuple)):
                 return original(prim, args, *rest)
-            name = type(prim).__name__
-            if name in skip:
+            klass = type(prim)
+            if klass.__name__ in skip:
                 return original(prim, args)
-            return handle(f"Primitive.{name}", lambda *items: original(prim, list(items)),
-                          _side_effect(prim),
-                          tuple(args), {}, sys._getframe(1))
+            count = _call_arity(klass)
+            given, extra = tuple(args[:count]), list(args[count:])
+            return handle(f"Primitive.{klass.__name__}", lambda *items: original(prim, list(items) + extra),
+                          _side_effect(prim), given, {}, sys._getframe(1))
 
         wrapper.__probe_original__ = original  # type: ignore[attr-defined]
         return wrapper

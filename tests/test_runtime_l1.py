@@ -173,6 +173,7 @@ def test_primitives_inside_nn_layers(work):
     entry = dump_data(tmp_path)["Primitive.MatMul.0.forward"]
     assert entry["input_args"][0]["dtype"] == "Float16" and entry["output"][0]["Max"] == float("inf")
     assert entry["input_args"][0]["data_name"] == "Primitive.MatMul.0.forward.input.0.npy"
+    assert len(entry["input_args"]) == 2          # input, mat2: not the transpose_a/transpose_b attributes
     npy = tmp_path / "dump" / "step0" / "rank" / "dump_tensor_data" / "Primitive.MatMul.0.forward.output.0.npy"
     assert np.isinf(np.load(npy)).all()
 
