@@ -65,7 +65,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from .detection import framework_error, is_tensor, iter_tensors, probe_now
-from .interception import capture_frames, release, through_hook
+from .interception import capture_frames, launch_sum, release, through_hook
 
 LOGGER = logging.getLogger("probe_runtime")
 
@@ -338,14 +338,12 @@ class CellHooks:
         self._seq = 0
         self._probes = {}
         if "parameters" not in self.broken:
-            import mindspore as ms
-
             for target in targets:  # the weights as the forward pass will see them
                 if target.params:
                     if self.synchronous:  # checked on the host now: no pipeline to stall
                         self._probes[target.prefix] = [probe_now(p) for p in target.params.values()]
                     else:  # launched on the device, read only on an overflow
-                        self._probes[target.prefix] = [p.sum(dtype=ms.float32) for p in target.params.values()]
+                        self._probes[target.prefix] = [launch_sum(p) for p in target.params.values()]
         for target in targets:
             self._hook_cell(target)
         self._hook_tops(model)

