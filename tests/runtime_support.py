@@ -83,3 +83,38 @@ def assert_same_training(a: tuple[list, list], b: tuple[list, list]) -> None:
         assert np.array_equal(la, lb, equal_nan=True)
     for ga, gb in zip(a[1], b[1]):
         assert all(np.array_equal(x, y, equal_nan=True) for x, y in zip(ga, gb))
+
+
+class PatchedState:
+    """What probe_runtime patches, as it was when this object was made (at a
+    test module's import, before any debugger): :meth:`assert_untouched`
+    checks it is all back."""
+
+    def __init__(self) -> None:
+        import mindspore as ms
+        from mindspore import ops
+        from mindspore.ops import primitive as primitive_module
+        from mindspore.ops.auto_generate import gen_ops_prim
+
+        self.ms, self.ops = ms, ops
+        self.exp = ops.exp
+        self.prim_call = primitive_module.Primitive.__call__
+        self.modules = [(m, dict(vars(m))) for m in (gen_ops_prim, primitive_module)]  # pyboost_<op>, _run_op
+        self.tensor = dict(vars(ms.Tensor))
+
+    def assert_untouched(self, net: Any = None) -> None:
+        """Every patch, hook and the execution mode are back (and the Cells
+        of ``net`` carry no forward hook)."""
+        from types import ModuleType
+
+        ms, ops = self.ms, self.ops
+        assert ops.exp is self.exp
+        assert type(ops) is ModuleType and type(ms.mint) is ModuleType  # the namespaces' classes are put back
+        assert ops.primitive.Primitive.__call__ is self.prim_call
+        assert dict(vars(ms.Tensor)) == self.tensor
+        for module, saved in self.modules:
+            assert dict(vars(module)) == saved
+        assert not ms.get_context("pynative_synchronize")
+        if net is not None:
+            for _, cell in net.cells_and_names():
+                assert not cell._forward_pre_hook and not cell._forward_hook

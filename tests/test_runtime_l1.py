@@ -15,17 +15,14 @@ np = pytest.importorskip("numpy")
 
 from mindspore import Tensor, mint, nn, ops  # noqa: E402
 from mindspore.ops import exp as imported_exp  # noqa: E402  (imported before start(): bypasses module patches)
-from mindspore.ops.primitive import Primitive  # noqa: E402
 
 import probe_runtime  # noqa: E402
 from probe_runtime import ConfigLintError, PrecisionDebugger  # noqa: E402
 from probe_runtime.writer import read_json  # noqa: E402
-from runtime_support import assert_same_training, isolate, train_mlp, write_runtime_config  # noqa: E402
+from runtime_support import PatchedState, assert_same_training, isolate, train_mlp, write_runtime_config  # noqa: E402
 
 ms.set_context(mode=ms.PYNATIVE_MODE)
-ORIGINAL_EXP = ops.exp
-ORIGINAL_PRIM_CALL = Primitive.__call__
-TENSOR_DICT = dict(vars(ms.Tensor))
+ORIGINAL = PatchedState()
 
 
 write_config = write_runtime_config
@@ -47,10 +44,7 @@ def work(tmp_path, monkeypatch):
     assert_restored()
 
 
-def assert_restored():
-    assert ops.exp is ORIGINAL_EXP
-    assert Primitive.__call__ is ORIGINAL_PRIM_CALL
-    assert dict(vars(ms.Tensor)) == TENSOR_DICT
+assert_restored = ORIGINAL.assert_untouched
 
 
 def records(tmp_path, step=0, rank="rank"):
@@ -315,7 +309,7 @@ def test_overflow_nums_unpatches_at_the_limit(work):
     debugger.start()
     for _ in range(3):
         ops.exp(inf32(100.0))
-    assert ops.exp is ORIGINAL_EXP          # limit reached inside the window: patches gone
+    assert ops.exp is ORIGINAL.exp          # limit reached inside the window: patches gone
     assert len(dump_data(tmp_path)) == 2    # on disk before stop()
     debugger.stop()
     debugger.step()
@@ -329,7 +323,7 @@ def test_restore_on_stop_and_window(work):
     tmp_path, make = work
     debugger = make()
     debugger.start()
-    assert ops.exp is not ORIGINAL_EXP and "__mul__" in vars(ms.Tensor)
+    assert ops.exp is not ORIGINAL.exp and "__mul__" in vars(ms.Tensor)
     debugger.stop()
     assert_restored()
     ops.exp(inf32(100.0))                   # outside the window

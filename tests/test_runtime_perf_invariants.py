@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
@@ -23,19 +22,12 @@ ms = pytest.importorskip("mindspore")
 np = pytest.importorskip("numpy")
 
 from mindspore import Tensor, nn, ops  # noqa: E402
-from mindspore.ops import primitive as primitive_module  # noqa: E402
-from mindspore.ops.auto_generate import gen_ops_prim  # noqa: E402
-from mindspore.ops.primitive import Primitive  # noqa: E402
 
 from probe_runtime import PrecisionDebugger  # noqa: E402
-from runtime_support import isolate, write_runtime_config  # noqa: E402
+from runtime_support import PatchedState, isolate, write_runtime_config  # noqa: E402
 
 ms.set_context(mode=ms.PYNATIVE_MODE)
-ORIGINAL_EXP = ops.exp
-ORIGINAL_PRIM_CALL = Primitive.__call__
-TENSOR_DICT = dict(vars(ms.Tensor))
-GEN_OPS_DICT = dict(vars(gen_ops_prim))       # the pyboost_<op> globals the generated primitives call
-PRIMITIVE_MODULE_DICT = dict(vars(primitive_module))  # _run_op
+ORIGINAL = PatchedState()
 
 
 def synchronous() -> bool:
@@ -63,17 +55,7 @@ def make(tmp_path, monkeypatch):
     assert_untouched()
 
 
-def assert_untouched(net=None):
-    assert ops.exp is ORIGINAL_EXP
-    assert type(ops) is ModuleType and type(ms.mint) is ModuleType  # the namespaces' classes are put back
-    assert Primitive.__call__ is ORIGINAL_PRIM_CALL
-    assert dict(vars(ms.Tensor)) == TENSOR_DICT
-    assert dict(vars(gen_ops_prim)) == GEN_OPS_DICT
-    assert dict(vars(primitive_module)) == PRIMITIVE_MODULE_DICT
-    assert not synchronous()
-    if net is not None:
-        for _, cell in net.cells_and_names():
-            assert not cell._forward_pre_hook and not cell._forward_hook
+assert_untouched = ORIGINAL.assert_untouched
 
 
 def small_net():
