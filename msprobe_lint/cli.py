@@ -85,6 +85,10 @@ EXTEND = typer.Option([], "--extend-select", help="Add these codes to the select
 CONFIG_FILE = typer.Option(None, "--config-file", help="Read [tool.probe-lint] from this file.")
 ONLY_MSPROBE = typer.Option(False, "--only-msprobe",
                             help="Skip JSON files that are clearly not msprobe configs (for pre-commit).")
+FIX = typer.Option(False, "--fix", help="Apply the safe fixes in place, then report what is left.")
+UNSAFE_FIXES = typer.Option(False, "--unsafe-fixes",
+                            help="With --fix or --diff: apply the unsafe fixes too (they change what the job does).")
+DIFF = typer.Option(False, "--diff", help="Print the fixes as a unified diff; write nothing.")
 
 
 def build_options(**kw):
@@ -109,7 +113,7 @@ def lint(
     script: Optional[str] = SCRIPT, check_fs: bool = CHECK_FS, cwd: Optional[str] = CWD,
     isolated: bool = ISOLATED, strict: bool = STRICT, select: List[str] = SELECT, ignore: List[str] = IGNORE,
     extend_select: List[str] = EXTEND, config_file: Optional[str] = CONFIG_FILE,
-    only_msprobe: bool = ONLY_MSPROBE,
+    only_msprobe: bool = ONLY_MSPROBE, fix: bool = FIX, unsafe_fixes: bool = UNSAFE_FIXES, diff: bool = DIFF,
 ) -> None:
     """Check msprobe config.json files: every problem at once, with a rule code and a fix."""
     from .fastcli import run_lint  # the same body the typer-free `probe lint` runs
@@ -119,7 +123,8 @@ def lint(
                             msprobe_version=msprobe_version, script=script, check_fs=check_fs, cwd=cwd, isolated=isolated, strict=strict, select=select,
                             ignore=ignore, extend_select=extend_select, config_file=config_file,
                             only_msprobe=only_msprobe)
-    raise typer.Exit(run_lint(paths, options, format=format.value, output=output))
+    raise typer.Exit(run_lint(paths, options, format=format.value, output=output, fix=fix,
+                              unsafe_fixes=unsafe_fixes, diff=diff))
 
 
 @app.command()

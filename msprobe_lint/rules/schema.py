@@ -16,7 +16,7 @@ import difflib
 from functools import lru_cache
 from typing import Any, Iterable, Iterator, Optional
 
-from ..diagnostic import Finding
+from ..diagnostic import Finding, FixSpec, remove, set_value
 from ..positions import pointer as make_pointer
 from .registry import define
 
@@ -302,26 +302,30 @@ def _describe(code: str, error: Any, path: list, ptr: str, hint: Optional[str]) 
                        hint=hint or "give an absolute path such as /home/user/dump")
     if code == "PL301":
         return Finding("PL301", f"{name} entry {_json(value)} is neither an integer >= 0 nor an \"a-b\" range",
-                       pointer=ptr, hint=hint or _index_hint(value))
+                       pointer=ptr, hint=hint or _index_hint(value), fix=_as_integer(value, ptr))
     if keyword == "type":
         expected = error.validator_value
         expected = " or ".join(expected) if isinstance(expected, list) else expected
         article = "an" if expected[0] in "aeiou" else "a"
         fix = hint
-        if fix is None and expected == "integer" and isinstance(value, float) and value.is_integer():
-            fix = f"write {int(value)}"
-        elif fix is None and expected == "integer" and isinstance(value, str) and value.strip().lstrip("-").isdigit():
-            fix = f"write {int(value)} without quotes"
-        elif fix is None and expected == "array" and not isinstance(value, (dict, list)):
-            fix = f"write [{_json(value)}]" if value not in (None, "") else "write []"
+        edit = _as_integer(value, ptr) if expected == "integer" else None
+        if fix is None and edit is not None:
+            fix = f"write {int(value)}" + (" without quotes" if isinstance(value, str) else "")
+        if expected == "array" and not isinstance(value, (dict, list)):
+            fix = fix or (f"write [{_json(value)}]" if value not in (None, "") else "write []")
+            edit = FixSpec(f"write {name} as a list", (("value", ptr, "[]"),) if value in (None, "")
+                           else (("wrap", ptr),))
         return Finding("PL102", f"{name} must be {article} {expected}, not {describe_type(value)} {_json(value)}",
-                       pointer=ptr, hint=fix)
+                       pointer=ptr, hint=fix, fix=edit)
     if keyword in ("enum", "const"):
         allowed = error.validator_value if keyword == "enum" else [error.validator_value]
         guess = suggest(value, [str(a) for a in allowed]) if isinstance(value, str) else None
         fix = hint or (f"did you mean {guess!r}?" if guess else f"use one of: {', '.join(map(str, allowed))}")
+        # Only the case differs: plainly meant. A near spelling may be another value meant.
+        edit = set_value(ptr, guess, f"replace {value!r} with {guess!r}",
+                         safe=guess.lower() == value.lower()) if guess and guess in allowed else None
         return Finding(code, f"{_json(value)} is not an allowed {name}; allowed: {', '.join(map(str, allowed))}",
-                       pointer=ptr, hint=fix)
+                       pointer=ptr, hint=fix, fix=edit)
     if keyword == "not":
         return Finding(code, f"{name} {_json(value)} is out of range", pointer=ptr,
                        hint=hint or ("use -1 (no limit) or a count >= 1" if name == "overflow_nums" else None))
@@ -346,6 +350,19 @@ def _index_hint(value: Any) -> str:
     if isinstance(value, float) and value.is_integer() and value >= 0:
         return f"write {int(value)}"
     return 'write an integer such as 3, or a range such as "2-5" (first <= last)'
+
+
+def _as_integer(value: Any, ptr: str) -> Optional[FixSpec]:
+    """The fix writing ``3.0`` or ``"3"`` as the integer 3 (safe: the
+    same number, in the type msprobe reads); None for anything else."""
+    number: Optional[int] = None
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
+        number = int(value)
+    elif isinstance(value, str) and value.strip().lstrip("-").isdigit() and len(value.strip()) < 19:
+        number = int(value)
+    if number is None:
+        return None
+    return set_value(ptr, number, f"write {number}")
 
 
 def _json(value: Any) -> str:
@@ -373,11 +390,17 @@ def _unknown_keys(error: Any, path: list, profile: str = "8.3") -> Iterator[Find
                           pointer=ptr, at="key", hint=f"move {key!r} {_move_hint(target)}")
             continue
         guess = suggest(key, list(here))
+        fix = None
+        if guess and guess not in error.instance and key not in MINDSPORE_DUMP_KEYS:
+            # Safe when the match is clear: the same key in another case, or
+            # the only known key that close to it.
+            clear = guess.lower() == key.lower() or len(difflib.get_close_matches(key, list(here), n=2, cutoff=0.6)) < 2
+            fix = FixSpec(f"rename {key!r} to {guess!r}", (("key", ptr, guess),), safe=clear)
         if key in MINDSPORE_DUMP_KEYS:
             message = f"unknown key {key!r} {_where(location)}: it belongs to MindSpore's own dump JSON, not msprobe's"
         else:
             message = f"unknown key {key!r} {_where(location)}; msprobe ignores it"
-        yield Finding("PL101", message, pointer=ptr, at="key",
+        yield Finding("PL101", message, pointer=ptr, at="key", fix=fix,
                       hint=f"did you mean {guess!r}?" if guess else f"known keys here: {', '.join(here)}")
 
 
@@ -396,4 +419,5 @@ def _deprecated(data: dict, profile: str = "8.3") -> Iterator[Finding]:
             if schema and schema.get("deprecated"):
                 yield Finding("PL106", f"{key!r} is deprecated {_where(location)}: {schema.get('description', '')}".rstrip(": "),
                               pointer=make_pointer(*([location] if location else []), key), at="key",
-                              hint=f"remove {key!r}")
+                              hint=f"remove {key!r}", fix=remove(make_pointer(*([location] if location else []), key),
+                                                                 f"remove the deprecated {key!r}"))
