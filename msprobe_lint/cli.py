@@ -149,15 +149,7 @@ def explain(code: str = typer.Argument(..., help="A rule code such as PL201, or 
 
         close = get_close_matches(code.upper(), list(rules_by_code), n=1)
         raise fail(f"unknown rule {code!r}" + (f"; did you mean {close[0]}?" if close else "; see `probe rules`"))
-    typer.echo(f"{info.code} {info.name} ({info.severity.value}, {info.family})\n")
-    typer.echo(f"{info.summary}.\n")
-    typer.echo(info.rationale + "\n")
-    typer.echo("Bad:\n" + _indent(info.section("Bad")) + "\n")
-    typer.echo("Good:\n" + _indent(info.section("Good")))
-
-
-def _indent(text: str) -> str:
-    return "\n".join("    " + line for line in text.splitlines())
+    typer.echo(info.explanation())
 
 
 @app.command()
@@ -218,6 +210,17 @@ def migrate(
         typer.echo(f"{config}: rewritten ({len(migration.changes)} rename(s))", err=True)
     else:
         typer.echo(f"{config}: {len(migration.changes)} rename(s); run again with --write to apply", err=True)
+
+
+@app.command()
+def server(
+    stdio: bool = typer.Option(True, "--stdio", help="Talk LSP over stdin/stdout (the only transport)."),
+) -> None:
+    """Language server (LSP over stdio) for editors: the lint findings as you type, fixes as code actions.
+    Needs the lsp extra: pip install 'msprobe-lint[lsp]'."""
+    from .server import main as server_main
+
+    raise typer.Exit(server_main())
 
 
 class ReportFormat(str, Enum):

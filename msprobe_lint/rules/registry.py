@@ -65,6 +65,16 @@ class RuleInfo:
         """The doc up to the first ``Bad:``."""
         return self.doc.split("Bad:")[0].strip()
 
+    def explanation(self) -> str:
+        """What ``probe explain CODE`` prints (no final newline): the
+        headline, summary, rationale, and the indented bad and good
+        examples."""
+        def indent(text: str) -> str:
+            return "\n".join("    " + line for line in text.splitlines())
+
+        return (f"{self.code} {self.name} ({self.severity.value}, {self.family})\n\n{self.summary}.\n\n"
+                f"{self.rationale}\n\nBad:\n{indent(self.section('Bad'))}\n\nGood:\n{indent(self.section('Good'))}")
+
 
 def define(code: str, name: str, severity: str, summary: str, family: str, doc: str,
            *, check: Optional[Callable[..., Iterable[Finding]]] = None,
