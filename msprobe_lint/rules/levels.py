@@ -40,7 +40,7 @@ def _remove_here(ptr: str):
     return remove(ptr, f"remove {ptr.rpartition('/')[2]!r}, which has no effect here", safe=False)
 
 
-@rule("PL201", "level-not-allowed", "error", "overflow_check level not allowed in this framework/mode")
+@rule("PL201", "level-not-allowed", "error", "overflow_check level not allowed in this framework/mode", fix="unsafe")
 def level_not_allowed(config: ConfigView, context: Context) -> Iterator[Finding]:
     """
     overflow_check works at L0 (Cell/Module) or L1 (API) in MindSpore PyNative,
@@ -143,7 +143,7 @@ def l2_needs_new_mindspore(config: ConfigView, context: Context) -> Iterator[Fin
                       pointer=at, hint="upgrade MindSpore to 2.6 or later")
 
 
-@rule("PL204", "option-no-effect", "warning", "overflow_check option that has no effect here")
+@rule("PL204", "option-no-effect", "warning", "overflow_check option that has no effect here", fix="unsafe")
 def option_no_effect(config: ConfigView, context: Context) -> Iterator[Finding]:
     """
     check_mode is read only in MindSpore static graph, and only MindSpore
@@ -215,7 +215,7 @@ def task_not_available(config: ConfigView, context: Context) -> Iterator[Finding
                       pointer=config.where_level(), hint="use level L1 or L0 in PyNative mode")
 
 
-@rule("PL206", "inactive-section", "info", "Section for a task other than the active one")
+@rule("PL206", "inactive-section", "info", "Section for a task other than the active one", fix="unsafe")
 def inactive_section(config: ConfigView, context: Context) -> Iterator[Finding]:
     """
     Only the section named by "task" is read; the others are ignored. Often
@@ -239,7 +239,7 @@ def inactive_section(config: ConfigView, context: Context) -> Iterator[Finding]:
                           fix=remove(f"/{name}", f"remove the inactive section {name!r}", safe=False))
 
 
-@rule("PL207", "option-unused-by-task", "warning", "Option set for a task or level that does not use it")
+@rule("PL207", "option-unused-by-task", "warning", "Option set for a task or level that does not use it", fix="unsafe")
 def option_unused(config: ConfigView, context: Context) -> Iterator[Finding]:
     """
     async_dump works only for tasks statistics and tensor at levels L0, L1,

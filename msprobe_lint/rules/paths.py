@@ -51,7 +51,7 @@ def _expands(value: str) -> bool:
     return value.startswith("~") or "/~" in value or bool(VARIABLE.search(value))
 
 
-@rule("PL401", "path-not-absolute", "error", "dump_path not absolute (warning for other paths)")
+@rule("PL401", "path-not-absolute", "error", "dump_path not absolute (warning for other paths)", fix="unsafe")
 def not_absolute(config: ConfigView, context: Context) -> Iterator[Finding]:
     """
     A relative dump_path is resolved against wherever the job happened to
@@ -74,7 +74,7 @@ def not_absolute(config: ConfigView, context: Context) -> Iterator[Finding]:
                       fix=_rewrite(ptr, absolute, f"make {name} absolute against {'--cwd' if context.cwd else 'this folder'}"))
 
 
-@rule("PL402", "path-bad-characters", "error", "Path has characters outside [A-Za-z0-9_./-]")
+@rule("PL402", "path-bad-characters", "error", "Path has characters outside [A-Za-z0-9_./-]", fix="unsafe")
 def bad_characters(config: ConfigView, context: Context) -> Iterator[Finding]:
     """
     msprobe refuses any path with a character outside letters, digits, '_',
@@ -118,7 +118,7 @@ def too_long(config: ConfigView, context: Context) -> Iterator[Finding]:
                                    f"{MAX_COMPONENT}", pointer=ptr, hint="shorten the folder name")
 
 
-@rule("PL404", "path-dotdot", "warning", "Path contains '..'")
+@rule("PL404", "path-dotdot", "warning", "Path contains '..'", fix="unsafe")
 def dotdot(config: ConfigView, context: Context) -> Iterator[Finding]:
     """
     A '..' component makes the real location depend on soft links along the
@@ -136,7 +136,7 @@ def dotdot(config: ConfigView, context: Context) -> Iterator[Finding]:
                           fix=_rewrite(ptr, os.path.normpath(value), "collapse '..' in the path"))
 
 
-@rule("PL405", "path-not-expanded", "error", "'~' or '$VAR' in a path (never expanded)")
+@rule("PL405", "path-not-expanded", "error", "'~' or '$VAR' in a path (never expanded)", fix="unsafe")
 def not_expanded(config: ConfigView, context: Context) -> Iterator[Finding]:
     """
     msprobe takes the path literally: '~' and '$HOME' are not expanded, and
@@ -215,7 +215,7 @@ def _shown(resolved: Path, value: str) -> str:
     return value if os.path.isabs(value) else f"{value} (resolved to {resolved})"
 
 
-@rule("PL406", "path-soft-link", "error", "(filesystem) path or a parent is a soft link", filesystem=True)
+@rule("PL406", "path-soft-link", "error", "(filesystem) path or a parent is a soft link", filesystem=True, fix="unsafe")
 def soft_link(config: ConfigView, context: Context) -> Iterator[Finding]:
     """
     msprobe refuses to read or write through a soft link (a guard against

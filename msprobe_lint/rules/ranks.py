@@ -53,7 +53,7 @@ def entries(config: ConfigView, key: str) -> list[tuple[int, str, tuple[int, int
     return out
 
 
-@rule("PL301", "bad-index-entry", "error", "Bad rank/step entry")
+@rule("PL301", "bad-index-entry", "error", "Bad rank/step entry", fix="safe")
 def bad_entry(config: ConfigView, context: Context) -> Iterator[Finding]:
     """
     rank and step entries are integers >= 0 or "a-b" strings with a <= b.
@@ -84,7 +84,7 @@ def bad_entry(config: ConfigView, context: Context) -> Iterator[Finding]:
                               fix=set_value(ptr, f"{last}-{first}", f'write "{last}-{first}"'))
 
 
-@rule("PL302", "overlapping-entries", "warning", "Duplicate or overlapping rank/step entries")
+@rule("PL302", "overlapping-entries", "warning", "Duplicate or overlapping rank/step entries", fix="safe/unsafe")
 def overlapping(config: ConfigView, context: Context) -> Iterator[Finding]:
     """
     An entry already covered by another is harmless to msprobe but usually a
@@ -187,7 +187,7 @@ def rank_beyond_world(config: ConfigView, context: Context) -> Iterator[Finding]
                           hint="use rank 0" if world == 1 else f"use ranks between 0 and {world - 1}")
 
 
-@rule("PL304", "rank-in-single-card", "error", "Non-empty rank in single-card training")
+@rule("PL304", "rank-in-single-card", "error", "Non-empty rank in single-card training", fix="unsafe")
 def rank_single_card(config: ConfigView, context: Context) -> Iterator[Finding]:
     """
     msprobe's docs require "rank": [] for single-card training: without a

@@ -42,7 +42,7 @@ MINDSPORE_DUMP_KEYS = {"common_dump_settings", "e2e_dump_settings", "dump_mode",
                        "iteration", "saved_data", "input_output", "kernels", "support_device",
                        "op_debug_mode", "file_format"}
 
-define("PL101", "unknown-key", "error", "Unknown key (suggests the closest known key)", "schema", """
+define("PL101", "unknown-key", "error", "Unknown key (suggests the closest known key)", "schema", fix="safe/unsafe", doc="""
     msprobe ignores keys it does not know, so a misspelt option silently keeps
     its default: "overflow_number": 3 leaves overflow_nums at 1 and the job
     stops after the first overflow. Keys of MindSpore's own dump JSON
@@ -54,7 +54,7 @@ define("PL101", "unknown-key", "error", "Unknown key (suggests the closest known
         "overflow_check": {"overflow_nums": 3}
     """)
 
-define("PL102", "wrong-type", "error", "Value has the wrong type", "schema", """
+define("PL102", "wrong-type", "error", "Value has the wrong type", "schema", fix="safe", doc="""
     msprobe checks types at start-up and stops with one bare exception at a
     time. Integers are strict: 3.0, 1e2 and true are not integers. rank and
     step are lists even for one entry.
@@ -67,7 +67,7 @@ define("PL102", "wrong-type", "error", "Value has the wrong type", "schema", """
         "overflow_check": {"overflow_nums": 3}
     """)
 
-define("PL103", "value-not-allowed", "error", "Value not among the allowed ones", "schema", """
+define("PL103", "value-not-allowed", "error", "Value not among the allowed ones", "schema", fix="safe/unsafe", doc="""
     Enumerated options (task, level, check_mode, summary_mode, ...) are
     case-sensitive. The hint gives the case-insensitive or closest match.
 
@@ -98,7 +98,7 @@ define("PL105", "key-misplaced", "warning", "Key valid elsewhere in the config, 
         {"task": "overflow_check", "overflow_check": {"overflow_nums": 3}}
     """)
 
-define("PL106", "deprecated-key", "warning", "Deprecated key", "schema", """
+define("PL106", "deprecated-key", "warning", "Deprecated key", "schema", fix="safe", doc="""
     seed, is_deterministic, enable_dataloader and backward_input were
     accepted by older releases and no longer do anything.
 
