@@ -13,6 +13,7 @@ integer, unlike jsonschema's default type checker.
 from __future__ import annotations
 
 import difflib
+import re
 from functools import lru_cache
 from typing import Any, Iterable, Iterator, Optional
 
@@ -343,7 +344,7 @@ def _describe(code: str, error: Any, path: list, ptr: str, hint: Optional[str]) 
 
 def _index_hint(value: Any) -> str:
     """A fix for a bad rank/step entry."""
-    if isinstance(value, str) and value.strip().isdigit():
+    if isinstance(value, str) and _INTEGER.fullmatch(value.strip()) and not value.strip().startswith("-"):
         return f"write {int(value)} (a bare number string is not accepted; ranges are \"a-b\")"
     if isinstance(value, int) and not isinstance(value, bool) and value < 0:
         return "ranks and steps count from 0"
@@ -352,13 +353,17 @@ def _index_hint(value: Any) -> str:
     return 'write an integer such as 3, or a range such as "2-5" (first <= last)'
 
 
+# ASCII digits only: str.isdigit() also accepts '¹' or '٣', which int() refuses or reads otherwise.
+_INTEGER = re.compile(r"-?[0-9]+")
+
+
 def _as_integer(value: Any, ptr: str) -> Optional[FixSpec]:
     """The fix writing ``3.0`` or ``"3"`` as the integer 3 (safe: the
     same number, in the type msprobe reads); None for anything else."""
     number: Optional[int] = None
     if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
         number = int(value)
-    elif isinstance(value, str) and value.strip().lstrip("-").isdigit() and len(value.strip()) < 19:
+    elif isinstance(value, str) and _INTEGER.fullmatch(value.strip()) and len(value.strip()) < 19:
         number = int(value)
     if number is None:
         return None
