@@ -90,6 +90,9 @@ class FixSpec:
     * ``("key", pointer, new_key)``: rename the key at ``pointer``;
     * ``("remove", pointer)``: remove the object member or array item at
       ``pointer`` together with the comma that separates it;
+    * ``("move", pointer, location)``: move the object member at
+      ``pointer`` into the top-level object (``location`` ``""``) or the
+      top-level section ``location`` (created in place when absent);
     * ``("remove-member-at", offset)``: remove the object member whose
       key starts at character ``offset`` of the parsed text (a repeated
       key, which no pointer can name);

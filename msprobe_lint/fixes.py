@@ -21,7 +21,7 @@ import json
 from typing import Callable, Iterable, Optional, Sequence
 
 from .diagnostic import Diagnostic, Edit, Fix, FixSpec
-from .positions import line_col, split
+from .positions import escape, line_col, split
 
 MAX_ROUNDS = 5
 _WHITESPACE = " \t\r\n"
@@ -69,6 +69,12 @@ def resolve(spec: FixSpec, doc) -> Optional[Fix]:
                 start, end = _member_at(text, op[1])
                 start, end = _with_separator(text, start, end)
                 new = ""
+            elif kind == "move":
+                for start, end, new in _move(doc, op[1], op[2]):
+                    line, column = line_col(text, start)
+                    end_line, end_column = line_col(text, end)
+                    edits.append(Edit(start + shift, end + shift, new, line, column, end_line, end_column, op[1]))
+                continue
             else:
                 raise _Unresolvable(kind)
             line, column = line_col(text, start)
@@ -102,6 +108,38 @@ def _member(doc, ptr: str) -> tuple[int, int]:
     return start, end
 
 
+def _move(doc, ptr: str, location: str) -> list[tuple[int, int, str]]:
+    """Edits moving the member at ``ptr`` into the object ``location``
+    (``""`` for the top level, else a top-level section name): removed
+    where it is, added after the last member there with the white space
+    that precedes that member; when the section does not exist yet, the
+    member becomes it in place (``"k": 1`` -> ``"section": {"k": 1}``).
+    Unresolvable when the key is already there or the place is not an
+    object."""
+    text = doc.text
+    key = split(ptr)[-1]
+    start, end = _member(doc, ptr)
+    member = text[start:end]
+    if location and location not in doc.data:
+        return [(start, end, json.dumps(location, ensure_ascii=False) + ": {" + member + "}")]
+    node = doc.data.get(location) if location else doc.data
+    if not isinstance(node, dict) or key in node:
+        raise _Unresolvable(ptr)
+    target = "/" + escape(location) if location else ""
+    opening, closing = _offsets(doc, target, "value")
+    last = closing - 1  # the closing brace
+    while last > opening + 1 and text[last - 1] in _WHITESPACE:
+        last -= 1
+    removal = _with_separator(text, start, end) + ("",)
+    if last == opening + 1:  # an empty object
+        return [removal, (last, last, member)]
+    key_start = _offsets(doc, target + "/" + escape(list(node)[-1]), "key")[0]
+    before = key_start
+    while text[before - 1] in _WHITESPACE:
+        before -= 1
+    return [removal, (last, last, "," + (text[before:key_start] or " ") + member)]
+
+
 def _member_at(text: str, offset: int) -> tuple[int, int]:
     """Offsets of the object member whose key starts at ``offset``."""
     decoder = json.JSONDecoder()
@@ -124,15 +162,19 @@ def _skip(text: str, index: int) -> int:
 def _with_separator(text: str, start: int, end: int) -> tuple[int, int]:
     """Widen the range of a member or item to be removed so that what is
     left is valid JSON laid out as before: with the following comma and
-    the white space up to the next member; for the last member, with the
-    comma before it; for the only member, with the white space before it
-    (``{\\n  "a": 1\\n}`` -> ``{\\n}``)."""
+    the white space up to the next member (or, when it shares a line with
+    the member before it, the white space before it instead); for the last
+    member, with the comma before it; for the only member, with the white
+    space before it (``{\\n  "a": 1\\n}`` -> ``{\\n}``)."""
     after = _skip(text, end)
-    if after < len(text) and text[after] == ",":
-        return start, _skip(text, after + 1)
     before = start
     while before > 0 and text[before - 1] in _WHITESPACE:
         before -= 1
+    if after < len(text) and text[after] == ",":
+        if before > 0 and text[before - 1] == "," and not any(c in text[before:start] for c in "\r\n"):
+            # on one line with the member before it: take the space before, keep the line break after
+            return before, after + 1
+        return start, _skip(text, after + 1)
     if before > 0 and text[before - 1] == ",":
         return before - 1, end
     return before, end

@@ -29,6 +29,19 @@ def case(code: str, old: str, bad: str, fixed: str, *, unsafe: bool = False, bas
                         id=f"{code}-{bad.strip()[:30]}")
 
 
+def moved(bad: str, fixed: str, base: str = BASE):
+    """A PL105 case: BASE with ``bad`` as replacements (old, new) before the
+    fix and ``fixed`` after it."""
+    before, after = base, base
+    for old, new in bad:
+        assert old in before
+        before = before.replace(old, new, 1)
+    for old, new in fixed:
+        assert old in after
+        after = after.replace(old, new, 1)
+    return pytest.param("PL105", before, after, True, {}, id=f"PL105-{len(CASES)}")
+
+
 HOME = os.path.expanduser("~")
 CASES = [
     case("PL002", '  "level": "L1",\n', '  "level": "L0",\n  "level": "L1",\n', '  "level": "L1",\n', unsafe=True),
@@ -64,6 +77,19 @@ CASES = [
     case("PL402", '"/home/data_dump"', '"/home/data dump"', '"/home/data_dump"', unsafe=True),
     case("PL404", '"/home/data_dump"', '"/home/run/../data_dump"', '"/home/data_dump"', unsafe=True),
     case("PL405", '"/home/data_dump"', '"~/data_dump"', json.dumps(os.path.join(HOME, "data_dump")), unsafe=True),
+]
+CASES += [
+    # into the section, after its last member, laid out as that member
+    moved([('  "level": "L1",\n', '  "check_mode": "all",\n  "level": "L1",\n')],
+          [('{"overflow_nums": 1}', '{"overflow_nums": 1, "check_mode": "all"}')]),
+    moved([('{"overflow_nums": 1}', '{\n    "overflow_nums": 1\n  }'), ('  "level": "L1",\n', '  "level": "L1", "check_mode": "all",\n')],
+          [('{"overflow_nums": 1}', '{\n    "overflow_nums": 1,\n    "check_mode": "all"\n  }')]),
+    # no such section yet: the member becomes it, in place
+    moved([('  "overflow_check": {"overflow_nums": 1}\n', '  "overflow_nums": 2\n')],
+          [('  "overflow_check": {"overflow_nums": 1}\n', '  "overflow_check": {"overflow_nums": 2}\n')]),
+    # out of a section, to the top level
+    moved([('{"overflow_nums": 1}', '{"overflow_nums": 1, "async_dump": false}')],
+          [('{"overflow_nums": 1}\n', '{"overflow_nums": 1},\n  "async_dump": false\n')]),
 ]
 
 
@@ -250,7 +276,8 @@ def _remove(text: str, ptr: str) -> Optional[str]:
     ('{\n    "a": 1,\n    "b": {"x": [1]},\n    "c": 3\n}', "/b", '{\n    "a": 1,\n    "c": 3\n}'),
     ('{\r\n  "a": 1,\r\n  "b": 2\r\n}', "/b", '{\r\n  "a": 1\r\n}'),
     ('{\n  "a": 1\n}\n', "/a", "{\n}\n"),
-    ('{"r": [1 , 2 ,3]}', "/r/1", '{"r": [1 , 3]}'),
+    ('{"r": [1 , 2 ,3]}', "/r/1", '{"r": [1 ,3]}'),
+    ('{\n  "a": 1, "b": 2,\n  "c": 3\n}', "/b", '{\n  "a": 1,\n  "c": 3\n}'),
     ('{"r": [1, 2, 3]}', "/r/2", '{"r": [1, 2]}'),
     ('{"r": [ 7 ]}', "/r/0", '{"r": [ ]}'),
     ('{"s": {"k": "a,b}"}, "t": 1}', "/s/k", '{"s": {}, "t": 1}'),

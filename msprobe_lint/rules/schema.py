@@ -88,7 +88,7 @@ define("PL104", "required-missing", "error", "Required key missing or empty", "s
         {"task": "overflow_check", "level": "L1", "dump_path": "/data/dump"}
     """)
 
-define("PL105", "key-misplaced", "warning", "Key valid elsewhere in the config, not here", "schema", """
+define("PL105", "key-misplaced", "warning", "Key valid elsewhere in the config, not here", "schema", fix="unsafe", doc="""
     The key is one msprobe knows, but in another place: at the top level
     instead of in its task section or the other way round. Where it stands it
     is ignored.
@@ -391,8 +391,12 @@ def _unknown_keys(error: Any, path: list, profile: str = "8.3") -> Iterator[Find
         elsewhere = [loc for loc, keys in index.items() if loc != location and key in keys]
         if elsewhere:
             target = elsewhere[0]
+            # Unsafe: where it stands it is ignored; moved, it takes effect. Only
+            # when one place reads it (scope fits several task sections).
+            move = FixSpec(f"move {key!r} {_move_hint(target)}", (("move", ptr, target),), safe=False) \
+                if len(elsewhere) == 1 and len(path) <= 1 else None
             yield Finding("PL105", f"{key!r} is not read {_where(location)}; msprobe reads it {_where(target)}",
-                          pointer=ptr, at="key", hint=f"move {key!r} {_move_hint(target)}")
+                          pointer=ptr, at="key", hint=f"move {key!r} {_move_hint(target)}", fix=move)
             continue
         guess = suggest(key, list(here))
         fix = None
