@@ -146,12 +146,12 @@ def run_lint(paths: list[str], options: Any, *, format: str = "text", output: Op
             run = lint_paths(paths, options)
     except UsageError as err:
         return _fail(str(err))
+    if fix or diff:
+        _say_fixed(outcomes, diff)
     if diff:
-        return _print_diffs(outcomes, run.status, output)
-    if fix:
-        _say_fixed(outcomes)
-    color = output is None and sys.stdout.isatty()
-    text = get(format)(run.results, color=color)
+        text = "".join(outcome.diff() for outcome in outcomes)
+    else:
+        text = get(format)(run.results, color=output is None and sys.stdout.isatty())
     if output is None:
         sys.stdout.write(text)
         sys.stdout.flush()
@@ -161,41 +161,25 @@ def run_lint(paths: list[str], options: Any, *, format: str = "text", output: Op
                 handle.write(text)
         except OSError as err:
             return _fail(f"cannot write {output}: {err.strerror or err}")
+    if diff and any(o.applied for o in outcomes) and run.status != 2:
+        return 1
     return run.status
 
 
-def _print_diffs(outcomes: list, status: int, output: Optional[str]) -> int:
-    """``--diff``: the unified diffs to stdout (or ``output``)."""
-    text = "".join(outcome.diff() for outcome in outcomes)
+def _say_fixed(outcomes: list, diff: bool) -> None:
+    """On stderr: per file, what ``--fix`` fixed (or why not); for
+    ``--diff``, how many findings it would fix."""
     for outcome in outcomes:
         if outcome.skipped:
             sys.stderr.write(f"probe: {outcome.path}: {outcome.skipped}\n")
-    if output is None:
-        sys.stdout.write(text)
-        sys.stdout.flush()
-    else:
-        try:
-            with open(output, "w", encoding="utf-8") as handle:
-                handle.write(text)
-        except OSError as err:
-            return _fail(f"cannot write {output}: {err.strerror or err}")
-    changed = sum(bool(o.applied) for o in outcomes)
-    fixes = sum(len(o.applied) for o in outcomes)
-    if changed:
-        sys.stderr.write(f"Would fix {fixes} finding{'s' if fixes != 1 else ''} in {changed} "
-                         f"file{'s' if changed != 1 else ''}.\n")
-        return max(status, 1) if status != 2 else 2
-    return status
-
-
-def _say_fixed(outcomes: list) -> None:
-    """``--fix``: one line per file on stderr, what was fixed (or why not)."""
-    for outcome in outcomes:
-        if outcome.skipped:
-            sys.stderr.write(f"probe: {outcome.path}: {outcome.skipped}\n")
-        if outcome.applied:
+        if outcome.applied and not diff:
             codes = ", ".join(f"{d.code} {d.fix.description}" for d in outcome.applied)
             sys.stderr.write(f"{outcome.path}: fixed {len(outcome.applied)}: {codes}\n")
+    changed = sum(bool(o.applied) for o in outcomes)
+    fixes = sum(len(o.applied) for o in outcomes)
+    if diff and changed:
+        sys.stderr.write(f"Would fix {fixes} finding{'s' if fixes != 1 else ''} in {changed} "
+                         f"file{'s' if changed != 1 else ''}.\n")
     sys.stderr.flush()
 
 

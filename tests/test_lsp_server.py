@@ -5,8 +5,10 @@ didOpen, publishDiagnostics, codeAction, didChange, shutdown, exit)."""
 from __future__ import annotations
 
 import json
+import os
 import queue
 import subprocess
+import sys
 import threading
 from pathlib import Path
 from typing import Any, Optional
@@ -182,3 +184,16 @@ def test_positions_follow_lsp_line_breaks():
     assert lsp_position(text, text.index("d")) == (3, 2)
     assert lsp_position(text, text.index("d"), "utf-8") == (3, 4)
     assert lsp_position(text, text.index("d"), "utf-32") == (3, 1)
+
+
+def test_without_pygls_a_message_not_a_traceback(tmp_path):
+    """pygls is an optional extra: without it `probe server` says how to
+    install it and exits 2. (A sitecustomize that hides pygls stands in
+    for an environment without it.)"""
+    (tmp_path / "sitecustomize.py").write_text("import sys\nsys.modules['pygls'] = None\n")
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    proc = subprocess.run([sys.executable, "-c", "from msprobe_lint.cli import main; main(['server'])"],
+                          capture_output=True, text=True, env=env, timeout=120, stdin=subprocess.DEVNULL)
+    assert proc.returncode == 2
+    assert "probe server needs pygls" in proc.stderr and "msprobe-lint[lsp]" in proc.stderr
+    assert "Traceback" not in proc.stderr
