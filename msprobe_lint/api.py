@@ -208,7 +208,8 @@ def fix_paths(paths: list[str], options: Optional[LintOptions] = None, *, unsafe
     is ``--diff``), then lint what is left.
 
     A file is rewritten (atomically, keeping its mode) only when it parsed,
-    a fix applied, and it is not a soft link. Fixing repeats (re-lint,
+    a fix applied, it is not a soft link, and its bytes are still those
+    that were linted (an editor saving meanwhile is not overwritten). Fixing repeats (re-lint,
     fix again) up to :data:`fixes.MAX_ROUNDS` times.
 
     Returns:
@@ -260,10 +261,12 @@ def fix_paths(paths: list[str], options: Optional[LintOptions] = None, *, unsafe
                 outcome.skipped = "does not parse as an msprobe config; nothing fixed"
         if write and outcome.after != outcome.before:
             try:
+                if read_bytes(path)[0] != raw:  # saved by someone else meanwhile: theirs wins
+                    raise OSError(f"{path} changed while it was being fixed")
                 write_atomic(path, outcome.after)
                 outcome.written = True
             except OSError as err:
-                outcome.skipped = f"cannot be rewritten: {err.strerror or err}"
+                outcome.skipped = f"not rewritten: {err.strerror or err}"
                 remaining = lint(text)
                 outcome.after, outcome.applied = text, []
         results.append(Result(path, remaining))

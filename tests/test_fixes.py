@@ -306,3 +306,24 @@ def test_override_values_get_no_fix(tmp_path):
     (level,) = [d for d in lint_file(str(path), Context(), overrides={"level": "l1"}).diagnostics
                 if d.code == "PL103"]
     assert level.fix is None
+
+
+def test_file_changed_meanwhile_is_not_overwritten(tmp_path, monkeypatch):
+    """Someone saves the config between the read and the write: theirs
+    is kept, nothing is fixed, and the findings are of the file as read."""
+    import msprobe_lint.fixes as fixes_module
+
+    path = tmp_path / "config.json"
+    path.write_text(MESSY)
+    real = fixes_module.fix_text
+
+    def saved_meanwhile(*args, **kwargs):
+        out = real(*args, **kwargs)
+        path.write_text(BASE)
+        return out
+
+    monkeypatch.setattr(fixes_module, "fix_text", saved_meanwhile)
+    run, outcome = fix(path)
+    assert path.read_text() == BASE
+    assert outcome.applied == [] and "changed while it was being fixed" in (outcome.skipped or "")
+    assert "PL103" in [d.code for d in run.results[0].diagnostics]
