@@ -82,7 +82,8 @@ CASES += [
     # into the section, after its last member, laid out as that member
     moved([('  "level": "L1",\n', '  "check_mode": "all",\n  "level": "L1",\n')],
           [('{"overflow_nums": 1}', '{"overflow_nums": 1, "check_mode": "all"}')]),
-    moved([('{"overflow_nums": 1}', '{\n    "overflow_nums": 1\n  }'), ('  "level": "L1",\n', '  "level": "L1", "check_mode": "all",\n')],
+    moved([('{"overflow_nums": 1}', '{\n    "overflow_nums": 1\n  }'),
+           ('  "level": "L1",\n', '  "level": "L1", "check_mode": "all",\n')],
           [('{"overflow_nums": 1}', '{\n    "overflow_nums": 1,\n    "check_mode": "all"\n  }')]),
     # no such section yet: the member becomes it, in place
     moved([('  "overflow_check": {"overflow_nums": 1}\n', '  "overflow_nums": 2\n')],

@@ -43,7 +43,8 @@ MINDSPORE_DUMP_KEYS = {"common_dump_settings", "e2e_dump_settings", "dump_mode",
                        "iteration", "saved_data", "input_output", "kernels", "support_device",
                        "op_debug_mode", "file_format"}
 
-define("PL101", "unknown-key", "error", "Unknown key (suggests the closest known key)", "schema", fix="safe/unsafe", doc="""
+define("PL101", "unknown-key", "error", "Unknown key (suggests the closest known key)", "schema",
+       fix="safe/unsafe", doc="""
     msprobe ignores keys it does not know, so a misspelt option silently keeps
     its default: "overflow_number": 3 leaves overflow_nums at 1 and the job
     stops after the first overflow. Keys of MindSpore's own dump JSON
@@ -88,7 +89,8 @@ define("PL104", "required-missing", "error", "Required key missing or empty", "s
         {"task": "overflow_check", "level": "L1", "dump_path": "/data/dump"}
     """)
 
-define("PL105", "key-misplaced", "warning", "Key valid elsewhere in the config, not here", "schema", fix="unsafe", doc="""
+define("PL105", "key-misplaced", "warning", "Key valid elsewhere in the config, not here", "schema",
+       fix="unsafe", doc="""
     The key is one msprobe knows, but in another place: at the top level
     instead of in its task section or the other way round. Where it stands it
     is ignored.
