@@ -196,10 +196,9 @@ class FixOutcome:
 
     def diff(self) -> str:
         """Unified diff of the fixes ("" when nothing changes)."""
-        import difflib
+        from .fixes import unified_diff
 
-        return "".join(difflib.unified_diff(self.before.splitlines(True), self.after.splitlines(True),
-                                            fromfile=self.path, tofile=f"{self.path} (fixed)"))
+        return unified_diff(self.before, self.after, self.path, f"{self.path} (fixed)")
 
 
 def fix_paths(paths: list[str], options: Optional[LintOptions] = None, *, unsafe: bool = False,

@@ -248,6 +248,21 @@ def fix_text(text: str, lint: Callable[[str], list[Diagnostic]], *, unsafe: bool
     return text, applied, diagnostics
 
 
+def unified_diff(before: str, after: str, fromfile: str, tofile: str) -> str:
+    """A unified diff of two texts that ``patch`` and ``git apply`` accept:
+    a last line without a newline is marked ``\\ No newline at end of
+    file``; ``\\r\\n`` endings are kept in the lines. "" when equal."""
+    import difflib
+
+    out = []
+    for line in difflib.unified_diff(before.splitlines(True), after.splitlines(True),
+                                     fromfile=fromfile, tofile=tofile):
+        out.append(line)
+        if not line.endswith("\n"):
+            out.append("\n\\ No newline at end of file\n")
+    return "".join(out)
+
+
 def counts(diagnostics: Iterable[Diagnostic]) -> tuple[int, int]:
     """(findings with a safe fix, findings with an unsafe fix)."""
     safe = unsafe = 0

@@ -11,11 +11,11 @@ PyTorch, since 26.x has no MindSpore overflow_check at all.
 """
 from __future__ import annotations
 
-import difflib
 import json
 from dataclasses import dataclass, field
 from typing import Optional
 
+from .fixes import unified_diff
 from .loader import load, write_atomic
 from .positions import pointer
 from .profiles import RENAMES, for_version, line
@@ -45,8 +45,7 @@ class Migration:
 
     def diff(self) -> str:
         """Unified diff of the rewrite ("" when nothing changes)."""
-        return "".join(difflib.unified_diff(self.before.splitlines(True), self.after.splitlines(True),
-                                            fromfile=self.path, tofile=f"{self.path} (migrated)"))
+        return unified_diff(self.before, self.after, self.path, f"{self.path} (migrated)")
 
 
 def plan(path: str, to: str, *, framework: Optional[str] = None) -> Migration:

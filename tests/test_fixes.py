@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Optional
 
 import pytest
-from conftest import run_probe
+from conftest import probe_command, run_probe
 
 from msprobe_lint.api import LintOptions, fix_paths
 from msprobe_lint.rules.registry import load_all
@@ -228,7 +228,7 @@ def test_fix_cli_reports_what_was_fixed_and_what_is_left(tmp_path):
     assert "PL401 error" in proc.stdout and "PL103" not in proc.stdout
     assert "= unsafe fix: make dump_path absolute against this folder" in proc.stdout
     assert proc.stdout.endswith("Found 1 error in 1 file.\n1 fixable with --fix --unsafe-fixes "
-                                "(they change what the job does).\n")
+                                "(review those: they may not be what you meant).\n")
     assert oct(path.stat().st_mode & 0o777) == oct(0o640)
     assert not [p for p in tmp_path.iterdir() if p.name != "config.json"]  # no temporary left
     proc = run_probe("lint", "--isolated", "--fix", "--unsafe-fixes", "config.json", cwd=tmp_path)
@@ -328,3 +328,19 @@ def test_file_changed_meanwhile_is_not_overwritten(tmp_path, monkeypatch):
     assert path.read_text() == BASE
     assert outcome.applied == [] and "changed while it was being fixed" in (outcome.skipped or "")
     assert "PL103" in [d.code for d in run.results[0].diagnostics]
+
+
+def test_diff_applies_with_patch_even_without_a_final_newline(tmp_path):
+    import shutil
+    import subprocess
+
+    if shutil.which("patch") is None:
+        pytest.skip("no patch program")
+    messy = MESSY.rstrip("\n").replace("\n", "\r\n")
+    path = tmp_path / "config.json"
+    path.write_bytes(messy.encode())
+    diff = subprocess.run(probe_command() + ["lint", "--isolated", "--diff", "config.json"], cwd=tmp_path,
+                          capture_output=True).stdout  # bytes: the \r\n of the lines kept
+    assert diff.endswith(b"}\n\\ No newline at end of file\n")
+    subprocess.run(["patch", "-s", "config.json"], input=diff, cwd=tmp_path, check=True)
+    assert path.read_bytes() == FIXED.rstrip("\n").replace("\n", "\r\n").encode()

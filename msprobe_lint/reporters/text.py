@@ -70,7 +70,7 @@ def fix_summary(diagnostics: Iterable[Diagnostic]) -> Optional[str]:
     if not safe and not unsafe:
         return None
     if not safe:
-        return f"{unsafe} fixable with --fix --unsafe-fixes (they change what the job does)."
+        return f"{unsafe} fixable with --fix --unsafe-fixes (review those: they may not be what you meant)."
     more = f"; {unsafe} more with --unsafe-fixes" if unsafe else ""
     return f"[*] {safe} fixable with --fix{more}."
 
