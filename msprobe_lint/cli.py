@@ -87,7 +87,7 @@ ONLY_MSPROBE = typer.Option(False, "--only-msprobe",
                             help="Skip JSON files that are clearly not msprobe configs (for pre-commit).")
 FIX = typer.Option(False, "--fix", help="Apply the safe fixes in place, then report what is left.")
 UNSAFE_FIXES = typer.Option(False, "--unsafe-fixes",
-                            help="With --fix or --diff: apply the unsafe fixes too (they change what the job does).")
+                            help="With --fix or --diff: apply the unsafe fixes too (they may change what the job does).")
 DIFF = typer.Option(False, "--diff", help="Print the fixes as a unified diff; write nothing.")
 
 

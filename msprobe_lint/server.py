@@ -234,7 +234,7 @@ class ProbeLanguageServer:
                          for e in diagnostic.fix.edits]
                 title = f"{diagnostic.code}: {diagnostic.fix.description}"
                 if not diagnostic.fix.safe:
-                    title += " (unsafe: changes what the job does)"
+                    title += " (unsafe: may change what the job does)"
                 actions.append(types.CodeAction(
                     title=title, kind=types.CodeActionKind.QuickFix, diagnostics=[lsp],
                     is_preferred=diagnostic.fix.safe, edit=types.WorkspaceEdit(changes={uri: edits})))
