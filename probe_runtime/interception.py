@@ -106,6 +106,9 @@ PRIMITIVE_SKIP = frozenset({
     "HookBackward", "CellBackwardHook", "Depend", "Print", "Load", "UpdateState", "MakeTuple",
     "TupleGetItem", "Shape", "DType", "Rank", "Size", "StopGradient", "Partial", "Switch",
 })
+#: classes of primitives made by name (``Primitive("typeof")``): such an
+#: entry is named by the operator (``prim.name``), not by the class.
+GENERIC_PRIMITIVES = frozenset({"Primitive", "PrimitiveWithInfer", "PrimitiveWithCheck"})
 #: functional names that change their first arguments in place.
 FUNCTION_INPLACE = frozenset({"assign", "assign_add", "assign_sub"})
 
@@ -144,6 +147,9 @@ class ApiCall:
         step: the step the call was made in (set by the sink).
         param_sums: ``id(Parameter)`` -> its float32 sum launched when the
             call was made (the inputs' finiteness is judged on those).
+        params_at_start: those Parameters were probed before anything in
+            the window could have changed them (no backward pass, optimizer
+            or in-place write yet): their values are those of ``start()``.
     """
 
     api: str
@@ -159,6 +165,7 @@ class ApiCall:
     step: int = 0
     backward_queued: bool = False
     param_sums: Optional[dict] = None
+    params_at_start: bool = False
 
     @property
     def name(self) -> str:
@@ -181,6 +188,9 @@ class Sink(Protocol):
 
     def before_mutation(self, tensors: list) -> None:
         """``tensors`` are about to be changed in place."""
+
+    def before_update(self) -> None:
+        """An optimizer is about to update Parameters in place."""
 
     def on_forward(self, call: ApiCall) -> None:
         """A call finished; ``call.output`` is set."""
@@ -323,6 +333,34 @@ def _side_effect(prim: Any) -> bool:
     return known
 
 
+_PRIMITIVE_API: dict[type, Optional[str]] = {}
+
+
+def primitive_api(prim: Any) -> Optional[str]:
+    """The API name of a Primitive call, ``Primitive.<operator>``, or None
+    for primitives that are not intercepted (:data:`PRIMITIVE_SKIP`).
+
+    The operator is the class name (``MatMul``), as msprobe names them,
+    except for primitives made by name from a generic class
+    (:data:`GENERIC_PRIMITIVES`, e.g. ``ops.typeof`` is
+    ``Primitive("typeof")``): those are named by their operator name
+    (``prim.name``), never ``Primitive.Primitive``; names that are not
+    computations (:data:`FUNCTION_SKIP`, e.g. ``typeof``) are not
+    intercepted. Cached per class, except for the generic ones."""
+    klass = type(prim)
+    api = _PRIMITIVE_API.get(klass, _MISSING)
+    if api is not _MISSING:
+        return api  # type: ignore[return-value]
+    name = klass.__name__
+    if name in GENERIC_PRIMITIVES:
+        op = getattr(prim, "name", None)
+        if isinstance(op, str) and op:
+            return None if op in PRIMITIVE_SKIP or op in FUNCTION_SKIP else f"Primitive.{op}"
+    api = None if name in PRIMITIVE_SKIP else f"Primitive.{name}"
+    _PRIMITIVE_API[klass] = api
+    return api
+
+
 _ARITY: dict[type, int] = {}
 
 
@@ -395,6 +433,8 @@ class ApiInterceptor:
         self._probes: dict = {}
         #: the window runs synchronously: Parameters are checked on the host at first use
         self.synchronous = False
+        #: something may have changed Parameters since start() (a backward pass, an update, an in-place write)
+        self.params_changed = False
         self._boxes: list = []  # what this window's HookBackward hooks refer to (see through_hook)
         #: APIs whose wrapper failed: called straight through from then on
         self.broken: set[str] = set()
@@ -441,6 +481,7 @@ class ApiInterceptor:
                 continue
             append((owner, attr, original))
         self._probes = {}
+        self.params_changed = False
         ApiInterceptor._active = self
         return len(saved)
 
@@ -534,7 +575,8 @@ class ApiInterceptor:
         * ``constexpr``/``_primexpr`` helper classes (``ProxyOp``,
           ``CompileOp``: compile-time Python on constants) are left alone.
 
-        The API name is always ``Primitive.<class name of the instance>``.
+        The API name is ``Primitive.<class name of the instance>``, or the
+        operator name for primitives made by name (:func:`primitive_api`).
         """
         from mindspore.ops import primitive as primitive_module
         from mindspore.ops.primitive import Primitive
@@ -606,16 +648,15 @@ class ApiInterceptor:
     def _wrap_primitive(self, original: Callable) -> Callable:
         handle = self._handle
         sink = self.sink
-        skip = PRIMITIVE_SKIP
 
         @functools.wraps(original)
         def wrapper(prim: Any, *args: Any, **kwargs: Any) -> Any:
             if _guard.depth or not sink.live:
                 return original(prim, *args, **kwargs)
-            name = type(prim).__name__
-            if name in skip:
+            api = primitive_api(prim)
+            if api is None:
                 return original(prim, *args, **kwargs)
-            return handle(f"Primitive.{name}", functools.partial(original, prim), _side_effect(prim), args, kwargs,
+            return handle(api, functools.partial(original, prim), _side_effect(prim), args, kwargs,
                           sys._getframe(1))
 
         wrapper.__probe_original__ = original  # type: ignore[attr-defined]
@@ -630,18 +671,17 @@ class ApiInterceptor:
         and the attributes are passed on untouched."""
         handle = self._handle
         sink = self.sink
-        skip = PRIMITIVE_SKIP
 
         @functools.wraps(original)
         def wrapper(prim: Any, args: Any, *rest: Any) -> Any:
             if _guard.depth or not sink.live or rest or not isinstance(args, (list, tuple)):
                 return original(prim, args, *rest)
-            klass = type(prim)
-            if klass.__name__ in skip:
+            api = primitive_api(prim)
+            if api is None:
                 return original(prim, args)
-            count = _call_arity(klass)
+            count = _call_arity(type(prim))
             given, extra = tuple(args[:count]), list(args[count:])
-            return handle(f"Primitive.{klass.__name__}", lambda *items: original(prim, list(items) + extra),
+            return handle(api, lambda *items: original(prim, list(items) + extra),
                           _side_effect(prim), given, {}, sys._getframe(1))
 
         wrapper.__probe_original__ = original  # type: ignore[attr-defined]
@@ -652,16 +692,15 @@ class ApiInterceptor:
         what ``Primitive.__call__`` runs: named after ``prim``'s class."""
         handle = self._handle
         sink = self.sink
-        skip = PRIMITIVE_SKIP
 
         @functools.wraps(original)
         def wrapper(prim: Any, op_name: Any, args: Any) -> Any:
             if _guard.depth or not sink.live or not isinstance(args, (list, tuple)):
                 return original(prim, op_name, args)
-            name = type(prim).__name__
-            if name in skip:
+            api = primitive_api(prim)
+            if api is None:
                 return original(prim, op_name, args)
-            return handle(f"Primitive.{name}", lambda *items: original(prim, op_name, items), _side_effect(prim),
+            return handle(api, lambda *items: original(prim, op_name, items), _side_effect(prim),
                           tuple(args), {}, sys._getframe(1))
 
         wrapper.__probe_original__ = original  # type: ignore[attr-defined]
@@ -700,7 +739,7 @@ class ApiInterceptor:
                     return original(*args, **kwargs)
                 call = ApiCall(api, sink.next_index(api), args, kwargs, capture_frames(frame), inplace)
                 if inplace:
-                    self._probes = {}
+                    self.forget_probes()
                     call_args = args
                     sink.before_mutation([a for a in args if is_tensor(a)] + [v for v in kwargs.values() if is_tensor(v)])
                     call.args = tuple(self._deepcopy(a) if is_floating(a) else a for a in args)
@@ -772,9 +811,12 @@ class ApiInterceptor:
                 sums[id(a)] = probe[1]
         if sums is not None:
             call.param_sums = sums
+            call.params_at_start = not self.params_changed
 
     def forget_probes(self) -> None:
-        """Parameters may change from now on (a backward pass ran)."""
+        """Parameters may change from now on (a backward pass ran, an
+        optimizer or an in-place call is about to run)."""
+        self.params_changed = True
         if self._probes:
             self._probes = {}
 
@@ -839,3 +881,73 @@ class ApiInterceptor:
         if kind is not tuple and kind is not list:
             return new_items[0]
         return kind(new_items)
+
+
+class OptimizerWatch:
+    """Resolves pending checks before any ``mindspore.nn.Optimizer`` runs.
+
+    An optimizer step changes Parameters in place, usually inside a
+    ``construct`` compiled with ``mindspore.jit`` (``nn.SGD``, ``nn.Adam``),
+    which no wrapper sees. Pending entries hold references, not copies: an
+    entry whose tensor is a Parameter, or a view of one (``Tensor.view`` on an
+    LSTM's weights), would otherwise be judged, and described, on the
+    updated memory. So while installed, ``Optimizer.__call__`` (set on
+    ``nn.Optimizer`` itself, which every optimizer Cell inherits; put back by
+    :meth:`uninstall`) first calls ``sink.before_update()`` and then
+    ``on_update`` (Parameters may differ from now on). Nothing is copied or
+    held: the queue is resolved early, once per optimizer call, instead of at
+    the next batch or ``stop()``.
+
+    Args:
+        sink: has ``live``, ``before_update()`` and ``on_error``.
+        on_update: called after ``before_update`` (e.g. forget the Parameter
+            probes of the window).
+    """
+
+    def __init__(self, sink: Any, on_update: Callable[[], None] = lambda: None) -> None:
+        self.sink = sink
+        self.on_update = on_update
+        self._owner: Any = None
+        self._saved: Any = _MISSING
+        self.installed = False
+
+    def install(self) -> None:
+        """Patch ``nn.Optimizer.__call__`` (no-op when already installed)."""
+        if self.installed:
+            return
+        from mindspore import nn
+
+        owner = nn.Optimizer
+        original = owner.__call__
+        sink, on_update = self.sink, self.on_update
+
+        @functools.wraps(original)
+        def __call__(cell: Any, *args: Any, **kwargs: Any) -> Any:
+            if not _guard.depth and sink.live:
+                _guard.depth += 1
+                try:
+                    sink.before_update()
+                    on_update()
+                except Exception as err:
+                    sink.on_error("before an optimizer step", err)
+                finally:
+                    _guard.depth -= 1
+            return original(cell, *args, **kwargs)
+
+        __call__.__probe_original__ = original  # type: ignore[attr-defined]
+        self._owner, self._saved = owner, owner.__dict__.get("__call__", _MISSING)
+        owner.__call__ = __call__
+        self.installed = True
+
+    def uninstall(self) -> None:
+        """Put ``nn.Optimizer.__call__`` back (safe to call twice)."""
+        if not self.installed:
+            return
+        self.installed = False
+        try:
+            if self._saved is _MISSING:
+                del self._owner.__call__
+            else:
+                self._owner.__call__ = self._saved
+        except Exception:  # pragma: no cover - interpreter exit
+            pass

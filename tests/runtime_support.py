@@ -118,3 +118,47 @@ class PatchedState:
         if net is not None:
             for _, cell in net.cells_and_names():
                 assert not cell._forward_pre_hook and not cell._forward_hook
+
+
+def _stats_finite(value: Any) -> bool:
+    """Every tensor statistics object inside ``value`` (dump.json nesting)
+    has finite Max/Min/Mean/Norm (None counts as finite)."""
+    import math
+
+    if isinstance(value, dict):
+        if "Max" in value and ("dtype" in value or "type" in value):
+            return all(not isinstance(value.get(k), float) or math.isfinite(value[k])
+                       for k in ("Max", "Min", "Mean", "Norm"))
+        return all(_stats_finite(v) for v in value.values())
+    if isinstance(value, list):
+        return all(_stats_finite(v) for v in value)
+    return True
+
+
+def assert_origin_invariant(dump_path: Path) -> int:
+    """Every record under ``dump_path`` (any step and rank) marked origin in
+    overflow.json has all its dumped inputs finite (``input_args``,
+    ``input_kwargs``, an L0 Cell's ``parameters``; a backward entry's
+    ``input``) and some dumped output not; returns the number of records
+    checked."""
+    from probe_runtime.writer import read_json
+
+    checked = 0
+    for index in sorted(Path(dump_path).glob("step*/rank*/overflow.json")):
+        data = read_json(str(index.parent / "dump.json"))["data"]
+        for record in read_json(str(index)):
+            checked += 1
+            if not record["origin"]:
+                continue
+            entry = data[record["name"]]
+            name = record["name"]
+            if name.endswith(".parameters_grad"):
+                inputs, outputs = [], list(entry.values())
+            elif "input" in entry:  # backward
+                inputs, outputs = [entry["input"]], [entry["output"]]
+            else:
+                inputs = [entry.get("input_args"), entry.get("input_kwargs"), entry.get("parameters")]
+                outputs = [entry.get("output")]
+            assert _stats_finite(inputs), f"{index}: {name} is an origin but a dumped input is not finite"
+            assert not _stats_finite(outputs), f"{index}: {name} is an origin but every dumped output is finite"
+    return checked
