@@ -101,6 +101,7 @@ class PatchedState:
         self.prim_call = primitive_module.Primitive.__call__
         self.modules = [(m, dict(vars(m))) for m in (gen_ops_prim, primitive_module)]  # pyboost_<op>, _run_op
         self.tensor = dict(vars(ms.Tensor))
+        self.optimizer = dict(vars(ms.nn.Optimizer))  # __call__ is patched while a window is open
 
     def assert_untouched(self, net: Any = None) -> None:
         """Every patch, hook and the execution mode are back (and the Cells
@@ -112,6 +113,7 @@ class PatchedState:
         assert type(ops) is ModuleType and type(ms.mint) is ModuleType  # the namespaces' classes are put back
         assert ops.primitive.Primitive.__call__ is self.prim_call
         assert dict(vars(ms.Tensor)) == self.tensor
+        assert dict(vars(ms.nn.Optimizer)) == self.optimizer
         for module, saved in self.modules:
             assert dict(vars(module)) == saved
         assert not ms.get_context("pynative_synchronize")

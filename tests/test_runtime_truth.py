@@ -20,6 +20,10 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -27,151 +31,15 @@ pytestmark = pytest.mark.mindspore
 ms = pytest.importorskip("mindspore")
 np = pytest.importorskip("numpy")
 
-from mindspore import Tensor, nn, ops  # noqa: E402
-
 from msprobe_lint import report as report_module  # noqa: E402
 from probe_runtime import PrecisionDebugger  # noqa: E402
 from probe_runtime.writer import read_json  # noqa: E402
+from runtime_families import FAMILIES, train  # noqa: E402
 from runtime_support import (PatchedState, assert_origin_invariant, assert_same_training, isolate,  # noqa: E402
                              write_runtime_config)
 
 ms.set_context(mode=ms.PYNATIVE_MODE)
 ORIGINAL = PatchedState()
-
-
-class Boom(nn.Cell):
-    """``x * exp(x * scale)``: the identity while ``scale`` is 0, an
-    overflow in ``exp`` (the known call) once it is large."""
-
-    def __init__(self):
-        super().__init__()
-        self.scale = 0.0
-
-    def construct(self, x):
-        return x * ops.exp(x * self.scale)
-
-
-class GruNet(nn.Cell):
-    def __init__(self):
-        super().__init__()
-        self.rnn = nn.GRU(4, 8, batch_first=True)
-        self.boom = Boom()
-        self.fc = nn.Dense(8, 2)
-
-    def construct(self, x):
-        out, _ = self.rnn(x)
-        return self.fc(self.boom(out[:, -1, :]))
-
-
-class LstmBatchNormNet(nn.Cell):
-    def __init__(self):
-        super().__init__()
-        self.lstm = nn.LSTM(4, 8, batch_first=True)
-        self.bn = nn.BatchNorm1d(8)
-        self.boom = Boom()
-        self.fc = nn.Dense(8, 2)
-
-    def construct(self, x):
-        out, _ = self.lstm(x)
-        return self.fc(self.boom(self.bn(out[:, -1, :])))
-
-
-class AttentionNet(nn.Cell):
-    """Embedding plus float position features (the data), one head of
-    self-attention, mean pooling, a Dense head."""
-
-    def __init__(self):
-        super().__init__()
-        self.embed = nn.Embedding(20, 8)
-        self.query = nn.Dense(8, 8)
-        self.key = nn.Dense(8, 8)
-        self.value = nn.Dense(8, 8)
-        self.boom = Boom()
-        self.fc = nn.Dense(8, 2)
-
-    def construct(self, ids, position):
-        h = self.embed(ids) + position
-        scores = ops.matmul(self.query(h), ops.transpose(self.key(h), (0, 2, 1))) / math.sqrt(8.0)
-        mixed = ops.matmul(ops.softmax(scores, -1), self.value(h))
-        return self.fc(self.boom(mixed.mean(1)))
-
-
-class TiedNet(nn.Cell):
-    """A language-model head whose output projection is the embedding
-    table itself (weight tying)."""
-
-    def __init__(self):
-        super().__init__()
-        self.embed = nn.Embedding(20, 8)
-        self.mix = nn.Dense(8, 8, activation="tanh")
-        self.boom = Boom()
-
-    def construct(self, ids, position):
-        h = self.boom(self.mix(self.embed(ids) + position))
-        return ops.matmul(h, ops.transpose(self.embed.embedding_table, (1, 0)))
-
-
-def _float_batch(rng, bad):
-    x = rng.normal(size=(4, 5, 4)).astype(np.float32)
-    if bad:
-        x[1, 0, 2] = np.inf
-    return (Tensor(x),)
-
-
-def _token_batch(rng, bad):
-    ids = rng.integers(0, 20, size=(4, 5)).astype(np.int32)
-    position = (rng.normal(size=(4, 5, 8)) * 0.1).astype(np.float32)
-    if bad:
-        position[2, 1, 3] = np.inf
-    return Tensor(ids), Tensor(position)
-
-
-#: family -> (model class, batch maker, the Parameter made non-finite, its owner Cell's path)
-FAMILIES = {
-    "gru": (GruNet, _float_batch, "fc.weight", "fc"),
-    "lstm_batchnorm": (LstmBatchNormNet, _float_batch, "bn.gamma", "bn"),
-    "attention": (AttentionNet, _token_batch, "query.weight", "query"),
-    "tied": (TiedNet, _token_batch, "embed.embedding_table", "embed"),
-}
-
-
-def train(family, kind, debugger=None, level="L1", steps=2):
-    """(losses, gradients) of ``steps`` SGD steps of ``family``; the last
-    step overflows the ``kind`` way (``None``: never)."""
-    model_class, batch, weight_name, _ = FAMILIES[family]
-    ms.set_seed(5)
-    net = model_class()
-    params = {p.name: p for p in net.get_parameters()}
-    optimizer = nn.SGD(net.trainable_params(), learning_rate=0.05)
-
-    def loss_fn(*inputs):
-        return (net(*inputs) ** 2).mean()
-
-    grad_fn = ms.value_and_grad(loss_fn, None, optimizer.parameters)
-    rng = np.random.default_rng(7)
-    losses, grads_seen = [], []
-    try:
-        for step in range(steps):
-            bad = kind is not None and step == steps - 1
-            inputs = batch(rng, bad and kind == "data")
-            net.boom.scale = 1.0e4 if bad and kind == "call" else 0.0
-            if bad and kind == "weight":
-                value = params[weight_name].asnumpy().copy()
-                value.reshape(-1)[1] = np.inf
-                params[weight_name].set_data(Tensor(value))
-            if debugger:
-                debugger.start(net) if level == "L0" else debugger.start()
-            loss, grads = grad_fn(*inputs)
-            optimizer(grads)
-            if debugger:
-                debugger.stop()
-                debugger.step()
-            losses.append(loss.asnumpy())
-            grads_seen.append([g.asnumpy() for g in grads])
-    finally:
-        if debugger:
-            debugger.stop()
-    return losses, grads_seen
 
 
 @pytest.fixture
@@ -302,3 +170,43 @@ def test_training_unchanged_by_the_debugger(work, level):
     plain = train("lstm_batchnorm", "data")
     checked = train("lstm_batchnorm", "data", make(level), level)
     assert_same_training(plain, checked)
+
+
+OWN_CASES = Path(__file__).resolve().parent / "data" / "runtime_cases"
+SHARED_RUNTIME_CASES = Path(__file__).resolve().parents[1] / ".." / "shared" / "cases" / "runtime"
+
+
+def _case_dirs():
+    dirs = sorted(p for p in OWN_CASES.iterdir() if (p / "run.py").exists())
+    if SHARED_RUNTIME_CASES.is_dir():
+        dirs += sorted(p for p in SHARED_RUNTIME_CASES.iterdir() if (p / "run.py").exists())
+    return dirs
+
+
+@pytest.mark.parametrize("case", _case_dirs(), ids=lambda p: f"{p.parent.parent.name}/{p.name}")
+def test_origin_invariant_over_runtime_cases(tmp_path, case):
+    """Every record a runtime case produces (the shared cases, at the level
+    their config sets, and this repository's own at L1 and L0): origin =>
+    every dumped input finite and some output not."""
+    config = json.loads((case / "config.json").read_text())
+    config["dump_path"] = str(tmp_path / "dump")
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    os.chmod(path, 0o640)
+    env = {k: v for k, v in os.environ.items() if k not in ("RANK_ID", "RANK", "PROBE_CONFIG")}
+    proc = subprocess.run([sys.executable, str(case / "run.py"), str(path)], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=600, env=env)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert assert_origin_invariant(tmp_path / "dump") > 0, "the case recorded nothing"
+
+
+def test_own_runtime_cases_meet_their_expectations(tmp_path):
+    """This repository's runtime cases (tests/data/runtime_cases, the shared
+    cases' format) pass the shared checker."""
+    script = Path(__file__).resolve().parents[1] / ".." / "shared" / "tools" / "check-runtime-cases"
+    if not script.exists():
+        pytest.skip(f"{script} not present")
+    proc = subprocess.run([sys.executable, str(script), str(OWN_CASES), "--python", sys.executable, "-v"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "0 failed" in proc.stdout
