@@ -21,9 +21,31 @@ one batch (one wait for the device, then numpy on the host):
 * before an intercepted call that changes a tensor in place (``add_``,
   ``Assign`` and other side-effect primitives, ``set_data``,
   ``assign_value``, ``__setitem__``) when a pending entry refers to that
-  tensor, so every entry is judged on the values it really saw (the
-  in-place call's own inputs are copied on the device before it runs);
+  tensor, the tensor is a Parameter (pending entries may hold views of
+  it), or the window is synchronous (a view cannot be told apart cheaply;
+  resolving there costs no extra wait), so every entry is judged on the
+  values it really saw (the in-place call's own inputs are copied on the
+  device before it runs);
+* before every ``nn.Optimizer`` call (``interception.OptimizerWatch``): the
+  update writes Parameters in place inside compiled code no wrapper sees,
+  and pending entries may hold Parameters or views of them (``Tensor.view``
+  of an LSTM's weights): resolved first, they are judged and described on
+  the values of the call, not on the updated memory;
 * at ``stop()``, ``step()`` and interpreter exit.
+
+What is held: references to the tensors of at most ``batch_cap`` calls (and
+the gradients of those waiting for a backward pass) until the next of these
+points, never copies; host copies live only while one batch is resolved.
+Verdicts and statistics therefore describe the values at the call as long
+as nothing the tool does not see writes that memory before the next
+resolution point (a Parameter found changed so is logged once, and the
+entry is judged carried).
+
+Where it came in: the first overflowing entry of a step that is not an
+origin gets ``entered`` in overflow.json (:meth:`Monitor._entered`): the
+non-finite input no checked call made (the data batch, a tensor made before
+``start()``, code not checked) or the Parameter that already held inf/nan
+at ``start()``.
 
 Backward entries are queued when their first gradient arrives and judged at
 the next resolution point after their input gradients arrived (never inside

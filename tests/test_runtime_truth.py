@@ -31,6 +31,8 @@ pytestmark = pytest.mark.mindspore
 ms = pytest.importorskip("mindspore")
 np = pytest.importorskip("numpy")
 
+from mindspore import ops  # noqa: E402
+
 from msprobe_lint import report as report_module  # noqa: E402
 from probe_runtime import PrecisionDebugger  # noqa: E402
 from probe_runtime.writer import read_json  # noqa: E402
@@ -210,3 +212,16 @@ def test_own_runtime_cases_meet_their_expectations(tmp_path):
                           cwd=tmp_path, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "0 failed" in proc.stdout
+
+
+def test_primitives_made_by_name_are_named_by_operator():
+    """``Primitive("typeof")`` and the like are named by their operator
+    (never ``Primitive.Primitive``); type queries are not intercepted."""
+    from mindspore.ops import Primitive
+
+    from probe_runtime.interception import primitive_api
+
+    assert primitive_api(ops.MatMul()) == "Primitive.MatMul"
+    assert primitive_api(Primitive("Softsign")) == "Primitive.Softsign"
+    assert primitive_api(ops.typeof) is None
+    assert primitive_api(ops.HookBackward(lambda *g: None)) is None
