@@ -88,10 +88,11 @@ TENSOR_SKIP = frozenset({
     "flush_from_cache", "offload", "offload_file_path", "move_to", "set_const_arg", "from_numpy",
     "set_dtype", "param_info", "index_of_parent_", "parent_tensor_", "requires_grad_", "delete_",
     "set_", "to_", "is_neg", "device", "virtual_flag", "adapter_flag", "get_bytes", "retain_grad",
-    "register_forward_hook", "set_init_flag", "contiguous", "_offload", "_load",
+    "register_forward_hook", "set_init_flag", "contiguous", "_offload", "_load", "assign_value_cpp",
 })
-#: Tensor methods that change the tensor in place without being computations.
-TENSOR_MUTATORS = ("set_data", "assign_value")
+#: Tensor methods that change the tensor in place without being computations
+#: (``assign_value_cpp`` is what ``set_data``/``assign_value`` run).
+TENSOR_MUTATORS = ("set_data", "assign_value", "assign_value_cpp")
 #: functions that run user callbacks or build functions (not computations).
 FUNCTION_SKIP = frozenset({
     "grad", "value_and_grad", "vmap", "jvp", "vjp", "jacfwd", "jacrev", "hessian", "derivative",
@@ -884,19 +885,22 @@ class ApiInterceptor:
 
 
 class OptimizerWatch:
-    """Resolves pending checks before any ``mindspore.nn.Optimizer`` runs.
+    """Resolves pending checks before Parameters are updated in place.
 
     An optimizer step changes Parameters in place, usually inside a
     ``construct`` compiled with ``mindspore.jit`` (``nn.SGD``, ``nn.Adam``),
-    which no wrapper sees. Pending entries hold references, not copies: an
-    entry whose tensor is a Parameter, or a view of one (``Tensor.view`` on an
-    LSTM's weights), would otherwise be judged, and described, on the
-    updated memory. So while installed, ``Optimizer.__call__`` (set on
-    ``nn.Optimizer`` itself, which every optimizer Cell inherits; put back by
-    :meth:`uninstall`) first calls ``sink.before_update()`` and then
-    ``on_update`` (Parameters may differ from now on). Nothing is copied or
-    held: the queue is resolved early, once per optimizer call, instead of at
-    the next batch or ``stop()``.
+    which no wrapper sees; ``Parameter.set_data`` (its own method, not
+    ``Tensor.set_data``, which L1 wraps) replaces a Parameter's values from
+    Python. Pending entries hold references, not copies: an entry whose
+    tensor is a Parameter, or a view of one (``Tensor.view`` on an LSTM's
+    weights), would otherwise be judged, and described, on the updated
+    memory. So while installed, ``nn.Optimizer.__call__`` (set on
+    ``nn.Optimizer`` itself, which every optimizer Cell inherits) and
+    ``Parameter.set_data`` first call ``sink.before_update()`` and then
+    ``on_update`` (Parameters may differ from now on). Both are put back by
+    :meth:`uninstall`; at both levels. Nothing is copied or held: the queue
+    is resolved early, once per update, instead of at the next batch or
+    ``stop()``.
 
     Args:
         sink: has ``live``, ``before_update()`` and ``on_error``.
@@ -907,47 +911,56 @@ class OptimizerWatch:
     def __init__(self, sink: Any, on_update: Callable[[], None] = lambda: None) -> None:
         self.sink = sink
         self.on_update = on_update
-        self._owner: Any = None
-        self._saved: Any = _MISSING
-        self.installed = False
+        self._saved: list[tuple[Any, str, Any]] = []  # (owner, attr, original or _MISSING)
+
+    @property
+    def installed(self) -> bool:
+        """True while the patches are in place."""
+        return bool(self._saved)
 
     def install(self) -> None:
-        """Patch ``nn.Optimizer.__call__`` (no-op when already installed)."""
-        if self.installed:
+        """Patch ``nn.Optimizer.__call__`` and ``Parameter.set_data`` (no-op
+        when already installed)."""
+        if self._saved:
             return
+        import mindspore
         from mindspore import nn
 
-        owner = nn.Optimizer
-        original = owner.__call__
+        for owner, attr in ((nn.Optimizer, "__call__"), (mindspore.Parameter, "set_data")):
+            original = getattr(owner, attr, None)
+            if original is None:  # pragma: no cover - other MindSpore layouts
+                continue
+            saved = owner.__dict__.get(attr, _MISSING)
+            setattr(owner, attr, self._wrap(original, attr))
+            self._saved.append((owner, attr, saved))
+
+    def _wrap(self, original: Callable, what: str) -> Callable:
         sink, on_update = self.sink, self.on_update
 
         @functools.wraps(original)
-        def __call__(cell: Any, *args: Any, **kwargs: Any) -> Any:
+        def wrapper(owner: Any, *args: Any, **kwargs: Any) -> Any:
             if not _guard.depth and sink.live:
                 _guard.depth += 1
                 try:
                     sink.before_update()
                     on_update()
                 except Exception as err:
-                    sink.on_error("before an optimizer step", err)
+                    sink.on_error(f"before a Parameter update ({what})", err)
                 finally:
                     _guard.depth -= 1
-            return original(cell, *args, **kwargs)
+            return original(owner, *args, **kwargs)
 
-        __call__.__probe_original__ = original  # type: ignore[attr-defined]
-        self._owner, self._saved = owner, owner.__dict__.get("__call__", _MISSING)
-        owner.__call__ = __call__
-        self.installed = True
+        wrapper.__probe_original__ = original  # type: ignore[attr-defined]
+        return wrapper
 
     def uninstall(self) -> None:
-        """Put ``nn.Optimizer.__call__`` back (safe to call twice)."""
-        if not self.installed:
-            return
-        self.installed = False
-        try:
-            if self._saved is _MISSING:
-                del self._owner.__call__
-            else:
-                self._owner.__call__ = self._saved
-        except Exception:  # pragma: no cover - interpreter exit
-            pass
+        """Put the patched attributes back (safe to call twice)."""
+        saved, self._saved = self._saved, []
+        for owner, attr, original in reversed(saved):
+            try:
+                if original is _MISSING:
+                    delattr(owner, attr)
+                else:
+                    setattr(owner, attr, original)
+            except Exception:  # pragma: no cover - interpreter exit
+                pass

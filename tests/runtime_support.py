@@ -102,6 +102,7 @@ class PatchedState:
         self.modules = [(m, dict(vars(m))) for m in (gen_ops_prim, primitive_module)]  # pyboost_<op>, _run_op
         self.tensor = dict(vars(ms.Tensor))
         self.optimizer = dict(vars(ms.nn.Optimizer))  # __call__ is patched while a window is open
+        self.parameter = dict(vars(ms.Parameter))  # set_data too
 
     def assert_untouched(self, net: Any = None) -> None:
         """Every patch, hook and the execution mode are back (and the Cells
@@ -114,6 +115,7 @@ class PatchedState:
         assert ops.primitive.Primitive.__call__ is self.prim_call
         assert dict(vars(ms.Tensor)) == self.tensor
         assert dict(vars(ms.nn.Optimizer)) == self.optimizer
+        assert dict(vars(ms.Parameter)) == self.parameter
         for module, saved in self.modules:
             assert dict(vars(module)) == saved
         assert not ms.get_context("pynative_synchronize")

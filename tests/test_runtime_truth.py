@@ -31,7 +31,7 @@ pytestmark = pytest.mark.mindspore
 ms = pytest.importorskip("mindspore")
 np = pytest.importorskip("numpy")
 
-from mindspore import ops  # noqa: E402
+from mindspore import Tensor, nn, ops  # noqa: E402
 
 from msprobe_lint import report as report_module  # noqa: E402
 from probe_runtime import PrecisionDebugger  # noqa: E402
@@ -225,3 +225,70 @@ def test_primitives_made_by_name_are_named_by_operator():
     assert primitive_api(Primitive("Softsign")) == "Primitive.Softsign"
     assert primitive_api(ops.typeof) is None
     assert primitive_api(ops.HookBackward(lambda *g: None)) is None
+
+
+class _Poison(nn.Cell):
+    """Writes ``value`` into a Parameter inside compiled code (what no
+    wrapper sees)."""
+
+    def __init__(self, param):
+        super().__init__()
+        self.param = param
+
+    @ms.jit
+    def construct(self, value):
+        ops.assign(self.param, value)
+        return value
+
+
+def test_unseen_parameter_update_is_never_an_origin(work, caplog):
+    """A view of a Parameter, then the Parameter overwritten with inf by
+    compiled code before the view's check: the view was finite at the call,
+    so its entry must not be an origin (its dumped input is not finite any
+    more); the tool says once that it saw the change."""
+    tmp_path, make = work
+    debugger = make("L1")
+    weight = ms.Parameter(Tensor(np.ones((2, 3), np.float32)), name="w_unseen")
+    poison = _Poison(weight)
+    bad = Tensor(np.full((2, 3), np.inf, np.float32))
+    debugger.start()
+    ops.exp(Tensor(np.ones(2, np.float32)))  # resolved at once (the first batch holds one call)
+    view = weight.view(6)
+    assert debugger.monitor.pending
+    poison(bad)
+    debugger.stop()
+    del view
+    assert not [r for r in _records(tmp_path, 0) if r["origin"]]
+    assert_origin_invariant(tmp_path / "dump")
+    assert any("w_unseen was changed by code the tool does not see" in m for m in caplog.messages)
+
+
+def test_set_data_on_a_parameter_resolves_the_queue_first(work):
+    """``Parameter.set_data`` (not ``Tensor.set_data``) inside a window: the
+    entries before it are judged on the values they saw."""
+    tmp_path, make = work
+    for level, model in (("L1", None), ("L0", GruNetForSetData())):
+        debugger = make(level)
+        weight = model.fc.weight if model is not None else ms.Parameter(Tensor(np.ones((2, 8), np.float32)),
+                                                                         name="w_set")
+        debugger.start(model) if model is not None else debugger.start()
+        for _ in range(2):  # the first call is resolved at once, the second waits for a batch
+            if model is not None:
+                model(Tensor(np.ones((1, 8), np.float32)))
+            else:
+                weight.view(16)
+        assert debugger.monitor.pending
+        weight.set_data(Tensor(np.full(weight.shape, np.inf, np.float32)))
+        assert not debugger.monitor.pending, "set_data must resolve the queue first"
+        debugger.stop()
+        debugger.step()
+    assert not list((tmp_path / "dump").glob("step*/rank/overflow.json"))
+
+
+class GruNetForSetData(nn.Cell):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Dense(8, 2)
+
+    def construct(self, x):
+        return self.fc(x)
