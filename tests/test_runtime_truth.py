@@ -292,3 +292,27 @@ class GruNetForSetData(nn.Cell):
 
     def construct(self, x):
         return self.fc(x)
+
+
+def test_workspace_outputs_of_cpu_kernels_do_not_decide(work):
+    """MindSpore's CPU BatchNorm and LSTM return backward workspace they do
+    not always write: with the memory pool full of inf/nan from freed
+    tensors, a clean call must not be recorded (only the leading outputs
+    decide; see ``monitor.JUDGED_OUTPUTS``)."""
+    tmp_path, make = work
+    debugger = make("L1")
+    ms.set_seed(2)
+    bn, lstm = nn.BatchNorm1d(8), nn.LSTM(4, 8, batch_first=True)
+    x = Tensor(np.random.default_rng(0).normal(size=(4, 8)).astype(np.float32))
+    seq = Tensor(np.random.default_rng(1).normal(size=(4, 5, 4)).astype(np.float32))
+    for _ in range(3):
+        junk = [ops.fill(ms.float32, (8,), float("inf")) * 1 for _ in range(40)]
+        junk += [ops.fill(ms.float32, (7168, 1), float("nan")) * 1 for _ in range(8)]
+        junk += [ops.fill(ms.float32, (1, 1), float("nan")) * 1 for _ in range(8)]
+        del junk
+        debugger.start()
+        bn(x)
+        lstm(seq)
+        debugger.stop()
+        debugger.step()
+    assert not list((tmp_path / "dump").glob("step*/rank/overflow.json"))
