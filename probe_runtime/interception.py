@@ -381,6 +381,20 @@ def _call_arity(klass: type) -> int:
     return count
 
 
+def restore(saved: list) -> None:
+    """Put back ``(owner, attr, original)`` patches in reverse order; an
+    ``original`` of ``_MISSING`` (the attribute was inherited) is deleted.
+    Never raises (an owner may be gone at interpreter exit)."""
+    for owner, attr, original in reversed(saved):
+        try:
+            if original is _MISSING:
+                delattr(owner, attr)
+            else:
+                setattr(owner, attr, original)
+        except Exception:  # pragma: no cover - owner gone at exit
+            pass
+
+
 def _patched_module_class(base: type, table: dict[str, Callable]) -> type:
     """A subclass of the module type ``base`` whose attribute lookup returns
     ``table[name]`` (a wrapper) for the names in ``table``.
@@ -620,15 +634,7 @@ class ApiInterceptor:
         twice, from an intercepted call, and at interpreter exit."""
         saved, self._saved = self._saved, []
         release(self._boxes)
-        missing = _MISSING
-        for owner, attr, original in reversed(saved):
-            try:
-                if original is missing:
-                    delattr(owner, attr)
-                else:
-                    setattr(owner, attr, original)
-            except Exception:  # pragma: no cover - owner gone at exit
-                pass
+        restore(saved)
         if ApiInterceptor._active is self:
             ApiInterceptor._active = None
 
@@ -956,11 +962,4 @@ class OptimizerWatch:
     def uninstall(self) -> None:
         """Put the patched attributes back (safe to call twice)."""
         saved, self._saved = self._saved, []
-        for owner, attr, original in reversed(saved):
-            try:
-                if original is _MISSING:
-                    delattr(owner, attr)
-                else:
-                    setattr(owner, attr, original)
-            except Exception:  # pragma: no cover - interpreter exit
-                pass
+        restore(saved)

@@ -14,6 +14,7 @@ from typing import Any, Optional
 import mindspore as ms
 import numpy as np
 from mindspore import Tensor, nn, ops
+from runtime_support import sgd_step
 
 
 class Boom(nn.Cell):
@@ -137,15 +138,7 @@ def train(family: str, kind: Optional[str], debugger: Any = None, level: str = "
                 value = params[weight_name].asnumpy().copy()
                 value.reshape(-1)[1] = np.inf
                 params[weight_name].set_data(Tensor(value))
-            if debugger:
-                debugger.start(net) if level == "L0" else debugger.start()
-            loss, grads = grad_fn(*inputs)
-            optimizer(grads)
-            if debugger:
-                debugger.stop()
-                debugger.step()
-            losses.append(loss.asnumpy())
-            grads_seen.append([g.asnumpy() for g in grads])
+            sgd_step(debugger, level, net, grad_fn, optimizer, inputs, losses, grads_seen)
     finally:
         if debugger:
             debugger.stop()

@@ -58,21 +58,29 @@ def train_mlp(debugger: Any = None, *, level: str = "L1", between: Optional[Call
         for step in range(steps):
             x = Tensor(rng.normal(size=(4, 8)).astype(np.float16) * (3000 if overflow(step) else 1))
             y = Tensor(rng.normal(size=(4, 1)).astype(np.float32))
-            if debugger:
-                debugger.start(net) if level == "L0" else debugger.start()
-            loss, grads = grad_fn(x, y)
-            optimizer(grads)
-            if debugger:
-                debugger.stop()
-                debugger.step()
-            losses.append(loss.asnumpy())
-            grads_seen.append([g.asnumpy() for g in grads])
+            sgd_step(debugger, level, net, grad_fn, optimizer, (x, y), losses, grads_seen)
             if between:
                 between(step)
     finally:
         if debugger:
             debugger.stop()
     return losses, grads_seen
+
+
+def sgd_step(debugger: Any, level: str, net: Any, grad_fn: Callable, optimizer: Any, inputs: tuple,
+             losses: list, grads_seen: list) -> None:
+    """One training step, checked when ``debugger`` is given (started with
+    ``net`` at L0, stopped and stepped after the optimizer); the loss and
+    gradients are appended as numpy arrays."""
+    if debugger:
+        debugger.start(net) if level == "L0" else debugger.start()
+    loss, grads = grad_fn(*inputs)
+    optimizer(grads)
+    if debugger:
+        debugger.stop()
+        debugger.step()
+    losses.append(loss.asnumpy())
+    grads_seen.append([g.asnumpy() for g in grads])
 
 
 def assert_same_training(a: tuple[list, list], b: tuple[list, list]) -> None:

@@ -71,19 +71,27 @@ def _report(tmp_path):
     return dump, json.loads(report_module.render_json(dump, status)), report_module.render_text(dump)
 
 
+def _overflow_step(work, family, kind, level):
+    """Train ``family`` with its second step overflowing the ``kind`` way;
+    the records of that step (the first has none), after the origin
+    invariant is checked over the dump."""
+    tmp_path, make = work
+    train(family, kind, make(level), level)
+    assert not _records(tmp_path, 0)
+    records = _records(tmp_path, 1)
+    assert records, "the overflow was not found"
+    assert_origin_invariant(tmp_path / "dump")
+    return records
+
+
 EXPECTED_CALL = {"L1": "Functional.exp.0.forward", "L0": "Cell.boom.Boom.forward.0"}
 
 
 @pytest.mark.parametrize("level", ["L1", "L0"])
 @pytest.mark.parametrize("family", sorted(FAMILIES))
 def test_known_call_is_named_origin(work, family, level):
-    tmp_path, make = work
-    train(family, "call", make(level), level)
-    assert not _records(tmp_path, 0)
-    records = _records(tmp_path, 1)
-    assert records, "the overflow was not found"
-    assert_origin_invariant(tmp_path / "dump")
-    dump, payload, text = _report(tmp_path)
+    _overflow_step(work, family, "call", level)
+    dump, payload, text = _report(work[0])
     assert payload["started"]["name"] == EXPECTED_CALL[level]
     assert f"Overflow started in step1/rank: {EXPECTED_CALL[level]}" in text
     assert payload["entered"] is None
@@ -92,18 +100,13 @@ def test_known_call_is_named_origin(work, family, level):
 @pytest.mark.parametrize("level", ["L1", "L0"])
 @pytest.mark.parametrize("family", sorted(FAMILIES))
 def test_bad_data_is_named_as_entering_from_outside(work, family, level):
-    tmp_path, make = work
-    train(family, "data", make(level), level)
-    assert not _records(tmp_path, 0)
-    records = _records(tmp_path, 1)
-    assert records, "the overflow was not found"
+    records = _overflow_step(work, family, "data", level)
     assert not [r["name"] for r in records if r["origin"]], "bad data is not an origin"
-    assert_origin_invariant(tmp_path / "dump")
     entered = records[0]["entered"]
     assert entered["source"] == "outside"
     assert entered["entry"] == EXPECTED_DATA_ENTRY[level][family]
     assert entered["input"] == EXPECTED_DATA_INPUT[level][family]
-    dump, payload, text = _report(tmp_path)
+    dump, payload, text = _report(work[0])
     assert payload["started"] is None
     assert payload["entered"]["entered"]["entry"] == entered["entry"]
     assert (f"Overflow entered in step1/rank: non-finite input entered at the first checked "
@@ -113,19 +116,14 @@ def test_bad_data_is_named_as_entering_from_outside(work, family, level):
 @pytest.mark.parametrize("level", ["L1", "L0"])
 @pytest.mark.parametrize("family", sorted(FAMILIES))
 def test_bad_weight_is_named_as_non_finite_at_start(work, family, level):
-    tmp_path, make = work
-    train(family, "weight", make(level), level)
+    records = _overflow_step(work, family, "weight", level)
     _, _, weight, owner = FAMILIES[family]
-    assert not _records(tmp_path, 0)
-    records = _records(tmp_path, 1)
-    assert records, "the overflow was not found"
     assert not [r["name"] for r in records if r["origin"]], "a bad weight is not an origin"
-    assert_origin_invariant(tmp_path / "dump")
     entered = records[0]["entered"]
     assert entered["source"] == "parameter" and entered["parameter"] == weight and entered["at_start"]
     if level == "L0":
         assert entered["entry"].startswith(f"Cell.{owner}.") and entered["entry"].endswith(".forward.0")
-    dump, payload, text = _report(tmp_path)
+    dump, payload, text = _report(work[0])
     assert payload["started"] is None
     assert f"Parameter {weight} already held inf/nan at start()" in text
 
