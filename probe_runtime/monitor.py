@@ -67,8 +67,9 @@ outputs were finite. A Cell forward entry whose output overflowed from
 finite inputs is not an origin either when the Cell's own Parameters held
 inf/nan at ``start()`` (a float32 sum per Parameter launched then, read only
 in that case). Cell forward records also describe those Parameters
-(``parameters``) with the values they hold when the entry is resolved
-(after the optimizer step if that came first).
+(``parameters``) with the values they hold when the entry is resolved,
+which is before any ``nn.Optimizer`` step or ``Parameter.set_data`` (see
+the resolution points above).
 
 Backward entries (both levels) and ``parameters_grad`` entries are origins
 only when, besides the rules above, the forward call they are computed from
@@ -412,8 +413,10 @@ class Monitor:
         a Parameter (non-finite at ``start()`` when no backward pass,
         update or in-place write came before its probe). At L0 a Cell whose
         inputs were finite names its own Parameter that held inf/nan at
-        ``start()``. Reads only host copies already made for the verdict.
-        None for ``parameters_grad`` entries or when nothing is found."""
+        ``start()``. Runs once per step, on its first overflow only: the
+        reads (the enclosing Cells' inputs, the Parameter probes) share the
+        batch's host copies. None for ``parameters_grad`` entries or when
+        nothing is found."""
         cell = hasattr(call, "ancestry")
         unit, outside = ("Cell", "the checked Cells") if cell else ("call", "the checked window")
         node = call

@@ -314,3 +314,21 @@ def test_workspace_outputs_of_cpu_kernels_do_not_decide(work):
         debugger.stop()
         debugger.step()
     assert not list((tmp_path / "dump").glob("step*/rank/overflow.json"))
+
+
+def test_non_finite_gradient_from_outside_is_named_at_the_first_backward_entry(work):
+    """A finite forward pass and an inf gradient given to the backward pass
+    (a loss-scale ``sens``): the first backward entry carries it in."""
+    tmp_path, make = work
+    debugger = make("L1")
+    x = Tensor(np.ones((2, 3), np.float32))
+    grad = ops.GradOperation(sens_param=True)(lambda t: ops.sin(t) * 2.0)
+    debugger.start()
+    grad(x, Tensor(np.full((2, 3), np.inf, np.float32)))
+    debugger.stop()
+    records = _records(tmp_path, 0)
+    assert records and not [r for r in records if r["origin"]]
+    entered = records[0]["entered"]
+    assert entered["source"] == "outside" and entered["input"] == "input[0]"
+    assert entered["entry"].endswith(".backward")
+    assert entered["message"].startswith("non-finite input entered at the first checked call: input[0] of ")
