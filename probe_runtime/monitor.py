@@ -419,11 +419,12 @@ class Monitor:
         nothing is found."""
         cell = hasattr(call, "ancestry")
         unit, outside = ("Cell", "the checked Cells") if cell else ("call", "the checked window")
-        node = call
+        node, maker = call, None
         if kind == "forward":
             if cell and not _all_finite((call.args, call.kwargs), cache):
                 while node.parent is not None and not _all_finite((node.parent.args, node.parent.kwargs), cache):
                     node = node.parent
+                maker = node.parent  # its inputs were finite: its own code made what ``node`` got
             name = node.name
             labelled = _labelled("input_args", node.args) + _labelled("input_kwargs", node.kwargs)
         elif kind == "backward":
@@ -445,14 +446,13 @@ class Monitor:
             if _is_parameter(tensor):
                 return _parameter_entry(name, label, getattr(tensor, "name", "?"),
                                         bool(getattr(node, "params_at_start", False)) and bad_then)
+            if maker is not None:  # L0: made inside an enclosing Cell from finite inputs
+                return _own_parameter(maker, cache, f"{label} of {name}")
             return {"entry": name, "input": label, "source": "outside", "parameter": None, "at_start": False,
                     "message": f"non-finite input entered at the first checked {unit}: {label} of {name}, made "
                                f"outside {outside}"}
-        probe = getattr(node, "param_probe", None) if kind == "forward" else None
-        if probe:  # L0: the Cell's own Parameters, probed at start()
-            for param, value in zip(node.parameters.values(), probe):
-                if not cache.finite(value):
-                    return _parameter_entry(name, None, getattr(param, "name", "?"), True)
+        if kind == "forward" and cell:  # inputs finite: the Cell's own Parameters, probed at start()
+            return _own_parameter(node, cache, None, ancestors=False)
         return None
 
     # -- L0: overflow in the top Cell's own code ------------------------------------
@@ -652,6 +652,25 @@ def _labelled(label: str, obj: Any, depth: int = 0) -> list[tuple[str, Any]]:
         for key, item in obj.items():
             out.extend(_labelled(f"{label}.{key}", item, depth + 1))
     return out
+
+
+def _own_parameter(cell_call: Any, cache: HostCache, reached: Optional[str], ancestors: bool = True) -> Optional[dict]:
+    """L0: the first Parameter of ``cell_call``'s Cell (then of its enclosing
+    Cells, with ``ancestors``) that held inf/nan at ``start()``, as an
+    ``entered`` description (``reached``: the input it became, e.g. the
+    flattened weights an ``nn.LSTM`` hands its inner Cell); None when they
+    were all finite (the Cell's own code then made the value: it is judged
+    an origin)."""
+    node = cell_call
+    while node is not None:
+        for param, value in zip(node.parameters.values(), node.param_probe or ()):
+            if not cache.finite(value):
+                entry = _parameter_entry(node.name, None, getattr(param, "name", "?"), True)
+                if reached:
+                    entry["message"] += f" (it reached {reached})"
+                return entry
+        node = node.parent if ancestors else None
+    return None
 
 
 def _parameter_entry(name: str, label: Optional[str], parameter: str, at_start: bool) -> dict:

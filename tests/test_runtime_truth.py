@@ -332,3 +332,55 @@ def test_non_finite_gradient_from_outside_is_named_at_the_first_backward_entry(w
     assert entered["source"] == "outside" and entered["input"] == "input[0]"
     assert entered["entry"].endswith(".backward")
     assert entered["message"].startswith("non-finite input entered at the first checked call: input[0] of ")
+
+
+@pytest.mark.parametrize("level", ["L1", "L0"])
+def test_bad_lstm_weight_is_named_through_its_flattening(work, level, monkeypatch):
+    """An ``nn.LSTM`` hands its weights, viewed and concatenated, to an inner
+    Cell: the Parameter is still the one named (at L0 through the LSTM Cell
+    that owns it, not as an input made outside)."""
+    from runtime_families import LstmBatchNormNet, _float_batch
+
+    monkeypatch.setitem(FAMILIES, "lstm_batchnorm", (LstmBatchNormNet, _float_batch, "lstm.weight_ih_l0", "lstm"))
+    records = _overflow_step(work, "lstm_batchnorm", "weight", level)
+    assert not [r for r in records if r["origin"]]
+    entered = records[0]["entered"]
+    assert entered["source"] == "parameter" and entered["parameter"] == "lstm.weight_ih_l0" and entered["at_start"]
+    assert entered["entry"] == {"L1": "Tensor.view.0.forward", "L0": "Cell.lstm.LSTM.forward.0"}[level]
+
+
+class _Outer(nn.Cell):
+    """Makes the overflow in its own code, then hands it to a sub-Cell."""
+
+    def __init__(self):
+        super().__init__()
+        self.inner = nn.Dense(3, 2)
+
+    def construct(self, x):
+        return self.inner(ops.exp(x * 1.0e4))
+
+
+class _Wrapper(nn.Cell):
+    def __init__(self):
+        super().__init__()
+        self.outer = _Outer()
+
+    def construct(self, x):
+        return self.outer(x)
+
+
+def test_l0_overflow_made_in_an_enclosing_cells_own_code_is_its_origin(work):
+    """At L0 the first overflowing entry (the inner Dense) got a value its
+    parent made from finite inputs: no ``entered`` ("made outside") is
+    written; the parent is the origin."""
+    tmp_path, make = work
+    debugger = make("L0")
+    net = _Wrapper()
+    debugger.start(net)
+    net(Tensor(np.ones((2, 3), np.float32)))
+    debugger.stop()
+    records = _records(tmp_path, 0)
+    assert [r["name"] for r in records] == ["Cell.outer.inner.Dense.forward.0", "Cell.outer._Outer.forward.0"]
+    assert "entered" not in records[0]
+    assert [r["origin"] for r in records] == [False, True]
+    assert_origin_invariant(tmp_path / "dump")
