@@ -900,9 +900,10 @@ class OptimizerWatch:
     Python. Pending entries hold references, not copies: an entry whose
     tensor is a Parameter, or a view of one (``Tensor.view`` on an LSTM's
     weights), would otherwise be judged, and described, on the updated
-    memory. So while installed, ``nn.Optimizer.__call__`` (set on
-    ``nn.Optimizer`` itself, which every optimizer Cell inherits) and
-    ``Parameter.set_data`` first call ``sink.before_update()`` and then
+    memory. So while installed, ``__call__`` of ``nn.Optimizer`` and of
+    ``mindspore.experimental.optim.Optimizer`` (what ``mindspore.mint.optim``
+    optimizers derive from; set on those base classes, which every optimizer
+    Cell inherits) and ``Parameter.set_data`` first call ``sink.before_update()`` and then
     ``on_update`` (Parameters may differ from now on). Both are put back by
     :meth:`uninstall`; at both levels. Nothing is copied or held: the queue
     is resolved early, once per update, instead of at the next batch or
@@ -932,7 +933,14 @@ class OptimizerWatch:
         import mindspore
         from mindspore import nn
 
-        for owner, attr in ((nn.Optimizer, "__call__"), (mindspore.Parameter, "set_data")):
+        targets = [(nn.Optimizer, "__call__"), (mindspore.Parameter, "set_data")]
+        try:  # the optimizers of mindspore.mint.optim (torch-style) derive from this one, not nn.Optimizer
+            from mindspore.experimental.optim import Optimizer as TorchStyleOptimizer
+
+            targets.append((TorchStyleOptimizer, "__call__"))
+        except Exception:  # pragma: no cover - other MindSpore versions
+            pass
+        for owner, attr in targets:
             original = getattr(owner, attr, None)
             if original is None:  # pragma: no cover - other MindSpore layouts
                 continue

@@ -113,15 +113,22 @@ FAMILIES = {
 }
 
 
-def train(family: str, kind: Optional[str], debugger: Any = None, level: str = "L1", steps: int = 2) -> tuple:
+def train(family: str, kind: Optional[str], debugger: Any = None, level: str = "L1", steps: int = 2,
+          optimizer_api: str = "nn") -> tuple:
     """(losses, gradients) of ``steps`` SGD steps of ``family`` (a key of
     :data:`FAMILIES`) under ``debugger`` (started with the net at L0); the
-    last step overflows the ``kind`` way (``None``: never)."""
+    last step overflows the ``kind`` way (``None``: never). ``optimizer_api``:
+    ``nn`` (``nn.SGD``) or ``mint`` (``mindspore.mint.optim.SGD``)."""
     model_class, batch, weight_name, _ = FAMILIES[family]
     ms.set_seed(5)
     net = model_class()
     params = {p.name: p for p in net.get_parameters()}
-    optimizer = nn.SGD(net.trainable_params(), learning_rate=0.05)
+    if optimizer_api == "mint":
+        from mindspore import mint
+
+        optimizer = mint.optim.SGD(net.trainable_params(), lr=0.05)
+    else:
+        optimizer = nn.SGD(net.trainable_params(), learning_rate=0.05)
 
     def loss_fn(*inputs):
         return (net(*inputs) ** 2).mean()

@@ -111,6 +111,9 @@ class PatchedState:
         self.tensor = dict(vars(ms.Tensor))
         self.optimizer = dict(vars(ms.nn.Optimizer))  # __call__ is patched while a window is open
         self.parameter = dict(vars(ms.Parameter))  # set_data too
+        from mindspore.experimental.optim import Optimizer as TorchStyleOptimizer
+
+        self.torch_style = (TorchStyleOptimizer, dict(vars(TorchStyleOptimizer)))
 
     def assert_untouched(self, net: Any = None) -> None:
         """Every patch, hook and the execution mode are back (and the Cells
@@ -124,6 +127,7 @@ class PatchedState:
         assert dict(vars(ms.Tensor)) == self.tensor
         assert dict(vars(ms.nn.Optimizer)) == self.optimizer
         assert dict(vars(ms.Parameter)) == self.parameter
+        assert dict(vars(self.torch_style[0])) == self.torch_style[1]
         for module, saved in self.modules:
             assert dict(vars(module)) == saved
         assert not ms.get_context("pynative_synchronize")

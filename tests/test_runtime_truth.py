@@ -142,13 +142,15 @@ EXPECTED_DATA_INPUT = {
 }
 
 
-def test_issue_lstm_views_of_weights_are_not_origins(work):
+@pytest.mark.parametrize("optimizer_api", ["nn", "mint"])
+def test_issue_lstm_views_of_weights_are_not_origins(work, optimizer_api):
     """The reported run: LSTM -> BatchNorm1d -> Dense, SGD, L1, overflow_nums
     -1, a batch holding inf at start(). The optimizer's update turned the
     weights nan after the step; views of those weights must not be judged
-    (or described) on that memory."""
+    (or described) on that memory (``nn.SGD``, and the torch-style
+    ``mint.optim.SGD``, which is not an ``nn.Optimizer``)."""
     tmp_path, make = work
-    train("lstm_batchnorm", "data", make("L1"), "L1", steps=3)
+    train("lstm_batchnorm", "data", make("L1"), "L1", steps=3, optimizer_api=optimizer_api)
     records = _records(tmp_path, 2)
     names = [r["name"] for r in records]
     assert not [n for n in names if n.startswith("Tensor.view") and n.endswith(".forward")], names
