@@ -25,7 +25,12 @@ one batch (one wait for the device, then numpy on the host):
   it), or the window is synchronous (a view cannot be told apart cheaply;
   resolving there costs no extra wait), so every entry is judged on the
   values it really saw (the in-place call's own inputs are copied on the
-  device before it runs);
+  device before it runs). In an asynchronous window (not CPU) a Parameter
+  target costs one wait per such call: at L1 that includes every training
+  ``BatchNorm`` (it updates its moving statistics in place). Not covered:
+  at L0 the Tensor methods are not wrapped, so an in-place write by the
+  model's own code to a tensor a pending Cell entry holds (other than the
+  Parameter updates below) is not seen;
 * before every ``nn.Optimizer`` call (``interception.OptimizerWatch``): the
   update writes Parameters in place inside compiled code no wrapper sees,
   and pending entries may hold Parameters or views of them (``Tensor.view``
