@@ -357,7 +357,10 @@ class Monitor:
                 if verdict.overflow and call.step not in self._overflow_steps:
                     self._overflow_steps.add(call.step)
                     if not origin:
-                        entered = self._entered(kind, call, cache)
+                        try:
+                            entered = self._entered(kind, call, cache)
+                        except Exception as err:  # the record is still written, without it
+                            self.on_error("while finding where the overflow came in", err)
                 if verdict.overflow and self.state.count_record():
                     counted = True
                     try:

@@ -386,3 +386,22 @@ def test_l0_overflow_made_in_an_enclosing_cells_own_code_is_its_origin(work):
     assert "entered" not in records[0]
     assert [r["origin"] for r in records] == [False, True]
     assert_origin_invariant(tmp_path / "dump")
+
+
+def test_a_fault_in_the_entry_point_analysis_keeps_the_record(work, monkeypatch, caplog):
+    """A bug in finding where the overflow came in is logged; the record is
+    written without ``entered`` and detection goes on."""
+    from probe_runtime.monitor import Monitor
+
+    def broken(self, kind, call, cache):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(Monitor, "_entered", broken)
+    tmp_path, make = work
+    debugger = make("L1")
+    debugger.start()
+    ops.exp(Tensor(np.array([np.inf, 1.0], np.float32)))
+    debugger.stop()
+    records = _records(tmp_path, 0)
+    assert [r["name"] for r in records] == ["Functional.exp.0.forward"] and "entered" not in records[0]
+    assert any("while finding where the overflow came in" in m for m in caplog.messages)
