@@ -687,8 +687,9 @@ def _parameter_entry(name: str, label: Optional[str], parameter: str, at_start: 
     if at_start:
         message = f"Parameter {parameter} already held inf/nan at start(); first used by {used}"
     else:
-        message = (f"Parameter {parameter} held inf/nan when first used in the window, by {used} (changed since "
-                   "start() by code the tool does not check)")
+        message = (f"Parameter {parameter} held inf/nan when first used after an update in the window, by {used} "
+                   "(a backward pass, an optimizer step or an in-place write came before, so it may have been "
+                   "finite at start())")
     return {"entry": name, "input": label, "source": "parameter", "parameter": parameter, "at_start": at_start,
             "message": message}
 

@@ -405,3 +405,20 @@ def test_a_fault_in_the_entry_point_analysis_keeps_the_record(work, monkeypatch,
     records = _records(tmp_path, 0)
     assert [r["name"] for r in records] == ["Functional.exp.0.forward"] and "entered" not in records[0]
     assert any("while finding where the overflow came in" in m for m in caplog.messages)
+
+
+def test_parameter_made_non_finite_inside_the_window_is_not_said_to_be_so_at_start(work):
+    """A Parameter set to inf between two uses in one window: named, but not
+    as non-finite at ``start()``."""
+    tmp_path, make = work
+    debugger = make("L1")
+    weight = ms.Parameter(Tensor(np.ones((2, 2), np.float32)), name="w_mid")
+    x = Tensor(np.ones((1, 2), np.float32))
+    debugger.start()
+    ops.matmul(x, weight)
+    weight.set_data(Tensor(np.full((2, 2), np.inf, np.float32)))
+    ops.matmul(x, weight)
+    debugger.stop()
+    entered = _records(tmp_path, 0)[0]["entered"]
+    assert entered["source"] == "parameter" and entered["parameter"] == "w_mid" and not entered["at_start"]
+    assert "may have been finite at start()" in entered["message"]
