@@ -31,8 +31,9 @@ one batch (one wait for the device, then numpy on the host):
   at L0 the Tensor methods are not wrapped, so an in-place write by the
   model's own code to a tensor a pending Cell entry holds (other than the
   Parameter updates below) is not seen;
-* before every ``nn.Optimizer`` call (``interception.OptimizerWatch``): the
-  update writes Parameters in place inside compiled code no wrapper sees,
+* before every optimizer call (``nn.Optimizer``, ``mindspore.mint.optim``)
+  and ``Parameter.set_data`` (``interception.OptimizerWatch``): an
+  optimizer writes Parameters in place inside compiled code no wrapper sees,
   and pending entries may hold Parameters or views of them (``Tensor.view``
   of an LSTM's weights): resolved first, they are judged and described on
   the values of the call, not on the updated memory;
@@ -409,8 +410,8 @@ class Monitor:
             if param is not None and cache.finite(probe) and not cache.finite(param):
                 self._log_once(f"probe_runtime: Parameter {getattr(param, 'name', '?')} was changed by code the "
                                f"tool does not see between {call.name} and its check; that entry's statistics "
-                               "describe the changed values (resolve the checks before such updates by calling "
-                               "them through an nn.Optimizer, or stop() before them)")
+                               "describe the changed values (update Parameters through an optimizer or "
+                               "Parameter.set_data, which resolve the checks first, or call stop() before)")
 
     def _entered(self, kind: str, call: Any, cache: HostCache) -> Optional[dict]:
         """Where the first overflow of a step came in, when its first
