@@ -531,8 +531,8 @@ def main(dump_path: str, fmt: str = "text", out=None, err=None, *, output: Optio
         out.write(text)
         return status
     if text:
-        problem = write_output(text, output, force=force)
-        if problem:
-            err.write(f"probe: error: {problem}\n")
+        failure = write_output(text, output, force=force)
+        if failure:
+            err.write(f"probe: error: {failure}\n")
             return EXIT_UNREADABLE
     return status

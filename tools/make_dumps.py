@@ -22,7 +22,8 @@ initialisation), so every run computes the same numbers.
 msprobe 8.1.2 on CPU stops at its first ``stop()`` with ``The kernel
 LinalgVectorNorm unregistered``: as benchmarks/runtime_bench.py does,
 ``mindspore.mint.norm`` is replaced by a wrapper around ``mindspore.ops.norm``
-before msprobe's debugger is built (said on stderr).
+before msprobe's debugger is built (said on stderr; the benchmark's own
+``patch_mint_norm``).
 """
 from __future__ import annotations
 
@@ -34,19 +35,8 @@ import tempfile
 
 import numpy as np
 
-
-def patch_mint_norm() -> None:
-    """Route ``mint.norm`` to ``ops.norm`` (no CPU kernel for LinalgVectorNorm)."""
-    import mindspore as ms
-
-    original = ms.ops.norm
-
-    def norm(input, p="fro", dim=None, keepdim=False, *, dtype=None):
-        return original(input, ord=None if p == "fro" else p, dim=dim, keepdim=keepdim, dtype=dtype)
-
-    ms.mint.norm = norm
-    print("make_dumps: mindspore.mint.norm replaced by a wrapper around mindspore.ops.norm "
-          "(msprobe 8.1.2 on CPU: 'The kernel LinalgVectorNorm unregistered')", file=sys.stderr)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks"))
+from runtime_bench import patch_mint_norm  # noqa: E402  (the benchmark's msprobe workaround, shared)
 
 
 def build(ms):
@@ -108,7 +98,9 @@ def main(argv=None) -> int:
     with open(config_path, "w", encoding="utf-8") as f:
         json.dump(config, f)
     if args.tool == "msprobe":
-        patch_mint_norm()
+        if patch_mint_norm():
+            print("make_dumps: mindspore.mint.norm replaced by a wrapper around mindspore.ops.norm "
+                  "(msprobe 8.1.2 on CPU: 'The kernel LinalgVectorNorm unregistered')", file=sys.stderr)
         from msprobe.mindspore import PrecisionDebugger
     else:
         from probe_runtime import PrecisionDebugger
