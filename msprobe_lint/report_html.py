@@ -64,10 +64,11 @@ class Group:
     tree_problem: Optional[str] = None
 
 
-def _anchor(record: Record) -> str:
-    step = "x" if record.step is None else record.step
-    rank = "x" if record.rank is None else record.rank
-    return f"r-{step}-{rank}-{record.index}"
+def _anchors(dump: Dump) -> dict[int, str]:
+    """A page-unique id per record (``id(record)`` -> ``rec-<n>``, n its
+    position in execution order: a step and rank can have two folders,
+    ``graph/`` and ``pynative/``)."""
+    return {id(record): f"rec-{n}" for n, record in enumerate(dump.records)}
 
 
 _BACKWARD_INDEX = re.compile(r"^(?P<cell>.+)\.backward\.(?P<n>\d+)$")
@@ -149,7 +150,7 @@ def _contains(tree: list[CellNode], name: str) -> bool:
     return False
 
 
-def _attach(tree: list[CellNode], records: list[Record]) -> None:
+def _attach(tree: list[CellNode], records: list[Record], anchors: dict[int, str]) -> None:
     by_name = {r.name: r for r in records}
     stack = list(tree)
     while stack:
@@ -157,11 +158,11 @@ def _attach(tree: list[CellNode], records: list[Record]) -> None:
         record = by_name.get(current.name)
         if record is not None:
             current.record = record
-            current.anchor = _anchor(record)
+            current.anchor = anchors[id(record)]
         stack.extend(current.children)
 
 
-def _groups(dump: Dump) -> list[Group]:
+def _groups(dump: Dump, anchors: dict[int, str]) -> list[Group]:
     groups: list[Group] = []
     for record in dump.records:
         place = _place(record)
@@ -185,7 +186,7 @@ def _groups(dump: Dump) -> list[Group]:
         first = next((r for r in group.records if r.origin), group.records[0])
         group.tree = cell_tree(construct, first.name, [r.name for r in group.records])
         group.target = first.name if _contains(group.tree, first.name) else None
-        _attach(group.tree, group.records)
+        _attach(group.tree, group.records, anchors)
     return groups
 
 
@@ -201,7 +202,7 @@ def _value_class(value: Any) -> str:
     return ""
 
 
-def _environment():
+def _environment(anchors: dict[int, str]):
     try:
         import jinja2
     except ImportError:
@@ -213,7 +214,7 @@ def _environment():
     env.filters["fmt"] = _fmt
     env.filters["shape"] = _shape
     env.filters["value_class"] = _value_class
-    env.filters["anchor"] = _anchor
+    env.filters["anchor"] = lambda record: anchors[id(record)]
     env.filters["place"] = _place
     return env
 
@@ -229,9 +230,10 @@ def render_html(dump: Dump, status: int, message: Optional[str] = None) -> str:
     Raises:
         HtmlUnavailable: Jinja2 is not installed.
     """
-    env = _environment()
+    anchors = _anchors(dump)
+    env = _environment(anchors)
     started = dump.started
-    groups = _groups(dump)
+    groups = _groups(dump, anchors)
     return env.get_template(TEMPLATE).render(
         dump=dump, groups=groups, started=started, status=status,
         message=message or summary_line(dump), stats=("Max", "Min", "Mean", "Norm"),

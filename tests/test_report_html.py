@@ -71,13 +71,13 @@ def test_l0_page_marks_the_first_origin_and_the_path_to_it():
     box = with_class(page, "first-origin-box")
     assert len(box) == 1 and ORIGIN in page[page.index('class="first-origin-box"'):][:600]
     first = with_class(page, "first-origin")
-    assert [e[1]["id"] for e in first] == ["r-0-x-0"]  # the record itself, once
+    assert [e[1]["id"] for e in first] == ["rec-0"]  # the record itself, once
     # the Cell tree: the origin's node is the target, its parent on the path, nothing else
     on_path = [e for e in elements(page) if e[0] == "li" and "on-path" in e[1].get("class", "")]
     assert len(on_path) == 2
     names = re.findall(r'<li class="cell on-path[^"]*">\s*<a href="#[^"]+">([^<]+)</a>', page)
     assert names == ["Cell.block.Block.forward.0", ORIGIN]
-    assert re.search(r'<li class="cell on-path target recorded origin">\s*<a href="#r-0-x-0">'
+    assert re.search(r'<li class="cell on-path target recorded origin">\s*<a href="#rec-0">'
                      + re.escape(ORIGIN), page)
     # parameters_grad is not in construct.json: placed under the Cell's latest backward entry
     tree = page[page.index('<div class="tree">'):page.index("Records in execution order")]
@@ -131,6 +131,17 @@ def test_dump_written_by_msprobe(folder, first):
         assert "Cell.block.fc.Dense.forward.0" in page  # not recorded, still in the tree
     else:
         assert '<div class="tree">' not in page  # L1: construct.json is {}
+
+
+def test_ids_are_unique_with_graph_and_pynative_folders(tmp_path):
+    """msprobe's layout with mindspore.jit Cells: the same step and rank twice."""
+    for part in ("graph", "pynative"):
+        shutil.copytree(DATA / "probe-l0" / "step0", tmp_path / part / "step0")
+    status, page, _ = html_of(tmp_path)
+    assert status == 0
+    ids = re.findall(r'id="([^"]*)"', page)
+    assert len(ids) == len(set(ids)) and len(with_class(page, "record")) == 18
+    assert {h[1:] for h in re.findall(r'href="([^"]*)"', page)} <= set(ids)
 
 
 def test_nothing_recorded_still_writes_a_page(tmp_path):
@@ -199,7 +210,7 @@ def test_missing_jinja2_is_a_message(monkeypatch):
 def test_render_html_api():
     dump = read_dump(str(DATA / "ours"))
     page = render_html(dump, 0)
-    assert "Functional.exp.3.forward" in page and 'id="r-0-1-0"' in page
+    assert "Functional.exp.3.forward" in page and 'id="rec-0"' in page
 
 
 # -- in a real browser -----------------------------------------------------------------
@@ -277,7 +288,7 @@ def test_chromium_dom_shows_the_origin_highlighted(rendered):
     assert "<style>" in dom and "Overflow started here" in dom
     box = dom[dom.index('class="first-origin-box"'):][:800]
     assert ORIGIN in box
-    record = re.search(r'<article class="record origin first-origin" id="r-0-x-0">.*?</article>', dom, re.S)
+    record = re.search(r'<article class="record origin first-origin" id="rec-0">.*?</article>', dom, re.S)
     assert record and "Cell.block.act.Scale.0" in record.group(0) and "tools/make_dumps.py:67" in record.group(0)
 
 
