@@ -31,7 +31,14 @@ pytestmark = [pytest.mark.mindspore, pytest.mark.slow]
 MSPROBE_VERSION = "8.1.2"
 MAKE_DUMPS = REPO / "tools" / "make_dumps.py"
 ORIGIN = {"L1": "Functional.exp.0.forward", "L0": "Cell.block.act.Scale.forward.0"}
-USER_LINE = {"L1": 57, "L0": 67}  # tools/make_dumps.py: ops.exp(x) in Scale, self.act(...) in Block
+
+def source_line(text: str) -> int:
+    """The line of tools/make_dumps.py holding ``text``."""
+    return next(n for n, line in enumerate(MAKE_DUMPS.read_text(encoding="utf-8").splitlines(), 1) if text in line)
+
+
+#: the user's line each level's origin is reported at: ops.exp(x) in Scale, self.act(...) in Block
+USER_LINE = {"L1": source_line("return ops.exp(x)"), "L0": source_line("return self.act(self.fc(x))")}
 
 
 def msprobe_python() -> Optional[Path]:
@@ -172,7 +179,8 @@ def test_graph_build_on_our_l0_dump_marks_the_overflowing_cell(msprobe, dumps):
     assert origin["data"]["overflow_level"] == "critical"
     assert origin["upnode"] == "Cell.block.Block.forward.0"
     assert nodes["Cell.block.Block.forward.0"]["upnode"] == "DefaultModel"
-    assert any("tools/make_dumps.py, line 67" in line for line in origin["stack_info"])
+    assert any(f"tools/make_dumps.py, line {USER_LINE['L0']}" in line for line in origin["stack_info"]), \
+        origin["stack_info"]
     assert origin["output_data"][f"{ORIGIN['L0']}.output.0"]["Max"] == "inf"
     # parameter gradients sit under their own Cell's backward node, as in msprobe's own dumps
     assert nodes["Cell.block.fc.Dense.parameters_grad"]["upnode"] == "Cell.block.fc.Dense.backward.0"

@@ -76,7 +76,7 @@ def test_dumps_written_by_msprobe_itself(folder, names):
     assert [r["name"] for r in data["records"]] == names
     assert all(r["origin"] is None and (r["step"], r["rank"]) == (0, None) for r in data["records"])
     first = data["records"][0]
-    assert first["where"].endswith("tools/make_dumps.py:57" if folder == "msprobe-l1" else "tools/make_dumps.py:67")
+    assert first["where"].endswith("tools/make_dumps.py:47" if folder == "msprobe-l1" else "tools/make_dumps.py:57")
     assert "site-packages" not in json.dumps([r["where"] for r in data["records"]])
     assert first["tensors"][0]["where"] == "output[0]" and first["tensors"][0]["Max"] == "inf"
     assert data["started"] is None

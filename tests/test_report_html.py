@@ -86,7 +86,7 @@ def test_l0_page_marks_the_first_origin_and_the_path_to_it():
     # every record with its statistics and the user's file:line, in execution order
     records = with_class(page, "record")
     assert len(records) == 9
-    assert page.count("tools/make_dumps.py:67") >= 2 and "tools/make_dumps.py:77" in page
+    assert page.count("tools/make_dumps.py:57") >= 2 and "tools/make_dumps.py:67" in page
     assert '<td class="mono inf">inf</td>' in page and '<td class="mono nan">nan</td>' in page
     assert page.index("Cell.block.act.Scale.0") < page.index("Cell.block.Block.0")
 
@@ -289,7 +289,7 @@ def test_chromium_dom_shows_the_origin_highlighted(rendered):
     box = dom[dom.index('class="first-origin-box"'):][:800]
     assert ORIGIN in box
     record = re.search(r'<article class="record origin first-origin" id="rec-0">.*?</article>', dom, re.S)
-    assert record and "Cell.block.act.Scale.0" in record.group(0) and "tools/make_dumps.py:67" in record.group(0)
+    assert record and "Cell.block.act.Scale.0" in record.group(0) and "tools/make_dumps.py:57" in record.group(0)
 
 
 def test_chromium_screenshot_shows_the_origin(rendered):
