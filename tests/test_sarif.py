@@ -9,14 +9,25 @@ from pathlib import Path
 import pytest
 from conftest import SHARED, config, run_probe, write_config
 
-SARIF_SCHEMA = SHARED / "data" / "sarif-schema-2.1.0.json"
+
+
+def sarif_schema_path() -> Path:
+    """The official SARIF 2.1.0 schema: in tests/data when the repository
+    carries it, else in the shared data folder."""
+    for candidate in (Path(__file__).parent / "data" / "sarif-schema-2.1.0.json",
+                      SHARED / "data" / "sarif-schema-2.1.0.json"):
+        if candidate.is_file():
+            return candidate
+    pytest.skip("the SARIF 2.1.0 schema is in neither tests/data nor the shared data folder")
+
+
 
 
 @pytest.fixture(scope="module")
 def sarif_validator():
     from jsonschema import Draft4Validator
 
-    schema = json.loads(SARIF_SCHEMA.read_text(encoding="utf-8"))
+    schema = json.loads(sarif_schema_path().read_text(encoding="utf-8"))
     Draft4Validator.check_schema(schema)
     return Draft4Validator(schema)
 
@@ -136,3 +147,22 @@ def test_every_shared_case_gives_a_valid_log(sarif_validator):
     assert_valid(sarif_validator, log)
     assert len(log["runs"][0]["results"]) == sum(len(r.diagnostics) for r in run.results) > 20
     json.dumps(log, allow_nan=False)
+
+
+def test_fixes_are_sarif_fix_objects(tmp_path, sarif_validator):
+    text = json.dumps(config(level="l1", dump_path="rel"), indent=4)
+    write_config(tmp_path, text, "config.json")
+    log, _ = sarif("config.json", cwd=tmp_path)
+    assert_valid(sarif_validator, log)
+    by_rule = {r["ruleId"]: r for r in log["runs"][0]["results"]}
+    (level_fix,) = by_rule["PL103"]["fixes"]
+    assert level_fix["description"]["text"] == "replace 'l1' with 'L1'"
+    assert level_fix["properties"]["applicability"] == "safe"
+    (change,) = level_fix["artifactChanges"]
+    assert change["artifactLocation"] == {"uri": "config.json", "uriBaseId": "%SRCROOT%"}
+    (replacement,) = change["replacements"]
+    region = replacement["deletedRegion"]
+    start = region["charOffset"]
+    assert text[start:start + region["charLength"]] == '"l1"'
+    assert replacement["insertedContent"]["text"] == '"L1"'
+    assert by_rule["PL401"]["fixes"][0]["properties"]["applicability"] == "unsafe"
