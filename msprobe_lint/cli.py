@@ -226,17 +226,22 @@ def server(
 class ReportFormat(str, Enum):
     text = "text"
     json = "json"
+    html = "html"
 
 
 @app.command()
 def report(
     dump_path: str = typer.Argument(..., metavar="DUMP_PATH", help="The dump_path of an overflow_check run."),
-    format: ReportFormat = typer.Option(ReportFormat.text, "--format", "-f", help="Output format."),
+    format: ReportFormat = typer.Option(ReportFormat.text, "--format", "-f",
+                                        help="Output format (html: one self-contained page)."),
+    output: Optional[str] = typer.Option(None, "--output", "-o",
+                                         help="Write the report to this file (refused if it exists)."),
+    force: bool = typer.Option(False, "--force", help="Replace an existing --output file."),
 ) -> None:
     """Print the overflows under DUMP_PATH by step and rank, and where the overflow started."""
     from .report import main as report_main
 
-    raise typer.Exit(report_main(dump_path, format.value))
+    raise typer.Exit(report_main(dump_path, format.value, output=output, force=force))
 
 
 def main(argv: Optional[List[str]] = None) -> None:

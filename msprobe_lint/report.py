@@ -28,6 +28,10 @@ held inf/nan at ``start()``); that record gets an ``entered:`` line and,
 when it comes before any origin, the summary says ``Overflow entered in
 ...`` instead of "where it started is not known".
 
+``--format html``: one self-contained page (:mod:`msprobe_lint.report_html`).
+``--output FILE`` writes any format to FILE instead of stdout and never
+replaces an existing file unless ``--force``.
+
 ``--format json``: one strict JSON object (``json.loads`` with no NaN
 extension parses it): ``{"dump_path", "records": [...], "started": record
 or null, "entered": record or null, "problems": [...], "summary": {...}}``
@@ -498,18 +502,71 @@ def report(dump_path: str) -> tuple[Dump, int, Optional[str]]:
     return dump, EXIT_NONE, f"{dump_path}: the dumps hold no overflow records"
 
 
-def main(dump_path: str, fmt: str = "text", out=None, err=None) -> int:
-    """``probe report``: print and return the exit status."""
+def write_output(text: str, output: str, *, force: bool = False) -> Optional[str]:
+    """Write a report to the file ``output``; the reason it could not be
+    written, or None. An existing file is never replaced unless ``force``
+    (the file is created with ``O_EXCL`` otherwise, so a file made between a
+    check and the write is not lost either); with ``force`` the new report
+    goes to a temporary file beside it first and is renamed over it, so the
+    old file stays whole if writing fails."""
+    path = Path(output)
+    if path.is_dir():
+        return f"{output} is a directory; give a file name"
+    if not force:
+        try:
+            with open(path, "x", encoding="utf-8") as handle:
+                handle.write(text)
+        except FileExistsError:
+            return f"{output} already exists; not overwritten (give --force to replace it)"
+        except OSError as err:
+            return f"cannot write {output}: {err.strerror or err}"
+        return None
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with open(tmp, "x", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(tmp, path)
+    except OSError as err:
+        try:
+            tmp.unlink()
+        except OSError:
+            pass
+        return f"cannot write {output}: {err.strerror or err}"
+    return None
+
+
+def main(dump_path: str, fmt: str = "text", out=None, err=None, *, output: Optional[str] = None,
+         force: bool = False) -> int:
+    """``probe report``: print (or write to ``output``) and return the exit
+    status. ``fmt`` is ``text``, ``json`` or ``html`` (one self-contained
+    page, :mod:`msprobe_lint.report_html`). An existing ``output`` file is
+    refused (exit 2) unless ``force``."""
     out = out or sys.stdout
     err = err or sys.stderr
     dump, status, message = report(dump_path)
-    if fmt == "json":
-        out.write(render_json(dump, status, message))
-        return status
-    for path, problem in dump.problems:
-        err.write(f"probe: warning: {path}: {problem}\n")
-    if dump.records:
-        out.write(render_text(dump))
+    if fmt == "html":
+        from .report_html import HtmlUnavailable, render_html
+
+        try:
+            text = render_html(dump, status, message)
+        except HtmlUnavailable as missing:
+            err.write(f"probe: error: {missing}\n")
+            return EXIT_UNREADABLE
+    elif fmt == "json":
+        text = render_json(dump, status, message)
     else:
-        err.write(f"probe: {'error' if status == EXIT_UNREADABLE else 'note'}: {message}\n")
+        text = render_text(dump) if dump.records else ""
+    if fmt != "json":
+        for path, problem in dump.problems:
+            err.write(f"probe: warning: {path}: {problem}\n")
+        if not dump.records:
+            err.write(f"probe: {'error' if status == EXIT_UNREADABLE else 'note'}: {message}\n")
+    if output is None:
+        out.write(text)
+        return status
+    if text:
+        failure = write_output(text, output, force=force)
+        if failure:
+            err.write(f"probe: error: {failure}\n")
+            return EXIT_UNREADABLE
     return status

@@ -186,14 +186,17 @@ class ParamGradCall:
         return self.owner.frames if self.owner is not None else ()
 
     def parent_name(self, kind: str) -> Optional[str]:
-        """The enclosing Cell's backward entry (the owner's parent)."""
-        return self.owner.parent_name("backward") if self.owner is not None else None
+        """The Cell's own latest backward entry: where msprobe's graph
+        builder places a ``parameters_grad`` node."""
+        return self.owner.backward_name if self.owner is not None else None
 
     def ancestry(self, kind: str) -> dict:
-        links = {self.name: self.parent_name(kind)}
-        if self.owner is not None and self.owner.parent is not None:
-            links.update(self.owner.parent.ancestry("backward"))
-        return links
+        """construct.json links for a parameters_grad record: as in msprobe's
+        own dumps, the ``parameters_grad`` entry itself is not a key of
+        construct.json; the Cell's latest backward entry and its enclosing
+        Cells' backward entries are (msprobe's visualization attaches
+        ``<Cell>.parameters_grad`` under ``<Cell>.backward.<highest n>``)."""
+        return self.owner.ancestry("backward") if self.owner is not None else {}
 
 
 def is_jit_compiled(cell: Any) -> bool:

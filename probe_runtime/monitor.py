@@ -584,9 +584,9 @@ class Monitor:
                 "output": [self._describe(o, f"{name}.output.{i}", cache, arrays) for i, o in enumerate(outputs)],
             }
             parameters = getattr(call, "parameters", None)
-            if parameters:
+            if parameters or hasattr(call, "ancestry"):  # an L0 Cell: msprobe writes "parameters": {} too
                 entry["parameters"] = {p: self._describe(v, f"{name}.parameters.{p}", cache, arrays)
-                                       for p, v in parameters.items()}
+                                       for p, v in (parameters or {}).items()}
             stack = _stack_lines(call.frames)
         elif kind == "parameters_grad":
             name = call.name

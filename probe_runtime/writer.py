@@ -4,7 +4,7 @@ Layout (SPEC 2.5, 4)::
 
     <dump_path>/step<N>/<rank dir>/dump.json        statistics of overflowing entries
                                    stack.json       call stacks of those entries
-                                   construct.json   Cell parent map ({} at L1)
+                                   construct.json   Cell parent map ({} at L1; no parameters_grad keys)
                                    overflow.json    [{name, origin, where, kind, step, rank[, entered]}],
                                                     detection order (``entered``: see monitor.py)
                                    dump_tensor_data/<entry>.<input|output>.<n>.npy
@@ -74,7 +74,8 @@ class Record:
             for forward entries, ``input``/``output`` for backward ones).
         stack: stack lines for stack.json (forward entries), or None.
         arrays: npy file name -> host array, for ``dump_tensor_data``.
-        parent: the enclosing Cell's entry for construct.json (L0), or None.
+        parent: the enclosing Cell's entry for construct.json (L0), or None;
+            not written for a ``parameters_grad`` record (msprobe lists none).
         construct: further construct.json links (L0: the entry's enclosing
             Cells up to the top one, so the recorded entry can be placed).
     """
@@ -289,7 +290,10 @@ class StepWriter:
             atomic_write("stack.json", _json_bytes(self.stacks), dir_fd=folder)
             for name, parent in record.construct.items():
                 self.construct.setdefault(name, parent)
-            if record.parent is not None or self.level in ("L0", "mix"):
+            if not record.name.endswith(".parameters_grad") and (record.parent is not None
+                                                                or self.level in ("L0", "mix")):
+                # msprobe lists no parameters_grad entry in construct.json (its
+                # graph builder puts it under the Cell's latest backward entry)
                 self.construct[record.name] = record.parent
             atomic_write("construct.json", _json_bytes(self.construct), dir_fd=folder)
             item = {"name": record.name, "origin": bool(record.origin), "where": record.where}

@@ -140,13 +140,13 @@ def test_console_script_is_the_fast_entry_point():
     assert script.value == "msprobe_lint.fastcli:main"
 
 
-def test_plain_lint_does_not_import_typer_or_jsonschema(tmp_path):
+def test_plain_lint_does_not_import_typer_jsonschema_or_jinja2(tmp_path):
     path = write_config(tmp_path, config())
     code = ("import sys; from msprobe_lint.fastcli import main\n"
             "try:\n    main(['lint', '--isolated', sys.argv[1]])\n"
             "except SystemExit as e:\n"
             "    heavy = sorted(m for m in sys.modules if m.split('.')[0] in "
-            "('typer', 'click', 'pydantic', 'rich', 'jsonschema', 'referencing'))\n"
+            "('typer', 'click', 'pydantic', 'rich', 'jsonschema', 'referencing', 'jinja2', 'markupsafe'))\n"
             "    print(e.code, heavy)\n")
     proc = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True)
     assert proc.stdout.splitlines()[-1] == "0 []"

@@ -1,5 +1,5 @@
-"""The schema ships inside the wheel, and a non-editable install works
-from another folder without the source tree."""
+"""The schema and the HTML report's template ship inside the wheel, and a
+non-editable install works from another folder without the source tree."""
 from __future__ import annotations
 
 import os
@@ -25,6 +25,7 @@ def test_wheel_carries_the_schema_and_lints_from_elsewhere(tmp_path):
     with zipfile.ZipFile(wheel) as archive:
         names = archive.namelist()
         assert "msprobe_lint/schema/msprobe-config.schema.json" in names
+        assert "msprobe_lint/templates/report.html.j2" in names
         archive.extractall(tmp_path / "site")
     cfg = write_config(tmp_path, config(level="l1"))
     env = dict(os.environ, PYTHONPATH=str(tmp_path / "site"))
@@ -35,3 +36,9 @@ def test_wheel_carries_the_schema_and_lints_from_elsewhere(tmp_path):
     schema = subprocess.run([sys.executable, "-c", "import sys, msprobe_lint.cli as c; c.main(['schema'])"],
                             capture_output=True, text=True, cwd=str(tmp_path), env=env, timeout=60)
     assert '"$schema"' in schema.stdout
+    html = tmp_path / "report.html"
+    page = subprocess.run([sys.executable, "-c", "import sys, msprobe_lint.cli as c; c.main(sys.argv[1:])", "report",
+                           str(REPO / "tests" / "data" / "report" / "probe-l0"), "-f", "html", "-o", str(html)],
+                          capture_output=True, text=True, cwd=str(tmp_path), env=env, timeout=60)
+    assert page.returncode == 0, page.stderr
+    assert "Cell.block.act.Scale.forward.0" in html.read_text(encoding="utf-8")

@@ -1,7 +1,8 @@
-"""`probe report`: msprobe_lint/report.py on hand-written dumps in
-tests/data/report/ (``ours``: probe_runtime's layout with overflow.json;
-``msprobe``: msprobe's own dump without it), on empty, missing, truncated
-and malformed dump paths."""
+"""`probe report`: msprobe_lint/report.py on the dumps in tests/data/report/
+(``ours``: hand-written, probe_runtime's layout with overflow.json;
+``msprobe``: hand-written, msprobe's layout without it; ``msprobe-l1`` and
+``msprobe-l0``: written by msprobe 8.1.2 itself, see the README there), on
+empty, missing, truncated and malformed dump paths."""
 from __future__ import annotations
 
 import io
@@ -52,6 +53,46 @@ def test_msprobe_layout_origin_unknown_where_from_stack():
     record = out.splitlines()[1].split()
     assert record == ["?", "Functional.exp.3", "API", "forward", "/work/train.py:57"]  # user frame, not site-packages
     assert "where it started is not known" in out.splitlines()[-1]
+
+
+# -- dumps msprobe 8.1.2 itself wrote (tests/data/report/make-real-dumps.sh) ----------
+MSPROBE_L1 = ["Functional.exp.0.forward", "Tensor.to.0.forward", "Tensor.__sub__.0.forward",
+              "Functional.square.0.forward", "Functional.shape.0.forward", "Functional.square.0.backward",
+              "Tensor.__sub__.0.backward", "Tensor.to.0.backward", "Functional.exp.0.backward"]
+MSPROBE_L0 = ["Cell.block.act.Scale.forward.0", "Cell.block.Block.forward.0", "Cell.head.Dense.forward.0",
+              "Cell.head.Dense.parameters_grad", "Cell.head.Dense.backward.0", "Cell.block.act.Scale.backward.0",
+              "Cell.block.fc.Dense.parameters_grad", "Cell.block.Block.backward.0", "Cell.block.fc.Dense.backward.0"]
+
+
+@pytest.mark.parametrize("folder, names", [("msprobe-l1", MSPROBE_L1), ("msprobe-l0", MSPROBE_L0)])
+def test_dumps_written_by_msprobe_itself(folder, names):
+    """msprobe's overflow_check dumps (no overflow.json): every dump.json entry
+    in file order (msprobe's detection order), origin unknown, the user's
+    file:line from msprobe's stack.json (its frames are not innermost-first and
+    include msprobe's and MindSpore's own), the offending statistics."""
+    status, out, err = report(DATA / folder)
+    assert status == 0 and err == ""
+    data = strict_json(report(DATA / folder, "json")[1])
+    assert [r["name"] for r in data["records"]] == names
+    assert all(r["origin"] is None and (r["step"], r["rank"]) == (0, None) for r in data["records"])
+    first = data["records"][0]
+    assert first["where"].endswith("tools/make_dumps.py:47" if folder == "msprobe-l1" else "tools/make_dumps.py:57")
+    assert "site-packages" not in json.dumps([r["where"] for r in data["records"]])
+    assert first["tensors"][0]["where"] == "output[0]" and first["tensors"][0]["Max"] == "inf"
+    assert data["started"] is None
+    lines = out.splitlines()
+    assert lines[0].startswith("step0/rank ")
+    assert lines[1].split()[:4] == ["?", names[0].replace(".forward", ""), "Cell" if "l0" in folder else "API",
+                                    "forward"]
+    assert f"First recorded overflow in step0/rank: {names[0]}" in lines[-1]
+    assert "where it started is not known" in lines[-1]
+
+
+def test_msprobe_l0_parameter_gradients():
+    data = strict_json(report(DATA / "msprobe-l0", "json")[1])
+    grads = {r["name"]: r for r in data["records"] if r["direction"] == "parameters_grad"}
+    assert sorted(t["where"] for t in grads["Cell.block.fc.Dense.parameters_grad"]["tensors"]) == ["bias[0]",
+                                                                                                  "weight[0]"]
 
 
 def test_json_is_strict():

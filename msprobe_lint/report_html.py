@@ -1,0 +1,241 @@
+"""``probe report --format html``: the report as one self-contained HTML page.
+
+The page is meant to be opened in a browser or attached to a bug report: it
+holds everything inline (CSS in a ``<style>`` element, no script, no font,
+image or link to anything outside the file). It shows, from the same
+:class:`~msprobe_lint.report.Dump` the text report reads:
+
+* the summary line and the first origin (earliest step, lowest rank) in a
+  highlighted box that links to its record;
+* per step and rank, in execution order, every record with its mark
+  (ORIGIN, carried, unknown), kind, direction, the user's ``file:line`` and
+  the statistics of every tensor of its dump.json entry (non-finite values
+  marked);
+* for a folder whose ``construct.json`` is not empty (level L0 or mix), the
+  Cell tree it describes, with the path from the top Cell down to that
+  folder's first origin (else its first record) marked;
+* files that could not be read whole.
+
+The page is rendered with Jinja2 (autoescaping on: names and paths from a
+dump are data, never markup) from ``templates/report.html.j2`` inside the
+package. Jinja2 is imported only here, and this module only when an HTML
+report is asked for, so ``probe lint`` never loads it.
+"""
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Optional
+
+from . import __version__
+from .report import (Dump, Record, Tensor, _fmt, _load, _place, _Unreadable, summary_line)
+
+TEMPLATE = "report.html.j2"
+
+
+class HtmlUnavailable(RuntimeError):
+    """Jinja2 (needed for the HTML report) is not installed."""
+
+
+@dataclass
+class CellNode:
+    """One node of a folder's Cell tree (a construct.json key or a parent
+    named only as a value)."""
+
+    name: str
+    children: list["CellNode"] = field(default_factory=list)
+    on_path: bool = False
+    target: bool = False
+    record: Optional[Record] = None
+    anchor: Optional[str] = None
+
+
+@dataclass
+class Group:
+    """The records of one step and rank folder, with its Cell tree."""
+
+    place: str
+    folder: str
+    records: list[Record]
+    tree: list[CellNode]
+    target: Optional[str]
+    tree_problem: Optional[str] = None
+
+
+def _anchors(dump: Dump) -> dict[int, str]:
+    """A page-unique id per record (``id(record)`` -> ``rec-<n>``, n its
+    position in execution order: a step and rank can have two folders,
+    ``graph/`` and ``pynative/``)."""
+    return {id(record): f"rec-{n}" for n, record in enumerate(dump.records)}
+
+
+_BACKWARD_INDEX = re.compile(r"^(?P<cell>.+)\.backward\.(?P<n>\d+)$")
+
+
+def cell_tree(construct: dict, target: Optional[str], names: Iterable[str] = ()) -> list[CellNode]:
+    """The Cell tree of a construct.json parent map (``{entry: parent entry
+    or null}``, msprobe's layout), top Cells first, children in file order.
+
+    ``names`` are further entries to place: a ``<Cell>.parameters_grad``
+    entry, which construct.json does not list (msprobe's layout), goes under
+    ``<Cell>.backward.<highest n>`` when construct.json has one, as msprobe's
+    graph builder places it. ``target`` (an entry name) and its ancestors are
+    marked ``on_path``; a cycle in the map (malformed file) is cut where it
+    closes.
+    """
+    nodes: dict[str, CellNode] = {}
+
+    def node(name: str) -> CellNode:
+        if name not in nodes:
+            nodes[name] = CellNode(name)
+        return nodes[name]
+
+    parents: dict[str, Optional[str]] = {}
+    for name, parent in construct.items():
+        parents[str(name)] = str(parent) if isinstance(parent, str) and parent else None
+        node(str(name))
+    latest_backward: dict[str, tuple[int, str]] = {}
+    for name in parents:
+        match = _BACKWARD_INDEX.match(name)
+        if match and int(match.group("n")) >= latest_backward.get(match.group("cell"), (-1, ""))[0]:
+            latest_backward[match.group("cell")] = (int(match.group("n")), name)
+    for name in names:
+        if name not in parents and name.endswith(".parameters_grad"):
+            owner = latest_backward.get(name[: -len(".parameters_grad")])
+            if owner is not None:
+                parents[name] = owner[1]
+                node(name)
+    roots: list[CellNode] = []
+    for name, parent in parents.items():
+        if parent is None or parent == name or _reaches(parents, parent, name):
+            roots.append(nodes[name])
+        else:
+            node(parent).children.append(nodes[name])
+    for name in list(nodes):
+        if name not in parents and nodes[name] not in roots:  # a parent named only as a value
+            roots.append(nodes[name])
+    if target in nodes:
+        nodes[target].target = True
+        seen: set[str] = set()
+        current: Optional[str] = target
+        while current is not None and current not in seen:
+            seen.add(current)
+            if current in nodes:
+                nodes[current].on_path = True
+            current = parents.get(current)
+    return roots
+
+
+def _reaches(parents: dict, start: str, goal: str) -> bool:
+    """True when following parents from ``start`` comes back to ``goal`` (a cycle)."""
+    seen: set[str] = set()
+    current: Optional[str] = start
+    while current is not None and current not in seen:
+        if current == goal:
+            return True
+        seen.add(current)
+        current = parents.get(current)
+    return False
+
+
+def _contains(tree: list[CellNode], name: str) -> bool:
+    stack = list(tree)
+    while stack:
+        current = stack.pop()
+        if current.name == name:
+            return True
+        stack.extend(current.children)
+    return False
+
+
+def _attach(tree: list[CellNode], records: list[Record], anchors: dict[int, str]) -> None:
+    by_name = {r.name: r for r in records}
+    stack = list(tree)
+    while stack:
+        current = stack.pop()
+        record = by_name.get(current.name)
+        if record is not None:
+            current.record = record
+            current.anchor = anchors[id(record)]
+        stack.extend(current.children)
+
+
+def _groups(dump: Dump, anchors: dict[int, str]) -> list[Group]:
+    groups: list[Group] = []
+    for record in dump.records:
+        place = _place(record)
+        if not groups or groups[-1].place != place or groups[-1].folder != record.folder:
+            groups.append(Group(place, record.folder, [], [], None))
+        groups[-1].records.append(record)
+    for group in groups:
+        path = Path(group.folder) / "construct.json"
+        if not path.exists():
+            continue
+        try:
+            construct, _ = _load(path, [], "construct")
+        except _Unreadable as err:
+            group.tree_problem = f"{path}: {err}"
+            continue
+        if not isinstance(construct, dict):
+            group.tree_problem = f"{path}: not a JSON object"
+            continue
+        if not construct:
+            continue  # level L1: no Cell tree
+        first = next((r for r in group.records if r.origin), group.records[0])
+        group.tree = cell_tree(construct, first.name, [r.name for r in group.records])
+        group.target = first.name if _contains(group.tree, first.name) else None
+        _attach(group.tree, group.records, anchors)
+    return groups
+
+
+def _shape(tensor: Tensor) -> str:
+    if isinstance(tensor.shape, list):
+        return "[" + ", ".join(str(d) for d in tensor.shape) + "]"
+    return _fmt(tensor.shape)
+
+
+def _value_class(value: Any) -> str:
+    if isinstance(value, float) and not math.isfinite(value):
+        return "nan" if math.isnan(value) else "inf"
+    return ""
+
+
+def _environment(anchors: dict[int, str]):
+    try:
+        import jinja2
+    except ImportError:
+        raise HtmlUnavailable("the HTML report needs Jinja2, which is not installed: "
+                              "pip install 'jinja2>=3.1'") from None
+    env = jinja2.Environment(loader=jinja2.PackageLoader("msprobe_lint", "templates"),
+                             autoescape=True, undefined=jinja2.StrictUndefined,
+                             trim_blocks=True, lstrip_blocks=True)
+    env.filters["fmt"] = _fmt
+    env.filters["shape"] = _shape
+    env.filters["value_class"] = _value_class
+    env.filters["anchor"] = lambda record: anchors[id(record)]
+    env.filters["place"] = _place
+    return env
+
+
+def render_html(dump: Dump, status: int, message: Optional[str] = None) -> str:
+    """The whole page as a string (UTF-8 text, ``<!DOCTYPE html>`` first).
+
+    Args:
+        dump: what :func:`msprobe_lint.report.read_dump` read.
+        status: the report's exit status (0 records shown, 1 none, 2 unreadable).
+        message: the reason when nothing could be shown.
+
+    Raises:
+        HtmlUnavailable: Jinja2 is not installed.
+    """
+    anchors = _anchors(dump)
+    env = _environment(anchors)
+    started = dump.started
+    groups = _groups(dump, anchors)
+    return env.get_template(TEMPLATE).render(
+        dump=dump, groups=groups, started=started, status=status,
+        message=message or summary_line(dump), stats=("Max", "Min", "Mean", "Norm"),
+        folders=len(groups), version=__version__,
+    )
