@@ -7,9 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import SHARED, config, run_probe, write_config
-
-SARIF_SCHEMA = SHARED / "data" / "sarif-schema-2.1.0.json"
+from conftest import REPO, SARIF_SCHEMA, SHARED_CASES, config, run_probe, write_config
 
 
 @pytest.fixture(scope="module")
@@ -126,13 +124,25 @@ def test_clean_syntax_and_unreadable_files(tmp_path, sarif_validator):
     assert log["runs"][0]["invocations"] == [{"executionSuccessful": False}]
 
 
-def test_every_shared_case_gives_a_valid_log(sarif_validator):
+def assert_valid_log_for(validator, paths: list[str]) -> None:
     from msprobe_lint.api import LintOptions, lint_paths
     from msprobe_lint.reporters.sarif import build_log
 
-    paths = sorted(str(p) for p in (SHARED / "cases" / "lint").glob("*/config.json"))
     run = lint_paths(paths, LintOptions(isolated=True, mode="graph"))
     log = build_log(run.results)
-    assert_valid(sarif_validator, log)
+    assert_valid(validator, log)
     assert len(log["runs"][0]["results"]) == sum(len(r.diagnostics) for r in run.results) > 20
     json.dumps(log, allow_nan=False)
+
+
+def test_every_golden_case_config_gives_a_valid_log(sarif_validator):
+    paths = sorted(str(p) for p in (REPO / "tests" / "cases").glob("*/*.json")
+                   if p.name != "expected.json")
+    assert len(paths) > 80
+    assert_valid_log_for(sarif_validator, paths)
+
+
+@pytest.mark.shared
+def test_every_shared_case_gives_a_valid_log(sarif_validator):
+    assert_valid_log_for(sarif_validator, sorted(str(p) for p in (SHARED_CASES / "lint").glob("*/config.json")))
+
