@@ -74,3 +74,28 @@ def test_malformed_case_is_refused(tmp_path):
     (folder / "case.toml").write_text('args = ["config.json"]\n')
     with pytest.raises(golden.CaseError, match="pyproject.toml"):
         golden.load_case(folder)
+
+
+def test_expected_files_round_trip_and_regen_refuses_unknown_cases(tmp_path):
+    import subprocess
+    import sys
+
+    from conftest import REPO, config, write_config
+
+    folder = tmp_path / "cases" / "sample"
+    folder.mkdir(parents=True)
+    (folder / "case.toml").write_text('description = "x"\nargs = ["config.json", "--isolated"]\nformat = "text"\n')
+    write_config(folder, config(level="l1"))
+    case = golden.load_case(folder)
+    outcome = golden.run(case, tmp_path)
+    assert outcome.exit == 1 and "PL103" in outcome.stdout and "@CASE@" not in outcome.stdout
+    assert golden.write_expected(case, outcome) is True
+    assert golden.load_expected(case) == outcome and golden.write_expected(case, outcome) is False
+    (folder / "case.toml").write_text('description = "x"\nargs = ["config.json", "--isolated"]\n')
+    case = golden.load_case(folder)
+    outcome = golden.run(case, tmp_path / "again")
+    assert outcome.diagnostics == ['config.json:6:14: PL103 error "/level"']
+    assert golden.write_expected(case, outcome) is True and not (folder / "expected.stdout").exists()
+    proc = subprocess.run([sys.executable, str(REPO / "tools" / "regen_cases.py"), "no-such-case"],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and "no such case: no-such-case" in proc.stderr
