@@ -31,9 +31,12 @@ SHARED_MISSING = (f"needs ../shared (the shared case collection beside the repos
 
 
 def pytest_collection_modifyitems(config, items):
-    """Skip the ``shared``-marked tests when ../shared is absent."""
+    """Skip the ``shared``-marked tests when ../shared is absent (CI sets
+    PROBE_REQUIRE_SHARED=1: there its absence stops the run instead)."""
     if SHARED_CASES.is_dir() and SHARED_TOOLS.is_dir():
         return
+    if os.environ.get("PROBE_REQUIRE_SHARED") and any(item.get_closest_marker("shared") for item in items):
+        raise pytest.UsageError(f"PROBE_REQUIRE_SHARED is set but {SHARED} has no cases/ and tools/")
     skip = pytest.mark.skip(reason=SHARED_MISSING)
     for item in items:
         if item.get_closest_marker("shared"):
