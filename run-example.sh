@@ -11,6 +11,9 @@ echo "== 1. probe lint on a config with mistakes (expected: errors, exit 1)"
 $PROBE lint examples/lint/mistakes.json --isolated
 echo "   exit status: $?"
 echo
+echo "== 1b. what probe lint --fix would change in it (--diff writes nothing; the rest is for you)"
+$PROBE lint examples/lint/mistakes.json --isolated --diff
+echo
 echo "== 2. probe lint on a clean config (expected: exit 0)"
 $PROBE lint examples/lint/clean.json --isolated --mode pynative --framework mindspore || exit 1
 echo

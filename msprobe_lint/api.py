@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Optional
 
 from .context import Fact, build_context, environment_facts, normalise
-from .diagnostic import Severity
+from .diagnostic import Diagnostic, Severity
 from .engine import Result, Selection, exit_status, lint_file
 
 
@@ -152,3 +152,121 @@ def lint_paths(paths: list[str], options: Optional[LintOptions] = None) -> LintR
         file_selection = project.selection_for(path, selection) if project else selection
         results.append(lint_file(path, context, selection=file_selection, raw=raw))
     return LintRun(results, exit_status(results, strict=options.strict))
+
+
+def lint_text(text: str, path: str = "<text>", options: Optional[LintOptions] = None) -> Result:
+    """Lint a config held in memory (an editor's buffer) as if it were the
+    file ``path``: the same engine, and the ``[tool.probe-lint]`` settings
+    of the nearest pyproject.toml above ``path`` (which need not exist).
+
+    Args:
+        text: the config's text (a leading byte-order mark is reported as
+            in a file).
+        path: where the text belongs; shown in diagnostics, and the start
+            of the settings look-up and of per-file ignores.
+    Raises:
+        UsageError: see :func:`prepare`.
+    """
+    options = options or LintOptions()
+    context, selection, project = prepare(options, first_path=path)
+    file_selection = project.selection_for(path, selection) if project else selection
+    return lint_file(path, context, selection=file_selection, raw=text.encode("utf-8", "surrogatepass"))
+
+
+@dataclass
+class FixOutcome:
+    """What ``--fix``/``--diff`` did to one file.
+
+    Attributes:
+        path: the config.
+        before, after: its text before and after the fixes (equal when
+            nothing was fixed).
+        applied: the diagnostics whose fix was applied, in order.
+        skipped: why the file was not fixed (a soft link, unreadable,
+            not UTF-8, does not parse), or None.
+        written: True when the file on disk was rewritten.
+    """
+
+    path: str
+    before: str = ""
+    after: str = ""
+    applied: list[Diagnostic] = field(default_factory=list)
+    skipped: Optional[str] = None
+    written: bool = False
+
+    def diff(self) -> str:
+        """Unified diff of the fixes ("" when nothing changes)."""
+        from .fixes import unified_diff
+
+        return unified_diff(self.before, self.after, self.path, f"{self.path} (fixed)")
+
+
+def fix_paths(paths: list[str], options: Optional[LintOptions] = None, *, unsafe: bool = False,
+              write: bool = True) -> tuple[LintRun, list[FixOutcome]]:
+    """Apply the fixes to every path (``probe lint --fix``; ``write=False``
+    is ``--diff``), then lint what is left.
+
+    A file is rewritten (atomically, keeping its mode) only when it parsed,
+    a fix applied, it is not a soft link, and its bytes are still those
+    that were linted (an editor saving meanwhile is not overwritten). Fixing repeats (re-lint,
+    fix again) up to :data:`fixes.MAX_ROUNDS` times.
+
+    Returns:
+        (the run over the fixed texts, whose status reflects what remains;
+        one FixOutcome per file linted).
+    Raises:
+        UsageError: see :func:`prepare`.
+    """
+    import os
+
+    from .fixes import fix_text
+    from .loader import read_bytes, write_atomic
+    from .sniff import looks_like_msprobe
+
+    options = options or LintOptions()
+    context, selection, project = prepare(options, first_path=paths[0] if paths else None)
+    results: list[Result] = []
+    outcomes: list[FixOutcome] = []
+    for path in paths:
+        raw, _ = read_bytes(path)
+        if options.only_msprobe and raw is not None and not looks_like_msprobe(raw):
+            continue
+        file_selection = project.selection_for(path, selection) if project else selection
+        outcome = FixOutcome(path)
+        outcomes.append(outcome)
+        text = None
+        if raw is None:
+            outcome.skipped = "cannot be read"
+        else:
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                outcome.skipped = "is not UTF-8"
+        if text is None:
+            results.append(lint_file(path, context, selection=file_selection, raw=raw))
+            continue
+
+        def lint(candidate: str, path: str = path, file_selection: Selection = file_selection) -> list:
+            return lint_file(path, context, selection=file_selection, raw=candidate.encode("utf-8")).diagnostics
+
+        outcome.before = text
+        if os.path.islink(path):
+            outcome.after = text
+            outcome.skipped = "is a soft link; not rewritten (fix the file it points to)"
+            remaining = lint(text)
+        else:
+            outcome.after, outcome.applied, remaining = fix_text(text, lint, unsafe=unsafe)
+            if any(d.code in ("PL001", "PL003", "PL007") for d in remaining) and not outcome.applied:
+                outcome.skipped = "does not parse as an msprobe config; nothing fixed"
+        if write and outcome.after != outcome.before:
+            try:
+                if read_bytes(path)[0] != raw:  # saved by someone else meanwhile: theirs wins
+                    raise OSError(f"{path} changed while it was being fixed")
+                write_atomic(path, outcome.after)
+                outcome.written = True
+            except OSError as err:
+                outcome.skipped = f"not rewritten: {err.strerror or err}"
+                remaining = lint(text)
+                outcome.after, outcome.applied = text, []
+        results.append(Result(path, remaining))
+    return LintRun(results, exit_status(results, strict=options.strict)), outcomes

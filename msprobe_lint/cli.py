@@ -85,6 +85,10 @@ EXTEND = typer.Option([], "--extend-select", help="Add these codes to the select
 CONFIG_FILE = typer.Option(None, "--config-file", help="Read [tool.probe-lint] from this file.")
 ONLY_MSPROBE = typer.Option(False, "--only-msprobe",
                             help="Skip JSON files that are clearly not msprobe configs (for pre-commit).")
+FIX = typer.Option(False, "--fix", help="Apply the safe fixes in place, then report what is left.")
+UNSAFE_FIXES = typer.Option(False, "--unsafe-fixes",
+                            help="With --fix or --diff: apply the unsafe fixes too (they may change what the job does).")
+DIFF = typer.Option(False, "--diff", help="Print the fixes as a unified diff; write nothing.")
 
 
 def build_options(**kw):
@@ -109,7 +113,7 @@ def lint(
     script: Optional[str] = SCRIPT, check_fs: bool = CHECK_FS, cwd: Optional[str] = CWD,
     isolated: bool = ISOLATED, strict: bool = STRICT, select: List[str] = SELECT, ignore: List[str] = IGNORE,
     extend_select: List[str] = EXTEND, config_file: Optional[str] = CONFIG_FILE,
-    only_msprobe: bool = ONLY_MSPROBE,
+    only_msprobe: bool = ONLY_MSPROBE, fix: bool = FIX, unsafe_fixes: bool = UNSAFE_FIXES, diff: bool = DIFF,
 ) -> None:
     """Check msprobe config.json files: every problem at once, with a rule code and a fix."""
     from .fastcli import run_lint  # the same body the typer-free `probe lint` runs
@@ -119,7 +123,8 @@ def lint(
                             msprobe_version=msprobe_version, script=script, check_fs=check_fs, cwd=cwd, isolated=isolated, strict=strict, select=select,
                             ignore=ignore, extend_select=extend_select, config_file=config_file,
                             only_msprobe=only_msprobe)
-    raise typer.Exit(run_lint(paths, options, format=format.value, output=output))
+    raise typer.Exit(run_lint(paths, options, format=format.value, output=output, fix=fix,
+                              unsafe_fixes=unsafe_fixes, diff=diff))
 
 
 @app.command()
@@ -144,15 +149,7 @@ def explain(code: str = typer.Argument(..., help="A rule code such as PL201, or 
 
         close = get_close_matches(code.upper(), list(rules_by_code), n=1)
         raise fail(f"unknown rule {code!r}" + (f"; did you mean {close[0]}?" if close else "; see `probe rules`"))
-    typer.echo(f"{info.code} {info.name} ({info.severity.value}, {info.family})\n")
-    typer.echo(f"{info.summary}.\n")
-    typer.echo(info.rationale + "\n")
-    typer.echo("Bad:\n" + _indent(info.section("Bad")) + "\n")
-    typer.echo("Good:\n" + _indent(info.section("Good")))
-
-
-def _indent(text: str) -> str:
-    return "\n".join("    " + line for line in text.splitlines())
+    typer.echo(info.explanation())
 
 
 @app.command()
@@ -213,6 +210,17 @@ def migrate(
         typer.echo(f"{config}: rewritten ({len(migration.changes)} rename(s))", err=True)
     else:
         typer.echo(f"{config}: {len(migration.changes)} rename(s); run again with --write to apply", err=True)
+
+
+@app.command()
+def server(
+    stdio: bool = typer.Option(True, "--stdio", help="Talk LSP over stdin/stdout (the only transport)."),
+) -> None:
+    """Language server (LSP over stdio) for editors: the lint findings as you type, fixes as code actions.
+    Needs the lsp extra: pip install 'msprobe-lint[lsp]'."""
+    from .server import main as server_main
+
+    raise typer.Exit(server_main())
 
 
 class ReportFormat(str, Enum):

@@ -20,6 +20,104 @@ class Severity(str, Enum):
 
 
 @dataclass(frozen=True)
+class Edit:
+    """One text replacement in a config file.
+
+    Attributes:
+        start, end: character (code point) offsets into the file's decoded
+            text, a byte-order mark counted as one character; ``end`` is
+            exclusive, ``start == end`` inserts.
+        text: the new text for ``[start, end)``.
+        line, column, end_line, end_column: the same range as 1-based
+            lines and columns (code points, end exclusive; lines end at
+            ``\\n``), for reporters and editors.
+        pointer: the JSON pointer of the key or value edited, or None.
+    """
+
+    start: int
+    end: int
+    text: str
+    line: int = 1
+    column: int = 1
+    end_line: int = 1
+    end_column: int = 1
+    pointer: Optional[str] = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``--format json`` shape of one edit."""
+        return {"pointer": self.pointer, "start": self.start, "end": self.end, "line": self.line,
+                "column": self.column, "end_line": self.end_line, "end_column": self.end_column,
+                "text": self.text}
+
+
+@dataclass(frozen=True)
+class Fix:
+    """An exact replacement that resolves a diagnostic.
+
+    Attributes:
+        description: what the fix does, e.g. ``rename 'overflow_number' to
+            'overflow_nums'``.
+        edits: non-overlapping edits, applied all together or not at all.
+        safe: True when the fix only writes what the user plainly meant
+            (``probe lint --fix`` applies it); False when it changes what
+            the job does (applied only with ``--unsafe-fixes``).
+    """
+
+    description: str
+    edits: tuple[Edit, ...]
+    safe: bool = True
+
+    @property
+    def applicability(self) -> str:
+        """``"safe"`` or ``"unsafe"``."""
+        return "safe" if self.safe else "unsafe"
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``--format json`` shape of one fix."""
+        return {"description": self.description, "applicability": self.applicability,
+                "edits": [e.to_dict() for e in self.edits]}
+
+
+@dataclass(frozen=True)
+class FixSpec:
+    """A fix as a rule states it, in terms of the parsed config (the
+    engine turns it into a :class:`Fix` with text offsets).
+
+    ``ops`` is a tuple of operations, each a tuple:
+
+    * ``("value", pointer, json_text)``: replace the value at ``pointer``
+      with ``json_text`` (already JSON-encoded);
+    * ``("key", pointer, new_key)``: rename the key at ``pointer``;
+    * ``("remove", pointer)``: remove the object member or array item at
+      ``pointer`` together with the comma that separates it;
+    * ``("move", pointer, location)``: move the object member at
+      ``pointer`` into the top-level object (``location`` ``""``) or the
+      top-level section ``location`` (created in place when absent);
+    * ``("remove-member-at", offset)``: remove the object member whose
+      key starts at character ``offset`` of the parsed text (a repeated
+      key, which no pointer can name);
+    * ``("bom",)``: remove the file's byte-order mark.
+    """
+
+    description: str
+    ops: tuple[tuple, ...]
+    safe: bool = True
+
+
+def remove(ptr: str, description: str, *, safe: bool = True) -> FixSpec:
+    """The fix removing the key (with its value) or list item at ``ptr``."""
+    return FixSpec(description, (("remove", ptr),), safe)
+
+
+def set_value(ptr: str, value: Any, description: str, *, safe: bool = True) -> FixSpec:
+    """The fix replacing the value at ``ptr`` with ``value`` (a Python
+    value, written as JSON with non-ASCII kept)."""
+    import json
+
+    return FixSpec(description, (("value", ptr, json.dumps(value, ensure_ascii=False)),), safe)
+
+
+@dataclass(frozen=True)
 class Diagnostic:
     """One finding.
 
@@ -35,6 +133,8 @@ class Diagnostic:
             findings in a script or about the whole file.
         end_line, end_column: end of the offending range (exclusive column),
             when known.
+        fix: the exact replacement that resolves it, when the rule knows
+            one (see :class:`Fix`), else None.
     """
 
     path: str
@@ -48,6 +148,7 @@ class Diagnostic:
     end_line: Optional[int] = None
     end_column: Optional[int] = None
     extra: tuple = field(default=(), compare=False)
+    fix: Optional[Fix] = field(default=None, compare=False)
 
     def with_severity(self, severity: Severity) -> "Diagnostic":
         """Return a copy graded ``severity``."""
@@ -70,6 +171,7 @@ class Diagnostic:
             "message": self.message,
             "hint": self.hint,
             "pointer": self.pointer,
+            "fix": self.fix.to_dict() if self.fix else None,
         }
 
 
@@ -82,6 +184,7 @@ class Finding:
     (``"value"``). Script rules give ``line``/``column`` and ``path``
     directly instead of a pointer. ``severity`` overrides the rule's default
     for this one finding (e.g. PL202 is a warning when jit_level is unknown).
+    ``fix`` is the replacement the rule knows, if any (see :class:`FixSpec`).
     """
 
     code: str
@@ -93,3 +196,4 @@ class Finding:
     path: Optional[str] = None
     line: Optional[int] = None
     column: Optional[int] = None
+    fix: Optional[FixSpec] = None

@@ -7,13 +7,15 @@ Positions are computed from the text only for what is reported.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Mapping, Optional
 
 from .config import ConfigView
 from .context import Context
 from .diagnostic import Diagnostic, Finding, Severity
+from .fixes import resolve
 from .loader import Document, load
+from .positions import split
 from .rules.registry import RuleInfo, load_all, matches
 
 
@@ -87,9 +89,17 @@ def lint_file(path: str, context: Optional[Context] = None, *, selection: Option
         data = dict(doc.data)
         if overrides:
             data.update({k: v for k, v in overrides.items() if v is not None})
-        findings.extend(check_data(data, context, selection=selection, path=path, skip=doc.nonfinite))
+        found = check_data(data, context, selection=selection, path=path, skip=doc.nonfinite)
+        if overrides:  # a value given in code, not the file's: no edit of the file fixes it
+            found = [replace(f, fix=None) if f.fix and _overridden(f.pointer, overrides) else f for f in found]
+        findings.extend(found)
     findings.extend(extra_findings)
     return Result(path, to_diagnostics(findings, doc, selection), unreadable=doc.unreadable)
+
+
+def _overridden(ptr: Optional[str], overrides: Mapping[str, Any]) -> bool:
+    tokens = split(ptr or "")
+    return bool(tokens) and overrides.get(tokens[0]) is not None
 
 
 def check_data(data: dict, context: Context, *, selection: Selection, path: str = "<config>",
@@ -148,7 +158,8 @@ def to_diagnostics(findings: Iterable[Finding], doc: Optional[Document], selecti
                                 code=finding.code, severity=severity, message=_encodable(finding.message) or "",
                                 hint=_encodable(finding.hint),
                                 pointer=_encodable(finding.pointer) if finding.path is None else None,
-                                end_line=end_line, end_column=end_column)
+                                end_line=end_line, end_column=end_column,
+                                fix=resolve(finding.fix, doc) if finding.fix is not None else None)
         out.setdefault((diagnostic.path, line, column, diagnostic.code, diagnostic.message), diagnostic)
     return sorted(out.values(), key=Diagnostic.sort_key)
 

@@ -45,6 +45,9 @@ LINT_OPTIONS: dict[str, tuple[str, Any]] = {
     "--extend-select": ("extend_select", "multi"),
     "--config-file": ("config_file", "str"),
     "--only-msprobe": ("only_msprobe", "flag"),
+    "--fix": ("fix", "flag"),
+    "--unsafe-fixes": ("unsafe_fixes", "flag"),
+    "--diff": ("diff", "flag"),
 }
 _POSINT = re.compile(r"[1-9][0-9]{0,8}")
 
@@ -119,21 +122,36 @@ def _fail(message: str, status: int = 2) -> int:
     return status
 
 
-def run_lint(paths: list[str], options: Any, *, format: str = "text", output: Optional[str] = None) -> int:
+def run_lint(paths: list[str], options: Any, *, format: str = "text", output: Optional[str] = None,
+             fix: bool = False, unsafe_fixes: bool = False, diff: bool = False) -> int:
     """Lint, print or write the report, return the exit status (the body
-    of ``probe lint``; usage errors print ``probe: error: ...`` and give 2)."""
-    from .api import UsageError, lint_paths
+    of ``probe lint``; usage errors print ``probe: error: ...`` and give 2).
+
+    ``fix`` applies the safe fixes (``unsafe_fixes`` the unsafe ones too),
+    reports on stderr what was fixed, then reports what remains; ``diff``
+    prints the fixes as a unified diff instead and writes nothing (status
+    1 when there is something to fix, else that of the plain lint)."""
+    from .api import UsageError, fix_paths, lint_paths
     from .reporters import get
 
     if output is not None and any(os.path.exists(p) and os.path.exists(output) and os.path.samefile(p, output)
                                   for p in paths):
         return _fail(f"--output {output} is one of the files being linted; it would be overwritten")
+    if unsafe_fixes and not (fix or diff):
+        return _fail("--unsafe-fixes goes with --fix or --diff")
     try:
-        run = lint_paths(paths, options)
+        if fix or diff:
+            run, outcomes = fix_paths(paths, options, unsafe=unsafe_fixes, write=not diff)
+        else:
+            run = lint_paths(paths, options)
     except UsageError as err:
         return _fail(str(err))
-    color = output is None and sys.stdout.isatty()
-    text = get(format)(run.results, color=color)
+    if fix or diff:
+        _say_fixed(outcomes, diff)
+    if diff:
+        text = "".join(outcome.diff() for outcome in outcomes)
+    else:
+        text = get(format)(run.results, color=output is None and sys.stdout.isatty())
     if output is None:
         sys.stdout.write(text)
         sys.stdout.flush()
@@ -143,7 +161,26 @@ def run_lint(paths: list[str], options: Any, *, format: str = "text", output: Op
                 handle.write(text)
         except OSError as err:
             return _fail(f"cannot write {output}: {err.strerror or err}")
+    if diff and any(o.applied for o in outcomes) and run.status != 2:
+        return 1
     return run.status
+
+
+def _say_fixed(outcomes: list, diff: bool) -> None:
+    """On stderr: per file, what ``--fix`` fixed (or why not); for
+    ``--diff``, how many findings it would fix."""
+    for outcome in outcomes:
+        if outcome.skipped:
+            sys.stderr.write(f"probe: {outcome.path}: {outcome.skipped}\n")
+        if outcome.applied and not diff:
+            codes = ", ".join(f"{d.code} {d.fix.description}" for d in outcome.applied)
+            sys.stderr.write(f"{outcome.path}: fixed {len(outcome.applied)}: {codes}\n")
+    changed = sum(bool(o.applied) for o in outcomes)
+    fixes = sum(len(o.applied) for o in outcomes)
+    if diff and changed:
+        sys.stderr.write(f"Would fix {fixes} finding{'s' if fixes != 1 else ''} in {changed} "
+                         f"file{'s' if changed != 1 else ''}.\n")
+    sys.stderr.flush()
 
 
 class _QuietFlush:
@@ -182,11 +219,12 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
 
     format = values.pop("format", "text")
     output = values.pop("output", None)
+    fixing = {key: values.pop(key, False) for key in ("fix", "unsafe_fixes", "diff")}
     for key in ("select", "ignore", "extend_select"):
         if key in values:
             values[key] = tuple(values[key])
     try:
-        status = run_lint(paths, LintOptions(**values), format=format, output=output)
+        status = run_lint(paths, LintOptions(**values), format=format, output=output, **fixing)
     except KeyboardInterrupt:
         status = 130
     except BrokenPipeError:

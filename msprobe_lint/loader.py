@@ -16,7 +16,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from .diagnostic import Finding
+from .diagnostic import Finding, FixSpec
 from .positions import PositionMap, line_col, pointer, split
 
 MAX_BYTES = 10 * 1024 * 1024
@@ -48,6 +48,8 @@ class Document:
         fatal: True when nothing else may run on the file.
         unreadable: True for PL006 (the run exits 2).
         nonfinite: pointers of NaN/Infinity values.
+        bom: True when the file started with a UTF-8 byte-order mark (not
+            part of ``text``).
     """
 
     path: str
@@ -57,6 +59,7 @@ class Document:
     fatal: bool = False
     unreadable: bool = False
     nonfinite: list[str] = field(default_factory=list)
+    bom: bool = False
     _positions: Optional[PositionMap] = None
 
     @property
@@ -96,6 +99,35 @@ def read_bytes(path: str) -> tuple[Optional[bytes], Optional[str]]:
     return raw, None
 
 
+def write_atomic(path: str, text: str) -> None:
+    """Replace the file ``path`` with ``text`` (UTF-8, line endings as
+    given) atomically: a temporary file in the same folder, given the
+    file's mode, then renamed over it; a failure leaves the file as it
+    was.
+
+    Raises:
+        OSError: the folder is not writable, or ``path`` is a soft link
+            (never written through: the rename would replace the link
+            itself, and the file it points to may be shared).
+    """
+    import tempfile
+
+    if os.path.islink(path):
+        raise OSError(f"{path} is a soft link; not rewritten (edit the file it points to)")
+    folder = os.path.dirname(os.path.abspath(path))
+    mode = os.stat(path).st_mode & 0o7777
+    handle, temporary = tempfile.mkstemp(prefix=".probe-", suffix=".tmp", dir=folder)
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8", newline="") as out:
+            out.write(text)
+        os.chmod(temporary, mode)
+        os.replace(temporary, path)
+    except BaseException:
+        if os.path.exists(temporary):
+            os.unlink(temporary)
+        raise
+
+
 class _Duplicate(Exception):
     pass
 
@@ -116,8 +148,10 @@ def load(path: str, raw: Optional[bytes] = None) -> Document:
     if raw.startswith(BOM):
         doc.findings.append(Finding(
             "PL004", "file starts with a UTF-8 byte-order mark; Python's json.load, and so msprobe, rejects it",
-            hint="save the file as UTF-8 without BOM", line=1, column=1))
+            hint="save the file as UTF-8 without BOM", line=1, column=1,
+            fix=FixSpec("remove the byte-order mark", (("bom",),))))
         raw = raw[len(BOM):]
+        doc.bom = True
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as err:
@@ -168,12 +202,13 @@ def load(path: str, raw: Optional[bytes] = None) -> Document:
         return doc
     doc.data = data
     if flags["duplicates"]:
-        for raw_ptr, span in doc.positions.duplicates:
+        for (raw_ptr, span), earlier in zip(doc.positions.duplicates, doc.positions.previous):
             key = split(raw_ptr)[-1]
             doc.findings.append(Finding(
                 "PL002", f"duplicate key {key!r}: json.load keeps only the last value",
                 hint="remove all but one occurrence of the key", line=span.line, column=span.column,
-                pointer=raw_ptr))
+                pointer=raw_ptr, fix=FixSpec(f"remove the earlier {key!r}, whose value json.load drops",
+                                             (("remove-member-at", earlier),), safe=False)))
     if found_nonfinite:
         for ptr, value in _walk_nonfinite(data):
             doc.nonfinite.append(ptr)

@@ -11,14 +11,12 @@ PyTorch, since 26.x has no MindSpore overflow_check at all.
 """
 from __future__ import annotations
 
-import difflib
 import json
-import os
-import tempfile
 from dataclasses import dataclass, field
 from typing import Optional
 
-from .loader import load
+from .fixes import unified_diff
+from .loader import load, write_atomic
 from .positions import pointer
 from .profiles import RENAMES, for_version, line
 
@@ -47,8 +45,7 @@ class Migration:
 
     def diff(self) -> str:
         """Unified diff of the rewrite ("" when nothing changes)."""
-        return "".join(difflib.unified_diff(self.before.splitlines(True), self.after.splitlines(True),
-                                            fromfile=self.path, tofile=f"{self.path} (migrated)"))
+        return unified_diff(self.before, self.after, self.path, f"{self.path} (migrated)")
 
 
 def plan(path: str, to: str, *, framework: Optional[str] = None) -> Migration:
@@ -157,21 +154,11 @@ def _note(frm: str, to_name: str, target: str, only_for: str) -> str:
 
 
 def write(migration: Migration) -> None:
-    """Write ``migration.after`` over the config atomically (temporary
-    file in the same folder, then rename), keeping the file's mode.
+    """Write ``migration.after`` over the config atomically, keeping the
+    file's mode (see :func:`loader.write_atomic`).
 
     Raises:
-        OSError: when the folder is not writable.
+        OSError: when the folder is not writable or the config is a soft
+            link.
     """
-    folder = os.path.dirname(os.path.abspath(migration.path))
-    mode = os.stat(migration.path).st_mode & 0o7777
-    handle, temporary = tempfile.mkstemp(prefix=".probe-migrate-", dir=folder)
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8", newline="") as out:
-            out.write(migration.after)
-        os.chmod(temporary, mode)
-        os.replace(temporary, migration.path)
-    except BaseException:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
-        raise
+    write_atomic(migration.path, migration.after)

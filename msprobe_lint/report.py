@@ -21,10 +21,19 @@ Text output: per step and rank, one line per record, in execution order::
 (``ORIGIN`` = inputs finite, output not: the overflow started here;
 ``carried`` = a non-finite input passed on; ``?`` = not known), then a
 summary line naming the first origin of the earliest step, lowest rank.
+When a step's first overflowing entry was not an origin, probe_runtime
+writes where the non-finite value came in (``entered`` in overflow.json:
+the data batch or another tensor no checked call made, or a Parameter that
+held inf/nan at ``start()``); that record gets an ``entered:`` line and,
+when it comes before any origin, the summary says ``Overflow entered in
+...`` instead of "where it started is not known".
 
 ``--format json``: one strict JSON object (``json.loads`` with no NaN
 extension parses it): ``{"dump_path", "records": [...], "started": record
-or null, "problems": [...], "summary": {...}}``; a non-finite statistic is
+or null, "entered": record or null, "problems": [...], "summary": {...}}``
+(each record carries its ``entered`` object or null; the top-level
+``entered`` is the record the summary names when the overflow came in
+rather than started); a non-finite statistic is
 the string ``"inf"``, ``"-inf"`` or ``"nan"``.
 
 Exit status: 0 records were shown; 1 the dump path holds no records (no
@@ -82,6 +91,9 @@ class Record:
     where: Optional[str]
     tensors: list[Tensor] = field(default_factory=list)
     has_entry: bool = False
+    #: overflow.json's ``entered``: where a carried overflow came in (``entry``, ``input``, ``source``,
+    #: ``parameter``, ``at_start``, ``message``), on the first record of its step; None elsewhere
+    entered: Optional[dict] = None
 
     @property
     def kind(self) -> str:
@@ -116,6 +128,14 @@ class Dump:
         """The first origin in the earliest step, lowest rank (records are
         sorted that way); None when no record is marked origin."""
         return next((r for r in self.records if r.origin), None)
+
+    @property
+    def entered(self) -> Optional[Record]:
+        """The record saying where the overflow came in, when it comes
+        before every origin (the first overflow was carried in, not
+        started by a checked call); else None."""
+        first = next((r for r in self.records if r.origin or r.entered), None)
+        return first if first is not None and not first.origin else None
 
 
 def direction_of(name: str) -> Optional[str]:
@@ -331,16 +351,23 @@ def read_dump(dump_path: str) -> Dump:
                     continue
                 origin = item.get("origin")
                 where = item.get("where")
+                entered = item.get("entered")
                 entry = data.get(item["name"])
                 dump.records.append(Record(step, rank, str(folder), index, item["name"],
                                            origin if isinstance(origin, bool) else None,
                                            str(where) if where else None, entry_tensors(entry),
-                                           has_entry=entry is not None))
+                                           has_entry=entry is not None,
+                                           entered=entered if _entered_ok(entered) else None))
         else:
             for index, (name, entry) in enumerate(data.items()):
                 dump.records.append(Record(step, rank, str(folder), index, str(name), None,
                                            _stack_where(stack, str(name)), entry_tensors(entry), has_entry=True))
     return dump
+
+
+def _entered_ok(value: Any) -> bool:
+    """An ``entered`` object as probe_runtime writes it (a message at least)."""
+    return isinstance(value, dict) and isinstance(value.get("message"), str) and bool(value["message"])
 
 
 # ---------------------------------------------------------------- output
@@ -369,6 +396,9 @@ def _describe(record: Record) -> str:
 
 
 def summary_line(dump: Dump) -> str:
+    entered = dump.entered
+    if entered is not None and entered.entered is not None:
+        return f"Overflow entered in {_place(entered)}: {entered.entered['message']}."
     started = dump.started
     if started is not None:
         return f"Overflow started in {_place(started)}: {_describe(started)}."
@@ -394,6 +424,8 @@ def render_text(dump: Dump) -> str:
         mark = {True: "ORIGIN ", False: "carried", None: "?      "}[record.origin]
         lines.append(f"  {mark}  {record.label}  {record.kind}  {record.direction or '-'}  "
                      f"{record.where or 'file:line unknown'}")
+        if record.entered is not None:
+            lines.append(f"           entered: {record.entered['message']}")
         bad = record.offending()
         for tensor in bad:
             shape = "[" + ", ".join(str(d) for d in tensor.shape) + "]" if isinstance(tensor.shape, list) \
@@ -428,15 +460,17 @@ def record_dict(record: Record) -> dict:
         "kind": record.kind, "direction": record.direction, "origin": record.origin, "where": record.where,
         "tensors": [{"where": t.where, "dtype": t.dtype, "shape": t.shape, **_strict(t.stats),
                      "nonfinite": t.nonfinite} for t in record.offending()],
+        "entered": record.entered,
     }
 
 
 def render_json(dump: Dump, status: int, message: Optional[str] = None) -> str:
-    started = dump.started
+    started, entered = dump.started, dump.entered
     payload = {
         "dump_path": dump.root,
         "records": [record_dict(r) for r in dump.records],
         "started": record_dict(started) if started else None,
+        "entered": record_dict(entered) if entered else None,
         "problems": [{"path": p, "message": m} for p, m in dump.problems],
         "summary": {"records": len(dump.records), "folders": dump.folders, "status": status,
                     "message": message or summary_line(dump)},

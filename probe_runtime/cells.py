@@ -26,8 +26,10 @@ their descendants, as in msprobe. Per Cell call:
 * at ``install`` (each ``start()``) the sum (float32) of every such
   Parameter is launched on the device, without waiting: whether the weights
   the forward pass used were finite, read only when a Cell's output
-  overflowed from finite inputs (entries are resolved after the
-  optimizer step may have changed the weights). One reduction per
+  overflowed from finite inputs (and to name such a Parameter in
+  overflow.json's ``entered``; an update made inside the window by code
+  the tool does not see would change the weights before the check). One
+  reduction per
   Parameter per checked step; in a synchronous window (CPU,
   ``execution.py``) the values are checked on the host then instead
   (``detection.probe_now``), which is cheaper than launching operators.

@@ -212,7 +212,7 @@ class PrecisionDebugger:
         self.state = RunState(steps=expand_ids(config.get("step")), ranks=expand_ids(config.get("rank")),
                               rank=rank[0], overflow_nums=int(section.get("overflow_nums", 1)))
         self._make_dump_path()
-        from .interception import ApiInterceptor
+        from .interception import ApiInterceptor, OptimizerWatch
         from .monitor import Monitor, default_library_roots
 
         self.monitor = Monitor(self.state, dump_path=self.dump_path, task=self.task, level=self.level,
@@ -224,6 +224,7 @@ class PrecisionDebugger:
 
         self.interceptor = ApiInterceptor(self.monitor)
         self.cells = CellHooks(self.monitor)
+        self.watch = OptimizerWatch(self.monitor, on_update=self.interceptor.forget_probes)
         self.sync = SyncWindows()
         self._started = False
         self._start_calls = 0
@@ -267,10 +268,12 @@ class PrecisionDebugger:
             self._checked_steps.add(self.state.step)
             self.sync.enter()
             self.interceptor.synchronous = self.cells.synchronous = self.sync.active
+            self.monitor.synchronous = self.sync.active
             if self.level == "L0":
                 self.cells.install(model)
             else:
                 self.interceptor.install()
+            self.watch.install()
             self._started = True
         except Exception as err:
             self.monitor.on_error("in start()", err)
@@ -345,6 +348,10 @@ class PrecisionDebugger:
             self.cells.uninstall()
         except Exception as err:  # pragma: no cover
             LOGGER.error("probe_runtime: error removing Cell hooks: %s", err)
+        try:
+            self.watch.uninstall()
+        except Exception as err:  # pragma: no cover
+            LOGGER.error("probe_runtime: error removing the optimizer hook: %s", err)
 
 
 _DEBUGGERS: "weakref.WeakSet[PrecisionDebugger]" = weakref.WeakSet()

@@ -88,10 +88,11 @@ TENSOR_SKIP = frozenset({
     "flush_from_cache", "offload", "offload_file_path", "move_to", "set_const_arg", "from_numpy",
     "set_dtype", "param_info", "index_of_parent_", "parent_tensor_", "requires_grad_", "delete_",
     "set_", "to_", "is_neg", "device", "virtual_flag", "adapter_flag", "get_bytes", "retain_grad",
-    "register_forward_hook", "set_init_flag", "contiguous", "_offload", "_load",
+    "register_forward_hook", "set_init_flag", "contiguous", "_offload", "_load", "assign_value_cpp",
 })
-#: Tensor methods that change the tensor in place without being computations.
-TENSOR_MUTATORS = ("set_data", "assign_value")
+#: Tensor methods that change the tensor in place without being computations
+#: (``assign_value_cpp`` is what ``set_data``/``assign_value`` run).
+TENSOR_MUTATORS = ("set_data", "assign_value", "assign_value_cpp")
 #: functions that run user callbacks or build functions (not computations).
 FUNCTION_SKIP = frozenset({
     "grad", "value_and_grad", "vmap", "jvp", "vjp", "jacfwd", "jacrev", "hessian", "derivative",
@@ -106,6 +107,9 @@ PRIMITIVE_SKIP = frozenset({
     "HookBackward", "CellBackwardHook", "Depend", "Print", "Load", "UpdateState", "MakeTuple",
     "TupleGetItem", "Shape", "DType", "Rank", "Size", "StopGradient", "Partial", "Switch",
 })
+#: classes of primitives made by name (``Primitive("typeof")``): such an
+#: entry is named by the operator (``prim.name``), not by the class.
+GENERIC_PRIMITIVES = frozenset({"Primitive", "PrimitiveWithInfer", "PrimitiveWithCheck"})
 #: functional names that change their first arguments in place.
 FUNCTION_INPLACE = frozenset({"assign", "assign_add", "assign_sub"})
 
@@ -144,6 +148,9 @@ class ApiCall:
         step: the step the call was made in (set by the sink).
         param_sums: ``id(Parameter)`` -> its float32 sum launched when the
             call was made (the inputs' finiteness is judged on those).
+        params_at_start: those Parameters were probed before anything in
+            the window could have changed them (no backward pass, optimizer
+            or in-place write yet): their values are those of ``start()``.
     """
 
     api: str
@@ -159,6 +166,7 @@ class ApiCall:
     step: int = 0
     backward_queued: bool = False
     param_sums: Optional[dict] = None
+    params_at_start: bool = False
 
     @property
     def name(self) -> str:
@@ -181,6 +189,9 @@ class Sink(Protocol):
 
     def before_mutation(self, tensors: list) -> None:
         """``tensors`` are about to be changed in place."""
+
+    def before_update(self) -> None:
+        """An optimizer is about to update Parameters in place."""
 
     def on_forward(self, call: ApiCall) -> None:
         """A call finished; ``call.output`` is set."""
@@ -323,6 +334,34 @@ def _side_effect(prim: Any) -> bool:
     return known
 
 
+_PRIMITIVE_API: dict[type, Optional[str]] = {}
+
+
+def primitive_api(prim: Any) -> Optional[str]:
+    """The API name of a Primitive call, ``Primitive.<operator>``, or None
+    for primitives that are not intercepted (:data:`PRIMITIVE_SKIP`).
+
+    The operator is the class name (``MatMul``), as msprobe names them,
+    except for primitives made by name from a generic class
+    (:data:`GENERIC_PRIMITIVES`, e.g. ``ops.typeof`` is
+    ``Primitive("typeof")``): those are named by their operator name
+    (``prim.name``), never ``Primitive.Primitive``; names that are not
+    computations (:data:`FUNCTION_SKIP`, e.g. ``typeof``) are not
+    intercepted. Cached per class, except for the generic ones."""
+    klass = type(prim)
+    api = _PRIMITIVE_API.get(klass, _MISSING)
+    if api is not _MISSING:
+        return api  # type: ignore[return-value]
+    name = klass.__name__
+    if name in GENERIC_PRIMITIVES:
+        op = getattr(prim, "name", None)
+        if isinstance(op, str) and op:
+            return None if op in PRIMITIVE_SKIP or op in FUNCTION_SKIP else f"Primitive.{op}"
+    api = None if name in PRIMITIVE_SKIP else f"Primitive.{name}"
+    _PRIMITIVE_API[klass] = api
+    return api
+
+
 _ARITY: dict[type, int] = {}
 
 
@@ -340,6 +379,20 @@ def _call_arity(klass: type) -> int:
             count = max(code.co_argcount - 1, 0)
         _ARITY[klass] = count
     return count
+
+
+def restore(saved: list) -> None:
+    """Put back ``(owner, attr, original)`` patches in reverse order; an
+    ``original`` of ``_MISSING`` (the attribute was inherited) is deleted.
+    Never raises (an owner may be gone at interpreter exit)."""
+    for owner, attr, original in reversed(saved):
+        try:
+            if original is _MISSING:
+                delattr(owner, attr)
+            else:
+                setattr(owner, attr, original)
+        except Exception:  # pragma: no cover - owner gone at exit
+            pass
 
 
 def _patched_module_class(base: type, table: dict[str, Callable]) -> type:
@@ -395,6 +448,8 @@ class ApiInterceptor:
         self._probes: dict = {}
         #: the window runs synchronously: Parameters are checked on the host at first use
         self.synchronous = False
+        #: something may have changed Parameters since start() (a backward pass, an update, an in-place write)
+        self.params_changed = False
         self._boxes: list = []  # what this window's HookBackward hooks refer to (see through_hook)
         #: APIs whose wrapper failed: called straight through from then on
         self.broken: set[str] = set()
@@ -441,6 +496,7 @@ class ApiInterceptor:
                 continue
             append((owner, attr, original))
         self._probes = {}
+        self.params_changed = False
         ApiInterceptor._active = self
         return len(saved)
 
@@ -534,7 +590,8 @@ class ApiInterceptor:
         * ``constexpr``/``_primexpr`` helper classes (``ProxyOp``,
           ``CompileOp``: compile-time Python on constants) are left alone.
 
-        The API name is always ``Primitive.<class name of the instance>``.
+        The API name is ``Primitive.<class name of the instance>``, or the
+        operator name for primitives made by name (:func:`primitive_api`).
         """
         from mindspore.ops import primitive as primitive_module
         from mindspore.ops.primitive import Primitive
@@ -577,15 +634,7 @@ class ApiInterceptor:
         twice, from an intercepted call, and at interpreter exit."""
         saved, self._saved = self._saved, []
         release(self._boxes)
-        missing = _MISSING
-        for owner, attr, original in reversed(saved):
-            try:
-                if original is missing:
-                    delattr(owner, attr)
-                else:
-                    setattr(owner, attr, original)
-            except Exception:  # pragma: no cover - owner gone at exit
-                pass
+        restore(saved)
         if ApiInterceptor._active is self:
             ApiInterceptor._active = None
 
@@ -606,16 +655,15 @@ class ApiInterceptor:
     def _wrap_primitive(self, original: Callable) -> Callable:
         handle = self._handle
         sink = self.sink
-        skip = PRIMITIVE_SKIP
 
         @functools.wraps(original)
         def wrapper(prim: Any, *args: Any, **kwargs: Any) -> Any:
             if _guard.depth or not sink.live:
                 return original(prim, *args, **kwargs)
-            name = type(prim).__name__
-            if name in skip:
+            api = primitive_api(prim)
+            if api is None:
                 return original(prim, *args, **kwargs)
-            return handle(f"Primitive.{name}", functools.partial(original, prim), _side_effect(prim), args, kwargs,
+            return handle(api, functools.partial(original, prim), _side_effect(prim), args, kwargs,
                           sys._getframe(1))
 
         wrapper.__probe_original__ = original  # type: ignore[attr-defined]
@@ -630,18 +678,17 @@ class ApiInterceptor:
         and the attributes are passed on untouched."""
         handle = self._handle
         sink = self.sink
-        skip = PRIMITIVE_SKIP
 
         @functools.wraps(original)
         def wrapper(prim: Any, args: Any, *rest: Any) -> Any:
             if _guard.depth or not sink.live or rest or not isinstance(args, (list, tuple)):
                 return original(prim, args, *rest)
-            klass = type(prim)
-            if klass.__name__ in skip:
+            api = primitive_api(prim)
+            if api is None:
                 return original(prim, args)
-            count = _call_arity(klass)
+            count = _call_arity(type(prim))
             given, extra = tuple(args[:count]), list(args[count:])
-            return handle(f"Primitive.{klass.__name__}", lambda *items: original(prim, list(items) + extra),
+            return handle(api, lambda *items: original(prim, list(items) + extra),
                           _side_effect(prim), given, {}, sys._getframe(1))
 
         wrapper.__probe_original__ = original  # type: ignore[attr-defined]
@@ -652,16 +699,15 @@ class ApiInterceptor:
         what ``Primitive.__call__`` runs: named after ``prim``'s class."""
         handle = self._handle
         sink = self.sink
-        skip = PRIMITIVE_SKIP
 
         @functools.wraps(original)
         def wrapper(prim: Any, op_name: Any, args: Any) -> Any:
             if _guard.depth or not sink.live or not isinstance(args, (list, tuple)):
                 return original(prim, op_name, args)
-            name = type(prim).__name__
-            if name in skip:
+            api = primitive_api(prim)
+            if api is None:
                 return original(prim, op_name, args)
-            return handle(f"Primitive.{name}", lambda *items: original(prim, op_name, items), _side_effect(prim),
+            return handle(api, lambda *items: original(prim, op_name, items), _side_effect(prim),
                           tuple(args), {}, sys._getframe(1))
 
         wrapper.__probe_original__ = original  # type: ignore[attr-defined]
@@ -700,7 +746,7 @@ class ApiInterceptor:
                     return original(*args, **kwargs)
                 call = ApiCall(api, sink.next_index(api), args, kwargs, capture_frames(frame), inplace)
                 if inplace:
-                    self._probes = {}
+                    self.forget_probes()
                     call_args = args
                     sink.before_mutation([a for a in args if is_tensor(a)] + [v for v in kwargs.values() if is_tensor(v)])
                     call.args = tuple(self._deepcopy(a) if is_floating(a) else a for a in args)
@@ -772,9 +818,12 @@ class ApiInterceptor:
                 sums[id(a)] = probe[1]
         if sums is not None:
             call.param_sums = sums
+            call.params_at_start = not self.params_changed
 
     def forget_probes(self) -> None:
-        """Parameters may change from now on (a backward pass ran)."""
+        """Parameters may change from now on (a backward pass ran, an
+        optimizer or an in-place call is about to run)."""
+        self.params_changed = True
         if self._probes:
             self._probes = {}
 
@@ -839,3 +888,86 @@ class ApiInterceptor:
         if kind is not tuple and kind is not list:
             return new_items[0]
         return kind(new_items)
+
+
+class OptimizerWatch:
+    """Resolves pending checks before Parameters are updated in place.
+
+    An optimizer step changes Parameters in place, usually inside a
+    ``construct`` compiled with ``mindspore.jit`` (``nn.SGD``, ``nn.Adam``),
+    which no wrapper sees; ``Parameter.set_data`` (its own method, not
+    ``Tensor.set_data``, which L1 wraps) replaces a Parameter's values from
+    Python. Pending entries hold references, not copies: an entry whose
+    tensor is a Parameter, or a view of one (``Tensor.view`` on an LSTM's
+    weights), would otherwise be judged, and described, on the updated
+    memory. So while installed, ``__call__`` of ``nn.Optimizer`` and of
+    ``mindspore.experimental.optim.Optimizer`` (what ``mindspore.mint.optim``
+    optimizers derive from; set on those base classes, which every optimizer
+    Cell inherits) and ``Parameter.set_data`` first call ``sink.before_update()`` and then
+    ``on_update`` (Parameters may differ from now on). Both are put back by
+    :meth:`uninstall`; at both levels. Nothing is copied or held: the queue
+    is resolved early, once per update, instead of at the next batch or
+    ``stop()``.
+
+    Args:
+        sink: has ``live``, ``before_update()`` and ``on_error``.
+        on_update: called after ``before_update`` (e.g. forget the Parameter
+            probes of the window).
+    """
+
+    def __init__(self, sink: Any, on_update: Callable[[], None] = lambda: None) -> None:
+        self.sink = sink
+        self.on_update = on_update
+        self._saved: list[tuple[Any, str, Any]] = []  # (owner, attr, original or _MISSING)
+
+    @property
+    def installed(self) -> bool:
+        """True while the patches are in place."""
+        return bool(self._saved)
+
+    def install(self) -> None:
+        """Patch ``nn.Optimizer.__call__`` and ``Parameter.set_data`` (no-op
+        when already installed)."""
+        if self._saved:
+            return
+        import mindspore
+        from mindspore import nn
+
+        targets = [(nn.Optimizer, "__call__"), (mindspore.Parameter, "set_data")]
+        try:  # the optimizers of mindspore.mint.optim (torch-style) derive from this one, not nn.Optimizer
+            from mindspore.experimental.optim import Optimizer as TorchStyleOptimizer
+
+            targets.append((TorchStyleOptimizer, "__call__"))
+        except Exception:  # pragma: no cover - other MindSpore versions
+            pass
+        for owner, attr in targets:
+            original = getattr(owner, attr, None)
+            if original is None:  # pragma: no cover - other MindSpore layouts
+                continue
+            saved = owner.__dict__.get(attr, _MISSING)
+            setattr(owner, attr, self._wrap(original, attr))
+            self._saved.append((owner, attr, saved))
+
+    def _wrap(self, original: Callable, what: str) -> Callable:
+        sink, on_update = self.sink, self.on_update
+
+        @functools.wraps(original)
+        def wrapper(owner: Any, *args: Any, **kwargs: Any) -> Any:
+            if not _guard.depth and sink.live:
+                _guard.depth += 1
+                try:
+                    sink.before_update()
+                    on_update()
+                except Exception as err:
+                    sink.on_error(f"before a Parameter update ({what})", err)
+                finally:
+                    _guard.depth -= 1
+            return original(owner, *args, **kwargs)
+
+        wrapper.__probe_original__ = original  # type: ignore[attr-defined]
+        return wrapper
+
+    def uninstall(self) -> None:
+        """Put the patched attributes back (safe to call twice)."""
+        saved, self._saved = self._saved, []
+        restore(saved)

@@ -21,9 +21,37 @@ one batch (one wait for the device, then numpy on the host):
 * before an intercepted call that changes a tensor in place (``add_``,
   ``Assign`` and other side-effect primitives, ``set_data``,
   ``assign_value``, ``__setitem__``) when a pending entry refers to that
-  tensor, so every entry is judged on the values it really saw (the
-  in-place call's own inputs are copied on the device before it runs);
+  tensor, the tensor is a Parameter (pending entries may hold views of
+  it), or the window is synchronous (a view cannot be told apart cheaply;
+  resolving there costs no extra wait), so every entry is judged on the
+  values it really saw (the in-place call's own inputs are copied on the
+  device before it runs). In an asynchronous window (not CPU) a Parameter
+  target costs one wait per such call: at L1 that includes every training
+  ``BatchNorm`` (it updates its moving statistics in place). Not covered:
+  at L0 the Tensor methods are not wrapped, so an in-place write by the
+  model's own code to a tensor a pending Cell entry holds (other than the
+  Parameter updates below) is not seen;
+* before every optimizer call (``nn.Optimizer``, ``mindspore.mint.optim``)
+  and ``Parameter.set_data`` (``interception.OptimizerWatch``): an
+  optimizer writes Parameters in place inside compiled code no wrapper sees,
+  and pending entries may hold Parameters or views of them (``Tensor.view``
+  of an LSTM's weights): resolved first, they are judged and described on
+  the values of the call, not on the updated memory;
 * at ``stop()``, ``step()`` and interpreter exit.
+
+What is held: references to the tensors of at most ``batch_cap`` calls (and
+the gradients of those waiting for a backward pass) until the next of these
+points, never copies; host copies live only while one batch is resolved.
+Verdicts and statistics therefore describe the values at the call as long
+as nothing the tool does not see writes that memory before the next
+resolution point (a Parameter found changed so is logged once, and the
+entry is judged carried).
+
+Where it came in: the first overflowing entry of a step that is not an
+origin gets ``entered`` in overflow.json (:meth:`Monitor._entered`): the
+non-finite input no checked call made (the data batch, a tensor made before
+``start()``, code not checked) or the Parameter that already held inf/nan
+at ``start()``.
 
 Backward entries are queued when their first gradient arrives and judged at
 the next resolution point after their input gradients arrived (never inside
@@ -45,8 +73,9 @@ outputs were finite. A Cell forward entry whose output overflowed from
 finite inputs is not an origin either when the Cell's own Parameters held
 inf/nan at ``start()`` (a float32 sum per Parameter launched then, read only
 in that case). Cell forward records also describe those Parameters
-(``parameters``) with the values they hold when the entry is resolved
-(after the optimizer step if that came first).
+(``parameters``) with the values they hold when the entry is resolved,
+which is before any ``nn.Optimizer`` step or ``Parameter.set_data`` (see
+the resolution points above).
 
 Backward entries (both levels) and ``parameters_grad`` entries are origins
 only when, besides the rules above, the forward call they are computed from
@@ -136,6 +165,10 @@ class Monitor:
         self._flushing = False
         self._limit_logged = False
         self._stats_off = False
+        #: the window runs synchronously (set by the debugger): a host read does not stall a pipeline
+        self.synchronous = False
+        #: steps in which an overflowing entry was already judged (the first one gets ``entered``)
+        self._overflow_steps: set[int] = set()
         #: run once the batch in progress is finished (a signal that landed inside it)
         self.deferred: Optional[Callable[[], None]] = None
 
@@ -215,8 +248,15 @@ class Monitor:
 
     def before_mutation(self, tensors: list) -> None:
         """A call is about to change ``tensors`` in place: resolve the queue
-        first if an entry refers to one of them."""
+        first when an entry may see that memory: an entry refers to one of
+        them, or one is a Parameter (pending entries may hold views of it),
+        or the window is synchronous (any pending tensor may be a view of
+        one; resolving early costs no extra wait there, only the host reads
+        that were due anyway)."""
         if not self.pending or not tensors:
+            return
+        if self.synchronous or any(_is_parameter(t) for t in tensors):
+            self.flush()
             return
         wanted = {id(t) for t in tensors}
         for kind, call in self.pending:
@@ -230,6 +270,16 @@ class Monitor:
             if any(id(t) in wanted for t in iter_tensors(list(parts))):
                 self.flush()
                 return
+
+    def before_update(self) -> None:
+        """An optimizer is about to change Parameters in place
+        (``interception.OptimizerWatch``): resolve everything pending now,
+        so entries holding Parameters or views of them are judged and
+        described on the values they saw. Backward entries still waiting
+        for input gradients stay queued (gradients are not what an
+        optimizer writes)."""
+        if self.pending and self.live:
+            self.flush()
 
     def on_error(self, where: str, err: BaseException) -> None:
         """Log an error inside the tool once; too many turn detection off."""
@@ -276,9 +326,10 @@ class Monitor:
                 if kind == "forward":
                     inputs: list = [call.args, call.kwargs]
                     sums = getattr(call, "param_sums", None)
-                    if sums:  # Parameters: judged on their values when the call was made
-                        inputs = [[sums.get(id(a), a) for a in call.args], call.kwargs]
-                    outputs: list = [call.output]
+                    if sums:  # Parameters: judged on their values when the call was made and now
+                        inputs.append(list(sums.values()))
+                        self._check_stale(call, sums, cache)
+                    outputs: list = [_judged_outputs(call)]
                 elif kind == "backward":
                     inputs, outputs = list(call.grad_outputs), list(call.grad_inputs)
                 else:  # parameters_grad: against the gradients w.r.t. the Cell's outputs
@@ -303,10 +354,18 @@ class Monitor:
                     origin = _forward_clean(call.owner_calls if kind == "parameters_grad" else (call,), cache)
                 if verdict.origin:
                     _mark_parent(kind, call)
+                entered = None
+                if verdict.overflow and call.step not in self._overflow_steps:
+                    self._overflow_steps.add(call.step)
+                    if not origin:
+                        try:
+                            entered = self._entered(kind, call, cache)
+                        except Exception as err:  # the record is still written, without it
+                            self.on_error("while finding where the overflow came in", err)
                 if verdict.overflow and self.state.count_record():
                     counted = True
                     try:
-                        self._write(kind, call, origin, cache)
+                        self._write(kind, call, origin, cache, entered)
                     except Exception as err:
                         self.turn_off(f"cannot write the dump ({type(err).__name__}: {err})")
                         break
@@ -338,6 +397,72 @@ class Monitor:
             deferred, self.deferred = self.deferred, None
             if deferred is not None:
                 deferred()
+
+    def _check_stale(self, call: Any, sums: dict, cache: HostCache) -> None:
+        """Say once when a Parameter was finite when ``call`` used it and is
+        not any more before the call was checked: an update the tool did
+        not see (not an ``nn.Optimizer``, not an intercepted in-place call,
+        e.g. code compiled with ``mindspore.jit``). The entry is then judged
+        carried (its dumped input is not finite), never an origin."""
+        params = {id(a): a for a in iter_tensors([call.args]) if id(a) in sums}
+        for key, probe in sums.items():
+            param = params.get(key)
+            if param is not None and cache.finite(probe) and not cache.finite(param):
+                self._log_once(f"probe_runtime: Parameter {getattr(param, 'name', '?')} was changed by code the "
+                               f"tool does not see between {call.name} and its check; that entry's statistics "
+                               "describe the changed values (update Parameters through an optimizer or "
+                               "Parameter.set_data, which resolve the checks first, or call stop() before)")
+
+    def _entered(self, kind: str, call: Any, cache: HostCache) -> Optional[dict]:
+        """Where the first overflow of a step came in, when its first
+        overflowing entry is not an origin: the first non-finite input of
+        that entry (at L0 of the outermost enclosing Cell that also got it
+        on entry) and what it was: a tensor no checked call produced (the
+        data batch, a tensor made before ``start()``, code not checked) or
+        a Parameter (non-finite at ``start()`` when no backward pass,
+        update or in-place write came before its probe). At L0 a Cell whose
+        inputs were finite names its own Parameter that held inf/nan at
+        ``start()``. Runs once per step, on its first overflow only: the
+        reads (the enclosing Cells' inputs, the Parameter probes) share the
+        batch's host copies. None for ``parameters_grad`` entries or when
+        nothing is found."""
+        cell = hasattr(call, "ancestry")
+        unit, outside = ("Cell", "the checked Cells") if cell else ("call", "the checked window")
+        node, maker = call, None
+        if kind == "forward":
+            if cell and not _all_finite((call.args, call.kwargs), cache):
+                while node.parent is not None and not _all_finite((node.parent.args, node.parent.kwargs), cache):
+                    node = node.parent
+                maker = node.parent  # its inputs were finite: its own code made what ``node`` got
+            name = node.name
+            labelled = _labelled("input_args", node.args) + _labelled("input_kwargs", node.kwargs)
+        elif kind == "backward":
+            name = call.backward_name
+            labelled = _labelled("input", call.grad_outputs)
+        else:
+            return None
+        sums = getattr(node, "param_sums", None) or {}
+        for label, tensor in labelled:
+            probe = sums.get(id(tensor))
+            if probe is not None:
+                bad_then = not cache.finite(probe)
+                if not bad_then and cache.finite(tensor):
+                    continue
+            elif cache.finite(tensor):
+                continue
+            else:
+                bad_then = True
+            if _is_parameter(tensor):
+                return _parameter_entry(name, label, getattr(tensor, "name", "?"),
+                                        bool(getattr(node, "params_at_start", False)) and bad_then)
+            if maker is not None:  # L0: made inside an enclosing Cell from finite inputs
+                return _own_parameter(maker, cache, f"{label} of {name}")
+            return {"entry": name, "input": label, "source": "outside", "parameter": None, "at_start": False,
+                    "message": f"non-finite input entered at the first checked {unit}: {label} of {name}, made "
+                               f"outside {outside}"}
+        if kind == "forward" and cell:  # inputs finite: the Cell's own Parameters, probed at start()
+            return _own_parameter(node, cache, None, ancestors=False)
+        return None
 
     # -- L0: overflow in the top Cell's own code ------------------------------------
     def _top_overflow(self, call: Any, top: Any, raw_origin: bool, cache: HostCache) -> None:
@@ -448,7 +573,7 @@ class Monitor:
                               "written)", err)
         return {"Max": None, "Min": None, "Mean": None, "Norm": None}
 
-    def _write(self, kind: str, call: Any, origin: bool, cache: HostCache) -> None:
+    def _write(self, kind: str, call: Any, origin: bool, cache: HostCache, entered: Optional[dict] = None) -> None:
         arrays: dict = {}
         if kind == "forward":
             name = call.name
@@ -479,9 +604,95 @@ class Monitor:
         if hasattr(call, "ancestry"):  # an L0 Cell entry: construct.json links up to the top Cell
             record.parent = call.parent_name(kind)
             record.construct = call.ancestry(kind)
-        self.writer(call.step).write(record, kind=kind, step=call.step,
-                                     rank=self.state.rank)
+        extra: dict = {"kind": kind, "step": call.step, "rank": self.state.rank}
+        if entered is not None:
+            extra["entered"] = entered
+        self.writer(call.step).write(record, **extra)
         LOGGER.warning("probe_runtime: overflow in %s (%s) at %s", name, "origin" if origin else "carried", where)
+
+
+#: API -> how many leading outputs its verdict reads. Some MindSpore CPU
+#: kernels return workspace for their backward as extra outputs that they
+#: do not (always) write, so those hold whatever memory the pool handed out,
+#: inf and nan included (seen with MindSpore 2.10 on CPU, differing from run
+#: to run): ``BatchNorm`` in training (``batch_mean``, ``batch_variance``,
+#: ``reserve_space_1/2`` after ``y``) and ``LSTM`` (``reserve`` and ``state``
+#: after ``output``, ``h_n``, ``c_n``). Only the leading outputs decide the
+#: verdict; every output is still dumped, as msprobe does.
+JUDGED_OUTPUTS = {"Primitive.BatchNorm": 1, "Primitive.BatchNormExt": 1, "Primitive.SyncBatchNorm": 1,
+                  "Primitive.LSTM": 3}
+
+
+def _judged_outputs(call: Any) -> Any:
+    """The outputs a forward entry's verdict reads (see :data:`JUDGED_OUTPUTS`)."""
+    count = JUDGED_OUTPUTS.get(getattr(call, "api", ""))
+    output = call.output
+    if count is not None and isinstance(output, (tuple, list)):
+        return list(output[:count])
+    return output
+
+
+_PARAMETER_TYPES: dict[type, bool] = {}
+
+
+def _is_parameter(obj: Any) -> bool:
+    """``obj`` is a ``mindspore.Parameter`` (by class, decided once per type;
+    no MindSpore import here)."""
+    klass = type(obj)
+    known = _PARAMETER_TYPES.get(klass)
+    if known is None:
+        known = any(k.__name__ == "Parameter" and k.__module__.startswith("mindspore") for k in klass.__mro__)
+        _PARAMETER_TYPES[klass] = known
+    return known
+
+
+def _labelled(label: str, obj: Any, depth: int = 0) -> list[tuple[str, Any]]:
+    """(dump.json position, tensor) of every tensor in ``obj``, in order:
+    ``input_args[0]``, ``input_args[1][0]``, ``input_kwargs.mask``."""
+    if is_tensor(obj):
+        return [(label, obj)]
+    out: list[tuple[str, Any]] = []
+    if depth > 4:
+        return out
+    if isinstance(obj, (list, tuple)):
+        for i, item in enumerate(obj):
+            out.extend(_labelled(f"{label}[{i}]", item, depth + 1))
+    elif isinstance(obj, dict):
+        for key, item in obj.items():
+            out.extend(_labelled(f"{label}.{key}", item, depth + 1))
+    return out
+
+
+def _own_parameter(cell_call: Any, cache: HostCache, reached: Optional[str], ancestors: bool = True) -> Optional[dict]:
+    """L0: the first Parameter of ``cell_call``'s Cell (then of its enclosing
+    Cells, with ``ancestors``) that held inf/nan at ``start()``, as an
+    ``entered`` description (``reached``: the input it became, e.g. the
+    flattened weights an ``nn.LSTM`` hands its inner Cell); None when they
+    were all finite (the Cell's own code then made the value: it is judged
+    an origin)."""
+    node = cell_call
+    while node is not None:
+        for param, value in zip(node.parameters.values(), node.param_probe or ()):
+            if not cache.finite(value):
+                entry = _parameter_entry(node.name, None, getattr(param, "name", "?"), True)
+                if reached:
+                    entry["message"] += f" (it reached {reached})"
+                return entry
+        node = node.parent if ancestors else None
+    return None
+
+
+def _parameter_entry(name: str, label: Optional[str], parameter: str, at_start: bool) -> dict:
+    """The ``entered`` description of a Parameter that held inf/nan."""
+    used = f"{label} of {name}" if label else name
+    if at_start:
+        message = f"Parameter {parameter} already held inf/nan at start(); first used by {used}"
+    else:
+        message = (f"Parameter {parameter} held inf/nan when first used after an update in the window, by {used} "
+                   "(a backward pass, an optimizer step or an in-place write came before, so it may have been "
+                   "finite at start())")
+    return {"entry": name, "input": label, "source": "parameter", "parameter": parameter, "at_start": at_start,
+            "message": message}
 
 
 def _all_finite(obj: Any, cache: HostCache) -> bool:

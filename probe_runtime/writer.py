@@ -5,7 +5,8 @@ Layout (SPEC 2.5, 4)::
     <dump_path>/step<N>/<rank dir>/dump.json        statistics of overflowing entries
                                    stack.json       call stacks of those entries
                                    construct.json   Cell parent map ({} at L1)
-                                   overflow.json    [{name, origin, where, kind, step, rank}], detection order
+                                   overflow.json    [{name, origin, where, kind, step, rank[, entered]}],
+                                                    detection order (``entered``: see monitor.py)
                                    dump_tensor_data/<entry>.<input|output>.<n>.npy
 
 ``<rank dir>`` is ``rank`` for a single process, ``rank<R>`` otherwise.

@@ -58,21 +58,29 @@ def train_mlp(debugger: Any = None, *, level: str = "L1", between: Optional[Call
         for step in range(steps):
             x = Tensor(rng.normal(size=(4, 8)).astype(np.float16) * (3000 if overflow(step) else 1))
             y = Tensor(rng.normal(size=(4, 1)).astype(np.float32))
-            if debugger:
-                debugger.start(net) if level == "L0" else debugger.start()
-            loss, grads = grad_fn(x, y)
-            optimizer(grads)
-            if debugger:
-                debugger.stop()
-                debugger.step()
-            losses.append(loss.asnumpy())
-            grads_seen.append([g.asnumpy() for g in grads])
+            sgd_step(debugger, level, net, grad_fn, optimizer, (x, y), losses, grads_seen)
             if between:
                 between(step)
     finally:
         if debugger:
             debugger.stop()
     return losses, grads_seen
+
+
+def sgd_step(debugger: Any, level: str, net: Any, grad_fn: Callable, optimizer: Any, inputs: tuple,
+             losses: list, grads_seen: list) -> None:
+    """One training step, checked when ``debugger`` is given (started with
+    ``net`` at L0, stopped and stepped after the optimizer); the loss and
+    gradients are appended as numpy arrays."""
+    if debugger:
+        debugger.start(net) if level == "L0" else debugger.start()
+    loss, grads = grad_fn(*inputs)
+    optimizer(grads)
+    if debugger:
+        debugger.stop()
+        debugger.step()
+    losses.append(loss.asnumpy())
+    grads_seen.append([g.asnumpy() for g in grads])
 
 
 def assert_same_training(a: tuple[list, list], b: tuple[list, list]) -> None:
@@ -101,6 +109,11 @@ class PatchedState:
         self.prim_call = primitive_module.Primitive.__call__
         self.modules = [(m, dict(vars(m))) for m in (gen_ops_prim, primitive_module)]  # pyboost_<op>, _run_op
         self.tensor = dict(vars(ms.Tensor))
+        self.optimizer = dict(vars(ms.nn.Optimizer))  # __call__ is patched while a window is open
+        self.parameter = dict(vars(ms.Parameter))  # set_data too
+        from mindspore.experimental.optim import Optimizer as TorchStyleOptimizer
+
+        self.torch_style = (TorchStyleOptimizer, dict(vars(TorchStyleOptimizer)))
 
     def assert_untouched(self, net: Any = None) -> None:
         """Every patch, hook and the execution mode are back (and the Cells
@@ -112,9 +125,56 @@ class PatchedState:
         assert type(ops) is ModuleType and type(ms.mint) is ModuleType  # the namespaces' classes are put back
         assert ops.primitive.Primitive.__call__ is self.prim_call
         assert dict(vars(ms.Tensor)) == self.tensor
+        assert dict(vars(ms.nn.Optimizer)) == self.optimizer
+        assert dict(vars(ms.Parameter)) == self.parameter
+        assert dict(vars(self.torch_style[0])) == self.torch_style[1]
         for module, saved in self.modules:
             assert dict(vars(module)) == saved
         assert not ms.get_context("pynative_synchronize")
         if net is not None:
             for _, cell in net.cells_and_names():
                 assert not cell._forward_pre_hook and not cell._forward_hook
+
+
+def _stats_finite(value: Any) -> bool:
+    """Every tensor statistics object inside ``value`` (dump.json nesting)
+    has finite Max/Min/Mean/Norm (None counts as finite)."""
+    import math
+
+    if isinstance(value, dict):
+        if "Max" in value and ("dtype" in value or "type" in value):
+            return all(not isinstance(value.get(k), float) or math.isfinite(value[k])
+                       for k in ("Max", "Min", "Mean", "Norm"))
+        return all(_stats_finite(v) for v in value.values())
+    if isinstance(value, list):
+        return all(_stats_finite(v) for v in value)
+    return True
+
+
+def assert_origin_invariant(dump_path: Path) -> int:
+    """Every record under ``dump_path`` (any step and rank) marked origin in
+    overflow.json has all its dumped inputs finite (``input_args``,
+    ``input_kwargs``, an L0 Cell's ``parameters``; a backward entry's
+    ``input``) and some dumped output not; returns the number of records
+    checked."""
+    from probe_runtime.writer import read_json
+
+    checked = 0
+    for index in sorted(Path(dump_path).glob("step*/rank*/overflow.json")):
+        data = read_json(str(index.parent / "dump.json"))["data"]
+        for record in read_json(str(index)):
+            checked += 1
+            if not record["origin"]:
+                continue
+            entry = data[record["name"]]
+            name = record["name"]
+            if name.endswith(".parameters_grad"):
+                inputs, outputs = [], list(entry.values())
+            elif "input" in entry:  # backward
+                inputs, outputs = [entry["input"]], [entry["output"]]
+            else:
+                inputs = [entry.get("input_args"), entry.get("input_kwargs"), entry.get("parameters")]
+                outputs = [entry.get("output")]
+            assert _stats_finite(inputs), f"{index}: {name} is an origin but a dumped input is not finite"
+            assert not _stats_finite(outputs), f"{index}: {name} is an origin but every dumped output is finite"
+    return checked

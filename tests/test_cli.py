@@ -12,12 +12,13 @@ def test_text_output_has_location_code_caret_and_help(tmp_path):
     proc = run_probe("lint", str(path), "--isolated", env={"NO_COLOR": "1"})
     assert proc.returncode == 1
     lines = proc.stdout.splitlines()
-    assert lines[0] == (f"{path}:8:9: PL101 error: unknown key 'overflow_number' in the overflow_check "
+    assert lines[0] == (f"{path}:8:9: PL101 [*] error: unknown key 'overflow_number' in the overflow_check "
                         "section; msprobe ignores it")
     assert lines[1] == '   8 |         "overflow_number": 3'
     assert lines[2] == "     |         " + "^" * len('"overflow_number"')
     assert lines[3] == "     = help: did you mean 'overflow_nums'?"
-    assert lines[-1] == "Found 1 error in 1 file."
+    assert lines[4] == "     = fix: rename 'overflow_number' to 'overflow_nums'"
+    assert lines[-2:] == ["Found 1 error in 1 file.", "[*] 1 fixable with --fix."]
     assert "\x1b[" not in proc.stdout  # no colour when not a terminal
 
 

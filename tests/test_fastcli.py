@@ -3,6 +3,7 @@ like the typer command in cli.py: same output, same exit status, and the
 same option table."""
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -46,6 +47,9 @@ ARGVS = [
     ["lint", "--isolated", "--config-file", "missing.toml", "good.json"],
     ["lint", "--isolated", "missing.json"],
     ["lint", "--isolated", "-o", "no/such/dir/out.txt", "bad.json"],
+    ["lint", "--isolated", "--diff", "bad.json", "good.json", "broken.json"],
+    ["lint", "--isolated", "--diff", "--unsafe-fixes", "--mode", "pynative", "bad.json"],
+    ["lint", "--isolated", "--unsafe-fixes", "bad.json"],  # usage error: needs --fix or --diff
     # handed to typer: its own parsing and errors
     ["lint"],
     ["lint", "--help"],
@@ -69,6 +73,25 @@ def test_same_output_and_status_as_typer(project, argv):
     slow = typer_probe(*argv, cwd=project)
     assert (fast.returncode, fast.stdout, fast.stderr) == (slow.returncode, slow.stdout, slow.stderr)
     assert "Traceback" not in fast.stderr
+
+
+@pytest.mark.parametrize("extra", [[], ["--unsafe-fixes", "--mode", "pynative"], ["-f", "json"]])
+def test_fix_same_files_and_output_as_typer(tmp_path, extra):
+    """--fix rewrites the files: each route gets its own copy."""
+    outcomes = []
+    for route in ("fast", "typer"):
+        folder = tmp_path / route
+        folder.mkdir()
+        write_config(folder, config(level="l1", seed=1, rank=0, step=["3-1"], dump_path="d",
+                                    overflow_check={"overflow_number": 2, "check_mode": "all"}), "bad.json")
+        write_config(folder, '{"task": "overflow_check",}', "broken.json")
+        argv = ["lint", "--isolated", "--fix", "--cwd", str(tmp_path), *extra, "bad.json", "broken.json"]
+        proc = (subprocess.run(probe_command() + argv, capture_output=True, text=True, cwd=folder, timeout=120)
+                if route == "fast" else typer_probe(*argv, cwd=folder))
+        outcomes.append((proc.returncode, proc.stdout, proc.stderr, (folder / "bad.json").read_text(),
+                         (folder / "broken.json").read_text()))
+    assert outcomes[0] == outcomes[1]
+    assert outcomes[0][3] != json.dumps(config(level="l1"), indent=4)
 
 
 @pytest.mark.parametrize("argv", [a for a in ARGVS if a[0] != "lint" or "--help" in a or len(a) == 1])

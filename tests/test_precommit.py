@@ -59,12 +59,13 @@ def pre_commit_home(tmp_path_factory) -> Path:
     return tmp_path_factory.mktemp("pre-commit-home")
 
 
-def try_repo(hook_repo: Path, home: Path, project: Path) -> subprocess.CompletedProcess:
-    git("init", "-q", cwd=project)
+def try_repo(hook_repo: Path, home: Path, project: Path, hook: str = "probe-lint") -> subprocess.CompletedProcess:
+    if not (project / ".git").exists():
+        git("init", "-q", cwd=project)
     git("add", "-A", cwd=project)
     env = {**os.environ, **GIT_ENV, "PRE_COMMIT_HOME": str(home), "NO_COLOR": "1"}
     env.pop("VIRTUAL_ENV", None)
-    return subprocess.run(pre_commit() + ["try-repo", str(hook_repo), "probe-lint", "--all-files", "--color",
+    return subprocess.run(pre_commit() + ["try-repo", str(hook_repo), hook, "--all-files", "--color",
                                           "never", "--verbose"],
                           cwd=project, env=env, capture_output=True, text=True, timeout=900)
 
@@ -90,7 +91,7 @@ def test_hook_fails_on_a_bad_config(hook_repo, pre_commit_home, tmp_path):
     out = proc.stdout + proc.stderr
     assert proc.returncode == 1, out
     assert "probe lint (msprobe config.json)" in out and "Failed" in out
-    assert re.search(r'msprobe/config\.json:6:\d+: PL103 error: "l1" is not an allowed level', out), out
+    assert re.search(r'msprobe/config\.json:6:\d+: PL103 \[\*\] error: "l1" is not an allowed level', out), out
     assert "train_overflow.json:1:" in out and "PL001" in out
     for skipped in ("model/config.json", "ms_dump_config.json", "package.json", "tsconfig.json"):
         assert skipped not in out, out
@@ -106,8 +107,30 @@ def test_hook_passes_on_a_good_config(hook_repo, pre_commit_home, tmp_path):
     assert re.search(r"probe lint \(msprobe config\.json\)\.+Passed", out), out
 
 
+@pytest.mark.slow
+def test_fix_hook_fixes_once_then_passes(hook_repo, pre_commit_home, tmp_path):
+    """ruff's convention: the first run rewrites the file and fails; once
+    the fix is added, the next run passes."""
+    other_json(tmp_path)
+    bad = json.dumps(config(level="l1", overflow_check={"overflow_number": 3}), indent=4)
+    (tmp_path / "config.json").write_text(bad)
+    first = try_repo(hook_repo, pre_commit_home, tmp_path, "probe-lint-fix")
+    out = first.stdout + first.stderr
+    assert first.returncode == 1, out
+    assert "files were modified by this hook" in out, out
+    assert (tmp_path / "config.json").read_text() == bad.replace('"l1"', '"L1"').replace(
+        '"overflow_number"', '"overflow_nums"')
+    second = try_repo(hook_repo, pre_commit_home, tmp_path, "probe-lint-fix")
+    assert second.returncode == 0, second.stdout + second.stderr
+    assert (tmp_path / "model" / "config.json").read_text() == json.dumps(
+        {"architectures": ["Bert"], "hidden_size": 768})
+
+
 def test_hook_definition():
-    (hook,) = yaml.safe_load((REPO / ".pre-commit-hooks.yaml").read_text())
+    hook, fixer = yaml.safe_load((REPO / ".pre-commit-hooks.yaml").read_text())
+    assert fixer["id"] == "probe-lint-fix" and fixer["entry"] == "probe lint --fix"
+    assert {k: v for k, v in fixer.items() if k not in ("id", "name", "description", "entry")} == {
+        k: v for k, v in hook.items() if k not in ("id", "name", "description", "entry")}
     assert hook["id"] == "probe-lint" and hook["language"] == "python"
     assert hook["entry"] == "probe lint" and hook["args"] == ["--only-msprobe"]
     assert hook["types"] == ["json"]

@@ -189,3 +189,39 @@ def test_on_a_dump_written_by_the_runtime(tmp_path):
                               f"at {tmp_path / 'train.py'}:9.")
     data = strict_json(report(dump, "json")[1])
     assert data["started"]["step"] == 1 and data["started"]["rank"] is None
+
+
+def test_entered_is_named_when_no_record_is_an_origin(tmp_path):
+    """A step whose overflow came in (overflow.json ``entered``): the record
+    line, the summary and the JSON name the entry point, not "where it
+    started is not known"."""
+    import json as json_module
+
+    from msprobe_lint import report as report_module
+
+    folder = tmp_path / "step2" / "rank"
+    folder.mkdir(parents=True)
+    stats = {"type": "mindspore.Tensor", "dtype": "Float32", "shape": [2], "Max": float("inf"), "Min": 0.0,
+             "Mean": float("inf"), "Norm": float("inf")}
+    data = {"Primitive.Transpose.0.forward": {"input_args": [stats], "input_kwargs": {}, "output": [stats]}}
+    (folder / "dump.json").write_text(json_module.dumps({"task": "overflow_check", "data": data}))
+    message = ("non-finite input entered at the first checked call: input_args[0] of "
+               "Primitive.Transpose.0.forward, made outside the checked window")
+    entered = {"entry": "Primitive.Transpose.0.forward", "input": "input_args[0]", "source": "outside",
+               "parameter": None, "at_start": False, "message": message}
+    (folder / "overflow.json").write_text(json_module.dumps([
+        {"name": "Primitive.Transpose.0.forward", "origin": False, "where": "train.py:3", "entered": entered}]))
+    dump, status, _ = report_module.report(str(tmp_path))
+    text = report_module.render_text(dump)
+    assert f"           entered: {message}" in text
+    assert f"Overflow entered in step2/rank: {message}." in text
+    assert "not known" not in text
+    payload = json_module.loads(report_module.render_json(dump, status))
+    assert payload["started"] is None
+    assert payload["entered"]["entered"] == entered
+    assert payload["records"][0]["entered"] == entered
+    # a malformed entered object is ignored (no message): back to "not known"
+    (folder / "overflow.json").write_text(json_module.dumps([
+        {"name": "Primitive.Transpose.0.forward", "origin": False, "where": "train.py:3", "entered": {"x": 1}}]))
+    dump, status, _ = report_module.report(str(tmp_path))
+    assert "where it started is not known" in report_module.render_text(dump)

@@ -19,7 +19,7 @@ from mindspore import Parameter, Tensor, nn, ops  # noqa: E402
 
 from probe_runtime import OverflowCheckCallback, PrecisionDebugger, UsageError  # noqa: E402
 from probe_runtime.writer import read_json  # noqa: E402
-from runtime_support import isolate, write_runtime_config  # noqa: E402
+from runtime_support import assert_origin_invariant, isolate, write_runtime_config  # noqa: E402
 
 ms.set_context(mode=ms.PYNATIVE_MODE)
 
@@ -42,6 +42,7 @@ def work(tmp_path, monkeypatch):
     for debugger in made:
         debugger.stop()
         assert not debugger.cells.installed
+        assert_origin_invariant(debugger.dump_path)
 
 
 def assert_unhooked(*nets):

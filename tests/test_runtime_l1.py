@@ -19,7 +19,8 @@ from mindspore.ops import exp as imported_exp  # noqa: E402  (imported before st
 import probe_runtime  # noqa: E402
 from probe_runtime import ConfigLintError, PrecisionDebugger  # noqa: E402
 from probe_runtime.writer import read_json  # noqa: E402
-from runtime_support import PatchedState, assert_same_training, isolate, train_mlp, write_runtime_config  # noqa: E402
+from runtime_support import (PatchedState, assert_origin_invariant, assert_same_training, isolate,  # noqa: E402
+                             train_mlp, write_runtime_config)
 
 ms.set_context(mode=ms.PYNATIVE_MODE)
 ORIGINAL = PatchedState()
@@ -41,6 +42,7 @@ def work(tmp_path, monkeypatch):
     yield tmp_path, make
     for debugger in made:
         debugger.stop()
+        assert_origin_invariant(debugger.dump_path)
     assert_restored()
 
 

@@ -26,7 +26,7 @@ from mindspore import Tensor, nn, ops  # noqa: E402
 from probe_runtime import PrecisionDebugger  # noqa: E402
 from probe_runtime import debugger as debugger_module  # noqa: E402
 from probe_runtime.writer import read_json  # noqa: E402
-from runtime_support import isolate, write_runtime_config  # noqa: E402
+from runtime_support import assert_origin_invariant, isolate, write_runtime_config  # noqa: E402
 
 ms.set_context(mode=ms.PYNATIVE_MODE)
 HINT = "overflow inside MLP.construct itself (not in a sub-Cell): use level L1 to see the API"
@@ -47,6 +47,7 @@ def work(tmp_path, monkeypatch):
     for debugger in made:
         debugger.stop()
         debugger._exit_said = True  # no "no overflow found" line from these at interpreter exit
+        assert_origin_invariant(debugger.dump_path)
 
 
 def records(tmp_path, step=0):

@@ -146,3 +146,21 @@ def test_every_golden_case_config_gives_a_valid_log(sarif_validator):
 def test_every_shared_case_gives_a_valid_log(sarif_validator):
     assert_valid_log_for(sarif_validator, sorted(str(p) for p in (SHARED_CASES / "lint").glob("*/config.json")))
 
+
+def test_fixes_are_sarif_fix_objects(tmp_path, sarif_validator):
+    text = json.dumps(config(level="l1", dump_path="rel"), indent=4)
+    write_config(tmp_path, text, "config.json")
+    log, _ = sarif("config.json", cwd=tmp_path)
+    assert_valid(sarif_validator, log)
+    by_rule = {r["ruleId"]: r for r in log["runs"][0]["results"]}
+    (level_fix,) = by_rule["PL103"]["fixes"]
+    assert level_fix["description"]["text"] == "replace 'l1' with 'L1'"
+    assert level_fix["properties"]["applicability"] == "safe"
+    (change,) = level_fix["artifactChanges"]
+    assert change["artifactLocation"] == {"uri": "config.json", "uriBaseId": "%SRCROOT%"}
+    (replacement,) = change["replacements"]
+    region = replacement["deletedRegion"]
+    start = region["charOffset"]
+    assert text[start:start + region["charLength"]] == '"l1"'
+    assert replacement["insertedContent"]["text"] == '"L1"'
+    assert by_rule["PL401"]["fixes"][0]["properties"]["applicability"] == "unsafe"

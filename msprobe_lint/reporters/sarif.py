@@ -5,8 +5,9 @@ every rule (id, name, short and full description, help with the bad and
 good examples, default level); each diagnostic is a result with ruleId,
 ruleIndex, level, message, a physical location (artifact URI relative to
 the working folder under ``%SRCROOT%``, region with start and, where known,
-end) and the JSON pointer as a logical location. Columns count Unicode code
-points (``columnKind``), as the linter's do.
+end) and the JSON pointer as a logical location, and, when the rule knows
+an exact replacement, ``fixes`` (see :func:`sarif_fix`). Columns count
+Unicode code points (``columnKind``), as the linter's do.
 """
 from __future__ import annotations
 
@@ -88,7 +89,24 @@ def _result(diagnostic: Diagnostic, rule_index: dict[str, int], base: Path) -> d
                               "message": {"text": text}, "locations": [location], "properties": properties}
     if diagnostic.code in rule_index:
         result["ruleIndex"] = rule_index[diagnostic.code]
+    if diagnostic.fix is not None:
+        result["fixes"] = [sarif_fix(diagnostic, base)]
     return result
+
+
+def sarif_fix(diagnostic: Diagnostic, base: Path) -> dict[str, Any]:
+    """A SARIF fix object: one artifactChange with a replacement per edit,
+    the deleted region by character offset and length (code points, a
+    byte-order mark counted); ``properties.applicability`` is ``safe`` or
+    ``unsafe``."""
+    fix = diagnostic.fix
+    assert fix is not None
+    replacements = [{"deletedRegion": {"charOffset": edit.start, "charLength": edit.end - edit.start},
+                     "insertedContent": {"text": edit.text}} for edit in fix.edits]
+    return {"description": {"text": fix.description},
+            "artifactChanges": [{"artifactLocation": artifact_location(diagnostic.path, base),
+                                 "replacements": replacements}],
+            "properties": {"applicability": fix.applicability}}
 
 
 def build_log(results: Iterable[Result], *, base: Optional[Path] = None) -> dict[str, Any]:

@@ -1,6 +1,8 @@
-"""Human output: ``path:line:col: CODE severity: message``, then the source
-line with a caret under the offending key or value and a ``help:`` line for
-the hint; a summary at the end. Colour (through rich) only on a terminal,
+"""Human output: ``path:line:col: CODE severity: message`` (``CODE [*]``
+when a safe fix exists), then the source line with a caret under the
+offending key or value, a ``help:`` line for the hint and a ``fix:`` (or
+``unsafe fix:``) line for the fix; a summary at the end, with how many
+findings ``--fix`` (and ``--unsafe-fixes``) would resolve. Colour (through rich) only on a terminal,
 and never when NO_COLOR is set.
 """
 from __future__ import annotations
@@ -54,7 +56,23 @@ def _snippet(diagnostic: Diagnostic, sources: _Sources) -> list[tuple[str, str]]
                     STYLES[diagnostic.severity]))
     if diagnostic.hint:
         out.append(("     = help: " + diagnostic.hint, "green"))
+    if diagnostic.fix is not None:
+        label = "fix" if diagnostic.fix.safe else "unsafe fix"
+        out.append((f"     = {label}: {diagnostic.fix.description}", "green"))
     return out
+
+
+def fix_summary(diagnostics: Iterable[Diagnostic]) -> Optional[str]:
+    """``[*] N fixable with --fix ...``, or None when nothing is fixable."""
+    from ..fixes import counts
+
+    safe, unsafe = counts(diagnostics)
+    if not safe and not unsafe:
+        return None
+    if not safe:
+        return f"{unsafe} fixable with --fix --unsafe-fixes (review those: they may not be what you meant)."
+    more = f"; {unsafe} more with --unsafe-fixes" if unsafe else ""
+    return f"[*] {safe} fixable with --fix{more}."
 
 
 def render(results: Iterable[Result], *, color: bool = False) -> str:
@@ -66,13 +84,17 @@ def render(results: Iterable[Result], *, color: bool = False) -> str:
     for result in results:
         for d in result.diagnostics:
             counts[d.severity] += 1
-            lines.append((f"{d.path}:{d.line}:{d.column}: {d.code} {d.severity.value}: {d.message}",
+            mark = " [*]" if d.fix is not None and d.fix.safe else ""
+            lines.append((f"{d.path}:{d.line}:{d.column}: {d.code}{mark} {d.severity.value}: {d.message}",
                           STYLES[d.severity]))
             lines.extend(_snippet(d, sources))
     files = len(results)
     if any(counts.values()):
         parts = [f"{n} {s.value}{'s' if n != 1 else ''}" for s, n in counts.items() if n]
         lines.append((f"Found {', '.join(parts)} in {files} file{'s' if files != 1 else ''}.", "bold"))
+        fixable = fix_summary(d for r in results for d in r.diagnostics)
+        if fixable:
+            lines.append((fixable, "bold"))
     else:
         lines.append((f"All checks passed ({files} file{'s' if files != 1 else ''}).", "bold green"))
     if not color or os.environ.get("NO_COLOR"):

@@ -8,7 +8,7 @@ from typing import Iterator
 
 from ..config import ConfigView
 from ..context import Context
-from ..diagnostic import Finding, Severity
+from ..diagnostic import Finding, Severity, remove, set_value
 from .registry import rule
 
 L2_MIN_EXCLUSIVE = "2.5.0"
@@ -33,7 +33,14 @@ def _because(context: Context, *names: str) -> str:
     return f" ({said})" if said else ""
 
 
-@rule("PL201", "level-not-allowed", "error", "overflow_check level not allowed in this framework/mode")
+def _remove_here(ptr: str):
+    """Removing an option that has no effect in this scenario: unsafe, as
+    the verdict rests on the scenario (mode, framework, versions), and the
+    same config may be used in another where the option counts."""
+    return remove(ptr, f"remove {ptr.rpartition('/')[2]!r}, which has no effect here", safe=False)
+
+
+@rule("PL201", "level-not-allowed", "error", "overflow_check level not allowed in this framework/mode", fix="unsafe")
 def level_not_allowed(config: ConfigView, context: Context) -> Iterator[Finding]:
     """
     overflow_check works at L0 (Cell/Module) or L1 (API) in MindSpore PyNative,
@@ -55,20 +62,27 @@ def level_not_allowed(config: ConfigView, context: Context) -> Iterator[Finding]
         return
     at = config.where_level()
     implied = "" if "level" in config.data else " (level defaults to L1)"
+    framework, mode = context.framework, context.mode
+    dynamic = mode == "pynative" or framework in ("msadapter", "pytorch")
+
+    def fit(new: str):  # unsafe: another level collects other things
+        return set_value("/level", new, f"change level {level} to {new} to fit the mode", safe=False) \
+            if at == "/level" else None
+
     if level in ("mix", "debug"):
         yield Finding("PL201", f"level {level} is not valid for overflow_check{implied}", pointer=at,
-                      hint="use L0 (Cell) or L1 (API) in PyNative/MSAdapter/PyTorch, L2 in MindSpore static graph")
+                      hint="use L0 (Cell) or L1 (API) in PyNative/MSAdapter/PyTorch, L2 in MindSpore static graph",
+                      fix=fit("L2") if mode == "graph" else fit("L1") if dynamic else None)
         return
-    framework, mode = context.framework, context.mode
     if mode == "graph" and level in ("L0", "L1"):
         yield Finding("PL201", f"level {level} does not work for overflow_check in MindSpore static graph"
                                f"{implied}{_because(context, 'mode')}", pointer=at,
-                      hint="use \"level\": \"L2\" (with jit_level O2), or run in PYNATIVE_MODE")
-    elif level == "L2" and (mode == "pynative" or framework in ("msadapter", "pytorch")):
+                      hint="use \"level\": \"L2\" (with jit_level O2), or run in PYNATIVE_MODE", fix=fit("L2"))
+    elif level == "L2" and dynamic:
         scenario = "PyNative mode" if mode == "pynative" else framework
         yield Finding("PL201", f"level L2 (kernel) works for overflow_check only in MindSpore static graph, "
                                f"not in {scenario}{_because(context, 'framework', 'mode')}", pointer=at,
-                      hint="use \"level\": \"L1\" (API) or \"L0\" (Cell)")
+                      hint="use \"level\": \"L1\" (API) or \"L0\" (Cell)", fix=fit("L1"))
 
 
 @rule("PL202", "l2-needs-jit-o2", "error", "overflow_check L2 in static graph needs jit_level O2")
@@ -129,7 +143,7 @@ def l2_needs_new_mindspore(config: ConfigView, context: Context) -> Iterator[Fin
                       pointer=at, hint="upgrade MindSpore to 2.6 or later")
 
 
-@rule("PL204", "option-no-effect", "warning", "overflow_check option that has no effect here")
+@rule("PL204", "option-no-effect", "warning", "overflow_check option that has no effect here", fix="unsafe")
 def option_no_effect(config: ConfigView, context: Context) -> Iterator[Finding]:
     """
     check_mode is read only in MindSpore static graph, and only MindSpore
@@ -156,10 +170,12 @@ def option_no_effect(config: ConfigView, context: Context) -> Iterator[Finding]:
             reasons.append("MindSpore 2.3.0 and later ignore it" + _because(context, "mindspore_version"))
         if reasons:
             yield Finding("PL204", "check_mode has no effect: " + "; ".join(reasons),
-                          pointer="/overflow_check/check_mode", at="key", hint="remove check_mode")
+                          pointer="/overflow_check/check_mode", at="key", hint="remove check_mode",
+                          fix=_remove_here("/overflow_check/check_mode"))
     if config.has("overflow_check", "overflow_nums") and _overflow_scenario(config, context) == "graph":
         yield Finding("PL204", "overflow_nums has no effect in MindSpore static graph" + _because(context, "mode"),
-                      pointer="/overflow_check/overflow_nums", at="key", hint="remove overflow_nums")
+                      pointer="/overflow_check/overflow_nums", at="key", hint="remove overflow_nums",
+                      fix=_remove_here("/overflow_check/overflow_nums"))
 
 
 @rule("PL205", "task-not-available", "error", "Task not available for the framework (or for probe_runtime)")
@@ -199,7 +215,7 @@ def task_not_available(config: ConfigView, context: Context) -> Iterator[Finding
                       pointer=config.where_level(), hint="use level L1 or L0 in PyNative mode")
 
 
-@rule("PL206", "inactive-section", "info", "Section for a task other than the active one")
+@rule("PL206", "inactive-section", "info", "Section for a task other than the active one", fix="unsafe")
 def inactive_section(config: ConfigView, context: Context) -> Iterator[Finding]:
     """
     Only the section named by "task" is read; the others are ignored. Often
@@ -219,10 +235,11 @@ def inactive_section(config: ConfigView, context: Context) -> Iterator[Finding]:
     for name in PROFILES[config.profile].tasks:
         if name != task and name in config.data:
             yield Finding("PL206", f"section {name!r} is ignored: the active task is {task}",
-                          pointer=f"/{name}", at="key", hint=f"remove it, or set \"task\": \"{name}\"")
+                          pointer=f"/{name}", at="key", hint=f"remove it, or set \"task\": \"{name}\"",
+                          fix=remove(f"/{name}", f"remove the inactive section {name!r}", safe=False))
 
 
-@rule("PL207", "option-unused-by-task", "warning", "Option set for a task or level that does not use it")
+@rule("PL207", "option-unused-by-task", "warning", "Option set for a task or level that does not use it", fix="unsafe")
 def option_unused(config: ConfigView, context: Context) -> Iterator[Finding]:
     """
     async_dump works only for tasks statistics and tensor at levels L0, L1,
@@ -241,7 +258,8 @@ def option_unused(config: ConfigView, context: Context) -> Iterator[Finding]:
         if task not in ("statistics", "tensor") or level not in ("L0", "L1", "mix", "debug"):
             yield Finding("PL207", f"async_dump has no effect with task {task} at level {level}; "
                                    "it works only for statistics/tensor at L0, L1, mix or debug",
-                          pointer="/async_dump", at="key", hint="remove async_dump or set it to false")
+                          pointer="/async_dump", at="key", hint="remove async_dump or set it to false",
+                          fix=_remove_here("/async_dump"))
     if config.has("precision") and task not in ("statistics", "tensor"):
         yield Finding("PL207", f"precision has no effect with task {task}; it is used by statistics and tensor",
-                      pointer="/precision", at="key", hint="remove precision")
+                      pointer="/precision", at="key", hint="remove precision", fix=_remove_here("/precision"))

@@ -15,7 +15,7 @@ from typing import Iterator, Optional
 
 from ..config import ConfigView
 from ..context import Context
-from ..diagnostic import Finding, Severity
+from ..diagnostic import Finding, Severity, set_value
 from .registry import rule
 
 ALLOWED = re.compile(r"^[A-Za-z0-9_./-]+$")
@@ -39,11 +39,19 @@ def path_values(config: ConfigView) -> Iterator[tuple[str, str, str]]:
             yield key, "/" + "/".join(parts), value
 
 
+def _rewrite(ptr: str, new: str, description: str):
+    """Rewriting a path: always unsafe, since the dump (or read) then
+    happens somewhere else than the config says today (absolute against
+    the folder the linter runs in, '..' collapsed past a soft link, '~'
+    of this user on this machine, characters replaced)."""
+    return set_value(ptr, new, f"{description}: {new}", safe=False)
+
+
 def _expands(value: str) -> bool:
     return value.startswith("~") or "/~" in value or bool(VARIABLE.search(value))
 
 
-@rule("PL401", "path-not-absolute", "error", "dump_path not absolute (warning for other paths)")
+@rule("PL401", "path-not-absolute", "error", "dump_path not absolute (warning for other paths)", fix="unsafe")
 def not_absolute(config: ConfigView, context: Context) -> Iterator[Finding]:
     """
     A relative dump_path is resolved against wherever the job happened to
@@ -59,12 +67,15 @@ def not_absolute(config: ConfigView, context: Context) -> Iterator[Finding]:
     for name, ptr, value in path_values(config):
         if _expands(value) or value.startswith("/"):
             continue
+        absolute = os.path.normpath(os.path.join(os.path.abspath(context.cwd or os.curdir), value))
         yield Finding("PL401", f"{name} {value!r} is relative: it lands wherever the job starts", pointer=ptr,
                       severity=None if name == "dump_path" else Severity.WARNING,
-                      hint=f"give an absolute path, e.g. /home/user/{DISALLOWED_RUN.sub('_', value.lstrip('./')) or 'dump'}")
+                      hint=f"give an absolute path, e.g. /home/user/{DISALLOWED_RUN.sub('_', value.lstrip('./')) or 'dump'}",
+                      fix=_rewrite(ptr, absolute, f"make {name} absolute against "
+                                                  f"{'--cwd' if context.cwd else 'this folder'}"))
 
 
-@rule("PL402", "path-bad-characters", "error", "Path has characters outside [A-Za-z0-9_./-]")
+@rule("PL402", "path-bad-characters", "error", "Path has characters outside [A-Za-z0-9_./-]", fix="unsafe")
 def bad_characters(config: ConfigView, context: Context) -> Iterator[Finding]:
     """
     msprobe refuses any path with a character outside letters, digits, '_',
@@ -83,7 +94,8 @@ def bad_characters(config: ConfigView, context: Context) -> Iterator[Finding]:
         cleaned = DISALLOWED_RUN.sub("_", value)
         shown = " ".join(repr(c) for c in bad[:8])
         yield Finding("PL402", f"{name} has characters msprobe rejects: {shown}", pointer=ptr,
-                      hint=f"use only letters, digits, '_', '.', '/', '-', e.g. {cleaned}")
+                      hint=f"use only letters, digits, '_', '.', '/', '-', e.g. {cleaned}",
+                      fix=_rewrite(ptr, cleaned, "replace the rejected characters with '_'"))
 
 
 @rule("PL403", "path-too-long", "error", "Path too long (over 4096, or a component over 255)")
@@ -107,7 +119,7 @@ def too_long(config: ConfigView, context: Context) -> Iterator[Finding]:
                                    f"{MAX_COMPONENT}", pointer=ptr, hint="shorten the folder name")
 
 
-@rule("PL404", "path-dotdot", "warning", "Path contains '..'")
+@rule("PL404", "path-dotdot", "warning", "Path contains '..'", fix="unsafe")
 def dotdot(config: ConfigView, context: Context) -> Iterator[Finding]:
     """
     A '..' component makes the real location depend on soft links along the
@@ -121,10 +133,11 @@ def dotdot(config: ConfigView, context: Context) -> Iterator[Finding]:
     for name, ptr, value in path_values(config):
         if ".." in value.split("/"):
             yield Finding("PL404", f"{name} {value!r} contains '..'", pointer=ptr,
-                          hint=f"write it as {os.path.normpath(value)}")
+                          hint=f"write it as {os.path.normpath(value)}",
+                          fix=_rewrite(ptr, os.path.normpath(value), "collapse '..' in the path"))
 
 
-@rule("PL405", "path-not-expanded", "error", "'~' or '$VAR' in a path (never expanded)")
+@rule("PL405", "path-not-expanded", "error", "'~' or '$VAR' in a path (never expanded)", fix="unsafe")
 def not_expanded(config: ConfigView, context: Context) -> Iterator[Finding]:
     """
     msprobe takes the path literally: '~' and '$HOME' are not expanded, and
@@ -140,8 +153,11 @@ def not_expanded(config: ConfigView, context: Context) -> Iterator[Finding]:
         if _expands(value):
             home = os.path.expanduser("~")
             example = VARIABLE.sub("/path", value.replace("~", home, 1) if value.startswith("~") else value)
+            expanded = os.path.expanduser(value) if value.startswith("~") and not VARIABLE.search(value) else None
             yield Finding("PL405", f"{name} {value!r} uses '~' or '$': msprobe never expands them", pointer=ptr,
-                          hint=f"write the full path, e.g. {example}")
+                          hint=f"write the full path, e.g. {example}",
+                          fix=_rewrite(ptr, expanded, "expand '~' to this user's home folder")
+                          if expanded and not expanded.startswith("~") else None)
 
 
 def _absolute(value: str, base: Optional[Path]) -> Path:
@@ -200,7 +216,7 @@ def _shown(resolved: Path, value: str) -> str:
     return value if os.path.isabs(value) else f"{value} (resolved to {resolved})"
 
 
-@rule("PL406", "path-soft-link", "error", "(filesystem) path or a parent is a soft link", filesystem=True)
+@rule("PL406", "path-soft-link", "error", "(filesystem) path or a parent is a soft link", filesystem=True, fix="unsafe")
 def soft_link(config: ConfigView, context: Context) -> Iterator[Finding]:
     """
     msprobe refuses to read or write through a soft link (a guard against
@@ -219,7 +235,9 @@ def soft_link(config: ConfigView, context: Context) -> Iterator[Finding]:
         if link is not None:
             target = os.path.realpath(link)
             yield Finding("PL406", f"{name} {_shown(resolved, value)} goes through the soft link {link} -> {target}",
-                          pointer=ptr, hint=f"use the real path: {os.path.realpath(resolved)}")
+                          pointer=ptr, hint=f"use the real path: {os.path.realpath(resolved)}",
+                          fix=_rewrite(ptr, os.path.realpath(resolved), "write the real path")
+                          if ptr is not None else None)
 
 
 @rule("PL407", "dump-path-not-writable", "error",

@@ -13,7 +13,7 @@ from typing import Iterator, Optional
 
 from ..config import ConfigView
 from ..context import Context
-from ..diagnostic import Finding, Severity
+from ..diagnostic import Finding, Severity, remove, set_value
 from ..positions import pointer
 from .registry import rule
 
@@ -53,7 +53,7 @@ def entries(config: ConfigView, key: str) -> list[tuple[int, str, tuple[int, int
     return out
 
 
-@rule("PL301", "bad-index-entry", "error", "Bad rank/step entry")
+@rule("PL301", "bad-index-entry", "error", "Bad rank/step entry", fix="safe")
 def bad_entry(config: ConfigView, context: Context) -> Iterator[Finding]:
     """
     rank and step entries are integers >= 0 or "a-b" strings with a <= b.
@@ -80,10 +80,11 @@ def bad_entry(config: ConfigView, context: Context) -> Iterator[Finding]:
                                        "refuses it", pointer=ptr, hint="write a smaller number")
             elif sep and first.isdigit() and last.isdigit() and int(first) > int(last):
                 yield Finding("PL301", f"{key} range {item!r} is reversed: the first value must not exceed the last",
-                              pointer=ptr, hint=f'write "{last}-{first}"')
+                              pointer=ptr, hint=f'write "{last}-{first}"',
+                              fix=set_value(ptr, f"{last}-{first}", f'write "{last}-{first}"'))
 
 
-@rule("PL302", "overlapping-entries", "warning", "Duplicate or overlapping rank/step entries")
+@rule("PL302", "overlapping-entries", "warning", "Duplicate or overlapping rank/step entries", fix="safe/unsafe")
 def overlapping(config: ConfigView, context: Context) -> Iterator[Finding]:
     """
     An entry already covered by another is harmless to msprobe but usually a
@@ -105,7 +106,9 @@ def overlapping(config: ConfigView, context: Context) -> Iterator[Finding]:
                 if first <= b and a <= last:
                     what = "repeats" if (first, last) == (a, b) else "overlaps"
                     yield Finding("PL302", f"{key} entry {config.get(*_parts(ptr))!r} {what} {shown!r}",
-                                  pointer=ptr, hint="remove the duplicate or merge the ranges")
+                                  pointer=ptr, hint="remove the duplicate or merge the ranges",
+                                  fix=_drop(ptr, shown, exact=(first, last) == (a, b),
+                                            covered=a <= first and last <= b))
                     break
             seen.append(((first, last), config.get(*_parts(ptr))))
 
@@ -124,7 +127,8 @@ def _overlapping_long(config: ConfigView, key: str, found: list) -> Iterator[Fin
         here = bisect.bisect_right(starts, last)
         if (first, last) in exact:
             yield Finding("PL302", f"{key} entry {value!r} repeats {exact[(first, last)]!r}", pointer=ptr,
-                          hint="remove the duplicate or merge the ranges")
+                          hint="remove the duplicate or merge the ranges",
+                          fix=_drop(ptr, exact[(first, last)], exact=True, covered=True))
         elif here and ends[here - 1] >= first:
             yield Finding("PL302", f"{key} entry {value!r} overlaps {shown_by[here - 1]!r}", pointer=ptr,
                           hint="remove the duplicate or merge the ranges")
@@ -134,6 +138,16 @@ def _overlapping_long(config: ConfigView, key: str, found: list) -> Iterator[Fin
         end = max(last, ends[here - 1]) if low < here else last
         shown = shown_by[low] if low < here else value
         starts[low:here], ends[low:here], shown_by[low:here] = [start], [end], [shown]
+
+
+def _drop(ptr: str, shown: object, *, exact: bool, covered: bool):
+    """Removing an entry: safe for an exact repeat (nothing changes),
+    unsafe for one inside an earlier range (it may be a typo for another
+    number), none for a partial overlap (which range was meant is not
+    known)."""
+    if not covered:
+        return None
+    return remove(ptr, f"remove the entry {'repeating' if exact else 'covered by'} {shown!r}", safe=exact)
 
 
 def _parts(ptr: str) -> tuple:
@@ -173,7 +187,7 @@ def rank_beyond_world(config: ConfigView, context: Context) -> Iterator[Finding]
                           hint="use rank 0" if world == 1 else f"use ranks between 0 and {world - 1}")
 
 
-@rule("PL304", "rank-in-single-card", "error", "Non-empty rank in single-card training")
+@rule("PL304", "rank-in-single-card", "error", "Non-empty rank in single-card training", fix="unsafe")
 def rank_single_card(config: ConfigView, context: Context) -> Iterator[Finding]:
     """
     msprobe's docs require "rank": [] for single-card training: without a
@@ -189,4 +203,5 @@ def rank_single_card(config: ConfigView, context: Context) -> Iterator[Finding]:
     items = config.get("rank")
     if isinstance(items, list) and items:
         yield Finding("PL304", f"rank is {items!r} in single-card training ({context.describe('world_size')}); "
-                               "msprobe needs an empty list there", pointer="/rank", hint='write "rank": []')
+                               "msprobe needs an empty list there", pointer="/rank", hint='write "rank": []',
+                      fix=set_value("/rank", [], "write an empty rank list", safe=False))

@@ -35,6 +35,8 @@ class RuleInfo:
         check: the check function, or None for codes an engine stage emits.
         needs: names of context values the rule reads (for messages/docs).
         filesystem: True for rules that only run with ``--check-fs``.
+        fix: which fixes the rule attaches: ``"safe"``, ``"unsafe"``,
+            ``"safe/unsafe"`` (which depends on the finding) or ``""``.
     """
 
     code: str
@@ -45,6 +47,7 @@ class RuleInfo:
     doc: str
     check: Optional[Callable[..., Iterable[Finding]]] = None
     filesystem: bool = False
+    fix: str = ""
 
     def section(self, title: str) -> str:
         """The text under ``Bad:``/``Good:`` in the doc, or ``""``."""
@@ -65,29 +68,42 @@ class RuleInfo:
         """The doc up to the first ``Bad:``."""
         return self.doc.split("Bad:")[0].strip()
 
+    def explanation(self) -> str:
+        """What ``probe explain CODE`` prints (no final newline): the
+        headline, summary, rationale, and the indented bad and good
+        examples."""
+        def indent(text: str) -> str:
+            return "\n".join("    " + line for line in text.splitlines())
+
+        return (f"{self.code} {self.name} ({self.severity.value}, {self.family})\n\n{self.summary}.\n\n"
+                f"{self.rationale}\n\nBad:\n{indent(self.section('Bad'))}\n\nGood:\n{indent(self.section('Good'))}")
+
 
 def define(code: str, name: str, severity: str, summary: str, family: str, doc: str,
            *, check: Optional[Callable[..., Iterable[Finding]]] = None,
-           filesystem: bool = False) -> RuleInfo:
-    """Register a code. Raises ValueError on a duplicate code or name."""
+           filesystem: bool = False, fix: str = "") -> RuleInfo:
+    """Register a code. Raises ValueError on a duplicate code or name, or
+    an unknown ``fix`` kind."""
+    if fix not in ("", "safe", "unsafe", "safe/unsafe"):
+        raise ValueError(f"rule {code}: fix must be safe, unsafe or safe/unsafe, not {fix!r}")
     if code in RULES:
         raise ValueError(f"rule code {code} defined twice")
     if any(r.name == name for r in RULES.values()):
         raise ValueError(f"rule name {name} defined twice")
     info = RuleInfo(code, name, Severity(severity), summary, family,
-                    textwrap.dedent(doc).strip(), check, filesystem)
+                    textwrap.dedent(doc).strip(), check, filesystem, fix)
     RULES[code] = info
     return info
 
 
-def rule(code: str, name: str, severity: str, summary: str, *, filesystem: bool = False):
+def rule(code: str, name: str, severity: str, summary: str, *, filesystem: bool = False, fix: str = ""):
     """Decorator registering a check function under ``code``; its docstring
     is the rule's documentation and its module name the family."""
 
     def wrap(func: Callable[..., Iterable[Finding]]):
         family = func.__module__.rsplit(".", 1)[-1]
         define(code, name, severity, summary, family, func.__doc__ or "", check=func,
-               filesystem=filesystem)
+               filesystem=filesystem, fix=fix)
         return func
 
     return wrap

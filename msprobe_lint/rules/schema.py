@@ -13,10 +13,11 @@ integer, unlike jsonschema's default type checker.
 from __future__ import annotations
 
 import difflib
+import re
 from functools import lru_cache
 from typing import Any, Iterable, Iterator, Optional
 
-from ..diagnostic import Finding
+from ..diagnostic import Finding, FixSpec, remove, set_value
 from ..positions import pointer as make_pointer
 from .registry import define
 
@@ -42,7 +43,8 @@ MINDSPORE_DUMP_KEYS = {"common_dump_settings", "e2e_dump_settings", "dump_mode",
                        "iteration", "saved_data", "input_output", "kernels", "support_device",
                        "op_debug_mode", "file_format"}
 
-define("PL101", "unknown-key", "error", "Unknown key (suggests the closest known key)", "schema", """
+define("PL101", "unknown-key", "error", "Unknown key (suggests the closest known key)", "schema",
+       fix="safe/unsafe", doc="""
     msprobe ignores keys it does not know, so a misspelt option silently keeps
     its default: "overflow_number": 3 leaves overflow_nums at 1 and the job
     stops after the first overflow. Keys of MindSpore's own dump JSON
@@ -54,7 +56,7 @@ define("PL101", "unknown-key", "error", "Unknown key (suggests the closest known
         "overflow_check": {"overflow_nums": 3}
     """)
 
-define("PL102", "wrong-type", "error", "Value has the wrong type", "schema", """
+define("PL102", "wrong-type", "error", "Value has the wrong type", "schema", fix="safe", doc="""
     msprobe checks types at start-up and stops with one bare exception at a
     time. Integers are strict: 3.0, 1e2 and true are not integers. rank and
     step are lists even for one entry.
@@ -67,7 +69,7 @@ define("PL102", "wrong-type", "error", "Value has the wrong type", "schema", """
         "overflow_check": {"overflow_nums": 3}
     """)
 
-define("PL103", "value-not-allowed", "error", "Value not among the allowed ones", "schema", """
+define("PL103", "value-not-allowed", "error", "Value not among the allowed ones", "schema", fix="safe/unsafe", doc="""
     Enumerated options (task, level, check_mode, summary_mode, ...) are
     case-sensitive. The hint gives the case-insensitive or closest match.
 
@@ -87,7 +89,8 @@ define("PL104", "required-missing", "error", "Required key missing or empty", "s
         {"task": "overflow_check", "level": "L1", "dump_path": "/data/dump"}
     """)
 
-define("PL105", "key-misplaced", "warning", "Key valid elsewhere in the config, not here", "schema", """
+define("PL105", "key-misplaced", "warning", "Key valid elsewhere in the config, not here", "schema",
+       fix="unsafe", doc="""
     The key is one msprobe knows, but in another place: at the top level
     instead of in its task section or the other way round. Where it stands it
     is ignored.
@@ -98,7 +101,7 @@ define("PL105", "key-misplaced", "warning", "Key valid elsewhere in the config, 
         {"task": "overflow_check", "overflow_check": {"overflow_nums": 3}}
     """)
 
-define("PL106", "deprecated-key", "warning", "Deprecated key", "schema", """
+define("PL106", "deprecated-key", "warning", "Deprecated key", "schema", fix="safe", doc="""
     seed, is_deterministic, enable_dataloader and backward_input were
     accepted by older releases and no longer do anything.
 
@@ -302,26 +305,30 @@ def _describe(code: str, error: Any, path: list, ptr: str, hint: Optional[str]) 
                        hint=hint or "give an absolute path such as /home/user/dump")
     if code == "PL301":
         return Finding("PL301", f"{name} entry {_json(value)} is neither an integer >= 0 nor an \"a-b\" range",
-                       pointer=ptr, hint=hint or _index_hint(value))
+                       pointer=ptr, hint=hint or _index_hint(value), fix=_as_integer(value, ptr))
     if keyword == "type":
         expected = error.validator_value
         expected = " or ".join(expected) if isinstance(expected, list) else expected
         article = "an" if expected[0] in "aeiou" else "a"
         fix = hint
-        if fix is None and expected == "integer" and isinstance(value, float) and value.is_integer():
-            fix = f"write {int(value)}"
-        elif fix is None and expected == "integer" and isinstance(value, str) and value.strip().lstrip("-").isdigit():
-            fix = f"write {int(value)} without quotes"
-        elif fix is None and expected == "array" and not isinstance(value, (dict, list)):
-            fix = f"write [{_json(value)}]" if value not in (None, "") else "write []"
+        edit = _as_integer(value, ptr) if expected == "integer" else None
+        if fix is None and edit is not None:
+            fix = f"write {int(value)}" + (" without quotes" if isinstance(value, str) else "")
+        if expected == "array" and not isinstance(value, (dict, list)):
+            fix = fix or (f"write [{_json(value)}]" if value not in (None, "") else "write []")
+            edit = FixSpec(f"write {name} as a list", (("value", ptr, "[]"),) if value in (None, "")
+                           else (("wrap", ptr),))
         return Finding("PL102", f"{name} must be {article} {expected}, not {describe_type(value)} {_json(value)}",
-                       pointer=ptr, hint=fix)
+                       pointer=ptr, hint=fix, fix=edit)
     if keyword in ("enum", "const"):
         allowed = error.validator_value if keyword == "enum" else [error.validator_value]
         guess = suggest(value, [str(a) for a in allowed]) if isinstance(value, str) else None
         fix = hint or (f"did you mean {guess!r}?" if guess else f"use one of: {', '.join(map(str, allowed))}")
+        # Only the case differs: plainly meant. A near spelling may be another value meant.
+        edit = set_value(ptr, guess, f"replace {value!r} with {guess!r}",
+                         safe=guess.lower() == value.lower()) if guess and guess in allowed else None
         return Finding(code, f"{_json(value)} is not an allowed {name}; allowed: {', '.join(map(str, allowed))}",
-                       pointer=ptr, hint=fix)
+                       pointer=ptr, hint=fix, fix=edit)
     if keyword == "not":
         return Finding(code, f"{name} {_json(value)} is out of range", pointer=ptr,
                        hint=hint or ("use -1 (no limit) or a count >= 1" if name == "overflow_nums" else None))
@@ -339,13 +346,30 @@ def _describe(code: str, error: Any, path: list, ptr: str, hint: Optional[str]) 
 
 def _index_hint(value: Any) -> str:
     """A fix for a bad rank/step entry."""
-    if isinstance(value, str) and value.strip().isdigit():
+    if isinstance(value, str) and _INTEGER.fullmatch(value.strip()) and not value.strip().startswith("-"):
         return f"write {int(value)} (a bare number string is not accepted; ranges are \"a-b\")"
     if isinstance(value, int) and not isinstance(value, bool) and value < 0:
         return "ranks and steps count from 0"
     if isinstance(value, float) and value.is_integer() and value >= 0:
         return f"write {int(value)}"
     return 'write an integer such as 3, or a range such as "2-5" (first <= last)'
+
+
+# ASCII digits only: str.isdigit() also accepts '¹' or '٣', which int() refuses or reads otherwise.
+_INTEGER = re.compile(r"-?[0-9]+")
+
+
+def _as_integer(value: Any, ptr: str) -> Optional[FixSpec]:
+    """The fix writing ``3.0`` or ``"3"`` as the integer 3 (safe: the
+    same number, in the type msprobe reads); None for anything else."""
+    number: Optional[int] = None
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
+        number = int(value)
+    elif isinstance(value, str) and _INTEGER.fullmatch(value.strip()) and len(value.strip()) < 19:
+        number = int(value)
+    if number is None:
+        return None
+    return set_value(ptr, number, f"write {number}")
 
 
 def _json(value: Any) -> str:
@@ -369,15 +393,25 @@ def _unknown_keys(error: Any, path: list, profile: str = "8.3") -> Iterator[Find
         elsewhere = [loc for loc, keys in index.items() if loc != location and key in keys]
         if elsewhere:
             target = elsewhere[0]
+            # Unsafe: where it stands it is ignored; moved, it takes effect. Only
+            # when one place reads it (scope fits several task sections).
+            move = FixSpec(f"move {key!r} {_move_hint(target)}", (("move", ptr, target),), safe=False) \
+                if len(elsewhere) == 1 and len(path) <= 1 else None
             yield Finding("PL105", f"{key!r} is not read {_where(location)}; msprobe reads it {_where(target)}",
-                          pointer=ptr, at="key", hint=f"move {key!r} {_move_hint(target)}")
+                          pointer=ptr, at="key", hint=f"move {key!r} {_move_hint(target)}", fix=move)
             continue
         guess = suggest(key, list(here))
+        fix = None
+        if guess and guess not in error.instance and key not in MINDSPORE_DUMP_KEYS:
+            # Safe when the match is clear: the same key in another case, or
+            # the only known key that close to it.
+            clear = guess.lower() == key.lower() or len(difflib.get_close_matches(key, list(here), n=2, cutoff=0.6)) < 2
+            fix = FixSpec(f"rename {key!r} to {guess!r}", (("key", ptr, guess),), safe=clear)
         if key in MINDSPORE_DUMP_KEYS:
             message = f"unknown key {key!r} {_where(location)}: it belongs to MindSpore's own dump JSON, not msprobe's"
         else:
             message = f"unknown key {key!r} {_where(location)}; msprobe ignores it"
-        yield Finding("PL101", message, pointer=ptr, at="key",
+        yield Finding("PL101", message, pointer=ptr, at="key", fix=fix,
                       hint=f"did you mean {guess!r}?" if guess else f"known keys here: {', '.join(here)}")
 
 
@@ -396,4 +430,5 @@ def _deprecated(data: dict, profile: str = "8.3") -> Iterator[Finding]:
             if schema and schema.get("deprecated"):
                 yield Finding("PL106", f"{key!r} is deprecated {_where(location)}: {schema.get('description', '')}".rstrip(": "),
                               pointer=make_pointer(*([location] if location else []), key), at="key",
-                              hint=f"remove {key!r}")
+                              hint=f"remove {key!r}", fix=remove(make_pointer(*([location] if location else []), key),
+                                                                 f"remove the deprecated {key!r}"))

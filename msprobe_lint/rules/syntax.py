@@ -17,7 +17,7 @@ define("PL001", "invalid-json", "error", "Not valid JSON", "syntax", """
         {"task": "overflow_check", "dump_path": "/data/dump"}
     """)
 
-define("PL002", "duplicate-key", "error", "Duplicate key in one object", "syntax", """
+define("PL002", "duplicate-key", "error", "Duplicate key in one object", "syntax", fix="unsafe", doc="""
     json.load silently keeps the last value of a repeated key, so the first
     one you edit may not be the one that counts. Reported at every repeat
     after the first; the other rules see the last value.
@@ -37,7 +37,7 @@ define("PL003", "root-not-object", "error", "Top-level value is not an object", 
         {"task": "overflow_check", "dump_path": "/data/dump"}
     """)
 
-define("PL004", "bad-encoding", "error", "Not UTF-8, or starts with a byte-order mark", "syntax", """
+define("PL004", "bad-encoding", "error", "Not UTF-8, or starts with a byte-order mark", "syntax", fix="safe", doc="""
     msprobe opens the config as UTF-8 and Python's json refuses a leading
     byte-order mark ("Unexpected UTF-8 BOM"). Editors on Windows often add one.
 

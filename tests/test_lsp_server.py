@@ -1,0 +1,199 @@
+"""``probe server`` through a real LSP session: the test spawns the
+server as a subprocess and talks JSON-RPC over its stdin/stdout with
+Content-Length framing, as an editor does (initialize, initialized,
+didOpen, publishDiagnostics, codeAction, didChange, shutdown, exit)."""
+from __future__ import annotations
+
+import json
+import os
+import queue
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Any, Optional
+
+import pytest
+from conftest import config, probe_command
+
+pytest.importorskip("pygls")
+
+
+class Client:
+    """A minimal LSP client: framed requests and notifications out, a
+    reader thread queueing every message the server sends."""
+
+    def __init__(self, cwd: Path):
+        self.proc = subprocess.Popen(probe_command() + ["server"], cwd=cwd, stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     env={"XDG_CACHE_HOME": str(cwd / "cache"), "PATH": "/usr/bin:/bin",
+                                          "HOME": str(cwd)})
+        self.messages: "queue.Queue[dict]" = queue.Queue()
+        self.next_id = 0
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        stream = self.proc.stdout
+        assert stream is not None
+        while True:
+            headers = {}
+            while True:
+                line = stream.readline()
+                if not line:
+                    return
+                line = line.strip()
+                if not line:
+                    break
+                name, _, value = line.decode("ascii").partition(":")
+                headers[name.strip().lower()] = value.strip()
+            body = stream.read(int(headers["content-length"]))
+            self.messages.put(json.loads(body))
+
+    def send(self, message: dict) -> None:
+        body = json.dumps({"jsonrpc": "2.0", **message}).encode("utf-8")
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        self.proc.stdin.flush()
+
+    def request(self, method: str, params: Any) -> Any:
+        self.next_id += 1
+        self.send({"id": self.next_id, "method": method, "params": params})
+        reply = self.wait(lambda m: m.get("id") == self.next_id and "method" not in m)
+        assert "error" not in reply, reply
+        return reply["result"]
+
+    def notify(self, method: str, params: Any) -> None:
+        self.send({"method": method, "params": params})
+
+    def wait(self, match, timeout: float = 60) -> dict:
+        while True:
+            try:
+                message = self.messages.get(timeout=timeout)
+            except queue.Empty:
+                raise AssertionError("no reply from the server") from None
+            if match(message):
+                return message
+
+    def diagnostics(self, uri: str, version: Optional[int] = None) -> list[dict]:
+        message = self.wait(lambda m: m.get("method") == "textDocument/publishDiagnostics"
+                            and m["params"]["uri"] == uri
+                            and (version is None or m["params"].get("version") == version))
+        return message["params"]["diagnostics"]
+
+
+@pytest.fixture
+def client(tmp_path):
+    session = Client(tmp_path)
+    result = session.request("initialize", {"processId": None, "rootUri": tmp_path.as_uri(),
+                                            "capabilities": {}})
+    assert result["capabilities"]["codeActionProvider"]["codeActionKinds"] == ["quickfix", "source.fixAll"]
+    assert result["serverInfo"]["name"] == "probe-lint"
+    session.notify("initialized", {})
+    yield session
+    if session.proc.poll() is None:
+        session.proc.kill()
+        session.proc.wait(timeout=10)
+
+
+def shut_down(client: Client) -> None:
+    assert client.request("shutdown", None) is None
+    client.notify("exit", None)
+    assert client.proc.wait(timeout=30) == 0
+
+
+def test_session_diagnostics_code_actions_and_changes(client, tmp_path):
+    (tmp_path / "pyproject.toml").write_text('[tool.probe-lint]\nmode = "pynative"\nignore = ["PL4"]\n')
+    path = tmp_path / "config.json"
+    text = json.dumps(config(level="l1", dump_path="rel", overflow_check={"overflow_number": 3}), indent=4)
+    path.write_text('{"task": "overflow_check"}')  # on disk: something else; the buffer is what counts
+    uri = path.as_uri()
+    client.notify("textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": "json", "version": 1,
+                                                            "text": text}})
+    found = client.diagnostics(uri, 1)
+    by_code = {d["code"]: d for d in found}
+    assert set(by_code) == {"PL103", "PL101"}  # PL401 ignored by [tool.probe-lint]
+    level = by_code["PL103"]
+    line = text.splitlines().index('    "level": "l1",')
+    assert level["range"] == {"start": {"line": line, "character": 13}, "end": {"line": line, "character": 17}}
+    assert level["severity"] == 1 and level["source"] == "probe-lint"
+    assert "did you mean 'L1'?" in level["message"]
+    href = level["codeDescription"]["href"]
+    assert href.startswith("file://") and href.endswith("PL103.md")
+    assert "value-not-allowed" in Path(href[len("file://"):]).read_text()
+    assert level["data"]["explain"] == "probe explain PL103"
+
+    actions = client.request("textDocument/codeAction", {
+        "textDocument": {"uri": uri}, "range": level["range"], "context": {"diagnostics": [level]}})
+    quick = [a for a in actions if a["kind"] == "quickfix"]
+    assert len(quick) == 1 and quick[0]["isPreferred"] is True
+    assert quick[0]["title"] == "PL103: replace 'l1' with 'L1'"
+    assert quick[0]["edit"]["changes"][uri] == [{"range": level["range"], "newText": '"L1"'}]
+    (fix_all,) = [a for a in actions if a["kind"] == "source.fixAll"]
+    (whole,) = fix_all["edit"]["changes"][uri]
+    assert whole["newText"] == text.replace('"l1"', '"L1"').replace('"overflow_number"', '"overflow_nums"')
+
+    fixed = text.replace('"l1"', '"L1"')
+    client.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": 2},
+                                             "contentChanges": [{"text": fixed}]})
+    assert [d["code"] for d in client.diagnostics(uri, 2)] == ["PL101"]
+    client.notify("textDocument/didClose", {"textDocument": {"uri": uri}})
+    assert client.diagnostics(uri) == []
+    shut_down(client)
+
+
+def test_unsafe_fix_offered_not_preferred_and_utf16_columns(client, tmp_path):
+    uri = (tmp_path / "config.json").as_uri()
+    text = '{"task": "overflow_check", "dump_path": "/d/\U0001F600 x", "level": "L1", "rank": [], "step": []}'
+    client.notify("textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": "json", "version": 1,
+                                                            "text": text}})
+    (bad,) = [d for d in client.diagnostics(uri, 1) if d["code"] == "PL402"]
+    start = text.index('"/d/')
+    # The emoji is two UTF-16 code units: the end column counts it twice.
+    assert bad["range"]["start"] == {"line": 0, "character": start}
+    assert bad["range"]["end"] == {"line": 0, "character": start + len('"/d/\U0001F600 x"') + 1}
+    actions = client.request("textDocument/codeAction", {
+        "textDocument": {"uri": uri}, "range": bad["range"], "context": {"diagnostics": [bad], "only": ["quickfix"]}})
+    (action,) = actions
+    assert action["isPreferred"] is False and "unsafe" in action["title"]
+    assert json.loads(action["edit"]["changes"][uri][0]["newText"]) == "/d/_x"
+    shut_down(client)
+
+
+def test_other_json_files_get_no_diagnostics(client, tmp_path):
+    uri = (tmp_path / "config.json").as_uri()
+    client.notify("textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": "json", "version": 1,
+                                                            "text": '{"architectures": ["Bert"], "levle": 1}'}})
+    assert client.diagnostics(uri, 1) == []
+    broken = '{"task": "overflow_check", "dump_path": "/d",}'
+    client.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": 2},
+                                             "contentChanges": [{"text": broken}]})
+    (syntax,) = client.diagnostics(uri, 2)
+    assert syntax["code"] == "PL001"
+    actions = client.request("textDocument/codeAction", {
+        "textDocument": {"uri": uri}, "range": syntax["range"], "context": {"diagnostics": [syntax]}})
+    assert actions == []
+    shut_down(client)
+
+
+def test_positions_follow_lsp_line_breaks():
+    from msprobe_lint.server import lsp_position
+
+    text = 'a\r\nb\rc\n\U0001F600d'
+    assert lsp_position(text, text.index("b")) == (1, 0)
+    assert lsp_position(text, text.index("c")) == (2, 0)
+    assert lsp_position(text, text.index("d")) == (3, 2)
+    assert lsp_position(text, text.index("d"), "utf-8") == (3, 4)
+    assert lsp_position(text, text.index("d"), "utf-32") == (3, 1)
+
+
+def test_without_pygls_a_message_not_a_traceback(tmp_path):
+    """pygls is an optional extra: without it `probe server` says how to
+    install it and exits 2. (A sitecustomize that hides pygls stands in
+    for an environment without it.)"""
+    (tmp_path / "sitecustomize.py").write_text("import sys\nsys.modules['pygls'] = None\n")
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    proc = subprocess.run([sys.executable, "-c", "from msprobe_lint.cli import main; main(['server'])"],
+                          capture_output=True, text=True, env=env, timeout=120, stdin=subprocess.DEVNULL)
+    assert proc.returncode == 2
+    assert "probe server needs pygls" in proc.stderr and "msprobe-lint[lsp]" in proc.stderr
+    assert "Traceback" not in proc.stderr
