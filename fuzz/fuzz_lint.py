@@ -7,8 +7,8 @@ Usage::
     python fuzz/fuzz_lint.py 300s          # as many inputs as fit in 300 s
     python fuzz/fuzz_lint.py 300s --seed 7 --cli-every 50
 
-Inputs are made from the shared valid configs (``shared/cases/lint/ok-*``)
-and msprobe's docs examples (``tests/data/msprobe_docs``): arbitrary JSON
+Inputs are made from msprobe's docs examples (``tests/data/msprobe_docs``)
+and the real configs that are valid JSON (``tests/data/real``): arbitrary JSON
 values put in every config position, and byte mutations (truncation, bit
 flips, control characters, invalid UTF-8, byte-order marks, line-ending
 changes, deep nesting, long strings, huge and non-finite numbers, escaped
@@ -43,8 +43,8 @@ from pathlib import Path
 from typing import Any, Optional
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED_CASES = REPO.parent / "shared" / "cases" / "lint"
 DOCS = REPO / "tests" / "data" / "msprobe_docs"
+REAL = REPO / "tests" / "data" / "real"
 MAX_BYTES = 10 * 1024 * 1024
 
 # --------------------------------------------------------------------------
@@ -53,8 +53,16 @@ MAX_BYTES = 10 * 1024 * 1024
 
 def seed_paths() -> list[Path]:
     """The valid configs mutations start from."""
-    paths = sorted(SHARED_CASES.glob("ok-*/config.json")) + sorted(DOCS.glob("*.json"))
-    return [p for p in paths if p.is_file()]
+    paths = sorted(DOCS.glob("*.json")) + sorted(REAL.glob("*/config.json"))
+    return [p for p in paths if p.is_file() and p.name != "index.json" and _is_json(p)]
+
+
+def _is_json(path: Path) -> bool:
+    try:
+        json.loads(path.read_bytes())
+    except ValueError:
+        return False
+    return True
 
 
 def seeds() -> list[bytes]:

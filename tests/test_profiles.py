@@ -10,13 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, SHARED_CASES, config, run_probe, write_config
+from conftest import REAL, REPO, config, run_probe, write_config
 from msprobe_lint import fastschema
 from msprobe_lint.api import LintOptions, lint_paths
 from msprobe_lint.profiles import PROFILES, for_version
 from msprobe_lint.rules.schema import _validator
 
-REAL = SHARED_CASES / "real"
 DOCS = Path(__file__).parent / "data" / "msprobe_docs"
 STRUCTURE = {"PL101", "PL103", "PL105"}  # the verdicts a profile decides
 

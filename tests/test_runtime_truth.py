@@ -26,6 +26,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import DATA, SHARED_CASES, SHARED_TOOLS
 
 pytestmark = pytest.mark.mindspore
 ms = pytest.importorskip("mindspore")
@@ -174,18 +175,24 @@ def test_training_unchanged_by_the_debugger(work, level):
     assert_same_training(plain, checked)
 
 
-OWN_CASES = Path(__file__).resolve().parent / "data" / "runtime_cases"
-SHARED_RUNTIME_CASES = Path(__file__).resolve().parents[1] / ".." / "shared" / "cases" / "runtime"
+OWN_CASES = DATA / "runtime_cases"
 
 
 def _case_dirs():
+    """This repository's runtime cases, and the shared ones (an extra,
+    marked ``shared``) when ../shared is present."""
     dirs = sorted(p for p in OWN_CASES.iterdir() if (p / "run.py").exists())
-    if SHARED_RUNTIME_CASES.is_dir():
-        dirs += sorted(p for p in SHARED_RUNTIME_CASES.iterdir() if (p / "run.py").exists())
+    if (SHARED_CASES / "runtime").is_dir():
+        dirs += [pytest.param(p, marks=pytest.mark.shared)
+                 for p in sorted((SHARED_CASES / "runtime").iterdir()) if (p / "run.py").exists()]
     return dirs
 
 
-@pytest.mark.parametrize("case", _case_dirs(), ids=lambda p: f"{p.parent.parent.name}/{p.name}")
+def _case_id(case):
+    return f"{case.parent.parent.name}/{case.name}"
+
+
+@pytest.mark.parametrize("case", _case_dirs(), ids=_case_id)
 def test_origin_invariant_over_runtime_cases(tmp_path, case):
     """Every record a runtime case produces (the shared cases, at the level
     their config sets, and this repository's own at L1 and L0): origin =>
@@ -202,12 +209,11 @@ def test_origin_invariant_over_runtime_cases(tmp_path, case):
     assert assert_origin_invariant(tmp_path / "dump") > 0, "the case recorded nothing"
 
 
+@pytest.mark.shared
 def test_own_runtime_cases_meet_their_expectations(tmp_path):
     """This repository's runtime cases (tests/data/runtime_cases, the shared
-    cases' format) pass the shared checker."""
-    script = Path(__file__).resolve().parents[1] / ".." / "shared" / "tools" / "check-runtime-cases"
-    if not script.exists():
-        pytest.skip(f"{script} not present")
+    cases' format) pass the shared checker (an extra: it is in ../shared)."""
+    script = SHARED_TOOLS / "check-runtime-cases"
     proc = subprocess.run([sys.executable, str(script), str(OWN_CASES), "--python", sys.executable, "-v"],
                           cwd=tmp_path, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stdout + proc.stderr

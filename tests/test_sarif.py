@@ -7,27 +7,14 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import SHARED, config, run_probe, write_config
-
-
-
-def sarif_schema_path() -> Path:
-    """The official SARIF 2.1.0 schema: in tests/data when the repository
-    carries it, else in the shared data folder."""
-    for candidate in (Path(__file__).parent / "data" / "sarif-schema-2.1.0.json",
-                      SHARED / "data" / "sarif-schema-2.1.0.json"):
-        if candidate.is_file():
-            return candidate
-    pytest.skip("the SARIF 2.1.0 schema is in neither tests/data nor the shared data folder")
-
-
+from conftest import REPO, SARIF_SCHEMA, SHARED_CASES, config, run_probe, write_config
 
 
 @pytest.fixture(scope="module")
 def sarif_validator():
     from jsonschema import Draft4Validator
 
-    schema = json.loads(sarif_schema_path().read_text(encoding="utf-8"))
+    schema = json.loads(SARIF_SCHEMA.read_text(encoding="utf-8"))
     Draft4Validator.check_schema(schema)
     return Draft4Validator(schema)
 
@@ -137,16 +124,27 @@ def test_clean_syntax_and_unreadable_files(tmp_path, sarif_validator):
     assert log["runs"][0]["invocations"] == [{"executionSuccessful": False}]
 
 
-def test_every_shared_case_gives_a_valid_log(sarif_validator):
+def assert_valid_log_for(validator, paths: list[str]) -> None:
     from msprobe_lint.api import LintOptions, lint_paths
     from msprobe_lint.reporters.sarif import build_log
 
-    paths = sorted(str(p) for p in (SHARED / "cases" / "lint").glob("*/config.json"))
     run = lint_paths(paths, LintOptions(isolated=True, mode="graph"))
     log = build_log(run.results)
-    assert_valid(sarif_validator, log)
+    assert_valid(validator, log)
     assert len(log["runs"][0]["results"]) == sum(len(r.diagnostics) for r in run.results) > 20
     json.dumps(log, allow_nan=False)
+
+
+def test_every_golden_case_config_gives_a_valid_log(sarif_validator):
+    paths = sorted(str(p) for p in (REPO / "tests" / "cases").glob("*/*.json")
+                   if p.name != "expected.json")
+    assert len(paths) > 80
+    assert_valid_log_for(sarif_validator, paths)
+
+
+@pytest.mark.shared
+def test_every_shared_case_gives_a_valid_log(sarif_validator):
+    assert_valid_log_for(sarif_validator, sorted(str(p) for p in (SHARED_CASES / "lint").glob("*/config.json")))
 
 
 def test_fixes_are_sarif_fix_objects(tmp_path, sarif_validator):

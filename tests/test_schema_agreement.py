@@ -1,6 +1,7 @@
 """The JSON Schema on its own (what an editor or check-jsonschema sees)
-agrees with ``probe lint --isolated`` on every shared lint case whose
-findings JSON Schema can express.
+agrees with ``probe lint --isolated`` on every golden lint case
+(tests/cases) whose findings JSON Schema can express, and on every such
+case of ../shared/cases/lint when it is present (an extra).
 
 A case takes part when every code probe reports is a schema finding
 (PL101-PL104, PL107, PL301), or when it reports nothing (then both must
@@ -18,10 +19,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import REPO, SHARED, run_probe
+from conftest import REPO, SHARED_CASES, run_probe
+
+import golden
 
 SCHEMA = REPO / "schema" / "msprobe-config.schema.json"
-CASES = sorted(p.parent for p in (SHARED / "cases" / "lint").glob("*/expect.json"))
 EXPRESSIBLE = {"PL101", "PL102", "PL103", "PL104", "PL107", "PL301"}
 RANGE = re.compile(r"^([0-9]+)-([0-9]+)$")
 
@@ -39,7 +41,7 @@ def inexpressible(raw: bytes) -> str | None:
     try:
         data = json.loads(raw.decode("utf-8"), parse_float=lambda t: floats.append(float(t)) or float(t),
                           parse_constant=lambda t: (_ for _ in ()).throw(ValueError(t)))
-    except ValueError:
+    except (ValueError, RecursionError):
         return "not strict JSON"
     if any(f.is_integer() for f in floats):
         return "integral float"
@@ -52,45 +54,79 @@ def inexpressible(raw: bytes) -> str | None:
     return None
 
 
-def probe_verdict(case: Path) -> tuple[bool, set[str]]:
-    expect = json.loads((case / "expect.json").read_text(encoding="utf-8"))
-    args = ["lint", str(case / "config.json"), "--isolated", "--format", "json", *expect.get("args", [])]
-    if expect.get("script"):
-        args += ["--script", str(case / expect["script"])]
-    proc = run_probe(*args)
-    assert proc.returncode in (0, 1, 2), proc.stderr
-    codes = {d["code"] for d in json.loads(proc.stdout)["diagnostics"]}
-    return not codes, codes
-
-
-def participants() -> list[tuple[Path, bool]]:
+def shared_verdicts() -> list[tuple[Path, set[str]]]:
+    """(config, codes probe reports) for each case of ../shared/cases/lint."""
     out = []
-    for case in CASES:
-        if inexpressible((case / "config.json").read_bytes()):
-            continue
-        valid, codes = probe_verdict(case)
-        if valid or codes <= EXPRESSIBLE:
-            out.append((case, valid))
+    for case in sorted(p.parent for p in (SHARED_CASES / "lint").glob("*/expect.json")):
+        expect = json.loads((case / "expect.json").read_text(encoding="utf-8"))
+        args = ["lint", str(case / "config.json"), "--isolated", "--format", "json", *expect.get("args", [])]
+        if expect.get("script"):
+            args += ["--script", str(case / expect["script"])]
+        proc = run_probe(*args)
+        assert proc.returncode in (0, 1, 2), proc.stderr
+        out.append((case / "config.json", {d["code"] for d in json.loads(proc.stdout)["diagnostics"]}))
     return out
 
 
-@pytest.fixture(scope="module")
-def cases() -> list[tuple[Path, bool]]:
-    return participants()
+# Options that change only the context, never the schema findings or which
+# are reported (--select, --ignore and --msprobe-version do).
+CONTEXT_OPTIONS = {"--mode", "--framework", "--jit-level", "--mindspore-version", "--world-size", "--script"}
 
 
-def test_check_jsonschema_agrees_with_probe(cases):
+def golden_verdicts() -> list[tuple[Path, set[str]]]:
+    """(config, codes) for each isolated single-config golden case; the
+    codes are its expected diagnostics, which tests/test_cases.py keeps
+    current."""
+    out = []
+    for case in golden.discover():
+        if case.format or case.make or case.env or case.pythonpath or not case.isolated:
+            continue
+        paths, options, args = [], set(), iter(case.args)
+        for arg in args:
+            if arg in CONTEXT_OPTIONS:
+                next(args)
+            elif arg.startswith("-"):
+                options.add(arg)
+            else:
+                paths.append(arg)
+        expected = golden.load_expected(case)
+        if paths != ["config.json"] or options - {"--isolated", "--check-fs"} or expected is None or expected.exit == 2:
+            continue
+        out.append((case.folder / "config.json", {line.split(": ", 1)[1].split()[0] for line in expected.diagnostics}))
+    return out
+
+
+def participants(verdicts: list[tuple[Path, set[str]]]) -> list[tuple[Path, bool]]:
+    out = []
+    for config, codes in verdicts:
+        if inexpressible(config.read_bytes()):
+            continue
+        if not codes or codes <= EXPRESSIBLE:
+            out.append((config, not codes))
+    return out
+
+
+def assert_check_jsonschema_agrees(cases: list[tuple[Path, bool]]) -> None:
     assert len(cases) >= 15
     assert any(valid for _, valid in cases) and any(not valid for _, valid in cases)
-    files = [str(case / "config.json") for case, _ in cases]
+    files = [str(config) for config, _ in cases]
     proc = subprocess.run(check_jsonschema() + ["-o", "json", "--schemafile", str(SCHEMA), *files],
                           capture_output=True, text=True, timeout=300)
     report = json.loads(proc.stdout)
     assert report["parse_errors"] == []
     failing = {error["filename"] for error in report["errors"]}
-    disagree = [(case.name, "probe: " + ("valid" if valid else "invalid"))
-                for case, valid in cases if (str(case / "config.json") in failing) == valid]
+    disagree = [(config.parent.name, "probe: " + ("valid" if valid else "invalid"))
+                for config, valid in cases if (str(config) in failing) == valid]
     assert not disagree
+
+
+def test_check_jsonschema_agrees_with_probe_on_the_golden_cases():
+    assert_check_jsonschema_agrees(participants(golden_verdicts()))
+
+
+@pytest.mark.shared
+def test_check_jsonschema_agrees_with_probe_on_the_shared_cases():
+    assert_check_jsonschema_agrees(participants(shared_verdicts()))
 
 
 def test_the_schema_is_a_valid_2020_12_schema_with_editor_annotations():

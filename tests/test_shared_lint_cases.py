@@ -1,11 +1,15 @@
 """The labelled cases in ../shared/cases/lint, run by the shared tool
-against the installed `probe`, exactly as CI's reviewers run them."""
+against the installed `probe`, exactly as CI's reviewers run them (an extra:
+skipped when ../shared is absent; the project's own corpus is tests/cases)."""
 from __future__ import annotations
 
 import subprocess
 import sys
 
+import pytest
 from conftest import SHARED_CASES, SHARED_TOOLS, probe_command
+
+pytestmark = pytest.mark.shared
 
 
 def test_every_shared_lint_case_passes():
