@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 from .context import Fact, build_context, environment_facts, normalise
 from .diagnostic import Severity
@@ -43,7 +43,11 @@ class LintOptions:
     ignore: tuple[str, ...] = ()
     extend_select: tuple[str, ...] = ()
     config_file: Optional[str] = None
-    only_msprobe: bool = False  # skip JSON files that are not msprobe configs (sniff.py)
+    only_msprobe: bool = False  # skip named JSON files that are not msprobe configs (sniff.py)
+    exclude: Optional[tuple[str, ...]] = None  # folder walks: replaces the default and [tool.probe-lint] exclude
+    extend_exclude: tuple[str, ...] = ()
+    follow_symlinks: bool = False
+    stdin_filename: Optional[str] = None  # the name standard input (``-``) is linted under
     runtime: bool = False
     extra_facts: dict[str, Fact] = field(default_factory=dict)
 
@@ -131,24 +135,105 @@ def prepare(options: LintOptions, *, first_path: Optional[str] = None):
     return context, selection, project
 
 
-def lint_paths(paths: list[str], options: Optional[LintOptions] = None) -> LintRun:
-    """Lint every path with one shared context.
+def _check_paths(paths: list[str], options: LintOptions) -> list[str]:
+    """``paths`` with ``-`` added when only --stdin-filename is given.
 
     Raises:
-        UsageError: see :func:`prepare`.
+        UsageError: no path, ``-`` twice, or --stdin-filename without ``-``.
     """
+    paths = list(paths)
+    if not paths and options.stdin_filename:
+        paths = ["-"]
+    if not paths:
+        raise UsageError("give at least one PATH: a config, a folder, or - for standard input")
+    if paths.count("-") > 1:
+        raise UsageError("- (standard input) given more than once")
+    if options.stdin_filename is not None and "-" not in paths:
+        raise UsageError("--stdin-filename names standard input; add - to the paths")
+    if options.stdin_filename == "":
+        raise UsageError("--stdin-filename needs a name")
+    return paths
+
+
+def _settings_start(paths: list[str], options: LintOptions) -> Optional[str]:
+    """Where the nearest pyproject.toml is looked for: the first path, or
+    for standard input its --stdin-filename (else the current folder)."""
+    first = paths[0] if paths else None
+    if first == "-":
+        return options.stdin_filename
+    return first
+
+
+_UNSET: Any = object()
+
+
+def list_files(paths: list[str], options: Optional[LintOptions] = None, *, project: Any = _UNSET,
+               walk: bool = True) -> list:
+    """What ``probe lint PATHS`` would lint and skip, and why
+    (``--show-files``): a list of discovery.Candidate.
+
+    ``project`` is the loaded ``[tool.probe-lint]`` or None (found from the
+    first path when not given). ``walk=False`` takes every path for a file
+    (a folder is then PL006, as ``probe run`` wants).
+    Raises:
+        UsageError: bad paths, or a malformed ``[tool.probe-lint]``.
+    """
+    from . import discovery
+    from . import settings as settings_mod
+
     options = options or LintOptions()
-    context, selection, project = prepare(options, first_path=paths[0] if paths else None)
+    paths = _check_paths(paths, options)
+    if project is _UNSET:
+        project = None
+        if not options.isolated or options.config_file:
+            try:
+                project = settings_mod.find_and_load(options.config_file, start=_settings_start(paths, options))
+            except settings_mod.SettingsError as err:
+                raise UsageError(str(err)) from None
+    exclude = _patterns(options.exclude) if options.exclude is not None else None
+    file_filter = discovery.make_filter(project, exclude=exclude, extend_exclude=_patterns(options.extend_exclude),
+                                        follow_symlinks=options.follow_symlinks)
+    return discovery.discover(paths, file_filter, only_msprobe=options.only_msprobe,
+                              stdin_filename=options.stdin_filename, walk=walk)
+
+
+def _patterns(values: tuple[str, ...]) -> tuple[str, ...]:
+    """Comma-separated pattern lists from the command line, split."""
+    return tuple(p.strip() for value in values for p in value.split(",") if p.strip())
+
+
+def lint_paths(paths: list[str], options: Optional[LintOptions] = None, *, walk: bool = True) -> LintRun:
+    """Lint every path with one shared context: files, folders (walked for
+    msprobe configs, see discovery.py) and ``-`` (standard input, read by
+    loader.read_stdin). ``walk=False``: see :func:`list_files`.
+
+    Raises:
+        UsageError: see :func:`prepare` and :func:`list_files`.
+    """
+    from .engine import unreadable_result
+
+    options = options or LintOptions()
+    paths = _check_paths(paths, options)
+    context, selection, project = prepare(options, first_path=_settings_start(paths, options))
     results = []
-    for path in paths:
-        raw = None
-        if options.only_msprobe:
-            from .loader import read_bytes
+    for candidate in list_files(paths, options, project=project, walk=walk):
+        if candidate.action == "skip":
+            continue
+        file_selection = project.selection_for(candidate.path, selection) if project else selection
+        if candidate.action == "unreadable":
+            results.append(unreadable_result(candidate.path, candidate.reason, selection=file_selection))
+            continue
+        raw = candidate.raw
+        if candidate.stdin:
+            from .loader import read_stdin
             from .sniff import looks_like_msprobe
 
-            raw = read_bytes(path)[0]
-            if raw is not None and not looks_like_msprobe(raw):
+            source = read_stdin(options.stdin_filename)
+            if source.raw is None:
+                results.append(unreadable_result(source.name, f"config {source.reason}", selection=file_selection))
                 continue
-        file_selection = project.selection_for(path, selection) if project else selection
-        results.append(lint_file(path, context, selection=file_selection, raw=raw))
+            if options.only_msprobe and not looks_like_msprobe(source.raw):
+                continue
+            raw = source.raw
+        results.append(lint_file(candidate.path, context, selection=file_selection, raw=raw))
     return LintRun(results, exit_status(results, strict=options.strict))

@@ -92,6 +92,14 @@ def lint_file(path: str, context: Optional[Context] = None, *, selection: Option
     return Result(path, to_diagnostics(findings, doc, selection), unreadable=doc.unreadable)
 
 
+def unreadable_result(path: str, message: str, *, selection: Optional[Selection] = None) -> Result:
+    """The Result for something that could not be read at all (PL006 with
+    ``message``, e.g. a folder ``probe lint DIR`` cannot list); the run
+    exits 2."""
+    finding = Finding("PL006", message, path=path)
+    return Result(path, to_diagnostics([finding], None, selection or Selection()), unreadable=True)
+
+
 def check_data(data: dict, context: Context, *, selection: Selection, path: str = "<config>",
                skip: Iterable[str] = ()) -> list[Finding]:
     """Schema stage and semantic rules over parsed ``data`` (no positions).

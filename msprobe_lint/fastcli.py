@@ -45,6 +45,11 @@ LINT_OPTIONS: dict[str, tuple[str, Any]] = {
     "--extend-select": ("extend_select", "multi"),
     "--config-file": ("config_file", "str"),
     "--only-msprobe": ("only_msprobe", "flag"),
+    "--exclude": ("exclude", "multi"),
+    "--extend-exclude": ("extend_exclude", "multi"),
+    "--follow-symlinks": ("follow_symlinks", "flag"),
+    "--show-files": ("show_files", "flag"),
+    "--stdin-filename": ("stdin_filename", "str"),
 }
 _POSINT = re.compile(r"[1-9][0-9]{0,8}")
 
@@ -68,7 +73,7 @@ def parse_lint(args: Sequence[str]) -> Optional[tuple[list[str], dict[str, Any]]
         if arg == "--":
             paths.extend(rest[index:])
             break
-        if not arg.startswith("-"):
+        if arg == "-" or not arg.startswith("-"):
             paths.append(arg)
             continue
         name, equals, value = arg.partition("=")
@@ -108,7 +113,7 @@ def parse_lint(args: Sequence[str]) -> Optional[tuple[list[str], dict[str, Any]]
             values[field] = int(value)
             continue
         values[field] = value
-    if not paths or any(not path or path == "-" for path in paths):
+    if not (paths or values.get("stdin_filename")) or any(not path for path in paths):
         return None
     return paths, values
 
@@ -119,21 +124,35 @@ def _fail(message: str, status: int = 2) -> int:
     return status
 
 
-def run_lint(paths: list[str], options: Any, *, format: str = "text", output: Optional[str] = None) -> int:
+def run_lint(paths: list[str], options: Any, *, format: str = "text", output: Optional[str] = None,
+             show_files: bool = False) -> int:
     """Lint, print or write the report, return the exit status (the body
-    of ``probe lint``; usage errors print ``probe: error: ...`` and give 2)."""
-    from .api import UsageError, lint_paths
-    from .reporters import get
+    of ``probe lint``; usage errors print ``probe: error: ...`` and give 2).
+    ``show_files`` prints what would be linted and why instead (text, or a
+    JSON object for ``--format json``)."""
+    from .api import UsageError, lint_paths, list_files
 
-    if output is not None and any(os.path.exists(p) and os.path.exists(output) and os.path.samefile(p, output)
-                                  for p in paths):
+    def overwrites(path: str) -> bool:
+        return (output is not None and path != "-" and os.path.exists(path) and os.path.exists(output)
+                and os.path.samefile(path, output))
+
+    if any(overwrites(p) for p in paths):
         return _fail(f"--output {output} is one of the files being linted; it would be overwritten")
     try:
-        run = lint_paths(paths, options)
+        if show_files:
+            candidates = list_files(paths, options)
+            status = 2 if any(c.action == "unreadable" for c in candidates) else 0
+            text = _show_files(candidates, format)
+        else:
+            run = lint_paths(paths, options)
+            if any(overwrites(result.path) for result in run.results):
+                return _fail(f"--output {output} is one of the files being linted; it would be overwritten")
+            from .reporters import get
+
+            status = run.status
+            text = get(format)(run.results, color=output is None and sys.stdout.isatty())
     except UsageError as err:
         return _fail(str(err))
-    color = output is None and sys.stdout.isatty()
-    text = get(format)(run.results, color=color)
     if output is None:
         sys.stdout.write(text)
         sys.stdout.flush()
@@ -143,7 +162,20 @@ def run_lint(paths: list[str], options: Any, *, format: str = "text", output: Op
                 handle.write(text)
         except OSError as err:
             return _fail(f"cannot write {output}: {err.strerror or err}")
-    return run.status
+    return status
+
+
+def _show_files(candidates: list, format: str) -> str:
+    """``--show-files`` output: discovery.show_files text, or for
+    ``--format json`` ``{"files": [{"path", "action", "reason", "folder"}]}``."""
+    from .discovery import show_files
+
+    if format != "json":
+        return show_files(candidates)
+    import json
+
+    files = [{"path": c.path, "action": c.action, "reason": c.reason, "folder": c.folder} for c in candidates]
+    return json.dumps({"files": files}, indent=2, ensure_ascii=False) + "\n"
 
 
 class _QuietFlush:
@@ -182,11 +214,12 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
 
     format = values.pop("format", "text")
     output = values.pop("output", None)
-    for key in ("select", "ignore", "extend_select"):
+    show_files = values.pop("show_files", False)
+    for key in ("select", "ignore", "extend_select", "exclude", "extend_exclude"):
         if key in values:
             values[key] = tuple(values[key])
     try:
-        status = run_lint(paths, LintOptions(**values), format=format, output=output)
+        status = run_lint(paths, LintOptions(**values), format=format, output=output, show_files=show_files)
     except KeyboardInterrupt:
         status = 130
     except BrokenPipeError:

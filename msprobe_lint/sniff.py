@@ -16,8 +16,17 @@ msprobe config when:
   bad encoding) but its text holds one of those keys (``"dump_path":`` ...),
   so a broken msprobe config is still reported.
 
-Anything else, including MindSpore's ``common_dump_settings`` file, is
-skipped. Files that cannot be read are never skipped (they are PL006).
+Anything else is skipped, including MindSpore's ``common_dump_settings``
+file and the ``dump.json`` msprobe itself writes into a dump (it has
+``task`` and ``level`` too, but also ``dump_data_dir`` and ``data`` and no
+``dump_path``; the layout of msprobe's dump.json is in its
+``27.dump_json_instruction.md``). Files that cannot be read are never
+skipped (they are PL006).
+
+``probe lint DIR`` runs this test on every JSON file of a project, most of
+which are not msprobe configs, so a file whose bytes hold none of the key
+names (quoted) and no ``\\u`` escape (through which a key could be spelt)
+is rejected without decoding or parsing it.
 """
 from __future__ import annotations
 
@@ -28,18 +37,23 @@ SECTIONS = ("statistics", "tensor", "overflow_check", "free_benchmark", "run_ut"
             "exception_dump")
 KEYS = frozenset(("task", "dump_path") + SECTIONS)
 LEVELS = frozenset({"l0", "l1", "l2", "mix", "debug"})
+_MAYBE = re.compile(rb'"(?:task|dump_path|level|%s)"|\\u' % "|".join(SECTIONS).encode())
 _TEXT = re.compile(r'"(?:task|dump_path|%s)"\s*:|"level"\s*:\s*"(?i:L[012]|mix|debug)"' % "|".join(SECTIONS))
 
 
 def looks_like_msprobe(raw: bytes) -> bool:
     """True when the file's bytes look like an msprobe config (see the
     module docstring)."""
+    if _MAYBE.search(raw) is None:
+        return False
     text = raw.decode("utf-8", errors="replace").lstrip("\ufeff")
     try:
         data = json.loads(text)
     except (ValueError, RecursionError):
         data = None
     if isinstance(data, dict):
+        if "dump_data_dir" in data and "data" in data and "dump_path" not in data:
+            return False  # msprobe's own dump.json output
         if KEYS.intersection(data):
             return True
         level = data.get("level")

@@ -80,10 +80,12 @@ def test_parse_examples():
     assert fastcli.parse_lint(["lint", "a.json", "-f", "json", "--select", "PL1", "--select=PL2", "--strict",
                                "--world-size", "4", "--", "--weird.json"]) == (
         ["a.json", "--weird.json"], {"format": "json", "select": ["PL1", "PL2"], "strict": True, "world_size": 4})
-    for bad in (["lint", "a.json", "--output", "-"], ["lint", "a.json", "--cwd", ""], ["lint", "-"],
+    for bad in (["lint", "a.json", "--output", "-"], ["lint", "a.json", "--cwd", ""], ["lint", "--stdin-filename", "-"],
                 ["lint", "a.json", "--strict", "--strict"], ["lint", "a.json", "--jit-level", "o2"],
                 ["lint", "a.json", "--world-size", "01"], ["lint", "a.json", "-x"]):
         assert fastcli.parse_lint(bad) is None, bad
+    assert fastcli.parse_lint(["lint", "-", "--stdin-filename", "c.json"]) == (["-"], {"stdin_filename": "c.json"})
+    assert fastcli.parse_lint(["lint", "--stdin-filename", "c.json"]) == ([], {"stdin_filename": "c.json"})
 
 
 def test_option_table_matches_the_typer_command():
