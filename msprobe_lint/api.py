@@ -168,13 +168,14 @@ _UNSET: Any = object()
 
 
 def list_files(paths: list[str], options: Optional[LintOptions] = None, *, project: Any = _UNSET,
-               walk: bool = True) -> list:
+               walk: bool = True, skipped: bool = True) -> list:
     """What ``probe lint PATHS`` would lint and skip, and why
     (``--show-files``): a list of discovery.Candidate.
 
     ``project`` is the loaded ``[tool.probe-lint]`` or None (found from the
     first path when not given). ``walk=False`` takes every path for a file
-    (a folder is then PL006, as ``probe run`` wants).
+    (a folder is then PL006, as ``probe run`` wants); ``skipped=False``
+    leaves out the files a walk skips for their content.
     Raises:
         UsageError: bad paths, or a malformed ``[tool.probe-lint]``.
     """
@@ -194,7 +195,7 @@ def list_files(paths: list[str], options: Optional[LintOptions] = None, *, proje
     file_filter = discovery.make_filter(project, exclude=exclude, extend_exclude=_patterns(options.extend_exclude),
                                         follow_symlinks=options.follow_symlinks)
     return discovery.discover(paths, file_filter, only_msprobe=options.only_msprobe,
-                              stdin_filename=options.stdin_filename, walk=walk)
+                              stdin_filename=options.stdin_filename, walk=walk, skipped=skipped)
 
 
 def _patterns(values: tuple[str, ...]) -> tuple[str, ...]:
@@ -216,7 +217,7 @@ def lint_paths(paths: list[str], options: Optional[LintOptions] = None, *, walk:
     paths = _check_paths(paths, options)
     context, selection, project = prepare(options, first_path=_settings_start(paths, options))
     results = []
-    for candidate in list_files(paths, options, project=project, walk=walk):
+    for candidate in list_files(paths, options, project=project, walk=walk, skipped=False):
         if candidate.action == "skip":
             continue
         file_selection = project.selection_for(candidate.path, selection) if project else selection
@@ -234,6 +235,10 @@ def lint_paths(paths: list[str], options: Optional[LintOptions] = None, *, walk:
                 continue
             if options.only_msprobe and not looks_like_msprobe(source.raw):
                 continue
-            raw = source.raw
+            result = lint_file(candidate.path, context, selection=file_selection, raw=source.raw)
+            if result.source is None:  # not UTF-8: quote what came in, never a file of that name on disk
+                result.source = source.raw.decode("utf-8", errors="replace")
+            results.append(result)
+            continue
         results.append(lint_file(candidate.path, context, selection=file_selection, raw=raw))
     return LintRun(results, exit_status(results, strict=options.strict))

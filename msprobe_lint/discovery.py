@@ -33,6 +33,7 @@ goes on.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Optional, Sequence
 
@@ -46,7 +47,7 @@ _DEFAULT_EXCLUDED_NAMES = frozenset(DEFAULT_EXCLUDE[1:])
 LINT, SKIP, UNREADABLE = "lint", "skip", "unreadable"
 
 
-@dataclass(frozen=True)
+@dataclass
 class Candidate:
     """One entry of a discovery: a file to lint, or a file or folder
     skipped, or something that could not be read.
@@ -79,9 +80,24 @@ class PatternSet:
         self.base = os.path.abspath(base)
         self.source = source
         self._spec: Any = None
+        self._any: Any = None
 
     def __repr__(self) -> str:
         return f"PatternSet({self.patterns!r}, {self.base!r}, {self.source!r})"
+
+    def _compile(self) -> None:
+        import pathspec
+
+        self._spec = pathspec.GitIgnoreSpec.from_lines(self.patterns)
+        # Most paths match no pattern at all: one regex joining the
+        # patterns' own (RegexPattern.regex, named groups made plain) says
+        # so in one call, and check_file decides the rest.
+        regexes = [p.regex for p in self._spec.patterns if p.include is not None and p.regex is not None]
+        if regexes and all(isinstance(r.pattern, str) and r.flags == re.UNICODE for r in regexes):
+            try:
+                self._any = re.compile("|".join("(?:%s)" % _NAMED_GROUP.sub("(?:", r.pattern) for r in regexes))
+            except re.error:  # pragma: no cover - check_file alone then
+                self._any = None
 
     def match(self, abs_path: str, fallback: str, is_dir: bool) -> Optional[tuple[bool, str]]:
         """``(matched, pattern)`` for the last pattern matching the path,
@@ -89,17 +105,22 @@ class PatternSet:
         no pattern matches. ``fallback`` is the path to match when
         ``abs_path`` is not under ``base`` (relative to the walked folder)."""
         if self._spec is None:
-            import pathspec
-
-            self._spec = pathspec.GitIgnoreSpec.from_lines(self.patterns)
+            self._compile()
         prefix = self.base.rstrip(os.sep) + os.sep
         rel = abs_path[len(prefix):] if abs_path.startswith(prefix) else fallback
         if os.sep != "/":  # pragma: no cover - Windows
             rel = rel.replace(os.sep, "/")
-        result = self._spec.check_file(rel + "/" if is_dir else rel)
+        if is_dir:
+            rel += "/"
+        if self._any is not None and self._any.match(rel) is None:
+            return None
+        result = self._spec.check_file(rel)
         if result.include is None:
             return None
         return result.include, self._spec.patterns[result.index].pattern
+
+
+_NAMED_GROUP = re.compile(r"\(\?P<\w+>")
 
 
 @dataclass
@@ -154,7 +175,7 @@ def make_filter(project: Any = None, *, exclude: Optional[Sequence[str]] = None,
 
 
 def discover(paths: Sequence[str], file_filter: Optional[FileFilter] = None, *, only_msprobe: bool = False,
-             stdin_filename: Optional[str] = None, walk: bool = True) -> list[Candidate]:
+             stdin_filename: Optional[str] = None, walk: bool = True, skipped: bool = True) -> list[Candidate]:
     """Every candidate of ``paths`` in order: named files as they come,
     each folder's entries depth first in name order. A file reached twice
     is listed once.
@@ -166,6 +187,8 @@ def discover(paths: Sequence[str], file_filter: Optional[FileFilter] = None, *, 
         stdin_filename: the name standard input is shown under.
         walk: False to take a folder for a file too (the lint then reports
             it as PL006, not a file).
+        skipped: False leaves out the walk's files skipped for their content
+            (the many other JSON files; a lint has no use for them).
     Never raises for bad input: what cannot be read is an ``unreadable``
     candidate (a named file that cannot be read is kept, for PL006).
     """
@@ -177,7 +200,7 @@ def discover(paths: Sequence[str], file_filter: Optional[FileFilter] = None, *, 
             out.append(Candidate(stdin_filename or "-", LINT, "standard input", stdin=True))
             continue
         if walk and os.path.isdir(path):
-            for candidate in _walk(path, file_filter):
+            for candidate in _walk(path, file_filter, skipped):
                 if candidate.action == LINT or candidate.folder:
                     key = os.path.abspath(candidate.path)
                     if key in seen:
@@ -203,15 +226,17 @@ class _Frame:
     """A folder being walked: its remaining entries and the .gitignore
     layers that apply below it."""
 
-    __slots__ = ("entries", "layers")
+    __slots__ = ("entries", "layers", "bad")
 
     def __init__(self, entries: Iterator[os.DirEntry], layers: list[PatternSet]):
         self.entries = entries
         self.layers = layers
+        self.bad: Optional[Candidate] = None
 
 
-def _walk(root: str, flt: FileFilter) -> Iterator[Candidate]:
-    """Candidates below the folder ``root`` (see :func:`discover`)."""
+def _walk(root: str, flt: FileFilter, skipped: bool = True) -> Iterator[Candidate]:
+    """Candidates below the folder ``root`` (see :func:`discover`); files
+    skipped for their content are left out unless ``skipped``."""
     root_abs = os.path.abspath(root)
     prefix = "" if os.path.normpath(root) == os.curdir else (root if root.endswith(os.sep) else root + os.sep)
     rel_start = len(root_abs.rstrip(os.sep)) + 1
@@ -222,82 +247,133 @@ def _walk(root: str, flt: FileFilter) -> Iterator[Candidate]:
             visited.add((info.st_dev, info.st_ino))
         except OSError:
             pass
-    layers = _parent_gitignores(root_abs) if flt.respect_gitignore else []
     entries, error = _scan(root_abs)
     if error is not None:
         yield Candidate(prefix.rstrip(os.sep) or os.curdir, UNREADABLE, error, folder=True)
         return
-    stack: list[_Frame] = []
-    frame_layers, bad = _with_gitignore(root_abs, entries, layers, flt, prefix)
+    layers, bad = _with_gitignore(root_abs, entries, _parent_gitignores(root_abs) if flt.respect_gitignore else [],
+                                  flt, prefix)
     if bad is not None:
         yield bad
-    stack.append(_Frame(iter(entries), frame_layers))
-    include_default = not flt.include
+    stack = [_Frame(iter(entries), layers)]
+    default_include = not flt.include
+    extend_include = flt.extend_include
+    default_exclude = flt.default_exclude
     while stack:
         frame = stack[-1]
-        entry = next(frame.entries, None)
-        if entry is None:
-            stack.pop()
-            continue
-        name = entry.name
-        abs_path = entry.path if os.path.isabs(entry.path) else os.path.abspath(entry.path)
-        rel = abs_path[rel_start:]
-        shown = prefix + rel
-        try:
-            is_dir = entry.is_dir()
-        except OSError:
-            is_dir = False
-        if is_dir:
-            why = _excluded(name, abs_path, rel, True, flt, frame.layers)
+        for entry in frame.entries:
+            name = entry.name
+            try:
+                is_dir = entry.is_dir()
+            except OSError:
+                is_dir = False
+            if not is_dir:
+                if default_include:
+                    if not name.endswith(".json") and not (extend_include and _included(entry.path, entry.path[
+                            rel_start:], extend_include)):
+                        continue
+                elif not _included(entry.path, entry.path[rel_start:], flt.include + extend_include):
+                    continue
+            if default_exclude and (name[0] == "." or name in _DEFAULT_EXCLUDED_NAMES):
+                if skipped or is_dir:
+                    yield Candidate(prefix + entry.path[rel_start:], SKIP,
+                                    "hidden" if name[0] == "." else f"excluded by default: {name}", folder=is_dir)
+                continue
+            patterns = flt.exclude or frame.layers
+            if not is_dir:
+                # Patterns after the content test when only the kept files
+                # matter: most JSON files fail that test and then need no
+                # pattern matching (the outcome is the same).
+                if skipped and patterns:
+                    why = _excluded(entry.path, entry.path[rel_start:], False, flt, frame.layers)
+                    if why is not None:
+                        yield Candidate(prefix + entry.path[rel_start:], SKIP, why)
+                        continue
+                raw, reason = _read_entry(entry)
+                if raw is not None and not looks_like_msprobe(raw):
+                    if skipped:
+                        yield Candidate(prefix + entry.path[rel_start:], SKIP, "not an msprobe config")
+                    continue
+                if not skipped and patterns and _excluded(entry.path, entry.path[rel_start:], False, flt,
+                                                          frame.layers) is not None:
+                    continue
+                if raw is None:
+                    yield Candidate(prefix + entry.path[rel_start:], UNREADABLE, f"config {reason}")
+                else:
+                    yield Candidate(prefix + entry.path[rel_start:], LINT, "msprobe config", raw=raw)
+                continue
+            shown = prefix + entry.path[rel_start:]
+            why = _excluded(entry.path, entry.path[rel_start:], True, flt, frame.layers) if patterns else None
             if why is not None:
                 yield Candidate(shown, SKIP, why, folder=True)
                 continue
-            if entry.is_symlink():
-                if not flt.follow_symlinks:
-                    yield Candidate(shown, SKIP, "symbolic link to a folder, not followed without --follow-symlinks",
-                                    folder=True)
-                    continue
-            if flt.follow_symlinks:
-                try:
-                    info = entry.stat()
-                except OSError as err:
-                    yield Candidate(shown, UNREADABLE, f"folder cannot be read ({err.strerror or err})", folder=True)
-                    continue
-                key = (info.st_dev, info.st_ino)
-                if key in visited:
-                    yield Candidate(shown, SKIP, "already walked: a symbolic link loop or a second link",
-                                    folder=True)
-                    continue
-                visited.add(key)
-            children, error = _scan(abs_path)
-            if error is not None:
-                yield Candidate(shown, UNREADABLE, error, folder=True)
+            child = _enter(entry, shown, flt, visited, frame.layers)
+            if isinstance(child, Candidate):
+                yield child
                 continue
-            if any(child.name == "pyvenv.cfg" for child in children):
-                yield Candidate(shown, SKIP, "virtual environment: holds pyvenv.cfg", folder=True)
-                continue
-            child_layers, bad = _with_gitignore(abs_path, children, frame.layers, flt, shown + os.sep)
-            if bad is not None:
-                yield bad
-            stack.append(_Frame(iter(children), child_layers))
-            continue
-        if include_default:
-            if not name.endswith(".json"):
-                if not (flt.extend_include and _included(abs_path, rel, flt.extend_include)):
-                    continue
-        elif not _included(abs_path, rel, flt.include + flt.extend_include):
-            continue
-        why = _excluded(name, abs_path, rel, False, flt, frame.layers)
-        if why is not None:
-            yield Candidate(shown, SKIP, why)
-            continue
-        raw, reason = read_bytes(abs_path)
-        if raw is None:
-            yield Candidate(shown, UNREADABLE, f"config {reason}")
-        elif looks_like_msprobe(raw):
-            yield Candidate(shown, LINT, "msprobe config", raw=raw)
+            if child.bad is not None:
+                yield child.bad
+            stack.append(child)
+            break
         else:
-            yield Candidate(shown, SKIP, "not an msprobe config")
+            stack.pop()
+
+
+def _enter(entry: os.DirEntry, shown: str, flt: FileFilter, visited: set[tuple[int, int]],
+           layers: list[PatternSet]) -> Any:
+    """The _Frame of a folder about to be walked, or the Candidate saying
+    why it is not (a symbolic link, walked already, unreadable, a virtual
+    environment)."""
+    if entry.is_symlink() and not flt.follow_symlinks:
+        return Candidate(shown, SKIP, "symbolic link to a folder, not followed without --follow-symlinks",
+                         folder=True)
+    if flt.follow_symlinks:
+        try:
+            info = entry.stat()
+        except OSError as err:
+            return Candidate(shown, UNREADABLE, f"folder cannot be read ({err.strerror or err})", folder=True)
+        key = (info.st_dev, info.st_ino)
+        if key in visited:
+            return Candidate(shown, SKIP, "already walked: a symbolic link loop or a second link", folder=True)
+        visited.add(key)
+    children, error = _scan(entry.path)
+    if error is not None:
+        return Candidate(shown, UNREADABLE, error, folder=True)
+    if any(child.name == "pyvenv.cfg" for child in children):
+        return Candidate(shown, SKIP, "virtual environment: holds pyvenv.cfg", folder=True)
+    child_layers, bad = _with_gitignore(entry.path, children, layers, flt, shown + os.sep)
+    frame = _Frame(iter(children), child_layers)
+    frame.bad = bad
+    return frame
+
+
+_SMALL = 65536
+_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0)
+
+
+def _read_entry(entry: os.DirEntry) -> tuple[Optional[bytes], Optional[str]]:
+    """loader.read_bytes for a walked file, in three system calls for the
+    common case: a regular file (known from the folder listing, no stat)
+    under 64 KiB, read in one short read. Anything else goes through
+    read_bytes and its checks."""
+    try:
+        regular = entry.is_file(follow_symlinks=False)
+    except OSError:
+        regular = False
+    if regular:
+        try:
+            fd = os.open(entry.path, _OPEN_FLAGS)
+        except OSError:
+            return read_bytes(entry.path)  # its message for the error
+        try:
+            data = os.read(fd, _SMALL)
+        except OSError:
+            data = b"x" * _SMALL  # read_bytes reports it
+        finally:
+            os.close(fd)
+        if len(data) < _SMALL:
+            return data, None
+    return read_bytes(entry.path)
 
 
 def _scan(folder: str) -> tuple[list[os.DirEntry], Optional[str]]:
@@ -322,14 +398,9 @@ def _included(abs_path: str, rel: str, sets: list[PatternSet]) -> bool:
     return found
 
 
-def _excluded(name: str, abs_path: str, rel: str, is_dir: bool, flt: FileFilter,
-              layers: list[PatternSet]) -> Optional[str]:
-    """Why the entry is skipped, or None."""
-    if flt.default_exclude:
-        if name.startswith("."):
-            return "hidden"
-        if name in _DEFAULT_EXCLUDED_NAMES:
-            return f"excluded by default: {name}"
+def _excluded(abs_path: str, rel: str, is_dir: bool, flt: FileFilter, layers: list[PatternSet]) -> Optional[str]:
+    """Why the entry is skipped by an exclude pattern or a .gitignore, or
+    None."""
     for patterns in flt.exclude:
         hit = patterns.match(abs_path, rel, is_dir)
         if hit is not None and hit[0]:

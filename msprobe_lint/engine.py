@@ -52,12 +52,15 @@ class Selection:
 
 @dataclass
 class Result:
-    """Outcome of linting one file: its diagnostics, and whether it could
-    be read at all (PL006 makes the run exit 2)."""
+    """Outcome of linting one file: its diagnostics, whether it could be
+    read at all (PL006 makes the run exit 2), and the text that was linted
+    (``source``; None when it was not decoded), which the text report
+    quotes instead of reading the file again (standard input has no file)."""
 
     path: str
     diagnostics: list[Diagnostic]
     unreadable: bool = False
+    source: Optional[str] = field(default=None, repr=False, compare=False)
 
 
 def lint_file(path: str, context: Optional[Context] = None, *, selection: Optional[Selection] = None,
@@ -89,7 +92,8 @@ def lint_file(path: str, context: Optional[Context] = None, *, selection: Option
             data.update({k: v for k, v in overrides.items() if v is not None})
         findings.extend(check_data(data, context, selection=selection, path=path, skip=doc.nonfinite))
     findings.extend(extra_findings)
-    return Result(path, to_diagnostics(findings, doc, selection), unreadable=doc.unreadable)
+    return Result(path, to_diagnostics(findings, doc, selection), unreadable=doc.unreadable,
+                  source=doc.text or None)
 
 
 def unreadable_result(path: str, message: str, *, selection: Optional[Selection] = None) -> Result:

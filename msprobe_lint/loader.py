@@ -96,11 +96,12 @@ def read_bytes(path: str) -> tuple[Optional[bytes], Optional[str]]:
         chunks = []
         size = 0
         while size <= MAX_BYTES:
-            chunk = os.read(fd, min(65536 if chunks else info.st_size + 1, MAX_BYTES + 1 - size))
-            if not chunk:
-                break
+            want = min(65536 if chunks else info.st_size + 1, MAX_BYTES + 1 - size)
+            chunk = os.read(fd, want)
             chunks.append(chunk)
             size += len(chunk)
+            if len(chunk) < want:  # a regular file reads short only at its end
+                break
     except OSError as err:
         return None, f"cannot be read ({err.strerror or err})"
     finally:

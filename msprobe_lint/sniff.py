@@ -24,9 +24,12 @@ file and the ``dump.json`` msprobe itself writes into a dump (it has
 skipped (they are PL006).
 
 ``probe lint DIR`` runs this test on every JSON file of a project, most of
-which are not msprobe configs, so a file whose bytes hold none of the key
-names (quoted) and no ``\\u`` escape (through which a key could be spelt)
-is rejected without decoding or parsing it.
+which are not msprobe configs. Both ways in need the text test's match (a
+top-level key is a quoted name, JSON whitespace and a colon; a level value
+is the quoted level), so a file whose bytes do not match it and hold no
+``\\u`` escape (through which a key could be spelt) is rejected without
+decoding or parsing it: a logging config's ``"level": "INFO"`` or a
+``"tensor"`` that is only a value costs one regular-expression search.
 """
 from __future__ import annotations
 
@@ -37,14 +40,16 @@ SECTIONS = ("statistics", "tensor", "overflow_check", "free_benchmark", "run_ut"
             "exception_dump")
 KEYS = frozenset(("task", "dump_path") + SECTIONS)
 LEVELS = frozenset({"l0", "l1", "l2", "mix", "debug"})
-_MAYBE = re.compile(rb'"(?:task|dump_path|level|%s)"|\\u' % "|".join(SECTIONS).encode())
-_TEXT = re.compile(r'"(?:task|dump_path|%s)"\s*:|"level"\s*:\s*"(?i:L[012]|mix|debug)"' % "|".join(SECTIONS))
+# \s is ASCII whitespace (JSON's own), so the text and bytes tests agree.
+_TEXT_PATTERN = r'"(?:task|dump_path|%s)"\s*:|"level"\s*:\s*"(?i:L[012]|mix|debug)"' % "|".join(SECTIONS)
+_TEXT = re.compile(_TEXT_PATTERN, re.ASCII)
+_MAYBE = re.compile(_TEXT_PATTERN.encode())
 
 
 def looks_like_msprobe(raw: bytes) -> bool:
     """True when the file's bytes look like an msprobe config (see the
     module docstring)."""
-    if _MAYBE.search(raw) is None:
+    if _MAYBE.search(raw) is None and b"\\u" not in raw:
         return False
     text = raw.decode("utf-8", errors="replace").lstrip("\ufeff")
     try:
