@@ -46,6 +46,11 @@ ARGVS = [
     ["lint", "--isolated", "--config-file", "missing.toml", "good.json"],
     ["lint", "--isolated", "missing.json"],
     ["lint", "--isolated", "-o", "no/such/dir/out.txt", "bad.json"],
+    ["lint", "--isolated", "."],  # a folder walk
+    ["lint", "--isolated", "--show-files", "."],
+    ["lint", "--isolated", "--show-files", "-f", "json", "--follow-symlinks", ".", "good.json"],
+    ["lint", "--isolated", "--exclude", "bad.json", "--extend-exclude", "broken.json,x", "-f", "github", "."],
+    ["lint", "--isolated", "--stdin-filename", "x.json", "bad.json"],  # usage error: no -
     # handed to typer: its own parsing and errors
     ["lint"],
     ["lint", "--help"],
@@ -69,6 +74,25 @@ def test_same_output_and_status_as_typer(project, argv):
     slow = typer_probe(*argv, cwd=project)
     assert (fast.returncode, fast.stdout, fast.stderr) == (slow.returncode, slow.stdout, slow.stderr)
     assert "Traceback" not in fast.stderr
+
+
+STDIN_ARGVS = [
+    ["lint", "--isolated", "-"],
+    ["lint", "--isolated", "-f", "sarif", "-", "--stdin-filename", "sub/c.json"],
+    ["lint", "--isolated", "--stdin-filename", "c.json", "--format", "github"],
+    ["lint", "--isolated", "-", "good.json", "-"],
+]
+
+
+@pytest.mark.parametrize("argv", STDIN_ARGVS, ids=[" ".join(a) for a in STDIN_ARGVS])
+def test_same_output_and_status_as_typer_on_standard_input(project, argv):
+    data = (project / "bad.json").read_text()
+    fast = subprocess.run(probe_command() + argv, capture_output=True, text=True, cwd=project, timeout=120,
+                          input=data)
+    slow = subprocess.run([sys.executable, "-c", "import sys; from msprobe_lint.cli import main; main(sys.argv[1:])",
+                           *argv], capture_output=True, text=True, cwd=project, timeout=120, input=data)
+    assert (fast.returncode, fast.stdout, fast.stderr) == (slow.returncode, slow.stdout, slow.stderr)
+    assert "Traceback" not in fast.stderr and fast.returncode in (1, 2)
 
 
 @pytest.mark.parametrize("argv", [a for a in ARGVS if a[0] != "lint" or "--help" in a or len(a) == 1])
