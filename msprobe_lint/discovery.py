@@ -437,24 +437,15 @@ def _parent_gitignores(root_abs: str) -> list[PatternSet]:
     """The .gitignore files of the folders above ``root_abs`` up to the top
     of its git work tree (the folder holding ``.git``), outermost first,
     after ``.git/info/exclude``; none outside a work tree."""
-    if os.path.exists(os.path.join(root_abs, ".git")):
-        top: Optional[str] = root_abs
-        above: list[str] = []
-    else:
-        top = None
-        above = []
-        folder = root_abs
-        while True:
-            parent = os.path.dirname(folder)
-            if parent == folder:
-                break
-            folder = parent
-            above.append(folder)
-            if os.path.exists(os.path.join(folder, ".git")):
-                top = folder
-                break
-        if top is None:
-            return []
+    above: list[str] = []  # the folders above root_abs, up to the work tree's top
+    folder = root_abs
+    while not os.path.exists(os.path.join(folder, ".git")):
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return []  # not in a git work tree
+        folder = parent
+        above.append(folder)
+    top = folder
     layers: list[PatternSet] = []
     info_exclude = os.path.join(top, ".git", "info", "exclude")
     if os.path.isfile(info_exclude):

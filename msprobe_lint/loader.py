@@ -93,7 +93,7 @@ def read_bytes(path: str) -> tuple[Optional[bytes], Optional[str]]:
     except OSError as err:
         return None, f"cannot be read ({err.strerror or err})"
     try:
-        chunks = []
+        chunks: list[bytes] = []
         size = 0
         while size <= MAX_BYTES:
             want = min(65536 if chunks else info.st_size + 1, MAX_BYTES + 1 - size)
