@@ -319,6 +319,17 @@ def test_show_files_lists_and_lints_nothing(proj):
     assert stdin.stdout == "lint  x.json  (standard input)\n"
 
 
+@pytest.mark.parametrize("fmt", ["text", "json", "sarif", "github"])
+def test_walked_file_name_that_is_not_utf8(tmp_path, fmt):
+    (tmp_path / os.fsdecode(b"bad\xff.json")).write_text(json.dumps(BAD))
+    proc = subprocess.run(probe_command() + ["lint", "--isolated", "-f", fmt, "."], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr and "PL103" in proc.stdout
+    if fmt == "sarif":
+        (result,) = json.loads(proc.stdout)["runs"][0]["results"]
+        assert result["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "bad%FF.json"
+
+
 def test_output_file_found_by_the_walk_is_not_overwritten(proj):
     target = proj / "configs" / "good.json"
     before = target.read_text()
