@@ -93,19 +93,20 @@ def spoil(config: dict, rng: random.Random) -> dict:
     return config
 
 
+def write_generated(path: Path, rng: random.Random, dump_root: str, index: int) -> str:
+    """Write one generated config (one in ten spoilt) to ``path``."""
+    config = make_config(rng, dump_root, index)
+    if rng.random() < 0.1:
+        config = spoil(config, rng)
+    path.write_text(json.dumps(config, indent=rng.choice([2, 4])) + "\n", encoding="utf-8")
+    return str(path)
+
+
 def generate(folder: Path, count: int, seed: int = 20240601) -> list[str]:
     """Write ``count`` configs into ``folder``; returns their paths."""
     rng = random.Random(seed)
     dump_root = str(folder / "dumps")
-    paths = []
-    for index in range(count):
-        config = make_config(rng, dump_root, index)
-        if rng.random() < 0.1:
-            config = spoil(config, rng)
-        path = folder / f"config_{index:04d}.json"
-        path.write_text(json.dumps(config, indent=rng.choice([2, 4])) + "\n", encoding="utf-8")
-        paths.append(str(path))
-    return paths
+    return [write_generated(folder / f"config_{index:04d}.json", rng, dump_root, index) for index in range(count)]
 
 
 def other_json(rng: random.Random, index: int) -> tuple[str, object]:
@@ -150,19 +151,12 @@ def generate_tree(folder: Path, count: int, others: int, seed: int = 20240602) -
     dump_root = str(folder / "dumps")
     total = count + others
     config_at = set(rng.sample(range(total), count))
-    paths = []
-    made = 0
+    paths: list[str] = []
     for index in range(total):
         sub = folder / f"part{index % 20:02d}" / f"exp{(index // 20) % 25:02d}"
         sub.mkdir(parents=True, exist_ok=True)
         if index in config_at:
-            config = make_config(rng, dump_root, made)
-            if rng.random() < 0.1:
-                config = spoil(config, rng)
-            path = sub / f"msprobe_{index:05d}.json"
-            path.write_text(json.dumps(config, indent=rng.choice([2, 4])) + "\n", encoding="utf-8")
-            paths.append(str(path))
-            made += 1
+            paths.append(write_generated(sub / f"msprobe_{index:05d}.json", rng, dump_root, len(paths)))
         else:
             name, data = other_json(rng, index)
             (sub / f"{index:05d}_{name}").write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import config, probe_command, run_probe, write_config
+from conftest import as_nobody, config, probe_command, run_probe, write_config
 
 from msprobe_lint import discovery
 from msprobe_lint.api import LintOptions, UsageError, lint_paths, list_files
@@ -217,56 +217,9 @@ def test_symlink_loop_is_not_followed_and_ends_when_followed(proj):
     assert "proj/linked/x.json" in kept([proj], follow_symlinks=True)
 
 
-def _as_nobody(function):
-    """Run ``function()`` in a forked child as the user nobody; its
-    JSON-able result comes back."""
-    import pwd
-
-    try:
-        nobody = pwd.getpwnam("nobody")
-    except KeyError:
-        pytest.skip("no user nobody")
-    read, write = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child: drop privileges for real, run, report, exit
-        try:
-            os.close(read)
-            os.setgroups([])
-            os.setgid(nobody.pw_gid)
-            os.setuid(nobody.pw_uid)
-            os.write(write, json.dumps(function()).encode())
-            os._exit(0)
-        except BaseException as err:  # pragma: no cover - reported to the parent
-            os.write(write, json.dumps({"error": repr(err)}).encode())
-            os._exit(1)
-    os.close(write)
-    chunks = []
-    while True:
-        chunk = os.read(read, 65536)
-        if not chunk:
-            break
-        chunks.append(chunk)
-    os.close(read)
-    os.waitpid(pid, 0)
-    return json.loads(b"".join(chunks) or b"null")
-
-
-@pytest.fixture
-def open_base():
-    """A folder 0755 outside pytest's 0700 tmp root, so the user nobody can
-    reach it."""
-    import shutil
-    import tempfile
-
-    folder = Path(tempfile.mkdtemp(prefix="probe-walk-", dir="/tmp" if os.path.isdir("/tmp") else None))
-    os.chmod(folder, 0o755)
-    yield folder
-    shutil.rmtree(folder)
-
-
 @pytest.mark.skipif(not hasattr(os, "fork") or os.geteuid() != 0, reason="needs root to switch to nobody")
-def test_unreadable_folder_is_reported_once_and_the_walk_goes_on(open_base):
-    base = open_base / "proj"
+def test_unreadable_folder_is_reported_once_and_the_walk_goes_on(open_tmp):
+    base = open_tmp / "proj"
     (base / "configs" / "nested").mkdir(parents=True)
     for folder in (base, base / "configs", base / "configs" / "nested"):
         os.chmod(folder, 0o755)
@@ -286,7 +239,7 @@ def test_unreadable_folder_is_reported_once_and_the_walk_goes_on(open_base):
                 "listing": [(c.path, c.action, c.reason)
                             for c in list_files([str(base)], LintOptions(isolated=True))]}
 
-    got = _as_nobody(lint_as_nobody)
+    got = as_nobody(lint_as_nobody)
     assert isinstance(got, dict) and "error" not in got, got
     assert got["status"] == 2
     assert [(p, bad) for p, bad, _ in got["results"]] == [
