@@ -149,6 +149,10 @@ def run_lint(paths: list[str], options: Any, *, format: str = "text", output: Op
                 return _fail(f"--output {output} is one of the files being linted; it would be overwritten")
             from .reporters import get
 
+            folders = [p for p in paths if p != "-" and os.path.isdir(p)]
+            if folders and not run.results:  # a mistyped path or an exclude too wide should not pass silently
+                sys.stderr.write(f"probe: warning: no msprobe config found in {', '.join(folders)}; "
+                                 "--show-files lists what was skipped and why\n")
             status = run.status
             text = get(format)(run.results, color=output is None and sys.stdout.isatty())
     except UsageError as err:

@@ -283,6 +283,14 @@ def test_walked_file_name_that_is_not_utf8(tmp_path, fmt):
         assert result["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "bad%FF.json"
 
 
+def test_a_folder_without_configs_passes_with_a_warning(proj):
+    proc = run_probe("lint", "--isolated", "proj/models")
+    assert proc.returncode == 0 and "All checks passed (0 files)." in proc.stdout
+    assert proc.stderr == ("probe: warning: no msprobe config found in proj/models; "
+                           "--show-files lists what was skipped and why\n")
+    assert run_probe("lint", "--isolated", "proj/configs").stderr == ""
+
+
 def test_output_file_found_by_the_walk_is_not_overwritten(proj):
     target = proj / "configs" / "good.json"
     before = target.read_text()

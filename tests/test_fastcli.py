@@ -51,6 +51,7 @@ ARGVS = [
     ["lint", "--isolated", "--show-files", "-f", "json", "--follow-symlinks", ".", "good.json"],
     ["lint", "--isolated", "--exclude", "bad.json", "--extend-exclude", "broken.json,x", "-f", "github", "."],
     ["lint", "--isolated", "--stdin-filename", "x.json", "bad.json"],  # usage error: no -
+    ["lint", "--isolated", "--exclude", "*.json", "."],  # nothing found: a warning
     # handed to typer: its own parsing and errors
     ["lint"],
     ["lint", "--help"],
