@@ -153,6 +153,9 @@ def make_filter(project: Any = None, *, exclude: Optional[Sequence[str]] = None,
     line's, relative to ``cwd`` (default: the current folder)."""
     here = cwd or os.getcwd()
     out = FileFilter(follow_symlinks=follow_symlinks)
+    if exclude is not None:
+        out.default_exclude = False
+        out.exclude.append(PatternSet(exclude, here, "--exclude"))
     if project is not None:
         base = str(project.path.parent)
         name = project.path.name
@@ -160,15 +163,11 @@ def make_filter(project: Any = None, *, exclude: Optional[Sequence[str]] = None,
             out.include.append(PatternSet(project.include, base, f"{name} include"))
         if project.extend_include:
             out.extend_include.append(PatternSet(project.extend_include, base, f"{name} extend-include"))
-        if project.exclude is not None:
+        if project.exclude is not None and exclude is None:
             out.default_exclude = False
             out.exclude.append(PatternSet(project.exclude, base, f"{name} exclude"))
         if project.extend_exclude:
             out.exclude.append(PatternSet(project.extend_exclude, base, f"{name} extend-exclude"))
-    if exclude is not None:
-        out.default_exclude = False
-        out.exclude = [s for s in out.exclude if s.source.endswith("extend-exclude")]
-        out.exclude.insert(0, PatternSet(exclude, here, "--exclude"))
     if extend_exclude:
         out.exclude.append(PatternSet(extend_exclude, here, "--extend-exclude"))
     return out
