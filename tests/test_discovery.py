@@ -376,6 +376,16 @@ def test_bad_stdin_gives_a_diagnostic_not_a_traceback(data, code):
     assert proc.returncode == 1
 
 
+def test_check_fs_on_stdin_looks_at_no_file_named_dash(tmp_path):
+    dash = write_config(tmp_path, config(), "-")
+    dash.chmod(0o666)  # PL408 if it were looked at
+    data = json.dumps(config(dump_path=str(tmp_path / "dump")))
+    proc = run_probe("lint", "--isolated", "--check-fs", "-", input=data, cwd=tmp_path)
+    assert proc.returncode == 0 and "PL408" not in proc.stdout, proc.stdout
+    named = run_probe("lint", "--isolated", "--check-fs", "-", "--stdin-filename", "-", input=data, cwd=tmp_path)
+    assert named.returncode == 0 and "PL408" not in named.stdout
+
+
 def test_stdin_and_files_together_and_the_worst_status(tmp_path):
     good = write_config(tmp_path, config(), "good.json")
     proc = run_probe("lint", "--isolated", str(good), "-", str(tmp_path / "gone.json"), "-f", "json",
