@@ -96,7 +96,7 @@ def read_bytes(path: str) -> tuple[Optional[bytes], Optional[str]]:
         chunks: list[bytes] = []
         size = 0
         while size <= MAX_BYTES:
-            want = min(65536 if chunks else info.st_size + 1, MAX_BYTES + 1 - size)
+            want = MAX_BYTES + 1 - size if chunks else min(info.st_size + 1, MAX_BYTES + 1)
             chunk = os.read(fd, want)
             chunks.append(chunk)
             size += len(chunk)
