@@ -82,18 +82,18 @@ STRICT = typer.Option(False, "--strict", help="Exit 1 on warnings too.")
 SELECT = typer.Option([], "--select", help="Only these codes or prefixes (comma-separated).")
 IGNORE = typer.Option([], "--ignore", help="Skip these codes or prefixes (comma-separated).")
 EXTEND = typer.Option([], "--extend-select", help="Add these codes to the selection.")
-CONFIG_FILE = typer.Option(None, "--config-file", help="Read [tool.probe-lint] from this file.")
+CONFIG_FILE = typer.Option(None, "--config-file", help="Read the tool.probe-lint table from this file.")
 ONLY_MSPROBE = typer.Option(False, "--only-msprobe",
                             help="Skip named JSON files that are clearly not msprobe configs (for pre-commit).")
 EXCLUDE = typer.Option([], "--exclude", metavar="PATTERNS",
                        help="Folder walks: skip these .gitignore-style patterns (comma-separated), "
-                            "instead of the default and [tool.probe-lint] exclude.")
+                            "instead of the default and pyproject.toml's exclude.")
 EXTEND_EXCLUDE = typer.Option([], "--extend-exclude", metavar="PATTERNS",
                               help="Folder walks: skip these patterns too (comma-separated).")
 FOLLOW_SYMLINKS = typer.Option(False, "--follow-symlinks", help="Folder walks: follow symbolic links to folders.")
 SHOW_FILES = typer.Option(False, "--show-files", help="List what would be linted and skipped, and why; lint nothing.")
 STDIN_FILENAME = typer.Option(None, "--stdin-filename", metavar="NAME",
-                              help="Name for standard input (-) in messages, [tool.probe-lint] lookup and "
+                              help="Name for standard input (-) in messages, the pyproject.toml lookup and "
                                    "per-file-ignores.")
 
 
