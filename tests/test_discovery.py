@@ -386,6 +386,13 @@ def test_check_fs_on_stdin_looks_at_no_file_named_dash(tmp_path):
     assert named.returncode == 0 and "PL408" not in named.stdout
 
 
+def test_closed_stdin_is_pl006():
+    proc = subprocess.run(probe_command() + ["lint", "--isolated", "-"], capture_output=True, text=True,
+                          timeout=60, stdin=subprocess.DEVNULL, preexec_fn=lambda: os.close(0))
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stdout.startswith("-:1:1: PL006 error: config cannot be read: standard input is closed")
+
+
 def test_stdin_and_files_together_and_the_worst_status(tmp_path):
     good = write_config(tmp_path, config(), "good.json")
     proc = run_probe("lint", "--isolated", str(good), "-", str(tmp_path / "gone.json"), "-f", "json",
