@@ -32,6 +32,7 @@ goes on.
 """
 from __future__ import annotations
 
+import operator
 import os
 import re
 from dataclasses import dataclass, field
@@ -61,6 +62,7 @@ class Candidate:
         folder: True for a folder (skipped or unreadable as a whole).
         stdin: True for ``-`` (the caller reads standard input).
         raw: the file's bytes when discovery already read them.
+        real: its absolute path, when the walk knows it (for de-duplication).
     """
 
     path: str
@@ -69,6 +71,7 @@ class Candidate:
     folder: bool = False
     stdin: bool = False
     raw: Optional[bytes] = field(default=None, compare=False, repr=False)
+    real: Optional[str] = field(default=None, compare=False, repr=False)  # absolute path, when known
 
 
 class PatternSet:
@@ -201,7 +204,7 @@ def discover(paths: Sequence[str], file_filter: Optional[FileFilter] = None, *, 
         if walk and os.path.isdir(path):
             for candidate in _walk(path, file_filter, skipped):
                 if candidate.action == LINT or candidate.folder:
-                    key = os.path.abspath(candidate.path)
+                    key = candidate.real or os.path.abspath(candidate.path)
                     if key in seen:
                         continue
                     seen.add(key)
@@ -299,7 +302,7 @@ def _walk(root: str, flt: FileFilter, skipped: bool = True) -> Iterator[Candidat
                 if raw is None:
                     yield Candidate(prefix + entry.path[rel_start:], UNREADABLE, f"config {reason}")
                 else:
-                    yield Candidate(prefix + entry.path[rel_start:], LINT, "msprobe config", raw=raw)
+                    yield Candidate(prefix + entry.path[rel_start:], LINT, "msprobe config", raw=raw, real=entry.path)
                 continue
             shown = prefix + entry.path[rel_start:]
             why = _excluded(entry.path, entry.path[rel_start:], True, flt, frame.layers) if patterns else None
@@ -346,6 +349,7 @@ def _enter(entry: os.DirEntry, shown: str, flt: FileFilter, visited: set[tuple[i
     return frame
 
 
+_NAME = operator.attrgetter("name")
 _SMALL = 65536
 _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0)
 
@@ -384,7 +388,7 @@ def _scan(folder: str) -> tuple[list[os.DirEntry], Optional[str]]:
         return [], "folder cannot be read: permission denied"
     except OSError as err:
         return [], f"folder cannot be read ({err.strerror or err})"
-    entries.sort(key=lambda e: e.name)
+    entries.sort(key=_NAME)
     return entries, None
 
 
