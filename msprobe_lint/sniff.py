@@ -30,6 +30,10 @@ is the quoted level), so a file whose bytes do not match it and hold no
 ``\\u`` escape (through which a key could be spelt) is rejected without
 decoding or parsing it: a logging config's ``"level": "INFO"`` or a
 ``"tensor"`` that is only a value costs one regular-expression search.
+Nor is an object whose first key is ``task``, ``dump_path`` or a task
+section parsed (the usual msprobe config): parsed or not, the answer is
+yes (unless it may be msprobe's dump.json). tests/test_discovery.py checks
+these shortcuts against the plain test.
 """
 from __future__ import annotations
 
@@ -44,13 +48,19 @@ LEVELS = frozenset({"l0", "l1", "l2", "mix", "debug"})
 _TEXT_PATTERN = r'"(?:task|dump_path|%s)"\s*:|"level"\s*:\s*"(?i:L[012]|mix|debug)"' % "|".join(SECTIONS)
 _TEXT = re.compile(_TEXT_PATTERN, re.ASCII)
 _MAYBE = re.compile(_TEXT_PATTERN.encode())
+# An object whose first key is one of KEYS: True whether it parses (the key
+# is at the top level) or not (the text test matches), so no parse is needed.
+_FIRST_KEY = re.compile(rb'(?:\xef\xbb\xbf)?\s*\{\s*"(?:task|dump_path|%s)"\s*:' % "|".join(SECTIONS).encode())
 
 
 def looks_like_msprobe(raw: bytes) -> bool:
     """True when the file's bytes look like an msprobe config (see the
     module docstring)."""
-    if _MAYBE.search(raw) is None and b"\\u" not in raw:
-        return False
+    if b"\\u" not in raw:
+        if _MAYBE.search(raw) is None:
+            return False
+        if _FIRST_KEY.match(raw) is not None and b'"dump_data_dir"' not in raw:
+            return True
     text = raw.decode("utf-8", errors="replace").lstrip("\ufeff")
     try:
         data = json.loads(text)
