@@ -15,7 +15,8 @@ standard input. A folder is walked for configs:
   ``pyvenv.cfg`` (a virtual environment of any name) is always skipped;
 * a candidate is kept when its content looks like an msprobe config by the
   test of ``--only-msprobe`` (sniff.py); its bytes, read once, go on to the
-  lint.
+  lint. A file over loader.MAX_BYTES (10 MiB) is skipped unread: a data
+  file, not a config. A candidate that cannot be read is reported (PL006).
 
 Patterns use .gitignore syntax (pathspec's ``GitIgnoreSpec``, the same
 rules git applies): ``build/`` matches a folder at any depth, ``/build/``
@@ -38,7 +39,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Optional, Sequence
 
-from .loader import read_bytes
+from .loader import MAX_BYTES, read_bytes
 from .sniff import looks_like_msprobe
 
 DEFAULT_INCLUDE = ("*.json",)
@@ -299,7 +300,10 @@ def _walk(root: str, flt: FileFilter, skipped: bool = True) -> Iterator[Candidat
                 if not skipped and patterns and _excluded(entry.path, entry.path[rel_start:], False, flt,
                                                           frame.layers) is not None:
                     continue
-                if raw is None:
+                if reason is TOO_BIG:
+                    if skipped:
+                        yield Candidate(prefix + entry.path[rel_start:], SKIP, TOO_BIG)
+                elif raw is None:
                     yield Candidate(prefix + entry.path[rel_start:], UNREADABLE, f"config {reason}")
                 else:
                     yield Candidate(prefix + entry.path[rel_start:], LINT, "msprobe config", raw=raw, real=entry.path)
@@ -358,7 +362,9 @@ def _read_entry(entry: os.DirEntry) -> tuple[Optional[bytes], Optional[str]]:
     """loader.read_bytes for a walked file, in three system calls for the
     common case: a regular file (known from the folder listing, no stat)
     under 64 KiB, read in one short read. Anything else goes through
-    read_bytes and its checks."""
+    read_bytes and its checks, except that a file over the 10 MiB limit
+    comes back as ``(None, TOO_BIG)`` unread (a project's data files are
+    skipped, not reported)."""
     try:
         regular = entry.is_file(follow_symlinks=False)
     except OSError:
@@ -376,7 +382,15 @@ def _read_entry(entry: os.DirEntry) -> tuple[Optional[bytes], Optional[str]]:
             os.close(fd)
         if len(data) < _SMALL:
             return data, None
+    try:
+        if entry.stat().st_size > MAX_BYTES:
+            return None, TOO_BIG
+    except OSError:
+        pass  # read_bytes says why
     return read_bytes(entry.path)
+
+
+TOO_BIG = "over the 10 MiB limit, too big to be an msprobe config"
 
 
 def _scan(folder: str) -> tuple[list[os.DirEntry], Optional[str]]:

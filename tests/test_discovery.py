@@ -97,6 +97,16 @@ def test_folder_lint_results_and_worst_exit_status(proj):
     assert "proj/configs/bad.json" in [r.path for r in run.results]  # the walk went on
 
 
+def test_a_big_data_file_is_skipped_not_reported(proj):
+    with open(proj / "models" / "dataset.json", "wb") as handle:
+        handle.truncate(11 * 1024 * 1024)  # sparse: over the 10 MiB limit
+    got = listing([proj])
+    assert got["proj/models/dataset.json"] == ("skip", "over the 10 MiB limit, too big to be an msprobe config")
+    assert lint_paths([str(proj)], LintOptions(isolated=True)).status == 1  # bad.json's error, not 2
+    named = lint_paths([str(proj / "models" / "dataset.json")], LintOptions(isolated=True))
+    assert named.status == 2  # named, it is linted: PL006
+
+
 def test_named_files_are_always_linted(proj):
     model = str(proj / "models" / "config.json")
     run = lint_paths([model], LintOptions(isolated=True))
