@@ -42,7 +42,6 @@ from typing import Any, Iterator, Optional, Sequence
 from .loader import MAX_BYTES, read_bytes
 from .sniff import looks_like_msprobe
 
-DEFAULT_INCLUDE = ("*.json",)
 DEFAULT_EXCLUDE = (".*", "__pycache__", "node_modules", "venv", "site-packages", "__pypackages__")
 _DEFAULT_EXCLUDED_NAMES = frozenset(DEFAULT_EXCLUDE[1:])
 
