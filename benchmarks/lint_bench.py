@@ -1,13 +1,21 @@
 """Speed of ``probe lint`` against ``check-jsonschema`` (SPEC section 5).
 
-Two measurements, interleaved in one run so that machine noise hits both
+Three measurements, interleaved in one run so that machine noise hits both
 tools alike, each the median of ``--runs`` cold processes:
 
 1. one config: ``probe lint CONFIG`` against
    ``check-jsonschema --schemafile schema/msprobe-config.schema.json CONFIG``;
 2. ``--files`` generated configs (varied tasks, levels, ranks, steps and
    sections; about one in ten with a typical mistake) given to each tool in
-   one invocation.
+   one invocation;
+3. a project tree: the same configs spread over nested folders among
+   ``--others`` (default 10 times as many) JSON files that are not msprobe
+   configs (model, tokenizer, package, logging, MindSpore dump settings,
+   data records; some with a ``"level"`` key, so they are parsed to be
+   told apart), with a ``.gitignore``; ``probe lint .`` run in the tree
+   (it finds the configs itself) against check-jsonschema given the
+   configs alone. A hidden folder, a virtual environment and an ignored
+   folder holding more configs check that the walk prunes them.
 
 ``probe lint`` runs every rule a default run has (no ``--select``; the
 live environment is read as usual); ``--check-fs`` adds the filesystem
@@ -17,7 +25,7 @@ their ratio (probe / check-jsonschema); the targets are ratios <= 1.0.
 
 Usage::
 
-    python benchmarks/lint_bench.py [--runs 15] [--files 1000] [--check-fs]
+    python benchmarks/lint_bench.py [--runs 15] [--files 1000] [--others N] [--check-fs]
 """
 from __future__ import annotations
 
@@ -85,18 +93,79 @@ def spoil(config: dict, rng: random.Random) -> dict:
     return config
 
 
+def write_generated(path: Path, rng: random.Random, dump_root: str, index: int) -> str:
+    """Write one generated config (one in ten spoilt) to ``path``."""
+    config = make_config(rng, dump_root, index)
+    if rng.random() < 0.1:
+        config = spoil(config, rng)
+    path.write_text(json.dumps(config, indent=rng.choice([2, 4])) + "\n", encoding="utf-8")
+    return str(path)
+
+
 def generate(folder: Path, count: int, seed: int = 20240601) -> list[str]:
     """Write ``count`` configs into ``folder``; returns their paths."""
     rng = random.Random(seed)
     dump_root = str(folder / "dumps")
-    paths = []
-    for index in range(count):
-        config = make_config(rng, dump_root, index)
-        if rng.random() < 0.1:
-            config = spoil(config, rng)
-        path = folder / f"config_{index:04d}.json"
-        path.write_text(json.dumps(config, indent=rng.choice([2, 4])) + "\n", encoding="utf-8")
-        paths.append(str(path))
+    return [write_generated(folder / f"config_{index:04d}.json", rng, dump_root, index) for index in range(count)]
+
+
+def other_json(rng: random.Random, index: int) -> tuple[str, object]:
+    """A JSON file of another tool (name, content), 0.1 to a few KB."""
+    kind = index % 8
+    if kind == 0:
+        return "config.json", {"architectures": ["BertModel"], "hidden_size": rng.choice([768, 1024]),
+                               "num_attention_heads": 12, "num_hidden_layers": rng.randint(2, 24),
+                               "vocab_size": 30522, "layer_norm_eps": 1e-12, "torch_dtype": "float32",
+                               "id2label": {str(i): f"LABEL_{i}" for i in range(rng.randint(2, 40))}}
+    if kind == 1:
+        return "tokenizer_config.json", {"do_lower_case": True, "model_max_length": 512,
+                                         "special_tokens": [f"[unused{i}]" for i in range(rng.randint(5, 80))]}
+    if kind == 2:
+        return "package.json", {"name": f"pkg-{index}", "version": "1.0.0", "scripts": {"test": "jest"},
+                                "dependencies": {f"dep{i}": f"^{i}.0.0" for i in range(rng.randint(1, 30))}}
+    if kind == 3:
+        return "logging.json", {"version": 1, "handlers": {"console": {"class": "logging.StreamHandler",
+                                                                      "level": "INFO"}},
+                                "root": {"level": rng.choice(["INFO", "DEBUG", "WARNING"])}, "level": "INFO"}
+    if kind == 4:
+        return "dump_settings.json", {"common_dump_settings": {"dump_mode": 0, "path": "/tmp/ms_dump",
+                                                               "net_name": "Net", "iteration": "0|5-8",
+                                                               "saved_data": "tensor", "input_output": 0,
+                                                               "kernels": [], "support_device": [0, 1, 2, 3]}}
+    if kind == 5:
+        return "tsconfig.json", {"compilerOptions": {"target": "es2020", "strict": True, "outDir": "dist"},
+                                 "include": ["src"]}
+    if kind == 6:
+        return "records.json", [{"id": i, "text": f"sample {i}", "score": rng.random()}
+                                for i in range(rng.randint(3, 60))]
+    return "metrics.json", {"epoch": rng.randint(0, 99), "loss": [rng.random() for _ in range(rng.randint(5, 100))],
+                            "accuracy": rng.random()}
+
+
+def generate_tree(folder: Path, count: int, others: int, seed: int = 20240602) -> list[str]:
+    """A project tree in ``folder``: ``count`` configs and ``others`` other
+    JSON files over nested folders, a .gitignore, and folders the walk must
+    prune (a hidden one, a virtual environment, an ignored one), each with
+    configs. Returns the configs' paths (those ``probe lint .`` must find)."""
+    rng = random.Random(seed)
+    dump_root = str(folder / "dumps")
+    total = count + others
+    config_at = set(rng.sample(range(total), count))
+    paths: list[str] = []
+    for index in range(total):
+        sub = folder / f"part{index % 20:02d}" / f"exp{(index // 20) % 25:02d}"
+        sub.mkdir(parents=True, exist_ok=True)
+        if index in config_at:
+            paths.append(write_generated(sub / f"msprobe_{index:05d}.json", rng, dump_root, len(paths)))
+        else:
+            name, data = other_json(rng, index)
+            (sub / f"{index:05d}_{name}").write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    (folder / ".gitignore").write_text("outputs/\n*.log\n", encoding="utf-8")
+    for pruned in (folder / "outputs", folder / ".cache", folder / "venv-test"):
+        pruned.mkdir()
+        for index in range(20):
+            (pruned / f"c{index}.json").write_text(json.dumps(make_config(rng, dump_root, index)), encoding="utf-8")
+    (folder / "venv-test" / "pyvenv.cfg").write_text("home = /usr/bin\n", encoding="utf-8")
     return paths
 
 
@@ -145,6 +214,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=15, help="cold runs per tool and case (>= 10)")
     parser.add_argument("--files", type=int, default=1000, help="configs in the batch case")
+    parser.add_argument("--others", type=int, help="other JSON files in the tree case (default 10 x --files)")
     parser.add_argument("--check-fs", action="store_true", help="also run the filesystem rules PL406-PL408")
     parser.add_argument("--probe", help="the probe executable")
     parser.add_argument("--check-jsonschema", dest="cjs", help="the check-jsonschema executable")
@@ -171,8 +241,20 @@ def main(argv: list[str] | None = None) -> int:
                       [cjs, "--schemafile", str(SCHEMA), str(single)], args.runs, tmp)
         many = compare(f"{len(paths)} configs", [*lint, *paths],
                        [cjs, "--schemafile", str(SCHEMA), *paths], args.runs, tmp)
-    verdict = "PASS" if one <= 1.0 and many <= 1.0 else "FAIL"
-    print(f"ratios: one config {one:.2f}, {len(paths)} configs {many:.2f} (target <= 1.0): {verdict}")
+        tree = folder / "tree"
+        tree.mkdir()
+        others = args.others if args.others is not None else 10 * args.files
+        tree_paths = generate_tree(tree, args.files, others)
+        found = subprocess.run([probe, "lint", ".", "--show-files"], cwd=tree, capture_output=True, text=True)
+        kept = sorted(line.split()[1] for line in found.stdout.splitlines() if line.startswith("lint "))
+        expected = sorted(os.path.relpath(p, tree) for p in tree_paths)
+        if kept != expected:
+            sys.exit(f"lint_bench: probe lint . found {len(kept)} files, not the {len(expected)} configs")
+        walk = compare(f"probe lint . over {len(tree_paths)} configs + {others} other JSON files",
+                       [*lint, "."], [cjs, "--schemafile", str(SCHEMA), *tree_paths], args.runs, str(tree))
+    verdict = "PASS" if max(one, many, walk) <= 1.0 else "FAIL"
+    print(f"ratios: one config {one:.2f}, {len(paths)} configs {many:.2f}, folder walk {walk:.2f} "
+          f"(target <= 1.0): {verdict}")
     return 0 if verdict == "PASS" else 1
 
 

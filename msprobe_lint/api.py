@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
-from .context import Fact, build_context, environment_facts, normalise
+from .context import Context, Fact, build_context, environment_facts, normalise
 from .diagnostic import Diagnostic, Severity
 from .engine import Result, Selection, exit_status, lint_file
 
@@ -43,7 +43,11 @@ class LintOptions:
     ignore: tuple[str, ...] = ()
     extend_select: tuple[str, ...] = ()
     config_file: Optional[str] = None
-    only_msprobe: bool = False  # skip JSON files that are not msprobe configs (sniff.py)
+    only_msprobe: bool = False  # skip named JSON files that are not msprobe configs (sniff.py)
+    exclude: Optional[tuple[str, ...]] = None  # folder walks: replaces the default and [tool.probe-lint] exclude
+    extend_exclude: tuple[str, ...] = ()
+    follow_symlinks: bool = False
+    stdin_filename: Optional[str] = None  # the name standard input (``-``) is linted under
     runtime: bool = False
     extra_facts: dict[str, Fact] = field(default_factory=dict)
 
@@ -131,26 +135,133 @@ def prepare(options: LintOptions, *, first_path: Optional[str] = None):
     return context, selection, project
 
 
-def lint_paths(paths: list[str], options: Optional[LintOptions] = None) -> LintRun:
-    """Lint every path with one shared context.
+def _check_paths(paths: list[str], options: LintOptions) -> list[str]:
+    """``paths`` with ``-`` added when only --stdin-filename is given.
 
     Raises:
-        UsageError: see :func:`prepare`.
+        UsageError: no path, ``-`` twice, or --stdin-filename without ``-``.
     """
+    paths = list(paths)
+    if not paths and options.stdin_filename:
+        paths = ["-"]
+    if not paths:
+        raise UsageError("give at least one PATH: a config, a folder, or - for standard input")
+    if paths.count("-") > 1:
+        raise UsageError("- (standard input) given more than once")
+    if options.stdin_filename is not None and "-" not in paths:
+        raise UsageError("--stdin-filename names standard input; add - to the paths")
+    if options.stdin_filename == "":
+        raise UsageError("--stdin-filename needs a name")
+    return paths
+
+
+def _settings_start(paths: list[str], options: LintOptions) -> Optional[str]:
+    """Where the nearest pyproject.toml is looked for: the first path, or
+    for standard input its --stdin-filename (else the current folder)."""
+    first = paths[0] if paths else None
+    if first == "-":
+        return options.stdin_filename
+    return first
+
+
+_UNSET: Any = object()
+
+
+def list_files(paths: list[str], options: Optional[LintOptions] = None, *, project: Any = _UNSET,
+               walk: bool = True, skipped: bool = True) -> list:
+    """What ``probe lint PATHS`` would lint and skip, and why
+    (``--show-files``): a list of discovery.Candidate.
+
+    ``project`` is the loaded ``[tool.probe-lint]`` or None (found from the
+    first path when not given). ``walk=False`` takes every path for a file
+    (a folder is then PL006, as ``probe run`` wants); ``skipped=False``
+    leaves out the files a walk skips for their content.
+    Raises:
+        UsageError: bad paths, or a malformed ``[tool.probe-lint]``.
+    """
+    from . import discovery
+    from . import settings as settings_mod
+
     options = options or LintOptions()
-    context, selection, project = prepare(options, first_path=paths[0] if paths else None)
-    results = []
-    for path in paths:
-        raw = None
-        if options.only_msprobe:
-            from .loader import read_bytes
+    paths = _check_paths(paths, options)
+    if project is _UNSET:
+        project = None
+        if not options.isolated or options.config_file:
+            try:
+                project = settings_mod.find_and_load(options.config_file, start=_settings_start(paths, options))
+            except settings_mod.SettingsError as err:
+                raise UsageError(str(err)) from None
+    exclude = _patterns(options.exclude) if options.exclude is not None else None
+    file_filter = discovery.make_filter(project, exclude=exclude, extend_exclude=_patterns(options.extend_exclude),
+                                        follow_symlinks=options.follow_symlinks)
+    return discovery.discover(paths, file_filter, only_msprobe=options.only_msprobe,
+                              stdin_filename=options.stdin_filename, walk=walk, skipped=skipped)
+
+
+def _patterns(values: tuple[str, ...]) -> tuple[str, ...]:
+    """Comma-separated pattern lists from the command line, split."""
+    return tuple(p.strip() for value in values for p in value.split(",") if p.strip())
+
+
+@dataclass
+class _Input:
+    """One thing a lint takes: a file's or standard input's bytes (``raw``
+    None when it could not be read, ``reason`` saying why)."""
+
+    path: str
+    raw: Optional[bytes]
+    reason: str = ""
+    stdin: bool = False
+
+
+def _inputs(paths: list[str], options: LintOptions, project: Any, *, walk: bool = True):
+    """The files ``probe lint PATHS`` lints, in order (see
+    :func:`list_files`), with standard input (``-``) read by
+    loader.read_stdin. Yields _Input."""
+    for candidate in list_files(paths, options, project=project, walk=walk, skipped=False):
+        if candidate.action == "skip":
+            continue
+        if candidate.action == "unreadable":
+            yield _Input(candidate.path, None, candidate.reason)
+        elif candidate.stdin:
+            from .loader import read_stdin
             from .sniff import looks_like_msprobe
 
-            raw = read_bytes(path)[0]
-            if raw is not None and not looks_like_msprobe(raw):
-                continue
-        file_selection = project.selection_for(path, selection) if project else selection
-        results.append(lint_file(path, context, selection=file_selection, raw=raw))
+            source = read_stdin(options.stdin_filename)
+            if source.raw is None:
+                yield _Input(source.name, None, f"config {source.reason}", stdin=True)
+            elif not options.only_msprobe or looks_like_msprobe(source.raw):
+                yield _Input(candidate.path, source.raw, stdin=True)
+        else:
+            yield _Input(candidate.path, candidate.raw)
+
+
+def _lint_input(item: _Input, context: Context, selection: Selection) -> Result:
+    """Lint one _Input; standard input that is not UTF-8 is quoted as it
+    came in, never from a file of that name on disk."""
+    from .engine import unreadable_result
+
+    if item.raw is None and item.reason:
+        return unreadable_result(item.path, item.reason, selection=selection)
+    result = lint_file(item.path, context, selection=selection, raw=item.raw)
+    if item.stdin and result.source is None and item.raw is not None:
+        result.source = item.raw.decode("utf-8", errors="replace")
+    return result
+
+
+def lint_paths(paths: list[str], options: Optional[LintOptions] = None, *, walk: bool = True) -> LintRun:
+    """Lint every path with one shared context: files, folders (walked for
+    msprobe configs, see discovery.py) and ``-`` (standard input, read by
+    loader.read_stdin). ``walk=False``: see :func:`list_files`.
+
+    Raises:
+        UsageError: see :func:`prepare` and :func:`list_files`.
+    """
+    options = options or LintOptions()
+    paths = _check_paths(paths, options)
+    context, selection, project = prepare(options, first_path=_settings_start(paths, options))
+    results = [_lint_input(item, context, project.selection_for(item.path, selection) if project else selection)
+               for item in _inputs(paths, options, project, walk=walk)]
     return LintRun(results, exit_status(results, strict=options.strict))
 
 
@@ -185,6 +296,8 @@ class FixOutcome:
         skipped: why the file was not fixed (a soft link, unreadable,
             not UTF-8, does not parse), or None.
         written: True when the file on disk was rewritten.
+        stdin: True for standard input (never written; ``probe lint
+            --fix -`` prints ``after`` on stdout).
     """
 
     path: str
@@ -193,6 +306,7 @@ class FixOutcome:
     applied: list[Diagnostic] = field(default_factory=list)
     skipped: Optional[str] = None
     written: bool = False
+    stdin: bool = False
 
     def diff(self) -> str:
         """Unified diff of the fixes ("" when nothing changes)."""
@@ -204,7 +318,9 @@ class FixOutcome:
 def fix_paths(paths: list[str], options: Optional[LintOptions] = None, *, unsafe: bool = False,
               write: bool = True) -> tuple[LintRun, list[FixOutcome]]:
     """Apply the fixes to every path (``probe lint --fix``; ``write=False``
-    is ``--diff``), then lint what is left.
+    is ``--diff``), then lint what is left. Paths are taken as by
+    :func:`lint_paths`: folders are walked, ``-`` is standard input (its
+    fixed text is returned, never written anywhere).
 
     A file is rewritten (atomically, keeping its mode) only when it parsed,
     a fix applied, it is not a soft link, and its bytes are still those
@@ -221,19 +337,20 @@ def fix_paths(paths: list[str], options: Optional[LintOptions] = None, *, unsafe
 
     from .fixes import fix_text
     from .loader import read_bytes, write_atomic
-    from .sniff import looks_like_msprobe
 
     options = options or LintOptions()
-    context, selection, project = prepare(options, first_path=paths[0] if paths else None)
+    paths = _check_paths(paths, options)
+    context, selection, project = prepare(options, first_path=_settings_start(paths, options))
     results: list[Result] = []
     outcomes: list[FixOutcome] = []
-    for path in paths:
-        raw, _ = read_bytes(path)
-        if options.only_msprobe and raw is not None and not looks_like_msprobe(raw):
-            continue
+    for item in _inputs(paths, options, project):
+        path = item.path
         file_selection = project.selection_for(path, selection) if project else selection
-        outcome = FixOutcome(path)
+        outcome = FixOutcome(path, stdin=item.stdin)
         outcomes.append(outcome)
+        raw = item.raw
+        if raw is None and not item.reason:
+            raw, _ = read_bytes(path)
         text = None
         if raw is None:
             outcome.skipped = "cannot be read"
@@ -242,15 +359,17 @@ def fix_paths(paths: list[str], options: Optional[LintOptions] = None, *, unsafe
                 text = raw.decode("utf-8")
             except UnicodeDecodeError:
                 outcome.skipped = "is not UTF-8"
+                if item.stdin:  # passed through unchanged by --fix -
+                    outcome.before = outcome.after = raw.decode("utf-8", "surrogateescape")
         if text is None:
-            results.append(lint_file(path, context, selection=file_selection, raw=raw))
+            results.append(_lint_input(_Input(path, raw, item.reason, item.stdin), context, file_selection))
             continue
 
         def lint(candidate: str, path: str = path, file_selection: Selection = file_selection) -> list:
             return lint_file(path, context, selection=file_selection, raw=candidate.encode("utf-8")).diagnostics
 
         outcome.before = text
-        if os.path.islink(path):
+        if not item.stdin and os.path.islink(path):
             outcome.after = text
             outcome.skipped = "is a soft link; not rewritten (fix the file it points to)"
             remaining = lint(text)
@@ -258,7 +377,7 @@ def fix_paths(paths: list[str], options: Optional[LintOptions] = None, *, unsafe
             outcome.after, outcome.applied, remaining = fix_text(text, lint, unsafe=unsafe)
             if any(d.code in ("PL001", "PL003", "PL007") for d in remaining) and not outcome.applied:
                 outcome.skipped = "does not parse as an msprobe config; nothing fixed"
-        if write and outcome.after != outcome.before:
+        if write and not item.stdin and outcome.after != outcome.before:
             try:
                 if read_bytes(path)[0] != raw:  # saved by someone else meanwhile: theirs wins
                     raise OSError(f"{path} changed while it was being fixed")

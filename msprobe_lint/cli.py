@@ -82,13 +82,23 @@ STRICT = typer.Option(False, "--strict", help="Exit 1 on warnings too.")
 SELECT = typer.Option([], "--select", help="Only these codes or prefixes (comma-separated).")
 IGNORE = typer.Option([], "--ignore", help="Skip these codes or prefixes (comma-separated).")
 EXTEND = typer.Option([], "--extend-select", help="Add these codes to the selection.")
-CONFIG_FILE = typer.Option(None, "--config-file", help="Read [tool.probe-lint] from this file.")
+CONFIG_FILE = typer.Option(None, "--config-file", help="Read the tool.probe-lint table from this file.")
 ONLY_MSPROBE = typer.Option(False, "--only-msprobe",
-                            help="Skip JSON files that are clearly not msprobe configs (for pre-commit).")
+                            help="Skip named JSON files that are clearly not msprobe configs (for pre-commit).")
 FIX = typer.Option(False, "--fix", help="Apply the safe fixes in place, then report what is left.")
 UNSAFE_FIXES = typer.Option(False, "--unsafe-fixes",
                             help="With --fix or --diff: apply the unsafe fixes too (they may change what the job does).")
 DIFF = typer.Option(False, "--diff", help="Print the fixes as a unified diff; write nothing.")
+EXCLUDE = typer.Option([], "--exclude", metavar="PATTERNS",
+                       help="Folder walks: skip these .gitignore-style patterns (comma-separated), "
+                            "instead of the default and pyproject.toml's exclude.")
+EXTEND_EXCLUDE = typer.Option([], "--extend-exclude", metavar="PATTERNS",
+                              help="Folder walks: skip these patterns too (comma-separated).")
+FOLLOW_SYMLINKS = typer.Option(False, "--follow-symlinks", help="Folder walks: follow symbolic links to folders.")
+SHOW_FILES = typer.Option(False, "--show-files", help="List what would be linted and skipped, and why; lint nothing.")
+STDIN_FILENAME = typer.Option(None, "--stdin-filename", metavar="NAME",
+                              help="Name for standard input (-) in messages, the pyproject.toml lookup and "
+                                   "per-file-ignores.")
 
 
 def build_options(**kw):
@@ -105,7 +115,8 @@ def build_options(**kw):
 
 @app.command()
 def lint(
-    paths: List[str] = typer.Argument(..., metavar="PATH...", help="Config files to check."),
+    paths: Optional[List[str]] = typer.Argument(
+        None, metavar="PATH...", help="Config files, folders to search for msprobe configs, or - for standard input."),
     format: Format = FORMAT, output: Optional[str] = OUTPUT,
     framework: Optional[Framework] = FRAMEWORK, mode: Optional[Mode] = MODE, jit_level: Optional[JitLevel] = JIT,
     mindspore_version: Optional[str] = MS_VERSION, world_size: Optional[int] = WORLD,
@@ -114,17 +125,21 @@ def lint(
     isolated: bool = ISOLATED, strict: bool = STRICT, select: List[str] = SELECT, ignore: List[str] = IGNORE,
     extend_select: List[str] = EXTEND, config_file: Optional[str] = CONFIG_FILE,
     only_msprobe: bool = ONLY_MSPROBE, fix: bool = FIX, unsafe_fixes: bool = UNSAFE_FIXES, diff: bool = DIFF,
+    exclude: List[str] = EXCLUDE, extend_exclude: List[str] = EXTEND_EXCLUDE,
+    follow_symlinks: bool = FOLLOW_SYMLINKS, show_files: bool = SHOW_FILES, stdin_filename: Optional[str] = STDIN_FILENAME,
 ) -> None:
-    """Check msprobe config.json files: every problem at once, with a rule code and a fix."""
+    """Check msprobe config.json files: every problem at once, with a rule code and a fix.
+    A folder is searched for msprobe configs (honouring .gitignore and exclude); - reads standard input."""
     from .fastcli import run_lint  # the same body the typer-free `probe lint` runs
 
     options = build_options(framework=framework, mode=mode, jit_level=jit_level,
                             mindspore_version=mindspore_version, world_size=world_size,
                             msprobe_version=msprobe_version, script=script, check_fs=check_fs, cwd=cwd, isolated=isolated, strict=strict, select=select,
                             ignore=ignore, extend_select=extend_select, config_file=config_file,
-                            only_msprobe=only_msprobe)
-    raise typer.Exit(run_lint(paths, options, format=format.value, output=output, fix=fix,
-                              unsafe_fixes=unsafe_fixes, diff=diff))
+                            only_msprobe=only_msprobe, exclude=exclude or None, extend_exclude=extend_exclude,
+                            follow_symlinks=follow_symlinks, stdin_filename=stdin_filename)
+    raise typer.Exit(run_lint(paths or [], options, format=format.value, output=output, fix=fix,
+                              unsafe_fixes=unsafe_fixes, diff=diff, show_files=show_files))
 
 
 @app.command()

@@ -54,12 +54,15 @@ class Selection:
 
 @dataclass
 class Result:
-    """Outcome of linting one file: its diagnostics, and whether it could
-    be read at all (PL006 makes the run exit 2)."""
+    """Outcome of linting one file: its diagnostics, whether it could be
+    read at all (PL006 makes the run exit 2), and the text that was linted
+    (``source``; None when it was not decoded), which the text report
+    quotes instead of reading the file again (standard input has no file)."""
 
     path: str
     diagnostics: list[Diagnostic]
     unreadable: bool = False
+    source: Optional[str] = field(default=None, repr=False, compare=False)
 
 
 def lint_file(path: str, context: Optional[Context] = None, *, selection: Optional[Selection] = None,
@@ -94,7 +97,16 @@ def lint_file(path: str, context: Optional[Context] = None, *, selection: Option
             found = [replace(f, fix=None) if f.fix and _overridden(f.pointer, overrides) else f for f in found]
         findings.extend(found)
     findings.extend(extra_findings)
-    return Result(path, to_diagnostics(findings, doc, selection), unreadable=doc.unreadable)
+    return Result(path, to_diagnostics(findings, doc, selection), unreadable=doc.unreadable,
+                  source=doc.text or None)
+
+
+def unreadable_result(path: str, message: str, *, selection: Optional[Selection] = None) -> Result:
+    """The Result for something that could not be read at all (PL006 with
+    ``message``, e.g. a folder ``probe lint DIR`` cannot list); the run
+    exits 2."""
+    finding = Finding("PL006", message, path=path)
+    return Result(path, to_diagnostics([finding], None, selection or Selection()), unreadable=True)
 
 
 def _overridden(ptr: Optional[str], overrides: Mapping[str, Any]) -> bool:

@@ -48,6 +48,11 @@ LINT_OPTIONS: dict[str, tuple[str, Any]] = {
     "--fix": ("fix", "flag"),
     "--unsafe-fixes": ("unsafe_fixes", "flag"),
     "--diff": ("diff", "flag"),
+    "--exclude": ("exclude", "multi"),
+    "--extend-exclude": ("extend_exclude", "multi"),
+    "--follow-symlinks": ("follow_symlinks", "flag"),
+    "--show-files": ("show_files", "flag"),
+    "--stdin-filename": ("stdin_filename", "str"),
 }
 _POSINT = re.compile(r"[1-9][0-9]{0,8}")
 
@@ -71,7 +76,7 @@ def parse_lint(args: Sequence[str]) -> Optional[tuple[list[str], dict[str, Any]]
         if arg == "--":
             paths.extend(rest[index:])
             break
-        if not arg.startswith("-"):
+        if arg == "-" or not arg.startswith("-"):
             paths.append(arg)
             continue
         name, equals, value = arg.partition("=")
@@ -111,7 +116,7 @@ def parse_lint(args: Sequence[str]) -> Optional[tuple[list[str], dict[str, Any]]
             values[field] = int(value)
             continue
         values[field] = value
-    if not paths or any(not path or path == "-" for path in paths):
+    if not (paths or values.get("stdin_filename")) or any(not path for path in paths):
         return None
     return paths, values
 
@@ -123,35 +128,73 @@ def _fail(message: str, status: int = 2) -> int:
 
 
 def run_lint(paths: list[str], options: Any, *, format: str = "text", output: Optional[str] = None,
-             fix: bool = False, unsafe_fixes: bool = False, diff: bool = False) -> int:
+             fix: bool = False, unsafe_fixes: bool = False, diff: bool = False, show_files: bool = False) -> int:
     """Lint, print or write the report, return the exit status (the body
     of ``probe lint``; usage errors print ``probe: error: ...`` and give 2).
 
     ``fix`` applies the safe fixes (``unsafe_fixes`` the unsafe ones too),
     reports on stderr what was fixed, then reports what remains; ``diff``
     prints the fixes as a unified diff instead and writes nothing (status
-    1 when there is something to fix, else that of the plain lint)."""
-    from .api import UsageError, fix_paths, lint_paths
-    from .reporters import get
+    1 when there is something to fix, else that of the plain lint). With
+    ``fix``, standard input's fixed text goes to stdout and the report to
+    stderr (or ``output``). ``show_files`` prints what would be linted and
+    why instead (text, or a JSON object for ``--format json``)."""
+    from .api import UsageError, fix_paths, lint_paths, list_files
 
-    if output is not None and any(os.path.exists(p) and os.path.exists(output) and os.path.samefile(p, output)
-                                  for p in paths):
+    def overwrites(path: str) -> bool:
+        return (output is not None and path != "-" and os.path.exists(path) and os.path.exists(output)
+                and os.path.samefile(path, output))
+
+    if any(overwrites(p) for p in paths):
         return _fail(f"--output {output} is one of the files being linted; it would be overwritten")
     if unsafe_fixes and not (fix or diff):
         return _fail("--unsafe-fixes goes with --fix or --diff")
     try:
-        if fix or diff:
-            run, outcomes = fix_paths(paths, options, unsafe=unsafe_fixes, write=not diff)
+        if show_files:
+            if fix or diff:
+                return _fail("--show-files lints nothing; it does not go with --fix or --diff")
+            candidates = list_files(paths, options)
+            status = 2 if any(c.action == "unreadable" for c in candidates) else 0
+            text = _show_files(candidates, format)
         else:
-            run = lint_paths(paths, options)
+            outcomes: list = []
+            if fix or diff:
+                run, outcomes = fix_paths(paths, options, unsafe=unsafe_fixes, write=not diff)
+            else:
+                run = lint_paths(paths, options)
+            if any(overwrites(result.path) for result in run.results):
+                return _fail(f"--output {output} is one of the files being linted; it would be overwritten")
+            from .reporters import get
+
+            folders = [p for p in paths if p != "-" and os.path.isdir(p)]
+            if folders and not run.results:  # a mistyped path or an exclude too wide should not pass silently
+                sys.stderr.write(f"probe: warning: no msprobe config found in {', '.join(folders)}; "
+                                 "--show-files lists what was skipped and why\n")
+            status = run.status
+            if fix or diff:
+                _say_fixed(outcomes, diff)
+            if diff:
+                text = "".join(outcome.diff() for outcome in outcomes)
+                if any(o.applied for o in outcomes) and status != 2:
+                    status = 1
+            else:
+                text = get(format)(run.results, color=output is None and sys.stdout.isatty())
+            fixed_stdin = [o for o in outcomes if o.stdin] if fix and not diff else []
+            if fixed_stdin:  # the input, fixed where it could be, on stdout as a filter would; the report on stderr
+                out = getattr(sys.stdout, "buffer", None)
+                for o in fixed_stdin:
+                    if out is None:
+                        sys.stdout.write(o.after)
+                    else:
+                        sys.stdout.flush()
+                        out.write(o.after.encode("utf-8", "surrogateescape"))
+                sys.stdout.flush()
+                if output is None:
+                    sys.stderr.write(text)
+                    sys.stderr.flush()
+                    return status
     except UsageError as err:
         return _fail(str(err))
-    if fix or diff:
-        _say_fixed(outcomes, diff)
-    if diff:
-        text = "".join(outcome.diff() for outcome in outcomes)
-    else:
-        text = get(format)(run.results, color=output is None and sys.stdout.isatty())
     if output is None:
         sys.stdout.write(text)
         sys.stdout.flush()
@@ -161,9 +204,20 @@ def run_lint(paths: list[str], options: Any, *, format: str = "text", output: Op
                 handle.write(text)
         except OSError as err:
             return _fail(f"cannot write {output}: {err.strerror or err}")
-    if diff and any(o.applied for o in outcomes) and run.status != 2:
-        return 1
-    return run.status
+    return status
+
+
+def _show_files(candidates: list, format: str) -> str:
+    """``--show-files`` output: discovery.show_files text, or for
+    ``--format json`` ``{"files": [{"path", "action", "reason", "folder"}]}``."""
+    from .discovery import show_files
+
+    if format != "json":
+        return show_files(candidates)
+    import json
+
+    files = [{"path": c.path, "action": c.action, "reason": c.reason, "folder": c.folder} for c in candidates]
+    return json.dumps({"files": files}, indent=2, ensure_ascii=False) + "\n"
 
 
 def _say_fixed(outcomes: list, diff: bool) -> None:
@@ -219,8 +273,8 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
 
     format = values.pop("format", "text")
     output = values.pop("output", None)
-    fixing = {key: values.pop(key, False) for key in ("fix", "unsafe_fixes", "diff")}
-    for key in ("select", "ignore", "extend_select"):
+    fixing = {key: values.pop(key, False) for key in ("fix", "unsafe_fixes", "diff", "show_files")}
+    for key in ("select", "ignore", "extend_select", "exclude", "extend_exclude"):
         if key in values:
             values[key] = tuple(values[key])
     try:

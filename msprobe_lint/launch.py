@@ -483,7 +483,7 @@ def guarded_run(config: str, command: Sequence[str], options=None, *, stream: Op
         extra.setdefault("world_size", plan.world_size)
     options = replace(options, script=script, check_fs=True, runtime=True, extra_facts=extra)
     try:
-        run = lint_paths([config], options)
+        run = lint_paths([config], options, walk=False)  # one config file, never a folder walk
     except UsageError as err:
         stream.write(f"probe: error: {err}\n")
         return EXIT_USAGE

@@ -3,8 +3,11 @@
 Keys: ``select``, ``ignore``, ``extend-select`` (codes or prefixes),
 ``severity`` (a table code -> error/warning/info), ``per-file-ignores``
 (glob -> codes; a glob may end in ``#/json/pointer`` to scope the ignore to
-part of a file), and the default context: ``framework``, ``mode``,
-``jit-level``, ``mindspore-version``, ``world-size``, ``msprobe-version``.
+part of a file), the default context: ``framework``, ``mode``,
+``jit-level``, ``mindspore-version``, ``world-size``, ``msprobe-version``,
+and which files a folder argument yields (discovery.py): ``include`` /
+``extend-include`` and ``exclude`` / ``extend-exclude`` (lists of
+.gitignore-style patterns, relative to the pyproject.toml's folder).
 """
 from __future__ import annotations
 
@@ -33,6 +36,10 @@ class ProjectSettings:
     extend_select: tuple[str, ...] = ()
     severity: dict[str, Severity] = field(default_factory=dict)
     per_file_ignores: tuple[tuple[str, Optional[str], tuple[str, ...]], ...] = ()
+    include: Optional[tuple[str, ...]] = None  # None: the default, *.json
+    extend_include: tuple[str, ...] = ()
+    exclude: Optional[tuple[str, ...]] = None  # None: the default (hidden, virtual environments, ...)
+    extend_exclude: tuple[str, ...] = ()
 
     def selection_for(self, config_path: str, base: Any) -> Any:
         """``base`` (an engine Selection) plus the per-file ignores whose
@@ -95,8 +102,20 @@ CONTEXT_KEYS = {"framework": "framework", "mode": "mode", "jit-level": "jit_leve
                 "mindspore-version": "mindspore_version", "mindspore_version": "mindspore_version",
                 "world-size": "world_size", "world_size": "world_size",
                 "msprobe-version": "msprobe_version", "msprobe_version": "msprobe_version"}
-KNOWN = set(CONTEXT_KEYS) | {"select", "ignore", "extend-select", "extend_select", "severity",
-                             "per-file-ignores", "per_file_ignores"}
+PATTERN_KEYS = {"include": "include", "extend-include": "extend_include", "extend_include": "extend_include",
+                "exclude": "exclude", "extend-exclude": "extend_exclude", "extend_exclude": "extend_exclude"}
+KNOWN = set(CONTEXT_KEYS) | set(PATTERN_KEYS) | {"select", "ignore", "extend-select", "extend_select", "severity",
+                                                 "per-file-ignores", "per_file_ignores"}
+
+
+def _pattern_list(path: Path, key: str, value: Any) -> tuple[str, ...]:
+    """A list of .gitignore-style patterns (a lone string is taken as one)."""
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
+        raise SettingsError(f"{path}: [tool.probe-lint] {key} must be a list of non-empty file patterns, "
+                            f"e.g. [\"build/\", \"*.tmp.json\"]")
+    return tuple(v.strip() for v in value)
 
 
 def load(path: Path) -> Optional[ProjectSettings]:
@@ -156,6 +175,9 @@ def load(path: Path) -> Optional[ProjectSettings]:
                                 "a JSON pointer such as #/overflow_check")
         entries.append((glob, ptr or None, _code_list(path, f"per-file-ignores.{key!r}", codes)))
     settings.per_file_ignores = tuple(entries)
+    for key, name in PATTERN_KEYS.items():
+        if key in table:
+            setattr(settings, name, _pattern_list(path, key, table[key]))
     return settings
 
 

@@ -108,3 +108,52 @@ def config(**changes: Any) -> dict:
         else:
             out[key] = value
     return out
+
+
+@pytest.fixture
+def open_tmp():
+    """A private folder (0755, not under pytest's 0700 tmp root, so an
+    unprivileged child can reach it); removed afterwards."""
+    import shutil
+    import tempfile
+
+    folder = Path(tempfile.mkdtemp(prefix="probe-test-", dir="/tmp" if os.path.isdir("/tmp") else None))
+    os.chmod(folder, 0o755)
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def as_nobody(function: Any) -> Any:
+    """``function()`` run in a forked child that drops to the unprivileged
+    user ``nobody`` for real (the tests run as root, for whom permissions
+    do not apply); its JSON-able result comes back (``{"error": ...}`` when
+    it raised). Skips the test when there is no such user."""
+    import pwd
+
+    try:
+        nobody = pwd.getpwnam("nobody")
+    except KeyError:
+        pytest.skip("no user nobody")
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: drop privileges, run, report, exit
+        try:
+            os.close(read)
+            os.setgroups([])
+            os.setgid(nobody.pw_gid)
+            os.setuid(nobody.pw_uid)
+            os.write(write, json.dumps(function()).encode())
+            os._exit(0)
+        except BaseException as err:  # pragma: no cover - reported to the parent
+            os.write(write, json.dumps({"error": repr(err)}).encode())
+            os._exit(1)
+    os.close(write)
+    chunks = []
+    while True:
+        chunk = os.read(read, 65536)
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(read)
+    os.waitpid(pid, 0)
+    return json.loads(b"".join(chunks) or b"null")

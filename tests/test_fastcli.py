@@ -50,6 +50,12 @@ ARGVS = [
     ["lint", "--isolated", "--diff", "bad.json", "good.json", "broken.json"],
     ["lint", "--isolated", "--diff", "--unsafe-fixes", "--mode", "pynative", "bad.json"],
     ["lint", "--isolated", "--unsafe-fixes", "bad.json"],  # usage error: needs --fix or --diff
+    ["lint", "--isolated", "."],  # a folder walk
+    ["lint", "--isolated", "--show-files", "."],
+    ["lint", "--isolated", "--show-files", "-f", "json", "--follow-symlinks", ".", "good.json"],
+    ["lint", "--isolated", "--exclude", "bad.json", "--extend-exclude", "broken.json,x", "-f", "github", "."],
+    ["lint", "--isolated", "--stdin-filename", "x.json", "bad.json"],  # usage error: no -
+    ["lint", "--isolated", "--exclude", "*.json", "."],  # nothing found: a warning
     # handed to typer: its own parsing and errors
     ["lint"],
     ["lint", "--help"],
@@ -94,6 +100,27 @@ def test_fix_same_files_and_output_as_typer(tmp_path, extra):
     assert outcomes[0][3] != json.dumps(config(level="l1"), indent=4)
 
 
+STDIN_ARGVS = [
+    ["lint", "--isolated", "-"],
+    ["lint", "--isolated", "-f", "sarif", "-", "--stdin-filename", "sub/c.json"],
+    ["lint", "--isolated", "--stdin-filename", "c.json", "--format", "github"],
+    ["lint", "--isolated", "-", "good.json", "-"],
+    ["lint", "--isolated", "--fix", "-"],  # the fixed text on stdout, the report on stderr
+    ["lint", "--isolated", "--diff", "--unsafe-fixes", "--stdin-filename", "c.json"],
+]
+
+
+@pytest.mark.parametrize("argv", STDIN_ARGVS, ids=[" ".join(a) for a in STDIN_ARGVS])
+def test_same_output_and_status_as_typer_on_standard_input(project, argv):
+    data = (project / "bad.json").read_text()
+    fast = subprocess.run(probe_command() + argv, capture_output=True, text=True, cwd=project, timeout=120,
+                          input=data)
+    slow = subprocess.run([sys.executable, "-c", "import sys; from msprobe_lint.cli import main; main(sys.argv[1:])",
+                           *argv], capture_output=True, text=True, cwd=project, timeout=120, input=data)
+    assert (fast.returncode, fast.stdout, fast.stderr) == (slow.returncode, slow.stdout, slow.stderr)
+    assert "Traceback" not in fast.stderr and fast.returncode in ((0,) if "--fix" in argv else (1, 2))
+
+
 @pytest.mark.parametrize("argv", [a for a in ARGVS if a[0] != "lint" or "--help" in a or len(a) == 1])
 def test_other_commands_are_handed_to_typer(argv):
     assert fastcli.parse_lint(argv) is None
@@ -103,10 +130,12 @@ def test_parse_examples():
     assert fastcli.parse_lint(["lint", "a.json", "-f", "json", "--select", "PL1", "--select=PL2", "--strict",
                                "--world-size", "4", "--", "--weird.json"]) == (
         ["a.json", "--weird.json"], {"format": "json", "select": ["PL1", "PL2"], "strict": True, "world_size": 4})
-    for bad in (["lint", "a.json", "--output", "-"], ["lint", "a.json", "--cwd", ""], ["lint", "-"],
+    for bad in (["lint", "a.json", "--output", "-"], ["lint", "a.json", "--cwd", ""], ["lint", "--stdin-filename", "-"],
                 ["lint", "a.json", "--strict", "--strict"], ["lint", "a.json", "--jit-level", "o2"],
                 ["lint", "a.json", "--world-size", "01"], ["lint", "a.json", "-x"]):
         assert fastcli.parse_lint(bad) is None, bad
+    assert fastcli.parse_lint(["lint", "-", "--stdin-filename", "c.json"]) == (["-"], {"stdin_filename": "c.json"})
+    assert fastcli.parse_lint(["lint", "--stdin-filename", "c.json"]) == ([], {"stdin_filename": "c.json"})
 
 
 def test_option_table_matches_the_typer_command():

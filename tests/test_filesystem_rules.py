@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from pathlib import Path
 
 import pytest
 
-from conftest import codes, config, write_config
+from conftest import as_nobody, codes, config, write_config
 from msprobe_lint.api import LintOptions, lint_paths
 
 
@@ -31,19 +30,8 @@ def only(diagnostics, code):
 
 
 @pytest.fixture
-def base():
-    """A private folder (0755, not under pytest's 0700 tmp root, so an
-    unprivileged child can reach it)."""
-    folder = Path(tempfile.mkdtemp(prefix="probe-fs-", dir="/tmp" if os.path.isdir("/tmp") else None))
-    os.chmod(folder, 0o755)
-    yield folder
-    for root, dirs, files in os.walk(folder, topdown=False):
-        for name in files:
-            os.unlink(os.path.join(root, name))
-        for name in dirs:
-            full = os.path.join(root, name)
-            os.unlink(full) if os.path.islink(full) else os.rmdir(full)
-    os.rmdir(folder)
+def base(open_tmp):
+    return open_tmp
 
 
 def test_rules_do_not_run_without_check_fs(base):
@@ -128,38 +116,8 @@ def test_not_writable_message_with_os_access_replaced(base, monkeypatch):
 
 
 def _as_nobody(cfg: Path, **options) -> list[dict]:
-    """Lint ``cfg`` in a forked child running as the user nobody; the
-    diagnostics come back as dicts."""
-    import pwd
-
-    try:
-        nobody = pwd.getpwnam("nobody")
-    except KeyError:
-        pytest.skip("no user nobody")
-    read, write = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child: drop privileges for real, lint, report, exit
-        try:
-            os.close(read)
-            os.setgroups([])
-            os.setgid(nobody.pw_gid)
-            os.setuid(nobody.pw_uid)
-            found = lint_fs(cfg, **options)
-            os.write(write, json.dumps([d.to_dict() for d in found]).encode())
-            os._exit(0)
-        except BaseException as err:  # pragma: no cover - reported to the parent
-            os.write(write, json.dumps({"error": repr(err)}).encode())
-            os._exit(1)
-    os.close(write)
-    chunks = []
-    while True:
-        chunk = os.read(read, 65536)
-        if not chunk:
-            break
-        chunks.append(chunk)
-    os.close(read)
-    os.waitpid(pid, 0)
-    data = json.loads(b"".join(chunks) or b"null")
+    """Lint ``cfg`` as the user nobody; the diagnostics come back as dicts."""
+    data = as_nobody(lambda: [d.to_dict() for d in lint_fs(cfg, **options)])
     assert isinstance(data, list), data
     return data
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 from pathlib import Path
 from typing import Optional
 
@@ -344,3 +345,43 @@ def test_diff_applies_with_patch_even_without_a_final_newline(tmp_path):
     assert diff.endswith(b"}\n\\ No newline at end of file\n")
     subprocess.run(["patch", "-s", "config.json"], input=diff, cwd=tmp_path, check=True)
     assert path.read_bytes() == FIXED.rstrip("\n").replace("\n", "\r\n").encode()
+
+
+def test_fix_on_standard_input_prints_the_fixed_text_and_reports_on_stderr(tmp_path):
+    """`probe lint --fix -` is a filter: the fixed config on stdout, what is
+    left on stderr; no file (not even one named by --stdin-filename) is written."""
+    named = tmp_path / "config.json"
+    named.write_text("untouched")
+    proc = run_probe("lint", "--isolated", "--fix", "-", "--stdin-filename", "config.json", input=MESSY,
+                     cwd=tmp_path, env={"NO_COLOR": "1"})
+    assert proc.returncode == 0, proc.stderr
+    fixed = json.loads(proc.stdout)
+    assert fixed["rank"] == [0]
+    assert proc.stderr.startswith("config.json: fixed 3: PL102 write rank as a list, ")
+    assert named.read_text() == "untouched" and sorted(p.name for p in tmp_path.iterdir()) == ["config.json"]
+    again = run_probe("lint", "--isolated", "-", input=proc.stdout)
+    assert again.returncode == 0, again.stdout
+
+
+@pytest.mark.parametrize("data", ['{"task": "overflow_check",', "\xff{}"])
+def test_fix_on_standard_input_passes_what_it_cannot_fix_through(data):
+    proc = subprocess.run(probe_command() + ["lint", "--isolated", "--fix", "-"], capture_output=True,
+                          input=data.encode("latin-1"), timeout=120)
+    assert proc.returncode == 1 and proc.stdout == data.encode("latin-1")
+    assert b"PL00" in proc.stderr and b"Traceback" not in proc.stderr
+
+
+def test_fix_walks_a_folder_as_lint_does(tmp_path):
+    """--fix over a folder fixes the msprobe configs the walk finds and
+    leaves every other JSON file, and the ignored ones, as they were."""
+    (tmp_path / ".gitignore").write_text("ignored/\n")
+    for sub in ("a", "ignored"):
+        (tmp_path / sub).mkdir()
+        (tmp_path / sub / "config.json").write_text(MESSY)
+    other = '{"name": "pkg", "rank": 0}\n'
+    (tmp_path / "a" / "package.json").write_text(other)
+    proc = run_probe("lint", "--isolated", "--fix", ".", cwd=tmp_path, env={"NO_COLOR": "1"})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert json.loads((tmp_path / "a" / "config.json").read_text())["rank"] == [0]
+    assert (tmp_path / "ignored" / "config.json").read_text() == MESSY
+    assert (tmp_path / "a" / "package.json").read_text() == other

@@ -269,24 +269,17 @@ def test_a_file_that_grows_while_read_is_read_only_up_to_the_limit(tmp_path, mon
             return 10 if name == "st_size" else getattr(self._info, name)
 
     monkeypatch.setattr(loader.os, "stat", lambda p, *a, **k: Small(real_stat(p, *a, **k)))
-    real_open = open
+    real_read = os.read
 
-    def spying_open(*args, **kwargs):
-        handle = real_open(*args, **kwargs)
-        real_read = handle.read
+    def spying_read(fd, size):
+        sizes.append(size)
+        return real_read(fd, size)
 
-        def read(size=-1):
-            sizes.append(size)
-            return real_read(size)
-
-        handle.read = read
-        return handle
-
-    monkeypatch.setattr("builtins.open", spying_open)
+    monkeypatch.setattr(loader.os, "read", spying_read)
     raw, reason = loader.read_bytes(str(path))
     monkeypatch.undo()
     assert raw is None and "grew over the 10 MiB limit" in reason
-    assert sizes == [loader.MAX_BYTES + 1]
+    assert sizes == [11, loader.MAX_BYTES + 1 - 11]  # st_size + 1, then up to the limit, never more
 
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")

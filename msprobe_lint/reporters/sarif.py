@@ -63,7 +63,8 @@ def artifact_location(path: str, base: Optional[Path] = None) -> dict[str, str]:
             relative = absolute.relative_to(root)
         except ValueError:
             continue
-        return {"uri": quote(relative.as_posix()), "uriBaseId": SRCROOT}
+        # a file name that is not UTF-8 (a walk can find one) is percent-encoded byte by byte
+        return {"uri": quote(os.fsencode(relative.as_posix())), "uriBaseId": SRCROOT}
     return {"uri": absolute.as_uri()}
 
 

@@ -23,18 +23,25 @@ STYLES = {Severity.ERROR: "bold red", Severity.WARNING: "bold yellow", Severity.
 class _Sources:
     """Reads each file's lines once, on demand, tolerant of bad bytes."""
 
-    def __init__(self) -> None:
+    def __init__(self, results: Iterable[Result] = ()) -> None:
         self._cache: dict[str, list[str]] = {}
+        for result in results:  # the text each file was linted as, when known
+            if result.source is not None:
+                self._cache[result.path] = self._lines(result.source)
+
+    @staticmethod
+    def _lines(text: str) -> list[str]:
+        # Lines end at "\n" only, as the positions count them (not at
+        # "\r", "\u2028" or the other breaks str.splitlines knows).
+        text = text.removeprefix("\ufeff")
+        return [line.removesuffix("\r") for line in text.split("\n")]
 
     def line(self, path: str, number: int) -> Optional[str]:
         if path not in self._cache:
             try:
                 with open(path, "rb") as handle:
                     raw = handle.read(10 * 1024 * 1024)
-                # Lines end at "\n" only, as the positions count them (not at
-                # "\r", "\u2028" or the other breaks str.splitlines knows).
-                text = raw.decode("utf-8", errors="replace").removeprefix("\ufeff")
-                self._cache[path] = [line.removesuffix("\r") for line in text.split("\n")]
+                self._cache[path] = self._lines(raw.decode("utf-8", errors="replace"))
             except OSError:
                 self._cache[path] = []
         lines = self._cache[path]
@@ -78,7 +85,7 @@ def fix_summary(diagnostics: Iterable[Diagnostic]) -> Optional[str]:
 def render(results: Iterable[Result], *, color: bool = False) -> str:
     """The text report (ANSI colour codes only when ``color``)."""
     results = list(results)
-    sources = _Sources()
+    sources = _Sources(results)
     lines: list[tuple[str, str]] = []
     counts = {s: 0 for s in Severity}
     for result in results:

@@ -201,7 +201,7 @@ def _nearest_existing(path: Path) -> Path:
 def _fs_targets(config: ConfigView, context: Context) -> Iterator[tuple[str, Optional[str], Path, str]]:
     """(name, pointer, resolved path, value as written) for the config file
     and each path in it."""
-    if config.path and not config.path.startswith("<"):
+    if config.path and not config.path.startswith("<") and config.path != "-":  # "-": standard input
         # The config path was given on this command line: relative to here,
         # not to --cwd (where the job will start).
         yield "config", None, _absolute(config.path, None), config.path

@@ -6,16 +6,22 @@ PL504, PL505) stay silent when it is passed on, stored elsewhere or used
 from a helper function."""
 from __future__ import annotations
 
-from typing import Any, Iterator, Optional
+from typing import TYPE_CHECKING, Any, Iterator, Optional
 
 from ..config import ConfigView
 from ..context import Context
 from ..diagnostic import Finding
-from ..script import MINDSPORE_NAMESPACES, TORCH_NAMESPACES, UNKNOWN, Debugger, DebuggerCall, ScriptAnalysis
 from .registry import rule
+
+if TYPE_CHECKING:  # the analysis module is imported only when there is a script (cold start)
+    from ..script import Debugger, DebuggerCall, ScriptAnalysis
 
 
 def _script(context: Context) -> Optional[ScriptAnalysis]:
+    if context.script is None:
+        return None
+    from ..script import ScriptAnalysis
+
     return context.script if isinstance(context.script, ScriptAnalysis) else None
 
 
@@ -79,6 +85,8 @@ def direct_import(config: ConfigView, context: Context) -> Iterator[Finding]:
     script = _script(context)
     if script is None or config.level not in ("L1", "mix"):
         return
+    from ..script import MINDSPORE_NAMESPACES, TORCH_NAMESPACES
+
     framework = context.framework
     for item in script.direct_imports:
         if item.module in MINDSPORE_NAMESPACES and framework == "pytorch":
@@ -254,6 +262,8 @@ def step_never_called(config: ConfigView, context: Context) -> Iterator[Finding]
     scenario, why = _scenario(config, context)
     if scenario != "dynamic":
         return
+    from ..script import UNKNOWN
+
     for debugger in script.debuggers:
         if debugger.escapes or not debugger.called("start") or debugger.called("step"):
             continue

@@ -60,7 +60,9 @@ define("PL005", "non-finite-literal", "error", "NaN, Infinity or -Infinity liter
 
 define("PL006", "unreadable-file", "error", "File missing, unreadable, not a regular file or over 10 MiB", "syntax", """
     The config could not be read at all. The run exits with status 2, as for
-    a usage error. An empty file is PL001, not this.
+    a usage error. An empty file is PL001, not this. When `probe lint DIR`
+    walks a folder, a subfolder it cannot list (or a .gitignore it cannot
+    read) is reported once with this code and the walk goes on.
 
     Bad:
         probe lint confg.json        (no such file)

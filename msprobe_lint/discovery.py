@@ -1,0 +1,488 @@
+"""Which files ``probe lint PATH...`` lints: folders walked, files named.
+
+A file named on the command line is always linted (with ``--only-msprobe``
+only when its content looks like an msprobe config); ``-`` stands for
+standard input. A folder is walked for configs:
+
+* files matching ``include`` (default ``*.json``; ``extend-include`` adds
+  patterns) are candidates, anything else is passed over silently;
+* ``exclude`` (default: hidden entries ``.*``, ``__pycache__``,
+  ``node_modules``, ``venv``, ``site-packages``, ``__pypackages__``;
+  ``extend-exclude`` adds patterns, ``exclude`` replaces the default) and
+  ``.gitignore`` files (every one from the walked folder down, and those
+  of its parent folders up to the top of the git work tree, with
+  ``.git/info/exclude``) skip files and whole folders; a folder holding
+  ``pyvenv.cfg`` (a virtual environment of any name) is always skipped;
+* a candidate is kept when its content looks like an msprobe config by the
+  test of ``--only-msprobe`` (sniff.py); its bytes, read once, go on to the
+  lint. A file over loader.MAX_BYTES (10 MiB) is skipped unread: a data
+  file, not a config. A candidate that cannot be read is reported (PL006).
+
+Patterns use .gitignore syntax (pathspec's ``GitIgnoreSpec``, the same
+rules git applies): ``build/`` matches a folder at any depth, ``/build/``
+only at the top, ``*.tmp.json`` a file name anywhere, ``!keep.json`` takes
+a file back. They are relative to the folder of the pyproject.toml that
+sets them, or to the current folder for ``--exclude`` and
+``--extend-exclude``. pathspec is imported only when there is a pattern or
+a ``.gitignore`` to match.
+
+Symbolic links to folders are not followed unless ``follow_symlinks``
+(then each folder is walked once, so a loop ends). A folder that cannot be
+listed is reported once (``unreadable``: PL006, exit status 2) and the walk
+goes on.
+"""
+from __future__ import annotations
+
+import operator
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Any, Iterator, Optional, Sequence
+
+from .loader import MAX_BYTES, read_bytes
+from .sniff import looks_like_msprobe
+
+DEFAULT_EXCLUDE = (".*", "__pycache__", "node_modules", "venv", "site-packages", "__pypackages__")
+_DEFAULT_EXCLUDED_NAMES = frozenset(DEFAULT_EXCLUDE[1:])
+
+LINT, SKIP, UNREADABLE = "lint", "skip", "unreadable"
+
+
+@dataclass
+class Candidate:
+    """One entry of a discovery: a file to lint, or a file or folder
+    skipped, or something that could not be read.
+
+    Attributes:
+        path: the path shown to the user (the walked folder as given, joined
+            with the path below it; for standard input the
+            ``--stdin-filename`` or ``-``).
+        action: ``"lint"``, ``"skip"`` or ``"unreadable"``.
+        reason: why, in a few words (``--show-files`` prints it).
+        folder: True for a folder (skipped or unreadable as a whole).
+        stdin: True for ``-`` (the caller reads standard input).
+        raw: the file's bytes when discovery already read them.
+        real: its absolute path, when the walk knows it (for de-duplication).
+    """
+
+    path: str
+    action: str
+    reason: str
+    folder: bool = False
+    stdin: bool = False
+    raw: Optional[bytes] = field(default=None, compare=False, repr=False)
+    real: Optional[str] = field(default=None, compare=False, repr=False)  # absolute path, when known
+
+
+class PatternSet:
+    """.gitignore-style patterns relative to folder ``base`` (absolute),
+    named ``source`` in reasons; compiled on first use."""
+
+    def __init__(self, patterns: Sequence[str], base: str, source: str):
+        self.patterns = tuple(patterns)
+        self.base = os.path.abspath(base)
+        self.source = source
+        self._spec: Any = None
+        self._any: Any = None
+
+    def __repr__(self) -> str:
+        return f"PatternSet({self.patterns!r}, {self.base!r}, {self.source!r})"
+
+    def _compile(self) -> None:
+        import pathspec
+
+        self._spec = pathspec.GitIgnoreSpec.from_lines(self.patterns)
+        # Most paths match no pattern at all: one regex joining the
+        # patterns' own (RegexPattern.regex, named groups made plain) says
+        # so in one call, and check_file decides the rest.
+        regexes = [p.regex for p in self._spec.patterns if p.include is not None and p.regex is not None]
+        if regexes and all(isinstance(r.pattern, str) and r.flags == re.UNICODE for r in regexes):
+            try:
+                self._any = re.compile("|".join("(?:%s)" % _NAMED_GROUP.sub("(?:", r.pattern) for r in regexes))
+            except re.error:  # pragma: no cover - check_file alone then
+                self._any = None
+
+    def match(self, abs_path: str, fallback: str, is_dir: bool) -> Optional[tuple[bool, str]]:
+        """``(matched, pattern)`` for the last pattern matching the path,
+        where ``matched`` is False for a negated (``!``) pattern; None when
+        no pattern matches. ``fallback`` is the path to match when
+        ``abs_path`` is not under ``base`` (relative to the walked folder)."""
+        if self._spec is None:
+            self._compile()
+        prefix = self.base.rstrip(os.sep) + os.sep
+        rel = abs_path[len(prefix):] if abs_path.startswith(prefix) else fallback
+        if os.sep != "/":  # pragma: no cover - Windows
+            rel = rel.replace(os.sep, "/")
+        if is_dir:
+            rel += "/"
+        if self._any is not None and self._any.match(rel) is None:
+            return None
+        result = self._spec.check_file(rel)
+        if result.include is None:
+            return None
+        return result.include, self._spec.patterns[result.index].pattern
+
+
+_NAMED_GROUP = re.compile(r"\(\?P<\w+>")
+
+
+@dataclass
+class FileFilter:
+    """What a folder walk keeps (see the module docstring).
+
+    Attributes:
+        include: pattern sets replacing ``*.json`` (empty: the default).
+        extend_include: pattern sets adding to it.
+        default_exclude: whether DEFAULT_EXCLUDE applies.
+        exclude: pattern sets skipping files and folders.
+        respect_gitignore: honour .gitignore files.
+        follow_symlinks: walk into symbolic links to folders.
+    """
+
+    include: list[PatternSet] = field(default_factory=list)
+    extend_include: list[PatternSet] = field(default_factory=list)
+    default_exclude: bool = True
+    exclude: list[PatternSet] = field(default_factory=list)
+    respect_gitignore: bool = True
+    follow_symlinks: bool = False
+
+
+def make_filter(project: Any = None, *, exclude: Optional[Sequence[str]] = None, extend_exclude: Sequence[str] = (),
+                cwd: Optional[str] = None, follow_symlinks: bool = False) -> FileFilter:
+    """The FileFilter of a run: ``project`` (settings.ProjectSettings or
+    None) gives ``include``, ``extend-include``, ``exclude`` and
+    ``extend-exclude`` relative to its folder; ``exclude`` (replacing the
+    default and the project's) and ``extend_exclude`` are the command
+    line's, relative to ``cwd`` (default: the current folder)."""
+    here = cwd or os.getcwd()
+    out = FileFilter(follow_symlinks=follow_symlinks)
+    if exclude is not None:
+        out.default_exclude = False
+        out.exclude.append(PatternSet(exclude, here, "--exclude"))
+    if project is not None:
+        base = str(project.path.parent)
+        name = project.path.name
+        if project.include is not None:
+            out.include.append(PatternSet(project.include, base, f"{name} include"))
+        if project.extend_include:
+            out.extend_include.append(PatternSet(project.extend_include, base, f"{name} extend-include"))
+        if project.exclude is not None and exclude is None:
+            out.default_exclude = False
+            out.exclude.append(PatternSet(project.exclude, base, f"{name} exclude"))
+        if project.extend_exclude:
+            out.exclude.append(PatternSet(project.extend_exclude, base, f"{name} extend-exclude"))
+    if extend_exclude:
+        out.exclude.append(PatternSet(extend_exclude, here, "--extend-exclude"))
+    return out
+
+
+def discover(paths: Sequence[str], file_filter: Optional[FileFilter] = None, *, only_msprobe: bool = False,
+             stdin_filename: Optional[str] = None, walk: bool = True, skipped: bool = True) -> list[Candidate]:
+    """Every candidate of ``paths`` in order: named files as they come,
+    each folder's entries depth first in name order. A file reached twice
+    is listed once.
+
+    Args:
+        paths: files, folders, and ``-`` for standard input.
+        file_filter: see :func:`make_filter` (default: the defaults).
+        only_msprobe: skip named files that are not msprobe configs too.
+        stdin_filename: the name standard input is shown under.
+        walk: False to take a folder for a file too (the lint then reports
+            it as PL006, not a file).
+        skipped: False leaves out the walk's files skipped for their content
+            (the many other JSON files; a lint has no use for them).
+    Never raises for bad input: what cannot be read is an ``unreadable``
+    candidate (a named file that cannot be read is kept, for PL006).
+    """
+    file_filter = file_filter or FileFilter()
+    out: list[Candidate] = []
+    seen: set[str] = set()
+    for path in paths:
+        if path == "-":
+            out.append(Candidate(stdin_filename or "-", LINT, "standard input", stdin=True))
+            continue
+        if walk and os.path.isdir(path):
+            for candidate in _walk(path, file_filter, skipped):
+                if candidate.action == LINT or candidate.folder:
+                    key = candidate.real or os.path.abspath(candidate.path)
+                    if key in seen:
+                        continue
+                    seen.add(key)
+                out.append(candidate)
+            continue
+        key = os.path.abspath(path)
+        if key in seen:
+            continue
+        seen.add(key)
+        raw = None
+        if only_msprobe:
+            raw = read_bytes(path)[0]
+            if raw is not None and not looks_like_msprobe(raw):
+                out.append(Candidate(path, SKIP, "not an msprobe config, --only-msprobe"))
+                continue
+        out.append(Candidate(path, LINT, "named on the command line", raw=raw))
+    return out
+
+
+class _Frame:
+    """A folder being walked: its remaining entries and the .gitignore
+    layers that apply below it."""
+
+    __slots__ = ("entries", "layers", "bad")
+
+    def __init__(self, entries: Iterator[os.DirEntry], layers: list[PatternSet]):
+        self.entries = entries
+        self.layers = layers
+        self.bad: Optional[Candidate] = None
+
+
+def _walk(root: str, flt: FileFilter, skipped: bool = True) -> Iterator[Candidate]:
+    """Candidates below the folder ``root`` (see :func:`discover`); files
+    skipped for their content are left out unless ``skipped``."""
+    root_abs = os.path.abspath(root)
+    prefix = "" if os.path.normpath(root) == os.curdir else (root if root.endswith(os.sep) else root + os.sep)
+    rel_start = len(root_abs.rstrip(os.sep)) + 1
+    visited: set[tuple[int, int]] = set()
+    if flt.follow_symlinks:
+        try:
+            info = os.stat(root_abs)
+            visited.add((info.st_dev, info.st_ino))
+        except OSError:
+            pass
+    entries, error = _scan(root_abs)
+    if error is not None:
+        yield Candidate(prefix.rstrip(os.sep) or os.curdir, UNREADABLE, error, folder=True)
+        return
+    layers, bad = _with_gitignore(root_abs, entries, _parent_gitignores(root_abs) if flt.respect_gitignore else [],
+                                  flt, prefix)
+    if bad is not None:
+        yield bad
+    stack = [_Frame(iter(entries), layers)]
+    default_include = not flt.include
+    extend_include = flt.extend_include
+    default_exclude = flt.default_exclude
+    while stack:
+        frame = stack[-1]
+        for entry in frame.entries:
+            name = entry.name
+            try:
+                is_dir = entry.is_dir()
+            except OSError:
+                is_dir = False
+            if not is_dir:
+                if default_include:
+                    if not name.endswith(".json") and not (extend_include and _included(entry.path, entry.path[
+                            rel_start:], extend_include)):
+                        continue
+                elif not _included(entry.path, entry.path[rel_start:], flt.include + extend_include):
+                    continue
+            if default_exclude and (name[0] == "." or name in _DEFAULT_EXCLUDED_NAMES):
+                if skipped or is_dir:
+                    yield Candidate(prefix + entry.path[rel_start:], SKIP,
+                                    "hidden" if name[0] == "." else f"excluded by default: {name}", folder=is_dir)
+                continue
+            patterns = flt.exclude or frame.layers
+            if not is_dir:
+                # Patterns after the content test when only the kept files
+                # matter: most JSON files fail that test and then need no
+                # pattern matching (the outcome is the same).
+                if skipped and patterns:
+                    why = _excluded(entry.path, entry.path[rel_start:], False, flt, frame.layers)
+                    if why is not None:
+                        yield Candidate(prefix + entry.path[rel_start:], SKIP, why)
+                        continue
+                raw, reason = _read_entry(entry)
+                if raw is not None and not looks_like_msprobe(raw):
+                    if skipped:
+                        yield Candidate(prefix + entry.path[rel_start:], SKIP, "not an msprobe config")
+                    continue
+                if not skipped and patterns and _excluded(entry.path, entry.path[rel_start:], False, flt,
+                                                          frame.layers) is not None:
+                    continue
+                if reason is TOO_BIG:
+                    if skipped:
+                        yield Candidate(prefix + entry.path[rel_start:], SKIP, TOO_BIG)
+                elif raw is None:
+                    yield Candidate(prefix + entry.path[rel_start:], UNREADABLE, f"config {reason}")
+                else:
+                    yield Candidate(prefix + entry.path[rel_start:], LINT, "msprobe config", raw=raw, real=entry.path)
+                continue
+            shown = prefix + entry.path[rel_start:]
+            why = _excluded(entry.path, entry.path[rel_start:], True, flt, frame.layers) if patterns else None
+            if why is not None:
+                yield Candidate(shown, SKIP, why, folder=True)
+                continue
+            child = _enter(entry, shown, flt, visited, frame.layers)
+            if isinstance(child, Candidate):
+                yield child
+                continue
+            if child.bad is not None:
+                yield child.bad
+            stack.append(child)
+            break
+        else:
+            stack.pop()
+
+
+def _enter(entry: os.DirEntry, shown: str, flt: FileFilter, visited: set[tuple[int, int]],
+           layers: list[PatternSet]) -> Any:
+    """The _Frame of a folder about to be walked, or the Candidate saying
+    why it is not (a symbolic link, walked already, unreadable, a virtual
+    environment)."""
+    if entry.is_symlink() and not flt.follow_symlinks:
+        return Candidate(shown, SKIP, "symbolic link to a folder, not followed without --follow-symlinks",
+                         folder=True)
+    if flt.follow_symlinks:
+        try:
+            info = entry.stat()
+        except OSError as err:
+            return Candidate(shown, UNREADABLE, f"folder cannot be read ({err.strerror or err})", folder=True)
+        key = (info.st_dev, info.st_ino)
+        if key in visited:
+            return Candidate(shown, SKIP, "already walked: a symbolic link loop or a second link", folder=True)
+        visited.add(key)
+    children, error = _scan(entry.path)
+    if error is not None:
+        return Candidate(shown, UNREADABLE, error, folder=True)
+    if any(child.name == "pyvenv.cfg" for child in children):
+        return Candidate(shown, SKIP, "virtual environment: holds pyvenv.cfg", folder=True)
+    child_layers, bad = _with_gitignore(entry.path, children, layers, flt, shown + os.sep)
+    frame = _Frame(iter(children), child_layers)
+    frame.bad = bad
+    return frame
+
+
+_NAME = operator.attrgetter("name")
+_SMALL = 65536
+_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0)
+
+
+def _read_entry(entry: os.DirEntry) -> tuple[Optional[bytes], Optional[str]]:
+    """loader.read_bytes for a walked file, in three system calls for the
+    common case: a regular file (known from the folder listing, no stat)
+    under 64 KiB, read in one short read. Anything else goes through
+    read_bytes and its checks, except that a file over the 10 MiB limit
+    comes back as ``(None, TOO_BIG)`` unread (a project's data files are
+    skipped, not reported)."""
+    try:
+        regular = entry.is_file(follow_symlinks=False)
+    except OSError:
+        regular = False
+    if regular:
+        try:
+            fd = os.open(entry.path, _OPEN_FLAGS)
+        except OSError:
+            return read_bytes(entry.path)  # its message for the error
+        try:
+            data = os.read(fd, _SMALL)
+        except OSError:
+            data = b"x" * _SMALL  # read_bytes reports it
+        finally:
+            os.close(fd)
+        if len(data) < _SMALL:
+            return data, None
+    try:
+        if entry.stat().st_size > MAX_BYTES:
+            return None, TOO_BIG
+    except OSError:
+        pass  # read_bytes says why
+    return read_bytes(entry.path)
+
+
+TOO_BIG = "over the 10 MiB limit, too big to be an msprobe config"
+
+
+def _scan(folder: str) -> tuple[list[os.DirEntry], Optional[str]]:
+    """The entries of ``folder`` sorted by name, or an error message."""
+    try:
+        with os.scandir(folder) as it:
+            entries = list(it)
+    except PermissionError:
+        return [], "folder cannot be read: permission denied"
+    except OSError as err:
+        return [], f"folder cannot be read ({err.strerror or err})"
+    entries.sort(key=_NAME)
+    return entries, None
+
+
+def _included(abs_path: str, rel: str, sets: list[PatternSet]) -> bool:
+    found = False
+    for patterns in sets:
+        hit = patterns.match(abs_path, rel, False)
+        if hit is not None:
+            found = hit[0]
+    return found
+
+
+def _excluded(abs_path: str, rel: str, is_dir: bool, flt: FileFilter, layers: list[PatternSet]) -> Optional[str]:
+    """Why the entry is skipped by an exclude pattern or a .gitignore, or
+    None."""
+    for patterns in flt.exclude:
+        hit = patterns.match(abs_path, rel, is_dir)
+        if hit is not None and hit[0]:
+            return f"excluded by {patterns.source} pattern {hit[1]!r}"
+    for patterns in reversed(layers):  # the deepest .gitignore decides
+        hit = patterns.match(abs_path, rel, is_dir)
+        if hit is not None:
+            return f"ignored by {patterns.source} pattern {hit[1]!r}" if hit[0] else None
+    return None
+
+
+def _read_gitignore(path: str, shown: str) -> tuple[Optional[PatternSet], Optional[str]]:
+    raw, reason = read_bytes(path)
+    if raw is None:
+        return None, f"cannot be read, so it is not honoured: {reason}"
+    lines = raw.decode("utf-8", errors="replace").splitlines()
+    return PatternSet(lines, os.path.dirname(path), shown), None
+
+
+def _with_gitignore(folder: str, entries: list[os.DirEntry], layers: list[PatternSet], flt: FileFilter,
+                    shown_prefix: str) -> tuple[list[PatternSet], Optional[Candidate]]:
+    """``layers`` plus the .gitignore among ``entries``; an unreadable one
+    is reported as a Candidate."""
+    if not flt.respect_gitignore or not any(e.name == ".gitignore" for e in entries):
+        return layers, None
+    shown = shown_prefix + ".gitignore"
+    patterns, error = _read_gitignore(os.path.join(folder, ".gitignore"), shown)
+    if patterns is None:
+        return layers, Candidate(shown, UNREADABLE, error or "")
+    return layers + [patterns], None
+
+
+def _parent_gitignores(root_abs: str) -> list[PatternSet]:
+    """The .gitignore files of the folders above ``root_abs`` up to the top
+    of its git work tree (the folder holding ``.git``), outermost first,
+    after ``.git/info/exclude``; none outside a work tree."""
+    above: list[str] = []  # the folders above root_abs, up to the work tree's top
+    folder = root_abs
+    while not os.path.exists(os.path.join(folder, ".git")):
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return []  # not in a git work tree
+        folder = parent
+        above.append(folder)
+    top = folder
+    layers: list[PatternSet] = []
+    info_exclude = os.path.join(top, ".git", "info", "exclude")
+    if os.path.isfile(info_exclude):
+        patterns, _ = _read_gitignore(info_exclude, info_exclude)
+        if patterns is not None:
+            patterns.base = top
+            layers.append(patterns)
+    for folder in reversed(above):
+        candidate = os.path.join(folder, ".gitignore")
+        if os.path.isfile(candidate):
+            patterns, _ = _read_gitignore(candidate, candidate)
+            if patterns is not None:
+                layers.append(patterns)
+    return layers
+
+
+def show_files(candidates: Sequence[Candidate]) -> str:
+    """``--show-files`` text: one line per candidate, ``lint``, ``skip``
+    or ``error``, the path (a folder with a trailing ``/``) and the reason."""
+    lines = []
+    for c in candidates:
+        word = {LINT: "lint", SKIP: "skip", UNREADABLE: "error"}[c.action]
+        lines.append(f"{word:<5} {c.path}{'/' if c.folder else ''}  ({c.reason})")
+    return "\n".join(lines) + ("\n" if lines else "")
