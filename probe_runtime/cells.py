@@ -9,7 +9,11 @@ their descendants, as in msprobe. Per Cell call:
   parent (the Cell whose call is running: construct.json) and the user's
   frames; while MindSpore records for a gradient it passes the floating
   positional inputs through one ``ops.HookBackward`` whose hook receives the
-  gradients w.r.t. those inputs;
+  gradients w.r.t. those inputs; except when the Cell follows another in a
+  plain ``nn.SequentialCell`` and gets exactly that Cell's (hooked) output:
+  then the previous Cell's output hook hands the same gradient on to it
+  (:meth:`CellHooks._fed_by_previous`), one ``HookBackward`` per boundary
+  instead of two (each costs about 90 us in a synchronous process);
 * a forward hook (``register_forward_hook``; for Cells with a custom
   ``bprop``, which that API refuses, the hook is put in the Cell's forward
   hook table directly, as msprobe does) hands the finished call (inputs,
