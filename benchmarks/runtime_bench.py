@@ -1,8 +1,8 @@
 """Step time and peak memory of training under an overflow checker (SPEC 5).
 
-Three real models built from ``mindspore.nn`` on generated data, each in
-float32 and float16 (``Cell.to_float``; LayerNorm and the loss stay
-float32), trained with ``mindspore.value_and_grad`` and an optimizer:
+Four real models built from ``mindspore.nn`` on generated data, each in
+float32 and float16 (``Cell.to_float``; LayerNorm, BatchNorm and the loss
+stay float32), trained with ``mindspore.value_and_grad`` and an optimizer:
 
 * ``mlp``: Dense 256-512-512-10 with ReLU, SGD with momentum, batch 64;
 * ``cnn``: two Conv2d 3x3 (8, 16 channels) + ReLU + MaxPool, then two
@@ -10,7 +10,12 @@ float32), trained with ``mindspore.value_and_grad`` and an optimizer:
 * ``transformer``: one pre-norm encoder block (4-head self-attention built
   from Dense, ``ops.matmul`` and ``ops.softmax``, LayerNorm, a GELU
   feed-forward), then mean pooling and a Dense head, batch 8 x 32 tokens x
-  64, Adam.
+  64, Adam;
+* ``resnet`` (added for issue 15 after the work on the other three, never
+  tuned on): a Conv2d + BatchNorm + ReLU stem and one basic residual block
+  (two Conv2d 3x3 + BatchNorm, identity shortcut), 8 channels, global
+  average pooling, Dense head; batch 8 of 3x16x16, Momentum. Training
+  BatchNorm updates its moving statistics in place every step.
 
 Variants (each one a separate worker process, so ``ru_maxrss`` is its own):
 
@@ -89,7 +94,9 @@ VARIANTS = {
 PROBE_VARIANTS = ["plain", "L1", "L0", "L1 sync", "L0 sync", "L1 after limit", "L0 after limit", "L1 outside step",
                   "L0 outside rank"]
 MSPROBE_VARIANTS = ["msprobe plain", "msprobe L1", "msprobe L0"]
-MODELS = ("mlp", "cnn", "transformer")
+MODELS = ("mlp", "cnn", "transformer", "resnet")
+#: models the detector was never tuned on (issue 15: a fourth one, to show the figures are not fitted)
+UNTUNED = frozenset({"resnet"})
 DTYPES = ("float32", "float16")
 
 
@@ -119,12 +126,16 @@ def build(model: str, dtype: str, seed: int = 0):
         net = TransformerClassifier(dim=64, heads=4, hidden=128, classes=10)
         shapes, classes = (8, 32, 64), 10
         optimizer = nn.Adam(net.trainable_params(), learning_rate=1e-3)
+    elif model == "resnet":
+        net = ResNetClassifier(channels=8, classes=10)
+        shapes, classes = (8, 3, 16, 16), 10
+        optimizer = nn.Momentum(net.trainable_params(), learning_rate=0.01, momentum=0.9)
     else:
         raise ValueError(model)
     if dtype == "float16":
         net.to_float(ms.float16)
         for _, cell in net.cells_and_names():
-            if isinstance(cell, nn.LayerNorm):
+            if isinstance(cell, (nn.LayerNorm, nn.BatchNorm2d)):  # normalisation stays float32
                 cell.to_float(ms.float32)
     loss_cell = nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean")
 
@@ -195,6 +206,41 @@ def _transformer_classes():
 
 def TransformerClassifier(**kwargs):
     return _transformer_classes()(**kwargs)
+
+
+def ResNetClassifier(channels: int, classes: int):
+    """A stem Conv2d + BatchNorm + ReLU, one basic residual block (two
+    Conv2d 3x3 + BatchNorm, identity shortcut, ReLU), global average
+    pooling and a Dense head. Added after the other three models had been
+    measured and worked on (issue 15): BatchNorm in training updates its
+    moving statistics in place, every step."""
+    from mindspore import nn
+
+    class Block(nn.Cell):
+        def __init__(self, width: int) -> None:
+            super().__init__()
+            self.conv1 = nn.Conv2d(width, width, 3, pad_mode="same", has_bias=False)
+            self.bn1 = nn.BatchNorm2d(width)
+            self.relu = nn.ReLU()
+            self.conv2 = nn.Conv2d(width, width, 3, pad_mode="same", has_bias=False)
+            self.bn2 = nn.BatchNorm2d(width)
+
+        def construct(self, x):
+            y = self.relu(self.bn1(self.conv1(x)))
+            return self.relu(self.bn2(self.conv2(y)) + x)
+
+    class Classifier(nn.Cell):
+        def __init__(self) -> None:
+            super().__init__()
+            self.stem = nn.SequentialCell([nn.Conv2d(3, channels, 3, pad_mode="same", has_bias=False),
+                                           nn.BatchNorm2d(channels), nn.ReLU()])
+            self.block = Block(channels)
+            self.head = nn.Dense(channels, classes)
+
+        def construct(self, x):
+            return self.head(self.block(self.stem(x)).mean(axis=(2, 3)))
+
+    return Classifier()
 
 
 # --------------------------------------------------------------------------------------------------
@@ -523,29 +569,52 @@ def print_rows(rows: list, header: bool) -> None:
                   f"{mem_ratio:9.2f} {'' if records is None else records:>7}", flush=True)
 
 
+#: issue 15's targets for the detector's own cost (a process synchronous throughout)
+SYNC_TARGETS = {"L1 sync": 1.30, "L0 sync": 1.15}
+
+
+def _mark(ratio: float, target: float) -> str:
+    """``ok`` when ``ratio`` is within ``target``, else how far above it."""
+    return "ok" if ratio <= target else f"+{ratio / target - 1:.0%}"
+
+
 def print_summary(rows: list, with_msprobe: bool) -> None:
-    columns = ["L1", "L0", "L1 sync", "L0 sync", "L1 after limit", "L0 after limit", "L1 outside step", "L0 outside rank"]
-    labels = ["L1", "L0", "L1 sy", "L0 sy", "L1 lim", "L0 lim", "L1 out", "L0 out"]
+    """The summary table: the detector's own cost (``L1 sy``/``L0 sy``)
+    first, each with its target and whether it is met, then what a user of
+    a default (asynchronous) process sees, after the limit and outside the
+    filter, msprobe, memory."""
+    columns = ["L1", "L0", "L1 after limit", "L0 after limit", "L1 outside step", "L0 outside rank"]
+    labels = ["L1", "L0", "L1 lim", "L0 lim", "L1 out", "L0 out"]
     if with_msprobe:
         columns += ["msprobe L1", "msprobe L0"]
         labels += ["ms L1", "ms L0"]
     print("step-time ratio against no debugger (medians): probe_runtime against the same process's steps "
           "without any debugger call (alternating); msprobe against its own plain process (its patches stay "
           "after stop()); L1 sy / L0 sy: in a process the user made synchronous (pynative_synchronize) "
-          "throughout, i.e. the detector's own cost without the asynchronous pipeline's stalls; "
-          "mem = peak RSS against the plain process")
-    print(f"{'model':<12} {'dtype':<8} {'plain ms':>8} " + " ".join(f"{label:>7}" for label in labels)
-          + f" {'mem L1':>6} {'mem L0':>6}")
+          "throughout, i.e. the detector's own cost without the asynchronous pipeline's stalls, beside its "
+          "target (ok, or how far above it); L1 / L0: a default process, what a user sees on this machine; "
+          "mem = peak RSS against the plain process; * = a model never tuned on")
+    sync = [(v, f"{v.split()[0]} sy") for v in SYNC_TARGETS]
+    print(f"{'model':<12} {'dtype':<8} {'plain ms':>8} "
+          + " ".join(f"{label:>7} {'<=' + format(SYNC_TARGETS[v], '.2f'):>6}" for v, label in sync) + " "
+          + " ".join(f"{label:>7}" for label in labels) + f" {'mem L1':>6} {'mem L0':>6}")
     for model, dtype, workers in rows:
         plain = _median_ms(workers["plain"])
         cells = []
+        for variant, _ in sync:
+            if variant in workers:
+                ratio = _ratio(workers, variant)
+                cells.append(f"{ratio:7.2f} {_mark(ratio, SYNC_TARGETS[variant]):>6}")
+            else:
+                cells.append(f"{'-':>7} {'':>6}")
         for variant in columns:
             cells.append(f"{_ratio(workers, variant):7.2f}" if variant in workers else f"{'-':>7}")
         mem = [f"{workers[v].end['maxrss_kib'] / workers['plain'].end['maxrss_kib']:6.2f}" if v in workers
                else f"{'-':>6}" for v in ("L1", "L0")]
-        print(f"{model:<12} {dtype:<8} {plain:8.2f} " + " ".join(cells) + f" {mem[0]} {mem[1]}")
-    print("targets: L1 <= 1.30, L0 <= 1.15, memory <= 1.10, after limit / outside filter ~ 1.00")
-
+        name = model + ("*" if model in UNTUNED else "")
+        print(f"{name:<12} {dtype:<8} {plain:8.2f} " + " ".join(cells) + f" {mem[0]} {mem[1]}")
+    print("targets: L1 sy <= 1.30, L0 sy <= 1.15 (issue 15); L1 <= 1.30, L0 <= 1.15, memory <= 1.10 "
+          "(SPEC 5); after limit / outside filter ~ 1.00")
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))

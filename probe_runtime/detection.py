@@ -77,12 +77,32 @@ class HostTensor:
         array = self.array
         assert array is not None  # an unreadable tensor is "empty"
         flat = array.reshape(-1)
-        if flat.size <= FINITE_CHUNK:
-            return bool(np.isfinite(flat).all())
+        test = _finite_half if flat.dtype == np.float16 else _finite_values
         for begin in range(0, flat.size, FINITE_CHUNK):
-            if not np.isfinite(flat[begin:begin + FINITE_CHUNK]).all():
+            if not test(flat[begin:begin + FINITE_CHUNK]):
                 return False
         return True
+
+
+def _finite_values(flat: np.ndarray) -> bool:
+    """No inf/nan in a 1-D floating array (``numpy.isfinite``)."""
+    return bool(np.isfinite(flat).all())
+
+
+#: float16 bits: sign cleared (``0x7FFF``), and exponent all ones (``0x7C00``,
+#: IEEE 754 binary16) for inf and nan
+_HALF_MAGNITUDE, _HALF_EXPONENT = np.uint16(0x7FFF), 0x7C00
+
+
+def _finite_half(flat: np.ndarray) -> bool:
+    """No inf/nan in a 1-D float16 array, read from its bits: inf and nan
+    are exactly the values whose exponent bits are all ones, i.e. whose
+    magnitude bits are ``>= 0x7C00``. Same verdict as ``numpy.isfinite``
+    (tested against it), which numpy computes for float16 element by
+    element through float32: on 262,144 values 24 us against 440-850 us
+    on the benchmark machine."""
+    magnitude = np.bitwise_and(flat.view(np.uint16), _HALF_MAGNITUDE, dtype=np.uint16)
+    return int(magnitude.max()) < _HALF_EXPONENT
 
 
 LOGGER = logging.getLogger("probe_runtime")

@@ -476,3 +476,64 @@ def test_model_train_callback_l1(work):
     first = records(tmp_path, 2)[0]
     assert first["name"].startswith(("Functional.matmul", "Primitive.MatMul")) and first["origin"] is True
     assert not debugger.interceptor.installed
+
+
+class _SqrtCell(nn.Cell):
+    def construct(self, x):
+        return ops.sqrt(x)
+
+
+class _ShiftCell(nn.Cell):
+    def construct(self, x):
+        return x - 2.0
+
+
+def _sequential_backward_records(tmp_path, make, link: bool, monkeypatch):
+    """Records and dump entries of one backward pass through a plain
+    SequentialCell whose middle Cell's backward overflows (d sqrt/dx at 0),
+    with the boundary hooks shared (``link``) or one HookBackward per side
+    (the sharing turned off); also how many HookBackward were made."""
+    from probe_runtime import cells as cells_module
+    from probe_runtime import interception
+
+    if not link:
+        monkeypatch.setattr(cells_module.CellHooks, "_fed_by_previous", lambda self, target, call, args: False)
+    made = []
+    real = interception.through_hook
+    monkeypatch.setattr(cells_module, "through_hook", lambda *a, **k: made.append(1) or real(*a, **k))
+    net = nn.SequentialCell([nn.Dense(2, 2), _ShiftCell(), _SqrtCell(), nn.Dense(2, 1)])
+    net.to_float(ms.float32)
+    inner = nn.SequentialCell([net, _ShiftCell()])  # the model given to start() is a sequence too
+    for param in net.trainable_params():
+        param.set_data(Tensor(np.ones(param.shape, np.float32)))
+    debugger = make()
+    x = Tensor(np.array([[0.5, 0.5]], np.float32))  # Dense: 0.5 + 0.5 + bias 1 = 2, shifted to 0: sqrt backward inf
+    debugger.start(inner)
+    ms.grad(lambda t: inner(t).sum(), grad_position=None, weights=net.trainable_params())(x)
+    debugger.stop()
+    debugger.step()
+    found = [(r["name"], r["origin"]) for r in records(tmp_path)]
+    data = step_file(tmp_path, "dump.json")["data"] if found else {}
+    monkeypatch.undo()
+    return found, data, len(made)
+
+
+def test_sequential_cells_share_one_gradient_hook_per_boundary(tmp_path, monkeypatch):
+    """In a plain SequentialCell a Cell's input gradient is the previous
+    Cell's output gradient: one HookBackward per boundary, and the records
+    (names, origin flags, statistics of every backward entry) are the same
+    as with one hook on each side."""
+    results = []
+    for link in (False, True):
+        folder = tmp_path / ("linked" if link else "separate")
+        folder.mkdir()
+        isolate(monkeypatch, folder)
+        debugger = PrecisionDebugger(config_path=str(write_config(folder)))
+        results.append(_sequential_backward_records(folder, lambda: debugger, link, monkeypatch))
+        assert_origin_invariant(debugger.dump_path)
+    (separate, separate_data, separate_hooks), (linked, linked_data, linked_hooks) = results
+    assert separate, "the backward of sqrt at 0 must overflow"
+    assert any(name.endswith(".backward.0") and origin for name, origin in separate)
+    assert linked == separate
+    assert linked_data == separate_data
+    assert linked_hooks == separate_hooks - 4  # Shift, Sqrt, the last Dense and the outer Shift share one

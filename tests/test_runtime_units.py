@@ -55,6 +55,21 @@ def test_finite_float16_whose_sum_would_overflow():
     assert host(np.full(3 * (1 << 20), 60000.0), "Float16", np.float16).finite()
 
 
+def test_float16_verdict_from_bits_matches_isfinite_for_every_value():
+    """float16 tensors are judged from their bits: every one of the 65,536
+    float16 values, alone and beside finite ones, gets numpy's verdict."""
+    every = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16).view(np.float16)
+    with np.errstate(all="ignore"):
+        expected = np.isfinite(every)
+    for value, finite in zip(every, expected):
+        tensor = np.array([1.0, value, -2.0], np.float16)
+        assert host(tensor, "Float16", np.float16).finite() == bool(finite), hex(int(tensor.view(np.uint16)[1]))
+    assert int((~expected).sum()) == 2 * 1024  # 2 signs x (inf + 1023 nan payloads)
+    strided = np.ones((4, 6), np.float16)[:, ::2]  # not contiguous
+    strided[2, 1] = -np.inf
+    assert not host(strided, "Float16", np.float16).finite()
+
+
 def test_int_bool_empty_never_count():
     assert host([1, 2], "Int32", np.int32).finite()
     assert host([True], "Bool", np.bool_).finite()
