@@ -349,7 +349,7 @@ def fix_paths(paths: list[str], options: Optional[LintOptions] = None, *, unsafe
         outcome = FixOutcome(path, stdin=item.stdin)
         outcomes.append(outcome)
         raw = item.raw
-        if raw is None and not item.reason:
+        if not item.stdin and not item.reason:  # read now: an earlier fix may have changed it (a link to it)
             raw, _ = read_bytes(path)
         text = None
         if raw is None:
@@ -380,12 +380,12 @@ def fix_paths(paths: list[str], options: Optional[LintOptions] = None, *, unsafe
         if write and not item.stdin and outcome.after != outcome.before:
             try:
                 if read_bytes(path)[0] != raw:  # saved by someone else meanwhile: theirs wins
-                    raise OSError(f"{path} changed while it was being fixed")
+                    raise OSError("it changed while it was being fixed")
                 write_atomic(path, outcome.after)
                 outcome.written = True
             except OSError as err:
                 outcome.skipped = f"not rewritten: {err.strerror or err}"
                 remaining = lint(text)
                 outcome.after, outcome.applied = text, []
-        results.append(Result(path, remaining))
+        results.append(Result(path, remaining, source=outcome.after))
     return LintRun(results, exit_status(results, strict=options.strict)), outcomes

@@ -231,8 +231,8 @@ def migrate(
 def server(
     stdio: bool = typer.Option(True, "--stdio", help="Talk LSP over stdin/stdout (the only transport)."),
 ) -> None:
-    """Language server (LSP over stdio) for editors: the lint findings as you type, fixes as code actions.
-    Needs the lsp extra: pip install 'msprobe-lint[lsp]'."""
+    r"""Language server (LSP over stdio) for editors: the lint findings as you type, fixes as code actions.
+    Needs the lsp extra: pip install 'msprobe-lint\[lsp]'."""
     from .server import main as server_main
 
     raise typer.Exit(server_main())

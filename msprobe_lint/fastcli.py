@@ -141,6 +141,9 @@ def run_lint(paths: list[str], options: Any, *, format: str = "text", output: Op
     why instead (text, or a JSON object for ``--format json``)."""
     from .api import UsageError, fix_paths, lint_paths, list_files
 
+    if output == "-":
+        output = None
+
     def overwrites(path: str) -> bool:
         return (output is not None and path != "-" and os.path.exists(path) and os.path.exists(output)
                 and os.path.samefile(path, output))
@@ -149,6 +152,10 @@ def run_lint(paths: list[str], options: Any, *, format: str = "text", output: Op
         return _fail(f"--output {output} is one of the files being linted; it would be overwritten")
     if unsafe_fixes and not (fix or diff):
         return _fail("--unsafe-fixes goes with --fix or --diff")
+    if diff and format != "text":
+        return _fail(f"--diff prints a unified diff; --format {format} does not apply to it")
+    if output is not None and _holds_a_config(output):
+        return _fail(f"--output {output} holds an msprobe config; it would be overwritten (choose another file)")
     try:
         if show_files:
             if fix or diff:
@@ -171,8 +178,9 @@ def run_lint(paths: list[str], options: Any, *, format: str = "text", output: Op
                 sys.stderr.write(f"probe: warning: no msprobe config found in {', '.join(folders)}; "
                                  "--show-files lists what was skipped and why\n")
             status = run.status
-            if fix or diff:
-                _say_fixed(outcomes, diff)
+            report_on_stderr = fix and not diff and output is None and any(o.stdin for o in outcomes)
+            if (fix or diff) and not (report_on_stderr and format != "text"):  # keep a JSON report parseable
+                _say_fixed(outcomes, diff, remaining=sum(len(r.diagnostics) for r in run.results))
             if diff:
                 text = "".join(outcome.diff() for outcome in outcomes)
                 if any(o.applied for o in outcomes) and status != 2:
@@ -220,9 +228,30 @@ def _show_files(candidates: list, format: str) -> str:
     return json.dumps({"files": files}, indent=2, ensure_ascii=False) + "\n"
 
 
-def _say_fixed(outcomes: list, diff: bool) -> None:
+def _holds_a_config(output: str) -> bool:
+    """True when the file ``output`` exists and is an msprobe config: a
+    JSON object that sniff.looks_like_msprobe takes for one (a report must
+    not replace a config, even one not being linted)."""
+    from .loader import read_bytes
+    from .sniff import looks_like_msprobe
+
+    if not os.path.isfile(output):
+        return False
+    raw, _ = read_bytes(output)
+    if raw is None or not looks_like_msprobe(raw):
+        return False
+    import json
+
+    try:  # a text report quotes a config's lines; only a JSON object is one
+        return isinstance(json.loads(raw), dict)
+    except ValueError:
+        return False
+
+
+def _say_fixed(outcomes: list, diff: bool, remaining: int = 0) -> None:
     """On stderr: per file, what ``--fix`` fixed (or why not); for
-    ``--diff``, how many findings it would fix."""
+    ``--diff``, how many findings it would fix, or that it has nothing to
+    show while ``remaining`` findings are left."""
     for outcome in outcomes:
         if outcome.skipped:
             sys.stderr.write(f"probe: {outcome.path}: {outcome.skipped}\n")
@@ -234,6 +263,9 @@ def _say_fixed(outcomes: list, diff: bool) -> None:
     if diff and changed:
         sys.stderr.write(f"Would fix {fixes} finding{'s' if fixes != 1 else ''} in {changed} "
                          f"file{'s' if changed != 1 else ''}.\n")
+    elif diff and remaining:
+        sys.stderr.write(f"No fix to show; {remaining} finding{'s' if remaining != 1 else ''} left "
+                         "(run probe lint without --diff to see them).\n")
     sys.stderr.flush()
 
 

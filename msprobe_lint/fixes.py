@@ -241,11 +241,42 @@ def fix_text(text: str, lint: Callable[[str], list[Diagnostic]], *, unsafe: bool
         if not chosen or new == text:
             break
         after = lint(new)
+        if _duplicates(after) > _duplicates(diagnostics):
+            new, chosen, after = _without_clashes(text, chosen, lint, _duplicates(diagnostics))
         if any(d.code in ("PL001", "PL003") for d in after):  # pragma: no cover - a fix that broke the JSON
             break
         text, diagnostics = new, after
         applied.extend(chosen)
     return text, applied, diagnostics
+
+
+def _duplicates(diagnostics: Iterable[Diagnostic]) -> int:
+    """How many duplicate keys (PL002) the diagnostics report."""
+    return sum(d.code == "PL002" for d in diagnostics)
+
+
+def _without_clashes(text: str, chosen: list[Diagnostic], lint: Callable[[str], list[Diagnostic]],
+                     allowed: int) -> tuple[str, list[Diagnostic], list[Diagnostic]]:
+    """The fixes of one round taken one by one, each kept only when the
+    text still has no more duplicate keys than ``allowed``. One fix never
+    makes a duplicate (a rename or move into a key that is there already
+    has no fix), but two can: two keys renamed to the same name, or two
+    members moved into a section that neither finds there and each
+    creates. The fixes left out are tried again in the next round, against
+    the text this one leaves.
+
+    Returns:
+        (new text, the fixes kept, the new text's diagnostics).
+    """
+    kept: list[Diagnostic] = []
+    new, after = text, lint(text)
+    for diagnostic in chosen:
+        trial, _ = apply_fixes(text, kept + [diagnostic], unsafe=True)
+        trial_after = lint(trial)
+        if _duplicates(trial_after) <= allowed:
+            kept.append(diagnostic)
+            new, after = trial, trial_after
+    return new, kept, after
 
 
 def unified_diff(before: str, after: str, fromfile: str, tofile: str) -> str:

@@ -158,25 +158,42 @@ def read_stdin(name: Optional[str] = None, stream: Any = None) -> StdinSource:
 def write_atomic(path: str, text: str) -> None:
     """Replace the file ``path`` with ``text`` (UTF-8, line endings as
     given) atomically: a temporary file in the same folder, given the
-    file's mode, then renamed over it; a failure leaves the file as it
-    was.
+    file's mode, owner and group, then renamed over it; a failure leaves
+    the file as it was.
+
+    Refused, because the rename would not do what editing the file does:
+    a soft link (the link itself would be replaced; the file it points to
+    may be shared), a file with other hard links (they would keep the old
+    text), a read-only file (no write permission bit, or none for this
+    user: a plain write would fail too), and a file whose owner or group
+    cannot be kept.
 
     Raises:
-        OSError: the folder is not writable, or ``path`` is a soft link
-            (never written through: the rename would replace the link
-            itself, and the file it points to may be shared).
+        OSError: one of the refusals above (its message says which, in
+            words that follow the path), or the folder is not writable.
     """
+    import stat
     import tempfile
 
     if os.path.islink(path):
-        raise OSError(f"{path} is a soft link; not rewritten (edit the file it points to)")
+        raise OSError("it is a soft link (edit the file it points to)")
+    info = os.stat(path)
+    if info.st_nlink > 1:
+        raise OSError(f"it has {info.st_nlink - 1} other hard link(s), which would keep the old text")
+    if not info.st_mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH) or not os.access(path, os.W_OK):
+        raise OSError("it is read-only")
     folder = os.path.dirname(os.path.abspath(path))
-    mode = os.stat(path).st_mode & 0o7777
     handle, temporary = tempfile.mkstemp(prefix=".probe-", suffix=".tmp", dir=folder)
     try:
         with os.fdopen(handle, "w", encoding="utf-8", newline="") as out:
             out.write(text)
-        os.chmod(temporary, mode)
+        made = os.stat(temporary)
+        if (made.st_uid, made.st_gid) != (info.st_uid, info.st_gid):
+            try:
+                os.chown(temporary, info.st_uid, info.st_gid)
+            except PermissionError:
+                raise OSError("its owner or group could not be kept") from None
+        os.chmod(temporary, info.st_mode & 0o7777)
         os.replace(temporary, path)
     except BaseException:
         if os.path.exists(temporary):
@@ -240,7 +257,7 @@ def load(path: str, raw: Optional[bytes] = None) -> Document:
         if message.endswith(" at"):  # "Invalid control character at": the position is ours to give
             message = message[:-3] + " in a string (write it escaped, e.g. \\n or \\t)"
         if not text.strip():
-            message = "file is empty; a config is a JSON object"
+            message = "empty input; a config is a JSON object"
         doc.findings.append(Finding("PL001", f"not valid JSON: {message}", line=err.lineno, column=err.colno,
                                     hint=_syntax_hint(text, err)))
         doc.fatal = True

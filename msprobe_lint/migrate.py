@@ -155,10 +155,10 @@ def _note(frm: str, to_name: str, target: str, only_for: str) -> str:
 
 def write(migration: Migration) -> None:
     """Write ``migration.after`` over the config atomically, keeping the
-    file's mode (see :func:`loader.write_atomic`).
+    file's mode, owner and group (see :func:`loader.write_atomic`).
 
     Raises:
-        OSError: when the folder is not writable or the config is a soft
-            link.
+        OSError: the folder is not writable, or the config is a soft link,
+            has other hard links, is read-only, or its owner cannot be kept.
     """
     write_atomic(migration.path, migration.after)

@@ -3,6 +3,7 @@ statuses, several files, usage errors without tracebacks."""
 from __future__ import annotations
 
 import json
+import os
 
 from conftest import config, run_probe, write_config
 
@@ -115,3 +116,11 @@ def test_colour_respects_no_color(tmp_path):
         assert "\x1b[" not in get("text")([result], color=True)
     finally:
         del os.environ["NO_COLOR"]
+
+
+def test_a_named_pipe_is_pl006_at_once_in_the_text_report(tmp_path):
+    """The text report quotes no line of an unreadable file: opening a pipe
+    to read one would block for ever."""
+    os.mkfifo(tmp_path / "pipe.json")
+    proc = run_probe("lint", "--isolated", "pipe.json", cwd=tmp_path, timeout=60)
+    assert proc.returncode == 2 and "PL006 error: config is not a regular file" in proc.stdout

@@ -385,3 +385,102 @@ def test_fix_walks_a_folder_as_lint_does(tmp_path):
     assert json.loads((tmp_path / "a" / "config.json").read_text())["rank"] == [0]
     assert (tmp_path / "ignored" / "config.json").read_text() == MESSY
     assert (tmp_path / "a" / "package.json").read_text() == other
+
+
+TOP = '{\n    "task": "overflow_check",\n    "dump_path": "/tmp/d",\n    "level": "L1",\n%s\n}\n'
+
+
+@pytest.mark.parametrize("members, section", [
+    # two members moved into a section that is not there: the first creates it, the second joins it
+    ('    "overflow_nums": 7,\n    "check_mode": "all"', {"overflow_nums": 7, "check_mode": "all"}),
+    # a move and a rename to the same key: only one of them can be applied; no value is dropped
+    ('    "overflow_nums": 7,\n    "overflow_check": {"overflow_number": 3}', None),
+    # two misspellings of one key: one rename, the other left for the user
+    ('    "overflow_check": {"overflow_number": 3, "Overflow_Nums": 5}', None),
+])
+def test_fixes_of_one_round_never_make_a_duplicate_key(tmp_path, members, section):
+    path = tmp_path / "config.json"
+    path.write_text(TOP % members)
+    before = json.loads(path.read_text())
+    numbers = sorted(v for v in (before.get("overflow_nums"), *(before.get("overflow_check") or {}).values())
+                     if isinstance(v, int))
+    run, outcome = fix(path, unsafe=True)
+    assert outcome.applied
+    assert "PL002" not in [d.code for d in run.results[0].diagnostics]
+    pairs = json.loads(path.read_text(), object_pairs_hook=lambda p: p)  # every member, duplicates too
+    keys = [k for k, _ in pairs]
+    assert len(keys) == len(set(keys))
+    after = json.loads(path.read_text())
+    kept = sorted(v for v in (after.get("overflow_nums"), *after["overflow_check"].values()) if isinstance(v, int))
+    assert kept == numbers  # nothing the user wrote is lost
+    if section is not None:
+        assert after["overflow_check"] == section and run.status == 0
+
+
+def test_fix_refuses_files_a_rename_would_not_edit_as_a_write_does(tmp_path):
+    """A read-only file and a file with another hard link are reported,
+    not replaced; the owner and group of a rewritten file are kept."""
+    read_only = tmp_path / "ro.json"
+    read_only.write_text(MESSY)
+    read_only.chmod(0o444)
+    linked = tmp_path / "linked.json"
+    linked.write_text(MESSY)
+    os.link(linked, tmp_path / "other-name.json")
+    proc = run_probe("lint", "--isolated", "--fix", "ro.json", "linked.json", cwd=tmp_path)
+    assert proc.returncode == 1
+    assert "probe: ro.json: not rewritten: it is read-only" in proc.stderr
+    assert "probe: linked.json: not rewritten: it has 1 other hard link(s)" in proc.stderr
+    assert read_only.read_text() == MESSY and linked.read_text() == MESSY
+    assert (tmp_path / "other-name.json").read_text() == MESSY and linked.stat().st_nlink == 2
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="giving a file away needs root")
+def test_fix_keeps_the_owner_and_group(tmp_path):
+    path = tmp_path / "config.json"
+    path.write_text(MESSY)
+    os.chown(path, 65534, 65534)
+    run_probe("lint", "--isolated", "--fix", str(path))
+    info = path.stat()
+    assert (info.st_uid, info.st_gid) == (65534, 65534) and json.loads(path.read_text())["rank"] == [0]
+
+
+def test_fix_of_a_folder_reports_a_soft_link_as_its_target_now_reads(tmp_path):
+    (tmp_path / "a.json").write_text(MESSY)
+    (tmp_path / "b.json").symlink_to("a.json")
+    proc = run_probe("lint", "--isolated", "--fix", ".", cwd=tmp_path, env={"NO_COLOR": "1"})
+    assert proc.returncode == 0, proc.stdout + proc.stderr  # b.json: the target is fixed, nothing is left
+    assert "b.json: not rewritten" not in proc.stderr and json.loads((tmp_path / "a.json").read_text())["rank"] == [0]
+
+
+def test_fix_report_quotes_the_fixed_text(tmp_path):
+    path = tmp_path / "config.json"
+    path.write_text(MESSY.replace('"/home/data_dump"', '"dump"'))
+    proc = run_probe("lint", "--isolated", "--fix", "-", "--stdin-filename", "config.json", cwd=tmp_path,
+                     input=path.read_text(), env={"NO_COLOR": "1"})
+    assert '"dump_path" : "dump",' in proc.stderr and "PL401" in proc.stderr  # the snippet, from the input
+
+
+def test_diff_with_nothing_to_show_says_what_is_left(tmp_path):
+    path = tmp_path / "config.json"
+    path.write_text(BASE.replace('"/home/data_dump"', '"dump"'))
+    proc = run_probe("lint", "--isolated", "--diff", str(path))
+    assert (proc.returncode, proc.stdout) == (1, "")
+    assert "No fix to show; 1 finding left (run probe lint without --diff to see them)." in proc.stderr
+    proc = run_probe("lint", "--isolated", "--diff", "-f", "json", str(path))
+    assert proc.returncode == 2 and "--format json does not apply" in proc.stderr
+
+
+def test_output_dash_is_stdout_and_a_config_is_never_the_output(tmp_path):
+    config = tmp_path / "config.json"
+    config.write_text(MESSY)
+    other = tmp_path / "other.json"
+    other.write_text(BASE)
+    proc = run_probe("lint", "--isolated", "config.json", "--output", "-", cwd=tmp_path)
+    assert "PL102" in proc.stdout and not (tmp_path / "-").exists()
+    proc = run_probe("lint", "--isolated", "config.json", "--output", "other.json", cwd=tmp_path)
+    assert proc.returncode == 2 and "holds an msprobe config" in proc.stderr and other.read_text() == BASE
+    for fmt in ("json", "text"):  # a report from an earlier run is replaced
+        report = tmp_path / f"report.{fmt}"
+        for _ in range(2):
+            proc = run_probe("lint", "--isolated", "config.json", "-f", fmt, "--output", str(report), cwd=tmp_path)
+            assert proc.returncode == 1, proc.stderr

@@ -28,6 +28,8 @@ class _Sources:
         for result in results:  # the text each file was linted as, when known
             if result.source is not None:
                 self._cache[result.path] = self._lines(result.source)
+            elif result.unreadable:  # PL006: nothing to quote, and reading it again could block
+                self._cache[result.path] = []
 
     @staticmethod
     def _lines(text: str) -> list[str]:
@@ -38,6 +40,9 @@ class _Sources:
 
     def line(self, path: str, number: int) -> Optional[str]:
         if path not in self._cache:
+            if not os.path.isfile(path):  # a pipe or a device: opening it could block or never end
+                self._cache[path] = []
+                return None
             try:
                 with open(path, "rb") as handle:
                     raw = handle.read(10 * 1024 * 1024)
