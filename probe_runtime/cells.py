@@ -431,6 +431,8 @@ class CellHooks:
                 pass
         self._local.stack = []
         self._local.top = None
+        self._local.last = None  # the last Cell call and its output: not kept past the window
+        self._cells = {}
 
     def new_step(self) -> None:
         """Forget the per-step parameter-gradient entries."""
