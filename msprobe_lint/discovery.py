@@ -1,8 +1,10 @@
 """Which files ``probe lint PATH...`` lints: folders walked, files named.
 
 A file named on the command line is always linted (with ``--only-msprobe``
-only when its content looks like an msprobe config); ``-`` stands for
-standard input. A folder is walked for configs:
+only when its content looks like an msprobe config), and a folder named
+there is always walked, whatever ``exclude`` or a ``.gitignore`` says about
+it or the folders above it (as ruff does); ``-`` stands for standard
+input. A folder is walked for configs:
 
 * files matching ``include`` (default ``*.json``; ``extend-include`` adds
   patterns) are candidates, anything else is passed over silently;
@@ -102,15 +104,23 @@ class PatternSet:
             except re.error:  # pragma: no cover - check_file alone then
                 self._any = None
 
-    def match(self, abs_path: str, fallback: str, is_dir: bool) -> Optional[tuple[bool, str]]:
+    def match(self, abs_path: str, fallback: str, is_dir: bool,
+              named: Optional[str] = None) -> Optional[tuple[bool, str]]:
         """``(matched, pattern)`` for the last pattern matching the path,
         where ``matched`` is False for a negated (``!``) pattern; None when
         no pattern matches. ``fallback`` is the path to match when
-        ``abs_path`` is not under ``base`` (relative to the walked folder)."""
+        ``abs_path`` is not under ``base`` (relative to the walked folder).
+
+        ``named``: the absolute path of the folder named on the command
+        line that the walk started from; a pattern matching only that
+        folder or a folder above it (``build/`` for ``probe lint build``)
+        then does not count, as the named folder is walked whatever the
+        patterns say about it."""
         if self._spec is None:
             self._compile()
         prefix = self.base.rstrip(os.sep) + os.sep
-        rel = abs_path[len(prefix):] if abs_path.startswith(prefix) else fallback
+        below = abs_path.startswith(prefix)
+        rel = abs_path[len(prefix):] if below else fallback
         if os.sep != "/":  # pragma: no cover - Windows
             rel = rel.replace(os.sep, "/")
         if is_dir:
@@ -120,7 +130,31 @@ class PatternSet:
         result = self._spec.check_file(rel)
         if result.include is None:
             return None
+        if below and named is not None and named.startswith(prefix):
+            return self._match_below(rel, len(named) + 1 - len(prefix))
         return result.include, self._spec.patterns[result.index].pattern
+
+    def _match_below(self, rel: str, keep: int) -> Optional[tuple[bool, str]]:
+        """:meth:`match` by GitIgnoreSpec's rule (the last match wins, a
+        file's own match over a folder's), leaving out the matches of a
+        folder whose path ends within the first ``keep`` characters of
+        ``rel``: pathspec marks the ``/`` after the folder a pattern
+        matched with the group ``ps_d``."""
+        out: Optional[tuple[bool, str]] = None
+        out_priority = 0
+        for pattern in self._spec.patterns:
+            if pattern.include is None or pattern.regex is None:
+                continue
+            found = pattern.regex.match(rel)
+            if found is None:
+                continue
+            folder = found.groupdict().get("ps_d") is not None
+            if folder and found.end("ps_d") <= keep:
+                continue  # the named folder, or one above it
+            priority = 1 if folder else 2
+            if (pattern.include and folder) or priority >= out_priority:
+                out, out_priority = (pattern.include, pattern.pattern), priority
+        return out
 
 
 _NAMED_GROUP = re.compile(r"\(\?P<\w+>")
@@ -287,7 +321,7 @@ def _walk(root: str, flt: FileFilter, skipped: bool = True) -> Iterator[Candidat
                 # matter: most JSON files fail that test and then need no
                 # pattern matching (the outcome is the same).
                 if skipped and patterns:
-                    why = _excluded(entry.path, entry.path[rel_start:], False, flt, frame.layers)
+                    why = _excluded(entry.path, entry.path[rel_start:], False, flt, frame.layers, root_abs)
                     if why is not None:
                         yield Candidate(prefix + entry.path[rel_start:], SKIP, why)
                         continue
@@ -297,7 +331,7 @@ def _walk(root: str, flt: FileFilter, skipped: bool = True) -> Iterator[Candidat
                         yield Candidate(prefix + entry.path[rel_start:], SKIP, "not an msprobe config")
                     continue
                 if not skipped and patterns and _excluded(entry.path, entry.path[rel_start:], False, flt,
-                                                          frame.layers) is not None:
+                                                          frame.layers, root_abs) is not None:
                     continue
                 if reason is TOO_BIG:
                     if skipped:
@@ -308,7 +342,8 @@ def _walk(root: str, flt: FileFilter, skipped: bool = True) -> Iterator[Candidat
                     yield Candidate(prefix + entry.path[rel_start:], LINT, "msprobe config", raw=raw, real=entry.path)
                 continue
             shown = prefix + entry.path[rel_start:]
-            why = _excluded(entry.path, entry.path[rel_start:], True, flt, frame.layers) if patterns else None
+            why = (_excluded(entry.path, entry.path[rel_start:], True, flt, frame.layers, root_abs)
+                   if patterns else None)
             if why is not None:
                 yield Candidate(shown, SKIP, why, folder=True)
                 continue
@@ -414,15 +449,17 @@ def _included(abs_path: str, rel: str, sets: list[PatternSet]) -> bool:
     return found
 
 
-def _excluded(abs_path: str, rel: str, is_dir: bool, flt: FileFilter, layers: list[PatternSet]) -> Optional[str]:
+def _excluded(abs_path: str, rel: str, is_dir: bool, flt: FileFilter, layers: list[PatternSet],
+              root: str) -> Optional[str]:
     """Why the entry is skipped by an exclude pattern or a .gitignore, or
-    None."""
+    None. ``root``: the walked folder (absolute), named on the command
+    line: what the patterns say about it does not count."""
     for patterns in flt.exclude:
-        hit = patterns.match(abs_path, rel, is_dir)
+        hit = patterns.match(abs_path, rel, is_dir, root)
         if hit is not None and hit[0]:
             return f"excluded by {patterns.source} pattern {hit[1]!r}"
     for patterns in reversed(layers):  # the deepest .gitignore decides
-        hit = patterns.match(abs_path, rel, is_dir)
+        hit = patterns.match(abs_path, rel, is_dir, root)
         if hit is not None:
             return f"ignored by {patterns.source} pattern {hit[1]!r}" if hit[0] else None
     return None

@@ -125,6 +125,31 @@ def test_a_named_hidden_or_venv_folder_is_walked(proj):
     assert kept([proj / "env"]) == ["proj/env/c.json"]
 
 
+def test_a_named_ignored_or_excluded_folder_is_walked_and_filtered_below(proj):
+    """ruff's rule: a path named on the command line is linted whatever
+    .gitignore or exclude says about it; what is below it is filtered."""
+    (proj / ".git").mkdir()
+    (proj / ".gitignore").write_text("configs/\n*.bak.json\nbuild\n")
+    write_config(proj / "configs", config(), "old.bak.json")
+    (proj / "configs" / "nested" / "build").mkdir()
+    write_config(proj / "configs" / "nested" / "build", config(), "c.json")
+    assert "proj/configs/good.json" not in kept([proj])
+    walked = ["proj/configs/bad.json", "proj/configs/good.json", "proj/configs/nested/deep.json"]
+    assert kept([proj / "configs"]) == walked
+    got = listing([proj / "configs"])
+    assert got["proj/configs/old.bak.json"][1].endswith(".gitignore pattern '*.bak.json'")
+    assert got["proj/configs/nested/build/"][1].endswith(".gitignore pattern 'build'")
+    assert kept([proj / "configs" / "nested"]) == ["proj/configs/nested/deep.json"]  # below an ignored folder
+    assert kept([proj / "configs" / "nested" / "build"]) == ["proj/configs/nested/build/c.json"]
+    # an exclude pattern naming the folder itself: the same
+    assert kept([proj / "configs"], exclude=("configs",)) == walked
+    assert kept([proj / "configs"], extend_exclude=("proj/configs/,nested/",)) == walked[:2]
+    # as a named file in that folder is linted
+    assert lint_paths([str(proj / "configs" / "old.bak.json")], LintOptions(isolated=True)).results
+    proc = run_probe("lint", "--isolated", "proj/configs")
+    assert proc.returncode == 1 and "PL103" in proc.stdout and proc.stderr == ""
+
+
 def test_gitignore_nested_and_negation(proj):
     (proj / ".gitignore").write_text("# generated\nconfigs/nested/\n*.bak.json\n")
     write_config(proj / "configs", config(), "old.bak.json")
