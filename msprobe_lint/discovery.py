@@ -14,7 +14,8 @@ input. A folder is walked for configs:
   ``.gitignore`` files (every one from the walked folder down, and those
   of its parent folders up to the top of the git work tree, with
   ``.git/info/exclude``) skip files and whole folders; a folder holding
-  ``pyvenv.cfg`` (a virtual environment of any name) is always skipped;
+  ``pyvenv.cfg`` (a virtual environment of any name) and a version control
+  folder (``.git``, ``.hg``, ``.svn``) are always skipped;
 * a candidate is kept when its content looks like an msprobe config by the
   test of ``--only-msprobe`` (sniff.py); its bytes, read once, go on to the
   lint. A file over loader.MAX_BYTES (10 MiB) is skipped unread: a data
@@ -46,6 +47,7 @@ from .sniff import looks_like_msprobe
 
 DEFAULT_EXCLUDE = (".*", "__pycache__", "node_modules", "venv", "site-packages", "__pypackages__")
 _DEFAULT_EXCLUDED_NAMES = frozenset(DEFAULT_EXCLUDE[1:])
+VCS_FOLDERS = frozenset((".git", ".hg", ".svn"))  # skipped by every walk, whatever exclude says
 
 LINT, SKIP, UNREADABLE = "lint", "skip", "unreadable"
 
@@ -310,6 +312,9 @@ def _walk(root: str, flt: FileFilter, skipped: bool = True) -> Iterator[Candidat
                         continue
                 elif not _included(entry.path, entry.path[rel_start:], flt.include + extend_include):
                     continue
+            if is_dir and name in VCS_FOLDERS:
+                yield Candidate(prefix + entry.path[rel_start:], SKIP, f"version control folder: {name}", folder=True)
+                continue
             if default_exclude and (name[0] == "." or name in _DEFAULT_EXCLUDED_NAMES):
                 if skipped or is_dir:
                     yield Candidate(prefix + entry.path[rel_start:], SKIP,

@@ -207,6 +207,20 @@ def test_exclude_on_the_command_line(proj):
     assert proc.returncode == 0 and "skip  proj/configs/  (excluded by --exclude pattern 'configs')" in proc.stdout
 
 
+@pytest.mark.parametrize("vcs", [".git", ".hg", ".svn"])
+def test_version_control_folders_are_skipped_whatever_exclude_says(proj, vcs):
+    (proj / vcs / "objects").mkdir(parents=True)
+    write_config(proj / vcs / "objects", config(), "c.json")
+    reason = ("skip", f"version control folder: {vcs}")
+    assert listing([proj])[f"proj/{vcs}/"] == reason
+    assert listing([proj], exclude=("nothing",))[f"proj/{vcs}/"] == reason
+    project_toml(proj, 'exclude = []\n')
+    assert listing([proj], isolated=False)[f"proj/{vcs}/"] == reason
+    assert f"proj/{vcs}/objects/c.json" not in kept([proj], exclude=("nothing",))
+    # named on the command line, it is walked
+    assert kept([proj / vcs]) == [f"proj/{vcs}/objects/c.json"]
+
+
 def test_include_and_extend_include_settings(proj):
     write_config(proj / "configs", config(), "probe.cfg")
     project_toml(proj, 'extend-include = ["*.cfg"]\n')
