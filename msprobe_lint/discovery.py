@@ -26,8 +26,10 @@ rules git applies): ``build/`` matches a folder at any depth, ``/build/``
 only at the top, ``*.tmp.json`` a file name anywhere, ``!keep.json`` takes
 a file back. They are relative to the folder of the pyproject.toml that
 sets them, or to the current folder for ``--exclude`` and
-``--extend-exclude``. pathspec is imported only when there is a pattern or
-a ``.gitignore`` to match.
+``--extend-exclude``; in those an absolute path (``/home/me/proj/a.json``)
+under that folder, or under the walked folder for a file outside it, is
+taken relative to it, and matches nothing anywhere else. pathspec is
+imported only when there is a pattern or a ``.gitignore`` to match.
 
 Symbolic links to folders are not followed unless ``follow_symlinks``
 (then each folder is walked once, so a loop ends). A folder that cannot be
@@ -80,63 +82,83 @@ class Candidate:
 
 class PatternSet:
     """.gitignore-style patterns relative to folder ``base`` (absolute),
-    named ``source`` in reasons; compiled on first use."""
+    named ``source`` in reasons; compiled on first use.
 
-    def __init__(self, patterns: Sequence[str], base: str, source: str):
+    With ``absolute`` (the patterns of settings and flags, not of a
+    .gitignore), a pattern that is an absolute path under the folder it is
+    matched against (``base``, or the walked folder for a path outside
+    ``base``) is taken relative to that folder; any other one keeps its
+    .gitignore meaning (``/build/``: ``build`` at the top), so an absolute
+    path elsewhere matches nothing."""
+
+    def __init__(self, patterns: Sequence[str], base: str, source: str, absolute: bool = False):
         self.patterns = tuple(patterns)
         self.base = os.path.abspath(base)
         self.source = source
-        self._spec: Any = None
-        self._any: Any = None
+        self._absolute = absolute and any(os.path.isabs(p[1:] if p.startswith("!") else p) for p in self.patterns)
+        self._compiled: dict[Optional[str], tuple[Any, Any, dict[str, str]]] = {}
 
     def __repr__(self) -> str:
         return f"PatternSet({self.patterns!r}, {self.base!r}, {self.source!r})"
 
-    def _compile(self) -> None:
+    def _compile(self, anchor: Optional[str]) -> tuple[Any, Any, dict[str, str]]:
+        """``(spec, any, written)`` for paths relative to folder ``anchor``
+        (only absolute patterns depend on it): the GitIgnoreSpec, a regex
+        matching wherever one of its patterns may, and the patterns as
+        written by the ones made relative."""
+        key = anchor if self._absolute else None
+        if key in self._compiled:
+            return self._compiled[key]
         import pathspec
 
-        self._spec = pathspec.GitIgnoreSpec.from_lines(self.patterns)
+        lines = [_relative_to(p, anchor) for p in self.patterns] if key is not None else self.patterns
+        written = {line: p for line, p in zip(lines, self.patterns) if line != p}
+        spec = pathspec.GitIgnoreSpec.from_lines(lines)
         # Most paths match no pattern at all: one regex joining the
         # patterns' own (RegexPattern.regex, named groups made plain) says
         # so in one call, and check_file decides the rest.
-        regexes = [p.regex for p in self._spec.patterns if p.include is not None and p.regex is not None]
+        regexes = [p.regex for p in spec.patterns if p.include is not None and p.regex is not None]
+        any_: Any = None
         if regexes and all(isinstance(r.pattern, str) and r.flags == re.UNICODE for r in regexes):
             try:
-                self._any = re.compile("|".join("(?:%s)" % _NAMED_GROUP.sub("(?:", r.pattern) for r in regexes))
+                any_ = re.compile("|".join("(?:%s)" % _NAMED_GROUP.sub("(?:", r.pattern) for r in regexes))
             except re.error:  # pragma: no cover - check_file alone then
-                self._any = None
+                any_ = None
+        self._compiled[key] = spec, any_, written
+        return spec, any_, written
 
-    def match(self, abs_path: str, fallback: str, is_dir: bool,
-              named: Optional[str] = None) -> Optional[tuple[bool, str]]:
+    def match(self, abs_path: str, fallback: str, is_dir: bool, root: Optional[str] = None,
+              named: bool = False) -> Optional[tuple[bool, str]]:
         """``(matched, pattern)`` for the last pattern matching the path,
-        where ``matched`` is False for a negated (``!``) pattern; None when
-        no pattern matches. ``fallback`` is the path to match when
-        ``abs_path`` is not under ``base`` (relative to the walked folder).
+        where ``matched`` is False for a negated (``!``) pattern and
+        ``pattern`` is as written; None when no pattern matches.
+        ``fallback`` is the path to match when ``abs_path`` is not under
+        ``base``: relative to ``root``, the walked folder (absolute).
 
-        ``named``: the absolute path of the folder named on the command
-        line that the walk started from; a pattern matching only that
-        folder or a folder above it (``build/`` for ``probe lint build``)
-        then does not count, as the named folder is walked whatever the
-        patterns say about it."""
-        if self._spec is None:
-            self._compile()
+        ``named``: ``root`` was named on the command line; a pattern
+        matching only that folder or a folder above it (``build/`` for
+        ``probe lint build``) then does not count, as the named folder is
+        walked whatever the patterns say about it."""
         prefix = self.base.rstrip(os.sep) + os.sep
         below = abs_path.startswith(prefix)
+        spec, any_, written = self._compile(self.base if below else root)
         rel = abs_path[len(prefix):] if below else fallback
         if os.sep != "/":  # pragma: no cover - Windows
             rel = rel.replace(os.sep, "/")
         if is_dir:
             rel += "/"
-        if self._any is not None and self._any.match(rel) is None:
+        if any_ is not None and any_.match(rel) is None:
             return None
-        result = self._spec.check_file(rel)
+        result = spec.check_file(rel)
         if result.include is None:
             return None
-        if below and named is not None and named.startswith(prefix):
-            return self._match_below(rel, len(named) + 1 - len(prefix))
-        return result.include, self._spec.patterns[result.index].pattern
+        if below and named and root is not None and root.startswith(prefix):
+            return self._match_below(spec, written, rel, len(root) + 1 - len(prefix))
+        pattern = spec.patterns[result.index].pattern
+        return result.include, written.get(pattern, pattern)
 
-    def _match_below(self, rel: str, keep: int) -> Optional[tuple[bool, str]]:
+    @staticmethod
+    def _match_below(spec: Any, written: dict[str, str], rel: str, keep: int) -> Optional[tuple[bool, str]]:
         """:meth:`match` by GitIgnoreSpec's rule (the last match wins, a
         file's own match over a folder's), leaving out the matches of a
         folder whose path ends within the first ``keep`` characters of
@@ -144,7 +166,7 @@ class PatternSet:
         matched with the group ``ps_d``."""
         out: Optional[tuple[bool, str]] = None
         out_priority = 0
-        for pattern in self._spec.patterns:
+        for pattern in spec.patterns:
             if pattern.include is None or pattern.regex is None:
                 continue
             found = pattern.regex.match(rel)
@@ -155,11 +177,30 @@ class PatternSet:
                 continue  # the named folder, or one above it
             priority = 1 if folder else 2
             if (pattern.include and folder) or priority >= out_priority:
-                out, out_priority = (pattern.include, pattern.pattern), priority
+                out, out_priority = (pattern.include, written.get(pattern.pattern, pattern.pattern)), priority
         return out
 
 
 _NAMED_GROUP = re.compile(r"\(\?P<\w+>")
+
+
+def _relative_to(pattern: str, folder: Optional[str]) -> str:
+    """``pattern`` for paths relative to ``folder``: an absolute path under
+    it becomes ``/`` and its path from there (a trailing ``/`` and a
+    leading ``!`` kept); the folder itself can match nothing (it is walked,
+    or named): a comment."""
+    negate = "!" if pattern.startswith("!") else ""
+    body = pattern[len(negate):]
+    if folder is None or not os.path.isabs(body):
+        return pattern
+    path = os.path.normpath(body)
+    if path == folder:
+        return "#"
+    top = folder.rstrip(os.sep) + os.sep
+    if not path.startswith(top):
+        return pattern  # a .gitignore pattern anchored at the top, or elsewhere: matches nothing
+    rel = path[len(top):].replace(os.sep, "/")
+    return f"{negate}/{rel}{'/' if body.endswith(('/', os.sep)) else ''}"
 
 
 @dataclass
@@ -194,7 +235,7 @@ def make_filter(project: Any = None, *, exclude: Optional[Sequence[str]] = None,
     out = FileFilter(follow_symlinks=follow_symlinks)
     if exclude is not None:
         out.default_exclude = False
-        out.exclude.append(PatternSet(exclude, here, "--exclude"))
+        out.exclude.append(PatternSet(exclude, here, "--exclude", absolute=True))
     if project is not None:
         base = str(project.path.parent)
         name = project.path.name
@@ -204,11 +245,12 @@ def make_filter(project: Any = None, *, exclude: Optional[Sequence[str]] = None,
             out.extend_include.append(PatternSet(project.extend_include, base, f"{name} extend-include"))
         if project.exclude is not None and exclude is None:
             out.default_exclude = False
-            out.exclude.append(PatternSet(project.exclude, base, f"{name} exclude"))
+            out.exclude.append(PatternSet(project.exclude, base, f"{name} exclude", absolute=True))
         if project.extend_exclude:
-            out.exclude.append(PatternSet(project.extend_exclude, base, f"{name} extend-exclude"))
+            out.exclude.append(PatternSet(project.extend_exclude, base, f"{name} extend-exclude",
+                                           absolute=True))
     if extend_exclude:
-        out.exclude.append(PatternSet(extend_exclude, here, "--extend-exclude"))
+        out.exclude.append(PatternSet(extend_exclude, here, "--extend-exclude", absolute=True))
     return out
 
 
@@ -460,11 +502,11 @@ def _excluded(abs_path: str, rel: str, is_dir: bool, flt: FileFilter, layers: li
     None. ``root``: the walked folder (absolute), named on the command
     line: what the patterns say about it does not count."""
     for patterns in flt.exclude:
-        hit = patterns.match(abs_path, rel, is_dir, root)
+        hit = patterns.match(abs_path, rel, is_dir, root, named=True)
         if hit is not None and hit[0]:
             return f"excluded by {patterns.source} pattern {hit[1]!r}"
     for patterns in reversed(layers):  # the deepest .gitignore decides
-        hit = patterns.match(abs_path, rel, is_dir, root)
+        hit = patterns.match(abs_path, rel, is_dir, root, named=True)
         if hit is not None:
             return f"ignored by {patterns.source} pattern {hit[1]!r}" if hit[0] else None
     return None

@@ -207,6 +207,33 @@ def test_exclude_on_the_command_line(proj):
     assert proc.returncode == 0 and "skip  proj/configs/  (excluded by --exclude pattern 'configs')" in proc.stdout
 
 
+def test_absolute_exclude_patterns(proj, tmp_path):
+    """An absolute pattern under the folder it is matched against is taken
+    relative to it; elsewhere it matches nothing."""
+    good = str(tmp_path / "proj" / "configs" / "good.json")
+    nested = str(tmp_path / "proj" / "configs" / "nested") + "/"
+    assert kept([proj], extend_exclude=(good,)) == ["proj/configs/bad.json", "proj/configs/nested/deep.json"]
+    assert listing([proj], extend_exclude=(good,))["proj/configs/good.json"] == (
+        "skip", f"excluded by --extend-exclude pattern {good!r}")
+    assert kept([proj], exclude=(f"{nested},!{good}",)) == [
+        "proj/.hidden/c.json", "proj/.hidden.json", "proj/.venv/lib/c.json", "proj/__pycache__/c.json",
+        "proj/configs/bad.json", "proj/configs/good.json", "proj/node_modules/pkg/c.json"]
+    # a walked folder outside the current one: taken relative to that folder
+    os.chdir(proj / "models")
+    assert kept([tmp_path / "proj" / "configs"], extend_exclude=(good,)) == [
+        f"{tmp_path}/proj/configs/bad.json", f"{tmp_path}/proj/configs/nested/deep.json"]
+    assert kept(["../configs"], extend_exclude=(nested,)) == ["../configs/bad.json", "../configs/good.json"]
+    # in [tool.probe-lint], relative to the pyproject.toml's folder
+    os.chdir(tmp_path)
+    project_toml(proj, f'extend-exclude = ["{good}"]\n')
+    assert "proj/configs/good.json" not in kept([proj], isolated=False)
+    # nowhere under the walked folders: matches nothing, no error
+    assert kept([proj / "configs"], extend_exclude=("/elsewhere/configs/good.json", "/")) == [
+        "proj/configs/bad.json", "proj/configs/good.json", "proj/configs/nested/deep.json"]
+    proc = run_probe("lint", "--isolated", "proj/configs", "--extend-exclude", "/nowhere/x.json,/")
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+
+
 @pytest.mark.parametrize("vcs", [".git", ".hg", ".svn"])
 def test_version_control_folders_are_skipped_whatever_exclude_says(proj, vcs):
     (proj / vcs / "objects").mkdir(parents=True)
