@@ -270,7 +270,9 @@ def discover(paths: Sequence[str], file_filter: Optional[FileFilter] = None, *, 
         skipped: False leaves out the walk's files skipped for their content
             (the many other JSON files; a lint has no use for them).
     Never raises for bad input: what cannot be read is an ``unreadable``
-    candidate (a named file that cannot be read is kept, for PL006).
+    candidate (a named file that cannot be read is kept, for PL006; a
+    missing path that may have been meant for a folder, ``nope/`` or
+    ``nope``, is ``unreadable`` with the reason MISSING).
     """
     file_filter = file_filter or FileFilter()
     out: list[Candidate] = []
@@ -292,6 +294,9 @@ def discover(paths: Sequence[str], file_filter: Optional[FileFilter] = None, *, 
         if key in seen:
             continue
         seen.add(key)
+        if walk and _missing_not_a_config_name(path):
+            out.append(Candidate(path, UNREADABLE, MISSING))
+            continue
         raw = None
         if only_msprobe:
             raw = read_bytes(path)[0]
@@ -300,6 +305,18 @@ def discover(paths: Sequence[str], file_filter: Optional[FileFilter] = None, *, 
                 continue
         out.append(Candidate(path, LINT, "named on the command line", raw=raw))
     return out
+
+
+MISSING = "no such file or folder"
+
+
+def _missing_not_a_config_name(path: str) -> bool:
+    """True for a path that does not exist and may have been meant for a
+    folder: it ends with ``/`` or its name does not end with ``.json`` (a
+    missing ``x.json`` is a config file not found, as the lint says)."""
+    if path.endswith(("/", os.sep)) or not path.endswith(".json"):
+        return not os.path.lexists(path)
+    return False
 
 
 class _Frame:

@@ -367,6 +367,21 @@ def test_a_folder_without_configs_passes_with_a_warning(proj):
     assert run_probe("lint", "--isolated", "proj/configs").stderr == ""
 
 
+@pytest.mark.parametrize("path", ["nope/", "nope", "proj/gone/", "proj/configs/gone"])
+def test_a_missing_folder_or_a_path_not_known_to_be_a_file(proj, path):
+    proc = run_probe("lint", "--isolated", path)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stdout.startswith(f"{path}:1:1: PL006 error: no such file or folder"), proc.stdout
+    assert listing([path]) == {path: ("unreadable", "no such file or folder")}
+    shown = run_probe("lint", "--isolated", "--show-files", path)
+    assert shown.returncode == 2 and shown.stdout == f"error {path}  (no such file or folder)\n"
+    # a missing .json is a config file that is not there; so is any path taken for a file (probe run)
+    assert run_probe("lint", "--isolated", "gone.json").stdout.startswith(
+        "gone.json:1:1: PL006 error: config file not found")
+    (result,) = lint_paths([path], LintOptions(isolated=True), walk=False).results
+    assert [d.message for d in result.diagnostics] == ["config file not found"]
+
+
 def test_output_file_found_by_the_walk_is_not_overwritten(proj):
     target = proj / "configs" / "good.json"
     before = target.read_text()
