@@ -529,12 +529,25 @@ def _excluded(abs_path: str, rel: str, is_dir: bool, flt: FileFilter, layers: li
     return None
 
 
-def _read_gitignore(path: str, shown: str) -> tuple[Optional[PatternSet], Optional[str]]:
+def _read_gitignore(path: str) -> tuple[Optional[PatternSet], Optional[str]]:
+    """The patterns of the .gitignore (or ``.git/info/exclude``) at the
+    absolute ``path``, cited in reasons by :func:`_cite`; or why not."""
     raw, reason = read_bytes(path)
     if raw is None:
         return None, f"cannot be read, so it is not honoured: {reason}"
     lines = raw.decode("utf-8", errors="replace").splitlines()
-    return PatternSet(lines, os.path.dirname(path), shown), None
+    return PatternSet(lines, os.path.dirname(path), _cite(path)), None
+
+
+def _cite(path: str) -> str:
+    """The absolute ``path`` as reasons cite it: relative to the current
+    folder when under it, else absolute (never ``../``)."""
+    try:
+        here = os.getcwd()
+    except OSError:  # the current folder was removed
+        return path
+    top = here.rstrip(os.sep) + os.sep
+    return path[len(top):] if path.startswith(top) else path
 
 
 def _with_gitignore(folder: str, entries: list[os.DirEntry], layers: list[PatternSet], flt: FileFilter,
@@ -543,10 +556,9 @@ def _with_gitignore(folder: str, entries: list[os.DirEntry], layers: list[Patter
     is reported as a Candidate."""
     if not flt.respect_gitignore or not any(e.name == ".gitignore" for e in entries):
         return layers, None
-    shown = shown_prefix + ".gitignore"
-    patterns, error = _read_gitignore(os.path.join(folder, ".gitignore"), shown)
+    patterns, error = _read_gitignore(os.path.join(folder, ".gitignore"))
     if patterns is None:
-        return layers, Candidate(shown, UNREADABLE, error or "")
+        return layers, Candidate(shown_prefix + ".gitignore", UNREADABLE, error or "")
     return layers + [patterns], None
 
 
@@ -566,14 +578,14 @@ def _parent_gitignores(root_abs: str) -> list[PatternSet]:
     layers: list[PatternSet] = []
     info_exclude = os.path.join(top, ".git", "info", "exclude")
     if os.path.isfile(info_exclude):
-        patterns, _ = _read_gitignore(info_exclude, info_exclude)
+        patterns, _ = _read_gitignore(info_exclude)
         if patterns is not None:
             patterns.base = top
             layers.append(patterns)
     for folder in reversed(above):
         candidate = os.path.join(folder, ".gitignore")
         if os.path.isfile(candidate):
-            patterns, _ = _read_gitignore(candidate, candidate)
+            patterns, _ = _read_gitignore(candidate)
             if patterns is not None:
                 layers.append(patterns)
     return layers

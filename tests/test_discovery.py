@@ -172,6 +172,31 @@ def test_gitignore_of_parent_folders_applies_inside_a_git_work_tree(proj):
     assert kept([proj / "configs"]) == ["proj/configs/good.json"]
 
 
+def test_gitignore_is_cited_relative_to_the_current_folder_when_under_it(proj, tmp_path):
+    (proj / ".git" / "info").mkdir(parents=True)
+    (proj / ".git" / "info" / "exclude").write_text("deep.json\n")
+    (proj / ".gitignore").write_text("bad.json\n")
+    (proj / "configs" / ".gitignore").write_text("good.json\n")
+    top = tmp_path / "proj"
+
+    def reasons(path):
+        got = listing([path])
+        return [got[f"{path}/{name}"][1].split(" pattern ")[0]
+                for name in ("configs/bad.json", "configs/good.json", "configs/nested/deep.json")]
+
+    expected = ["ignored by proj/.gitignore", "ignored by proj/configs/.gitignore",
+                "ignored by proj/.git/info/exclude"]
+    assert reasons("proj") == expected
+    assert reasons(str(top)) == expected  # named by its absolute path: the same
+    os.chdir(proj / "models")  # from a folder beside: absolute
+    assert reasons("..") == [f"ignored by {top}/.gitignore", f"ignored by {top}/configs/.gitignore",
+                             f"ignored by {top}/.git/info/exclude"]
+    os.chdir(top / "configs")
+    got = listing(["."])
+    assert got["bad.json"][1] == f"ignored by {top}/.gitignore pattern 'bad.json'"
+    assert got["good.json"][1] == "ignored by .gitignore pattern 'good.json'"
+
+
 def test_parent_gitignore_outside_a_work_tree_is_not_read(proj):
     (proj / ".gitignore").write_text("bad.json\n")
     assert kept([proj / "configs"]) == ["proj/configs/bad.json", "proj/configs/good.json",
