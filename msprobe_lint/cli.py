@@ -91,7 +91,8 @@ UNSAFE_FIXES = typer.Option(False, "--unsafe-fixes",
 DIFF = typer.Option(False, "--diff", help="Print the fixes as a unified diff; write nothing.")
 EXCLUDE = typer.Option([], "--exclude", metavar="PATTERNS",
                        help="Folder walks: skip these .gitignore-style patterns (comma-separated), "
-                            "instead of the default and pyproject.toml's exclude.")
+                            "instead of the default and pyproject.toml's exclude "
+                            "(.git, .hg and .svn are skipped all the same).")
 EXTEND_EXCLUDE = typer.Option([], "--extend-exclude", metavar="PATTERNS",
                               help="Folder walks: skip these patterns too (comma-separated).")
 FOLLOW_SYMLINKS = typer.Option(False, "--follow-symlinks", help="Folder walks: follow symbolic links to folders.")

@@ -1,8 +1,10 @@
 """Which files ``probe lint PATH...`` lints: folders walked, files named.
 
 A file named on the command line is always linted (with ``--only-msprobe``
-only when its content looks like an msprobe config); ``-`` stands for
-standard input. A folder is walked for configs:
+only when its content looks like an msprobe config), and a folder named
+there is always walked, whatever ``exclude`` or a ``.gitignore`` says about
+it or the folders above it (as ruff does); ``-`` stands for standard
+input. A folder is walked for configs:
 
 * files matching ``include`` (default ``*.json``; ``extend-include`` adds
   patterns) are candidates, anything else is passed over silently;
@@ -12,7 +14,8 @@ standard input. A folder is walked for configs:
   ``.gitignore`` files (every one from the walked folder down, and those
   of its parent folders up to the top of the git work tree, with
   ``.git/info/exclude``) skip files and whole folders; a folder holding
-  ``pyvenv.cfg`` (a virtual environment of any name) is always skipped;
+  ``pyvenv.cfg`` (a virtual environment of any name) and a version control
+  folder (``.git``, ``.hg``, ``.svn``) are always skipped;
 * a candidate is kept when its content looks like an msprobe config by the
   test of ``--only-msprobe`` (sniff.py); its bytes, read once, go on to the
   lint. A file over loader.MAX_BYTES (10 MiB) is skipped unread: a data
@@ -23,8 +26,10 @@ rules git applies): ``build/`` matches a folder at any depth, ``/build/``
 only at the top, ``*.tmp.json`` a file name anywhere, ``!keep.json`` takes
 a file back. They are relative to the folder of the pyproject.toml that
 sets them, or to the current folder for ``--exclude`` and
-``--extend-exclude``. pathspec is imported only when there is a pattern or
-a ``.gitignore`` to match.
+``--extend-exclude``; in those an absolute path (``/home/me/proj/a.json``)
+under that folder, or under the walked folder for a file outside it, is
+taken relative to it, and matches nothing anywhere else. pathspec is
+imported only when there is a pattern or a ``.gitignore`` to match.
 
 Symbolic links to folders are not followed unless ``follow_symlinks``
 (then each folder is walked once, so a loop ends). A folder that cannot be
@@ -44,6 +49,7 @@ from .sniff import looks_like_msprobe
 
 DEFAULT_EXCLUDE = (".*", "__pycache__", "node_modules", "venv", "site-packages", "__pypackages__")
 _DEFAULT_EXCLUDED_NAMES = frozenset(DEFAULT_EXCLUDE[1:])
+VCS_FOLDERS = frozenset((".git", ".hg", ".svn"))  # skipped by every walk, whatever exclude says
 
 LINT, SKIP, UNREADABLE = "lint", "skip", "unreadable"
 
@@ -76,54 +82,125 @@ class Candidate:
 
 class PatternSet:
     """.gitignore-style patterns relative to folder ``base`` (absolute),
-    named ``source`` in reasons; compiled on first use."""
+    named ``source`` in reasons; compiled on first use.
 
-    def __init__(self, patterns: Sequence[str], base: str, source: str):
+    With ``absolute`` (the patterns of settings and flags, not of a
+    .gitignore), a pattern that is an absolute path under the folder it is
+    matched against (``base``, or the walked folder for a path outside
+    ``base``) is taken relative to that folder; any other one keeps its
+    .gitignore meaning (``/build/``: ``build`` at the top), so an absolute
+    path elsewhere matches nothing."""
+
+    def __init__(self, patterns: Sequence[str], base: str, source: str, absolute: bool = False):
         self.patterns = tuple(patterns)
         self.base = os.path.abspath(base)
         self.source = source
-        self._spec: Any = None
-        self._any: Any = None
+        self._absolute = absolute and any(os.path.isabs(p[1:] if p.startswith("!") else p) for p in self.patterns)
+        self._compiled: dict[Optional[str], tuple[Any, Any, dict[str, str]]] = {}
 
     def __repr__(self) -> str:
         return f"PatternSet({self.patterns!r}, {self.base!r}, {self.source!r})"
 
-    def _compile(self) -> None:
+    def _compile(self, anchor: Optional[str]) -> tuple[Any, Any, dict[str, str]]:
+        """``(spec, any, written)`` for paths relative to folder ``anchor``
+        (only absolute patterns depend on it): the GitIgnoreSpec, a regex
+        matching wherever one of its patterns may, and the patterns as
+        written by the ones made relative."""
+        key = anchor if self._absolute else None
+        if key in self._compiled:
+            return self._compiled[key]
         import pathspec
 
-        self._spec = pathspec.GitIgnoreSpec.from_lines(self.patterns)
+        lines = [_relative_to(p, anchor) for p in self.patterns] if key is not None else self.patterns
+        written = {line: p for line, p in zip(lines, self.patterns) if line != p}
+        spec = pathspec.GitIgnoreSpec.from_lines(lines)
         # Most paths match no pattern at all: one regex joining the
         # patterns' own (RegexPattern.regex, named groups made plain) says
         # so in one call, and check_file decides the rest.
-        regexes = [p.regex for p in self._spec.patterns if p.include is not None and p.regex is not None]
+        regexes = [p.regex for p in spec.patterns if p.include is not None and p.regex is not None]
+        any_: Any = None
         if regexes and all(isinstance(r.pattern, str) and r.flags == re.UNICODE for r in regexes):
             try:
-                self._any = re.compile("|".join("(?:%s)" % _NAMED_GROUP.sub("(?:", r.pattern) for r in regexes))
+                any_ = re.compile("|".join("(?:%s)" % _NAMED_GROUP.sub("(?:", r.pattern) for r in regexes))
             except re.error:  # pragma: no cover - check_file alone then
-                self._any = None
+                any_ = None
+        self._compiled[key] = spec, any_, written
+        return spec, any_, written
 
-    def match(self, abs_path: str, fallback: str, is_dir: bool) -> Optional[tuple[bool, str]]:
+    def match(self, abs_path: str, fallback: str, is_dir: bool, root: Optional[str] = None,
+              named: bool = False) -> Optional[tuple[bool, str]]:
         """``(matched, pattern)`` for the last pattern matching the path,
-        where ``matched`` is False for a negated (``!``) pattern; None when
-        no pattern matches. ``fallback`` is the path to match when
-        ``abs_path`` is not under ``base`` (relative to the walked folder)."""
-        if self._spec is None:
-            self._compile()
+        where ``matched`` is False for a negated (``!``) pattern and
+        ``pattern`` is as written; None when no pattern matches.
+        ``fallback`` is the path to match when ``abs_path`` is not under
+        ``base``: relative to ``root``, the walked folder (absolute).
+
+        ``named``: ``root`` was named on the command line; a pattern
+        matching only that folder or a folder above it (``build/`` for
+        ``probe lint build``) then does not count, as the named folder is
+        walked whatever the patterns say about it."""
         prefix = self.base.rstrip(os.sep) + os.sep
-        rel = abs_path[len(prefix):] if abs_path.startswith(prefix) else fallback
+        below = abs_path.startswith(prefix)
+        spec, any_, written = self._compile(self.base if below else root)
+        rel = abs_path[len(prefix):] if below else fallback
         if os.sep != "/":  # pragma: no cover - Windows
             rel = rel.replace(os.sep, "/")
         if is_dir:
             rel += "/"
-        if self._any is not None and self._any.match(rel) is None:
+        if any_ is not None and any_.match(rel) is None:
             return None
-        result = self._spec.check_file(rel)
+        result = spec.check_file(rel)
         if result.include is None:
             return None
-        return result.include, self._spec.patterns[result.index].pattern
+        if below and named and root is not None and root.startswith(prefix):
+            return self._match_below(spec, written, rel, len(root) + 1 - len(prefix))
+        pattern = spec.patterns[result.index].pattern
+        return result.include, written.get(pattern, pattern)
+
+    @staticmethod
+    def _match_below(spec: Any, written: dict[str, str], rel: str, keep: int) -> Optional[tuple[bool, str]]:
+        """:meth:`match` by GitIgnoreSpec's rule (the last match wins, a
+        file's own match over a folder's), leaving out the matches of a
+        folder whose path ends within the first ``keep`` characters of
+        ``rel``: pathspec marks the ``/`` after the folder a pattern
+        matched with the group ``ps_d``."""
+        out: Optional[tuple[bool, str]] = None
+        out_priority = 0
+        for pattern in spec.patterns:
+            if pattern.include is None or pattern.regex is None:
+                continue
+            found = pattern.regex.match(rel)
+            if found is None:
+                continue
+            folder = found.groupdict().get("ps_d") is not None
+            if folder and found.end("ps_d") <= keep:
+                continue  # the named folder, or one above it
+            priority = 1 if folder else 2
+            if (pattern.include and folder) or priority >= out_priority:
+                out, out_priority = (pattern.include, written.get(pattern.pattern, pattern.pattern)), priority
+        return out
 
 
 _NAMED_GROUP = re.compile(r"\(\?P<\w+>")
+
+
+def _relative_to(pattern: str, folder: Optional[str]) -> str:
+    """``pattern`` for paths relative to ``folder``: an absolute path under
+    it becomes ``/`` and its path from there (a trailing ``/`` and a
+    leading ``!`` kept); the folder itself can match nothing (it is walked,
+    or named): a comment."""
+    negate = "!" if pattern.startswith("!") else ""
+    body = pattern[len(negate):]
+    if folder is None or not os.path.isabs(body):
+        return pattern
+    path = os.path.normpath(body)
+    if path == folder:
+        return "#"
+    top = folder.rstrip(os.sep) + os.sep
+    if not path.startswith(top):
+        return pattern  # a .gitignore pattern anchored at the top, or elsewhere: matches nothing
+    rel = path[len(top):].replace(os.sep, "/")
+    return f"{negate}/{rel}{'/' if body.endswith(('/', os.sep)) else ''}"
 
 
 @dataclass
@@ -158,7 +235,7 @@ def make_filter(project: Any = None, *, exclude: Optional[Sequence[str]] = None,
     out = FileFilter(follow_symlinks=follow_symlinks)
     if exclude is not None:
         out.default_exclude = False
-        out.exclude.append(PatternSet(exclude, here, "--exclude"))
+        out.exclude.append(PatternSet(exclude, here, "--exclude", absolute=True))
     if project is not None:
         base = str(project.path.parent)
         name = project.path.name
@@ -168,11 +245,12 @@ def make_filter(project: Any = None, *, exclude: Optional[Sequence[str]] = None,
             out.extend_include.append(PatternSet(project.extend_include, base, f"{name} extend-include"))
         if project.exclude is not None and exclude is None:
             out.default_exclude = False
-            out.exclude.append(PatternSet(project.exclude, base, f"{name} exclude"))
+            out.exclude.append(PatternSet(project.exclude, base, f"{name} exclude", absolute=True))
         if project.extend_exclude:
-            out.exclude.append(PatternSet(project.extend_exclude, base, f"{name} extend-exclude"))
+            out.exclude.append(PatternSet(project.extend_exclude, base, f"{name} extend-exclude",
+                                           absolute=True))
     if extend_exclude:
-        out.exclude.append(PatternSet(extend_exclude, here, "--extend-exclude"))
+        out.exclude.append(PatternSet(extend_exclude, here, "--extend-exclude", absolute=True))
     return out
 
 
@@ -192,7 +270,9 @@ def discover(paths: Sequence[str], file_filter: Optional[FileFilter] = None, *, 
         skipped: False leaves out the walk's files skipped for their content
             (the many other JSON files; a lint has no use for them).
     Never raises for bad input: what cannot be read is an ``unreadable``
-    candidate (a named file that cannot be read is kept, for PL006).
+    candidate (a named file that cannot be read is kept, for PL006; a
+    missing path that may have been meant for a folder, ``nope/`` or
+    ``nope``, is ``unreadable`` with the reason MISSING).
     """
     file_filter = file_filter or FileFilter()
     out: list[Candidate] = []
@@ -214,6 +294,9 @@ def discover(paths: Sequence[str], file_filter: Optional[FileFilter] = None, *, 
         if key in seen:
             continue
         seen.add(key)
+        if walk and _missing_not_a_config_name(path):
+            out.append(Candidate(path, UNREADABLE, MISSING))
+            continue
         raw = None
         if only_msprobe:
             raw = read_bytes(path)[0]
@@ -222,6 +305,18 @@ def discover(paths: Sequence[str], file_filter: Optional[FileFilter] = None, *, 
                 continue
         out.append(Candidate(path, LINT, "named on the command line", raw=raw))
     return out
+
+
+MISSING = "no such file or folder"
+
+
+def _missing_not_a_config_name(path: str) -> bool:
+    """True for a path that does not exist and may have been meant for a
+    folder: it ends with ``/`` or its name does not end with ``.json`` (a
+    missing ``x.json`` is a config file not found, as the lint says)."""
+    if path.endswith(("/", os.sep)) or not path.endswith(".json"):
+        return not os.path.lexists(path)
+    return False
 
 
 class _Frame:
@@ -276,6 +371,9 @@ def _walk(root: str, flt: FileFilter, skipped: bool = True) -> Iterator[Candidat
                         continue
                 elif not _included(entry.path, entry.path[rel_start:], flt.include + extend_include):
                     continue
+            if is_dir and name in VCS_FOLDERS:
+                yield Candidate(prefix + entry.path[rel_start:], SKIP, f"version control folder: {name}", folder=True)
+                continue
             if default_exclude and (name[0] == "." or name in _DEFAULT_EXCLUDED_NAMES):
                 if skipped or is_dir:
                     yield Candidate(prefix + entry.path[rel_start:], SKIP,
@@ -287,7 +385,7 @@ def _walk(root: str, flt: FileFilter, skipped: bool = True) -> Iterator[Candidat
                 # matter: most JSON files fail that test and then need no
                 # pattern matching (the outcome is the same).
                 if skipped and patterns:
-                    why = _excluded(entry.path, entry.path[rel_start:], False, flt, frame.layers)
+                    why = _excluded(entry.path, entry.path[rel_start:], False, flt, frame.layers, root_abs)
                     if why is not None:
                         yield Candidate(prefix + entry.path[rel_start:], SKIP, why)
                         continue
@@ -297,7 +395,7 @@ def _walk(root: str, flt: FileFilter, skipped: bool = True) -> Iterator[Candidat
                         yield Candidate(prefix + entry.path[rel_start:], SKIP, "not an msprobe config")
                     continue
                 if not skipped and patterns and _excluded(entry.path, entry.path[rel_start:], False, flt,
-                                                          frame.layers) is not None:
+                                                          frame.layers, root_abs) is not None:
                     continue
                 if reason is TOO_BIG:
                     if skipped:
@@ -308,7 +406,8 @@ def _walk(root: str, flt: FileFilter, skipped: bool = True) -> Iterator[Candidat
                     yield Candidate(prefix + entry.path[rel_start:], LINT, "msprobe config", raw=raw, real=entry.path)
                 continue
             shown = prefix + entry.path[rel_start:]
-            why = _excluded(entry.path, entry.path[rel_start:], True, flt, frame.layers) if patterns else None
+            why = (_excluded(entry.path, entry.path[rel_start:], True, flt, frame.layers, root_abs)
+                   if patterns else None)
             if why is not None:
                 yield Candidate(shown, SKIP, why, folder=True)
                 continue
@@ -414,26 +513,41 @@ def _included(abs_path: str, rel: str, sets: list[PatternSet]) -> bool:
     return found
 
 
-def _excluded(abs_path: str, rel: str, is_dir: bool, flt: FileFilter, layers: list[PatternSet]) -> Optional[str]:
+def _excluded(abs_path: str, rel: str, is_dir: bool, flt: FileFilter, layers: list[PatternSet],
+              root: str) -> Optional[str]:
     """Why the entry is skipped by an exclude pattern or a .gitignore, or
-    None."""
+    None. ``root``: the walked folder (absolute), named on the command
+    line: what the patterns say about it does not count."""
     for patterns in flt.exclude:
-        hit = patterns.match(abs_path, rel, is_dir)
+        hit = patterns.match(abs_path, rel, is_dir, root, named=True)
         if hit is not None and hit[0]:
             return f"excluded by {patterns.source} pattern {hit[1]!r}"
     for patterns in reversed(layers):  # the deepest .gitignore decides
-        hit = patterns.match(abs_path, rel, is_dir)
+        hit = patterns.match(abs_path, rel, is_dir, root, named=True)
         if hit is not None:
             return f"ignored by {patterns.source} pattern {hit[1]!r}" if hit[0] else None
     return None
 
 
-def _read_gitignore(path: str, shown: str) -> tuple[Optional[PatternSet], Optional[str]]:
+def _read_gitignore(path: str) -> tuple[Optional[PatternSet], Optional[str]]:
+    """The patterns of the .gitignore (or ``.git/info/exclude``) at the
+    absolute ``path``, cited in reasons by :func:`_cite`; or why not."""
     raw, reason = read_bytes(path)
     if raw is None:
         return None, f"cannot be read, so it is not honoured: {reason}"
     lines = raw.decode("utf-8", errors="replace").splitlines()
-    return PatternSet(lines, os.path.dirname(path), shown), None
+    return PatternSet(lines, os.path.dirname(path), _cite(path)), None
+
+
+def _cite(path: str) -> str:
+    """The absolute ``path`` as reasons cite it: relative to the current
+    folder when under it, else absolute (never ``../``)."""
+    try:
+        here = os.getcwd()
+    except OSError:  # the current folder was removed
+        return path
+    top = here.rstrip(os.sep) + os.sep
+    return path[len(top):] if path.startswith(top) else path
 
 
 def _with_gitignore(folder: str, entries: list[os.DirEntry], layers: list[PatternSet], flt: FileFilter,
@@ -442,10 +556,9 @@ def _with_gitignore(folder: str, entries: list[os.DirEntry], layers: list[Patter
     is reported as a Candidate."""
     if not flt.respect_gitignore or not any(e.name == ".gitignore" for e in entries):
         return layers, None
-    shown = shown_prefix + ".gitignore"
-    patterns, error = _read_gitignore(os.path.join(folder, ".gitignore"), shown)
+    patterns, error = _read_gitignore(os.path.join(folder, ".gitignore"))
     if patterns is None:
-        return layers, Candidate(shown, UNREADABLE, error or "")
+        return layers, Candidate(shown_prefix + ".gitignore", UNREADABLE, error or "")
     return layers + [patterns], None
 
 
@@ -465,14 +578,14 @@ def _parent_gitignores(root_abs: str) -> list[PatternSet]:
     layers: list[PatternSet] = []
     info_exclude = os.path.join(top, ".git", "info", "exclude")
     if os.path.isfile(info_exclude):
-        patterns, _ = _read_gitignore(info_exclude, info_exclude)
+        patterns, _ = _read_gitignore(info_exclude)
         if patterns is not None:
             patterns.base = top
             layers.append(patterns)
     for folder in reversed(above):
         candidate = os.path.join(folder, ".gitignore")
         if os.path.isfile(candidate):
-            patterns, _ = _read_gitignore(candidate, candidate)
+            patterns, _ = _read_gitignore(candidate)
             if patterns is not None:
                 layers.append(patterns)
     return layers

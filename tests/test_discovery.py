@@ -125,6 +125,31 @@ def test_a_named_hidden_or_venv_folder_is_walked(proj):
     assert kept([proj / "env"]) == ["proj/env/c.json"]
 
 
+def test_a_named_ignored_or_excluded_folder_is_walked_and_filtered_below(proj):
+    """ruff's rule: a path named on the command line is linted whatever
+    .gitignore or exclude says about it; what is below it is filtered."""
+    (proj / ".git").mkdir()
+    (proj / ".gitignore").write_text("configs/\n*.bak.json\nbuild\n")
+    write_config(proj / "configs", config(), "old.bak.json")
+    (proj / "configs" / "nested" / "build").mkdir()
+    write_config(proj / "configs" / "nested" / "build", config(), "c.json")
+    assert "proj/configs/good.json" not in kept([proj])
+    walked = ["proj/configs/bad.json", "proj/configs/good.json", "proj/configs/nested/deep.json"]
+    assert kept([proj / "configs"]) == walked
+    got = listing([proj / "configs"])
+    assert got["proj/configs/old.bak.json"][1].endswith(".gitignore pattern '*.bak.json'")
+    assert got["proj/configs/nested/build/"][1].endswith(".gitignore pattern 'build'")
+    assert kept([proj / "configs" / "nested"]) == ["proj/configs/nested/deep.json"]  # below an ignored folder
+    assert kept([proj / "configs" / "nested" / "build"]) == ["proj/configs/nested/build/c.json"]
+    # an exclude pattern naming the folder itself: the same
+    assert kept([proj / "configs"], exclude=("configs",)) == walked
+    assert kept([proj / "configs"], extend_exclude=("proj/configs/,nested/",)) == walked[:2]
+    # as a named file in that folder is linted
+    assert lint_paths([str(proj / "configs" / "old.bak.json")], LintOptions(isolated=True)).results
+    proc = run_probe("lint", "--isolated", "proj/configs")
+    assert proc.returncode == 1 and "PL103" in proc.stdout and proc.stderr == ""
+
+
 def test_gitignore_nested_and_negation(proj):
     (proj / ".gitignore").write_text("# generated\nconfigs/nested/\n*.bak.json\n")
     write_config(proj / "configs", config(), "old.bak.json")
@@ -145,6 +170,31 @@ def test_gitignore_of_parent_folders_applies_inside_a_git_work_tree(proj):
     assert kept([proj / "configs"]) == ["proj/configs/good.json", "proj/configs/nested/deep.json"]
     (proj / ".git" / "info" / "exclude").write_text("deep.json\n")
     assert kept([proj / "configs"]) == ["proj/configs/good.json"]
+
+
+def test_gitignore_is_cited_relative_to_the_current_folder_when_under_it(proj, tmp_path):
+    (proj / ".git" / "info").mkdir(parents=True)
+    (proj / ".git" / "info" / "exclude").write_text("deep.json\n")
+    (proj / ".gitignore").write_text("bad.json\n")
+    (proj / "configs" / ".gitignore").write_text("good.json\n")
+    top = tmp_path / "proj"
+
+    def reasons(path):
+        got = listing([path])
+        return [got[f"{path}/{name}"][1].split(" pattern ")[0]
+                for name in ("configs/bad.json", "configs/good.json", "configs/nested/deep.json")]
+
+    expected = ["ignored by proj/.gitignore", "ignored by proj/configs/.gitignore",
+                "ignored by proj/.git/info/exclude"]
+    assert reasons("proj") == expected
+    assert reasons(str(top)) == expected  # named by its absolute path: the same
+    os.chdir(proj / "models")  # from a folder beside: absolute
+    assert reasons("..") == [f"ignored by {top}/.gitignore", f"ignored by {top}/configs/.gitignore",
+                             f"ignored by {top}/.git/info/exclude"]
+    os.chdir(top / "configs")
+    got = listing(["."])
+    assert got["bad.json"][1] == f"ignored by {top}/.gitignore pattern 'bad.json'"
+    assert got["good.json"][1] == "ignored by .gitignore pattern 'good.json'"
 
 
 def test_parent_gitignore_outside_a_work_tree_is_not_read(proj):
@@ -180,6 +230,47 @@ def test_exclude_on_the_command_line(proj):
                    "proj/node_modules/pkg/c.json"]
     proc = run_probe("lint", "proj", "--exclude", "configs", "--show-files")
     assert proc.returncode == 0 and "skip  proj/configs/  (excluded by --exclude pattern 'configs')" in proc.stdout
+
+
+def test_absolute_exclude_patterns(proj, tmp_path):
+    """An absolute pattern under the folder it is matched against is taken
+    relative to it; elsewhere it matches nothing."""
+    good = str(tmp_path / "proj" / "configs" / "good.json")
+    nested = str(tmp_path / "proj" / "configs" / "nested") + "/"
+    assert kept([proj], extend_exclude=(good,)) == ["proj/configs/bad.json", "proj/configs/nested/deep.json"]
+    assert listing([proj], extend_exclude=(good,))["proj/configs/good.json"] == (
+        "skip", f"excluded by --extend-exclude pattern {good!r}")
+    assert kept([proj], exclude=(f"{nested},!{good}",)) == [
+        "proj/.hidden/c.json", "proj/.hidden.json", "proj/.venv/lib/c.json", "proj/__pycache__/c.json",
+        "proj/configs/bad.json", "proj/configs/good.json", "proj/node_modules/pkg/c.json"]
+    # a walked folder outside the current one: taken relative to that folder
+    os.chdir(proj / "models")
+    assert kept([tmp_path / "proj" / "configs"], extend_exclude=(good,)) == [
+        f"{tmp_path}/proj/configs/bad.json", f"{tmp_path}/proj/configs/nested/deep.json"]
+    assert kept(["../configs"], extend_exclude=(nested,)) == ["../configs/bad.json", "../configs/good.json"]
+    # in [tool.probe-lint], relative to the pyproject.toml's folder
+    os.chdir(tmp_path)
+    project_toml(proj, f'extend-exclude = ["{good}"]\n')
+    assert "proj/configs/good.json" not in kept([proj], isolated=False)
+    # nowhere under the walked folders: matches nothing, no error
+    assert kept([proj / "configs"], extend_exclude=("/elsewhere/configs/good.json", "/")) == [
+        "proj/configs/bad.json", "proj/configs/good.json", "proj/configs/nested/deep.json"]
+    proc = run_probe("lint", "--isolated", "proj/configs", "--extend-exclude", "/nowhere/x.json,/")
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("vcs", [".git", ".hg", ".svn"])
+def test_version_control_folders_are_skipped_whatever_exclude_says(proj, vcs):
+    (proj / vcs / "objects").mkdir(parents=True)
+    write_config(proj / vcs / "objects", config(), "c.json")
+    reason = ("skip", f"version control folder: {vcs}")
+    assert listing([proj])[f"proj/{vcs}/"] == reason
+    assert listing([proj], exclude=("nothing",))[f"proj/{vcs}/"] == reason
+    project_toml(proj, 'exclude = []\n')
+    assert listing([proj], isolated=False)[f"proj/{vcs}/"] == reason
+    assert f"proj/{vcs}/objects/c.json" not in kept([proj], exclude=("nothing",))
+    # named on the command line, it is walked
+    assert kept([proj / vcs]) == [f"proj/{vcs}/objects/c.json"]
 
 
 def test_include_and_extend_include_settings(proj):
@@ -299,6 +390,21 @@ def test_a_folder_without_configs_passes_with_a_warning(proj):
     assert proc.stderr == ("probe: warning: no msprobe config found in proj/models; "
                            "--show-files lists what was skipped and why\n")
     assert run_probe("lint", "--isolated", "proj/configs").stderr == ""
+
+
+@pytest.mark.parametrize("path", ["nope/", "nope", "proj/gone/", "proj/configs/gone"])
+def test_a_missing_folder_or_a_path_not_known_to_be_a_file(proj, path):
+    proc = run_probe("lint", "--isolated", path)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stdout.startswith(f"{path}:1:1: PL006 error: no such file or folder"), proc.stdout
+    assert listing([path]) == {path: ("unreadable", "no such file or folder")}
+    shown = run_probe("lint", "--isolated", "--show-files", path)
+    assert shown.returncode == 2 and shown.stdout == f"error {path}  (no such file or folder)\n"
+    # a missing .json is a config file that is not there; so is any path taken for a file (probe run)
+    assert run_probe("lint", "--isolated", "gone.json").stdout.startswith(
+        "gone.json:1:1: PL006 error: config file not found")
+    (result,) = lint_paths([path], LintOptions(isolated=True), walk=False).results
+    assert [d.message for d in result.diagnostics] == ["config file not found"]
 
 
 def test_output_file_found_by_the_walk_is_not_overwritten(proj):
