@@ -76,12 +76,27 @@ class ConfigLintError(ValueError):
         diagnostics: every error diagnostic (``msprobe_lint.Diagnostic``).
     The message lists them, one per line, as
     ``path:line:col: CODE severity: message`` with the hint after it.
+    Left uncaught, it prints that message alone, without a traceback
+    (probe_runtime sets ``sys.excepthook`` for this class only).
     """
 
     def __init__(self, diagnostics: list[Diagnostic]) -> None:
         self.diagnostics = list(diagnostics)
         super().__init__("probe_runtime refuses to start; the config has errors:\n"
                          + "\n".join(format_diagnostic(d) for d in self.diagnostics))
+
+
+def _excepthook(kind: type, value: BaseException, tb: Any, _previous: Any = sys.excepthook) -> None:
+    """An uncaught ConfigLintError is the gate saying no: its message alone
+    (the config's errors), no traceback; the exit status stays 1. Any
+    other exception goes to the hook that was there before."""
+    if issubclass(kind, ConfigLintError):
+        print(value, file=sys.stderr, flush=True)
+        return
+    _previous(kind, value, tb)
+
+
+sys.excepthook = _excepthook
 
 
 def format_diagnostic(d: Diagnostic) -> str:
@@ -129,7 +144,7 @@ def live_facts() -> dict[str, Fact]:
 
 
 def lint_live(config_path: Optional[str], overrides: dict[str, Any],
-              rank: Optional[tuple[Optional[int], str]] = None) -> list[Diagnostic]:
+              rank: Optional[tuple[Optional[int], str]] = None, extra: tuple = ()) -> list[Diagnostic]:
     """Lint ``config_path`` (or, when None, just ``overrides``) in the live
     context; returns every diagnostic.
 
@@ -137,7 +152,9 @@ def lint_live(config_path: Optional[str], overrides: dict[str, Any],
     :func:`probe_runtime.state.live_rank_source` gives it (read when None).
     It gives the fact ``rank_dir``, the rank folder this process writes
     (``rank`` or ``rank<R>``): PL407 refuses a dump_path whose
-    ``step*/<rank_dir>`` already holds an earlier run's dump.
+    ``step*/<rank_dir>`` already holds an earlier run's dump. ``extra``:
+    findings (``msprobe_lint.diagnostic.Finding``) made outside the rules,
+    graded and placed with the rest.
     """
     number, source = rank if rank is not None else live_rank_source()
     single = {"world_size": Fact(1, "single process (no launcher environment, communication not initialised)"),
@@ -145,9 +162,9 @@ def lint_live(config_path: Optional[str], overrides: dict[str, Any],
     context: Context = build_context([live_facts(), environment_facts(), single], check_fs=True,
                                      cwd=Path.cwd(), runtime=True)
     if config_path is None:
-        result = lint_file(ARGUMENTS_PATH, context, overrides=overrides, raw=b"{}")
+        result = lint_file(ARGUMENTS_PATH, context, overrides=overrides, raw=b"{}", extra_findings=extra)
     else:
-        result = lint_file(config_path, context, overrides=overrides)
+        result = lint_file(config_path, context, overrides=overrides, extra_findings=extra)
     return result.diagnostics
 
 
@@ -193,6 +210,8 @@ class PrecisionDebugger:
         rank = live_rank_source()
         diagnostics = lint_live(config_path, overrides, rank)
         errors = [d for d in diagnostics if d.severity is Severity.ERROR]
+        if not errors:
+            errors = self._dump_path_errors(config_path, overrides, rank)
         if errors:
             raise ConfigLintError(errors)
         for d in diagnostics:
@@ -211,7 +230,6 @@ class PrecisionDebugger:
         section = config.get("overflow_check") or {}
         self.state = RunState(steps=expand_ids(config.get("step")), ranks=expand_ids(config.get("rank")),
                               rank=rank[0], overflow_nums=int(section.get("overflow_nums", 1)))
-        self._make_dump_path()
         from .interception import ApiInterceptor, OptimizerWatch
         from .monitor import Monitor, default_library_roots
 
@@ -229,6 +247,7 @@ class PrecisionDebugger:
         self._started = False
         self._start_calls = 0
         self._checked_steps: set[int] = set()
+        self._start_failed = False  # a start() said why it could not check (e.g. another debugger's window)
         self._exit_said = False
         ref = weakref.ref(self)
         atexit.register(_at_exit, ref)
@@ -265,7 +284,6 @@ class PrecisionDebugger:
         try:
             if not self.monitor.begin():
                 return
-            self._checked_steps.add(self.state.step)
             self.sync.enter()
             self.interceptor.synchronous = self.cells.synchronous = self.sync.active
             self.monitor.synchronous = self.sync.active
@@ -275,8 +293,10 @@ class PrecisionDebugger:
                 self.interceptor.install()
             self.watch.install()
             self._started = True
+            self._checked_steps.add(self.state.step)  # only a window that did start (not one refused)
         except Exception as err:
             self.monitor.on_error("in start()", err)
+            self._start_failed = True
             self._unpatch()
 
     def stop(self) -> None:
@@ -308,23 +328,39 @@ class PrecisionDebugger:
         self.state.set_step(step)
 
     # -- internals ------------------------------------------------------------------
-    def _make_dump_path(self) -> None:
+    @staticmethod
+    def _dump_path_errors(config_path: Optional[str], overrides: dict, rank: tuple) -> list[Diagnostic]:
         """Create dump_path (0o750, never through a soft link) as msprobe
         does when its debugger is built, so a run without overflow leaves
         an empty dump_path (``probe report`` then says nothing was found).
-        A failure is logged; the first record would meet it again."""
+        When that fails (a folder the lint could not judge, such as one
+        under /proc for root, whom every permission check lets through),
+        the error diagnostics to refuse with: PL407 at dump_path. Else []."""
+        from msprobe_lint.diagnostic import Finding
+
         from .writer import ensure_dir
 
+        config: dict = {}
+        if config_path is not None:
+            with open(config_path, encoding="utf-8") as f:
+                config = json.load(f)
+        config.update(overrides)
+        path = os.path.abspath(config["dump_path"])
         try:
-            ensure_dir(self.dump_path)
+            ensure_dir(path)
+            return []
         except OSError as err:
-            LOGGER.error("probe_runtime: cannot create dump_path %s: %s", self.dump_path, err)
+            finding = Finding("PL407", f"dump_path {path} cannot be created: {err.strerror or err}",
+                              pointer="/dump_path", hint="choose a folder you can write")
+        return [d for d in lint_live(config_path, overrides, rank, extra=(finding,)) if d.severity is Severity.ERROR]
 
     def _say_nothing_found(self) -> None:
         """At exit, after at least one start(): one line on stderr when no
         record was written (and detection was not turned off), so a run
         without overflow is told apart from a wrong dump_path."""
         if self._exit_said or not self._start_calls or self.state.found or self.monitor.disabled:
+            return
+        if self._start_failed and not self._checked_steps:  # it never checked; start() said why
             return
         self._exit_said = True
         message = (f"probe_runtime: no overflow found in {len(self._checked_steps)} checked step(s); "

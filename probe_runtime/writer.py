@@ -231,7 +231,8 @@ def _npy_bytes(array: np.ndarray) -> bytes:
     import io
 
     buffer = io.BytesIO()
-    np.save(buffer, np.ascontiguousarray(array), allow_pickle=False)
+    # np.ascontiguousarray would make a 0-d tensor (a loss) 1-d: keep its shape (), as dump.json says
+    np.save(buffer, np.require(array, requirements="C"), allow_pickle=False)
     return buffer.getvalue()
 
 

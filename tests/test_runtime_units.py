@@ -170,3 +170,18 @@ def test_writer_replaces_link_not_target(tmp_path):
     assert victim.read_text() == "keep"
     assert not os.path.islink(folder / "overflow.json")
     assert json.loads((folder / "overflow.json").read_text())[-1]["name"] == "B.0.forward"
+
+
+def test_npy_keeps_the_shape_of_scalars_and_makes_views_contiguous(tmp_path):
+    """A 0-d tensor (a loss) is saved with shape (), as dump.json says and
+    msprobe saves asnumpy(); a transposed view is saved with its values."""
+    writer = StepWriter(str(tmp_path / "dump"), 0, "rank")
+    matrix = np.arange(6, dtype=np.float32).reshape(2, 3).T
+    writer.write(Record(name="Tensor.mean.0.forward", origin=True, where="train.py:3", entry={"output": []},
+                        stack=[], arrays={"Tensor.mean.0.forward.output.0.npy": np.array(np.inf, np.float32),
+                                          "Tensor.mean.0.forward.input.0.npy": matrix}),
+                 kind="forward", step=0, rank=None)
+    folder = tmp_path / "dump" / "step0" / "rank" / "dump_tensor_data"
+    scalar = np.load(folder / "Tensor.mean.0.forward.output.0.npy")
+    assert scalar.shape == () and np.isinf(scalar)
+    assert np.array_equal(np.load(folder / "Tensor.mean.0.forward.input.0.npy"), matrix)

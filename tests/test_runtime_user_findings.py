@@ -58,8 +58,10 @@ def records(tmp_path, step=0):
 class MLP(nn.Cell):
     def __init__(self, exp_at: str = ""):
         super().__init__()
-        self.fc1 = nn.Dense(4, 8)
-        self.fc2 = nn.Dense(8, 3)
+        # fixed weights: with random ones exp(out * 1000) was sometimes finite and its gradient overflowed
+        # in fc2's weight gradient instead (a true origin there), so the test's answer depended on the draw
+        self.fc1 = nn.Dense(4, 8, weight_init="ones", bias_init="zeros")
+        self.fc2 = nn.Dense(8, 3, weight_init="ones", bias_init="zeros")
         self.exp_at = exp_at
 
     def construct(self, x):
@@ -171,10 +173,71 @@ def test_second_run_into_an_earlier_dump_is_refused(work, monkeypatch):
         make("L1")
     assert "PL407" in str(caught.value) and "step0/rank" in str(caught.value)
     assert snapshot(dump) == before
-    # the fact names this process's own rank folder: another rank's dump does not block it
+    # a worker of a distributed job counts a single process's folder ("rank") as an earlier run's too
     monkeypatch.setenv("RANK_ID", "1")
-    make("L1")
+    with pytest.raises(debugger_module.ConfigLintError):
+        make("L1")
     assert snapshot(dump) == before
+
+
+def test_sibling_rank_folders_block_a_single_process_not_a_worker(work, monkeypatch):
+    """Workers of one job write step*/rank0, rank1 ... side by side: a
+    worker is not blocked by its siblings' folders, but a later
+    single-process run (folder "rank") into that dump_path would be mixed
+    with them and is refused (a user found it started)."""
+    tmp_path, make = work
+    monkeypatch.setenv("RANK_ID", "0")
+    first = make("L1", dump="job")
+    first.start()
+    ops.exp(Tensor(np.full(3, 100.0, np.float32)))
+    first.stop()
+    dump = tmp_path / "job"
+    assert (dump / "step0" / "rank0" / "overflow.json").is_file()
+    before = snapshot(dump)
+    monkeypatch.setenv("RANK_ID", "1")
+    make("L1", dump="job")  # a sibling worker
+    monkeypatch.delenv("RANK_ID")
+    with pytest.raises(debugger_module.ConfigLintError) as caught:
+        make("L1", dump="job")
+    assert "PL407" in str(caught.value) and "step0/rank0" in str(caught.value)
+    assert snapshot(dump) == before
+
+
+def test_a_dump_path_that_cannot_be_created_is_refused(work):
+    """Permission checks pass for root anywhere; creating the folder is
+    the test that cannot be fooled (a user's /proc/dump started and ran
+    with detection off, exit 0)."""
+    tmp_path, _ = work
+    path = write_runtime_config(tmp_path, dump=Path("/proc/probe-dump"))
+    with pytest.raises(debugger_module.ConfigLintError) as caught:
+        PrecisionDebugger(config_path=str(path))
+    assert "PL407" in str(caught.value) and "/proc/probe-dump cannot be created" in str(caught.value)
+
+
+def test_an_uncaught_refusal_prints_its_message_without_a_traceback(tmp_path):
+    import subprocess
+    import sys
+
+    path = write_runtime_config(tmp_path, dump=Path("relative"))
+    proc = subprocess.run([sys.executable, "-c", "from probe_runtime import PrecisionDebugger; "
+                           f"PrecisionDebugger(config_path={str(path)!r})"], capture_output=True, text=True,
+                          cwd=tmp_path, timeout=300)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert proc.stderr.startswith("probe_runtime refuses to start; the config has errors:\n") and "PL401" in proc.stderr
+
+
+def test_a_debugger_whose_start_was_refused_says_nothing_at_exit(work, capsys):
+    tmp_path, make = work
+    first, second = make("L1", dump="d"), make("L1", dump="d")
+    first.start()
+    second.start()  # refused: another debugger's window is open
+    ops.exp(Tensor(np.full(3, 100.0, np.float32)))
+    second.stop()
+    first.stop()
+    capsys.readouterr()
+    for debugger in (first, second):
+        debugger_module._at_exit(weakref.ref(debugger))
+    assert "no overflow found" not in capsys.readouterr().err
 
 
 # -- 4. L0: overflow in the top Cell's own code ------------------------------------------------

@@ -250,8 +250,9 @@ def not_writable(config: ConfigView, context: Context) -> Iterator[Finding]:
     dump_path that already holds step folders of an earlier run would be
     mixed with this run's (some steps overwritten, others left over, and
     `probe report` would blame the old run): an error before a guarded
-    launch (probe run, probe_runtime's gate, where only this process's own
-    rank folders count, so workers of one job do not block each other), a
+    launch (probe run, probe_runtime's gate, where a worker of a distributed
+    job does not count its siblings' rank folders, so workers of one job do
+    not block each other), a
     warning in a plain `probe lint --check-fs`. Needs --check-fs.
 
     Bad:
@@ -292,8 +293,12 @@ STEP_DIR = re.compile(r"step[0-9]+$")
 
 
 def _earlier_dump(folder: Path, rank_dir: Optional[str]) -> list[str]:
-    """``stepN/rankR`` folders already in ``folder``: those of ``rank_dir``
-    only when given (the runtime knows its own), else any rank's."""
+    """``stepN/rank*`` folders already in ``folder`` that this run would
+    mix with. Without ``rank_dir`` (a plain lint): any rank's. With it (the
+    runtime knows the folder it writes): a single process (``rank``) has
+    no sibling workers, so any rank's folder is an earlier run's; a worker
+    of a distributed job (``rank<R>``) counts its own folder and the
+    single-process ``rank``, never its siblings' ``rank<S>``."""
     found = []
     try:
         steps = sorted(e for e in os.listdir(folder) if STEP_DIR.match(e))
@@ -305,7 +310,7 @@ def _earlier_dump(folder: Path, rank_dir: Optional[str]) -> list[str]:
         except OSError:
             continue
         for rank in sorted(ranks):
-            if (rank == rank_dir) if rank_dir else rank.startswith("rank"):
+            if (rank in (rank_dir, "rank")) if rank_dir and rank_dir != "rank" else rank.startswith("rank"):
                 found.append(f"{step}/{rank}")
     return found
 
