@@ -2,11 +2,13 @@
 
 A 3-layer MLP (mindspore.nn.Dense + ReLU, cast to float16 with to_float)
 learns a regression on generated data with SGD. At step 3 a batch with an
-outlier feature (3000.0, a unit that went wild upstream) arrives: the first
-layer's matmul sums past float16's largest value (65504) and inf flows on
-into the loss and the gradients. The debugger finds where it started: the
-weight-gradient matmuls (``Primitive.MatMul.<n>.backward``) with the L1
-config, the Dense layers' ``parameters_grad`` with the L0 config. The loop
+outlier feature (30000.0, a unit that went wild upstream) arrives: the
+forward pass and the loss stay finite, but the weight-gradient matmuls sum
+past float16's largest value (65504), so the update writes inf into the
+weights and step 4's forward pass carries it. The debugger finds where it
+started: the weight-gradient matmuls (``Primitive.MatMul.<n>.backward``)
+with the L1 config, the Dense layers' ``parameters_grad`` with the L0
+config. The loop
 calls ``debugger.start(net)``: level L0 needs the model, L1 ignores it.
 
 Usage:
