@@ -66,6 +66,13 @@ def looks_like_msprobe(raw: bytes) -> bool:
             return False
         if _FIRST_KEY.match(raw) is not None and b'"dump_data_dir"' not in raw:
             return True
+    return parsed_verdict(raw)
+
+
+def parsed_verdict(raw: bytes) -> bool:
+    """:func:`looks_like_msprobe` by its definition alone: parse, look at
+    the keys and the level, else search the text (no shortcut; the tests
+    hold the shortcuts to it)."""
     text = raw.decode("utf-8", errors="replace").lstrip("\ufeff")
     try:
         data = json.loads(text)

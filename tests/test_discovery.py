@@ -563,25 +563,6 @@ def test_discover_library_api_defaults(proj):
 # ---------------------------------------------------------------------------
 # The content test's shortcuts (sniff.py) against its plain definition
 
-def _plain_sniff(raw: bytes) -> bool:
-    """sniff.looks_like_msprobe as its docstring defines it, no shortcut."""
-    from msprobe_lint.sniff import _TEXT, KEYS, LEVELS
-
-    text = raw.decode("utf-8", errors="replace").lstrip("\ufeff")
-    try:
-        data = json.loads(text)
-    except (ValueError, RecursionError):
-        data = None
-    if isinstance(data, dict):
-        if "dump_data_dir" in data and "data" in data and "dump_path" not in data:
-            return False
-        if KEYS.intersection(data):
-            return True
-        level = data.get("level")
-        return isinstance(level, str) and level.lower() in LEVELS
-    return _TEXT.search(text) is not None
-
-
 FRAGMENTS = ['{', '}', '[', ']', ',', ':', ' ', '\n', '\t', '\f', '"task"', '"dump_path"', '"level"', '"tensor"',
              '"statistics"', '"L1"', '"l0"', '"INFO"', '"mix"', '"debug"', '"x"', '1', 'null', '"data"',
              '"dump_data_dir"', '"t\\u0061sk"', '\ufeff', '\xa0', '"\\""', 'true', '"é"']
@@ -591,16 +572,16 @@ def test_sniff_shortcuts_agree_with_the_plain_test():
     from hypothesis import given, settings
     from hypothesis import strategies as st
 
-    from msprobe_lint.sniff import looks_like_msprobe
+    from msprobe_lint.sniff import looks_like_msprobe, parsed_verdict
 
     @settings(max_examples=3000, deadline=None, derandomize=True)
     @given(st.lists(st.sampled_from(FRAGMENTS), max_size=14), st.booleans())
     def check(parts, latin1):
         raw = "".join(parts).encode("latin-1" if latin1 else "utf-8", errors="replace")
-        assert looks_like_msprobe(raw) is _plain_sniff(raw), raw
+        assert looks_like_msprobe(raw) is parsed_verdict(raw), raw
 
     check()
     for raw in (b'{"task": "x"}', b'\xef\xbb\xbf {"dump_path": 1, "a": [}', b'{"task": "s", "level": "L1", '
                 b'"dump_data_dir": null, "data": {}}', b'{"a": {"task": 1}}', b'{"level": "DEBUG"}',
                 b'{"t\\u0061sk": 1}', b'[{"task": 1}]'):
-        assert looks_like_msprobe(raw) is _plain_sniff(raw), raw
+        assert looks_like_msprobe(raw) is parsed_verdict(raw), raw
