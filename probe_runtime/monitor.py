@@ -50,8 +50,9 @@ entry is judged carried).
 Where it came in: the first overflowing entry of a step that is not an
 origin gets ``entered`` in overflow.json (:meth:`Monitor._entered`): the
 non-finite input no checked call made (the data batch, a tensor made before
-``start()``, code not checked) or the Parameter that already held inf/nan
-at ``start()``.
+``start()``, code not checked; at L0 also a gradient w.r.t. a Cell's
+outputs that the loss or other code outside every Cell made) or the
+Parameter that already held inf/nan at ``start()``.
 
 Backward entries are queued when their first gradient arrives and judged at
 the next resolution point after their input gradients arrived (never inside
@@ -424,8 +425,10 @@ class Monitor:
         inputs were finite names its own Parameter that held inf/nan at
         ``start()``. Runs once per step, on its first overflow only: the
         reads (the enclosing Cells' inputs, the Parameter probes) share the
-        batch's host copies. None for ``parameters_grad`` entries or when
-        nothing is found."""
+        batch's host copies. At L0 a backward or ``parameters_grad`` entry
+        names the gradient w.r.t. the outputs that came in from outside
+        (:func:`_gradient_entered`). None for L1 ``parameters_grad``
+        entries or when nothing is found."""
         cell = hasattr(call, "ancestry")
         unit, outside = ("Cell", "the checked Cells") if cell else ("call", "the checked window")
         node, maker = call, None
@@ -436,9 +439,11 @@ class Monitor:
                 maker = node.parent  # its inputs were finite: its own code made what ``node`` got
             name = node.name
             labelled = _labelled("input_args", node.args) + _labelled("input_kwargs", node.kwargs)
-        elif kind == "backward":
+        elif kind == "backward" and not cell:
             name = call.backward_name
             labelled = _labelled("input", call.grad_outputs)
+        elif cell and kind in ("backward", "parameters_grad"):
+            return _gradient_entered(call.owner_calls if kind == "parameters_grad" else (call,), cache)
         else:
             return None
         sums = getattr(node, "param_sums", None) or {}
@@ -680,6 +685,37 @@ def _own_parameter(cell_call: Any, cache: HostCache, reached: Optional[str], anc
                 return entry
         node = node.parent if ancestors else None
     return None
+
+
+def _gradient_entered(calls: Any, cache: HostCache) -> Optional[dict]:
+    """L0: where a non-finite gradient w.r.t. a Cell's outputs came in, for
+    a step whose first overflowing entry is a backward or
+    ``parameters_grad`` entry fed with it (``calls``: the Cell calls it is
+    computed from). The outermost enclosing Cell whose output gradient was
+    not finite either is named (its ``input`` in dump.json's backward
+    entry): the gradient came from code outside every checked Cell, the
+    loss when that Cell's output is the model's output. None when the
+    gradients w.r.t. the outputs were finite, or when an enclosing Cell got
+    finite ones (its own backward code made the value: it is the origin)."""
+    node = next((c for c in calls if not _all_finite(c.grad_outputs, cache)), None)
+    if node is None:
+        return None
+    while node.parent is not None and not _all_finite(node.parent.grad_outputs, cache):
+        node = node.parent
+    if node.parent is not None:
+        return None
+    label = next((lab for lab, t in _labelled("input", node.grad_outputs) if not cache.finite(t)), "input")
+    name = node.backward_name
+    top = getattr(node, "top", None)
+    produced = [] if top is None else list(iter_tensors(top.output))
+    if any(t is o for t in iter_tensors(node.output) for o in produced):
+        what = (f"(the gradient w.r.t. the model's output, {top.class_name}), made outside the checked Cells: by "
+                "the loss or other code that used the model's output")
+    else:
+        what = ("(the gradient w.r.t. that Cell's output), made outside the checked Cells: by the loss or other "
+                "code after the model, or by the model's own code between its sub-Cells")
+    return {"entry": name, "input": label, "source": "outside", "parameter": None, "at_start": False,
+            "message": f"non-finite gradient entered at the first checked Cell: {label} of {name} {what}"}
 
 
 def _parameter_entry(name: str, label: Optional[str], parameter: str, at_start: bool) -> dict:
