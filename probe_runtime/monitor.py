@@ -72,8 +72,9 @@ produced the overflow is the origin, its parents carry it. A
 ``parameters_grad`` entry is an origin when the gradients w.r.t. the Cell's
 outputs were finite. A Cell forward entry whose output overflowed from
 finite inputs is not an origin either when the Cell's own Parameters held
-inf/nan at ``start()`` (a float32 sum per Parameter launched then, read only
-in that case). Cell forward records also describe those Parameters
+inf/nan when it was called (probed at ``start()`` and again at each Cell's
+next call after an optimizer step or ``Parameter.set_data`` in the window,
+read only in that case) or hold it when the entry is checked. Cell forward records also describe those Parameters
 (``parameters``) with the values they hold when the entry is resolved,
 which is before any ``nn.Optimizer`` step or ``Parameter.set_data`` (see
 the resolution points above).
@@ -344,9 +345,9 @@ class Monitor:
                 origin = verdict.origin and not _inner_origin(kind, call)
                 if kind == "forward":
                     call.forward_finite = not verdict.overflow  # its backward entry reuses this (no new read)
-                    if origin and getattr(call, "param_probe", None):
-                        # a Cell whose own weights held inf/nan at start() carries the overflow
-                        origin = all(cache.finite(t) for t in call.param_probe)
+                    if origin and getattr(call, "parameters", None):
+                        # a Cell whose own weights held inf/nan when it was called carries the overflow
+                        origin = self._own_parameters_finite(call, cache)
                     top = getattr(call, "top", None)
                     if top is not None and verdict.overflow:
                         self._top_overflow(call, top, verdict.origin, cache)
@@ -413,6 +414,28 @@ class Monitor:
                                f"tool does not see between {call.name} and its check; that entry's statistics "
                                "describe the changed values (update Parameters through an optimizer or "
                                "Parameter.set_data, which resolve the checks first, or call stop() before)")
+
+    def _own_parameters_finite(self, call: Any, cache: HostCache) -> bool:
+        """L0, read only when a Cell's output overflowed from finite inputs:
+        its own Parameters were finite when it was called (the probes taken
+        at ``start()`` or, after an update in the window, at the call) and
+        still are (what its record dumps under ``parameters``). A Parameter
+        found finite at the call and not now was changed by code the tool
+        does not see (logged once); the entry is then carried, never an
+        origin."""
+        probes = getattr(call, "param_probe", None) or ()
+        if not all(cache.finite(t) for t in probes):
+            return False
+        for name, param in call.parameters.items():
+            if not cache.finite(param):
+                if probes:
+                    self._log_once(f"probe_runtime: Parameter {getattr(param, 'name', name)} was changed by code "
+                                   f"the tool does not see, after its last probe and before {call.name} was "
+                                   "checked; that entry's statistics describe the changed values and it is not "
+                                   "taken as an origin (update Parameters through an optimizer or "
+                                   "Parameter.set_data, which the tool sees, or call stop() before)")
+                return False
+        return True
 
     def _entered(self, kind: str, call: Any, cache: HostCache) -> Optional[dict]:
         """Where the first overflow of a step came in, when its first
@@ -670,8 +693,10 @@ def _labelled(label: str, obj: Any, depth: int = 0) -> list[tuple[str, Any]]:
 
 def _own_parameter(cell_call: Any, cache: HostCache, reached: Optional[str], ancestors: bool = True) -> Optional[dict]:
     """L0: the first Parameter of ``cell_call``'s Cell (then of its enclosing
-    Cells, with ``ancestors``) that held inf/nan at ``start()``, as an
-    ``entered`` description (``reached``: the input it became, e.g. the
+    Cells, with ``ancestors``) that held inf/nan at ``start()`` or, when an
+    update in the window came before the call, at the call (its probe was
+    taken again then: ``params_at_start`` false), as an ``entered``
+    description (``reached``: the input it became, e.g. the
     flattened weights an ``nn.LSTM`` hands its inner Cell); None when they
     were all finite (the Cell's own code then made the value: it is judged
     an origin)."""
@@ -679,7 +704,8 @@ def _own_parameter(cell_call: Any, cache: HostCache, reached: Optional[str], anc
     while node is not None:
         for param, value in zip(node.parameters.values(), node.param_probe or ()):
             if not cache.finite(value):
-                entry = _parameter_entry(node.name, None, getattr(param, "name", "?"), True)
+                entry = _parameter_entry(node.name, None, getattr(param, "name", "?"),
+                                         bool(getattr(node, "params_at_start", True)))
                 if reached:
                     entry["message"] += f" (it reached {reached})"
                 return entry

@@ -546,3 +546,65 @@ def test_l0_gradient_made_in_an_enclosing_cells_own_backward_is_its_origin(work)
     assert records and "entered" not in records[0], records[0]
     assert [r["name"] for r in records if r["origin"]] == ["Cell.outer._SqrtAfter.backward.0"]
     assert_origin_invariant(tmp_path / "dump")
+
+
+def _poison_fc2(net, step):
+    """Trial 2's ``setdata_in``: inf written into fc2.weight inside the
+    window (after ``start()``), before the forward pass of step 1."""
+    if step == 1:
+        value = net.fc2.weight.asnumpy().copy()
+        value[0, 1] = np.inf
+        net.fc2.weight.set_data(Tensor(value))
+
+
+@pytest.mark.parametrize("sync", ["auto", "0"])  # Parameters checked on the host / by a sum launched on the device
+def test_l0_parameter_set_after_start_is_not_an_origin(work, monkeypatch, sync):
+    """Trial 2 (``train2.py setdata_in``): a Parameter made non-finite by
+    ``set_data`` after ``start()``. The Cell using it is not an origin (its
+    dumped ``parameters`` are not finite); step 1's first record names the
+    Parameter, not as non-finite at ``start()``."""
+    monkeypatch.setenv("PROBE_SYNC", sync)
+    tmp_path, make = work
+    plain = _train_two_dense(None, before_forward=_poison_fc2)
+    checked = _train_two_dense(make("L0"), before_forward=_poison_fc2)
+    assert_same_training(plain, checked)
+    assert not _records(tmp_path, 0)
+    records = _records(tmp_path, 1)
+    assert records[0]["name"] == "Cell.fc2.Dense.forward.0"
+    assert not [r["name"] for r in records if r["origin"]]
+    assert_origin_invariant(tmp_path / "dump")
+    entered = records[0].get("entered")
+    assert entered is not None, records[0]
+    assert entered["source"] == "parameter" and entered["parameter"] == "fc2.weight" and not entered["at_start"]
+    assert entered["entry"] == "Cell.fc2.Dense.forward.0"
+    assert entered["message"].startswith("Parameter fc2.weight held inf/nan when first used after an update in the "
+                                         "window, by Cell.fc2.Dense.forward.0")
+    _, payload, text = _report(tmp_path)
+    assert payload["started"] is None
+    assert f"Overflow entered in step1/rank: {entered['message']}." in text
+
+
+def test_l0_weights_an_optimizer_made_non_finite_in_the_window_are_judged_again(work):
+    """Two optimizer steps in one window: the first writes inf into the
+    weights (a huge learning rate); the second forward pass uses them. Its
+    first Cell is not an origin and names the Parameter, as changed in the
+    window."""
+    tmp_path, make = work
+    debugger = make("L0")
+    ms.set_seed(1)
+    net = _TwoDense()
+    optimizer = nn.SGD(net.trainable_params(), learning_rate=1.0e38)
+    grad_fn = ms.value_and_grad(lambda x, y: ((net(x) - y) ** 2).mean(), None, optimizer.parameters)
+    x, y = Tensor(np.full((2, 4), 2.0, np.float32)), Tensor(np.zeros((2, 1), np.float32))
+    debugger.start(net)
+    for _ in range(2):
+        _, grads = grad_fn(x, y)
+        optimizer(grads)
+    debugger.stop()
+    assert not np.isfinite(net.fc1.weight.asnumpy()).all()
+    records = _records(tmp_path, 0)
+    assert records[0]["name"] == "Cell.fc1.Dense.forward.1"
+    assert not [r["name"] for r in records if r["origin"]]
+    assert_origin_invariant(tmp_path / "dump")
+    entered = records[0]["entered"]
+    assert entered["source"] == "parameter" and entered["parameter"].startswith("fc1.") and not entered["at_start"]
