@@ -20,13 +20,16 @@ Text output: per step and rank, one line per record, in execution order::
 
 (``ORIGIN`` = inputs finite, output not: the overflow started here;
 ``carried`` = a non-finite input passed on; ``?`` = not known), then a
-summary line naming the first origin of the earliest step, lowest rank.
-When a step's first overflowing entry was not an origin, probe_runtime
-writes where the non-finite value came in (``entered`` in overflow.json:
-the data batch or another tensor no checked call made, or a Parameter that
-held inf/nan at ``start()``); that record gets an ``entered:`` line and,
-when it comes before any origin, the summary says ``Overflow entered in
-...`` instead of "where it started is not known".
+summary line naming the earliest step with records (lowest rank first):
+its first origin. When a step's first overflowing entry was not an origin,
+probe_runtime writes where the non-finite value came in (``entered`` in
+overflow.json: the data batch, the loss's gradient or another tensor no
+checked call or Cell made, or a Parameter that held inf/nan at ``start()``
+or after an update); that record gets an ``entered:`` line and, when the
+earliest step has no origin, the summary says ``Overflow entered in ...``.
+When that step has neither, the summary names its first record ("where it
+started is not known"): an origin or ``entered`` of a later step never
+outranks an earlier step.
 
 ``--format html``: one self-contained page (:mod:`msprobe_lint.report_html`).
 ``--output FILE`` writes any format to FILE instead of stdout and never
@@ -128,18 +131,30 @@ class Dump:
     unreadable_folders: int = 0
 
     @property
+    def first_step(self) -> list[Record]:
+        """The records of the earliest step that has any (every rank;
+        records are sorted by step, then rank)."""
+        if not self.records:
+            return []
+        step = self.records[0].step
+        return [r for r in self.records if r.step == step]
+
+    @property
     def started(self) -> Optional[Record]:
-        """The first origin in the earliest step, lowest rank (records are
-        sorted that way); None when no record is marked origin."""
-        return next((r for r in self.records if r.origin), None)
+        """The first origin of the earliest step with records, lowest rank;
+        None when no record of that step is marked origin (an origin in a
+        later step is not where the overflow started: the earlier step
+        already had it)."""
+        return next((r for r in self.first_step if r.origin), None)
 
     @property
     def entered(self) -> Optional[Record]:
-        """The record saying where the overflow came in, when it comes
-        before every origin (the first overflow was carried in, not
-        started by a checked call); else None."""
-        first = next((r for r in self.records if r.origin or r.entered), None)
-        return first if first is not None and not first.origin else None
+        """The record saying where the overflow came in (``entered``) in
+        the earliest step with records, when that step has no origin;
+        else None."""
+        if self.started is not None:
+            return None
+        return next((r for r in self.first_step if r.entered), None)
 
 
 def direction_of(name: str) -> Optional[str]:
@@ -400,12 +415,16 @@ def _describe(record: Record) -> str:
 
 
 def summary_line(dump: Dump) -> str:
-    entered = dump.entered
-    if entered is not None and entered.entered is not None:
-        return f"Overflow entered in {_place(entered)}: {entered.entered['message']}."
+    """One sentence naming the earliest step whose records show the
+    overflow: its origin, else where it came in (``entered``), else its
+    first record ("where it started is not known"). A later step's origin
+    or ``entered`` never outranks an earlier step."""
     started = dump.started
     if started is not None:
         return f"Overflow started in {_place(started)}: {_describe(started)}."
+    entered = dump.entered
+    if entered is not None and entered.entered is not None:
+        return f"Overflow entered in {_place(entered)}: {entered.entered['message']}."
     if dump.records:
         first = dump.records[0]
         why = ("no overflow.json: a dump without origin marks"

@@ -37,6 +37,11 @@ their descendants, as in msprobe. Per Cell call:
   Parameter per checked step; in a synchronous window (CPU,
   ``execution.py``) the values are checked on the host then instead
   (``detection.probe_now``), which is cheaper than launching operators.
+  After an optimizer step or ``Parameter.set_data`` inside the window
+  (``forget_probes``, called by the debugger through
+  ``interception.OptimizerWatch``) each Cell's next call probes its
+  Parameters again, so weights written after ``start()`` are judged as
+  they were at that call.
 
 Why not ``Cell.register_backward_hook``: it fires with (grad_input,
 grad_output) but not which call of a Cell called several times it belongs
@@ -116,6 +121,8 @@ class CellCall:
     awaiting: bool = False
     grad_mode: bool = False
     param_probe: Optional[list] = None
+    #: ``param_probe`` was taken at ``start()`` (no update came before it in the window)
+    params_at_start: bool = False
     child_overflow: bool = False
     child_backward_overflow: bool = False
     inplace: bool = False
@@ -258,7 +265,10 @@ class CellHooks:
         self._warned_jit: set[int] = set()
         self._hook_backward: Any = None  # mindspore.ops.HookBackward, imported at start()
         self._executor: Any = None
-        self._probes: dict[str, list] = {}
+        #: prefix -> (finiteness probes of the Cell's own Parameters, taken at ``start()``?)
+        self._probes: dict[str, tuple[list, bool]] = {}
+        #: Parameters may have changed since ``start()`` (an optimizer step or ``Parameter.set_data``)
+        self.params_changed = False
         #: the window runs synchronously: Parameters are checked on the host at install
         self.synchronous = False
         self._boxes: list = []  # what this window's HookBackward hooks refer to (see through_hook)
@@ -360,17 +370,46 @@ class CellHooks:
         self._local.stack = []
         self._seq = 0
         self._probes = {}
+        self.params_changed = False
         if "parameters" not in self.broken:
             for target in targets:  # the weights as the forward pass will see them
                 if target.params:
-                    if self.synchronous:  # checked on the host now: no pipeline to stall
-                        self._probes[target.prefix] = [probe_now(p) for p in target.params.values()]
-                    else:  # launched on the device, read only on an overflow
-                        self._probes[target.prefix] = [launch_sum(p) for p in target.params.values()]
+                    self._probes[target.prefix] = (self._probe(target), True)
         for target in targets:
             self._hook_cell(target)
         self._hook_tops(model)
         return len(targets)
+
+    def _probe(self, target: _Target) -> list:
+        """Finiteness probes of ``target``'s own Parameters, now: checked on
+        the host in a synchronous window (no pipeline to stall), else a
+        float32 sum each launched on the device, read only on an overflow."""
+        if self.synchronous:
+            return [probe_now(p) for p in target.params.values()]
+        return [launch_sum(p) for p in target.params.values()]
+
+    def forget_probes(self) -> None:
+        """Parameters are about to change in place (an optimizer step,
+        ``Parameter.set_data``; ``interception.OptimizerWatch``, after the
+        queue was resolved): the probes taken at ``start()`` no longer say
+        what the next forward calls use. Each hooked Cell's next call
+        probes its Parameters again (:meth:`_probe_again`), once per update."""
+        if self.installed:
+            self.params_changed = True
+            self._probes = {}
+
+    def _probe_again(self, target: _Target) -> Optional[tuple[list, bool]]:
+        """The probes of ``target``'s Parameters for a call made after an
+        update in the window (taken once per Cell and update)."""
+        if not target.params or not self.params_changed or "parameters" in self.broken:
+            return None
+        try:
+            probes = (self._probe(target), False)
+        except Exception as err:
+            self._fail("parameters", err)
+            return None
+        self._probes[target.prefix] = probes
+        return probes
 
     def _hook_tops(self, model: Any) -> None:
         """Hooks on the models themselves (not recorded): their call and
@@ -467,7 +506,9 @@ class CellHooks:
                 parent = stack[-1] if stack else None
                 call = CellCall(prefix, sink.next_index(prefix), parent, args, {}, capture_frames(sys._getframe(1)),
                                 target.params)
-                call.param_probe = self._probes.get(prefix)
+                probes = self._probes.get(prefix) or self._probe_again(target)
+                if probes is not None:
+                    call.param_probe, call.params_at_start = probes
                 call.top = local.top
                 self._seq += 1
                 call.seq = self._seq

@@ -242,7 +242,7 @@ class PrecisionDebugger:
 
         self.interceptor = ApiInterceptor(self.monitor)
         self.cells = CellHooks(self.monitor)
-        self.watch = OptimizerWatch(self.monitor, on_update=self.interceptor.forget_probes)
+        self.watch = OptimizerWatch(self.monitor, on_update=self._parameters_may_change)
         self.sync = SyncWindows()
         self._started = False
         self._start_calls = 0
@@ -328,6 +328,13 @@ class PrecisionDebugger:
         self.state.set_step(step)
 
     # -- internals ------------------------------------------------------------------
+    def _parameters_may_change(self) -> None:
+        """An optimizer step or ``Parameter.set_data`` is about to run (the
+        queue is resolved): Parameters are probed again at their next use,
+        at L1 (first use in a call) and at L0 (the next call of each Cell)."""
+        self.interceptor.forget_probes()
+        self.cells.forget_probes()
+
     @staticmethod
     def _dump_path_errors(config_path: Optional[str], overrides: dict, rank: tuple) -> list[Diagnostic]:
         """Create dump_path (0o750, never through a soft link) as msprobe

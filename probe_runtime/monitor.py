@@ -50,8 +50,9 @@ entry is judged carried).
 Where it came in: the first overflowing entry of a step that is not an
 origin gets ``entered`` in overflow.json (:meth:`Monitor._entered`): the
 non-finite input no checked call made (the data batch, a tensor made before
-``start()``, code not checked) or the Parameter that already held inf/nan
-at ``start()``.
+``start()``, code not checked; at L0 also a gradient w.r.t. a Cell's
+outputs that the loss or other code outside every Cell made) or the
+Parameter that already held inf/nan at ``start()``.
 
 Backward entries are queued when their first gradient arrives and judged at
 the next resolution point after their input gradients arrived (never inside
@@ -71,8 +72,9 @@ produced the overflow is the origin, its parents carry it. A
 ``parameters_grad`` entry is an origin when the gradients w.r.t. the Cell's
 outputs were finite. A Cell forward entry whose output overflowed from
 finite inputs is not an origin either when the Cell's own Parameters held
-inf/nan at ``start()`` (a float32 sum per Parameter launched then, read only
-in that case). Cell forward records also describe those Parameters
+inf/nan when it was called (probed at ``start()`` and again at each Cell's
+next call after an optimizer step or ``Parameter.set_data`` in the window,
+read only in that case) or hold it when the entry is checked. Cell forward records also describe those Parameters
 (``parameters``) with the values they hold when the entry is resolved,
 which is before any ``nn.Optimizer`` step or ``Parameter.set_data`` (see
 the resolution points above).
@@ -343,9 +345,9 @@ class Monitor:
                 origin = verdict.origin and not _inner_origin(kind, call)
                 if kind == "forward":
                     call.forward_finite = not verdict.overflow  # its backward entry reuses this (no new read)
-                    if origin and getattr(call, "param_probe", None):
-                        # a Cell whose own weights held inf/nan at start() carries the overflow
-                        origin = all(cache.finite(t) for t in call.param_probe)
+                    if origin and getattr(call, "parameters", None):
+                        # a Cell whose own weights held inf/nan when it was called carries the overflow
+                        origin = self._own_parameters_finite(call, cache)
                     top = getattr(call, "top", None)
                     if top is not None and verdict.overflow:
                         self._top_overflow(call, top, verdict.origin, cache)
@@ -413,6 +415,28 @@ class Monitor:
                                "describe the changed values (update Parameters through an optimizer or "
                                "Parameter.set_data, which resolve the checks first, or call stop() before)")
 
+    def _own_parameters_finite(self, call: Any, cache: HostCache) -> bool:
+        """L0, read only when a Cell's output overflowed from finite inputs:
+        its own Parameters were finite when it was called (the probes taken
+        at ``start()`` or, after an update in the window, at the call) and
+        still are (what its record dumps under ``parameters``). A Parameter
+        found finite at the call and not now was changed by code the tool
+        does not see (logged once); the entry is then carried, never an
+        origin."""
+        probes = getattr(call, "param_probe", None) or ()
+        if not all(cache.finite(t) for t in probes):
+            return False
+        for name, param in call.parameters.items():
+            if not cache.finite(param):
+                if probes:
+                    self._log_once(f"probe_runtime: Parameter {getattr(param, 'name', name)} was changed by code "
+                                   f"the tool does not see, after its last probe and before {call.name} was "
+                                   "checked; that entry's statistics describe the changed values and it is not "
+                                   "taken as an origin (update Parameters through an optimizer or "
+                                   "Parameter.set_data, which the tool sees, or call stop() before)")
+                return False
+        return True
+
     def _entered(self, kind: str, call: Any, cache: HostCache) -> Optional[dict]:
         """Where the first overflow of a step came in, when its first
         overflowing entry is not an origin: the first non-finite input of
@@ -424,8 +448,10 @@ class Monitor:
         inputs were finite names its own Parameter that held inf/nan at
         ``start()``. Runs once per step, on its first overflow only: the
         reads (the enclosing Cells' inputs, the Parameter probes) share the
-        batch's host copies. None for ``parameters_grad`` entries or when
-        nothing is found."""
+        batch's host copies. At L0 a backward or ``parameters_grad`` entry
+        names the gradient w.r.t. the outputs that came in from outside
+        (:func:`_gradient_entered`). None for L1 ``parameters_grad``
+        entries or when nothing is found."""
         cell = hasattr(call, "ancestry")
         unit, outside = ("Cell", "the checked Cells") if cell else ("call", "the checked window")
         node, maker = call, None
@@ -436,9 +462,11 @@ class Monitor:
                 maker = node.parent  # its inputs were finite: its own code made what ``node`` got
             name = node.name
             labelled = _labelled("input_args", node.args) + _labelled("input_kwargs", node.kwargs)
-        elif kind == "backward":
+        elif kind == "backward" and not cell:
             name = call.backward_name
             labelled = _labelled("input", call.grad_outputs)
+        elif cell and kind in ("backward", "parameters_grad"):
+            return _gradient_entered(call.owner_calls if kind == "parameters_grad" else (call,), cache)
         else:
             return None
         sums = getattr(node, "param_sums", None) or {}
@@ -665,8 +693,10 @@ def _labelled(label: str, obj: Any, depth: int = 0) -> list[tuple[str, Any]]:
 
 def _own_parameter(cell_call: Any, cache: HostCache, reached: Optional[str], ancestors: bool = True) -> Optional[dict]:
     """L0: the first Parameter of ``cell_call``'s Cell (then of its enclosing
-    Cells, with ``ancestors``) that held inf/nan at ``start()``, as an
-    ``entered`` description (``reached``: the input it became, e.g. the
+    Cells, with ``ancestors``) that held inf/nan at ``start()`` or, when an
+    update in the window came before the call, at the call (its probe was
+    taken again then: ``params_at_start`` false), as an ``entered``
+    description (``reached``: the input it became, e.g. the
     flattened weights an ``nn.LSTM`` hands its inner Cell); None when they
     were all finite (the Cell's own code then made the value: it is judged
     an origin)."""
@@ -674,12 +704,44 @@ def _own_parameter(cell_call: Any, cache: HostCache, reached: Optional[str], anc
     while node is not None:
         for param, value in zip(node.parameters.values(), node.param_probe or ()):
             if not cache.finite(value):
-                entry = _parameter_entry(node.name, None, getattr(param, "name", "?"), True)
+                entry = _parameter_entry(node.name, None, getattr(param, "name", "?"),
+                                         bool(getattr(node, "params_at_start", True)))
                 if reached:
                     entry["message"] += f" (it reached {reached})"
                 return entry
         node = node.parent if ancestors else None
     return None
+
+
+def _gradient_entered(calls: Any, cache: HostCache) -> Optional[dict]:
+    """L0: where a non-finite gradient w.r.t. a Cell's outputs came in, for
+    a step whose first overflowing entry is a backward or
+    ``parameters_grad`` entry fed with it (``calls``: the Cell calls it is
+    computed from). The outermost enclosing Cell whose output gradient was
+    not finite either is named (its ``input`` in dump.json's backward
+    entry): the gradient came from code outside every checked Cell, the
+    loss when that Cell's output is the model's output. None when the
+    gradients w.r.t. the outputs were finite, or when an enclosing Cell got
+    finite ones (its own backward code made the value: it is the origin)."""
+    node = next((c for c in calls if not _all_finite(c.grad_outputs, cache)), None)
+    if node is None:
+        return None
+    while node.parent is not None and not _all_finite(node.parent.grad_outputs, cache):
+        node = node.parent
+    if node.parent is not None:
+        return None
+    label = next((lab for lab, t in _labelled("input", node.grad_outputs) if not cache.finite(t)), "input")
+    name = node.backward_name
+    top = getattr(node, "top", None)
+    produced = [] if top is None else list(iter_tensors(top.output))
+    if any(t is o for t in iter_tensors(node.output) for o in produced):
+        what = (f"(the gradient w.r.t. the model's output, {top.class_name}), made outside the checked Cells: by "
+                "the loss or other code that used the model's output")
+    else:
+        what = ("(the gradient w.r.t. that Cell's output), made outside the checked Cells: by the loss or other "
+                "code after the model, or by the model's own code between its sub-Cells")
+    return {"entry": name, "input": label, "source": "outside", "parameter": None, "at_start": False,
+            "message": f"non-finite gradient entered at the first checked Cell: {label} of {name} {what}"}
 
 
 def _parameter_entry(name: str, label: Optional[str], parameter: str, at_start: bool) -> dict:

@@ -266,3 +266,35 @@ def test_entered_is_named_when_no_record_is_an_origin(tmp_path):
         {"name": "Primitive.Transpose.0.forward", "origin": False, "where": "train.py:3", "entered": {"x": 1}}]))
     dump, status, _ = report_module.report(str(tmp_path))
     assert "where it started is not known" in report_module.render_text(dump)
+
+
+def test_summary_names_the_earliest_step_even_without_origin_or_entered(tmp_path):
+    """A step with neither an origin nor ``entered`` before a step that has
+    one: the summary names the earlier step (its first record), not the
+    later step's entry point or origin."""
+    from msprobe_lint import report as report_module
+
+    stats = {"type": "mindspore.Tensor", "dtype": "Float32", "shape": [2], "Max": float("inf"), "Min": 0.0,
+             "Mean": float("inf"), "Norm": float("inf")}
+    entered = {"entry": "Cell.fc.Dense.forward.0", "input": "input_args[0]", "source": "outside",
+               "parameter": None, "at_start": False, "message": "non-finite input entered at the first checked Cell"}
+    steps = {0: [{"name": "Cell.fc.Dense.parameters_grad", "origin": False, "where": "train.py:3"}],
+             1: [{"name": "Cell.fc.Dense.forward.0", "origin": False, "where": "train.py:3", "entered": entered},
+                 {"name": "Cell.fc.Dense.backward.0", "origin": True, "where": "train.py:3"}]}
+    for step, items in steps.items():
+        folder = tmp_path / f"step{step}" / "rank"
+        folder.mkdir(parents=True)
+        data = {item["name"]: {"input": [stats], "output": [stats]} for item in items}
+        (folder / "dump.json").write_text(json.dumps({"task": "overflow_check", "data": data}))
+        (folder / "overflow.json").write_text(json.dumps(items))
+    dump, status, _ = report_module.report(str(tmp_path))
+    line = report_module.summary_line(dump)
+    assert line.startswith("First recorded overflow in step0/rank: Cell.fc.Dense.parameters_grad"), line
+    assert "where it started is not known" in line
+    payload = json.loads(report_module.render_json(dump, status))
+    assert payload["started"] is None and payload["entered"] is None
+    # the later step's origin is named when the earlier step has one too
+    (tmp_path / "step0" / "rank" / "overflow.json").write_text(json.dumps(
+        [{"name": "Cell.fc.Dense.parameters_grad", "origin": True, "where": "train.py:3"}]))
+    dump, status, _ = report_module.report(str(tmp_path))
+    assert report_module.summary_line(dump).startswith("Overflow started in step0/rank: Cell.fc.Dense.parameters_grad")

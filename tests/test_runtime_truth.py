@@ -428,3 +428,183 @@ def test_parameter_made_non_finite_inside_the_window_is_not_said_to_be_so_at_sta
     entered = _records(tmp_path, 0)[0]["entered"]
     assert entered["source"] == "parameter" and entered["parameter"] == "w_mid" and not entered["at_start"]
     assert "may have been finite at start()" in entered["message"]
+
+
+class _TwoDense(nn.Cell):
+    """The user's reproduction (trial 2): Dense(4, 3) -> ReLU -> Dense(3, 1),
+    weights all ones."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Dense(4, 3, weight_init="ones", bias_init="zeros")
+        self.act = nn.ReLU()
+        self.fc2 = nn.Dense(3, 1, weight_init="ones", bias_init="zeros")
+
+    def construct(self, x):
+        return self.fc2(self.act(self.fc1(x)))
+
+
+def _train_two_dense(debugger, loss_kind=None, steps=2, before_forward=None, learning_rate=0.01):
+    """(losses, gradients) of ``steps`` SGD steps of :class:`_TwoDense`, each
+    in its own window (started with the net at L0); ``loss_kind``: the loss
+    code, outside every Cell, overflows in the backward pass only
+    (``sqrt``: ``sqrt(out * 0) + out``) or in both (``div``: ``out / 0``);
+    ``before_forward(net, step)`` runs inside the window, before the
+    forward pass."""
+    ms.set_seed(1)
+    net = _TwoDense()
+    optimizer = nn.SGD(net.trainable_params(), learning_rate=learning_rate)
+
+    def loss_fn(x, y):
+        out = net(x)
+        if loss_kind == "sqrt":
+            out = ops.sqrt(out * 0.0) + out
+        elif loss_kind == "div":
+            out = out / (y - y)
+        return ((out - y) ** 2).mean()
+
+    grad_fn = ms.value_and_grad(loss_fn, None, optimizer.parameters)
+    rng = np.random.default_rng(0)
+    losses, grads_seen = [], []
+    try:
+        for step in range(steps):
+            x = Tensor(rng.uniform(1, 2, size=(2, 4)).astype(np.float32))
+            y = Tensor(np.ones((2, 1), np.float32))
+            if debugger:
+                debugger.start(net)
+            if before_forward:
+                before_forward(net, step)
+            loss, grads = grad_fn(x, y)
+            optimizer(grads)
+            if debugger:
+                debugger.stop()
+                debugger.step()
+            losses.append(loss.asnumpy())
+            grads_seen.append([g.asnumpy() for g in grads])
+    finally:
+        if debugger:
+            debugger.stop()
+    return losses, grads_seen
+
+
+@pytest.mark.parametrize("loss_kind", ["sqrt", "div"])
+def test_l0_gradient_made_by_the_loss_is_named_as_entering_from_outside(work, loss_kind):
+    """Trial 2 (``train2.py sqrt|div``): the loss code, outside every Cell,
+    makes the gradient w.r.t. the model's output non-finite. No Cell entry
+    is an origin; step 0's first record says the gradient came in from
+    outside the checked Cells, and the report's summary names step 0."""
+    tmp_path, make = work
+    plain = _train_two_dense(None, loss_kind)
+    checked = _train_two_dense(make("L0"), loss_kind)
+    assert_same_training(plain, checked)
+    records = _records(tmp_path, 0)
+    assert records and not [r["name"] for r in records if r["origin"]]
+    assert_origin_invariant(tmp_path / "dump")
+    entered = records[0].get("entered")
+    assert entered is not None, records[0]
+    assert entered["source"] == "outside" and entered["parameter"] is None and not entered["at_start"]
+    assert entered["entry"] == "Cell.fc2.Dense.backward.0" and entered["input"] == "input[0]"
+    assert "gradient" in entered["message"] and "the model's output" in entered["message"]
+    _, payload, text = _report(tmp_path)
+    assert payload["entered"]["step"] == 0
+    assert f"Overflow entered in step0/rank: {entered['message']}." in text
+
+
+class _SqrtAfter(nn.Cell):
+    """Its own code turns the gradient its Dense gets non-finite
+    (``sqrt(out * 0)``: finite forward, nan backward)."""
+
+    def __init__(self):
+        super().__init__()
+        self.inner = nn.Dense(3, 2)
+
+    def construct(self, x):
+        out = self.inner(x)
+        return ops.sqrt(out * 0.0) + out
+
+
+class _SqrtWrapper(nn.Cell):
+    def __init__(self):
+        super().__init__()
+        self.outer = _SqrtAfter()
+
+    def construct(self, x):
+        return self.outer(x) * 2.0
+
+
+def test_l0_gradient_made_in_an_enclosing_cells_own_backward_is_its_origin(work):
+    """The gradient the inner Dense gets is made non-finite by its parent's
+    own code from a finite gradient: no ``entered`` ("made outside") is
+    written; the parent's backward entry is the origin."""
+    tmp_path, make = work
+    debugger = make("L0")
+    net = _SqrtWrapper()
+    debugger.start(net)
+    ms.grad(lambda t: net(t).sum())(Tensor(np.ones((2, 3), np.float32)))
+    debugger.stop()
+    records = _records(tmp_path, 0)
+    assert records and "entered" not in records[0], records[0]
+    assert [r["name"] for r in records if r["origin"]] == ["Cell.outer._SqrtAfter.backward.0"]
+    assert_origin_invariant(tmp_path / "dump")
+
+
+def _poison_fc2(net, step):
+    """Trial 2's ``setdata_in``: inf written into fc2.weight inside the
+    window (after ``start()``), before the forward pass of step 1."""
+    if step == 1:
+        value = net.fc2.weight.asnumpy().copy()
+        value[0, 1] = np.inf
+        net.fc2.weight.set_data(Tensor(value))
+
+
+@pytest.mark.parametrize("sync", ["auto", "0"])  # Parameters checked on the host / by a sum launched on the device
+def test_l0_parameter_set_after_start_is_not_an_origin(work, monkeypatch, sync):
+    """Trial 2 (``train2.py setdata_in``): a Parameter made non-finite by
+    ``set_data`` after ``start()``. The Cell using it is not an origin (its
+    dumped ``parameters`` are not finite); step 1's first record names the
+    Parameter, not as non-finite at ``start()``."""
+    monkeypatch.setenv("PROBE_SYNC", sync)
+    tmp_path, make = work
+    plain = _train_two_dense(None, before_forward=_poison_fc2)
+    checked = _train_two_dense(make("L0"), before_forward=_poison_fc2)
+    assert_same_training(plain, checked)
+    assert not _records(tmp_path, 0)
+    records = _records(tmp_path, 1)
+    assert records[0]["name"] == "Cell.fc2.Dense.forward.0"
+    assert not [r["name"] for r in records if r["origin"]]
+    assert_origin_invariant(tmp_path / "dump")
+    entered = records[0].get("entered")
+    assert entered is not None, records[0]
+    assert entered["source"] == "parameter" and entered["parameter"] == "fc2.weight" and not entered["at_start"]
+    assert entered["entry"] == "Cell.fc2.Dense.forward.0"
+    assert entered["message"].startswith("Parameter fc2.weight held inf/nan when first used after an update in the "
+                                         "window, by Cell.fc2.Dense.forward.0")
+    _, payload, text = _report(tmp_path)
+    assert payload["started"] is None
+    assert f"Overflow entered in step1/rank: {entered['message']}." in text
+
+
+def test_l0_weights_an_optimizer_made_non_finite_in_the_window_are_judged_again(work):
+    """Two optimizer steps in one window: the first writes inf into the
+    weights (a huge learning rate); the second forward pass uses them. Its
+    first Cell is not an origin and names the Parameter, as changed in the
+    window."""
+    tmp_path, make = work
+    debugger = make("L0")
+    ms.set_seed(1)
+    net = _TwoDense()
+    optimizer = nn.SGD(net.trainable_params(), learning_rate=1.0e38)
+    grad_fn = ms.value_and_grad(lambda x, y: ((net(x) - y) ** 2).mean(), None, optimizer.parameters)
+    x, y = Tensor(np.full((2, 4), 2.0, np.float32)), Tensor(np.zeros((2, 1), np.float32))
+    debugger.start(net)
+    for _ in range(2):
+        _, grads = grad_fn(x, y)
+        optimizer(grads)
+    debugger.stop()
+    assert not np.isfinite(net.fc1.weight.asnumpy()).all()
+    records = _records(tmp_path, 0)
+    assert records[0]["name"] == "Cell.fc1.Dense.forward.1"
+    assert not [r["name"] for r in records if r["origin"]]
+    assert_origin_invariant(tmp_path / "dump")
+    entered = records[0]["entered"]
+    assert entered["source"] == "parameter" and entered["parameter"].startswith("fc1.") and not entered["at_start"]
