@@ -734,7 +734,7 @@ def _gradient_entered(calls: Any, cache: HostCache) -> Optional[dict]:
     name = node.backward_name
     top = getattr(node, "top", None)
     produced = [] if top is None else list(iter_tensors(top.output))
-    if any(t is o for t in iter_tensors(node.output) for o in produced):
+    if top is not None and any(t is o for t in iter_tensors(node.output) for o in produced):
         what = (f"(the gradient w.r.t. the model's output, {top.class_name}), made outside the checked Cells: by "
                 "the loss or other code that used the model's output")
     else:
