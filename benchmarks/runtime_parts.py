@@ -1,0 +1,130 @@
+"""Where the L1 detector's own cost goes: the same measurement with parts of
+the detector switched off (an ablation, not a mode anyone should run).
+
+Each part is switched off by replacing one method of
+``probe_runtime.interception.ApiInterceptor`` in a worker process that is
+synchronous throughout (``pynative_synchronize=True``), so the figure is the
+detector's own cost, as the ``L1 sy`` column of ``runtime_bench.py``:
+
+* ``full``: the detector as shipped;
+* ``no backward hooks``: no ``ops.HookBackward`` on a call's inputs and
+  outputs (``_grad_flag`` answers False), so no backward entry is made at
+  all: what a mode that checked gradients only in aggregate could at best
+  save;
+* ``no backward hooks, no Parameter probes``: also no host check of each
+  Parameter at its first use in a window.
+
+What is left in the last row is the forward path: the wrappers (entry
+object, caller's frames, call index), the host read of every floating
+input and output, and patching at ``start()``/``stop()``.
+
+Per model (float32; ``runtime_bench.build``), one worker per variant, each
+timing checked steps (``start()`` .. ``stop(); step()``) alternating with
+unchecked ones in the same process; prints the median step times and their
+ratio (checked / unchecked).
+
+Usage::
+
+    python benchmarks/runtime_parts.py [--models mlp,transformer] [--steps 30]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+
+#: variant -> ApiInterceptor methods replaced by no-ops
+VARIANTS = {
+    "full": (),
+    "no backward hooks": ("_grad_flag",),
+    "no backward hooks, no Parameter probes": ("_grad_flag", "_probe_parameters"),
+}
+
+
+def worker(model: str, variant: str, steps: int, warmup: int) -> dict:
+    """Median checked and unchecked step times (s) of ``model`` (float32) with
+    the parts of ``VARIANTS[variant]`` switched off, in this process."""
+    sys.path[:0] = [HERE, ROOT]
+    import mindspore as ms
+
+    ms.set_context(mode=ms.PYNATIVE_MODE, device_target="CPU", pynative_synchronize=True)
+    import runtime_bench
+    from probe_runtime import PrecisionDebugger, interception
+
+    for name in VARIANTS[variant]:
+        setattr(interception.ApiInterceptor, name, (lambda self, *a: False) if name == "_grad_flag"
+                else (lambda self, *a: None))
+    folder = tempfile.mkdtemp(prefix="probe-parts-")
+    config = os.path.join(folder, "config.json")
+    with open(config, "w", encoding="utf-8") as f:
+        json.dump({"task": "overflow_check", "dump_path": os.path.join(folder, "dump"), "rank": [], "step": [],
+                   "level": "L1", "overflow_check": {"overflow_nums": 1}}, f)
+    debugger = PrecisionDebugger(config_path=config)
+    net, forward, optimizer, batches, _ = runtime_bench.build(model, "float32")
+    grad_fn = ms.value_and_grad(forward, None, optimizer.parameters)
+
+    def one_step(i: int, checked: bool) -> float:
+        x, y = batches[i % len(batches)]
+        start = time.perf_counter()
+        if checked:
+            debugger.start(net)
+        loss, grads = grad_fn(x, y)
+        optimizer(grads)
+        if checked:
+            debugger.stop()
+            debugger.step()
+        loss.asnumpy()
+        return time.perf_counter() - start
+
+    on: list[float] = []
+    off: list[float] = []
+    for i in range(warmup + steps):
+        first, second = (True, False) if i % 2 else (False, True)
+        a, b = one_step(i, first), one_step(i, second)
+        if i >= warmup:
+            (on if first else off).append(a)
+            (on if second else off).append(b)
+    return {"checked": statistics.median(on), "plain": statistics.median(off),
+            "records": debugger.monitor.state.found}
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--models", default="mlp,transformer")
+    parser.add_argument("--steps", type=int, default=30, help="checked (and as many unchecked) steps per worker")
+    parser.add_argument("--warmup", type=int, default=4)
+    parser.add_argument("--worker", nargs=2, metavar=("MODEL", "VARIANT"), help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.worker:
+        print(json.dumps(worker(args.worker[0], args.worker[1], args.steps, args.warmup)))
+        return 0
+    print("L1 own cost with parts switched off (float32, process synchronous throughout; checked / unchecked "
+          "step time, medians)")
+    print(f"{'model':<12} {'variant':<40} {'plain ms':>9} {'checked ms':>11} {'ratio':>6}")
+    for model in args.models.split(","):
+        for variant in VARIANTS:
+            with tempfile.TemporaryDirectory() as cwd:  # a failed graph compile writes rank_0/ here
+                done = subprocess.run([sys.executable, os.path.abspath(__file__), "--worker", model, variant,
+                                       "--steps", str(args.steps), "--warmup", str(args.warmup)],
+                                      cwd=cwd, capture_output=True, text=True)
+            if done.returncode:
+                print(f"{model:<12} {variant:<40} worker failed: {done.stderr.strip().splitlines()[-1:]}")
+                continue
+            r = json.loads(done.stdout.strip().splitlines()[-1])
+            print(f"{model:<12} {variant:<40} {r['plain'] * 1e3:9.2f} {r['checked'] * 1e3:11.2f} "
+                  f"{r['checked'] / r['plain']:6.2f}")
+    load = " ".join(f"{v:.2f}" for v in os.getloadavg())
+    print(f"targets (issue 15): L1 own cost <= 1.30; load average at end {load}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
