@@ -19,7 +19,9 @@ input. A folder is walked for configs:
 * a candidate is kept when its content looks like an msprobe config by the
   test of ``--only-msprobe`` (sniff.py); its bytes, read once, go on to the
   lint. A file over loader.MAX_BYTES (10 MiB) is skipped unread: a data
-  file, not a config. A candidate that cannot be read is reported (PL006).
+  file, not a config; so are a symbolic link to nothing and a FIFO, socket
+  or device (a walk does not open them). A candidate that cannot be read is
+  reported (PL006). Named on the command line, each of these is PL006.
 
 Patterns use .gitignore syntax (pathspec's ``GitIgnoreSpec``, the same
 rules git applies): ``build/`` matches a folder at any depth, ``/build/``
@@ -397,9 +399,9 @@ def _walk(root: str, flt: FileFilter, skipped: bool = True) -> Iterator[Candidat
                 if not skipped and patterns and _excluded(entry.path, entry.path[rel_start:], False, flt,
                                                           frame.layers, root_abs) is not None:
                     continue
-                if reason is TOO_BIG:
+                if reason in SKIPPED_UNREAD:
                     if skipped:
-                        yield Candidate(prefix + entry.path[rel_start:], SKIP, TOO_BIG)
+                        yield Candidate(prefix + entry.path[rel_start:], SKIP, reason)
                 elif raw is None:
                     yield Candidate(prefix + entry.path[rel_start:], UNREADABLE, f"config {reason}")
                 else:
@@ -460,9 +462,11 @@ def _read_entry(entry: os.DirEntry) -> tuple[Optional[bytes], Optional[str]]:
     """loader.read_bytes for a walked file, in three system calls for the
     common case: a regular file (known from the folder listing, no stat)
     under 64 KiB, read in one short read. Anything else goes through
-    read_bytes and its checks, except that a file over the 10 MiB limit
-    comes back as ``(None, TOO_BIG)`` unread (a project's data files are
-    skipped, not reported)."""
+    read_bytes and its checks, except what a walk skips unread (a project's
+    files, not the user's error): a file over the 10 MiB limit comes back as
+    ``(None, TOO_BIG)``, a symbolic link to nothing as ``(None,
+    BROKEN_LINK)``, and a FIFO, socket or device as ``(None, NOT_REGULAR)``
+    (opening a FIFO could block the walk)."""
     try:
         regular = entry.is_file(follow_symlinks=False)
     except OSError:
@@ -480,6 +484,13 @@ def _read_entry(entry: os.DirEntry) -> tuple[Optional[bytes], Optional[str]]:
             os.close(fd)
         if len(data) < _SMALL:
             return data, None
+    else:
+        try:
+            linked_file = entry.is_file()  # a symbolic link to a regular file is read as one
+        except OSError:
+            linked_file = False
+        if not linked_file:
+            return None, BROKEN_LINK if entry.is_symlink() and not os.path.exists(entry.path) else NOT_REGULAR
     try:
         if entry.stat().st_size > MAX_BYTES:
             return None, TOO_BIG
@@ -489,6 +500,10 @@ def _read_entry(entry: os.DirEntry) -> tuple[Optional[bytes], Optional[str]]:
 
 
 TOO_BIG = "over the 10 MiB limit, too big to be an msprobe config"
+BROKEN_LINK = "symbolic link to nothing (broken link)"
+NOT_REGULAR = "not a regular file (a FIFO, socket or device)"
+#: reasons of _read_entry for a file a walk skips without reading it
+SKIPPED_UNREAD = (TOO_BIG, BROKEN_LINK, NOT_REGULAR)
 
 
 def _scan(folder: str) -> tuple[list[os.DirEntry], Optional[str]]:

@@ -88,12 +88,12 @@ def test_folder_lint_results_and_worst_exit_status(proj):
     (proj / "configs" / "nested" / "deep.json").write_text("{}")
     os.chmod(proj / "configs" / "nested" / "deep.json", 0o644)
     write_config(proj / "configs", b"\xff\xfe{", "broken.json")  # not msprobe-looking: skipped
-    link = proj / "configs" / "gone.json"
-    link.symlink_to("nowhere.json")  # a dangling link: unreadable, reported, exit 2
+    # msprobe-looking but not UTF-8: reported (an unreadable one, exit 2: test_unreadable_folder_...)
+    write_config(proj / "configs", b'{"task": "overflow_check", "dump_path": "/d\xff"}', "latin1.json")
     run = lint_paths([str(proj)], LintOptions(isolated=True))
-    assert run.status == 2
-    gone = [r for r in run.results if r.path.endswith("gone.json")]
-    assert gone and gone[0].unreadable and [d.code for d in gone[0].diagnostics] == ["PL006"]
+    assert run.status == 1
+    bad_text = [r for r in run.results if r.path.endswith("latin1.json")]
+    assert bad_text and [d.code for d in bad_text[0].diagnostics] == ["PL004"]
     assert "proj/configs/bad.json" in [r.path for r in run.results]  # the walk went on
 
 
@@ -105,6 +105,20 @@ def test_a_big_data_file_is_skipped_not_reported(proj):
     assert lint_paths([str(proj)], LintOptions(isolated=True)).status == 1  # bad.json's error, not 2
     named = lint_paths([str(proj / "models" / "dataset.json")], LintOptions(isolated=True))
     assert named.status == 2  # named, it is linted: PL006
+
+
+def test_broken_links_and_fifos_are_skipped_by_a_walk_and_pl006_when_named(proj):
+    (proj / "configs" / "dangling.json").symlink_to("/nonexistent/x.json")
+    (proj / "configs" / "link.json").symlink_to("good.json")  # a link to a config is linted
+    os.mkfifo(proj / "configs" / "fifo.json")  # opening it would block the walk
+    got = listing([proj])
+    assert got["proj/configs/dangling.json"] == ("skip", "symbolic link to nothing (broken link)")
+    assert got["proj/configs/fifo.json"] == ("skip", "not a regular file (a FIFO, socket or device)")
+    assert got["proj/configs/link.json"] == ("lint", "msprobe config")
+    assert lint_paths([str(proj)], LintOptions(isolated=True)).status == 1  # bad.json's error, not 2
+    for name in ("dangling.json", "fifo.json"):
+        named = lint_paths([str(proj / "configs" / name)], LintOptions(isolated=True))
+        assert named.status == 2 and named.results[0].diagnostics[0].code == "PL006"
 
 
 def test_named_files_are_always_linted(proj):
