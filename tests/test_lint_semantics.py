@@ -115,6 +115,9 @@ def test_rank_rules(lint):
 def test_path_rules(lint):
     (tilde,) = lint(config(dump_path="~/dump"))
     assert tilde.code == "PL405"  # not PL401/PL402 as well
+    # a '~' after the start is no shell expansion, only a rejected character
+    assert codes(lint(config(dump_path="/data/~/dump"))) == ["PL402"]
+    assert codes(lint(config(dump_path="/data/$RUN/dump"))) == ["PL405"]
     (space,) = lint(config(dump_path="/home/my data/dump"))
     assert space.hint.endswith("/home/my_data/dump")
     assert codes(lint(config(dump_path="/" + "a/" * 2100))) == ["PL403"]

@@ -48,7 +48,9 @@ def _rewrite(ptr: str, new: str, description: str):
 
 
 def _expands(value: str) -> bool:
-    return value.startswith("~") or "/~" in value or bool(VARIABLE.search(value))
+    """True when a shell would expand ``value``: a leading '~' or a '$VAR'
+    anywhere ('~' elsewhere is a plain character, left to PL402)."""
+    return value.startswith("~") or bool(VARIABLE.search(value))
 
 
 @rule("PL401", "path-not-absolute", "error", "dump_path not absolute (warning for other paths)", fix="unsafe")
