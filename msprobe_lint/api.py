@@ -296,6 +296,8 @@ class FixOutcome:
         skipped: why the file was not fixed (a soft link, unreadable,
             not UTF-8, does not parse), or None.
         written: True when the file on disk was rewritten.
+        failed: True when fixes were due but the file could not be
+            rewritten (an I/O error: the run's exit status is 2).
         stdin: True for standard input (never written; ``probe lint
             --fix -`` prints ``after`` on stdout).
     """
@@ -306,6 +308,7 @@ class FixOutcome:
     applied: list[Diagnostic] = field(default_factory=list)
     skipped: Optional[str] = None
     written: bool = False
+    failed: bool = False
     stdin: bool = False
 
     def diff(self) -> str:
@@ -328,11 +331,13 @@ def fix_paths(paths: list[str], options: Optional[LintOptions] = None, *, unsafe
     fix again) up to :data:`fixes.MAX_ROUNDS` times.
 
     Returns:
-        (the run over the fixed texts, whose status reflects what remains;
-        one FixOutcome per file linted).
+        (the run over the fixed texts, whose status reflects what remains,
+        or 2 when a file with fixes due could not be rewritten; one
+        FixOutcome per file linted).
     Raises:
         UsageError: see :func:`prepare`.
     """
+    import errno
     import os
 
     from .fixes import fix_text
@@ -385,7 +390,13 @@ def fix_paths(paths: list[str], options: Optional[LintOptions] = None, *, unsafe
                 outcome.written = True
             except OSError as err:
                 outcome.skipped = f"not rewritten: {err.strerror or err}"
+                if err.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+                    outcome.skipped += " (the file and its folder must be writable: it is replaced by a new file)"
+                outcome.failed = True
                 remaining = lint(text)
                 outcome.after, outcome.applied = text, []
         results.append(Result(path, remaining, source=outcome.after))
-    return LintRun(results, exit_status(results, strict=options.strict)), outcomes
+    status = exit_status(results, strict=options.strict)
+    if any(o.failed for o in outcomes):
+        status = 2  # could not write: an I/O error, as for a file that cannot be read
+    return LintRun(results, status), outcomes

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Optional
 
 import pytest
-from conftest import probe_command, run_probe
+from conftest import as_nobody, probe_command, run_probe
 
 from msprobe_lint.api import LintOptions, fix_paths
 from msprobe_lint.rules.registry import load_all
@@ -427,11 +427,30 @@ def test_fix_refuses_files_a_rename_would_not_edit_as_a_write_does(tmp_path):
     linked.write_text(MESSY)
     os.link(linked, tmp_path / "other-name.json")
     proc = run_probe("lint", "--isolated", "--fix", "ro.json", "linked.json", cwd=tmp_path)
-    assert proc.returncode == 1
+    assert proc.returncode == 2  # fixes were due and could not be written: not "findings remain" (1)
     assert "probe: ro.json: not rewritten: it is read-only" in proc.stderr
     assert "probe: linked.json: not rewritten: it has 1 other hard link(s)" in proc.stderr
     assert read_only.read_text() == MESSY and linked.read_text() == MESSY
     assert (tmp_path / "other-name.json").read_text() == MESSY and linked.stat().st_nlink == 2
+
+
+@pytest.mark.skipif(not hasattr(os, "fork") or os.geteuid() != 0, reason="needs root to switch to nobody")
+def test_fix_in_a_folder_that_cannot_be_written_says_so_and_exits_2(open_tmp):
+    folder = open_tmp / "locked"
+    folder.mkdir()
+    path = folder / "config.json"
+    path.write_text(MESSY)
+    path.chmod(0o666)
+    folder.chmod(0o555)  # the file is writable, its folder is not: no new file can replace it
+
+    def fix_as_nobody():
+        run, (outcome,) = fix_paths([str(path)], LintOptions(isolated=True))
+        return {"status": run.status, "skipped": outcome.skipped, "failed": outcome.failed}
+
+    got = as_nobody(fix_as_nobody)
+    assert got["status"] == 2 and got["failed"], got
+    assert got["skipped"].startswith("not rewritten: Permission denied (the file and its folder must be writable")
+    assert path.read_text() == MESSY
 
 
 @pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="giving a file away needs root")
