@@ -66,6 +66,7 @@ from .state import RunState, expand_ids, live_rank_source, rank_dir_name
 
 LOGGER = logging.getLogger("probe_runtime")
 CONFIG_VARIABLE = "PROBE_CONFIG"
+CHECKS_VARIABLE = "PROBE_CHECKS"
 ARGUMENTS_PATH = "<PrecisionDebugger arguments>"
 
 
@@ -177,8 +178,17 @@ class PrecisionDebugger:
             keyword arguments alone).
         task, dump_path, level, step: override the file's values
             (``step``: list of ints >= 0 or ``"a-b"`` strings).
+        checks: ``"exact"`` (the default: every call of every checked step,
+            forward and backward) or ``"sentinel"`` (only what gradient
+            computations return, read once per step, until something is
+            not finite; exact checks from the next checked step on: see
+            ``probe_runtime.sentinel``). None falls back to the
+            ``PROBE_CHECKS`` environment variable, then ``"exact"``. Not an
+            msprobe argument.
 
     Raises:
+        ValueError: ``checks`` (or ``PROBE_CHECKS``) is neither ``"exact"``
+            nor ``"sentinel"``.
         ConfigLintError: the lint found errors in this live context (bad
             config, a task other than overflow_check, L2 without Ascend, a
             graph-mode process, a dump_path that is relative, a soft link or
@@ -202,9 +212,15 @@ class PrecisionDebugger:
 
     def __init__(self, config_path: Optional[str] = None, task: Optional[str] = None,
                  dump_path: Optional[str] = None, level: Optional[str] = None,
-                 step: Optional[list] = None) -> None:
+                 step: Optional[list] = None, *, checks: Optional[str] = None) -> None:
         if config_path is None:
             config_path = os.environ.get(CONFIG_VARIABLE) or None
+        from .sentinel import CHECKS
+
+        source = "checks" if checks is not None else CHECKS_VARIABLE
+        checks = checks if checks is not None else (os.environ.get(CHECKS_VARIABLE) or "exact")
+        if checks not in CHECKS:
+            raise ValueError(f"{source} must be 'exact' or 'sentinel', not {checks!r}")
         overrides = {k: v for k, v in (("task", task), ("dump_path", dump_path), ("level", level),
                                         ("step", step)) if v is not None}
         rank = live_rank_source()
@@ -244,6 +260,14 @@ class PrecisionDebugger:
         self.cells = CellHooks(self.monitor)
         self.watch = OptimizerWatch(self.monitor, on_update=self._parameters_may_change)
         self.sync = SyncWindows()
+        from .sentinel import GradSentinel
+
+        self.checks = checks
+        #: sentinel checks run in the coming checked steps (until they find something)
+        self.sentinel_armed = checks == "sentinel"
+        self.sentinel = GradSentinel(self.monitor.on_error)
+        self._sentinel_findings = 0
+        self._sentinel_empty_said = False
         self._started = False
         self._start_calls = 0
         self._checked_steps: set[int] = set()
@@ -284,6 +308,11 @@ class PrecisionDebugger:
         try:
             if not self.monitor.begin():
                 return
+            if self.sentinel_armed:
+                self.sentinel.install()
+                self._started = True
+                self._checked_steps.add(self.state.step)
+                return
             self.sync.enter()
             self.interceptor.synchronous = self.cells.synchronous = self.sync.active
             self.monitor.synchronous = self.sync.active
@@ -306,6 +335,7 @@ class PrecisionDebugger:
         self._started = False
         try:
             self.monitor.end()
+            self._resolve_sentinel()
         except Exception as err:  # pragma: no cover
             self.monitor.on_error("in stop()", err)
 
@@ -328,6 +358,24 @@ class PrecisionDebugger:
         self.state.set_step(step)
 
     # -- internals ------------------------------------------------------------------
+    def _resolve_sentinel(self) -> None:
+        """Judge what the sentinel held in the window that just closed; on
+        inf/nan write its record and switch to exact checks for good."""
+        if not self.sentinel_armed:
+            return
+        computations = len(self.sentinel.held)
+        found = self.sentinel.resolve()
+        if found is None:
+            if not computations and not self._sentinel_empty_said:
+                self._sentinel_empty_said = True
+                LOGGER.warning("probe_runtime: sentinel checks saw no gradient computation in step %s: they judge "
+                               "only what mindspore.grad / value_and_grad return, so forward-only code is not "
+                               "checked (use exact checks: checks='exact' or PROBE_CHECKS=exact)", self.state.step)
+            return
+        self.sentinel_armed = False
+        self._sentinel_findings += 1
+        self.monitor.note_sentinel(found)
+
     def _parameters_may_change(self) -> None:
         """An optimizer step or ``Parameter.set_data`` is about to run (the
         queue is resolved): Parameters are probed again at their next use,
@@ -365,7 +413,8 @@ class PrecisionDebugger:
         """At exit, after at least one start(): one line on stderr when no
         record was written (and detection was not turned off), so a run
         without overflow is told apart from a wrong dump_path."""
-        if self._exit_said or not self._start_calls or self.state.found or self.monitor.disabled:
+        if self._exit_said or not self._start_calls or self.state.found or self.monitor.disabled \
+                or self._sentinel_findings:
             return
         if self._start_failed and not self._checked_steps:  # it never checked; start() said why
             return
@@ -395,6 +444,10 @@ class PrecisionDebugger:
             self.watch.uninstall()
         except Exception as err:  # pragma: no cover
             LOGGER.error("probe_runtime: error removing the optimizer hook: %s", err)
+        try:
+            self.sentinel.uninstall()
+        except Exception as err:  # pragma: no cover
+            LOGGER.error("probe_runtime: error removing the sentinel's wrappers: %s", err)
 
 
 _DEBUGGERS: "weakref.WeakSet[PrecisionDebugger]" = weakref.WeakSet()
@@ -446,6 +499,7 @@ def _at_exit(ref: "weakref.ref[PrecisionDebugger]") -> None:
         debugger._unpatch()
         debugger.monitor.live = False
         debugger.monitor.flush(final=True)
+        debugger._resolve_sentinel()
         debugger._say_nothing_found()
     except Exception:  # pragma: no cover
         pass

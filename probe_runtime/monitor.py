@@ -564,6 +564,28 @@ class Monitor:
             self._writers[step] = writer
         return writer
 
+    def note_sentinel(self, found: dict) -> None:
+        """Write a sentinel finding (``sentinel.GradSentinel.resolve``) of
+        the current step to its ``overflow.json`` as an item of kind
+        ``sentinel`` (``name`` ``"sentinel"``, ``origin`` false, ``where``,
+        ``nonfinite``: the labels of what held inf/nan, ``message``) and
+        log it. It has no dump.json entry and does not count towards
+        ``overflow_nums``. A write failure turns detection off (as for a
+        record)."""
+        labels = found["nonfinite"]
+        where = _user_where(found["frames"], self.library_roots)
+        shown = ", ".join(labels[:4]) + (f" and {len(labels) - 4} more" if len(labels) > 4 else "")
+        message = (f"inf/nan in {shown}, returned by the gradient computation at {where}; sentinel checks name "
+                   f"no call: exact {self.level} checks run from the next checked step on")
+        item = {"name": "sentinel", "origin": False, "where": where, "kind": "sentinel", "step": self.state.step,
+                "rank": self.state.rank, "nonfinite": labels, "message": message}
+        try:
+            self.writer(self.state.step).note(item)
+        except Exception as err:
+            self.turn_off(f"cannot write the dump ({type(err).__name__}: {err})")
+            return
+        LOGGER.warning("probe_runtime: sentinel: step %s: %s", self.state.step, message)
+
     def _describe(self, obj: Any, prefix: str, cache: HostCache, arrays: dict, depth: int = 0) -> Any:
         if is_tensor(obj):
             host = cache.get(obj)

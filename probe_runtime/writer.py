@@ -310,6 +310,28 @@ class StepWriter:
             os.close(folder)
         _WRITTEN_ROOTS.add(self.dump_path)
 
+    def note(self, item: dict) -> None:
+        """Add an ``overflow.json`` item that has no dump.json entry (a
+        sentinel finding: no call was recorded) and put it on disk before
+        returning.
+
+        Raises:
+            WriterError, OSError: when the folder cannot be written.
+        """
+        created: list = []
+        folder = open_dir(self.folder, created=created)
+        try:
+            self._recreated(created)
+            self.index.append(item)
+            try:
+                atomic_write("overflow.json", _json_bytes(self.index), dir_fd=folder)
+            except BaseException:
+                self.index.pop()
+                raise
+        finally:
+            os.close(folder)
+        _WRITTEN_ROOTS.add(self.dump_path)
+
     def _recreated(self, created: list) -> None:
         """Say once when a dump folder this process wrote into had to be
         created again (deleted while training ran)."""
