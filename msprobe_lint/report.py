@@ -287,19 +287,21 @@ def _number(name: str, pattern: re.Pattern) -> tuple[bool, Optional[int]]:
     return True, int(digits) if digits else None
 
 
-def _folders(root: Path) -> list[tuple[Optional[int], Optional[int], Path]]:
-    """(step, rank, folder) of every rank folder under root."""
+def _folders(root: Path, problems: list) -> list[tuple[Optional[int], Optional[int], Path]]:
+    """(step, rank, folder) of every rank folder under root; a folder that
+    cannot be searched or listed is added to ``problems`` and skipped."""
     found: list[tuple[Optional[int], Optional[int], Path]] = []
 
     def visit(folder: Path, step: Optional[int], rank: Optional[int], depth: int) -> None:
-        if (folder / "dump.json").exists() or (folder / "overflow.json").exists():
-            found.append((step, rank, folder))
-            return
-        if depth > 3:
-            return
         try:
+            if (folder / "dump.json").exists() or (folder / "overflow.json").exists():
+                found.append((step, rank, folder))
+                return
+            if depth > 3:
+                return
             children = sorted(p for p in folder.iterdir() if p.is_dir() and not p.is_symlink())
-        except OSError:
+        except OSError as err:
+            problems.append((str(folder), err.strerror or str(err)))
             return
         for child in children:
             is_step, s = _number(child.name, _STEP)
@@ -326,7 +328,7 @@ def read_dump(dump_path: str) -> Dump:
     input: what cannot be read is listed in ``problems``."""
     dump = Dump(dump_path)
     root = Path(dump_path)
-    for step, rank, folder in _folders(root):
+    for step, rank, folder in _folders(root, dump.problems):
         dump.folders += 1
         problems: list[tuple[str, str]] = []
         data: dict = {}
@@ -513,11 +515,11 @@ def report(dump_path: str) -> tuple[Dump, int, Optional[str]]:
     dump = read_dump(dump_path)
     if dump.records:
         return dump, EXIT_FOUND, None
+    if dump.problems:  # a file, or a folder that might hold one, could not be read
+        return dump, EXIT_UNREADABLE, f"{dump_path}: no dump could be read (see the warnings above)"
     if dump.folders == 0:
         return dump, EXIT_NONE, (f"{dump_path}: no dump found (no step*/rank*/dump.json or overflow.json): "
                                  "nothing overflowed, or the job wrote elsewhere (check dump_path)")
-    if dump.problems:
-        return dump, EXIT_UNREADABLE, f"{dump_path}: no dump could be read (see the warnings above)"
     return dump, EXIT_NONE, f"{dump_path}: the dumps hold no overflow records"
 
 

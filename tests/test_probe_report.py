@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -14,7 +15,7 @@ import pytest
 
 from msprobe_lint.report import direction_of, main, read_dump
 
-from conftest import run_probe
+from conftest import as_nobody, run_probe
 
 DATA = Path(__file__).parent / "data" / "report"
 
@@ -169,6 +170,33 @@ def test_overflow_records_without_dump_json(tmp_path):
     (rank / "overflow.json").write_text('[{"name": "Mint.exp.0.forward", "origin": true, "where": "t.py:3"}]')
     status, out, _ = report(tmp_path)
     assert status == 0 and "ORIGIN   Mint.exp.0" in out and "no statistics in dump.json" in out
+
+
+@pytest.mark.skipif(not hasattr(os, "fork") or os.geteuid() != 0, reason="needs root to switch to nobody")
+def test_unreadable_step_and_rank_folders_are_warnings(open_tmp):
+    """A folder the user cannot enter (000: its dump.json cannot even be
+    looked for), list (311) or search (644) is named in a warning; the
+    readable folders are still reported (as the user nobody: root reads
+    everything)."""
+    shutil.copytree(DATA / "ours" / "step0" / "rank1", open_tmp / "step0" / "rank1")
+    for folder, mode in (("step1", 0o000), ("step4/rank", 0o000), ("step5", 0o311), ("step6", 0o644)):
+        (open_tmp / folder).mkdir(parents=True)
+        os.chmod(open_tmp / folder, mode)
+    got = as_nobody(lambda: [report(open_tmp), report(open_tmp, "json")[1]])
+    assert isinstance(got, list), got
+    (status, out, err), payload = got
+    assert status == 0 and "Traceback" not in err
+    assert "ORIGIN   Functional.exp.3" in out
+    for folder in ("step1", "step4/rank", "step5", "step6"):
+        assert f"probe: warning: {open_tmp / folder}: Permission denied\n" in err
+    assert len(err.splitlines()) == 4
+    problems = strict_json(payload)["problems"]
+    assert sorted(p["path"] for p in problems) == [str(open_tmp / f) for f in ("step1", "step4/rank", "step5",
+                                                                               "step6")]
+    # nothing readable at all: no dump could be read (exit 2), not "no dump found"
+    shutil.rmtree(open_tmp / "step0")
+    status, out, err = as_nobody(lambda: report(open_tmp))
+    assert status == 2 and out == "" and "no dump could be read" in err and "Permission denied" in err
 
 
 @pytest.mark.parametrize("content", ["", "garbage", "[1, 2]", '{"data": [1]}', "\x00\xff"])
