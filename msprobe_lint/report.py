@@ -45,10 +45,11 @@ the string ``"inf"``, ``"-inf"`` or ``"nan"``.
 
 Exit status: 0 records were shown; 1 the dump path holds no records (no
 overflow recorded, or no dump there); 2 the path is missing or not a
-folder, or no record was found and some file under it could not be read
-(malformed, or truncated before its first record). Truncated files (a job
-killed mid-run) are read as far as they go, and every file that could not
-be read whole is reported (stderr; ``problems`` in JSON).
+folder, or no record was found and some file or folder under it could not
+be read (malformed, truncated before its first record, or not readable).
+Truncated files (a job killed mid-run) are read as far as they go, and every
+file that could not be read whole, and every step or rank folder that could
+not be searched or listed, is reported (stderr; ``problems`` in JSON).
 """
 from __future__ import annotations
 
