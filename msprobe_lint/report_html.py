@@ -53,6 +53,19 @@ class CellNode:
 
 
 @dataclass
+class TreeRow:
+    """One node of a Cell tree as a row of the page: the template draws the
+    tree from these rows in a loop, as nested lists, with no recursion (a
+    Cell tree can be deeper than Jinja's, or Python's, recursion limit)."""
+
+    node: CellNode
+    depth: int
+    #: how many enclosing lists end after this node (its ancestors' whose
+    #: last descendant it is); 0 for a node with children
+    closes: int
+
+
+@dataclass
 class Group:
     """The records of one step and rank folder, with its Cell tree."""
 
@@ -62,6 +75,11 @@ class Group:
     tree: list[CellNode]
     target: Optional[str]
     tree_problem: Optional[str] = None
+
+    @property
+    def rows(self) -> list[TreeRow]:
+        """The Cell tree in page order (see :func:`tree_rows`)."""
+        return tree_rows(self.tree)
 
 
 def _anchors(dump: Dump) -> dict[int, str]:
@@ -126,6 +144,21 @@ def cell_tree(construct: dict, target: Optional[str], names: Iterable[str] = ())
                 nodes[current].on_path = True
             current = parents.get(current)
     return roots
+
+
+def tree_rows(roots: list[CellNode]) -> list[TreeRow]:
+    """The nodes of a Cell tree in document order (a node, then its
+    children's subtrees), each with its depth and how many lists close
+    after it, walked with a stack instead of recursion."""
+    rows: list[TreeRow] = []
+    stack: list[tuple[CellNode, int, int]] = [(node, 0, 0) for node in reversed(roots)]
+    while stack:
+        node, depth, ends = stack.pop()
+        rows.append(TreeRow(node, depth, 0 if node.children else ends))
+        last = len(node.children) - 1
+        for i in range(last, -1, -1):  # pushed last first, so popped in file order
+            stack.append((node.children[i], depth + 1, ends + 1 if i == last else 0))
+    return rows
 
 
 def _reaches(parents: dict, start: str, goal: str) -> bool:

@@ -11,6 +11,7 @@ reason."""
 from __future__ import annotations
 
 import io
+import json
 import re
 import shutil
 import struct
@@ -22,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from msprobe_lint.report import main, read_dump
-from msprobe_lint.report_html import cell_tree, render_html
+from msprobe_lint.report_html import cell_tree, render_html, tree_rows
 
 from conftest import run_probe
 
@@ -154,6 +155,58 @@ def test_cell_tree_survives_a_cycle():
     tree = cell_tree({"a": "b", "b": "a", "c": None}, "a")
     names = {node.name for node in tree}
     assert "c" in names and ("a" in names or "b" in names)
+
+
+
+class Nesting(HTMLParser):
+    """The deepest ``<ul>`` nesting and whether every ul/li closes in order."""
+
+    def __init__(self):
+        super().__init__()
+        self.open: list[str] = []
+        self.deepest = 0
+        self.balanced = True
+
+    def handle_starttag(self, tag, attrs):
+        if tag in ("ul", "li"):
+            self.open.append(tag)
+            self.deepest = max(self.deepest, self.open.count("ul"))
+
+    def handle_endtag(self, tag):
+        if tag in ("ul", "li"):
+            self.balanced = self.balanced and bool(self.open) and self.open.pop() == tag
+
+
+def test_deep_cell_tree_is_drawn_without_recursion(tmp_path):
+    """A Cell tree 1200 deep (deeper than Python's recursion limit): the page
+    is written, nested 1200 lists deep, with the whole path marked."""
+    rank = tmp_path / "step0" / "rank"
+    rank.mkdir(parents=True)
+    construct, parent = {}, None
+    for i in range(1200):
+        name = f"Cell.c{i}.Seq.forward.0"
+        construct[name], parent = parent, name
+    (rank / "construct.json").write_text(json.dumps(construct))
+    (rank / "overflow.json").write_text(json.dumps([{"name": parent, "origin": True, "where": "t.py:1"}]))
+    stats = {"type": "mindspore.Tensor", "dtype": "Float32", "shape": [1], "Max": float("inf"), "Min": 1.0,
+             "Mean": 1.0, "Norm": 1.0}
+    (rank / "dump.json").write_text(json.dumps({"task": "overflow_check", "data": {parent: {"output": [stats]}}}))
+    status, page, err = html_of(tmp_path)
+    assert status == 0 and err == ""
+    tree = page[page.index('<div class="tree">'):page.index("</div>", page.index('<div class="tree">'))]
+    nesting = Nesting()
+    nesting.feed(tree)
+    assert nesting.balanced and not nesting.open and nesting.deepest == 1200
+    assert len(re.findall(r'<li class="cell on-path', tree)) == 1200
+    assert re.search(r'<li class="cell on-path target recorded origin">\s*<a href="#rec-0">' + re.escape(parent)
+                     + r'</a> <span class="tag">overflow started here', tree)
+
+
+def test_tree_rows_keep_file_order_and_close_every_list():
+    tree = cell_tree({"a": None, "a1": "a", "a1x": "a1", "a2": "a", "b": None}, "a1x")
+    rows = tree_rows(tree)
+    assert [(r.node.name, r.depth, r.closes) for r in rows] == [("a", 0, 0), ("a1", 1, 0), ("a1x", 2, 1),
+                                                                ("a2", 1, 1), ("b", 0, 0)]
 
 
 # -- writing the file ------------------------------------------------------------------
