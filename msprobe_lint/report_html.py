@@ -8,9 +8,10 @@ image or link to anything outside the file). It shows, from the same
 * the summary line and the first origin (earliest step, lowest rank) in a
   highlighted box that links to its record;
 * per step and rank, in execution order, every record with its mark
-  (ORIGIN, carried, unknown), kind, direction, the user's ``file:line`` and
-  the statistics of every tensor of its dump.json entry (non-finite values
-  marked);
+  (ORIGIN, carried, unknown), kind, direction, the user's ``file:line``,
+  where a carried overflow came in (``entered:``, as the text report says)
+  and the statistics of every tensor of its dump.json entry (non-finite
+  values marked);
 * for a folder whose ``construct.json`` is not empty (level L0 or mix), the
   Cell tree it describes, with the path from the top Cell down to that
   folder's first origin (else its first record) marked;

@@ -119,6 +119,35 @@ def test_names_and_paths_are_escaped(tmp_path):
     assert "&lt;script&gt;" in page and "&lt;b&gt;x.py&lt;/b&gt;:1" in page
 
 
+
+def test_entered_is_shown_on_its_record(tmp_path):
+    """A later step's carried overflow that came in (overflow.json
+    ``entered``): its record says so, as the text report does, though the
+    summary names step 0's origin."""
+    stats = {"type": "mindspore.Tensor", "dtype": "Float32", "shape": [2], "Max": float("inf"), "Min": 0.0,
+             "Mean": float("inf"), "Norm": float("inf")}
+    message = "Parameter w already held inf/nan at start(); first used by input_args[1] of Primitive.MatMul.0.forward"
+    entered = {"entry": "Primitive.MatMul.0.forward", "input": "input_args[1]", "source": "parameter",
+               "parameter": "w", "at_start": True, "message": message}
+    steps = {0: {"name": "Functional.exp.0.forward", "origin": True, "where": "t.py:1"},
+             1: {"name": "Primitive.MatMul.0.forward", "origin": False, "where": "t.py:2", "entered": entered}}
+    for step, item in steps.items():
+        rank = tmp_path / f"step{step}" / "rank"
+        rank.mkdir(parents=True)
+        (rank / "overflow.json").write_text(json.dumps([item]))
+        (rank / "dump.json").write_text(json.dumps({"task": "overflow_check",
+                                                    "data": {item["name"]: {"output": [stats]}}}))
+    status, page, _ = html_of(tmp_path)
+    assert status == 0 and "Overflow started in step0/rank: Functional.exp.0.forward" in page
+    shown = with_class(page, "entered")
+    assert [e[2].strip() for e in shown] == [f"entered: {message}"]
+    record = page[page.index('id="rec-1"'):]
+    assert record.index("entered: Parameter w already held") < record.index("</article>")
+    text = io.StringIO()
+    main(str(tmp_path), "text", out=text, err=io.StringIO())
+    assert f"entered: {message}" in text.getvalue()  # the same words as the text report
+
+
 @pytest.mark.parametrize("folder, first", [("msprobe-l0", ORIGIN), ("msprobe-l1", "Functional.exp.0.forward")])
 def test_dump_written_by_msprobe(folder, first):
     """No overflow.json: no origin is claimed, the first record leads the tree."""
