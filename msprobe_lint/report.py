@@ -33,7 +33,8 @@ outranks an earlier step.
 
 ``--format html``: one self-contained page (:mod:`msprobe_lint.report_html`).
 ``--output FILE`` writes any format to FILE instead of stdout and never
-replaces an existing file unless ``--force``.
+replaces an existing file unless ``--force``; on exit 2 (nothing could be
+read) it writes no file in any format.
 
 ``--format json``: one strict JSON object (``json.loads`` with no NaN
 extension parses it): ``{"dump_path", "records": [...], "started": record
@@ -562,7 +563,8 @@ def main(dump_path: str, fmt: str = "text", out=None, err=None, *, output: Optio
     """``probe report``: print (or write to ``output``) and return the exit
     status. ``fmt`` is ``text``, ``json`` or ``html`` (one self-contained
     page, :mod:`msprobe_lint.report_html`). An existing ``output`` file is
-    refused (exit 2) unless ``force``."""
+    refused (exit 2) unless ``force``; no ``output`` file is written when
+    the report itself fails (exit 2), whatever the format."""
     out = out or sys.stdout
     err = err or sys.stderr
     dump, status, message = report(dump_path)
@@ -578,7 +580,8 @@ def main(dump_path: str, fmt: str = "text", out=None, err=None, *, output: Optio
         text = render_json(dump, status, message)
     else:
         text = render_text(dump) if dump.records else ""
-    if fmt != "json":
+    unwritten = output is not None and status == EXIT_UNREADABLE  # no file: stderr says why, JSON too
+    if fmt != "json" or unwritten:
         for path, problem in dump.problems:
             err.write(f"probe: warning: {path}: {problem}\n")
         if not dump.records:
@@ -586,7 +589,7 @@ def main(dump_path: str, fmt: str = "text", out=None, err=None, *, output: Optio
     if output is None:
         out.write(text)
         return status
-    if text:
+    if text and not unwritten:  # a failed report leaves no file that looks like one
         failure = write_output(text, output, force=force)
         if failure:
             err.write(f"probe: error: {failure}\n")

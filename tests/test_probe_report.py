@@ -224,6 +224,33 @@ def test_cli(tmp_path):
     assert proc.returncode == 1 and "Traceback" not in proc.stderr
 
 
+
+@pytest.mark.parametrize("fmt", ["text", "json", "html"])
+def test_output_file_only_for_a_report_that_did_not_fail(tmp_path, fmt):
+    """--output: a missing or unreadable dump path (exit 2) writes no file in
+    any format; an empty one (exit 1) writes what stdout would get (the JSON
+    object or HTML page saying so; the text report has nothing)."""
+    target = tmp_path / f"r.{fmt}"
+    for bad in (tmp_path / "missing", DATA / "ours" / "step0" / "rank1" / "dump.json"):
+        status = main(str(bad), fmt, out=io.StringIO(), err=(err := io.StringIO()), output=str(target))
+        assert status == 2 and "probe: error:" in err.getvalue() and not target.exists()
+    broken = tmp_path / "broken" / "step0" / "rank0"
+    broken.mkdir(parents=True)
+    (broken / "overflow.json").write_text("garbage")
+    assert main(str(tmp_path / "broken"), fmt, out=io.StringIO(), err=io.StringIO(), output=str(target)) == 2
+    assert not target.exists()
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    stdout = io.StringIO()
+    assert main(str(empty), fmt, out=stdout, err=io.StringIO()) == 1
+    assert main(str(empty), fmt, out=io.StringIO(), err=io.StringIO(), output=str(target)) == 1
+    assert target.exists() == (fmt != "text")
+    if target.exists():
+        assert target.read_text(encoding="utf-8") == stdout.getvalue() and "no dump found" in stdout.getvalue()
+    proc = run_probe("report", str(tmp_path / "missing"), "-f", fmt, "-o", str(tmp_path / "cli.out"))
+    assert proc.returncode == 2 and not (tmp_path / "cli.out").exists() and "Traceback" not in proc.stderr
+
+
 @pytest.mark.mindspore
 def test_on_a_dump_written_by_the_runtime(tmp_path):
     """`probe run` a single-process job under probe_runtime, then report."""
