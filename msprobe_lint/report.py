@@ -358,6 +358,8 @@ def read_dump(dump_path: str) -> Dump:
                     problems.append((str(overflow_file), "not a list of overflow records"))
             except _Unreadable as err:
                 problems.append((str(overflow_file), str(err)))
+        if overflow and not dump_file.exists():
+            problems.append((str(dump_file), "missing: the records of overflow.json have no statistics"))
         if overflow is None and (folder / "stack.json").exists():
             try:
                 stack, _ = _load(folder / "stack.json", [], "stack")

@@ -168,8 +168,13 @@ def test_overflow_records_without_dump_json(tmp_path):
     rank = tmp_path / "step0" / "rank0"
     rank.mkdir(parents=True)
     (rank / "overflow.json").write_text('[{"name": "Mint.exp.0.forward", "origin": true, "where": "t.py:3"}]')
-    status, out, _ = report(tmp_path)
+    status, out, err = report(tmp_path)
     assert status == 0 and "ORIGIN   Mint.exp.0" in out and "no statistics in dump.json" in out
+    assert err == f"probe: warning: {rank / 'dump.json'}: missing: the records of overflow.json have no statistics\n"
+    assert strict_json(report(tmp_path, "json")[1])["problems"] == [
+        {"path": str(rank / "dump.json"), "message": "missing: the records of overflow.json have no statistics"}]
+    (rank / "overflow.json").write_text("[]")  # no records: nothing lacks statistics
+    assert report(tmp_path) == (1, "", f"probe: note: {tmp_path}: the dumps hold no overflow records\n")
 
 
 @pytest.mark.skipif(not hasattr(os, "fork") or os.geteuid() != 0, reason="needs root to switch to nobody")
