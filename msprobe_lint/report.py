@@ -29,7 +29,9 @@ or after an update); that record gets an ``entered:`` line and, when the
 earliest step has no origin, the summary says ``Overflow entered in ...``.
 When that step has neither, the summary names its first record ("where it
 started is not known"): an origin or ``entered`` of a later step never
-outranks an earlier step.
+outranks an earlier step. A control character (a terminal escape, a
+newline) in a name or path from the dump is shown as ``?`` in the text
+report and the warnings, as ``probe lint`` shows a config's lines.
 
 ``--format html``: one self-contained page (:mod:`msprobe_lint.report_html`).
 ``--output FILE`` writes any format to FILE instead of stdout and never
@@ -62,6 +64,8 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Optional
+
+from .reporters.text import shown
 
 EXIT_FOUND, EXIT_NONE, EXIT_UNREADABLE = 0, 1, 2
 STATS = ("Max", "Min", "Mean", "Norm")
@@ -470,7 +474,7 @@ def render_text(dump: Dump) -> str:
         lines.append("")
         lines.append(f"{n} record{'s' if n != 1 else ''} in {groups} step/rank folder{'s' if groups != 1 else ''}. "
                      + summary_line(dump))
-    return "\n".join(lines) + "\n"
+    return "\n".join(shown(line) for line in lines) + "\n"  # names and paths from a dump: no escapes
 
 
 def _strict(value: Any) -> Any:
@@ -585,9 +589,9 @@ def main(dump_path: str, fmt: str = "text", out=None, err=None, *, output: Optio
     unwritten = output is not None and status == EXIT_UNREADABLE  # no file: stderr says why, JSON too
     if fmt != "json" or unwritten:
         for path, problem in dump.problems:
-            err.write(f"probe: warning: {path}: {problem}\n")
+            err.write(shown(f"probe: warning: {path}: {problem}") + "\n")
         if not dump.records:
-            err.write(f"probe: {'error' if status == EXIT_UNREADABLE else 'note'}: {message}\n")
+            err.write(shown(f"probe: {'error' if status == EXIT_UNREADABLE else 'note'}: {message}") + "\n")
     if output is None:
         out.write(text)
         return status

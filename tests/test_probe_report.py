@@ -204,6 +204,28 @@ def test_unreadable_step_and_rank_folders_are_warnings(open_tmp):
     assert status == 2 and out == "" and "no dump could be read" in err and "Permission denied" in err
 
 
+
+def test_text_report_shows_control_characters_as_probe_lint_does(tmp_path):
+    """Names and paths from a dump reach the terminal with their control
+    characters (escapes, newlines) shown as ``?``, as `probe lint` shows a
+    config's line: no colour change, no fake line."""
+    root = tmp_path / "d\x1b[2Jump"
+    rank = root / "step0" / "rank"
+    rank.mkdir(parents=True)
+    name = "Functional.a\x1b[31mRED\nfake line.0.forward"
+    (rank / "overflow.json").write_text(json.dumps([{"name": name, "origin": True, "where": "t.py\r:1\x07"}]))
+    status, out, err = report(root)
+    assert status == 0
+    for text in (out, err):
+        assert not any(c in text for c in "\x1b\x07\r") and "\nfake line" not in text
+    assert out.splitlines()[1].split() == ["ORIGIN", "Functional.a?[31mRED?fake", "line.0", "API", "forward",
+                                           "t.py", ":1?"]
+    assert "Overflow started in step0/rank: Functional.a?[31mRED?fake line.0.forward" in out
+    assert err.startswith(f"probe: warning: {tmp_path}/d?[2Jump/step0/rank/dump.json: missing") and err.count("\n") == 1
+    data = strict_json(report(root, "json")[1])  # JSON keeps the data as it is (escaped by JSON itself)
+    assert data["records"][0]["name"] == name
+
+
 @pytest.mark.parametrize("content", ["", "garbage", "[1, 2]", '{"data": [1]}', "\x00\xff"])
 def test_malformed_dump_is_a_message_not_a_traceback(tmp_path, content):
     rank = tmp_path / "step0" / "rank0"
