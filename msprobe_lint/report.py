@@ -29,11 +29,14 @@ or after an update); that record gets an ``entered:`` line and, when the
 earliest step has no origin, the summary says ``Overflow entered in ...``.
 When that step has neither, the summary names its first record ("where it
 started is not known"): an origin or ``entered`` of a later step never
-outranks an earlier step.
+outranks an earlier step. A control character (a terminal escape, a
+newline) in a name or path from the dump is shown as ``?`` in the text
+report and the warnings, as ``probe lint`` shows a config's lines.
 
 ``--format html``: one self-contained page (:mod:`msprobe_lint.report_html`).
 ``--output FILE`` writes any format to FILE instead of stdout and never
-replaces an existing file unless ``--force``.
+replaces an existing file unless ``--force``; on exit 2 (nothing could be
+read) it writes no file in any format.
 
 ``--format json``: one strict JSON object (``json.loads`` with no NaN
 extension parses it): ``{"dump_path", "records": [...], "started": record
@@ -45,10 +48,11 @@ the string ``"inf"``, ``"-inf"`` or ``"nan"``.
 
 Exit status: 0 records were shown; 1 the dump path holds no records (no
 overflow recorded, or no dump there); 2 the path is missing or not a
-folder, or no record was found and some file under it could not be read
-(malformed, or truncated before its first record). Truncated files (a job
-killed mid-run) are read as far as they go, and every file that could not
-be read whole is reported (stderr; ``problems`` in JSON).
+folder, or no record was found and some file or folder under it could not
+be read (malformed, truncated before its first record, or not readable).
+Truncated files (a job killed mid-run) are read as far as they go, and every
+file that could not be read whole, and every step or rank folder that could
+not be searched or listed, is reported (stderr; ``problems`` in JSON).
 """
 from __future__ import annotations
 
@@ -60,6 +64,8 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Optional
+
+from .reporters.text import shown
 
 EXIT_FOUND, EXIT_NONE, EXIT_UNREADABLE = 0, 1, 2
 STATS = ("Max", "Min", "Mean", "Norm")
@@ -287,19 +293,21 @@ def _number(name: str, pattern: re.Pattern) -> tuple[bool, Optional[int]]:
     return True, int(digits) if digits else None
 
 
-def _folders(root: Path) -> list[tuple[Optional[int], Optional[int], Path]]:
-    """(step, rank, folder) of every rank folder under root."""
+def _folders(root: Path, problems: list) -> list[tuple[Optional[int], Optional[int], Path]]:
+    """(step, rank, folder) of every rank folder under root; a folder that
+    cannot be searched or listed is added to ``problems`` and skipped."""
     found: list[tuple[Optional[int], Optional[int], Path]] = []
 
     def visit(folder: Path, step: Optional[int], rank: Optional[int], depth: int) -> None:
-        if (folder / "dump.json").exists() or (folder / "overflow.json").exists():
-            found.append((step, rank, folder))
-            return
-        if depth > 3:
-            return
         try:
+            if (folder / "dump.json").exists() or (folder / "overflow.json").exists():
+                found.append((step, rank, folder))
+                return
+            if depth > 3:
+                return
             children = sorted(p for p in folder.iterdir() if p.is_dir() and not p.is_symlink())
-        except OSError:
+        except OSError as err:
+            problems.append((str(folder), err.strerror or str(err)))
             return
         for child in children:
             is_step, s = _number(child.name, _STEP)
@@ -326,7 +334,7 @@ def read_dump(dump_path: str) -> Dump:
     input: what cannot be read is listed in ``problems``."""
     dump = Dump(dump_path)
     root = Path(dump_path)
-    for step, rank, folder in _folders(root):
+    for step, rank, folder in _folders(root, dump.problems):
         dump.folders += 1
         problems: list[tuple[str, str]] = []
         data: dict = {}
@@ -354,6 +362,8 @@ def read_dump(dump_path: str) -> Dump:
                     problems.append((str(overflow_file), "not a list of overflow records"))
             except _Unreadable as err:
                 problems.append((str(overflow_file), str(err)))
+        if overflow and not dump_file.exists():
+            problems.append((str(dump_file), "missing: the records of overflow.json have no statistics"))
         if overflow is None and (folder / "stack.json").exists():
             try:
                 stack, _ = _load(folder / "stack.json", [], "stack")
@@ -464,7 +474,7 @@ def render_text(dump: Dump) -> str:
         lines.append("")
         lines.append(f"{n} record{'s' if n != 1 else ''} in {groups} step/rank folder{'s' if groups != 1 else ''}. "
                      + summary_line(dump))
-    return "\n".join(lines) + "\n"
+    return "\n".join(shown(line) for line in lines) + "\n"  # names and paths from a dump: no escapes
 
 
 def _strict(value: Any) -> Any:
@@ -513,11 +523,11 @@ def report(dump_path: str) -> tuple[Dump, int, Optional[str]]:
     dump = read_dump(dump_path)
     if dump.records:
         return dump, EXIT_FOUND, None
+    if dump.problems:  # a file, or a folder that might hold one, could not be read
+        return dump, EXIT_UNREADABLE, f"{dump_path}: no dump could be read (see the warnings above)"
     if dump.folders == 0:
         return dump, EXIT_NONE, (f"{dump_path}: no dump found (no step*/rank*/dump.json or overflow.json): "
                                  "nothing overflowed, or the job wrote elsewhere (check dump_path)")
-    if dump.problems:
-        return dump, EXIT_UNREADABLE, f"{dump_path}: no dump could be read (see the warnings above)"
     return dump, EXIT_NONE, f"{dump_path}: the dumps hold no overflow records"
 
 
@@ -559,7 +569,8 @@ def main(dump_path: str, fmt: str = "text", out=None, err=None, *, output: Optio
     """``probe report``: print (or write to ``output``) and return the exit
     status. ``fmt`` is ``text``, ``json`` or ``html`` (one self-contained
     page, :mod:`msprobe_lint.report_html`). An existing ``output`` file is
-    refused (exit 2) unless ``force``."""
+    refused (exit 2) unless ``force``; no ``output`` file is written when
+    the report itself fails (exit 2), whatever the format."""
     out = out or sys.stdout
     err = err or sys.stderr
     dump, status, message = report(dump_path)
@@ -575,15 +586,16 @@ def main(dump_path: str, fmt: str = "text", out=None, err=None, *, output: Optio
         text = render_json(dump, status, message)
     else:
         text = render_text(dump) if dump.records else ""
-    if fmt != "json":
+    unwritten = output is not None and status == EXIT_UNREADABLE  # no file: stderr says why, JSON too
+    if fmt != "json" or unwritten:
         for path, problem in dump.problems:
-            err.write(f"probe: warning: {path}: {problem}\n")
+            err.write(shown(f"probe: warning: {path}: {problem}") + "\n")
         if not dump.records:
-            err.write(f"probe: {'error' if status == EXIT_UNREADABLE else 'note'}: {message}\n")
+            err.write(shown(f"probe: {'error' if status == EXIT_UNREADABLE else 'note'}: {message}") + "\n")
     if output is None:
         out.write(text)
         return status
-    if text:
+    if text and not unwritten:  # a failed report leaves no file that looks like one
         failure = write_output(text, output, force=force)
         if failure:
             err.write(f"probe: error: {failure}\n")

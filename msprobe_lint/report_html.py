@@ -8,9 +8,10 @@ image or link to anything outside the file). It shows, from the same
 * the summary line and the first origin (earliest step, lowest rank) in a
   highlighted box that links to its record;
 * per step and rank, in execution order, every record with its mark
-  (ORIGIN, carried, unknown), kind, direction, the user's ``file:line`` and
-  the statistics of every tensor of its dump.json entry (non-finite values
-  marked);
+  (ORIGIN, carried, unknown), kind, direction, the user's ``file:line``,
+  where a carried overflow came in (``entered:``, as the text report says)
+  and the statistics of every tensor of its dump.json entry (non-finite
+  values marked);
 * for a folder whose ``construct.json`` is not empty (level L0 or mix), the
   Cell tree it describes, with the path from the top Cell down to that
   folder's first origin (else its first record) marked;
@@ -53,6 +54,19 @@ class CellNode:
 
 
 @dataclass
+class TreeRow:
+    """One node of a Cell tree as a row of the page: the template draws the
+    tree from these rows in a loop, as nested lists, with no recursion (a
+    Cell tree can be deeper than Jinja's, or Python's, recursion limit)."""
+
+    node: CellNode
+    depth: int
+    #: how many enclosing lists end after this node (its ancestors' whose
+    #: last descendant it is); 0 for a node with children
+    closes: int
+
+
+@dataclass
 class Group:
     """The records of one step and rank folder, with its Cell tree."""
 
@@ -62,6 +76,11 @@ class Group:
     tree: list[CellNode]
     target: Optional[str]
     tree_problem: Optional[str] = None
+
+    @property
+    def rows(self) -> list[TreeRow]:
+        """The Cell tree in page order (see :func:`tree_rows`)."""
+        return tree_rows(self.tree)
 
 
 def _anchors(dump: Dump) -> dict[int, str]:
@@ -126,6 +145,21 @@ def cell_tree(construct: dict, target: Optional[str], names: Iterable[str] = ())
                 nodes[current].on_path = True
             current = parents.get(current)
     return roots
+
+
+def tree_rows(roots: list[CellNode]) -> list[TreeRow]:
+    """The nodes of a Cell tree in document order (a node, then its
+    children's subtrees), each with its depth and how many lists close
+    after it, walked with a stack instead of recursion."""
+    rows: list[TreeRow] = []
+    stack: list[tuple[CellNode, int, int]] = [(node, 0, 0) for node in reversed(roots)]
+    while stack:
+        node, depth, ends = stack.pop()
+        rows.append(TreeRow(node, depth, 0 if node.children else ends))
+        last = len(node.children) - 1
+        for i in range(last, -1, -1):  # pushed last first, so popped in file order
+            stack.append((node.children[i], depth + 1, ends + 1 if i == last else 0))
+    return rows
 
 
 def _reaches(parents: dict, start: str, goal: str) -> bool:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -14,7 +15,7 @@ import pytest
 
 from msprobe_lint.report import direction_of, main, read_dump
 
-from conftest import run_probe
+from conftest import as_nobody, run_probe
 
 DATA = Path(__file__).parent / "data" / "report"
 
@@ -167,8 +168,62 @@ def test_overflow_records_without_dump_json(tmp_path):
     rank = tmp_path / "step0" / "rank0"
     rank.mkdir(parents=True)
     (rank / "overflow.json").write_text('[{"name": "Mint.exp.0.forward", "origin": true, "where": "t.py:3"}]')
-    status, out, _ = report(tmp_path)
+    status, out, err = report(tmp_path)
     assert status == 0 and "ORIGIN   Mint.exp.0" in out and "no statistics in dump.json" in out
+    assert err == f"probe: warning: {rank / 'dump.json'}: missing: the records of overflow.json have no statistics\n"
+    assert strict_json(report(tmp_path, "json")[1])["problems"] == [
+        {"path": str(rank / "dump.json"), "message": "missing: the records of overflow.json have no statistics"}]
+    (rank / "overflow.json").write_text("[]")  # no records: nothing lacks statistics
+    assert report(tmp_path) == (1, "", f"probe: note: {tmp_path}: the dumps hold no overflow records\n")
+
+
+@pytest.mark.skipif(not hasattr(os, "fork") or os.geteuid() != 0, reason="needs root to switch to nobody")
+def test_unreadable_step_and_rank_folders_are_warnings(open_tmp):
+    """A folder the user cannot enter (000: its dump.json cannot even be
+    looked for), list (311) or search (644) is named in a warning; the
+    readable folders are still reported (as the user nobody: root reads
+    everything)."""
+    shutil.copytree(DATA / "ours" / "step0" / "rank1", open_tmp / "step0" / "rank1")
+    for folder, mode in (("step1", 0o000), ("step4/rank", 0o000), ("step5", 0o311), ("step6", 0o644)):
+        (open_tmp / folder).mkdir(parents=True)
+        os.chmod(open_tmp / folder, mode)
+    got = as_nobody(lambda: [report(open_tmp), report(open_tmp, "json")[1]])
+    assert isinstance(got, list), got
+    (status, out, err), payload = got
+    assert status == 0 and "Traceback" not in err
+    assert "ORIGIN   Functional.exp.3" in out
+    for folder in ("step1", "step4/rank", "step5", "step6"):
+        assert f"probe: warning: {open_tmp / folder}: Permission denied\n" in err
+    assert len(err.splitlines()) == 4
+    problems = strict_json(payload)["problems"]
+    assert sorted(p["path"] for p in problems) == [str(open_tmp / f) for f in ("step1", "step4/rank", "step5",
+                                                                               "step6")]
+    # nothing readable at all: no dump could be read (exit 2), not "no dump found"
+    shutil.rmtree(open_tmp / "step0")
+    status, out, err = as_nobody(lambda: report(open_tmp))
+    assert status == 2 and out == "" and "no dump could be read" in err and "Permission denied" in err
+
+
+
+def test_text_report_shows_control_characters_as_probe_lint_does(tmp_path):
+    """Names and paths from a dump reach the terminal with their control
+    characters (escapes, newlines) shown as ``?``, as `probe lint` shows a
+    config's line: no colour change, no fake line."""
+    root = tmp_path / "d\x1b[2Jump"
+    rank = root / "step0" / "rank"
+    rank.mkdir(parents=True)
+    name = "Functional.a\x1b[31mRED\nfake line.0.forward"
+    (rank / "overflow.json").write_text(json.dumps([{"name": name, "origin": True, "where": "t.py\r:1\x07"}]))
+    status, out, err = report(root)
+    assert status == 0
+    for text in (out, err):
+        assert not any(c in text for c in "\x1b\x07\r") and "\nfake line" not in text
+    assert out.splitlines()[1].split() == ["ORIGIN", "Functional.a?[31mRED?fake", "line.0", "API", "forward",
+                                           "t.py", ":1?"]
+    assert "Overflow started in step0/rank: Functional.a?[31mRED?fake line.0.forward" in out
+    assert err.startswith(f"probe: warning: {tmp_path}/d?[2Jump/step0/rank/dump.json: missing") and err.count("\n") == 1
+    data = strict_json(report(root, "json")[1])  # JSON keeps the data as it is (escaped by JSON itself)
+    assert data["records"][0]["name"] == name
 
 
 @pytest.mark.parametrize("content", ["", "garbage", "[1, 2]", '{"data": [1]}', "\x00\xff"])
@@ -194,6 +249,33 @@ def test_cli(tmp_path):
     assert proc.returncode == 0 and strict_json(proc.stdout)["summary"]["records"] == 4
     proc = run_probe("report", str(tmp_path))
     assert proc.returncode == 1 and "Traceback" not in proc.stderr
+
+
+
+@pytest.mark.parametrize("fmt", ["text", "json", "html"])
+def test_output_file_only_for_a_report_that_did_not_fail(tmp_path, fmt):
+    """--output: a missing or unreadable dump path (exit 2) writes no file in
+    any format; an empty one (exit 1) writes what stdout would get (the JSON
+    object or HTML page saying so; the text report has nothing)."""
+    target = tmp_path / f"r.{fmt}"
+    for bad in (tmp_path / "missing", DATA / "ours" / "step0" / "rank1" / "dump.json"):
+        status = main(str(bad), fmt, out=io.StringIO(), err=(err := io.StringIO()), output=str(target))
+        assert status == 2 and "probe: error:" in err.getvalue() and not target.exists()
+    broken = tmp_path / "broken" / "step0" / "rank0"
+    broken.mkdir(parents=True)
+    (broken / "overflow.json").write_text("garbage")
+    assert main(str(tmp_path / "broken"), fmt, out=io.StringIO(), err=io.StringIO(), output=str(target)) == 2
+    assert not target.exists()
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    stdout = io.StringIO()
+    assert main(str(empty), fmt, out=stdout, err=io.StringIO()) == 1
+    assert main(str(empty), fmt, out=io.StringIO(), err=io.StringIO(), output=str(target)) == 1
+    assert target.exists() == (fmt != "text")
+    if target.exists():
+        assert target.read_text(encoding="utf-8") == stdout.getvalue() and "no dump found" in stdout.getvalue()
+    proc = run_probe("report", str(tmp_path / "missing"), "-f", fmt, "-o", str(tmp_path / "cli.out"))
+    assert proc.returncode == 2 and not (tmp_path / "cli.out").exists() and "Traceback" not in proc.stderr
 
 
 @pytest.mark.mindspore

@@ -11,6 +11,7 @@ reason."""
 from __future__ import annotations
 
 import io
+import json
 import re
 import shutil
 import struct
@@ -22,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from msprobe_lint.report import main, read_dump
-from msprobe_lint.report_html import cell_tree, render_html
+from msprobe_lint.report_html import cell_tree, render_html, tree_rows
 
 from conftest import run_probe
 
@@ -118,6 +119,35 @@ def test_names_and_paths_are_escaped(tmp_path):
     assert "&lt;script&gt;" in page and "&lt;b&gt;x.py&lt;/b&gt;:1" in page
 
 
+
+def test_entered_is_shown_on_its_record(tmp_path):
+    """A later step's carried overflow that came in (overflow.json
+    ``entered``): its record says so, as the text report does, though the
+    summary names step 0's origin."""
+    stats = {"type": "mindspore.Tensor", "dtype": "Float32", "shape": [2], "Max": float("inf"), "Min": 0.0,
+             "Mean": float("inf"), "Norm": float("inf")}
+    message = "Parameter w already held inf/nan at start(); first used by input_args[1] of Primitive.MatMul.0.forward"
+    entered = {"entry": "Primitive.MatMul.0.forward", "input": "input_args[1]", "source": "parameter",
+               "parameter": "w", "at_start": True, "message": message}
+    steps = {0: {"name": "Functional.exp.0.forward", "origin": True, "where": "t.py:1"},
+             1: {"name": "Primitive.MatMul.0.forward", "origin": False, "where": "t.py:2", "entered": entered}}
+    for step, item in steps.items():
+        rank = tmp_path / f"step{step}" / "rank"
+        rank.mkdir(parents=True)
+        (rank / "overflow.json").write_text(json.dumps([item]))
+        (rank / "dump.json").write_text(json.dumps({"task": "overflow_check",
+                                                    "data": {item["name"]: {"output": [stats]}}}))
+    status, page, _ = html_of(tmp_path)
+    assert status == 0 and "Overflow started in step0/rank: Functional.exp.0.forward" in page
+    shown = with_class(page, "entered")
+    assert [e[2].strip() for e in shown] == [f"entered: {message}"]
+    record = page[page.index('id="rec-1"'):]
+    assert record.index("entered: Parameter w already held") < record.index("</article>")
+    text = io.StringIO()
+    main(str(tmp_path), "text", out=text, err=io.StringIO())
+    assert f"entered: {message}" in text.getvalue()  # the same words as the text report
+
+
 @pytest.mark.parametrize("folder, first", [("msprobe-l0", ORIGIN), ("msprobe-l1", "Functional.exp.0.forward")])
 def test_dump_written_by_msprobe(folder, first):
     """No overflow.json: no origin is claimed, the first record leads the tree."""
@@ -154,6 +184,58 @@ def test_cell_tree_survives_a_cycle():
     tree = cell_tree({"a": "b", "b": "a", "c": None}, "a")
     names = {node.name for node in tree}
     assert "c" in names and ("a" in names or "b" in names)
+
+
+
+class Nesting(HTMLParser):
+    """The deepest ``<ul>`` nesting and whether every ul/li closes in order."""
+
+    def __init__(self):
+        super().__init__()
+        self.open: list[str] = []
+        self.deepest = 0
+        self.balanced = True
+
+    def handle_starttag(self, tag, attrs):
+        if tag in ("ul", "li"):
+            self.open.append(tag)
+            self.deepest = max(self.deepest, self.open.count("ul"))
+
+    def handle_endtag(self, tag):
+        if tag in ("ul", "li"):
+            self.balanced = self.balanced and bool(self.open) and self.open.pop() == tag
+
+
+def test_deep_cell_tree_is_drawn_without_recursion(tmp_path):
+    """A Cell tree 1200 deep (deeper than Python's recursion limit): the page
+    is written, nested 1200 lists deep, with the whole path marked."""
+    rank = tmp_path / "step0" / "rank"
+    rank.mkdir(parents=True)
+    construct, parent = {}, None
+    for i in range(1200):
+        name = f"Cell.c{i}.Seq.forward.0"
+        construct[name], parent = parent, name
+    (rank / "construct.json").write_text(json.dumps(construct))
+    (rank / "overflow.json").write_text(json.dumps([{"name": parent, "origin": True, "where": "t.py:1"}]))
+    stats = {"type": "mindspore.Tensor", "dtype": "Float32", "shape": [1], "Max": float("inf"), "Min": 1.0,
+             "Mean": 1.0, "Norm": 1.0}
+    (rank / "dump.json").write_text(json.dumps({"task": "overflow_check", "data": {parent: {"output": [stats]}}}))
+    status, page, err = html_of(tmp_path)
+    assert status == 0 and err == ""
+    tree = page[page.index('<div class="tree">'):page.index("</div>", page.index('<div class="tree">'))]
+    nesting = Nesting()
+    nesting.feed(tree)
+    assert nesting.balanced and not nesting.open and nesting.deepest == 1200
+    assert len(re.findall(r'<li class="cell on-path', tree)) == 1200
+    assert re.search(r'<li class="cell on-path target recorded origin">\s*<a href="#rec-0">' + re.escape(parent)
+                     + r'</a> <span class="tag">overflow started here', tree)
+
+
+def test_tree_rows_keep_file_order_and_close_every_list():
+    tree = cell_tree({"a": None, "a1": "a", "a1x": "a1", "a2": "a", "b": None}, "a1x")
+    rows = tree_rows(tree)
+    assert [(r.node.name, r.depth, r.closes) for r in rows] == [("a", 0, 0), ("a1", 1, 0), ("a1x", 2, 1),
+                                                                ("a2", 1, 1), ("b", 0, 0)]
 
 
 # -- writing the file ------------------------------------------------------------------

@@ -20,6 +20,13 @@ _SHOWN.update({ord("\t"): " ", ord("\r"): " "})
 STYLES = {Severity.ERROR: "bold red", Severity.WARNING: "bold yellow", Severity.INFO: "bold cyan"}
 
 
+def shown(text: str) -> str:
+    """``text`` safe to print on a terminal: every control character
+    (terminal escapes and newlines included) and line separator as ``?``,
+    a tab or carriage return as a space, one character for one."""
+    return text.translate(_SHOWN)
+
+
 class _Sources:
     """Reads each file's lines once, on demand, tolerant of bad bytes."""
 
@@ -59,7 +66,7 @@ def _snippet(diagnostic: Diagnostic, sources: _Sources) -> list[tuple[str, str]]
     source = sources.line(diagnostic.path, diagnostic.line)
     if source is not None and len(source) <= 400:
         gutter = f"{diagnostic.line:>4} | "
-        out.append((gutter + source.translate(_SHOWN), ""))
+        out.append((gutter + shown(source), ""))
         width = 1
         if diagnostic.end_line == diagnostic.line and diagnostic.end_column:
             width = max(1, diagnostic.end_column - diagnostic.column)
