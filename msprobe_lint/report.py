@@ -107,9 +107,13 @@ class Record:
     #: overflow.json's ``entered``: where a carried overflow came in (``entry``, ``input``, ``source``,
     #: ``parameter``, ``at_start``, ``message``), on the first record of its step; None elsewhere
     entered: Optional[dict] = None
+    #: a probe_runtime sentinel finding (overflow.json kind ``sentinel``): its message; it names no call
+    sentinel: Optional[str] = None
 
     @property
     def kind(self) -> str:
+        if self.sentinel is not None:
+            return "sentinel"
         return "Cell" if self.name.startswith("Cell.") else "API"
 
     @property
@@ -138,12 +142,14 @@ class Dump:
 
     @property
     def first_step(self) -> list[Record]:
-        """The records of the earliest step that has any (every rank;
-        records are sorted by step, then rank)."""
-        if not self.records:
+        """The records of the earliest step that has any naming a call
+        (every rank; records are sorted by step, then rank): a step with
+        only sentinel records (no call named) is passed over."""
+        named = [r for r in self.records if r.sentinel is None]
+        if not named:
             return []
-        step = self.records[0].step
-        return [r for r in self.records if r.step == step]
+        step = named[0].step
+        return [r for r in named if r.step == step]
 
     @property
     def started(self) -> Optional[Record]:
@@ -362,7 +368,7 @@ def read_dump(dump_path: str) -> Dump:
                     problems.append((str(overflow_file), "not a list of overflow records"))
             except _Unreadable as err:
                 problems.append((str(overflow_file), str(err)))
-        if overflow and not dump_file.exists():
+        if overflow and not dump_file.exists() and not all(_sentinel(item) for item in overflow):
             problems.append((str(dump_file), "missing: the records of overflow.json have no statistics"))
         if overflow is None and (folder / "stack.json").exists():
             try:
@@ -381,17 +387,28 @@ def read_dump(dump_path: str) -> Dump:
                 origin = item.get("origin")
                 where = item.get("where")
                 entered = item.get("entered")
-                entry = data.get(item["name"])
+                sentinel = _sentinel(item)
+                entry = None if sentinel else data.get(item["name"])
                 dump.records.append(Record(step, rank, str(folder), index, item["name"],
                                            origin if isinstance(origin, bool) else None,
                                            str(where) if where else None, entry_tensors(entry),
                                            has_entry=entry is not None,
-                                           entered=entered if _entered_ok(entered) else None))
+                                           entered=entered if _entered_ok(entered) else None, sentinel=sentinel))
         else:
             for index, (name, entry) in enumerate(data.items()):
                 dump.records.append(Record(step, rank, str(folder), index, str(name), None,
                                            _stack_where(stack, str(name)), entry_tensors(entry), has_entry=True))
     return dump
+
+
+def _sentinel(item: Any) -> Optional[str]:
+    """The message of a probe_runtime sentinel record (``kind``
+    ``sentinel``: inf/nan in what a gradient computation returned, no call
+    named), else None."""
+    if isinstance(item, dict) and item.get("kind") == "sentinel":
+        message = item.get("message")
+        return message if isinstance(message, str) and message else "inf/nan seen by sentinel checks"
+    return None
 
 
 def _entered_ok(value: Any) -> bool:
@@ -429,6 +446,11 @@ def summary_line(dump: Dump) -> str:
     overflow: its origin, else where it came in (``entered``), else its
     first record ("where it started is not known"). A later step's origin
     or ``entered`` never outranks an earlier step."""
+    first = dump.records[0] if dump.records else None
+    if first is not None and first.sentinel is not None:  # the earliest step: sentinel checks, no call named
+        later = Dump(dump.root, [r for r in dump.records if r.sentinel is None])
+        then = f" Then: {summary_line(later)}" if later.records else ""
+        return f"Sentinel checks saw inf/nan in {_place(first)}: {first.sentinel}.{then}"
     started = dump.started
     if started is not None:
         return f"Overflow started in {_place(started)}: {_describe(started)}."
@@ -454,6 +476,10 @@ def render_text(dump: Dump) -> str:
             if lines:
                 lines.append("")
             lines.append(f"{place}  ({record.folder})")
+        if record.sentinel is not None:  # names no call: what held inf/nan, and the user's gradient line
+            lines.append(f"  SENTINEL  {record.where or 'file:line unknown'}")
+            lines.append(f"           {record.sentinel}")
+            continue
         mark = {True: "ORIGIN ", False: "carried", None: "?      "}[record.origin]
         lines.append(f"  {mark}  {record.label}  {record.kind}  {record.direction or '-'}  "
                      f"{record.where or 'file:line unknown'}")
@@ -494,6 +520,7 @@ def record_dict(record: Record) -> dict:
         "tensors": [{"where": t.where, "dtype": t.dtype, "shape": t.shape, **_strict(t.stats),
                      "nonfinite": t.nonfinite} for t in record.offending()],
         "entered": record.entered,
+        "sentinel": record.sentinel,
     }
 
 

@@ -380,3 +380,38 @@ def test_summary_names_the_earliest_step_even_without_origin_or_entered(tmp_path
         [{"name": "Cell.fc.Dense.parameters_grad", "origin": True, "where": "train.py:3"}]))
     dump, status, _ = report_module.report(str(tmp_path))
     assert report_module.summary_line(dump).startswith("Overflow started in step0/rank: Cell.fc.Dense.parameters_grad")
+
+
+def test_a_sentinel_record_is_shown_with_what_held_inf_and_the_exact_step_after_it(tmp_path):
+    """probe_runtime's sentinel checks write a record of kind ``sentinel``
+    with no dump.json (no call named); the exact step after it has an
+    origin. The report shows the sentinel's message, warns of no missing
+    dump.json, and the summary names both."""
+    message = ("inf/nan in gradient of fc.weight, returned by the gradient computation at train.py:9; sentinel "
+               "checks name no call: exact L1 checks run from the next checked step on")
+    sentinel = tmp_path / "step3" / "rank"
+    sentinel.mkdir(parents=True)
+    (sentinel / "overflow.json").write_text(json.dumps([
+        {"name": "sentinel", "origin": False, "where": "train.py:9", "kind": "sentinel", "step": 3, "rank": None,
+         "nonfinite": ["gradient of fc.weight"], "message": message}]))
+    exact = tmp_path / "step4" / "rank"
+    exact.mkdir(parents=True)
+    stats = {"type": "mindspore.Tensor", "dtype": "Float32", "shape": [2], "Max": float("inf"), "Min": 0.0,
+             "Mean": float("inf"), "Norm": float("inf")}
+    finite = dict(stats, Max=1.0, Mean=0.5, Norm=1.0)
+    data = {"Functional.exp.0.forward": {"input_args": [finite], "input_kwargs": {}, "output": [stats]}}
+    (exact / "dump.json").write_text(json.dumps({"task": "overflow_check", "data": data}))
+    (exact / "overflow.json").write_text(json.dumps(
+        [{"name": "Functional.exp.0.forward", "origin": True, "where": "train.py:5"}]))
+    status, out, err = report(tmp_path)
+    assert status == 0 and err == ""                         # no "dump.json missing" for the sentinel's step
+    assert f"  SENTINEL  train.py:9\n           {message}\n" in out
+    assert out.rstrip().endswith(f"Sentinel checks saw inf/nan in step3/rank: {message}. Then: Overflow started in "
+                                 "step4/rank: Functional.exp.0.forward (API, forward) at train.py:5.")
+    status, out, _ = report(tmp_path, "json")
+    payload = strict_json(out)
+    assert payload["records"][0]["sentinel"] == message and payload["records"][0]["kind"] == "sentinel"
+    assert payload["records"][1]["sentinel"] is None
+    assert payload["started"]["name"] == "Functional.exp.0.forward"  # the first step that names a call
+    status, out, _ = report(tmp_path, "html")
+    assert f"sentinel: {message}" in out
