@@ -23,11 +23,13 @@ class Client:
     """A minimal LSP client: framed requests and notifications out, a
     reader thread queueing every message the server sends."""
 
-    def __init__(self, cwd: Path):
+    def __init__(self, cwd: Path, home: Optional[Path] = None):
+        home = home or cwd
+        env = {"XDG_CACHE_HOME": str(home / "cache"), "PATH": "/usr/bin:/bin", "HOME": str(home)}
+        if "PYTHONPATH" in os.environ:  # a checkout run against another's installed package: serve its code
+            env["PYTHONPATH"] = os.environ["PYTHONPATH"]
         self.proc = subprocess.Popen(probe_command() + ["server"], cwd=cwd, stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                     env={"XDG_CACHE_HOME": str(cwd / "cache"), "PATH": "/usr/bin:/bin",
-                                          "HOME": str(cwd)})
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
         self.messages: "queue.Queue[dict]" = queue.Queue()
         self.next_id = 0
         threading.Thread(target=self._read, daemon=True).start()
@@ -191,7 +193,7 @@ def test_without_pygls_a_message_not_a_traceback(tmp_path):
     install it and exits 2. (A sitecustomize that hides pygls stands in
     for an environment without it.)"""
     (tmp_path / "sitecustomize.py").write_text("import sys\nsys.modules['pygls'] = None\n")
-    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(tmp_path), os.environ.get("PYTHONPATH")]))}
     proc = subprocess.run([sys.executable, "-c", "from msprobe_lint.cli import main; main(['server'])"],
                           capture_output=True, text=True, env=env, timeout=120, stdin=subprocess.DEVNULL)
     assert proc.returncode == 2
