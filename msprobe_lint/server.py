@@ -150,6 +150,15 @@ class ProbeLanguageServer:
             return self.code_actions(params)
 
     # -- linting -------------------------------------------------------
+    def open_document(self, uri: str) -> Any:
+        """The editor's open document ``uri`` (a pygls TextDocument), or
+        None when it is not open. (pygls's ``get_text_document`` would
+        read a file that is not open from disk, and raise when there is
+        none.)"""
+        from urllib.parse import unquote
+
+        return self.server.workspace.text_documents.get(unquote(uri))
+
     @property
     def encoding(self) -> str:
         kind = self.server.workspace.position_encoding
@@ -210,10 +219,14 @@ class ProbeLanguageServer:
     # -- code actions ----------------------------------------------------
     def code_actions(self, params: Any) -> list:
         """Quick fixes for the diagnostics in the requested range, and a
-        fix-all of the safe fixes."""
+        fix-all of the safe fixes; [] for a document the editor has not
+        opened (or has closed): the server lints buffers, never files on
+        disk."""
         types = self.types
         uri = params.text_document.uri
-        document = self.server.workspace.get_text_document(uri)
+        document = self.open_document(uri)
+        if document is None:
+            return []
         cached = self.documents.get(uri)
         if cached is None or cached[0] != document.source:
             self.documents[uri] = cached = (document.source, self.lint_source(uri, document.source))

@@ -177,6 +177,35 @@ def test_other_json_files_get_no_diagnostics(client, tmp_path):
     shut_down(client)
 
 
+def test_code_actions_for_documents_not_open_are_empty(client, tmp_path):
+    """A codeAction for a URI the editor never opened (missing on disk, or
+    a config on disk), or has closed, gets no actions: no error reply, no
+    traceback on stderr, and the server goes on serving."""
+    on_disk = tmp_path / "config.json"
+    on_disk.write_text('{"task": "overflow_check", "dump_path": "/d", "level": "l1"}')
+    everywhere = {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 99}}
+
+    def actions(uri: str) -> Any:
+        return client.request("textDocument/codeAction", {
+            "textDocument": {"uri": uri}, "range": everywhere, "context": {"diagnostics": []}})
+
+    assert actions((tmp_path / "nope.json").as_uri()) == []
+    assert actions("file:///nope.json") == []
+    assert actions(on_disk.as_uri()) == []
+    uri = on_disk.as_uri()
+    client.notify("textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": "json", "version": 1,
+                                                            "text": on_disk.read_text()}})
+    client.diagnostics(uri, 1)
+    assert [a["title"] for a in actions(uri) if a["kind"] == "quickfix"] == ["PL103: replace 'l1' with 'L1'"]
+    client.notify("textDocument/didClose", {"textDocument": {"uri": uri}})
+    assert client.diagnostics(uri) == []
+    assert actions(uri) == []
+    shut_down(client)
+    assert client.proc.stderr is not None
+    stderr = client.proc.stderr.read().decode("utf-8", "replace")
+    assert "Traceback" not in stderr and "FileNotFoundError" not in stderr, stderr
+
+
 def test_positions_follow_lsp_line_breaks():
     from msprobe_lint.server import lsp_position
 
