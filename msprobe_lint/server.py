@@ -66,8 +66,14 @@ def lsp_position(text: str, offset: int, encoding: str = "utf-16") -> tuple[int,
 def diagnostic_offsets(diagnostic: Diagnostic, starts: list[int], text: str) -> tuple[int, int]:
     """Code-point offsets (start, end) of a diagnostic's range in ``text``
     (a BOM not counted in its columns, as the linter's); a diagnostic
-    without an end gets the rest of its token, at least one character."""
+    without an end gets the rest of its token, at least one character.
+
+    Since the linter's columns do not count a BOM, the mark itself is the
+    empty range before line 1, column 1 (PL004's, as its fix's edit): in
+    a text starting with a BOM that range is the mark, offsets (0, 1)."""
     bom = 1 if text.startswith("\ufeff") else 0
+    if bom and (diagnostic.line, diagnostic.column, diagnostic.end_line, diagnostic.end_column) == (1, 1, 1, 1):
+        return 0, 1
 
     def at(line: int, column: int) -> int:
         line = max(1, min(line, len(starts)))

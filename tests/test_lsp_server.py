@@ -206,6 +206,26 @@ def test_code_actions_for_documents_not_open_are_empty(client, tmp_path):
     assert "Traceback" not in stderr and "FileNotFoundError" not in stderr, stderr
 
 
+def test_byte_order_mark_range_is_the_mark(client, tmp_path):
+    """PL004's range is the byte-order mark itself (character 0-1); the
+    other ranges on that line count the mark too, as its fix's edit does."""
+    uri = (tmp_path / "config.json").as_uri()
+    text = '\ufeff{"task": "overflow_check", "dump_path": "/d", "level": "l1"}'
+    client.notify("textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": "json", "version": 1,
+                                                            "text": text}})
+    by_code = {d["code"]: d for d in client.diagnostics(uri, 1)}
+    assert by_code["PL004"]["range"] == {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 1}}
+    level = text.index('"l1"')
+    assert by_code["PL103"]["range"] == {"start": {"line": 0, "character": level},
+                                         "end": {"line": 0, "character": level + 4}}
+    actions = client.request("textDocument/codeAction", {
+        "textDocument": {"uri": uri}, "range": by_code["PL004"]["range"],
+        "context": {"diagnostics": [by_code["PL004"]], "only": ["quickfix"]}})
+    (remove,) = [a for a in actions if a["title"].startswith("PL004")]
+    assert remove["edit"]["changes"][uri] == [{"range": by_code["PL004"]["range"], "newText": ""}]
+    shut_down(client)
+
+
 def test_positions_follow_lsp_line_breaks():
     from msprobe_lint.server import lsp_position
 
