@@ -226,6 +226,60 @@ def test_byte_order_mark_range_is_the_mark(client, tmp_path):
     shut_down(client)
 
 
+def test_relative_dump_path_made_absolute_against_the_documents_folder(tmp_path):
+    """PL401's fix resolves a relative dump_path against the workspace
+    folder holding the document, else the document's own folder, and says
+    which; never against the server's current folder (here another temp
+    folder, as `/` is when an editor starts from a desktop). An unsaved
+    buffer with no workspace at all gets the finding without the fix."""
+    started_in, workspace, elsewhere = tmp_path / "started-in", tmp_path / "lsp", tmp_path / "fx2" / "sub"
+    for folder in (started_in, workspace / "configs", elsewhere):
+        folder.mkdir(parents=True)
+    text = '{"task": "overflow_check", "dump_path": "dump data", "level": "L1"}'
+    everywhere = {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": len(text)}}
+
+    def pl401_fix(session: Client, uri: str) -> Optional[tuple[str, str]]:
+        session.notify("textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": "json", "version": 1,
+                                                                 "text": text}})
+        (found,) = [d for d in session.diagnostics(uri, 1) if d["code"] == "PL401"]
+        actions = session.request("textDocument/codeAction", {
+            "textDocument": {"uri": uri}, "range": everywhere,
+            "context": {"diagnostics": [found], "only": ["quickfix"]}})
+        fixes = [a for a in actions if a["title"].startswith("PL401")]
+        if not fixes:
+            return None
+        (fix,) = fixes
+        return fix["title"], json.loads(fix["edit"]["changes"][uri][0]["newText"])
+
+    session = Client(started_in, home=tmp_path)
+    try:
+        session.request("initialize", {"processId": None, "rootUri": workspace.as_uri(), "capabilities": {}})
+        session.notify("initialized", {})
+        title, new = pl401_fix(session, (workspace / "configs" / "config.json").as_uri())
+        assert new == str(workspace / "dump data")
+        assert f"against the workspace folder {workspace}: {workspace / 'dump data'}" in title
+        title, new = pl401_fix(session, (elsewhere / "config.json").as_uri())
+        assert new == str(elsewhere / "dump data")
+        assert f"against the document's folder {elsewhere}: {elsewhere / 'dump data'}" in title
+        title, new = pl401_fix(session, "untitled:Untitled-1")
+        assert new == str(workspace / "dump data") and f"the workspace folder {workspace}" in title
+        shut_down(session)
+    finally:
+        if session.proc.poll() is None:
+            session.proc.kill()
+            session.proc.wait(timeout=10)
+    session = Client(started_in, home=tmp_path)
+    try:
+        session.request("initialize", {"processId": None, "rootUri": None, "capabilities": {}})
+        session.notify("initialized", {})
+        assert pl401_fix(session, "untitled:Untitled-1") is None
+        shut_down(session)
+    finally:
+        if session.proc.poll() is None:
+            session.proc.kill()
+            session.proc.wait(timeout=10)
+
+
 def test_positions_follow_lsp_line_breaks():
     from msprobe_lint.server import lsp_position
 
