@@ -37,6 +37,7 @@ class LintOptions:
     script: Optional[str] = None
     check_fs: bool = False
     cwd: Optional[str] = None
+    cwd_label: Optional[str] = None  # how fixes name ``cwd`` (default "--cwd"), e.g. "the workspace folder /p"
     isolated: bool = False
     strict: bool = False
     select: tuple[str, ...] = ()
@@ -124,7 +125,8 @@ def prepare(options: LintOptions, *, first_path: Optional[str] = None):
     if options.cwd and not Path(options.cwd).is_dir():
         raise UsageError(f"--cwd {options.cwd}: no such folder")
     context = build_context(layers, check_fs=options.check_fs, cwd=Path(options.cwd) if options.cwd else None,
-                            runtime=options.runtime, script=analysis)
+                            cwd_label=options.cwd_label if options.cwd else None, runtime=options.runtime,
+                            script=analysis)
     select = _codes(options.select) or (project.select if project else ())
     ignore = _codes(options.ignore) + (project.ignore if project else ())
     extend = _codes(options.extend_select) + (project.extend_select if project else ())

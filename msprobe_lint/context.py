@@ -46,7 +46,10 @@ class Context:
         facts: context name (one of CONTEXT_KEYS, plus ``device`` in the
             runtime) to Fact. Absent means unknown.
         check_fs: run the filesystem rules PL406-PL408.
-        cwd: folder that relative paths are resolved against for them.
+        cwd: folder that relative paths are resolved against for them
+            (and for PL401's fix; None: the current folder).
+        cwd_label: how fixes name ``cwd`` (None: ``--cwd``); probe server
+            says which folder it chose, e.g. ``the workspace folder /p``.
         runtime: True inside probe_runtime's gate, where PL205 also reports
             what probe_runtime itself cannot run.
         script: the static analysis of the training script
@@ -59,6 +62,7 @@ class Context:
     cwd: Optional[Path] = None
     runtime: bool = False
     script: Any = None
+    cwd_label: Optional[str] = None
 
     def fact(self, name: str) -> Optional[Fact]:
         """The Fact for ``name``, or None when unknown."""
@@ -206,11 +210,12 @@ def environment_facts(environ: Optional[Mapping[str, str]] = None) -> dict[str, 
 
 
 def build_context(layers: Iterable[Mapping[str, Fact]], *, check_fs: bool = False,
-                  cwd: Optional[Path] = None, runtime: bool = False, script: Any = None) -> Context:
+                  cwd: Optional[Path] = None, runtime: bool = False, script: Any = None,
+                  cwd_label: Optional[str] = None) -> Context:
     """Merge fact layers, first layer wins (flags, pyproject, script,
     environment)."""
     merged: dict[str, Fact] = {}
     for layer in layers:
         for name, fact in layer.items():
             merged.setdefault(name, fact)
-    return Context(facts=merged, check_fs=check_fs, cwd=cwd, runtime=runtime, script=script)
+    return Context(facts=merged, check_fs=check_fs, cwd=cwd, runtime=runtime, script=script, cwd_label=cwd_label)

@@ -182,7 +182,8 @@ class Finding:
     ``pointer`` locates the offending value in the config; ``at`` says
     whether the position is that of the key (``"key"``) or of the value
     (``"value"``). Script rules give ``line``/``column`` and ``path``
-    directly instead of a pointer. ``severity`` overrides the rule's default
+    directly instead of a pointer, and ``end_line``/``end_column`` (end
+    exclusive) when they know where the problem ends. ``severity`` overrides the rule's default
     for this one finding (e.g. PL202 is a warning when jit_level is unknown).
     ``fix`` is the replacement the rule knows, if any (see :class:`FixSpec`).
     """
@@ -197,3 +198,5 @@ class Finding:
     line: Optional[int] = None
     column: Optional[int] = None
     fix: Optional[FixSpec] = None
+    end_line: Optional[int] = None
+    end_column: Optional[int] = None

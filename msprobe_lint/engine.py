@@ -160,7 +160,7 @@ def to_diagnostics(findings: Iterable[Finding], doc: Optional[Document], selecti
             info.severity if info else Severity.ERROR)
         if finding.line is not None:
             line, column = finding.line, finding.column or 1
-            end_line = end_column = None
+            end_line, end_column = finding.end_line, finding.end_column
         elif doc is not None and finding.pointer is not None and doc.text:
             span = doc.positions.locate(finding.pointer, finding.at)
             line, column, end_line, end_column = span.line, span.column, span.end_line, span.end_column

@@ -221,7 +221,9 @@ def load(path: str, raw: Optional[bytes] = None) -> Document:
     if raw.startswith(BOM):
         doc.findings.append(Finding(
             "PL004", "file starts with a UTF-8 byte-order mark; Python's json.load, and so msprobe, rejects it",
-            hint="save the file as UTF-8 without BOM", line=1, column=1,
+            # The mark itself: columns do not count it, so it is the empty range before column 1
+            # (as the fix's edit gives it; the editor server maps that range onto the mark).
+            hint="save the file as UTF-8 without BOM", line=1, column=1, end_line=1, end_column=1,
             fix=FixSpec("remove the byte-order mark", (("bom",),))))
         raw = raw[len(BOM):]
         doc.bom = True
@@ -232,7 +234,7 @@ def load(path: str, raw: Optional[bytes] = None) -> Document:
         line, column = line_col(bad, len(bad))
         doc.findings.append(Finding(
             "PL004", f"not valid UTF-8: byte 0x{raw[err.start]:02x} at offset {err.start}",
-            hint="save the file as UTF-8", line=line, column=column))
+            hint="save the file as UTF-8", line=line, column=column, end_line=line, end_column=column + 1))
         doc.fatal = True
         return doc
     doc.text = text

@@ -14,6 +14,10 @@ Editors get the findings of ``probe lint`` as they type:
 * ``textDocument/codeAction`` offers each fix as a ``quickfix`` (safe
   fixes preferred; unsafe ones say so in their title), and a
   ``source.fixAll`` action applying every safe fix, as ``--fix`` would.
+  A relative path is made absolute (PL401's fix) against the workspace
+  folder holding the document, else the document's folder, never the
+  server's own current folder (``folder_for``). A document that is not
+  open gets no code actions.
 
 Settings come from the ``[tool.probe-lint]`` of the pyproject.toml nearest
 to the document's path, looked up on every lint (so editing the pyproject
@@ -25,12 +29,15 @@ from __future__ import annotations
 
 import os
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Optional
 
 from .diagnostic import Diagnostic, Severity
 
 SOURCE = "probe-lint"
+# Fixes that make a relative path absolute against a folder (see ProbeLanguageServer.folder_for).
+_FIXES_NEEDING_A_FOLDER = frozenset({"PL401"})
 _LINE_BREAKS = ("\r\n", "\n", "\r")
 
 
@@ -66,8 +73,14 @@ def lsp_position(text: str, offset: int, encoding: str = "utf-16") -> tuple[int,
 def diagnostic_offsets(diagnostic: Diagnostic, starts: list[int], text: str) -> tuple[int, int]:
     """Code-point offsets (start, end) of a diagnostic's range in ``text``
     (a BOM not counted in its columns, as the linter's); a diagnostic
-    without an end gets the rest of its token, at least one character."""
+    without an end gets the rest of its token, at least one character.
+
+    Since the linter's columns do not count a BOM, the mark itself is the
+    empty range before line 1, column 1 (PL004's, as its fix's edit): in
+    a text starting with a BOM that range is the mark, offsets (0, 1)."""
     bom = 1 if text.startswith("\ufeff") else 0
+    if bom and (diagnostic.line, diagnostic.column, diagnostic.end_line, diagnostic.end_column) == (1, 1, 1, 1):
+        return 0, 1
 
     def at(line: int, column: int) -> int:
         line = max(1, min(line, len(starts)))
@@ -150,6 +163,15 @@ class ProbeLanguageServer:
             return self.code_actions(params)
 
     # -- linting -------------------------------------------------------
+    def open_document(self, uri: str) -> Any:
+        """The editor's open document ``uri`` (a pygls TextDocument), or
+        None when it is not open. (pygls's ``get_text_document`` would
+        read a file that is not open from disk, and raise when there is
+        none.)"""
+        from urllib.parse import unquote
+
+        return self.server.workspace.text_documents.get(unquote(uri))
+
     @property
     def encoding(self) -> str:
         kind = self.server.workspace.position_encoding
@@ -158,20 +180,55 @@ class ProbeLanguageServer:
     def lint_source(self, uri: str, text: str) -> list[Diagnostic]:
         """The linter's diagnostics for ``text`` (the editor's buffer of
         ``uri``); [] when it is not an msprobe config."""
-        from pygls.uris import to_fs_path
+        from pygls.uris import to_fs_path, uri_scheme
 
         from .api import LintOptions, UsageError, lint_text
         from .sniff import looks_like_msprobe
 
         if not looks_like_msprobe(text.encode("utf-8", "surrogatepass")):
             return []
-        path = to_fs_path(uri) or os.path.join(os.getcwd(), "untitled.json")
+        options = self.options or LintOptions()
+        folder = self.folder_for(uri)
+        path = to_fs_path(uri) if uri_scheme(uri) == "file" else None
+        if path is None:
+            path = os.path.join(folder[0] if folder else os.getcwd(), "untitled.json")
+        if folder is not None and not options.cwd:
+            options = replace(options, cwd=folder[0], cwd_label=folder[1])
         try:
-            return lint_text(text, path, self.options or LintOptions()).diagnostics
+            found = lint_text(text, path, options).diagnostics
         except UsageError as err:
             self.server.window_show_message(self.types.ShowMessageParams(
                 type=self.types.MessageType.Error, message=f"probe lint: {err}"))
             return []
+        if folder is None and not options.cwd:
+            # No folder to resolve a relative path against but the server's own current one, which is
+            # wherever the editor happened to start: the finding stays, the fix is not offered.
+            found = [replace(d, fix=None) if d.code in _FIXES_NEEDING_A_FOLDER else d for d in found]
+        return found
+
+    def folder_for(self, uri: str) -> Optional[tuple[str, str]]:
+        """The folder relative paths in document ``uri`` are resolved
+        against (PL401's fix), and how the fix names it: the innermost
+        workspace folder holding the document (a training job usually
+        starts in the project's root), else the document's own folder; for
+        a document that is not a file (an unsaved buffer), the first
+        workspace folder. None when there is none: never the server's own
+        current folder, which is wherever the editor was started from."""
+        from pygls.uris import to_fs_path, uri_scheme
+
+        workspace = self.server.workspace
+        roots = [to_fs_path(f.uri) for f in workspace.folders.values()] + [workspace.root_path]
+        folders = [os.path.normpath(r) for r in roots if r]
+        path = to_fs_path(uri) if uri_scheme(uri) == "file" else None
+        if path is None:
+            return (folders[0], f"the workspace folder {folders[0]}") if folders else None
+        path = os.path.normpath(path)
+        holding = [f for f in folders if os.path.commonpath([f, path]) == f and f != path]
+        if holding:
+            best = max(holding, key=len)
+            return best, f"the workspace folder {best}"
+        own = os.path.dirname(path)
+        return own, f"the document's folder {own}"
 
     def lint(self, uri: str) -> None:
         """Lint the open document ``uri`` and publish its diagnostics."""
@@ -210,10 +267,14 @@ class ProbeLanguageServer:
     # -- code actions ----------------------------------------------------
     def code_actions(self, params: Any) -> list:
         """Quick fixes for the diagnostics in the requested range, and a
-        fix-all of the safe fixes."""
+        fix-all of the safe fixes; [] for a document the editor has not
+        opened (or has closed): the server lints buffers, never files on
+        disk."""
         types = self.types
         uri = params.text_document.uri
-        document = self.server.workspace.get_text_document(uri)
+        document = self.open_document(uri)
+        if document is None:
+            return []
         cached = self.documents.get(uri)
         if cached is None or cached[0] != document.source:
             self.documents[uri] = cached = (document.source, self.lint_source(uri, document.source))

@@ -139,6 +139,25 @@ def test_byte_order_mark_removed(tmp_path):
     assert run.status == 0
 
 
+def test_byte_order_mark_has_a_range_in_json_output(tmp_path):
+    """PL004's range is the mark itself, which columns do not count: the
+    empty range before line 1, column 1, the same as its fix's edit (whose
+    offsets do count it: 0-1). Not-UTF-8 PL004 spans the bad byte's column."""
+    (tmp_path / "config.json").write_bytes(b"\xef\xbb\xbf" + BASE.encode())
+    proc = run_probe("lint", "--isolated", "--format", "json", "config.json", cwd=tmp_path)
+    (bom,) = json.loads(proc.stdout)["diagnostics"]
+    assert bom["code"] == "PL004"
+    assert (bom["line"], bom["column"], bom["end_line"], bom["end_column"]) == (1, 1, 1, 1)
+    (edit,) = bom["fix"]["edits"]
+    assert (edit["start"], edit["end"], edit["line"], edit["column"], edit["end_line"], edit["end_column"]) == \
+        (0, 1, 1, 1, 1, 1)
+    (tmp_path / "config.json").write_bytes(b'{\n  "task": "\xc3x"}')
+    proc = run_probe("lint", "--isolated", "--format", "json", "config.json", cwd=tmp_path)
+    (bad,) = json.loads(proc.stdout)["diagnostics"]
+    assert bad["code"] == "PL004" and "byte 0xc3" in bad["message"]
+    assert (bad["line"], bad["column"], bad["end_line"], bad["end_column"]) == (2, 12, 2, 13)
+
+
 def test_relative_dump_path_made_absolute_against_cwd(tmp_path):
     path = tmp_path / "config.json"
     relative = BASE.replace('"/home/data_dump"', '"./dump"')

@@ -23,11 +23,13 @@ class Client:
     """A minimal LSP client: framed requests and notifications out, a
     reader thread queueing every message the server sends."""
 
-    def __init__(self, cwd: Path):
+    def __init__(self, cwd: Path, home: Optional[Path] = None):
+        home = home or cwd
+        env = {"XDG_CACHE_HOME": str(home / "cache"), "PATH": "/usr/bin:/bin", "HOME": str(home)}
+        if "PYTHONPATH" in os.environ:  # a checkout run against another's installed package: serve its code
+            env["PYTHONPATH"] = os.environ["PYTHONPATH"]
         self.proc = subprocess.Popen(probe_command() + ["server"], cwd=cwd, stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                     env={"XDG_CACHE_HOME": str(cwd / "cache"), "PATH": "/usr/bin:/bin",
-                                          "HOME": str(cwd)})
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
         self.messages: "queue.Queue[dict]" = queue.Queue()
         self.next_id = 0
         threading.Thread(target=self._read, daemon=True).start()
@@ -175,6 +177,109 @@ def test_other_json_files_get_no_diagnostics(client, tmp_path):
     shut_down(client)
 
 
+def test_code_actions_for_documents_not_open_are_empty(client, tmp_path):
+    """A codeAction for a URI the editor never opened (missing on disk, or
+    a config on disk), or has closed, gets no actions: no error reply, no
+    traceback on stderr, and the server goes on serving."""
+    on_disk = tmp_path / "config.json"
+    on_disk.write_text('{"task": "overflow_check", "dump_path": "/d", "level": "l1"}')
+    everywhere = {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 99}}
+
+    def actions(uri: str) -> Any:
+        return client.request("textDocument/codeAction", {
+            "textDocument": {"uri": uri}, "range": everywhere, "context": {"diagnostics": []}})
+
+    assert actions((tmp_path / "nope.json").as_uri()) == []
+    assert actions("file:///nope.json") == []
+    assert actions(on_disk.as_uri()) == []
+    uri = on_disk.as_uri()
+    client.notify("textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": "json", "version": 1,
+                                                            "text": on_disk.read_text()}})
+    client.diagnostics(uri, 1)
+    assert [a["title"] for a in actions(uri) if a["kind"] == "quickfix"] == ["PL103: replace 'l1' with 'L1'"]
+    client.notify("textDocument/didClose", {"textDocument": {"uri": uri}})
+    assert client.diagnostics(uri) == []
+    assert actions(uri) == []
+    shut_down(client)
+    assert client.proc.stderr is not None
+    stderr = client.proc.stderr.read().decode("utf-8", "replace")
+    assert "Traceback" not in stderr and "FileNotFoundError" not in stderr, stderr
+
+
+def test_byte_order_mark_range_is_the_mark(client, tmp_path):
+    """PL004's range is the byte-order mark itself (character 0-1); the
+    other ranges on that line count the mark too, as its fix's edit does."""
+    uri = (tmp_path / "config.json").as_uri()
+    text = '\ufeff{"task": "overflow_check", "dump_path": "/d", "level": "l1"}'
+    client.notify("textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": "json", "version": 1,
+                                                            "text": text}})
+    by_code = {d["code"]: d for d in client.diagnostics(uri, 1)}
+    assert by_code["PL004"]["range"] == {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 1}}
+    level = text.index('"l1"')
+    assert by_code["PL103"]["range"] == {"start": {"line": 0, "character": level},
+                                         "end": {"line": 0, "character": level + 4}}
+    actions = client.request("textDocument/codeAction", {
+        "textDocument": {"uri": uri}, "range": by_code["PL004"]["range"],
+        "context": {"diagnostics": [by_code["PL004"]], "only": ["quickfix"]}})
+    (remove,) = [a for a in actions if a["title"].startswith("PL004")]
+    assert remove["edit"]["changes"][uri] == [{"range": by_code["PL004"]["range"], "newText": ""}]
+    shut_down(client)
+
+
+def test_relative_dump_path_made_absolute_against_the_documents_folder(tmp_path):
+    """PL401's fix resolves a relative dump_path against the workspace
+    folder holding the document, else the document's own folder, and says
+    which; never against the server's current folder (here another temp
+    folder, as `/` is when an editor starts from a desktop). An unsaved
+    buffer with no workspace at all gets the finding without the fix."""
+    started_in, workspace, elsewhere = tmp_path / "started-in", tmp_path / "lsp", tmp_path / "fx2" / "sub"
+    for folder in (started_in, workspace / "configs", elsewhere):
+        folder.mkdir(parents=True)
+    text = '{"task": "overflow_check", "dump_path": "dump data", "level": "L1"}'
+    everywhere = {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": len(text)}}
+
+    def pl401_fix(session: Client, uri: str) -> Optional[tuple[str, str]]:
+        session.notify("textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": "json", "version": 1,
+                                                                 "text": text}})
+        (found,) = [d for d in session.diagnostics(uri, 1) if d["code"] == "PL401"]
+        actions = session.request("textDocument/codeAction", {
+            "textDocument": {"uri": uri}, "range": everywhere,
+            "context": {"diagnostics": [found], "only": ["quickfix"]}})
+        fixes = [a for a in actions if a["title"].startswith("PL401")]
+        if not fixes:
+            return None
+        (fix,) = fixes
+        return fix["title"], json.loads(fix["edit"]["changes"][uri][0]["newText"])
+
+    session = Client(started_in, home=tmp_path)
+    try:
+        session.request("initialize", {"processId": None, "rootUri": workspace.as_uri(), "capabilities": {}})
+        session.notify("initialized", {})
+        title, new = pl401_fix(session, (workspace / "configs" / "config.json").as_uri())
+        assert new == str(workspace / "dump data")
+        assert f"against the workspace folder {workspace}: {workspace / 'dump data'}" in title
+        title, new = pl401_fix(session, (elsewhere / "config.json").as_uri())
+        assert new == str(elsewhere / "dump data")
+        assert f"against the document's folder {elsewhere}: {elsewhere / 'dump data'}" in title
+        title, new = pl401_fix(session, "untitled:Untitled-1")
+        assert new == str(workspace / "dump data") and f"the workspace folder {workspace}" in title
+        shut_down(session)
+    finally:
+        if session.proc.poll() is None:
+            session.proc.kill()
+            session.proc.wait(timeout=10)
+    session = Client(started_in, home=tmp_path)
+    try:
+        session.request("initialize", {"processId": None, "rootUri": None, "capabilities": {}})
+        session.notify("initialized", {})
+        assert pl401_fix(session, "untitled:Untitled-1") is None
+        shut_down(session)
+    finally:
+        if session.proc.poll() is None:
+            session.proc.kill()
+            session.proc.wait(timeout=10)
+
+
 def test_positions_follow_lsp_line_breaks():
     from msprobe_lint.server import lsp_position
 
@@ -191,7 +296,7 @@ def test_without_pygls_a_message_not_a_traceback(tmp_path):
     install it and exits 2. (A sitecustomize that hides pygls stands in
     for an environment without it.)"""
     (tmp_path / "sitecustomize.py").write_text("import sys\nsys.modules['pygls'] = None\n")
-    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(tmp_path), os.environ.get("PYTHONPATH")]))}
     proc = subprocess.run([sys.executable, "-c", "from msprobe_lint.cli import main; main(['server'])"],
                           capture_output=True, text=True, env=env, timeout=120, stdin=subprocess.DEVNULL)
     assert proc.returncode == 2

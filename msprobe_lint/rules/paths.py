@@ -74,7 +74,7 @@ def not_absolute(config: ConfigView, context: Context) -> Iterator[Finding]:
                       severity=None if name == "dump_path" else Severity.WARNING,
                       hint=f"give an absolute path, e.g. /home/user/{DISALLOWED_RUN.sub('_', value.lstrip('./')) or 'dump'}",
                       fix=_rewrite(ptr, absolute, f"make {name} absolute against "
-                                                  f"{'--cwd' if context.cwd else 'this folder'}"))
+                                                  f"{context.cwd_label or ('--cwd' if context.cwd else 'this folder')}"))
 
 
 @rule("PL402", "path-bad-characters", "error", "Path has characters outside [A-Za-z0-9_./-]", fix="unsafe")
