@@ -265,7 +265,8 @@ class PrecisionDebugger:
         self.checks = checks
         #: sentinel checks run in the coming checked steps (until they find something)
         self.sentinel_armed = checks == "sentinel"
-        self.sentinel = GradSentinel(self.monitor.on_error)
+        self.sentinel = GradSentinel(self.monitor.on_error, on_device=_device_target() not in ("CPU", None))
+        self._sentinel_window = False  # a sentinel window is open (or closed and not judged yet)
         self._sentinel_findings = 0
         self._sentinel_empty_said = False
         self._started = False
@@ -309,6 +310,7 @@ class PrecisionDebugger:
             if not self.monitor.begin():
                 return
             if self.sentinel_armed:
+                self._sentinel_window = True
                 self.sentinel.install()
                 self._started = True
                 self._checked_steps.add(self.state.step)
@@ -361,8 +363,9 @@ class PrecisionDebugger:
     def _resolve_sentinel(self) -> None:
         """Judge what the sentinel held in the window that just closed; on
         inf/nan write its record and switch to exact checks for good."""
-        if not self.sentinel_armed:
+        if not self.sentinel_armed or not self._sentinel_window:
             return
+        self._sentinel_window = False
         computations = len(self.sentinel.held)
         found = self.sentinel.resolve()
         if found is None:
@@ -453,6 +456,16 @@ class PrecisionDebugger:
 _DEBUGGERS: "weakref.WeakSet[PrecisionDebugger]" = weakref.WeakSet()
 _PREVIOUS_SIGTERM: Any = None
 _SIGTERM_INSTALLED = False
+
+
+def _device_target() -> Optional[str]:
+    """``mindspore.get_context("device_target")``, or None when unknown."""
+    try:
+        import mindspore
+
+        return str(mindspore.get_context("device_target"))
+    except Exception:  # pragma: no cover
+        return None
 
 
 def _install_sigterm_handler() -> None:

@@ -20,9 +20,16 @@ does this instead, in every checked step until it finds something:
   the second the gradients;
 * the wrappers keep references to those tensors (no copy, no read, no
   wait for the device) and, when the window closes (``stop()``, ``step()``
-  or interpreter exit), every floating one is read on the host once and
-  tested for inf/nan (``detection.HostCache``): for the benchmark models,
-  one loss and 6-24 gradients a step;
+  or interpreter exit), they are judged once. On the CPU backend every
+  floating one is copied to the host and tested for inf/nan
+  (``detection.HostCache``): for the benchmark models, one loss and 6-24
+  gradients a step, and that copy is most of what sentinel checks cost.
+  On other backends copying every gradient to the host each step would
+  move the whole model's size over the bus, so they are reduced on the
+  device first with ``mindspore.amp.all_finite`` (the ``AllFinite``
+  kernel on Ascend): one boolean comes back, and only when it says
+  something is not finite are the tensors read on the host, to name
+  which (a failure of that path falls back to the host read);
 * when one is not finite, one record of kind ``sentinel`` goes to that
   step's ``overflow.json`` (no ``dump.json`` entry: no call was recorded)
   naming which outputs and which Parameters' gradients held inf/nan and the
@@ -44,7 +51,7 @@ from __future__ import annotations
 import sys
 from typing import Any, Callable, Optional
 
-from .detection import HostCache, iter_tensors
+from .detection import HostCache, is_floating, iter_tensors
 from .interception import capture_frames, inside_tool, restore, tool_section, _MISSING
 
 #: the MindSpore functions every PyNative gradient computation runs through
@@ -99,10 +106,14 @@ class GradSentinel:
     Args:
         on_error: called with (where, exception) for a fault inside the
             tool (the wrapped call's result is returned all the same).
+        on_device: reduce on the device first (``mindspore.amp.all_finite``)
+            and read on the host only when something is not finite; for
+            backends other than CPU.
     """
 
-    def __init__(self, on_error: Callable[[str, BaseException], None]) -> None:
+    def __init__(self, on_error: Callable[[str, BaseException], None], *, on_device: bool = False) -> None:
         self.on_error = on_error
+        self.on_device = on_device
         self.held: list[Held] = []
         self._saved: list[tuple[Any, str, Any]] = []
         self._plan: Optional[list[tuple[Any, str, Callable]]] = None
@@ -190,6 +201,8 @@ class GradSentinel:
         section = tool_section()
         section.__enter__()
         try:
+            if self.on_device and self._all_finite_on_device(held):
+                return None
             cache = HostCache()
             bad: list[str] = []
             frames = None
@@ -204,3 +217,17 @@ class GradSentinel:
         if not bad:
             return None
         return {"nonfinite": list(dict.fromkeys(bad)), "frames": frames or (), "computations": len(held)}
+
+    def _all_finite_on_device(self, held: list[Held]) -> bool:
+        """True when ``mindspore.amp.all_finite`` says every held floating
+        tensor is finite (one boolean read back); False when it does not,
+        or when that path fails (logged once; the host read decides)."""
+        try:
+            from mindspore import amp
+
+            tensors = tuple(t for item in held for _, t in item.tensors if is_floating(t))
+            return not tensors or bool(amp.all_finite(tensors).asnumpy())
+        except Exception as err:
+            self.on_device = False
+            self.on_error("in the sentinel's device check (the host read is used from now on)", err)
+            return False

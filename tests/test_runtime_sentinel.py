@@ -154,8 +154,10 @@ def test_a_window_without_gradients_is_said_once(work, caplog):
         ops.exp(Tensor(np.array([100.0], np.float32)))      # inf, but no gradient computed: not seen
         debugger.stop()
         debugger.step()
+    debugger.stop()                                         # no window open: nothing to judge, nothing said
     said = [r for r in caplog.records if "saw no gradient computation" in r.getMessage()]
     assert len(said) == 1 and said[0].levelno == logging.WARNING
+    assert "step 0" in said[0].getMessage()
     assert not list((tmp_path / "dump").glob("step*"))
 
 
@@ -182,3 +184,25 @@ def test_gradients_are_labelled_by_parameter():
         "gradient w.r.t. input 0", "gradient of w", "gradient of b"]
     assert [label for label, _ in label_gradients(gx, None)] == ["gradient w.r.t. input 0"]
     assert FORWARD != BACKWARD
+
+
+@pytest.mark.parametrize("overflow", [False, True])
+def test_the_device_path_judges_as_the_host_path(work, overflow, monkeypatch):
+    """Other backends reduce on the device first (mindspore.amp.all_finite)
+    and read on the host only to name what is not finite: forced here on
+    CPU, the records are those of the host path."""
+    tmp_path, make = work
+    debugger = make()
+    debugger.sentinel.on_device = True
+    reads = []
+    from probe_runtime import detection
+
+    to_host = detection.to_host
+    monkeypatch.setattr(detection, "to_host", lambda *a, **k: reads.append(1) or to_host(*a, **k))
+    train(debugger, "L1", overflow_steps={1} if overflow else set(), steps=2)
+    if overflow:
+        (record,) = index(tmp_path, 1)
+        assert "gradient of 0.weight" in record["nonfinite"] and reads
+    else:
+        assert not list((tmp_path / "dump").glob("step*"))
+        assert not reads and debugger.sentinel.on_device      # nothing read on the host, the path kept
