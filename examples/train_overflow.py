@@ -126,9 +126,18 @@ def summarise(dump_path: str) -> None:
         return
     print(f"{len(records)} overflow record(s):")
     for r in records:
-        print(f"  step{r.get('step')}: {r['name']:<40} {'ORIGIN ' if r['origin'] else 'carried'} at {r['where']}")
-    first = next((r for r in records if r["origin"]), records[0])
-    print(f"overflow starts at {first['name']} ({first['where']})")
+        mark = "SENTINEL" if r.get("kind") == "sentinel" else "ORIGIN " if r["origin"] else "carried"
+        print(f"  step{r.get('step')}: {r['name']:<40} {mark} at {r['where']}")
+    named = [r for r in records if r.get("kind") != "sentinel"]  # sentinel checks name no call
+    if not named:
+        print(f"sentinel checks saw inf/nan; no call named yet: {records[0].get('message')}")
+        return
+    first = next((r for r in named if r["origin"]), None)
+    if first is None:  # it came in (bad data, a weight already inf/nan): `probe report` says from where
+        first = named[0]
+        print(f"no record is an origin; the first is {first['name']} ({first['where']}): see probe report")
+    else:
+        print(f"overflow starts at {first['name']} ({first['where']})")
     print(f"dump: {os.path.dirname(first['file'])} (dump.json, stack.json, overflow.json, dump_tensor_data/)")
 
 

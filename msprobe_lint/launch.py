@@ -448,7 +448,8 @@ def guarded_run(config: str, command: Sequence[str], options=None, *, stream: Op
         stream: where probe's own output goes (default stderr).
     Returns:
         CMD's exit status; 1 when the lint found errors, 2 for a usage
-        error, an unreadable config or a missing script; 126/127 when CMD
+        error (``PROBE_CHECKS`` neither ``exact`` nor ``sentinel``
+        included), an unreadable config or a missing script; 126/127 when CMD
         cannot be started.
     """
     from dataclasses import replace
@@ -466,6 +467,11 @@ def guarded_run(config: str, command: Sequence[str], options=None, *, stream: Op
         # `probe run -- python train.py` (CONFIG forgotten) looks like.
         stream.write(f"probe: error: CONFIG must be the msprobe config (a .json file), given before `--`; "
                      f"got {config!r}; usage: probe run CONFIG [options] -- CMD ARGS...\n")
+        return EXIT_USAGE
+    checks = os.environ.get("PROBE_CHECKS")
+    if checks and checks not in ("exact", "sentinel"):  # probe_runtime.PrecisionDebugger would refuse it in CMD
+        stream.write(f"probe: error: PROBE_CHECKS must be 'exact' or 'sentinel', not {checks!r}; not starting "
+                     f"`{shlex.join(command)}`\n")
         return EXIT_USAGE
     plan = parse_command(command)  # CMD runs here, so its script is relative to here (not --cwd)
     script = options.script

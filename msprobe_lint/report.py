@@ -109,6 +109,8 @@ class Record:
     entered: Optional[dict] = None
     #: a probe_runtime sentinel finding (overflow.json kind ``sentinel``): its message; it names no call
     sentinel: Optional[str] = None
+    #: a sentinel finding's ``nonfinite``: every label of what held inf/nan (the message shows the first few)
+    nonfinite: list[str] = field(default_factory=list)
 
     @property
     def kind(self) -> str:
@@ -393,7 +395,8 @@ def read_dump(dump_path: str) -> Dump:
                                            origin if isinstance(origin, bool) else None,
                                            str(where) if where else None, entry_tensors(entry),
                                            has_entry=entry is not None,
-                                           entered=entered if _entered_ok(entered) else None, sentinel=sentinel))
+                                           entered=entered if _entered_ok(entered) else None, sentinel=sentinel,
+                                           nonfinite=_labels(item) if sentinel else []))
         else:
             for index, (name, entry) in enumerate(data.items()):
                 dump.records.append(Record(step, rank, str(folder), index, str(name), None,
@@ -409,6 +412,12 @@ def _sentinel(item: Any) -> Optional[str]:
         message = item.get("message")
         return message if isinstance(message, str) and message else "inf/nan seen by sentinel checks"
     return None
+
+
+def _labels(item: dict) -> list[str]:
+    """A sentinel record's ``nonfinite`` labels (strings only)."""
+    labels = item.get("nonfinite")
+    return [str(x) for x in labels] if isinstance(labels, list) else []
 
 
 def _entered_ok(value: Any) -> bool:
@@ -479,6 +488,8 @@ def render_text(dump: Dump) -> str:
         if record.sentinel is not None:  # names no call: what held inf/nan, and the user's gradient line
             lines.append(f"  SENTINEL  {record.where or 'file:line unknown'}")
             lines.append(f"           {record.sentinel}")
+            if record.nonfinite:
+                lines.append(f"           held inf/nan: {', '.join(record.nonfinite)}")
             continue
         mark = {True: "ORIGIN ", False: "carried", None: "?      "}[record.origin]
         lines.append(f"  {mark}  {record.label}  {record.kind}  {record.direction or '-'}  "
@@ -521,6 +532,7 @@ def record_dict(record: Record) -> dict:
                      "nonfinite": t.nonfinite} for t in record.offending()],
         "entered": record.entered,
         "sentinel": record.sentinel,
+        "nonfinite": record.nonfinite,
     }
 
 

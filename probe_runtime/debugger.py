@@ -181,7 +181,7 @@ class PrecisionDebugger:
         checks: ``"exact"`` (the default: every call of every checked step,
             forward and backward) or ``"sentinel"`` (only what gradient
             computations return, read once per step, until something is
-            not finite; exact checks from the next checked step on: see
+            not finite; exact checks from the next ``start()`` on: see
             ``probe_runtime.sentinel``). None falls back to the
             ``PROBE_CHECKS`` environment variable, then ``"exact"``. Not an
             msprobe argument.
@@ -366,14 +366,15 @@ class PrecisionDebugger:
         if not self.sentinel_armed or not self._sentinel_window:
             return
         self._sentinel_window = False
-        computations = len(self.sentinel.held)
+        computations = self.sentinel.computations
         found = self.sentinel.resolve()
         if found is None:
             if not computations and not self._sentinel_empty_said:
                 self._sentinel_empty_said = True
                 LOGGER.warning("probe_runtime: sentinel checks saw no gradient computation in step %s: they judge "
-                               "only what mindspore.grad / value_and_grad return, so forward-only code is not "
-                               "checked (use exact checks: checks='exact' or PROBE_CHECKS=exact)", self.state.step)
+                               "only what mindspore.grad / value_and_grad compute in PyNative, so forward-only code "
+                               "and a training step compiled with mindspore.jit are not checked (use exact checks "
+                               "for forward-only code: checks='exact' or PROBE_CHECKS=exact)", self.state.step)
             return
         self.sentinel_armed = False
         self._sentinel_findings += 1

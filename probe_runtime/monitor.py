@@ -576,7 +576,7 @@ class Monitor:
         where = _user_where(found["frames"], self.library_roots)
         shown = ", ".join(labels[:4]) + (f" and {len(labels) - 4} more" if len(labels) > 4 else "")
         message = (f"inf/nan in {shown}, returned by the gradient computation at {where}; sentinel checks name "
-                   f"no call: exact {self.level} checks run from the next checked step on")
+                   f"no call: exact {self.level} checks run from the next start() on")
         item = {"name": "sentinel", "origin": False, "where": where, "kind": "sentinel", "step": self.state.step,
                 "rank": self.state.rank, "nonfinite": labels, "message": message}
         try:

@@ -20,7 +20,9 @@ does this instead, in every checked step until it finds something:
   the second the gradients;
 * the wrappers keep references to those tensors (no copy, no read, no
   wait for the device) and, when the window closes (``stop()``, ``step()``
-  or interpreter exit), they are judged once. On the CPU backend every
+  or interpreter exit), they are judged once; a window with many gradient
+  computations (gradient accumulation) has them judged every ``HOLD_CAP``
+  computations, so it never holds more than that many results. On the CPU backend every
   floating one is copied to the host and tested for inf/nan
   (``detection.HostCache``): for the benchmark models, one loss and 6-24
   gradients a step, and that copy is most of what sentinel checks cost.
@@ -33,14 +35,17 @@ does this instead, in every checked step until it finds something:
 * when one is not finite, one record of kind ``sentinel`` goes to that
   step's ``overflow.json`` (no ``dump.json`` entry: no call was recorded)
   naming which outputs and which Parameters' gradients held inf/nan and the
-  user's line that asked for the gradients, and from the next checked step
-  on the configured level runs with exact checks (for good).
+  user's line that asked for the gradients, and from the next ``start()``
+  on (the next checked window: later in the same step when a step has
+  several) the configured level runs with exact checks, for good.
 
 What it does not see: overflow that reaches neither the differentiated
 function's output nor a gradient (an inf masked by ``ReLU``, ``max`` or a
 ``where``; forward-only windows, such as evaluation, which compute no
-gradient: said once in the log), and in the step where it fires it names no
-call: the first overflowing call is named from the next checked step on,
+gradient: said once in the log; a training step compiled with
+``mindspore.jit`` computes its gradients in the graph, unseen too), and in
+the window where it fires it names no call: the first overflowing call is
+named from the next checked window on,
 when the overflow happens again (a loss-scale overflow usually does; a
 one-off bad batch may not). Values are read when the window closes, so a
 gradient the script changes in place before that (an unscale with
@@ -51,12 +56,14 @@ from __future__ import annotations
 import sys
 from typing import Any, Callable, Optional
 
-from .detection import HostCache, is_floating, iter_tensors
+from .detection import HostCache, is_floating, is_tensor, iter_tensors
 from .interception import capture_frames, inside_tool, restore, tool_section, _MISSING
 
 #: the MindSpore functions every PyNative gradient computation runs through
 FORWARD, BACKWARD = "_pynative_func_grad_forward", "_pynative_func_grad_backward"
 CHECKS = ("exact", "sentinel")
+#: computations (a forward output, a gradient result) held before they are judged within a window
+HOLD_CAP = 4
 
 
 class Held:
@@ -76,26 +83,62 @@ class Held:
         self.frames = frames
 
 
-def label_gradients(out: Any, weights: Any) -> list[tuple[str, Any]]:
+def _weight_list(weights: Any) -> list:
+    """The Parameters a gradient computation was asked for, as a list:
+    None -> [], one Parameter -> [it] (never iterated: iterating a tensor
+    slices it row by row), a list/tuple/ParameterTuple -> its items."""
+    if weights is None or is_tensor(weights):
+        return [] if weights is None else [weights]
+    return list(weights) if isinstance(weights, (list, tuple)) else []
+
+
+def _positions(grad_position: Any) -> Optional[list]:
+    """``grad_position`` as a list of input positions, or None."""
+    if isinstance(grad_position, int) and not isinstance(grad_position, bool):
+        return [grad_position]
+    if isinstance(grad_position, (list, tuple)) and all(isinstance(p, int) for p in grad_position):
+        return list(grad_position)
+    return None
+
+
+def label_gradients(out: Any, weights: Any, grad_position: Any = None) -> list[tuple[str, Any]]:
     """(label, tensor) for each tensor of a gradient result (no dtype is
     read here: the first dtype read of a fresh tensor waits for the device).
 
-    ``out`` is what ``_pynative_func_grad_backward`` returned: a tensor, a
-    tuple of them, or (gradients w.r.t. inputs, gradients w.r.t.
-    ``weights``). When ``weights`` (Parameters, or None) are given, the
-    last ``len(weights)`` tensors of the flattened result are theirs, in
-    order (MindSpore's layout); the others are w.r.t. the inputs.
+    ``out`` is what ``_pynative_func_grad_backward`` returned: the
+    gradients w.r.t. the inputs at ``grad_position`` (a tensor for one
+    position, else a tuple with one item per position, an item a tensor or
+    a tuple for a tuple input), w.r.t. ``weights`` (a tuple in their order),
+    or both as ``(inputs' part, weights' part)``. Labels: ``"gradient of
+    <Parameter name>"``, ``"gradient w.r.t. input <position>"`` (``"...
+    input 1 item 0"`` inside a tuple input); when the layout is not one of
+    these, the inputs' gradients are numbered in order.
     """
+    params = _weight_list(weights)
     tensors = list(iter_tensors(out))
-    params = [w for w in (weights if isinstance(weights, (list, tuple)) else
-                          (list(weights) if weights is not None and hasattr(weights, "__iter__") else []))]
-    first = len(tensors) - len(params) if params and len(params) <= len(tensors) else len(tensors)
-    labelled = []
-    for i, t in enumerate(tensors):
-        if i >= first:
-            labelled.append((f"gradient of {getattr(params[i - first], 'name', i - first)}", t))
-        else:
-            labelled.append((f"gradient w.r.t. input {i}", t))
+    n_weights = len(params) if params and len(params) <= len(tensors) else 0
+    if n_weights == len(tensors):
+        inputs_part: Any = ()
+    elif n_weights and isinstance(out, tuple) and len(out) == 2 and len(list(iter_tensors(out[1]))) == n_weights:
+        inputs_part = out[0]
+    else:
+        inputs_part, n_weights = out, 0
+    positions = _positions(grad_position)
+    labelled: list[tuple[str, Any]] = []
+    if is_tensor(inputs_part):
+        where = positions[0] if positions and len(positions) == 1 else 0
+        labelled.append((f"gradient w.r.t. input {where}", inputs_part))
+    elif isinstance(inputs_part, (tuple, list)):
+        aligned = positions if positions and len(positions) == len(inputs_part) else None
+        for k, item in enumerate(inputs_part):
+            where = aligned[k] if aligned else k
+            if is_tensor(item):
+                labelled.append((f"gradient w.r.t. input {where}", item))
+            else:
+                labelled.extend((f"gradient w.r.t. input {where} item {j}", t)
+                                for j, t in enumerate(iter_tensors(item)))
+    for param, tensor in zip(params, tensors[len(tensors) - n_weights:] if n_weights else []):
+        labelled.append((f"gradient of {getattr(param, 'name', '?')}", tensor))
     return labelled
 
 
@@ -111,9 +154,16 @@ class GradSentinel:
             backends other than CPU.
     """
 
+    #: the installed sentinel: one at a time in a process (a second one's
+    #: wrappers would wrap the first one's, and their removal would cross)
+    _active: Optional["GradSentinel"] = None
+
     def __init__(self, on_error: Callable[[str, BaseException], None], *, on_device: bool = False) -> None:
         self.on_error = on_error
         self.on_device = on_device
+        self._bad: list[str] = []  # labels judged not finite in this window
+        self._frames: Optional[tuple] = None
+        self._computations = 0
         self.held: list[Held] = []
         self._saved: list[tuple[Any, str, Any]] = []
         self._plan: Optional[list[tuple[Any, str, Callable]]] = None
@@ -143,20 +193,26 @@ class GradSentinel:
         module that holds them; no class is touched).
 
         Raises:
-            RuntimeError: this MindSpore has no such functions.
+            RuntimeError: this MindSpore has no such functions, or another
+                debugger's sentinel is installed.
         """
         if self._saved:
             return
+        if GradSentinel._active is not None and GradSentinel._active is not self:
+            raise RuntimeError("another PrecisionDebugger is already started in this process")
         if self._plan is None:
             self._plan = self._build_plan()
         for owner, attr, wrapper in self._plan:
             self._saved.append((owner, attr, vars(owner).get(attr, _MISSING)))
             setattr(owner, attr, wrapper)
+        GradSentinel._active = self
 
     def uninstall(self) -> None:
         """Put the originals back (safe to call twice)."""
         saved, self._saved = self._saved, []
         restore(saved)
+        if GradSentinel._active is self:
+            GradSentinel._active = None
 
     def _wrap_forward(self, original: Callable) -> Callable:
         def forward(fn: Any, *args: Any, **kwargs: Any) -> Any:
@@ -164,7 +220,7 @@ class GradSentinel:
             if not inside_tool():
                 try:
                     tensors = [(f"forward output {i}", t) for i, t in enumerate(iter_tensors(outputs))]
-                    self.held.append(Held("output", tensors, capture_frames(sys._getframe(1))))
+                    self._hold(Held("output", tensors, capture_frames(sys._getframe(1))))
                 except Exception as err:
                     self.on_error("in the sentinel's forward wrapper", err)
             return outputs
@@ -177,8 +233,8 @@ class GradSentinel:
             out = original(fn, grad_op, weights, *rest)
             if not inside_tool():
                 try:
-                    self.held.append(Held("gradient", label_gradients(out, weights),
-                                          capture_frames(sys._getframe(1))))
+                    self._hold(Held("gradient", label_gradients(out, weights, rest[0] if rest else None),
+                                    capture_frames(sys._getframe(1))))
                 except Exception as err:
                     self.on_error("in the sentinel's backward wrapper", err)
             return out
@@ -186,37 +242,57 @@ class GradSentinel:
         backward.__probe_original__ = original  # type: ignore[attr-defined]
         return backward
 
-    def resolve(self) -> Optional[dict]:
-        """Read everything held (one host read per distinct tensor), forget
-        it, and return what was not finite, or None.
+    def _hold(self, item: Held) -> None:
+        """Keep ``item`` until the window closes; after ``HOLD_CAP``
+        computations in one window (gradient accumulation, many micro
+        batches) judge what is held now, so references to at most
+        ``HOLD_CAP`` computations' tensors are kept, never a whole window's."""
+        self.held.append(item)
+        if len(self.held) >= HOLD_CAP:
+            self._judge()
 
-        Returns:
-            None, or ``{"nonfinite": [labels], "frames": frames of the first
-            computation that held one, "computations": how many were
-            checked}``.
-        """
+    def _judge(self) -> None:
+        """Judge everything held and forget it; what was not finite is
+        kept (labels, and the frames of the first computation with one)."""
         held, self.held = self.held, []
         if not held:
-            return None
+            return
+        self._computations += len(held)
         section = tool_section()
         section.__enter__()
         try:
             if self.on_device and self._all_finite_on_device(held):
-                return None
+                return
             cache = HostCache()
-            bad: list[str] = []
-            frames = None
             for item in held:
                 for label, tensor in item.tensors:
                     if not cache.finite(tensor):
-                        bad.append(label)
-                        if frames is None:
-                            frames = item.frames
+                        self._bad.append(label)
+                        if self._frames is None:
+                            self._frames = item.frames
         finally:
             section.__exit__()
+
+    def resolve(self) -> Optional[dict]:
+        """Judge what is still held (one host read per distinct tensor) and
+        return what was not finite in the window, or None; starts afresh.
+
+        Returns:
+            None, or ``{"nonfinite": [labels, first seen first], "frames":
+            frames of the first computation that held one, "computations":
+            how many were judged}``.
+        """
+        self._judge()
+        bad, frames, computations = self._bad, self._frames, self._computations
+        self._bad, self._frames, self._computations = [], None, 0
         if not bad:
             return None
-        return {"nonfinite": list(dict.fromkeys(bad)), "frames": frames or (), "computations": len(held)}
+        return {"nonfinite": list(dict.fromkeys(bad)), "frames": frames or (), "computations": computations}
+
+    @property
+    def computations(self) -> int:
+        """Gradient-entry calls seen in the window so far (held or judged)."""
+        return self._computations + len(self.held)
 
     def _all_finite_on_device(self, held: list[Held]) -> bool:
         """True when ``mindspore.amp.all_finite`` says every held floating

@@ -388,7 +388,7 @@ def test_a_sentinel_record_is_shown_with_what_held_inf_and_the_exact_step_after_
     origin. The report shows the sentinel's message, warns of no missing
     dump.json, and the summary names both."""
     message = ("inf/nan in gradient of fc.weight, returned by the gradient computation at train.py:9; sentinel "
-               "checks name no call: exact L1 checks run from the next checked step on")
+               "checks name no call: exact L1 checks run from the next start() on")
     sentinel = tmp_path / "step3" / "rank"
     sentinel.mkdir(parents=True)
     (sentinel / "overflow.json").write_text(json.dumps([
@@ -405,12 +405,13 @@ def test_a_sentinel_record_is_shown_with_what_held_inf_and_the_exact_step_after_
         [{"name": "Functional.exp.0.forward", "origin": True, "where": "train.py:5"}]))
     status, out, err = report(tmp_path)
     assert status == 0 and err == ""                         # no "dump.json missing" for the sentinel's step
-    assert f"  SENTINEL  train.py:9\n           {message}\n" in out
+    assert f"  SENTINEL  train.py:9\n           {message}\n           held inf/nan: gradient of fc.weight\n" in out
     assert out.rstrip().endswith(f"Sentinel checks saw inf/nan in step3/rank: {message}. Then: Overflow started in "
                                  "step4/rank: Functional.exp.0.forward (API, forward) at train.py:5.")
     status, out, _ = report(tmp_path, "json")
     payload = strict_json(out)
     assert payload["records"][0]["sentinel"] == message and payload["records"][0]["kind"] == "sentinel"
+    assert payload["records"][0]["nonfinite"] == ["gradient of fc.weight"]
     assert payload["records"][1]["sentinel"] is None
     assert payload["started"]["name"] == "Functional.exp.0.forward"  # the first step that names a call
     status, out, _ = report(tmp_path, "html")

@@ -179,6 +179,18 @@ def test_refuses_bad_config_and_does_not_start(tmp_path):
     assert proc.stdout == ""
 
 
+def test_bad_probe_checks_exits_2_before_starting(tmp_path):
+    cfg = config(tmp_path)
+    marker = tmp_path / "started"
+    proc = run_probe("run", str(cfg), "--", PY, "-c", f"open({str(marker)!r}, 'w').close()", cwd=tmp_path,
+                     env={"PROBE_CHECKS": "bogus"})
+    assert proc.returncode == 2 and not marker.exists()
+    assert "PROBE_CHECKS must be 'exact' or 'sentinel', not 'bogus'" in proc.stderr and "passed" not in proc.stderr
+    proc = run_probe("run", str(cfg), "--", PY, "-c", f"open({str(marker)!r}, 'w').close()", cwd=tmp_path,
+                     env={"PROBE_CHECKS": "sentinel"})
+    assert proc.returncode == 0 and marker.exists()
+
+
 def test_unreadable_config_exits_2(tmp_path):
     marker = tmp_path / "started"
     proc = run_probe("run", str(tmp_path / "missing.json"), "--", PY, "-c",

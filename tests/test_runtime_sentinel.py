@@ -1,5 +1,5 @@
 """Sentinel checks (``checks="sentinel"``): no call checked until the loss or
-a gradient holds inf/nan, then exact checks from the next checked step.
+a gradient holds inf/nan, then exact checks from the next start().
 
 In this process (CPU); each test stops its debugger, so nothing leaks.
 """
@@ -70,7 +70,7 @@ def test_a_sentinel_step_records_what_held_inf_then_exact_checks_name_the_calls(
     assert record["kind"] == "sentinel" and record["name"] == "sentinel" and not record["origin"]
     assert record["step"] == 1 and record["where"] == GRAD_LINE  # the user's grad_fn(...) line
     assert "gradient of 0.weight" in record["nonfinite"]
-    assert "exact " + level + " checks run from the next checked step" in record["message"]
+    assert "exact " + level + " checks run from the next start() on" in record["message"]
     assert not (tmp_path / "dump" / "step1" / "rank" / "dump.json").exists()
     exact = index(tmp_path, 2)  # the next step: exact records; the SGD update of step 1 made the weights nan
     assert exact and all(r.get("kind") != "sentinel" for r in exact)
@@ -176,14 +176,74 @@ def test_checks_from_the_environment_and_a_bad_value(tmp_path, monkeypatch):
     assert PrecisionDebugger(config_path=config).checks == "exact"
 
 
-def test_gradients_are_labelled_by_parameter():
+def test_gradients_are_labelled_by_parameter_and_input_position():
     weights = [ms.Parameter(Tensor(np.ones(2, np.float32)), name="w"),
                ms.Parameter(Tensor(np.ones(1, np.float32)), name="b")]
-    gx, gw, gb = (Tensor(np.ones(n, np.float32)) for n in (3, 2, 1))
-    assert [label for label, _ in label_gradients((gx, (gw, gb)), weights)] == [
-        "gradient w.r.t. input 0", "gradient of w", "gradient of b"]
-    assert [label for label, _ in label_gradients(gx, None)] == ["gradient w.r.t. input 0"]
+    gx, gy, gw, gb = (Tensor(np.ones(n, np.float32)) for n in (3, 4, 2, 1))
+
+    def labels(out, weights, position=None):
+        return [label for label, _ in label_gradients(out, weights, position)]
+
+    assert labels((gx, (gw, gb)), weights, 0) == ["gradient w.r.t. input 0", "gradient of w", "gradient of b"]
+    assert labels((gw, gb), weights) == ["gradient of w", "gradient of b"]
+    assert labels(gx, None) == ["gradient w.r.t. input 0"]
+    assert labels(gx, None, 2) == ["gradient w.r.t. input 2"]             # the position, not a count
+    assert labels((gx, gy), None, (0, 2)) == ["gradient w.r.t. input 0", "gradient w.r.t. input 2"]
+    assert labels((gx, (gw, gb)), weights, 2) == ["gradient w.r.t. input 2", "gradient of w", "gradient of b"]
+    assert labels(((gx, gy), gw), None, (0, 1)) == [                        # a tuple input
+        "gradient w.r.t. input 0 item 0", "gradient w.r.t. input 0 item 1", "gradient w.r.t. input 1"]
     assert FORWARD != BACKWARD
+
+
+def test_one_parameter_as_weights_is_labelled_and_never_iterated(work, monkeypatch):
+    """weights=<one Parameter> (MindSpore accepts it): iterating it would
+    slice it row by row at every gradient call."""
+    tmp_path, make = work
+    table = ms.Parameter(Tensor(np.ones((3000, 4), np.float32)), name="embedding_table")
+    assert [label for label, _ in label_gradients(Tensor(np.ones((3000, 4), np.float32)), table)] == [
+        "gradient of embedding_table"]
+    iterated = []
+    debugger = make()
+    x = Tensor(np.array([[np.inf, 1.0, 1.0, 1.0]], np.float32))
+    with monkeypatch.context() as patch:  # undone before the fixture checks that Parameter is untouched
+        patch.setattr(ms.Parameter, "__iter__", lambda self: iterated.append(1) or iter(()), raising=False)
+        debugger.start()
+        ms.grad(lambda t: ops.matmul(t, table.T).sum(), None, table)(x)
+        debugger.stop()
+    assert not iterated
+    assert index(tmp_path, 0)[0]["nonfinite"] == ["forward output 0", "gradient of embedding_table"]
+
+
+def test_a_second_debugger_is_refused_while_one_watches(work, tmp_path, caplog):
+    _, make = work
+    first, second = make(), make()
+    first.start()
+    second.start()                                          # refused: it would wrap the first one's wrappers
+    assert any("another PrecisionDebugger is already started" in r.getMessage() for r in caplog.records)
+    second.stop()
+    assert composite_base._pynative_func_grad_backward is not GRAD_FUNCTIONS[1]  # the first one's, still on
+    first.stop()
+    assert composite_base._pynative_func_grad_backward is GRAD_FUNCTIONS[1]
+
+
+def test_many_gradient_computations_in_one_window_are_judged_as_they_come(work, monkeypatch):
+    """Gradient accumulation: at most HOLD_CAP results are held at a time;
+    an inf in an early micro batch is still reported, once, with its line."""
+    from probe_runtime import sentinel
+
+    tmp_path, make = work
+    debugger = make()
+    w = ms.Parameter(Tensor(np.ones(4, np.float32)), name="w")
+    grad_fn = ms.value_and_grad(lambda x: (x * w).sum(), None, [w])
+    held = []
+    debugger.start()
+    for micro in range(10):
+        grad_fn(Tensor(np.full(4, np.inf if micro == 1 else 1.0, np.float32)))
+        held.append(len(debugger.sentinel.held))
+    debugger.stop()
+    assert max(held) < sentinel.HOLD_CAP
+    (record,) = index(tmp_path, 0)
+    assert record["nonfinite"] == ["forward output 0", "gradient of w"]
 
 
 @pytest.mark.parametrize("overflow", [False, True])
