@@ -161,6 +161,8 @@ def to_diagnostics(findings: Iterable[Finding], doc: Optional[Document], selecti
         if finding.line is not None:
             line, column = finding.line, finding.column or 1
             end_line, end_column = finding.end_line, finding.end_column
+            if end_line is None or end_column is None:  # a point (a syntax error, a script call): one character
+                end_line, end_column = line, column + 1
         elif doc is not None and finding.pointer is not None and doc.text:
             span = doc.positions.locate(finding.pointer, finding.at)
             line, column, end_line, end_column = span.line, span.column, span.end_line, span.end_column
