@@ -163,6 +163,10 @@ def explain(code: str = typer.Argument(..., help="A rule code such as PL201, or 
     if info is None:
         from difflib import get_close_matches
 
+        prefixed = [c for c in rules_by_code if c.startswith(code.strip().upper())] if code.strip() else []
+        if prefixed:  # a prefix, as --select takes: name the codes it covers
+            raise fail(f"{code!r} is a prefix of {len(prefixed)} rules ({', '.join(prefixed)}); "
+                       "explain takes one code")
         close = get_close_matches(code.upper(), list(rules_by_code), n=1)
         raise fail(f"unknown rule {code!r}" + (f"; did you mean {close[0]}?" if close else "; see `probe rules`"))
     typer.echo(info.explanation())

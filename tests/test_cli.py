@@ -98,6 +98,8 @@ def test_rules_explain_schema_commands():
     assert "Bad:" in explain.stdout and "Good:" in explain.stdout and "2.3.0" in explain.stdout
     unknown = run_probe("explain", "PL999")
     assert unknown.returncode == 2 and "unknown rule" in unknown.stderr
+    prefix = run_probe("explain", "PL1")  # a --select prefix, not a near miss of PL601
+    assert prefix.returncode == 2 and "'PL1' is a prefix of 7 rules (PL101," in prefix.stderr
     schema = run_probe("schema")
     assert json.loads(schema.stdout)["$schema"].endswith("2020-12/schema")
 
