@@ -155,3 +155,23 @@ def test_long_rank_list_is_checked_for_overlaps_in_bounded_time(tmp_path):
     assert time.monotonic() - started < 10
     assert [f[:2] for f in found] == [("PL302", "/rank/40000"), ("PL302", "/rank/40001")]
     assert "'5-7' overlaps" in found[0][2] and "39999 repeats 39999" in found[1][2]
+
+
+def test_caret_under_wide_and_combining_characters(tmp_path):
+    # Columns count characters; a terminal gives a CJK character or an
+    # emoji two columns and a combining accent none: the caret was shifted.
+    from msprobe_lint.reporters.text import render
+
+    wide = write_config(tmp_path, '{"dump_path": "/数据😀", "task": "overflow_check", "bad": 1}', "wide.json")
+    def caret_of(path, code):
+        lines = render([lint_file(str(path))]).splitlines()
+        at = next(i for i, ln in enumerate(lines) if f": {code} " in ln)
+        return lines[at + 2]
+
+    # "bad" starts after 48 characters, 3 of them two columns wide: 51 columns
+    assert caret_of(wide, "PL101") == "     | " + " " * 51 + "^" * 5
+    # the dump_path value "/数据😀": 6 characters, 3 of them wide: 9 carets
+    assert caret_of(wide, "PL402") == "     | " + " " * 14 + "^" * 9
+    accent = write_config(tmp_path, '{"dump_path": "/cafe\u0301", "task": "overflow_check", "bad": 1}', "accent.json")
+    # 50 characters before "bad", the combining accent takes no column
+    assert caret_of(accent, "PL101") == "     | " + " " * 49 + "^" * 5

@@ -27,6 +27,18 @@ def shown(text: str) -> str:
     return text.translate(_SHOWN)
 
 
+def _columns(text: str) -> int:
+    """Terminal columns ``shown(text)`` takes: a wide (CJK, emoji)
+    character takes two, a combining one none (``wcwidth``, imported only
+    for text that is not ASCII); one a character where it cannot tell."""
+    if text.isascii():
+        return len(text)
+    from wcwidth import wcswidth
+
+    width = wcswidth(shown(text))
+    return width if width >= 0 else len(text)
+
+
 class _Sources:
     """Reads each file's lines once, on demand, tolerant of bad bytes."""
 
@@ -71,8 +83,9 @@ def _snippet(diagnostic: Diagnostic, sources: _Sources) -> list[tuple[str, str]]
         if diagnostic.end_line == diagnostic.line and diagnostic.end_column:
             width = max(1, diagnostic.end_column - diagnostic.column)
         width = min(width, max(1, len(source) - diagnostic.column + 1))
-        out.append((" " * (len(gutter) - 2) + "| " + " " * (diagnostic.column - 1) + "^" * width,
-                    STYLES[diagnostic.severity]))
+        before = source[:diagnostic.column - 1]
+        pad, carets = _columns(before), max(1, _columns(source[len(before):len(before) + width]))
+        out.append((" " * (len(gutter) - 2) + "| " + " " * pad + "^" * carets, STYLES[diagnostic.severity]))
     if diagnostic.hint:
         out.append(("     = help: " + diagnostic.hint, "green"))
     if diagnostic.fix is not None:
