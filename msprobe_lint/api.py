@@ -214,6 +214,7 @@ class _Input:
     raw: Optional[bytes]
     reason: str = ""
     stdin: bool = False
+    folder: bool = False  # a folder a walk could not list (its PL006 is not a file's)
 
 
 def _inputs(paths: list[str], options: LintOptions, project: Any, *, walk: bool = True):
@@ -224,7 +225,7 @@ def _inputs(paths: list[str], options: LintOptions, project: Any, *, walk: bool 
         if candidate.action == "skip":
             continue
         if candidate.action == "unreadable":
-            yield _Input(candidate.path, None, candidate.reason)
+            yield _Input(candidate.path, None, candidate.reason, folder=candidate.folder)
         elif candidate.stdin:
             from .loader import read_stdin
             from .sniff import looks_like_msprobe
@@ -244,7 +245,9 @@ def _lint_input(item: _Input, context: Context, selection: Selection) -> Result:
     from .engine import unreadable_result
 
     if item.raw is None and item.reason:
-        return unreadable_result(item.path, item.reason, selection=selection)
+        result = unreadable_result(item.path, item.reason, selection=selection)
+        result.folder = item.folder
+        return result
     result = lint_file(item.path, context, selection=selection, raw=item.raw)
     if item.stdin and result.source is None and item.raw is not None:
         result.source = item.raw.decode("utf-8", errors="replace")

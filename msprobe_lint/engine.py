@@ -63,6 +63,8 @@ class Result:
     diagnostics: list[Diagnostic]
     unreadable: bool = False
     source: Optional[str] = field(default=None, repr=False, compare=False)
+    #: a folder a walk could not list, not a file (counted apart in the summary)
+    folder: bool = False
 
 
 def lint_file(path: str, context: Optional[Context] = None, *, selection: Optional[Selection] = None,

@@ -346,9 +346,13 @@ def test_unreadable_folder_is_reported_once_and_the_walk_goes_on(open_tmp):
     write_config(secret, config(), "c.json")
     os.chmod(base / "configs" / "good.json", 0o600)  # a config nobody cannot read
 
+    from msprobe_lint.reporters.text import render
+
+    render(lint_paths([str(base)], LintOptions(isolated=True)).results)  # as root first: nobody cannot import
+
     def lint_as_nobody():
         run = lint_paths([str(base)], LintOptions(isolated=True))
-        return {"status": run.status,
+        return {"status": run.status, "summary": [ln for ln in render(run.results).splitlines() if ln.startswith("Found")],
                 "results": [(r.path, r.unreadable, [(d.code, d.message) for d in r.diagnostics])
                             for r in run.results],
                 "listing": [(c.path, c.action, c.reason)
@@ -357,6 +361,7 @@ def test_unreadable_folder_is_reported_once_and_the_walk_goes_on(open_tmp):
     got = as_nobody(lint_as_nobody)
     assert isinstance(got, dict) and "error" not in got, got
     assert got["status"] == 2
+    assert got["summary"] == ["Found 3 errors in 3 files and 1 folder that could not be read."]
     assert [(p, bad) for p, bad, _ in got["results"]] == [
         (f"{base}/configs/bad.json", False), (f"{base}/configs/good.json", True),
         (f"{base}/configs/nested/deep.json", False), (f"{base}/configs/secret", True)]

@@ -120,10 +120,14 @@ def render(results: Iterable[Result], *, color: bool = False) -> str:
             lines.append((f"{d.path}:{d.line}:{d.column}: {d.code}{mark} {d.severity.value}: {d.message}",
                           STYLES[d.severity]))
             lines.extend(_snippet(d, sources))
-    files = len(results)
+    folders = sum(1 for r in results if r.folder)
+    files = len(results) - folders
     if any(counts.values()):
         parts = [f"{n} {s.value}{'s' if n != 1 else ''}" for s, n in counts.items() if n]
-        lines.append((f"Found {', '.join(parts)} in {files} file{'s' if files != 1 else ''}.", "bold"))
+        where = f"{files} file{'s' if files != 1 else ''}"
+        if folders:
+            where += f" and {folders} folder{'s' if folders != 1 else ''} that could not be read"
+        lines.append((f"Found {', '.join(parts)} in {where}.", "bold"))
         fixable = fix_summary(d for r in results for d in r.diagnostics)
         if fixable:
             lines.append((fixable, "bold"))
