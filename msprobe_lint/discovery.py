@@ -568,13 +568,32 @@ def _cite(path: str) -> str:
 def _with_gitignore(folder: str, entries: list[os.DirEntry], layers: list[PatternSet], flt: FileFilter,
                     shown_prefix: str) -> tuple[list[PatternSet], Optional[Candidate]]:
     """``layers`` plus the .gitignore among ``entries``; an unreadable one
-    is reported as a Candidate."""
-    if not flt.respect_gitignore or not any(e.name == ".gitignore" for e in entries):
+    is reported as a Candidate. A folder holding ``.git`` is the top of a
+    work tree: git does not apply the enclosing repository's ignore rules
+    inside a nested repository, so its layers start afresh from its own
+    ``.git/info/exclude``."""
+    if not flt.respect_gitignore:
+        return layers, None
+    if any(e.name == ".git" for e in entries):
+        layers = _info_exclude(folder)
+    if not any(e.name == ".gitignore" for e in entries):
         return layers, None
     patterns, error = _read_gitignore(os.path.join(folder, ".gitignore"))
     if patterns is None:
         return layers, Candidate(shown_prefix + ".gitignore", UNREADABLE, error or "")
     return layers + [patterns], None
+
+
+def _info_exclude(top: str) -> list[PatternSet]:
+    """``[.git/info/exclude]`` of the work tree whose top is ``top``, or []."""
+    path = os.path.join(top, ".git", "info", "exclude")
+    if not os.path.isfile(path):
+        return []
+    patterns, _ = _read_gitignore(path)
+    if patterns is None:
+        return []
+    patterns.base = top
+    return [patterns]
 
 
 def _parent_gitignores(root_abs: str) -> list[PatternSet]:
@@ -589,14 +608,7 @@ def _parent_gitignores(root_abs: str) -> list[PatternSet]:
             return []  # not in a git work tree
         folder = parent
         above.append(folder)
-    top = folder
-    layers: list[PatternSet] = []
-    info_exclude = os.path.join(top, ".git", "info", "exclude")
-    if os.path.isfile(info_exclude):
-        patterns, _ = _read_gitignore(info_exclude)
-        if patterns is not None:
-            patterns.base = top
-            layers.append(patterns)
+    layers = _info_exclude(folder)
     for folder in reversed(above):
         candidate = os.path.join(folder, ".gitignore")
         if os.path.isfile(candidate):

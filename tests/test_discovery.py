@@ -178,6 +178,21 @@ def test_gitignore_nested_and_negation(proj):
     assert [r.path for r in run.results] == ["proj/configs/good.json", "proj/configs/old.bak.json"]
 
 
+def test_a_nested_repository_has_its_own_ignore_rules_as_in_git(proj):
+    (proj / ".gitignore").write_text("cfg*.json\n")
+    inner = proj / "inner"
+    (inner / ".git" / "info").mkdir(parents=True)  # a nested repository (not a submodule)
+    (inner / ".git" / "info" / "exclude").write_text("local.json\n")
+    write_config(proj, config(), "cfg0.json")
+    write_config(inner, config(), "cfg1.json")
+    write_config(inner, config(), "local.json")
+    got = listing([proj])
+    assert got["proj/cfg0.json"][0] == "skip"                 # the outer .gitignore, in the outer tree
+    assert got["proj/inner/cfg1.json"] == ("lint", "msprobe config")  # not inside the nested one
+    assert got["proj/inner/local.json"][0] == "skip"          # the nested repository's own exclude
+    assert kept([inner]) == ["proj/inner/cfg1.json"]          # the same walked from inside
+
+
 def test_gitignore_of_parent_folders_applies_inside_a_git_work_tree(proj):
     (proj / ".gitignore").write_text("bad.json\n")
     (proj / ".git" / "info").mkdir(parents=True)
