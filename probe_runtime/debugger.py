@@ -310,8 +310,8 @@ class PrecisionDebugger:
             if not self.monitor.begin():
                 return
             if self.sentinel_armed:
+                self.sentinel.install()  # raises when another debugger's sentinel is installed
                 self._sentinel_window = True
-                self.sentinel.install()
                 self._started = True
                 self._checked_steps.add(self.state.step)
                 return

@@ -221,6 +221,7 @@ def test_a_second_debugger_is_refused_while_one_watches(work, tmp_path, caplog):
     second.start()                                          # refused: it would wrap the first one's wrappers
     assert any("another PrecisionDebugger is already started" in r.getMessage() for r in caplog.records)
     second.stop()
+    assert not any("saw no gradient computation" in r.getMessage() for r in caplog.records)  # it never watched
     assert composite_base._pynative_func_grad_backward is not GRAD_FUNCTIONS[1]  # the first one's, still on
     first.stop()
     assert composite_base._pynative_func_grad_backward is GRAD_FUNCTIONS[1]
