@@ -22,8 +22,8 @@ does this instead, in every checked step until it finds something:
   wait for the device) and, when the window closes (``stop()``, ``step()``
   or interpreter exit), they are judged once; a window with many gradient
   computations (gradient accumulation) has them judged every ``HOLD_CAP``
-  computations, so it never holds more than that many results. On the CPU backend every
-  floating one is copied to the host and tested for inf/nan
+  computations, so it never holds more than that many results. On the CPU
+  backend every floating one is copied to the host and tested for inf/nan
   (``detection.HostCache``): for the benchmark models, one loss and 6-24
   gradients a step, and that copy is most of what sentinel checks cost.
   On other backends copying every gradient to the host each step would
@@ -45,9 +45,8 @@ function's output nor a gradient (an inf masked by ``ReLU``, ``max`` or a
 gradient: said once in the log; a training step compiled with
 ``mindspore.jit`` computes its gradients in the graph, unseen too), and in
 the window where it fires it names no call: the first overflowing call is
-named from the next checked window on,
-when the overflow happens again (a loss-scale overflow usually does; a
-one-off bad batch may not). Values are read when the window closes, so a
+named from the next checked window on, when the overflow happens again (a
+loss-scale overflow usually does; a one-off bad batch may not). Values are read when the window closes, so a
 gradient the script changes in place before that (an unscale with
 ``mul_``) is judged after the change. Exact checks remain the default.
 """
