@@ -75,8 +75,9 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from .detection import framework_error, is_tensor, iter_tensors, probe_now
-from .interception import capture_frames, launch_sum, release, through_hook
+from .detection import framework_error, is_tensor, iter_tensors, launch_sum, probe_now
+from .hooks.backward import release, through_hook
+from .hooks.frames import capture_frames
 
 LOGGER = logging.getLogger("probe_runtime")
 

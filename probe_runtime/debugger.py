@@ -247,10 +247,11 @@ class PrecisionDebugger:
         self.state = RunState(steps=expand_ids(config.get("step")), ranks=expand_ids(config.get("rank")),
                               rank=rank[0], overflow_nums=int(section.get("overflow_nums", 1)))
         from .interception import ApiInterceptor, OptimizerWatch
-        from .monitor import Monitor, default_library_roots
+        from .hooks.frames import library_roots
+        from .monitor import Monitor
 
         self.monitor = Monitor(self.state, dump_path=self.dump_path, task=self.task, level=self.level,
-                               on_exhausted=self._unpatch, library_roots=default_library_roots(),
+                               on_exhausted=self._unpatch, library_roots=library_roots(),
                                carry_batch=True)
         from .cells import CellHooks
 

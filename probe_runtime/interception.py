@@ -62,13 +62,15 @@ This module only catches calls and hands tensors on to a sink (see
 from __future__ import annotations
 
 import functools
-import os
 import sys
-import threading
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional, Protocol, Sequence
+from typing import Any, Callable, Optional, Protocol
 
-from .detection import framework_error, is_floating, is_tensor, iter_tensors, probe_now, surfaced
+from .detection import framework_error, is_floating, is_tensor, iter_tensors, launch_sum, probe_now, surfaced
+from .hooks.backward import release, through_hook
+from .hooks.frames import capture_frames
+from .hooks.guard import GUARD
+from .hooks.patching import Patches, patched_module_class
 
 #: Tensor operators intercepted besides the public methods.
 TENSOR_OPERATORS = (
@@ -112,22 +114,6 @@ PRIMITIVE_SKIP = frozenset({
 GENERIC_PRIMITIVES = frozenset({"Primitive", "PrimitiveWithInfer", "PrimitiveWithCheck"})
 #: functional names that change their first arguments in place.
 FUNCTION_INPLACE = frozenset({"assign", "assign_add", "assign_sub"})
-
-_MS_ROOT = None
-_MISSING = object()  # the attribute was inherited, not the owner's own
-_TOOL_ROOT = os.path.dirname(os.path.abspath(__file__))
-
-
-def mindspore_root() -> str:
-    """Folder of the installed mindspore package (frames from it are not
-    the user's code)."""
-    global _MS_ROOT
-    if _MS_ROOT is None:
-        import mindspore
-
-        _MS_ROOT = os.path.dirname(os.path.abspath(mindspore.__file__))
-    return _MS_ROOT
-
 
 @dataclass(eq=False)
 class ApiCall:
@@ -206,102 +192,6 @@ class Sink(Protocol):
         """An exception inside the tool (never raised to the user)."""
 
 
-class _Guard(threading.local):
-    depth = 0
-
-
-_guard = _Guard()
-
-
-def inside_tool() -> bool:
-    """True while an intercepted call (or the tool itself) is running on
-    this thread: calls made now are not handed on."""
-    return _guard.depth > 0
-
-
-class tool_section:
-    """Context manager: calls made inside are not intercepted (used by the
-    tool's own device work: casts, copies, ``asnumpy``)."""
-
-    def __enter__(self) -> None:
-        _guard.depth += 1
-
-    def __exit__(self, *exc: Any) -> None:
-        _guard.depth -= 1
-
-
-def through_hook(hook_backward: Any, hook: Callable[..., None], items: Sequence[Any],
-                 positions: list[int], boxes: Optional[list] = None) -> list:
-    """``items`` (a list copy) with the tensors at ``positions`` passed
-    through one ``hook_backward(...)`` (``mindspore.ops.HookBackward``): in
-    the backward pass ``hook`` receives the gradients w.r.t. them. Values
-    are unchanged; the call waits once for the PyNative pipeline (see the
-    module docstring). Shared by the L1 wrappers and the L0 Cell hooks.
-
-    ``hook`` is reached through a one-item list appended to ``boxes``: the
-    owner empties those lists when its window closes (:func:`release`).
-    MindSpore keeps a ``HookBackward`` node alive as long as a tensor of its
-    autograd graph lives when no gradient ever ran through it (the first
-    Cell's input, fed with data): a loss the user keeps would otherwise keep
-    the hook, its entry and every tensor the entry holds."""
-    box = [hook]
-
-    def hook_fn(*grads: Any) -> None:
-        if box:
-            box[0](*grads)
-
-    if boxes is not None:
-        boxes.append(box)
-    hooked = hook_backward(hook_fn)(*[items[i] for i in positions])
-    if not isinstance(hooked, (tuple, list)):
-        hooked = (hooked,)
-    out = list(items)
-    for i, tensor in zip(positions, hooked):
-        out[i] = tensor
-    return out
-
-
-def release(boxes: list) -> None:
-    """Cut the hooks made through :func:`through_hook` with ``boxes`` off
-    from what they refer to (they do nothing from now on)."""
-    for box in boxes:
-        box.clear()
-    boxes.clear()
-
-
-def capture_frames(frame: Any, limit: int = 32) -> tuple:
-    """``(file, line, function)`` for ``frame`` and its callers, innermost
-    first, skipping this package's own frames."""
-    out: list[tuple] = []
-    while frame is not None and len(out) < limit:
-        code = frame.f_code
-        if not code.co_filename.startswith(_TOOL_ROOT):
-            out.append((code.co_filename, frame.f_lineno, code.co_name))
-        frame = frame.f_back
-    return tuple(out)
-
-
-_SUM: Optional[tuple] = None
-
-
-def launch_sum(tensor: Any) -> Any:
-    """The float32 sum of ``tensor``, launched on the device without waiting
-    (a one-element tensor): non-finite when ``tensor`` holds inf/nan.
-
-    Through one ``Cast`` and one ``ReduceSum`` primitive made once: with the
-    asynchronous pipeline ``Tensor.sum(dtype=...)`` kept about 2.3 KB per
-    call in MindSpore 2.10 for good (measured over 1,200 steps; the
-    primitives made once keep nothing). Shared by L1 and L0."""
-    global _SUM
-    if _SUM is None:
-        import mindspore
-        from mindspore import ops
-
-        _SUM = (ops.Cast(), ops.ReduceSum(), mindspore.float32)
-    cast, reduce_sum, float32 = _SUM
-    return reduce_sum(cast(tensor, float32))
-
-
 def _jit_tracing() -> bool:
     """True while MindSpore traces code under ``mindspore.jit`` (left alone).
     The module moved to ``mindspore.graph`` in 2.9; the old name still works
@@ -335,6 +225,7 @@ def _side_effect(prim: Any) -> bool:
 
 
 _PRIMITIVE_API: dict[type, Optional[str]] = {}
+_UNKNOWN = object()  # not in _PRIMITIVE_API yet
 
 
 def primitive_api(prim: Any) -> Optional[str]:
@@ -349,8 +240,8 @@ def primitive_api(prim: Any) -> Optional[str]:
     computations (:data:`FUNCTION_SKIP`, e.g. ``typeof``) are not
     intercepted. Cached per class, except for the generic ones."""
     klass = type(prim)
-    api = _PRIMITIVE_API.get(klass, _MISSING)
-    if api is not _MISSING:
+    api = _PRIMITIVE_API.get(klass, _UNKNOWN)
+    if api is not _UNKNOWN:
         return api  # type: ignore[return-value]
     name = klass.__name__
     if name in GENERIC_PRIMITIVES:
@@ -381,46 +272,6 @@ def _call_arity(klass: type) -> int:
     return count
 
 
-def restore(saved: list) -> None:
-    """Put back ``(owner, attr, original)`` patches in reverse order; an
-    ``original`` of ``_MISSING`` (the attribute was inherited) is deleted.
-    Never raises (an owner may be gone at interpreter exit)."""
-    for owner, attr, original in reversed(saved):
-        try:
-            if original is _MISSING:
-                delattr(owner, attr)
-            else:
-                setattr(owner, attr, original)
-        except Exception:  # pragma: no cover - owner gone at exit
-            pass
-
-
-def _patched_module_class(base: type, table: dict[str, Callable]) -> type:
-    """A subclass of the module type ``base`` whose attribute lookup returns
-    ``table[name]`` (a wrapper) for the names in ``table``.
-
-    A namespace such as ``mindspore.ops`` (~700 public functions) is patched
-    by assigning this class to the module's ``__class__`` and put back by
-    assigning ``base``: two assignments per window instead of ~1,400
-    dictionary writes, which cost about 1.4 ms a step on the benchmark
-    machine. Everything that reads the attribute (``ops.exp``, ``from
-    mindspore.ops import exp`` made while patched, ``getattr``) gets the
-    wrapper, as with a patched ``__dict__``; the module's ``__dict__`` itself
-    is never changed. Module-level ``__getattr__`` fallbacks still work
-    (the base lookup runs them).
-    """
-    base_lookup: Any = base.__getattribute__  # unbound: (module, name)
-    get = table.get
-
-    def __getattribute__(self: Any, name: str) -> Any:
-        wrapper = get(name)
-        if wrapper is not None:
-            return wrapper
-        return base_lookup(self, name)
-
-    return type(f"Probe{base.__name__.capitalize()}", (base,), {"__getattribute__": __getattribute__})
-
-
 class ApiInterceptor:
     """Installs and removes the L1 patches.
 
@@ -438,7 +289,7 @@ class ApiInterceptor:
     def __init__(self, sink: Sink, *, namespaces: Optional[tuple[str, ...]] = None) -> None:
         self.sink = sink
         self.namespaces = namespaces or ("ops", "mint", "mint.nn.functional", "Tensor", "Primitive")
-        self._saved: list[tuple[Any, str, Any]] = []  # (owner, attr, original or _MISSING)
+        self._patches = Patches()
         self._plan: Optional[list[tuple[Any, str, Callable]]] = None  # (owner, attr, wrapper)
         self._hook_backward: Any = None
         self._deepcopy: Any = None
@@ -458,7 +309,7 @@ class ApiInterceptor:
     @property
     def installed(self) -> bool:
         """True while the patches are in place."""
-        return bool(self._saved)
+        return bool(self._patches)
 
     # -- patching -----------------------------------------------------------------
     def _set(self, owner: Any, attr: str, wrapper: Callable) -> None:
@@ -468,7 +319,7 @@ class ApiInterceptor:
     def install(self) -> int:
         """Patch every namespace; returns the number of patches (a module
         namespace counts one: its class is swapped, see
-        :func:`_patched_module_class`).
+        :func:`patched_module_class`).
 
         The wrappers are built on the first call and reused, so a
         ``start()`` per step costs only the attribute assignments.
@@ -477,28 +328,17 @@ class ApiInterceptor:
             RuntimeError: when another interceptor is installed.
         """
         if self.installed:
-            return len(self._saved)
+            return len(self._patches)
         if ApiInterceptor._active is not None and ApiInterceptor._active is not self:
             raise RuntimeError("another PrecisionDebugger is already started in this process")
         if self._plan is None:
             self._plan = []
             self._build_plan()
-        # about 1,100 attributes, set at every start() and put back at every
-        # stop(): kept to plain lookups (a vars() per attribute doubled it)
-        saved = self._saved
-        append = saved.append
-        missing = _MISSING
-        for owner, attr, wrapper in self._plan:
-            original = type(owner) if attr == "__class__" else owner.__dict__.get(attr, missing)
-            try:
-                setattr(owner, attr, wrapper)
-            except (AttributeError, TypeError):
-                continue
-            append((owner, attr, original))
+        count = self._patches.apply(self._plan, skip_refused=True)
         self._probes = {}
         self.params_changed = False
         ApiInterceptor._active = self
-        return len(saved)
+        return count
 
     def _build_plan(self) -> None:
         import mindspore
@@ -534,7 +374,7 @@ class ApiInterceptor:
                 inplace = attr.endswith("_") or attr in FUNCTION_INPLACE or attr.startswith("scatter_")
                 table[attr] = self._wrap(f"{prefix}.{attr}", value, inplace)
             if table:
-                self._set(module, "__class__", _patched_module_class(type(module), table))
+                self._set(module, "__class__", patched_module_class(type(module), table))
         if "Tensor" in self.namespaces:
             self._patch_tensor(mindspore.Tensor)
         if "Primitive" in self.namespaces:
@@ -632,9 +472,8 @@ class ApiInterceptor:
     def uninstall(self) -> None:
         """Put back every patched attribute (in reverse order). Safe to call
         twice, from an intercepted call, and at interpreter exit."""
-        saved, self._saved = self._saved, []
         release(self._boxes)
-        restore(saved)
+        self._patches.remove()
         if ApiInterceptor._active is self:
             ApiInterceptor._active = None
 
@@ -645,7 +484,7 @@ class ApiInterceptor:
 
         @functools.wraps(original)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
-            if _guard.depth or not sink.live:
+            if GUARD.depth or not sink.live:
                 return original(*args, **kwargs)
             return handle(api, original, inplace, args, kwargs, sys._getframe(1))
 
@@ -658,7 +497,7 @@ class ApiInterceptor:
 
         @functools.wraps(original)
         def wrapper(prim: Any, *args: Any, **kwargs: Any) -> Any:
-            if _guard.depth or not sink.live:
+            if GUARD.depth or not sink.live:
                 return original(prim, *args, **kwargs)
             api = primitive_api(prim)
             if api is None:
@@ -681,7 +520,7 @@ class ApiInterceptor:
 
         @functools.wraps(original)
         def wrapper(prim: Any, args: Any, *rest: Any) -> Any:
-            if _guard.depth or not sink.live or rest or not isinstance(args, (list, tuple)):
+            if GUARD.depth or not sink.live or rest or not isinstance(args, (list, tuple)):
                 return original(prim, args, *rest)
             api = primitive_api(prim)
             if api is None:
@@ -702,7 +541,7 @@ class ApiInterceptor:
 
         @functools.wraps(original)
         def wrapper(prim: Any, op_name: Any, args: Any) -> Any:
-            if _guard.depth or not sink.live or not isinstance(args, (list, tuple)):
+            if GUARD.depth or not sink.live or not isinstance(args, (list, tuple)):
                 return original(prim, op_name, args)
             api = primitive_api(prim)
             if api is None:
@@ -718,14 +557,14 @@ class ApiInterceptor:
 
         @functools.wraps(original)
         def wrapper(tensor: Any, *args: Any, **kwargs: Any) -> Any:
-            if not _guard.depth and sink.live:
-                _guard.depth += 1
+            if not GUARD.depth and sink.live:
+                GUARD.depth += 1
                 try:
                     sink.before_mutation([tensor])
                 except Exception as err:
                     sink.on_error("before_mutation", err)
                 finally:
-                    _guard.depth -= 1
+                    GUARD.depth -= 1
             return original(tensor, *args, **kwargs)
 
         wrapper.__probe_original__ = original  # type: ignore[attr-defined]
@@ -734,7 +573,7 @@ class ApiInterceptor:
     def _handle(self, api: str, original: Callable, inplace: bool, args: tuple, kwargs: dict, frame: Any) -> Any:
         """The outermost call: hand it on, run it under the guard."""
         sink = self.sink
-        _guard.depth += 1
+        GUARD.depth += 1
         try:
             if api in self.broken:
                 return original(*args, **kwargs)
@@ -774,7 +613,7 @@ class ApiInterceptor:
                     self._fault(api, "after the call", err)
             return output
         finally:
-            _guard.depth -= 1
+            GUARD.depth -= 1
 
     def _fault(self, api: str, where: str, err: BaseException) -> None:
         """An exception inside the wrapper of ``api``: that API is called
@@ -918,17 +757,17 @@ class OptimizerWatch:
     def __init__(self, sink: Any, on_update: Callable[[], None] = lambda: None) -> None:
         self.sink = sink
         self.on_update = on_update
-        self._saved: list[tuple[Any, str, Any]] = []  # (owner, attr, original or _MISSING)
+        self._patches = Patches()
 
     @property
     def installed(self) -> bool:
         """True while the patches are in place."""
-        return bool(self._saved)
+        return bool(self._patches)
 
     def install(self) -> None:
         """Patch ``nn.Optimizer.__call__`` and ``Parameter.set_data`` (no-op
         when already installed)."""
-        if self._saved:
+        if self._patches:
             return
         import mindspore
         from mindspore import nn
@@ -944,24 +783,22 @@ class OptimizerWatch:
             original = getattr(owner, attr, None)
             if original is None:  # pragma: no cover - other MindSpore layouts
                 continue
-            saved = owner.__dict__.get(attr, _MISSING)
-            setattr(owner, attr, self._wrap(original, attr))
-            self._saved.append((owner, attr, saved))
+            self._patches.apply([(owner, attr, self._wrap(original, attr))])
 
     def _wrap(self, original: Callable, what: str) -> Callable:
         sink, on_update = self.sink, self.on_update
 
         @functools.wraps(original)
         def wrapper(owner: Any, *args: Any, **kwargs: Any) -> Any:
-            if not _guard.depth and sink.live:
-                _guard.depth += 1
+            if not GUARD.depth and sink.live:
+                GUARD.depth += 1
                 try:
                     sink.before_update()
                     on_update()
                 except Exception as err:
                     sink.on_error(f"before a Parameter update ({what})", err)
                 finally:
-                    _guard.depth -= 1
+                    GUARD.depth -= 1
             return original(owner, *args, **kwargs)
 
         wrapper.__probe_original__ = original  # type: ignore[attr-defined]
@@ -969,5 +806,4 @@ class OptimizerWatch:
 
     def uninstall(self) -> None:
         """Put the patched attributes back (safe to call twice)."""
-        saved, self._saved = self._saved, []
-        restore(saved)
+        self._patches.remove()

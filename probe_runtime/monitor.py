@@ -98,35 +98,19 @@ a write failure, or too many errors, turns detection off; training goes on.
 """
 from __future__ import annotations
 
-import linecache
 import logging
-import os
 from typing import Any, Callable, Optional
 
 import numpy as np
 
-from .interception import tool_section
 from .detection import HostCache, is_tensor, iter_tensors, judge, statistics
+from .hooks.frames import stack_lines, user_where
+from .hooks.guard import tool_section
 from .state import RunState
 from .writer import Record, StepWriter
 
 LOGGER = logging.getLogger("probe_runtime")
 MAX_ERRORS = 50
-
-
-def _user_where(frames: tuple, library_roots: tuple[str, ...]) -> Optional[str]:
-    for filename, line, _ in frames:
-        if not filename.startswith(library_roots) and not filename.startswith("<frozen"):
-            return f"{filename}:{line}"
-    return f"{frames[0][0]}:{frames[0][1]}" if frames else None
-
-
-def _stack_lines(frames: tuple) -> list[str]:
-    lines = []
-    for filename, line, function in frames:
-        code = linecache.getline(filename, line).strip()
-        lines.append(f"File {filename}, line {line}, in {function}, \n {code}")
-    return lines
 
 
 class Monitor:
@@ -573,7 +557,7 @@ class Monitor:
         ``overflow_nums``. A write failure turns detection off (as for a
         record)."""
         labels = found["nonfinite"]
-        where = _user_where(found["frames"], self.library_roots)
+        where = user_where(found["frames"], self.library_roots)
         shown = ", ".join(labels[:4]) + (f" and {len(labels) - 4} more" if len(labels) > 4 else "")
         message = (f"inf/nan in {shown}, returned by the gradient computation at {where}; sentinel checks name "
                    f"no call: exact {self.level} checks run from the next start() on")
@@ -637,7 +621,7 @@ class Monitor:
             if parameters or hasattr(call, "ancestry"):  # an L0 Cell: msprobe writes "parameters": {} too
                 entry["parameters"] = {p: self._describe(v, f"{name}.parameters.{p}", cache, arrays)
                                        for p, v in (parameters or {}).items()}
-            stack = _stack_lines(call.frames)
+            stack = stack_lines(call.frames)
         elif kind == "parameters_grad":
             name = call.name
             entry = {p: [self._describe(g, f"{name}.{p}", cache, arrays)] for p, g in call.grads.items()}
@@ -649,7 +633,7 @@ class Monitor:
                 "output": [self._describe(g, f"{name}.output.{i}", cache, arrays) for i, g in enumerate(call.grad_inputs)],
             }
             stack = None
-        where = _user_where(call.frames, self.library_roots)
+        where = user_where(call.frames, self.library_roots)
         record = Record(name=name, origin=origin, where=where, entry=entry, stack=stack, arrays=arrays)
         if hasattr(call, "ancestry"):  # an L0 Cell entry: construct.json links up to the top Cell
             record.parent = call.parent_name(kind)
@@ -816,15 +800,3 @@ def _mark_parent(kind: str, call: Any) -> None:
         parent.child_overflow = True
     elif kind == "backward":
         parent.child_backward_overflow = True
-
-
-def default_library_roots() -> tuple[str, ...]:
-    """Folders whose frames are not the user's: this package and MindSpore."""
-    roots = [os.path.dirname(os.path.abspath(__file__))]
-    try:
-        import mindspore
-
-        roots.append(os.path.dirname(os.path.abspath(mindspore.__file__)))
-    except Exception:  # pragma: no cover
-        pass
-    return tuple(roots)

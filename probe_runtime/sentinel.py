@@ -56,7 +56,9 @@ import sys
 from typing import Any, Callable, Optional
 
 from .detection import HostCache, is_floating, is_tensor, iter_tensors
-from .interception import capture_frames, inside_tool, restore, tool_section, _MISSING
+from .hooks.frames import capture_frames
+from .hooks.guard import inside_tool, tool_section
+from .hooks.patching import Patches
 
 #: the MindSpore functions every PyNative gradient computation runs through
 FORWARD, BACKWARD = "_pynative_func_grad_forward", "_pynative_func_grad_backward"
@@ -164,13 +166,13 @@ class GradSentinel:
         self._frames: Optional[tuple] = None
         self._computations = 0
         self.held: list[Held] = []
-        self._saved: list[tuple[Any, str, Any]] = []
+        self._patches = Patches()
         self._plan: Optional[list[tuple[Any, str, Callable]]] = None
 
     @property
     def installed(self) -> bool:
         """True while the wrappers are in place."""
-        return bool(self._saved)
+        return bool(self._patches)
 
     def _build_plan(self) -> list[tuple[Any, str, Callable]]:
         from mindspore.ops.composite import base
@@ -195,21 +197,18 @@ class GradSentinel:
             RuntimeError: this MindSpore has no such functions, or another
                 debugger's sentinel is installed.
         """
-        if self._saved:
+        if self._patches:
             return
         if GradSentinel._active is not None and GradSentinel._active is not self:
             raise RuntimeError("another PrecisionDebugger is already started in this process")
         if self._plan is None:
             self._plan = self._build_plan()
-        for owner, attr, wrapper in self._plan:
-            self._saved.append((owner, attr, vars(owner).get(attr, _MISSING)))
-            setattr(owner, attr, wrapper)
+        self._patches.apply(self._plan)
         GradSentinel._active = self
 
     def uninstall(self) -> None:
         """Put the originals back (safe to call twice)."""
-        saved, self._saved = self._saved, []
-        restore(saved)
+        self._patches.remove()
         if GradSentinel._active is self:
             GradSentinel._active = None
 
