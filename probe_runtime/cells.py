@@ -39,7 +39,7 @@ their descendants, as in msprobe. Per Cell call:
   (``detection.probe_now``), which is cheaper than launching operators.
   After an optimizer step or ``Parameter.set_data`` inside the window
   (``forget_probes``, called by the debugger through
-  ``interception.OptimizerWatch``) each Cell's next call probes its
+  ``l1.optimizer.OptimizerWatch``) each Cell's next call probes its
   Parameters again, so weights written after ``start()`` are judged as
   they were at that call.
 
@@ -391,7 +391,7 @@ class CellHooks:
 
     def forget_probes(self) -> None:
         """Parameters are about to change in place (an optimizer step,
-        ``Parameter.set_data``; ``interception.OptimizerWatch``, after the
+        ``Parameter.set_data``; ``l1.optimizer.OptimizerWatch``, after the
         queue was resolved): the probes taken at ``start()`` no longer say
         what the next forward calls use. Each hooked Cell's next call
         probes its Parameters again (:meth:`_probe_again`), once per update."""

@@ -202,7 +202,7 @@ class PrecisionDebugger:
     stderr (and the logger, at INFO): ``probe_runtime: no overflow found in
     N checked step(s); dump_path: ...``.
 
-    Level L1 intercepts API calls (``probe_runtime.interception``); level L0
+    Level L1 intercepts API calls (``probe_runtime.l1``); level L0
     hooks the sub-Cells of the model given to ``start(model)``
     (``probe_runtime.cells``). What is checked when: see
     ``probe_runtime.monitor`` (calls are queued and resolved in batches;
@@ -246,7 +246,8 @@ class PrecisionDebugger:
         section = config.get("overflow_check") or {}
         self.state = RunState(steps=expand_ids(config.get("step")), ranks=expand_ids(config.get("rank")),
                               rank=rank[0], overflow_nums=int(section.get("overflow_nums", 1)))
-        from .interception import ApiInterceptor, OptimizerWatch
+        from .l1.interceptor import ApiInterceptor
+        from .l1.optimizer import OptimizerWatch
         from .hooks.frames import library_roots
         from .monitor import Monitor
 

@@ -32,7 +32,7 @@ one batch (one wait for the device, then numpy on the host):
   model's own code to a tensor a pending Cell entry holds (other than the
   Parameter updates below) is not seen;
 * before every optimizer call (``nn.Optimizer``, ``mindspore.mint.optim``)
-  and ``Parameter.set_data`` (``interception.OptimizerWatch``): an
+  and ``Parameter.set_data`` (``l1.optimizer.OptimizerWatch``): an
   optimizer writes Parameters in place inside compiled code no wrapper sees,
   and pending entries may hold Parameters or views of them (``Tensor.view``
   of an LSTM's weights): resolved first, they are judged and described on
@@ -173,7 +173,7 @@ class Monitor:
         self.live = False
         self.flush(final=True)
 
-    # -- sink interface (interception.Sink) ------------------------------------
+    # -- sink interface (l1.calls.Sink) ------------------------------------
     def next_index(self, api: str) -> int:
         """Call index of ``api`` in the current step."""
         return self.state.next_index(api)
@@ -259,7 +259,7 @@ class Monitor:
 
     def before_update(self) -> None:
         """An optimizer is about to change Parameters in place
-        (``interception.OptimizerWatch``): resolve everything pending now,
+        (``l1.optimizer.OptimizerWatch``): resolve everything pending now,
         so entries holding Parameters or views of them are judged and
         described on the values they saw. Backward entries still waiting
         for input gradients stay queued (gradients are not what an

@@ -75,7 +75,7 @@ class Held:
             ``"gradient"``.
         tensors: (label, tensor) pairs: ``"forward output 0"``, ``"gradient of
             <Parameter name>"`` or ``"gradient w.r.t. input 0"``.
-        frames: the caller's frames (``interception.capture_frames``).
+        frames: the caller's frames (``hooks.frames.capture_frames``).
     """
 
     def __init__(self, kind: str, tensors: list[tuple[str, Any]], frames: tuple) -> None:

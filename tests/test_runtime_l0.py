@@ -494,12 +494,12 @@ def _sequential_backward_records(tmp_path, make, link: bool, monkeypatch):
     with the boundary hooks shared (``link``) or one HookBackward per side
     (the sharing turned off); also how many HookBackward were made."""
     from probe_runtime import cells as cells_module
-    from probe_runtime import interception
+    from probe_runtime.hooks import backward
 
     if not link:
         monkeypatch.setattr(cells_module.CellHooks, "_fed_by_previous", lambda self, target, call, args: False)
     made = []
-    real = interception.through_hook
+    real = backward.through_hook
     monkeypatch.setattr(cells_module, "through_hook", lambda *a, **k: made.append(1) or real(*a, **k))
     net = nn.SequentialCell([nn.Dense(2, 2), _ShiftCell(), _SqrtCell(), nn.Dense(2, 1)])
     net.to_float(ms.float32)

@@ -225,7 +225,7 @@ def test_primitives_made_by_name_are_named_by_operator():
     (never ``Primitive.Primitive``); type queries are not intercepted."""
     from mindspore.ops import Primitive
 
-    from probe_runtime.interception import primitive_api
+    from probe_runtime.l1.primitives import primitive_api
 
     assert primitive_api(ops.MatMul()) == "Primitive.MatMul"
     assert primitive_api(Primitive("Softsign")) == "Primitive.Softsign"
