@@ -94,7 +94,7 @@ def worker(model: str, variant: str, steps: int, warmup: int) -> dict:
             (on if first else off).append(a)
             (on if second else off).append(b)
     return {"checked": statistics.median(on), "plain": statistics.median(off),
-            "records": debugger.monitor.state.found}
+            "records": debugger.checker.state.found}
 
 
 def main(argv: list[str]) -> int:

@@ -75,7 +75,8 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from .detection import framework_error, is_tensor, iter_tensors, launch_sum, probe_now
+from .check.probes import launch_sum, probe_now
+from .check.verdict import framework_error, is_tensor, iter_tensors
 from .hooks.backward import release, through_hook
 from .hooks.frames import capture_frames
 

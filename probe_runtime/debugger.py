@@ -205,7 +205,7 @@ class PrecisionDebugger:
     Level L1 intercepts API calls (``probe_runtime.l1``); level L0
     hooks the sub-Cells of the model given to ``start(model)``
     (``probe_runtime.cells``). What is checked when: see
-    ``probe_runtime.monitor`` (calls are queued and resolved in batches;
+    ``probe_runtime.check.queue`` (calls are queued and resolved in batches;
     records are on disk before the resolving call returns; everything is
     resolved by ``stop()``/``step()``).
     """
@@ -249,25 +249,24 @@ class PrecisionDebugger:
         from .l1.interceptor import ApiInterceptor
         from .l1.optimizer import OptimizerWatch
         from .hooks.frames import library_roots
-        from .monitor import Monitor
+        from .check.queue import Checker
 
-        self.monitor = Monitor(self.state, dump_path=self.dump_path, task=self.task, level=self.level,
-                               on_exhausted=self._unpatch, library_roots=library_roots(),
-                               carry_batch=True)
+        self.checker = Checker(self.state, dump_path=self.dump_path, task=self.task, level=self.level,
+                               on_exhausted=self._unpatch, library_roots=library_roots(), carry_batch=True)
         from .cells import CellHooks
 
         from .execution import SyncWindows
 
-        self.interceptor = ApiInterceptor(self.monitor)
-        self.cells = CellHooks(self.monitor)
-        self.watch = OptimizerWatch(self.monitor, on_update=self._parameters_may_change)
+        self.interceptor = ApiInterceptor(self.checker)
+        self.cells = CellHooks(self.checker)
+        self.watch = OptimizerWatch(self.checker, on_update=self._parameters_may_change)
         self.sync = SyncWindows()
         from .sentinel import GradSentinel
 
         self.checks = checks
         #: sentinel checks run in the coming checked steps (until they find something)
         self.sentinel_armed = checks == "sentinel"
-        self.sentinel = GradSentinel(self.monitor.on_error, on_device=_device_target() not in ("CPU", None))
+        self.sentinel = GradSentinel(self.checker.on_error, on_device=_device_target() not in ("CPU", None))
         self._sentinel_window = False  # a sentinel window is open (or closed and not judged yet)
         self._sentinel_findings = 0
         self._sentinel_empty_said = False
@@ -309,7 +308,7 @@ class PrecisionDebugger:
         if self._started:
             return
         try:
-            if not self.monitor.begin():
+            if not self.checker.begin():
                 return
             if self.sentinel_armed:
                 self.sentinel.install()  # raises when another debugger's sentinel is installed
@@ -319,7 +318,7 @@ class PrecisionDebugger:
                 return
             self.sync.enter()
             self.interceptor.synchronous = self.cells.synchronous = self.sync.active
-            self.monitor.synchronous = self.sync.active
+            self.checker.synchronous = self.sync.active
             if self.level == "L0":
                 self.cells.install(model)
             else:
@@ -328,7 +327,7 @@ class PrecisionDebugger:
             self._started = True
             self._checked_steps.add(self.state.step)  # only a window that did start (not one refused)
         except Exception as err:
-            self.monitor.on_error("in start()", err)
+            self.checker.on_error("in start()", err)
             self._start_failed = True
             self._unpatch()
 
@@ -338,10 +337,10 @@ class PrecisionDebugger:
         self._unpatch()
         self._started = False
         try:
-            self.monitor.end()
+            self.checker.end()
             self._resolve_sentinel()
         except Exception as err:  # pragma: no cover
-            self.monitor.on_error("in stop()", err)
+            self.checker.on_error("in stop()", err)
 
     def step(self) -> None:
         """End the current step (resolving what is pending) and count one
@@ -349,7 +348,7 @@ class PrecisionDebugger:
         if self._started:
             self.stop()
         else:
-            self.monitor.flush(final=True)
+            self.checker.flush(final=True)
         self.state.next_step()
         self.cells.new_step()
 
@@ -380,7 +379,7 @@ class PrecisionDebugger:
             return
         self.sentinel_armed = False
         self._sentinel_findings += 1
-        self.monitor.note_sentinel(found)
+        self.checker.records.note_sentinel(found)
 
     def _parameters_may_change(self) -> None:
         """An optimizer step or ``Parameter.set_data`` is about to run (the
@@ -399,7 +398,7 @@ class PrecisionDebugger:
         the error diagnostics to refuse with: PL407 at dump_path. Else []."""
         from msprobe_lint.diagnostic import Finding
 
-        from .writer import ensure_dir
+        from .dump.writer import ensure_dir
 
         config: dict = {}
         if config_path is not None:
@@ -419,7 +418,7 @@ class PrecisionDebugger:
         """At exit, after at least one start(): one line on stderr when no
         record was written (and detection was not turned off), so a run
         without overflow is told apart from a wrong dump_path."""
-        if self._exit_said or not self._start_calls or self.state.found or self.monitor.disabled \
+        if self._exit_said or not self._start_calls or self.state.found or self.checker.disabled \
                 or self._sentinel_findings:
             return
         if self._start_failed and not self._checked_steps:  # it never checked; start() said why
@@ -493,8 +492,8 @@ def _on_sigterm(signum: int, frame: Any) -> None:
     module doc)."""
     debuggers = list(_DEBUGGERS)
     for debugger in debuggers:
-        if debugger.monitor._flushing:  # the signal landed inside a batch: finish it first
-            debugger.monitor.deferred = lambda: _on_sigterm(signum, frame)
+        if debugger.checker.flushing:  # the signal landed inside a batch: finish it first
+            debugger.checker.deferred = lambda: _on_sigterm(signum, frame)
             return
     for debugger in debuggers:
         _at_exit(weakref.ref(debugger))
@@ -513,8 +512,8 @@ def _at_exit(ref: "weakref.ref[PrecisionDebugger]") -> None:
         return
     try:
         debugger._unpatch()
-        debugger.monitor.live = False
-        debugger.monitor.flush(final=True)
+        debugger.checker.live = False
+        debugger.checker.flush(final=True)
         debugger._resolve_sentinel()
         debugger._say_nothing_found()
     except Exception:  # pragma: no cover

@@ -55,7 +55,7 @@ from __future__ import annotations
 import sys
 from typing import Any, Callable, Optional
 
-from .detection import HostCache, is_floating, is_tensor, iter_tensors
+from .check.verdict import HostCache, is_floating, is_tensor, iter_tensors
 from .hooks.frames import capture_frames
 from .hooks.guard import inside_tool, tool_section
 from .hooks.patching import Patches

@@ -25,7 +25,7 @@ from mindspore import Tensor, nn, ops  # noqa: E402
 
 from probe_runtime import PrecisionDebugger  # noqa: E402
 from probe_runtime import debugger as debugger_module  # noqa: E402
-from probe_runtime.writer import read_json  # noqa: E402
+from probe_runtime.dump.writer import read_json  # noqa: E402
 from runtime_support import assert_origin_invariant, isolate, write_runtime_config  # noqa: E402
 
 ms.set_context(mode=ms.PYNATIVE_MODE)

@@ -25,7 +25,8 @@ import functools
 import sys
 from typing import Any, Callable
 
-from ..detection import framework_error, is_floating, is_tensor, iter_tensors, launch_sum, probe_now, surfaced
+from ..check.probes import launch_sum, probe_now
+from ..check.verdict import framework_error, is_floating, is_tensor, iter_tensors, surfaced
 from ..hooks.backward import release, through_hook
 from ..hooks.frames import capture_frames
 from ..hooks.guard import GUARD
@@ -238,7 +239,7 @@ class Wrappers:
         """An exception inside the wrapper of ``api``: that API is called
         straight through from now on (turned off); each cause is logged
         once, naming the first API it hit. An error of MindSpore's runtime
-        (:func:`detection.framework_error`: with asynchronous execution
+        (:func:`~probe_runtime.check.verdict.framework_error`: with asynchronous execution
         often an earlier operator's failure surfacing in the tool's code)
         leaves only that call unchecked: turning the API off for good would
         blind the detector for the rest of the run over the user's error."""
@@ -262,7 +263,7 @@ class Wrappers:
         a backward pass (what comes before an optimizer step); the entry
         holds the one-element result (``call.param_sums``). In a
         synchronous window (``synchronous``) the values are checked on the
-        host at once instead (:func:`detection.probe_now`)."""
+        host at once instead (:func:`~probe_runtime.check.probes.probe_now`)."""
         kind = self._parameter_type
         sums = None
         for a in args:

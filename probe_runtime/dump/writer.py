@@ -6,7 +6,7 @@ Layout (SPEC 2.5, 4)::
                                    stack.json       call stacks of those entries
                                    construct.json   Cell parent map ({} at L1; no parameters_grad keys)
                                    overflow.json    [{name, origin, where, kind, step, rank[, entered]}],
-                                                    detection order (``entered``: see monitor.py)
+                                                    detection order (``entered``: see check/provenance.py)
                                    dump_tensor_data/<entry>.<input|output>.<n>.npy
 
 ``<rank dir>`` is ``rank`` for a single process, ``rank<R>`` otherwise.
