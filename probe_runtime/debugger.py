@@ -61,7 +61,7 @@ from msprobe_lint.context import Context, Fact, build_context, environment_facts
 from msprobe_lint.diagnostic import Diagnostic, Severity
 from msprobe_lint.engine import lint_file
 
-from .cells import UsageError
+from .errors import UsageError
 from .state import RunState, expand_ids, live_rank_source, rank_dir_name
 
 LOGGER = logging.getLogger("probe_runtime")
@@ -204,7 +204,7 @@ class PrecisionDebugger:
 
     Level L1 intercepts API calls (``probe_runtime.l1``); level L0
     hooks the sub-Cells of the model given to ``start(model)``
-    (``probe_runtime.cells``). What is checked when: see
+    (``probe_runtime.l0``). What is checked when: see
     ``probe_runtime.check.queue`` (calls are queued and resolved in batches;
     records are on disk before the resolving call returns; everything is
     resolved by ``stop()``/``step()``).
@@ -253,7 +253,7 @@ class PrecisionDebugger:
 
         self.checker = Checker(self.state, dump_path=self.dump_path, task=self.task, level=self.level,
                                on_exhausted=self._unpatch, library_roots=library_roots(), carry_batch=True)
-        from .cells import CellHooks
+        from .l0.cell_hooks import CellHooks
 
         from .execution import SyncWindows
 
@@ -303,7 +303,7 @@ class PrecisionDebugger:
             if model is None:
                 raise UsageError("level L0 checks the Cells of a model: call debugger.start(model) with the network "
                                  "(a mindspore.nn.Cell or a list/tuple of Cells), not debugger.start()")
-            self.cells._models(model)  # raises UsageError for a non-Cell
+            self.cells.check_model(model)  # raises UsageError for a non-Cell
         self._start_calls += 1
         if self._started:
             return

@@ -1,6 +1,6 @@
 """Sentinel checks: a cheap per-step watch that turns on exact checks.
 
-Exact checks (the default; ``interception.py`` at L1, ``cells.py`` at L0)
+Exact checks (the default; ``l1/`` at L1, ``l0/`` at L0)
 judge every input and output of every call, forward and backward, and cost
 1.3-2.4x a float32 step on the CPU benchmark models even in a synchronous
 process (``benchmarks/runtime_parts.py``: the forward path alone, with no

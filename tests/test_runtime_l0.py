@@ -493,7 +493,7 @@ def _sequential_backward_records(tmp_path, make, link: bool, monkeypatch):
     SequentialCell whose middle Cell's backward overflows (d sqrt/dx at 0),
     with the boundary hooks shared (``link``) or one HookBackward per side
     (the sharing turned off); also how many HookBackward were made."""
-    from probe_runtime import cells as cells_module
+    from probe_runtime.l0 import cell_hooks as cells_module
     from probe_runtime.hooks import backward
 
     if not link:

@@ -379,7 +379,7 @@ def test_fault_in_an_interception_wrapper_turns_that_api_off(work, plain, caplog
 @pytest.mark.mindspore
 @pytest.mark.parametrize("part", ["forward", "backward", "parameters"])
 def test_fault_in_a_cell_hook_turns_that_part_off(work, plain, caplog, monkeypatch, part):
-    import probe_runtime.cells as cells
+    import probe_runtime.l0.cell_hooks as cells
 
     debugger = make_debugger(work, level="L0")
 

@@ -65,7 +65,7 @@ the next resolution point after their input gradients arrived (never inside
 MindSpore's backward pass itself); a backward pass therefore lands on disk
 at the next forward call, ``stop()`` or ``step()``.
 
-L0 (Cell level, ``cells.py``) uses the same queue: a Cell's forward entry is
+L0 (Cell level, ``l0/``) uses the same queue: a Cell's forward entry is
 queued when its forward hook fires (inner Cells before their parents), its
 backward entry when the gradients w.r.t. its inputs arrive (inner Cells
 first again); backward entries that never get input gradients (a Cell fed
