@@ -62,7 +62,6 @@ from .hooks.patching import Patches
 
 #: the MindSpore functions every PyNative gradient computation runs through
 FORWARD, BACKWARD = "_pynative_func_grad_forward", "_pynative_func_grad_backward"
-CHECKS = ("exact", "sentinel")
 #: computations (a forward output, a gradient result) held before they are judged within a window
 HOLD_CAP = 4
 
