@@ -99,8 +99,7 @@ def _finite_half(flat: np.ndarray) -> bool:
     are exactly the values whose exponent bits are all ones, i.e. whose
     magnitude bits are ``>= 0x7C00``. Same verdict as ``numpy.isfinite``
     (tested against it), which numpy computes for float16 element by
-    element through float32: on 262,144 values 24 us against 440-850 us
-    on the benchmark machine."""
+    element through float32, many times slower (``docs/runtime-design.md``)."""
     magnitude = np.bitwise_and(flat.view(np.uint16), _HALF_MAGNITUDE, dtype=np.uint16)
     return int(magnitude.max()) < _HALF_EXPONENT
 

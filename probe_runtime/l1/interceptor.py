@@ -158,23 +158,22 @@ class ApiInterceptor:
     def _patch_primitives(self) -> None:
         """Primitives are caught where they run, not class by class.
 
-        Setting ``__call__`` on each of the ~1,200 Primitive classes at every
-        ``start()`` and putting it back at every ``stop()`` invalidates
-        Python's type caches down the whole class tree: it cost 5 ms of an
-        8 ms MLP step on the benchmark machine (``Primitive.__call__`` alone
-        about 1 ms). Instead, for each class that defines its own
-        ``__call__``, by what that method runs:
+        Setting ``__call__`` on every Primitive class at each ``start()``
+        and ``stop()`` would invalidate Python's type caches down the whole
+        class tree (what that cost: ``docs/runtime-design.md``). Instead,
+        for each class that defines its own ``__call__``, by what that
+        method runs:
 
         * a ``pyboost_<op>(prim, [args])`` function looked up in its
-          module's globals (the generated ops, ~580 classes): that global is
-          replaced (a module dict write, no type cache touched), one
-          wrapper per function for every class that uses it;
-        * ``super().__call__`` or ``_run_op(prim, name, args)`` (~190
-          classes, and every class without a ``__call__`` of its own, which
-          runs ``Primitive.__call__``): caught by replacing the global
+          module's globals (the generated ops): that global is replaced (a
+          module dict write, no type cache touched), one wrapper per
+          function for every class that uses it;
+        * ``super().__call__`` or ``_run_op(prim, name, args)`` (and every
+          class without a ``__call__`` of its own, which runs
+          ``Primitive.__call__``): caught by replacing the global
           ``_run_op`` in each MindSpore module that imported it;
-        * anything else (~90 classes, collective and inner ops): the class's
-          ``__call__`` is patched as before;
+        * anything else (collective and inner ops): the class's
+          ``__call__`` is patched;
         * ``constexpr``/``_primexpr`` helper classes (``ProxyOp``,
           ``CompileOp``: compile-time Python on constants) are left alone.
 
