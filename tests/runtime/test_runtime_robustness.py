@@ -26,7 +26,7 @@ from runtime_support import assert_same_training, isolate, train_mlp, write_runt
 from probe_runtime.dump import writer as writer_module
 from probe_runtime.dump.writer import Record, StepWriter, WriterError, read_json
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def record(name: str, size: int = 4) -> Record:
