@@ -157,7 +157,7 @@ def assert_origin_invariant(dump_path: Path) -> int:
     ``input_kwargs``, an L0 Cell's ``parameters``; a backward entry's
     ``input``) and some dumped output not; returns the number of records
     checked."""
-    from probe_runtime.writer import read_json
+    from probe_runtime.dump.writer import read_json
 
     checked = 0
     for index in sorted(Path(dump_path).glob("step*/rank*/overflow.json")):

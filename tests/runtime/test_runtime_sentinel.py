@@ -18,7 +18,7 @@ from mindspore.ops.composite import base as composite_base  # noqa: E402
 
 from probe_runtime import PrecisionDebugger  # noqa: E402
 from probe_runtime.sentinel import BACKWARD, FORWARD, label_gradients  # noqa: E402
-from probe_runtime.writer import read_json  # noqa: E402
+from probe_runtime.dump.writer import read_json  # noqa: E402
 import runtime_support  # noqa: E402
 from runtime_support import (PatchedState, assert_origin_invariant, assert_same_training, isolate,  # noqa: E402
                              train_mlp, write_runtime_config)
@@ -256,10 +256,10 @@ def test_the_device_path_judges_as_the_host_path(work, overflow, monkeypatch):
     debugger = make()
     debugger.sentinel.on_device = True
     reads = []
-    from probe_runtime import detection
+    from probe_runtime.check import verdict
 
-    to_host = detection.to_host
-    monkeypatch.setattr(detection, "to_host", lambda *a, **k: reads.append(1) or to_host(*a, **k))
+    to_host = verdict.to_host
+    monkeypatch.setattr(verdict, "to_host", lambda *a, **k: reads.append(1) or to_host(*a, **k))
     train(debugger, "L1", overflow_steps={1} if overflow else set(), steps=2)
     if overflow:
         (record,) = index(tmp_path, 1)
