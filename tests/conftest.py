@@ -43,6 +43,18 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip)
 
 
+def pytest_runtest_setup(item):
+    """``@pytest.mark.cpu_kernel(function, dtype)``: skip the test, saying
+    why, when this MindSpore cannot run ``mindspore.ops.<function>`` on
+    ``dtype`` (a capability tried once, never a version number)."""
+    for mark in item.iter_markers("cpu_kernel"):
+        from runtime_support import missing_kernel
+
+        reason = missing_kernel(*mark.args, **mark.kwargs)
+        if reason:
+            pytest.skip(reason)
+
+
 def probe_command() -> list[str]:
     """The `probe` console script of the interpreter running the tests."""
     candidate = Path(sys.executable).parent / "probe"

@@ -249,6 +249,7 @@ def test_reading_a_tensors_hooks_is_not_a_call(work):
     assert names(tmp_path) == []
 
 
+@pytest.mark.cpu_kernel("mul", "bfloat16")
 def test_bfloat16_and_float16_norm(work):
     tmp_path, make = work
     debugger = make()
