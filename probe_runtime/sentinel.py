@@ -148,6 +148,8 @@ class GradSentinel:
     def _build_plan(self) -> list[tuple[Any, str, Callable]]:
         from mindspore.ops.composite import base
 
+        if not callable(vars(base).get(FORWARD)):
+            return self._executor_plan()
         plan: list[tuple[Any, str, Callable]] = []
         for attr, wrap in ((FORWARD, self._wrap_forward), (BACKWARD, self._wrap_backward)):
             original = vars(base).get(attr)
@@ -158,6 +160,29 @@ class GradSentinel:
             for name, module in list(sys.modules.items()):
                 if name.startswith("mindspore") and module is not None and vars(module).get(attr) is original:
                     plan.append((module, attr, wrapper))
+        return plan
+
+    def _executor_plan(self) -> list[tuple[Any, str, Callable]]:
+        """The wrappers for a MindSpore without the two gradient functions
+        (2.7: ``GradOperation`` and ``_Grad`` run the forward and call the
+        PyNative executor themselves): instance attributes over three methods
+        of the one ``mindspore.common.api._pynative_executor``, which every
+        module shares: ``end_graph(fn, output, ...)`` gets the differentiated
+        function's forward output (also a Cell's with ``set_grad()`` called
+        outside a gradient computation), ``grad`` and ``grad_aux(fn, grad_op,
+        weights, grad_position, ...)`` return the gradients."""
+        from mindspore.common import api
+
+        executor = getattr(api, "_pynative_executor", None)
+        plan: list[tuple[Any, str, Callable]] = []
+        for attr, wrap in (("end_graph", self._wrap_end_graph), ("grad", self._wrap_backward),
+                           ("grad_aux", self._wrap_backward)):
+            original = getattr(executor, attr, None)
+            if not callable(original):  # pragma: no cover - another MindSpore layout
+                raise RuntimeError(f"neither mindspore.ops.composite.base.{FORWARD} nor "
+                                   f"mindspore.common.api._pynative_executor.{attr} found: sentinel checks need "
+                                   "them (use exact checks with this MindSpore)")
+            plan.append((executor, attr, wrap(original)))
         return plan
 
     def install(self) -> None:
@@ -196,6 +221,20 @@ class GradSentinel:
 
         forward.__probe_original__ = original  # type: ignore[attr-defined]
         return forward
+
+    def _wrap_end_graph(self, original: Callable) -> Callable:
+        def end_graph(fn: Any, output: Any, *args: Any, **kwargs: Any) -> Any:
+            result = original(fn, output, *args, **kwargs)
+            if not inside_tool():
+                try:
+                    tensors = [(f"forward output {i}", t) for i, t in enumerate(iter_tensors(output))]
+                    self._hold(Held("output", tensors, capture_frames(sys._getframe(1))))
+                except Exception as err:
+                    self.on_error("in the sentinel's forward wrapper", err)
+            return result
+
+        end_graph.__probe_original__ = original  # type: ignore[attr-defined]
+        return end_graph
 
     def _wrap_backward(self, original: Callable) -> Callable:
         def backward(fn: Any, grad_op: Any, weights: Any, *rest: Any) -> Any:

@@ -28,6 +28,7 @@ TENSOR_SKIP = frozenset({
     "set_dtype", "param_info", "index_of_parent_", "parent_tensor_", "requires_grad_", "delete_",
     "set_", "to_", "is_neg", "device", "virtual_flag", "adapter_flag", "get_bytes", "retain_grad",
     "register_forward_hook", "set_init_flag", "contiguous", "_offload", "_load", "assign_value_cpp",
+    "hooks",  # the tensor's hook list; MindSpore 2.7's mindspore.jit reads it on every argument
 })
 #: Tensor methods that change the tensor in place without being computations
 #: (``assign_value_cpp`` is what ``set_data``/``assign_value`` run).
