@@ -3,7 +3,7 @@
 The page is meant to be opened in a browser or attached to a bug report: it
 holds everything inline (CSS in a ``<style>`` element, no script, no font,
 image or link to anything outside the file). It shows, from the same
-:class:`~msprobe_lint.report.Dump` the text report reads:
+:class:`~msprobe_lint.report.model.Dump` the text report reads:
 
 * the summary line and the first origin (earliest step, lowest rank) in a
   highlighted box that links to its record;
@@ -18,20 +18,24 @@ image or link to anything outside the file). It shows, from the same
 * files that could not be read whole.
 
 The page is rendered with Jinja2 (autoescaping on: names and paths from a
-dump are data, never markup) from ``templates/report.html.j2`` inside the
-package. Jinja2 is imported only here, and this module only when an HTML
-report is asked for, so ``probe lint`` never loads it.
+dump are data, never markup) from ``templates/report.html.j2`` beside this
+module. Jinja2 is imported only here, and this module only when an HTML
+report is asked for, so ``probe lint`` never loads it. The renderer reads no
+file: construct.json comes read with the dump.
 """
 from __future__ import annotations
 
 import math
 import re
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Iterable, Optional
 
-from . import __version__
-from .report import (Dump, Record, Tensor, _fmt, _load, _place, _Unreadable, summary_line)
+from ... import __version__
+from ..analysis.first import started as started_record
+from ..analysis.first import summary_line
+from ..dumpformat import STATS
+from ..fmt import fmt, place, shape
+from ..model import Dump, Record
 
 TEMPLATE = "report.html.j2"
 
@@ -199,21 +203,14 @@ def _attach(tree: list[CellNode], records: list[Record], anchors: dict[int, str]
 def _groups(dump: Dump, anchors: dict[int, str]) -> list[Group]:
     groups: list[Group] = []
     for record in dump.records:
-        place = _place(record)
-        if not groups or groups[-1].place != place or groups[-1].folder != record.folder:
-            groups.append(Group(place, record.folder, [], [], None))
+        here = place(record)
+        if not groups or groups[-1].place != here or groups[-1].folder != record.folder:
+            groups.append(Group(here, record.folder, [], [], None))
         groups[-1].records.append(record)
     for group in groups:
-        path = Path(group.folder) / "construct.json"
-        if not path.exists():
-            continue
-        try:
-            construct, _ = _load(path, [], "construct")
-        except _Unreadable as err:
-            group.tree_problem = f"{path}: {err}"
-            continue
-        if not isinstance(construct, dict):
-            group.tree_problem = f"{path}: not a JSON object"
+        construct, problem = dump.constructs.get(group.folder, (None, None))
+        if problem is not None:
+            group.tree_problem = problem
             continue
         if not construct:
             continue  # level L1: no Cell tree
@@ -222,12 +219,6 @@ def _groups(dump: Dump, anchors: dict[int, str]) -> list[Group]:
         group.target = first.name if _contains(group.tree, first.name) else None
         _attach(group.tree, group.records, anchors)
     return groups
-
-
-def _shape(tensor: Tensor) -> str:
-    if isinstance(tensor.shape, list):
-        return "[" + ", ".join(str(d) for d in tensor.shape) + "]"
-    return _fmt(tensor.shape)
 
 
 def _value_class(value: Any) -> str:
@@ -242,14 +233,14 @@ def _environment(anchors: dict[int, str]):
     except ImportError:
         raise HtmlUnavailable("the HTML report needs Jinja2, which is not installed: "
                               "pip install 'jinja2>=3.1'") from None
-    env = jinja2.Environment(loader=jinja2.PackageLoader("msprobe_lint", "templates"),
+    env = jinja2.Environment(loader=jinja2.PackageLoader("msprobe_lint.report.render", "templates"),
                              autoescape=True, undefined=jinja2.StrictUndefined,
                              trim_blocks=True, lstrip_blocks=True)
-    env.filters["fmt"] = _fmt
-    env.filters["shape"] = _shape
+    env.filters["fmt"] = fmt
+    env.filters["shape"] = shape
     env.filters["value_class"] = _value_class
     env.filters["anchor"] = lambda record: anchors[id(record)]
-    env.filters["place"] = _place
+    env.filters["place"] = place
     return env
 
 
@@ -257,7 +248,7 @@ def render_html(dump: Dump, status: int, message: Optional[str] = None) -> str:
     """The whole page as a string (UTF-8 text, ``<!DOCTYPE html>`` first).
 
     Args:
-        dump: what :func:`msprobe_lint.report.read_dump` read.
+        dump: what :func:`msprobe_lint.report.command.read_dump` read (with ``construct``).
         status: the report's exit status (0 records shown, 1 none, 2 unreadable).
         message: the reason when nothing could be shown.
 
@@ -266,10 +257,10 @@ def render_html(dump: Dump, status: int, message: Optional[str] = None) -> str:
     """
     anchors = _anchors(dump)
     env = _environment(anchors)
-    started = dump.started
+    started = started_record(dump.records)
     groups = _groups(dump, anchors)
     return env.get_template(TEMPLATE).render(
         dump=dump, groups=groups, started=started, status=status,
-        message=message or summary_line(dump), stats=("Max", "Min", "Mean", "Norm"),
+        message=message or summary_line(dump), stats=STATS,
         folders=len(groups), version=__version__,
     )

@@ -1,4 +1,4 @@
-"""`probe report`: msprobe_lint/report.py on the dumps in tests/data/report/
+"""`probe report`: msprobe_lint/report/ on the dumps in tests/data/report/
 (``ours``: hand-written, probe_runtime's layout with overflow.json;
 ``msprobe``: hand-written, msprobe's layout without it; ``msprobe-l1`` and
 ``msprobe-l0``: written by msprobe 8.1.2 itself, see the README there), on
@@ -13,11 +13,16 @@ from pathlib import Path
 
 import pytest
 
-from msprobe_lint.report import direction_of, main, read_dump
+from msprobe_lint.report import main
+from msprobe_lint.report.analysis.first import started, summary_line
+from msprobe_lint.report.command import read_dump, report as read_report
+from msprobe_lint.report.dumpformat import direction_of
+from msprobe_lint.report.render.json import render_json
+from msprobe_lint.report.render.text import render_text
 
 from conftest import as_nobody, run_probe
 
-DATA = Path(__file__).parent / "data" / "report"
+DATA = Path(__file__).parents[1] / "data" / "report"
 
 
 def report(path, fmt="text"):
@@ -116,7 +121,8 @@ def test_started_is_lowest_rank_of_earliest_step(tmp_path):
     shutil.copytree(DATA / "ours" / "step0" / "rank1", tmp_path / "step1" / "rank10")
     dump = read_dump(str(tmp_path))
     assert [(r.step, r.rank) for r in dump.records][::3] == [(1, 3), (1, 10), (2, 0)]
-    assert (dump.started.step, dump.started.rank) == (1, 3)
+    first = started(dump.records)
+    assert (first.step, first.rank) == (1, 3)
 
 
 def test_accepts_a_step_or_rank_folder():
@@ -318,44 +324,38 @@ def test_entered_is_named_when_no_record_is_an_origin(tmp_path):
     """A step whose overflow came in (overflow.json ``entered``): the record
     line, the summary and the JSON name the entry point, not "where it
     started is not known"."""
-    import json as json_module
-
-    from msprobe_lint import report as report_module
-
     folder = tmp_path / "step2" / "rank"
     folder.mkdir(parents=True)
     stats = {"type": "mindspore.Tensor", "dtype": "Float32", "shape": [2], "Max": float("inf"), "Min": 0.0,
              "Mean": float("inf"), "Norm": float("inf")}
     data = {"Primitive.Transpose.0.forward": {"input_args": [stats], "input_kwargs": {}, "output": [stats]}}
-    (folder / "dump.json").write_text(json_module.dumps({"task": "overflow_check", "data": data}))
+    (folder / "dump.json").write_text(json.dumps({"task": "overflow_check", "data": data}))
     message = ("non-finite input entered at the first checked call: input_args[0] of "
                "Primitive.Transpose.0.forward, made outside the checked window")
     entered = {"entry": "Primitive.Transpose.0.forward", "input": "input_args[0]", "source": "outside",
                "parameter": None, "at_start": False, "message": message}
-    (folder / "overflow.json").write_text(json_module.dumps([
+    (folder / "overflow.json").write_text(json.dumps([
         {"name": "Primitive.Transpose.0.forward", "origin": False, "where": "train.py:3", "entered": entered}]))
-    dump, status, _ = report_module.report(str(tmp_path))
-    text = report_module.render_text(dump)
+    dump, status, _ = read_report(str(tmp_path))
+    text = render_text(dump)
     assert f"           entered: {message}" in text
     assert f"Overflow entered in step2/rank: {message}." in text
     assert "not known" not in text
-    payload = json_module.loads(report_module.render_json(dump, status))
+    payload = json.loads(render_json(dump, status))
     assert payload["started"] is None
     assert payload["entered"]["entered"] == entered
     assert payload["records"][0]["entered"] == entered
     # a malformed entered object is ignored (no message): back to "not known"
-    (folder / "overflow.json").write_text(json_module.dumps([
+    (folder / "overflow.json").write_text(json.dumps([
         {"name": "Primitive.Transpose.0.forward", "origin": False, "where": "train.py:3", "entered": {"x": 1}}]))
-    dump, status, _ = report_module.report(str(tmp_path))
-    assert "where it started is not known" in report_module.render_text(dump)
+    dump, status, _ = read_report(str(tmp_path))
+    assert "where it started is not known" in render_text(dump)
 
 
 def test_summary_names_the_earliest_step_even_without_origin_or_entered(tmp_path):
     """A step with neither an origin nor ``entered`` before a step that has
     one: the summary names the earlier step (its first record), not the
     later step's entry point or origin."""
-    from msprobe_lint import report as report_module
-
     stats = {"type": "mindspore.Tensor", "dtype": "Float32", "shape": [2], "Max": float("inf"), "Min": 0.0,
              "Mean": float("inf"), "Norm": float("inf")}
     entered = {"entry": "Cell.fc.Dense.forward.0", "input": "input_args[0]", "source": "outside",
@@ -369,17 +369,17 @@ def test_summary_names_the_earliest_step_even_without_origin_or_entered(tmp_path
         data = {item["name"]: {"input": [stats], "output": [stats]} for item in items}
         (folder / "dump.json").write_text(json.dumps({"task": "overflow_check", "data": data}))
         (folder / "overflow.json").write_text(json.dumps(items))
-    dump, status, _ = report_module.report(str(tmp_path))
-    line = report_module.summary_line(dump)
+    dump, status, _ = read_report(str(tmp_path))
+    line = summary_line(dump)
     assert line.startswith("First recorded overflow in step0/rank: Cell.fc.Dense.parameters_grad"), line
     assert "where it started is not known" in line
-    payload = json.loads(report_module.render_json(dump, status))
+    payload = json.loads(render_json(dump, status))
     assert payload["started"] is None and payload["entered"] is None
     # the later step's origin is named when the earlier step has one too
     (tmp_path / "step0" / "rank" / "overflow.json").write_text(json.dumps(
         [{"name": "Cell.fc.Dense.parameters_grad", "origin": True, "where": "train.py:3"}]))
-    dump, status, _ = report_module.report(str(tmp_path))
-    assert report_module.summary_line(dump).startswith("Overflow started in step0/rank: Cell.fc.Dense.parameters_grad")
+    dump, status, _ = read_report(str(tmp_path))
+    assert summary_line(dump).startswith("Overflow started in step0/rank: Cell.fc.Dense.parameters_grad")
 
 
 def test_a_sentinel_record_is_shown_with_what_held_inf_and_the_exact_step_after_it(tmp_path):

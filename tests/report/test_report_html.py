@@ -1,4 +1,4 @@
-"""`probe report --format html`: msprobe_lint/report_html.py and its template.
+"""`probe report --format html`: msprobe_lint/report/render/html.py and its template.
 
 The page is rendered from real dumps in tests/data/report/ (``probe-l0``:
 probe_runtime at L0; ``msprobe-l0``/``msprobe-l1``: msprobe 8.1.2 itself),
@@ -22,12 +22,13 @@ from pathlib import Path
 
 import pytest
 
-from msprobe_lint.report import main, read_dump
-from msprobe_lint.report_html import cell_tree, render_html, tree_rows
+from msprobe_lint.report import main
+from msprobe_lint.report.command import read_dump
+from msprobe_lint.report.render.html import cell_tree, render_html, tree_rows
 
 from conftest import run_probe
 
-DATA = Path(__file__).parent / "data" / "report"
+DATA = Path(__file__).parents[1] / "data" / "report"
 ORIGIN = "Cell.block.act.Scale.forward.0"
 
 

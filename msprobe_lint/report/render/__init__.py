@@ -1,0 +1,1 @@
+"""The report's output formats: text, JSON and one HTML page."""
