@@ -11,8 +11,10 @@ The package never imports MindSpore nor the lint engine. Its parts:
 :mod:`.dumpformat` (the layout, shared with probe_runtime's writer),
 :mod:`.discover` (the step and rank folders, as a stream), :mod:`.reader`
 (one folder, tolerant of damage), :mod:`.model` (data), :mod:`.analysis`
-(where the overflow started), :mod:`.render` (text, JSON, HTML) and
-:mod:`.output` (``--output`` without losing a file).
+(where the overflow started, across ranks through collective calls),
+:mod:`.view` (what is shown), :mod:`.render` (text, JSON, HTML),
+:mod:`.output` (``--output`` without losing a file) and :mod:`.command`
+(the two passes and the exit status).
 """
 from __future__ import annotations
 
@@ -20,7 +22,7 @@ from typing import IO, Optional
 
 
 def main(dump_path: str, fmt: str = "text", out: Optional[IO[str]] = None, err: Optional[IO[str]] = None, *,
-         output: Optional[str] = None, force: bool = False) -> int:
+         output: Optional[str] = None, force: bool = False, show_all: bool = False) -> int:
     """``probe report``: print the report (or write it to ``output``) and
     return the exit status.
 
@@ -31,6 +33,8 @@ def main(dump_path: str, fmt: str = "text", out: Optional[IO[str]] = None, err: 
         output: a file to write the report to instead of ``out``; an
             existing file is refused (exit 2) unless ``force``. No file is
             written when the report itself fails (exit 2), whatever the format.
+        show_all: show the records of every step; by default the steps
+            after the one where the overflow started are counted, one line each.
 
     Returns:
         :class:`~msprobe_lint.exit.ExitStatus`: OK (records shown),
@@ -39,4 +43,4 @@ def main(dump_path: str, fmt: str = "text", out: Optional[IO[str]] = None, err: 
     """
     from .command import run
 
-    return run(dump_path, fmt, out, err, output=output, force=force)
+    return run(dump_path, fmt, out, err, output=output, force=force, show_all=show_all)

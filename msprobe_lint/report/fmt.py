@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Optional
 
 from .model import Record, Tensor
 
@@ -21,17 +21,19 @@ def fmt(value: Any) -> str:
     return str(value).lower() if isinstance(value, bool) else str(value)
 
 
-def place(record: Record) -> str:
+def step_text(step: Optional[int]) -> str:
+    """``step3`` (``step?`` when the layout has no step number)."""
+    return "step?" if step is None else f"step{step}"
+
+
+def place_of(step: Optional[int], rank: Optional[int]) -> str:
     """``step3/rank1`` (``step?`` when no step number, ``rank`` when not distributed)."""
-    step = "step?" if record.step is None else f"step{record.step}"
-    rank = "rank" if record.rank is None else f"rank{record.rank}"
-    return f"{step}/{rank}"
+    return f"{step_text(step)}/{'rank' if rank is None else f'rank{rank}'}"
 
 
-def describe(record: Record) -> str:
-    """``Functional.exp.3.forward (API, forward) at train.py:31``."""
-    where = f" at {record.where}" if record.where else ""
-    return f"{record.name} ({record.kind}, {record.direction or 'direction unknown'}){where}"
+def place(record: Record) -> str:
+    """The record's :func:`place_of`."""
+    return place_of(record.step, record.rank)
 
 
 def shape(tensor: Tensor) -> str:

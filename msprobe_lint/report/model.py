@@ -6,7 +6,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from .dumpformat import SENTINEL, direction_of
+from .dumpformat import BROADCAST, RECEIVE, SENTINEL, direction_of
 
 
 @dataclass
@@ -28,6 +28,27 @@ class Tensor:
     def nonfinite(self) -> list[str]:
         """Names of the statistics that are inf or nan, e.g. ``["Max", "Mean"]``."""
         return [k for k, v in self.stats.items() if isinstance(v, float) and not math.isfinite(v)]
+
+
+@dataclass(frozen=True)
+class Collective:
+    """The ``collective`` object of a record (docs/report-format.md has the contract).
+
+    ``ranks`` is the group's global ranks (a tuple, shared between records
+    of the same group) or None when the runtime did not know them;
+    ``index`` the per-group call index in the step; ``inputs_finite``
+    whether this rank's local inputs were finite; ``peer`` the other rank
+    of a Send/Receive, ``root`` Broadcast's root.
+    """
+
+    api: str
+    group: str
+    ranks: Optional[tuple[int, ...]]
+    index: int
+    direction: str
+    inputs_finite: bool
+    peer: Optional[int] = None
+    root: Optional[int] = None
 
 
 @dataclass
@@ -55,6 +76,24 @@ class Record:
     sentinel: Optional[str] = None
     #: a sentinel finding's ``nonfinite``: every label of what held inf/nan
     nonfinite: list[str] = field(default_factory=list)
+    #: overflow.json's ``kind`` (``forward``, ``communication``...), None without overflow.json
+    record_kind: Optional[str] = None
+    #: overflow.json's ``collective`` for a collective call, else None
+    collective: Optional[Collective] = None
+    #: overflow.json's ``message`` (communication records), else None
+    message: Optional[str] = None
+
+    @property
+    def received(self) -> bool:
+        """A collective call whose local inputs were finite and output not
+        (this rank received the inf/nan, or the reduction made it); also a
+        Receive, and a Broadcast on a rank other than its root, whatever
+        their own buffer held (what they output came from the other rank)."""
+        c = self.collective
+        if c is None:
+            return False
+        return c.inputs_finite or c.api == RECEIVE or (c.api == BROADCAST and c.root is not None
+                                                      and self.rank != c.root)
 
     @property
     def kind(self) -> str:
@@ -98,17 +137,6 @@ class RankDump:
     readable: bool = True
     construct: Optional[dict] = None
     construct_problem: Optional[str] = None
-
-
-@dataclass
-class Dump:
-    """Every record read under a dump path, sorted by step, then rank, then
-    detection order; ``folders`` counts the step and rank folders found."""
-
-    root: str
-    records: list[Record] = field(default_factory=list)
-    problems: list[tuple[str, str]] = field(default_factory=list)
-    folders: int = 0
-    unreadable_folders: int = 0
-    #: construct.json of the folders, by folder path (read for the HTML page)
-    constructs: dict[str, tuple[Optional[dict], Optional[str]]] = field(default_factory=dict)
+    #: equal for two folders whose records are the same but for their step,
+    #: rank and statistics (see :func:`msprobe_lint.report.reader.signature`)
+    signature: Optional[tuple] = None

@@ -13,14 +13,17 @@ there too. Nothing here raises for bad input.
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
-from typing import Any, Iterator, Optional
+from typing import Any, Iterator, Optional, Union
 
 from .discover import RankFolder
-from .dumpformat import (CONSTRUCT_FILE, DATA, DUMP_FILE, ENTERED, KIND, MESSAGE, NAME, NONFINITE, ORIGIN,
-                         OVERFLOW_FILE, SENTINEL, STACK_FILE, STATS, WHERE)
-from .model import RankDump, Record, Tensor
+from .dumpformat import (BACKWARD, COLLECTIVE, COLLECTIVE_API, COLLECTIVE_DIRECTION, COLLECTIVE_GROUP,
+                         COLLECTIVE_INDEX, COLLECTIVE_INPUTS_FINITE, COLLECTIVE_PEER, COLLECTIVE_RANKS,
+                         COLLECTIVE_ROOT, CONSTRUCT_FILE, DATA, DUMP_FILE, ENTERED, FORWARD, KIND, MESSAGE, NAME,
+                         NONFINITE, ORIGIN, OVERFLOW_FILE, SENTINEL, STACK_FILE, STATS, WHERE)
+from .model import Collective, RankDump, Record, Tensor
 
 #: files larger than this are not read (a dump file is a few MB at most)
 MAX_FILE = 512 * 1024 * 1024
@@ -33,18 +36,114 @@ class Unreadable(Exception):
     """A file that could not be read at all (the message says why)."""
 
 
+def read_bytes(path: Union[str, Path]) -> bytes:
+    """The file's bytes.
+
+    Raises:
+        Unreadable: missing, not readable, or larger than :data:`MAX_FILE`.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        try:
+            size = os.fstat(fd).st_size
+            if size > MAX_FILE:
+                raise Unreadable(f"larger than {MAX_FILE // (1024 * 1024)} MiB")
+            chunks = [os.read(fd, size + 1)]
+            while chunks[-1] and sum(len(c) for c in chunks) <= MAX_FILE:  # a file that grew since fstat
+                chunks.append(os.read(fd, 1 << 20))
+        finally:
+            os.close(fd)
+    except OSError as err:
+        raise Unreadable(err.strerror or str(err)) from None
+    data = chunks[0] if len(chunks) == 2 and not chunks[1] else b"".join(chunks)
+    if len(data) > MAX_FILE:
+        raise Unreadable(f"larger than {MAX_FILE // (1024 * 1024)} MiB")
+    return data
+
+
 def read_text(path: Path) -> str:
     """The file's text (undecodable bytes replaced).
 
     Raises:
         Unreadable: missing, not readable, or larger than :data:`MAX_FILE`.
     """
-    try:
-        if path.stat().st_size > MAX_FILE:
-            raise Unreadable(f"larger than {MAX_FILE // (1024 * 1024)} MiB")
-        return path.read_bytes().decode("utf-8", errors="replace")
-    except OSError as err:
-        raise Unreadable(err.strerror or str(err)) from None
+    return read_bytes(path).decode("utf-8", errors="replace")
+
+
+class RanksTable:
+    """The ``ranks`` lists of collective records, each distinct list parsed
+    and kept once.
+
+    On 1,024 ranks every collective record of every rank folder lists the
+    same 1,024 ranks, one a line as the runtime's writer indents: most of
+    overflow.json. :meth:`compact` replaces each such list in a file's bytes
+    by a small marker (``{"\\u0000ranks": n}``) before the JSON parser sees
+    it, and :meth:`lookup` gives the list back as one shared tuple. A list
+    holding anything but non-negative integers is left to the parser.
+    """
+
+    MARKER = "\x00ranks"
+    _KEY = b'"ranks"'
+    _NUMBERS = b"0123456789 \t\r\n,"
+
+    def __init__(self) -> None:
+        self._lists: list[tuple[int, ...]] = []
+        self._ids: dict[bytes, int] = {}
+        #: the first 64 bytes of a long list's text -> (its whole text, its number): found without slicing it
+        self._known: dict[bytes, list[tuple[bytes, int]]] = {}
+
+    def _seen(self, data: bytes, start: int) -> Optional[tuple[int, int]]:
+        """(number, end) of a list seen before whose text starts at ``start``."""
+        for text, number in self._known.get(data[start:start + 64], ()):
+            end = start + len(text)
+            if data.startswith(text, start) and data[end:end + 1] == b"]":
+                return number, end
+        return None
+
+    def compact(self, data: bytes) -> bytes:
+        """``data`` with every ``"ranks": [integers]`` list replaced by its marker."""
+        at = data.find(self._KEY)
+        if at < 0:
+            return data
+        pieces: list[bytes] = []
+        pos = 0
+        while at >= 0:
+            opening = data.find(b"[", at + 7)
+            if opening < 0:
+                break
+            seen = self._seen(data, opening + 1) if data[at + 7:opening].strip() == b":" else None
+            if seen is None:
+                closing = data.find(b"]", opening)
+                if closing < 0:
+                    break
+                content = data[opening + 1:closing]
+                number = self._ids.get(content)
+                if number is None:
+                    if data[at + 7:opening].strip() != b":" or content.translate(None, self._NUMBERS):
+                        at = data.find(self._KEY, at + 7)
+                        continue
+                    number = self._ids[content] = len(self._lists)
+                    self._lists.append(tuple(int(n) for n in content.replace(b",", b" ").split()))
+                    if len(content) >= 64:
+                        self._known.setdefault(content[:64], []).append((content, number))
+                seen = (number, closing)
+            number, closing = seen
+            pieces.append(data[pos:opening])
+            pieces.append(b'{"\\u0000ranks": %d}' % number)
+            pos = closing + 1
+            at = data.find(self._KEY, pos)
+        if not pieces:
+            return data
+        pieces.append(data[pos:])
+        return b"".join(pieces)
+
+    def lookup(self, value: Any) -> Any:
+        """The list a marker stands for (as a tuple); anything else unchanged."""
+        if isinstance(value, dict) and len(value) == 1 and self.MARKER in value:
+            number = value[self.MARKER]
+            if isinstance(number, int) and 0 <= number < len(self._lists):
+                return self._lists[number]
+        return value
 
 
 def _salvage_items(text: str, start: int, closer: str, keyed: bool) -> list:
@@ -78,7 +177,7 @@ def _salvage_items(text: str, start: int, closer: str, keyed: bool) -> list:
             return items
 
 
-def load_json(path: Path, problems: list[tuple[str, str]], kind: str) -> tuple[Any, bool]:
+def load_json(path: Union[str, Path], problems: list[tuple[str, str]], kind: str) -> tuple[Any, bool]:
     """(parsed value, complete?) of a dump file; ``kind`` is ``overflow``
     (a list: a truncated one gives its complete records), ``dump`` (an
     object with ``data``: a truncated one gives its complete entries) or
@@ -88,7 +187,12 @@ def load_json(path: Path, problems: list[tuple[str, str]], kind: str) -> tuple[A
     Raises:
         Unreadable: empty, not JSON, or not readable.
     """
-    text = read_text(path)
+    return parse_json(read_bytes(path), path, problems, kind)
+
+
+def parse_json(data: bytes, path: Union[str, Path], problems: list[tuple[str, str]], kind: str) -> tuple[Any, bool]:
+    """:func:`load_json` on bytes already read from ``path``."""
+    text = data.decode("utf-8", errors="replace")
     if not text.strip():
         raise Unreadable("empty file")
     try:
@@ -176,69 +280,200 @@ def _entered_ok(value: Any) -> bool:
     return isinstance(value, dict) and isinstance(value.get(MESSAGE), str) and bool(value[MESSAGE])
 
 
-def read_folder(folder: RankFolder, *, construct: bool = False) -> RankDump:
-    """Read one step and rank folder: its records (statistics joined from
-    dump.json) and, with ``construct``, its construct.json Cell tree.
+def _int(value: Any) -> Optional[int]:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
-    Example: ``read_folder(RankFolder(0, 1, Path("dump/step0/rank1"))).records[0].name``.
+
+def read_collective(value: Any, ranks: Optional[RanksTable] = None) -> Optional[Collective]:
+    """A record's ``collective`` object, or None when it is malformed (a
+    missing or mistyped key: the record is then read as a plain one)."""
+    if not isinstance(value, dict):
+        return None
+    members = value.get(COLLECTIVE_RANKS)
+    if ranks is not None:
+        members = ranks.lookup(members)  # a tuple of ints when the table read it
+    if isinstance(members, list):
+        if not all(_int(r) is not None for r in members):
+            return None
+        members = tuple(members)
+    elif members is not None and not isinstance(members, tuple):
+        return None
+    api, group, index = value.get(COLLECTIVE_API), value.get(COLLECTIVE_GROUP), _int(value.get(COLLECTIVE_INDEX))
+    direction, finite = value.get(COLLECTIVE_DIRECTION), value.get(COLLECTIVE_INPUTS_FINITE)
+    if not (isinstance(api, str) and api and isinstance(group, str) and index is not None
+            and direction in (FORWARD, BACKWARD) and isinstance(finite, bool)):
+        return None
+    return Collective(api, group, members, index, direction, finite, _int(value.get(COLLECTIVE_PEER)),
+                      _int(value.get(COLLECTIVE_ROOT)))
+
+
+#: one overflow.json record, interpreted: (index, name, origin, where, entered, sentinel, nonfinite, kind,
+#: collective, message), the arguments of a Record after its step, rank and folder
+Item = tuple
+
+def _masked(data: bytes) -> bytes:
+    """``data`` with the numbers after ``"step": `` and ``"rank": `` (as the
+    writer formats them) replaced by ``null``."""
+    for key in (b'"step": ', b'"rank": '):
+        parts = data.split(key)
+        if len(parts) > 1:
+            data = (key + b"null").join([parts[0], *(p.lstrip(b"-0123456789") for p in parts[1:])])
+    return data
+
+
+class ReadCache:
+    """What the reads of one report share: the ``ranks`` lists
+    (:class:`RanksTable`) and the interpretation of the overflow.json
+    contents seen last.
+
+    Two rank folders of a data-parallel job hold the same overflow.json but
+    for its ``step`` and ``rank`` values (which the report takes from the
+    folder names): the contents are compared with those masked, and one
+    parse serves them all. Only files read whole are kept, at most ``size``.
     """
-    path = folder.path
-    out = RankDump(folder.step, folder.rank, str(path))
+
+    def __init__(self, size: int = 64) -> None:
+        self.ranks = RanksTable()
+        self.size = size
+        self._seen: dict[bytes, tuple[list[Item], list[str], tuple]] = {}
+
+    def overflow(self, raw: bytes, path: str,
+                 problems: list[tuple[str, str]]) -> tuple[list[Item], bool, tuple]:
+        """(the interpreted records of an overflow.json's bytes, read whole?,
+        their :func:`signature`).
+
+        Raises:
+            Unreadable: empty, not a JSON list, not JSON.
+        """
+        compact = self.ranks.compact(raw)
+        key = _masked(compact)
+        hit = self._seen.get(key)
+        if hit is None:
+            try:
+                value, complete = json.loads(compact), True
+            except ValueError:  # not JSON, or not UTF-8: read it as it is, for the right positions
+                value, complete = parse_json(raw, path, problems, "overflow")
+            if not isinstance(value, list):
+                raise Unreadable("not a list of overflow records")
+            items, notes = _interpret(value, self.ranks)
+            hit = (items, notes, signature(items))
+            if complete:
+                if len(self._seen) >= self.size:
+                    self._seen.pop(next(iter(self._seen)))
+                self._seen[key] = hit
+        else:
+            complete = True
+        items, notes, sign = hit
+        problems.extend((path, note) for note in notes)
+        return items, complete, sign
+
+
+def signature(items: list[Item]) -> tuple:
+    """What makes two folders' records show the same, from their
+    interpreted records: each one's name, origin, ``file:line``, kind,
+    ``entered`` and sentinel messages and collective call (not its
+    statistics, nor the rank; the group's ranks by count and ends)."""
+    out = []
+    for _, name, origin, where, entered, sentinel, nonfinite, kind, c, _message in items:
+        call = None if c is None else (c.api, c.group, c.index, c.direction, c.inputs_finite, c.peer, c.root,
+                                       None if c.ranks is None else (len(c.ranks), c.ranks[:1], c.ranks[-1:]))
+        out.append((name, origin, where, kind, entered.get(MESSAGE) if entered else None, sentinel,
+                    tuple(nonfinite), call))
+    return tuple(out)
+
+
+def _interpret(overflow: list, ranks: RanksTable) -> tuple[list[Item], list[str]]:
+    """The records of an overflow.json list, and what is wrong with them."""
+    items: list[Item] = []
+    notes: list[str] = []
+    for index, item in enumerate(overflow):
+        if not isinstance(item, dict) or not isinstance(item.get(NAME), str):
+            notes.append(f"record {index} has no name; skipped")
+            continue
+        name = item[NAME]
+        origin, where, entered, kind = item.get(ORIGIN), item.get(WHERE), item.get(ENTERED), item.get(KIND)
+        sentinel = sentinel_message(item)
+        collective = None
+        if COLLECTIVE in item and not sentinel:
+            collective = read_collective(item[COLLECTIVE], ranks)
+            if collective is None:
+                notes.append(f"record {index} ({name}): malformed \"collective\" object; read as a plain record")
+        message = item.get(MESSAGE)
+        items.append((index, name, origin if isinstance(origin, bool) else None, str(where) if where else None,
+                      entered if _entered_ok(entered) else None, sentinel, _labels(item) if sentinel else [],
+                      kind if isinstance(kind, str) else None, collective,
+                      message if isinstance(message, str) and message else None))
+    return items, notes
+
+
+def read_folder(folder: RankFolder, *, statistics: bool = True, construct: bool = False,
+                cache: Optional[ReadCache] = None) -> RankDump:
+    """Read one step and rank folder: its records in detection order.
+
+    Args:
+        folder: from :func:`~msprobe_lint.report.discover.iter_rank_folders`.
+        statistics: join each record with its dump.json statistics. Without
+            it dump.json is read only when there is no overflow.json (the
+            records are then its entries) and the records have no tensors
+            (``has_entry`` then says whether dump.json exists).
+        construct: also read construct.json's Cell tree (for the HTML page).
+        cache: shared between the folders of one report (:class:`ReadCache`).
+
+    Example: ``read_folder(RankFolder(0, 1, "dump/step0/rank1")).records[0].name``.
+    """
+    folder_text = str(folder.path)
+    out = RankDump(folder.step, folder.rank, folder_text)
     problems = out.problems
+    files = folder.files
     data: dict = {}
-    overflow: Optional[list] = None
+    items: Optional[list[Item]] = None
     readable = False
-    dump_file, overflow_file = path / DUMP_FILE, path / OVERFLOW_FILE
-    has_dump = dump_file.exists()
-    if has_dump:
+    dump_file, overflow_file = os.path.join(folder_text, DUMP_FILE), os.path.join(folder_text, OVERFLOW_FILE)
+    has_dump = DUMP_FILE in files if files is not None else os.path.exists(dump_file)
+    has_overflow = OVERFLOW_FILE in files if files is not None else os.path.exists(overflow_file)
+    if has_overflow:
+        try:
+            items, complete, out.signature = (cache or ReadCache()).overflow(read_bytes(overflow_file),
+                                                                             overflow_file, problems)
+            readable = complete or bool(items)
+        except Unreadable as err:
+            problems.append((str(overflow_file), str(err)))
+    if has_dump and (statistics or items is None):
         try:
             parsed, complete = load_json(dump_file, problems, "dump")
             if isinstance(parsed, dict) and isinstance(parsed.get(DATA, {}), dict):
                 data = parsed.get(DATA) or {}
-                readable = complete or bool(data)
+                readable = readable or complete or bool(data)
             else:
                 problems.append((str(dump_file), "not an msprobe dump.json (no \"data\" object)"))
         except Unreadable as err:
             problems.append((str(dump_file), str(err)))
-    if overflow_file.exists():
-        try:
-            parsed, complete = load_json(overflow_file, problems, "overflow")
-            if isinstance(parsed, list):
-                overflow = parsed
-                readable = readable or complete or bool(parsed)
-            else:
-                problems.append((str(overflow_file), "not a list of overflow records"))
-        except Unreadable as err:
-            problems.append((str(overflow_file), str(err)))
-    if overflow and not has_dump and not all(sentinel_message(item) for item in overflow):
+    if items and not has_dump and not all(item[5] for item in items):
         problems.append((str(dump_file), "missing: the records of overflow.json have no statistics"))
     out.readable = readable
     if not readable:
         return out
-    if overflow is not None:
-        for index, item in enumerate(overflow):
-            if not isinstance(item, dict) or not isinstance(item.get(NAME), str):
-                problems.append((str(overflow_file), f"record {index} has no name; skipped"))
-                continue
-            origin, where, entered = item.get(ORIGIN), item.get(WHERE), item.get(ENTERED)
-            sentinel = sentinel_message(item)
-            entry = None if sentinel else data.get(item[NAME])
-            out.records.append(Record(folder.step, folder.rank, str(path), index, item[NAME],
-                                      origin if isinstance(origin, bool) else None,
-                                      str(where) if where else None, entry_tensors(entry),
-                                      has_entry=entry is not None,
-                                      entered=entered if _entered_ok(entered) else None, sentinel=sentinel,
-                                      nonfinite=_labels(item) if sentinel else []))
+    step, rank, records = folder.step, folder.rank, out.records
+    if items is not None:
+        for index, name, origin, where, entered, sentinel, nonfinite, kind, collective, message in items:
+            entry = None if sentinel or not statistics else data.get(name)
+            records.append(Record(step, rank, folder_text, index, name, origin, where,
+                                  entry_tensors(entry) if entry is not None else [],
+                                  entry is not None if statistics else has_dump and not sentinel,
+                                  entered, sentinel, nonfinite, kind, collective, message))
     else:
         stack = None
-        if (path / STACK_FILE).exists():
+        stack_file = os.path.join(folder_text, STACK_FILE)
+        has_stack = STACK_FILE in files if files is not None else os.path.exists(stack_file)
+        if has_stack:
             try:
-                stack, _ = load_json(path / STACK_FILE, [], "stack")
+                stack, _ = load_json(stack_file, [], "stack")
             except Unreadable:
                 stack = None
         for index, (name, entry) in enumerate(data.items()):
-            out.records.append(Record(folder.step, folder.rank, str(path), index, str(name), None,
-                                      stack_where(stack, str(name)), entry_tensors(entry), has_entry=True))
+            records.append(Record(step, rank, folder_text, index, str(name), None,
+                                  stack_where(stack, str(name)), entry_tensors(entry) if statistics else [],
+                                  has_entry=True))
     if construct:
         _read_construct(out)
     return out

@@ -1,65 +1,86 @@
-"""Where the overflow started: the earliest step with records, its first
-origin, else where it came in (``entered``), else its first record.
+"""The summary sentence: where the overflow started.
 
-A later step's origin or ``entered`` never outranks an earlier step: once a
-step has inf/nan, the steps after it carry it on.
+It names the earliest step whose records name a call (a later step's
+origin or ``entered`` never outranks an earlier step: once a step has
+inf/nan, the steps after it carry it on), and in it, across ranks
+(:mod:`.collectives`): the first origin, else a collective whose inputs
+were finite on every rank, else a best guess, else where the overflow came
+in (``entered``), else the first record ("where it started is not known").
+Sentinel findings of an earlier step come first (``Then: ...``).
 """
 from __future__ import annotations
 
-from typing import Optional
+from typing import Iterable, Optional
 
-from ..model import Dump, Record
-from ..fmt import describe, place
+from ..dumpformat import direction_of, rank_ranges
+from ..fmt import place_of, step_text
+from .collectives import COLLECTIVE, ENTERED, ORIGIN, Start
+from .facts import RecordRef
+from .scan import Summary
 
-
-def first_step(records: list[Record]) -> list[Record]:
-    """The records of the earliest step that has any naming a call (every
-    rank; ``records`` sorted by step, then rank): a step with only sentinel
-    records (no call named) is passed over."""
-    named = [r for r in records if r.sentinel is None]
-    if not named:
-        return []
-    step = named[0].step
-    return [r for r in named if r.step == step]
+#: at most this many rank spans are listed in the summary sentence
+MAX_SPANS = 8
 
 
-def started(records: list[Record]) -> Optional[Record]:
-    """The first origin of the earliest step with records, lowest rank;
-    None when no record of that step is marked origin."""
-    return next((r for r in first_step(records) if r.origin), None)
+def ranks_text(ranks: Iterable[Optional[int]], limit: int = MAX_SPANS) -> str:
+    """``rank 3`` or ``ranks 0-511, 513-1023``; after ``limit`` spans, ``and N more``."""
+    numbers = sorted({r for r in ranks if r is not None})
+    spans = rank_ranges(numbers).split(", ") if numbers else []
+    shown = ", ".join(spans[:limit]) + (f" and {len(spans) - limit} more spans" if len(spans) > limit else "")
+    return f"rank{'s' if len(numbers) != 1 else ''} {shown}"
 
 
-def entered(records: list[Record]) -> Optional[Record]:
-    """The record saying where the overflow came in (``entered``) in the
-    earliest step with records, when that step has no origin; else None."""
-    if started(records) is not None:
-        return None
-    return next((r for r in first_step(records) if r.entered), None)
+def describe_ref(record: RecordRef) -> str:
+    """``Functional.exp.3.forward (API, forward) at train.py:31``."""
+    kind = "Cell" if record.name.startswith("Cell.") else "API"
+    where = f" at {record.where}" if record.where else ""
+    return f"{record.name} ({kind}, {direction_of(record.name) or 'direction unknown'}){where}"
 
 
-def summary_line(dump: Dump) -> str:
-    """One sentence naming the earliest step whose records show the
-    overflow: its origin, else where it came in, else its first record
-    ("where it started is not known"). Sentinel findings of an earlier
-    step come first, then the rest (``Then: ...``).
+def _start_sentence(start: Start, why_unknown: str) -> str:
+    here = place_of(start.record.step, start.rank)
+    if start.how == ORIGIN:
+        return f"Overflow started in {here}: {describe_ref(start.record)}."
+    if start.how == COLLECTIVE and start.call is not None:
+        call = start.call.describe()
+        if not start.best_guess:
+            return (f"Overflow started in {call} in {step_text(start.record.step)}, on "
+                    f"{ranks_text(start.ranks)}: no rank's input held inf/nan, so the {start.call.api} itself "
+                    f"overflowed ({start.record.name} at {start.record.where or 'file:line unknown'}).")
+        return (f"Overflow came in through {call} in {here}: {describe_ref(start.record)}; best guess: "
+                f"{start.reason}.")
+    if start.how == ENTERED and start.record.message:
+        return f"Overflow entered in {here}: {start.record.message}."
+    return (f"First recorded overflow in {here}: {describe_ref(start.record)}; where it started is not known "
+            f"({start.reason or why_unknown}).")
 
-    Example: ``Overflow started in step0/rank1: Functional.exp.3.forward (API, forward) at train.py:31.``
+
+def summary_line(summary: Summary) -> str:
+    """One sentence (or a few) naming where the overflow started.
+
+    Example: ``Overflow started in step0/rank1: Functional.exp.3.forward
+    (API, forward) at train.py:31. 1 rank received it through collective
+    calls: rank 0.``
     """
-    records = dump.records
-    first = records[0] if records else None
-    if first is not None and first.sentinel is not None:  # the earliest step: sentinel checks, no call named
-        later = Dump(dump.root, [r for r in records if r.sentinel is None])
-        then = f" Then: {summary_line(later)}" if later.records else ""
-        return f"Sentinel checks saw inf/nan in {place(first)}: {first.sentinel}.{then}"
-    origin = started(records)
-    if origin is not None:
-        return f"Overflow started in {place(origin)}: {describe(origin)}."
-    came = entered(records)
-    if came is not None and came.entered is not None:
-        return f"Overflow entered in {place(came)}: {came.entered['message']}."
-    if first is not None:
-        why = ("no overflow.json: a dump without origin marks"
-               if all(r.origin is None for r in records) else "no record is marked as the origin")
-        return (f"First recorded overflow in {place(first)}: {describe(first)}; where it started is not known "
-                f"({why}).")
-    return "No overflow recorded."
+    parts: list[str] = []
+    if summary.sentinel is not None:
+        step, rank, message = summary.sentinel
+        parts.append(f"Sentinel checks saw inf/nan in {place_of(step, rank)}: {message}.")
+    start = summary.start
+    if start is None:
+        if not parts:
+            return "No overflow recorded."
+        return parts[0]
+    why = "no record is marked as the origin" if summary.origins_known else \
+        "no overflow.json: a dump without origin marks"
+    sentence = _start_sentence(start, why)
+    if summary.also:
+        sentence += f" It also started on its own on {ranks_text(summary.also)}."
+    receivers = [r.rank for r in summary.received]
+    if receivers:
+        count = len(set(receivers))
+        sentence += (f" {count:,} rank{'s' if count != 1 else ''} received inf/nan through collective calls: "
+                     f"{ranks_text(receivers)}.")
+    if parts:
+        return f"{parts[0]} Then: {sentence}"
+    return sentence
