@@ -48,7 +48,7 @@ def test_ours_in_execution_order_with_origin_first():
                          "(API, forward) at /work/job/train.py:31.")
     # the later step is counted, not shown; --all shows it
     assert lines[-4:-2] == ["Later steps, counted (--all shows their records):",
-                            "  step1: 1 record in 1 folder, rank 1 (1 group of ranks)"]
+                            "  step1: 1 record in 1 folder, rank 1"]
     assert "step1/rank1" not in out and "Min=-inf" not in out
     status, every, _ = report(DATA / "ours", "text", "--all")
     assert status == 0 and every.index("step0/rank1") < every.index("step1/rank1") and "Min=-inf" in every

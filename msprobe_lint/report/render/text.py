@@ -66,9 +66,13 @@ def render_text(report: Report) -> Iterator[str]:
         lines = ["", "Later steps, counted (--all shows their records):"]
         for step in report.later:
             groups = len(step.groups)
-            lines.append(f"  {step_text(step.step)}: {step.records:,} record{'s' if step.records != 1 else ''} in "
-                         f"{step.folders:,} folder{'s' if step.folders != 1 else ''}, {step.ranks.label()} "
-                         f"({groups:,} group{'s' if groups != 1 else ''} of ranks)")
+            line = (f"  {step_text(step.step)}: {step.records:,} record{'s' if step.records != 1 else ''} in "
+                    f"{step.folders:,} folder{'s' if step.folders != 1 else ''}")
+            if step.ranks.spans:
+                line += f", {step.ranks.label()}"
+            if step.folders > 1:
+                line += f" ({groups:,} group{'s' if groups != 1 else ''} of ranks)"
+            lines.append(line)
         yield "".join(shown(line) + "\n" for line in lines)
     n, folders = summary.records, sum(step.folders for step in summary.steps)
     yield "\n" + shown(f"{n:,} record{'s' if n != 1 else ''} in {folders:,} step/rank folder"
