@@ -98,7 +98,7 @@ def _walk(folder: str, step: Optional[int], rank: Optional[int], depth: int, var
             continue
         children = sorted(e.name for e in entries if _is_dir(e))
         for name in reversed(children):
-            child = os.path.join(current, name)
+            child = f"{current}{os.sep}{name}" if not current.endswith(os.sep) else current + name
             is_step, child_step = parse_step(name)
             is_rank, child_rank = parse_rank(name)
             if is_step:

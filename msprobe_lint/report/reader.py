@@ -311,13 +311,14 @@ def read_collective(value: Any, ranks: Optional[RanksTable] = None) -> Optional[
 #: collective, message), the arguments of a Record after its step, rank and folder
 Item = tuple
 
-def _masked(data: bytes) -> bytes:
-    """``data`` with the numbers after ``"step": `` and ``"rank": `` (as the
-    writer formats them) replaced by ``null``."""
-    for key in (b'"step": ', b'"rank": '):
-        parts = data.split(key)
-        if len(parts) > 1:
-            data = (key + b"null").join([parts[0], *(p.lstrip(b"-0123456789") for p in parts[1:])])
+def _masked(data: bytes, step: Optional[int], rank: Optional[int]) -> bytes:
+    """``data`` with ``"step": STEP`` and ``"rank": RANK`` (the folder's
+    numbers, as the writer formats them) made ``null``: a key under which
+    two folders' files are equal when they differ only there."""
+    if step is not None:
+        data = data.replace(b'"step": %d' % step, b'"step": null')
+    if rank is not None:
+        data = data.replace(b'"rank": %d' % rank, b'"rank": null')
     return data
 
 
@@ -337,8 +338,8 @@ class ReadCache:
         self.size = size
         self._seen: dict[bytes, tuple[list[Item], list[str], tuple]] = {}
 
-    def overflow(self, raw: bytes, path: str,
-                 problems: list[tuple[str, str]]) -> tuple[list[Item], bool, tuple]:
+    def overflow(self, raw: bytes, path: str, problems: list[tuple[str, str]], step: Optional[int] = None,
+                 rank: Optional[int] = None) -> tuple[list[Item], bool, tuple]:
         """(the interpreted records of an overflow.json's bytes, read whole?,
         their :func:`signature`).
 
@@ -346,7 +347,7 @@ class ReadCache:
             Unreadable: empty, not a JSON list, not JSON.
         """
         compact = self.ranks.compact(raw)
-        key = _masked(compact)
+        key = _masked(compact, step, rank)
         hit = self._seen.get(key)
         if hit is None:
             try:
@@ -428,13 +429,13 @@ def read_folder(folder: RankFolder, *, statistics: bool = True, construct: bool 
     data: dict = {}
     items: Optional[list[Item]] = None
     readable = False
-    dump_file, overflow_file = os.path.join(folder_text, DUMP_FILE), os.path.join(folder_text, OVERFLOW_FILE)
+    dump_file, overflow_file = f"{folder_text}{os.sep}{DUMP_FILE}", f"{folder_text}{os.sep}{OVERFLOW_FILE}"
     has_dump = DUMP_FILE in files if files is not None else os.path.exists(dump_file)
     has_overflow = OVERFLOW_FILE in files if files is not None else os.path.exists(overflow_file)
     if has_overflow:
         try:
-            items, complete, out.signature = (cache or ReadCache()).overflow(read_bytes(overflow_file),
-                                                                             overflow_file, problems)
+            items, complete, out.signature = (cache or ReadCache()).overflow(
+                read_bytes(overflow_file), overflow_file, problems, folder.step, folder.rank)
             readable = complete or bool(items)
         except Unreadable as err:
             problems.append((str(overflow_file), str(err)))

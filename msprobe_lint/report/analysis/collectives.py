@@ -29,7 +29,7 @@ a similar graph of communication calls across ranks offline.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import NamedTuple, Optional
 
 from ..dumpformat import BROADCAST, REDUCING_APIS, SEND, rank_ranges
 from ..model import Collective, Record
@@ -68,8 +68,7 @@ class CallInfo:
                 "pair": None if self.pair is None else list(self.pair)}
 
 
-@dataclass(frozen=True)
-class Participant:
+class Participant(NamedTuple):
     """One rank's record of a call: its position, name and what it says."""
 
     record: RecordRef

@@ -14,7 +14,7 @@ from ..model import Collective, RankDump, Record
 CallKey = tuple
 
 
-@dataclass(frozen=True)
+@dataclass
 class RecordRef:
     """Enough of a record to name it: its folder, its position in detection
     order (``index``), its name and ``file:line``, and for an ``entered``

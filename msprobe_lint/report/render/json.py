@@ -71,7 +71,9 @@ def _started(report: Report) -> Optional[dict]:
 
 
 def _received(item: Received) -> dict:
-    return {"step": item.record.step, "rank": item.rank, "name": item.record.name, "call": item.call.as_dict(),
+    call = item.call.as_dict()
+    del call["ranks"]  # the group's ranks once per rank would grow with the square of the ranks
+    return {"step": item.record.step, "rank": item.rank, "name": item.record.name, "call": call,
             "from": item.source, "senders": list(item.senders)}
 
 
