@@ -20,6 +20,9 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
+from msprobe_lint.report.dumpformat import (ENTERED, KIND, MESSAGE, NAME, NONFINITE, ORIGIN, RANK, SENTINEL,
+                                            SENTINEL_NAME, STEP, WHERE)
+
 from ..dump.writer import Record, StepWriter
 from ..hooks.frames import stack_lines, user_where
 from ..state import RunState
@@ -101,9 +104,9 @@ class Recorder:
         if hasattr(call, "ancestry"):  # an L0 Cell entry: construct.json links up to the top Cell
             record.parent = call.parent_name(kind)
             record.construct = call.ancestry(kind)
-        extra: dict = {"kind": kind, "step": call.step, "rank": self.state.rank}
+        extra: dict = {KIND: kind, STEP: call.step, RANK: self.state.rank}
         if entered is not None:
-            extra["entered"] = entered
+            extra[ENTERED] = entered
         self.writer(call.step).write(record, **extra)
         LOGGER.warning("probe_runtime: overflow in %s (%s) at %s", name, "origin" if origin else "carried", where)
 
@@ -120,8 +123,8 @@ class Recorder:
         shown = ", ".join(labels[:4]) + (f" and {len(labels) - 4} more" if len(labels) > 4 else "")
         message = (f"inf/nan in {shown}, returned by the gradient computation at {where}; sentinel checks name "
                    f"no call: exact {self.level} checks run from the next start() on")
-        item = {"name": "sentinel", "origin": False, "where": where, "kind": "sentinel", "step": self.state.step,
-                "rank": self.state.rank, "nonfinite": labels, "message": message}
+        item = {NAME: SENTINEL_NAME, ORIGIN: False, WHERE: where, KIND: SENTINEL, STEP: self.state.step,
+                RANK: self.state.rank, NONFINITE: labels, MESSAGE: message}
         try:
             self.writer(self.state.step).note(item)
         except Exception as err:

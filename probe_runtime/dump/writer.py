@@ -4,7 +4,9 @@
 ``<dump_path>/step<N>/<rank dir>/`` (``rank``, or ``rank<R>`` when
 distributed): ``dump.json``, ``stack.json``, ``construct.json``,
 ``overflow.json`` and ``dump_tensor_data/*.npy``, as msprobe lays them out
-(SPEC 2.5, 4; the layout: ``docs/runtime-design.md``). The contract:
+(SPEC 2.5, 4; the layout: ``docs/runtime-design.md``; file and key names come
+from :mod:`msprobe_lint.report.dumpformat`, which ``probe report`` reads
+with). The contract:
 
 * every file goes to a temporary file beside it and is renamed over the
   target, so a reader, a crash or ``kill -9`` sees the previous complete
@@ -35,6 +37,9 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 import numpy as np
+
+from msprobe_lint.report.dumpformat import (CONSTRUCT_FILE, DUMP_FILE, NAME, ORIGIN, OVERFLOW_FILE, STACK_FILE,
+                                            TENSOR_DATA_DIR, WHERE, step_dir)
 
 FILE_MODE = 0o640
 DIR_MODE = 0o750
@@ -240,8 +245,8 @@ class StepWriter:
     def __init__(self, dump_path: str, step: int, rank_dir: str, *, task: str = "overflow_check",
                  level: str = "L1") -> None:
         self.dump_path = os.path.abspath(dump_path)
-        self.folder = os.path.join(self.dump_path, f"step{step}", rank_dir)
-        self.data_dir = os.path.join(self.folder, "dump_tensor_data")
+        self.folder = os.path.join(self.dump_path, step_dir(step), rank_dir)
+        self.data_dir = os.path.join(self.folder, TENSOR_DATA_DIR)
         self.task = task
         self.level = level
         self.data: dict[str, dict] = {}
@@ -274,10 +279,10 @@ class StepWriter:
                 finally:
                     os.close(data_dir)
             self.data[record.name] = record.entry
-            atomic_write("dump.json", _json_bytes(self._header()), dir_fd=folder)
+            atomic_write(DUMP_FILE, _json_bytes(self._header()), dir_fd=folder)
             if record.stack is not None:
                 self.stacks[str(len(self.stacks))] = [[record.name], record.stack]
-            atomic_write("stack.json", _json_bytes(self.stacks), dir_fd=folder)
+            atomic_write(STACK_FILE, _json_bytes(self.stacks), dir_fd=folder)
             for name, parent in record.construct.items():
                 self.construct.setdefault(name, parent)
             if not record.name.endswith(".parameters_grad") and (record.parent is not None
@@ -285,11 +290,11 @@ class StepWriter:
                 # msprobe lists no parameters_grad entry in construct.json (its
                 # graph builder puts it under the Cell's latest backward entry)
                 self.construct[record.name] = record.parent
-            atomic_write("construct.json", _json_bytes(self.construct), dir_fd=folder)
-            item = {"name": record.name, "origin": bool(record.origin), "where": record.where}
+            atomic_write(CONSTRUCT_FILE, _json_bytes(self.construct), dir_fd=folder)
+            item = {NAME: record.name, ORIGIN: bool(record.origin), WHERE: record.where}
             item.update(index_extra)
             self.index.append(item)
-            atomic_write("overflow.json", _json_bytes(self.index), dir_fd=folder)
+            atomic_write(OVERFLOW_FILE, _json_bytes(self.index), dir_fd=folder)
         except BaseException:
             # not written: the next record's files do not mention this one
             self.data, self.stacks, self.construct = saved[0], saved[1], saved[2]
@@ -313,7 +318,7 @@ class StepWriter:
             self._recreated(created)
             self.index.append(item)
             try:
-                atomic_write("overflow.json", _json_bytes(self.index), dir_fd=folder)
+                atomic_write(OVERFLOW_FILE, _json_bytes(self.index), dir_fd=folder)
             except BaseException:
                 self.index.pop()
                 raise

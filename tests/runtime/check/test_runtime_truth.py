@@ -18,6 +18,7 @@ Every record written must also satisfy the origin invariant (checked by
 """
 from __future__ import annotations
 
+import io
 import json
 import math
 import os
@@ -34,7 +35,8 @@ np = pytest.importorskip("numpy")
 
 from mindspore import Tensor, nn, ops  # noqa: E402
 
-from msprobe_lint import report as report_module  # noqa: E402
+from msprobe_lint.exit import ExitStatus  # noqa: E402
+from msprobe_lint.report import main as report_main  # noqa: E402
 from probe_runtime import PrecisionDebugger  # noqa: E402
 from probe_runtime.dump.writer import read_json  # noqa: E402
 from runtime_families import FAMILIES, train  # noqa: E402
@@ -67,9 +69,14 @@ def _records(tmp_path, step):
 
 
 def _report(tmp_path):
-    dump, status, _ = report_module.report(str(tmp_path / "dump"))
-    assert status == report_module.EXIT_FOUND
-    return dump, json.loads(report_module.render_json(dump, status)), report_module.render_text(dump)
+    """(exit status, the JSON report, the text report) of the dump, every step shown."""
+    pieces = []
+    for fmt in ("json", "text"):
+        out, err = io.StringIO(), io.StringIO()
+        status = report_main(str(tmp_path / "dump"), fmt, out=out, err=err, show_all=True)
+        assert status == ExitStatus.OK, err.getvalue()
+        pieces.append(out.getvalue())
+    return status, json.loads(pieces[0]), pieces[1]
 
 
 def _overflow_step(work, family, kind, level):

@@ -1,4 +1,4 @@
-"""`probe report`: msprobe_lint/report.py on the dumps in tests/data/report/
+"""`probe report`: msprobe_lint/report/ on the dumps in tests/data/report/
 (``ours``: hand-written, probe_runtime's layout with overflow.json;
 ``msprobe``: hand-written, msprobe's layout without it; ``msprobe-l1`` and
 ``msprobe-l0``: written by msprobe 8.1.2 itself, see the README there), on
@@ -13,16 +13,18 @@ from pathlib import Path
 
 import pytest
 
-from msprobe_lint.report import direction_of, main, read_dump
+from msprobe_lint.report import main
+from msprobe_lint.report.command import summarise
+from msprobe_lint.report.dumpformat import direction_of
 
 from conftest import as_nobody, run_probe
 
-DATA = Path(__file__).parent / "data" / "report"
+DATA = Path(__file__).parents[1] / "data" / "report"
 
 
-def report(path, fmt="text"):
+def report(path, fmt="text", *flags):
     out, err = io.StringIO(), io.StringIO()
-    status = main(str(path), fmt, out=out, err=err)
+    status = main(str(path), fmt, out=out, err=err, show_all="--all" in flags)
     return status, out.getvalue(), err.getvalue()
 
 
@@ -41,10 +43,16 @@ def test_ours_in_execution_order_with_origin_first():
     assert "output[0]" in lines[2] and "Max=inf" in lines[2] and "Min=0.3679" in lines[2]
     assert lines[3].split()[:4] == ["carried", "Tensor.__sub__.7", "API", "forward"]
     assert any(line.split()[:4] == ["carried", "Functional.exp.3", "API", "backward"] for line in lines)
-    assert out.index("step0/rank1") < out.index("step1/rank1")
-    assert "Max=nan" in out and "Min=-inf" in out
-    assert lines[-1].endswith("Overflow started in step0/rank1: Functional.exp.3.forward (API, forward) "
-                              "at /work/job/train.py:31.")
+    assert "Max=nan" in out
+    assert lines[-1] == ("4 records in 2 step/rank folders. Overflow started in step0/rank1: Functional.exp.3.forward "
+                         "(API, forward) at /work/job/train.py:31.")
+    # the later step is counted, not shown; --all shows it
+    assert lines[-4:-2] == ["Later steps, counted (--all shows their records):",
+                            "  step1: 1 record in 1 folder, rank 1"]
+    assert "step1/rank1" not in out and "Min=-inf" not in out
+    status, every, _ = report(DATA / "ours", "text", "--all")
+    assert status == 0 and every.index("step0/rank1") < every.index("step1/rank1") and "Min=-inf" in every
+    assert every.splitlines()[-1] == lines[-1] and "Later steps" not in every
 
 
 def test_msprobe_layout_origin_unknown_where_from_stack():
@@ -107,16 +115,23 @@ def test_json_is_strict():
     assert first["tensors"] == [{"where": "output[0]", "dtype": "Float32", "shape": [2, 4], "Max": "inf",
                                  "Min": 0.3679, "Mean": "inf", "Norm": "inf", "nonfinite": ["Max", "Mean", "Norm"]}]
     assert data["started"]["name"] == "Functional.exp.3.forward"
-    assert "-inf" in out and '"nan"' in out and "NaN" not in out and "Infinity" not in out
+    assert '"nan"' in out and "NaN" not in out and "Infinity" not in out
+    out = report(DATA / "ours", "json", "--all")[1]
+    assert "-inf" in strict_json(out)["records"][-1]["tensors"][0].values()
+    assert "NaN" not in out and "Infinity" not in out
 
 
 def test_started_is_lowest_rank_of_earliest_step(tmp_path):
     shutil.copytree(DATA / "ours" / "step0" / "rank1", tmp_path / "step2" / "rank0")
     shutil.copytree(DATA / "ours" / "step0" / "rank1", tmp_path / "step1" / "rank3")
     shutil.copytree(DATA / "ours" / "step0" / "rank1", tmp_path / "step1" / "rank10")
-    dump = read_dump(str(tmp_path))
-    assert [(r.step, r.rank) for r in dump.records][::3] == [(1, 3), (1, 10), (2, 0)]
-    assert (dump.started.step, dump.started.rank) == (1, 3)
+    summary, status, _ = summarise(str(tmp_path))
+    assert status == 0 and [s.step for s in summary.steps] == [1, 2]
+    assert [list(g.ranks) for s in summary.steps for g in s.groups] == [[3, 10], [0]]
+    assert (summary.start.record.step, summary.start.rank, summary.also) == (1, 3, [10])
+    status, out, _ = report(tmp_path, "text", "--all")
+    assert out.splitlines()[0].startswith("step1/ranks 3, 10  (2 ranks with the same records; statistics of rank 3")
+    assert out.rstrip().endswith("It also started on its own on rank 10.")
 
 
 def test_accepts_a_step_or_rank_folder():
@@ -318,44 +333,36 @@ def test_entered_is_named_when_no_record_is_an_origin(tmp_path):
     """A step whose overflow came in (overflow.json ``entered``): the record
     line, the summary and the JSON name the entry point, not "where it
     started is not known"."""
-    import json as json_module
-
-    from msprobe_lint import report as report_module
-
     folder = tmp_path / "step2" / "rank"
     folder.mkdir(parents=True)
     stats = {"type": "mindspore.Tensor", "dtype": "Float32", "shape": [2], "Max": float("inf"), "Min": 0.0,
              "Mean": float("inf"), "Norm": float("inf")}
     data = {"Primitive.Transpose.0.forward": {"input_args": [stats], "input_kwargs": {}, "output": [stats]}}
-    (folder / "dump.json").write_text(json_module.dumps({"task": "overflow_check", "data": data}))
+    (folder / "dump.json").write_text(json.dumps({"task": "overflow_check", "data": data}))
     message = ("non-finite input entered at the first checked call: input_args[0] of "
                "Primitive.Transpose.0.forward, made outside the checked window")
     entered = {"entry": "Primitive.Transpose.0.forward", "input": "input_args[0]", "source": "outside",
                "parameter": None, "at_start": False, "message": message}
-    (folder / "overflow.json").write_text(json_module.dumps([
+    (folder / "overflow.json").write_text(json.dumps([
         {"name": "Primitive.Transpose.0.forward", "origin": False, "where": "train.py:3", "entered": entered}]))
-    dump, status, _ = report_module.report(str(tmp_path))
-    text = report_module.render_text(dump)
+    status, text, _ = report(tmp_path)
     assert f"           entered: {message}" in text
     assert f"Overflow entered in step2/rank: {message}." in text
     assert "not known" not in text
-    payload = json_module.loads(report_module.render_json(dump, status))
+    payload = strict_json(report(tmp_path, "json")[1])
     assert payload["started"] is None
     assert payload["entered"]["entered"] == entered
     assert payload["records"][0]["entered"] == entered
     # a malformed entered object is ignored (no message): back to "not known"
-    (folder / "overflow.json").write_text(json_module.dumps([
+    (folder / "overflow.json").write_text(json.dumps([
         {"name": "Primitive.Transpose.0.forward", "origin": False, "where": "train.py:3", "entered": {"x": 1}}]))
-    dump, status, _ = report_module.report(str(tmp_path))
-    assert "where it started is not known" in report_module.render_text(dump)
+    assert "where it started is not known" in report(tmp_path)[1]
 
 
 def test_summary_names_the_earliest_step_even_without_origin_or_entered(tmp_path):
     """A step with neither an origin nor ``entered`` before a step that has
     one: the summary names the earlier step (its first record), not the
     later step's entry point or origin."""
-    from msprobe_lint import report as report_module
-
     stats = {"type": "mindspore.Tensor", "dtype": "Float32", "shape": [2], "Max": float("inf"), "Min": 0.0,
              "Mean": float("inf"), "Norm": float("inf")}
     entered = {"entry": "Cell.fc.Dense.forward.0", "input": "input_args[0]", "source": "outside",
@@ -369,17 +376,16 @@ def test_summary_names_the_earliest_step_even_without_origin_or_entered(tmp_path
         data = {item["name"]: {"input": [stats], "output": [stats]} for item in items}
         (folder / "dump.json").write_text(json.dumps({"task": "overflow_check", "data": data}))
         (folder / "overflow.json").write_text(json.dumps(items))
-    dump, status, _ = report_module.report(str(tmp_path))
-    line = report_module.summary_line(dump)
+    payload = strict_json(report(tmp_path, "json")[1])
+    line = payload["summary"]["message"]
     assert line.startswith("First recorded overflow in step0/rank: Cell.fc.Dense.parameters_grad"), line
     assert "where it started is not known" in line
-    payload = json.loads(report_module.render_json(dump, status))
     assert payload["started"] is None and payload["entered"] is None
     # the later step's origin is named when the earlier step has one too
     (tmp_path / "step0" / "rank" / "overflow.json").write_text(json.dumps(
         [{"name": "Cell.fc.Dense.parameters_grad", "origin": True, "where": "train.py:3"}]))
-    dump, status, _ = report_module.report(str(tmp_path))
-    assert report_module.summary_line(dump).startswith("Overflow started in step0/rank: Cell.fc.Dense.parameters_grad")
+    line = strict_json(report(tmp_path, "json")[1])["summary"]["message"]
+    assert line.startswith("Overflow started in step0/rank: Cell.fc.Dense.parameters_grad")
 
 
 def test_a_sentinel_record_is_shown_with_what_held_inf_and_the_exact_step_after_it(tmp_path):

@@ -1,4 +1,4 @@
-"""`probe report --format html`: msprobe_lint/report_html.py and its template.
+"""`probe report --format html`: msprobe_lint/report/render/html.py and its template.
 
 The page is rendered from real dumps in tests/data/report/ (``probe-l0``:
 probe_runtime at L0; ``msprobe-l0``/``msprobe-l1``: msprobe 8.1.2 itself),
@@ -22,12 +22,13 @@ from pathlib import Path
 
 import pytest
 
-from msprobe_lint.report import main, read_dump
-from msprobe_lint.report_html import cell_tree, render_html, tree_rows
+from msprobe_lint.report import main
+from msprobe_lint.report.command import report as read_report
+from msprobe_lint.report.render.html import cell_tree, render_html, tree_rows
 
 from conftest import run_probe
 
-DATA = Path(__file__).parent / "data" / "report"
+DATA = Path(__file__).parents[1] / "data" / "report"
 ORIGIN = "Cell.block.act.Scale.forward.0"
 
 
@@ -72,13 +73,13 @@ def test_l0_page_marks_the_first_origin_and_the_path_to_it():
     box = with_class(page, "first-origin-box")
     assert len(box) == 1 and ORIGIN in page[page.index('class="first-origin-box"'):][:600]
     first = with_class(page, "first-origin")
-    assert [e[1]["id"] for e in first] == ["rec-0"]  # the record itself, once
+    assert [e[1]["id"] for e in first] == ["rec-0-0"]  # the record itself, once
     # the Cell tree: the origin's node is the target, its parent on the path, nothing else
     on_path = [e for e in elements(page) if e[0] == "li" and "on-path" in e[1].get("class", "")]
     assert len(on_path) == 2
     names = re.findall(r'<li class="cell on-path[^"]*">\s*<a href="#[^"]+">([^<]+)</a>', page)
     assert names == ["Cell.block.Block.forward.0", ORIGIN]
-    assert re.search(r'<li class="cell on-path target recorded origin">\s*<a href="#rec-0">'
+    assert re.search(r'<li class="cell on-path target recorded origin">\s*<a href="#rec-0-0">'
                      + re.escape(ORIGIN), page)
     # parameters_grad is not in construct.json: placed under the Cell's latest backward entry
     tree = page[page.index('<div class="tree">'):page.index("Records in execution order")]
@@ -137,14 +138,17 @@ def test_entered_is_shown_on_its_record(tmp_path):
         (rank / "overflow.json").write_text(json.dumps([item]))
         (rank / "dump.json").write_text(json.dumps({"task": "overflow_check",
                                                     "data": {item["name"]: {"output": [stats]}}}))
-    status, page, _ = html_of(tmp_path)
+    status, page, _ = html_of(tmp_path)  # by default the later step is counted, not shown
+    assert status == 0 and "Overflow started in step0/rank: Functional.exp.0.forward" in page
+    assert not with_class(page, "entered") and 'id="later-steps"' in page
+    status, page, _ = html_of(tmp_path, show_all=True)
     assert status == 0 and "Overflow started in step0/rank: Functional.exp.0.forward" in page
     shown = with_class(page, "entered")
     assert [e[2].strip() for e in shown] == [f"entered: {message}"]
-    record = page[page.index('id="rec-1"'):]
+    record = page[page.index('id="rec-1-0"'):]
     assert record.index("entered: Parameter w already held") < record.index("</article>")
     text = io.StringIO()
-    main(str(tmp_path), "text", out=text, err=io.StringIO())
+    main(str(tmp_path), "text", out=text, err=io.StringIO(), show_all=True)
     assert f"entered: {message}" in text.getvalue()  # the same words as the text report
 
 
@@ -227,7 +231,7 @@ def test_deep_cell_tree_is_drawn_without_recursion(tmp_path):
     nesting.feed(tree)
     assert nesting.balanced and not nesting.open and nesting.deepest == 1200
     assert len(re.findall(r'<li class="cell on-path', tree)) == 1200
-    assert re.search(r'<li class="cell on-path target recorded origin">\s*<a href="#rec-0">' + re.escape(parent)
+    assert re.search(r'<li class="cell on-path target recorded origin">\s*<a href="#rec-0-0">' + re.escape(parent)
                      + r'</a> <span class="tag">overflow started here', tree)
 
 
@@ -290,9 +294,8 @@ def test_missing_jinja2_is_a_message(monkeypatch):
 
 
 def test_render_html_api():
-    dump = read_dump(str(DATA / "ours"))
-    page = render_html(dump, 0)
-    assert "Functional.exp.3.forward" in page and 'id="rec-0"' in page
+    page = "".join(render_html(read_report(str(DATA / "ours"), html=True)))
+    assert "Functional.exp.3.forward" in page and 'id="rec-0-0"' in page
 
 
 # -- in a real browser -----------------------------------------------------------------
@@ -370,7 +373,7 @@ def test_chromium_dom_shows_the_origin_highlighted(rendered):
     assert "<style>" in dom and "Overflow started here" in dom
     box = dom[dom.index('class="first-origin-box"'):][:800]
     assert ORIGIN in box
-    record = re.search(r'<article class="record origin first-origin" id="rec-0">.*?</article>', dom, re.S)
+    record = re.search(r'<article class="record origin first-origin" id="rec-0-0">.*?</article>', dom, re.S)
     assert record and "Cell.block.act.Scale.0" in record.group(0) and "tools/make_dumps.py:57" in record.group(0)
 
 

@@ -2,41 +2,50 @@
 
 The page is meant to be opened in a browser or attached to a bug report: it
 holds everything inline (CSS in a ``<style>`` element, no script, no font,
-image or link to anything outside the file). It shows, from the same
-:class:`~msprobe_lint.report.Dump` the text report reads:
+image or link to anything outside the file). It shows what the text report
+shows (:class:`~msprobe_lint.report.view.Report`):
 
-* the summary line and the first origin (earliest step, lowest rank) in a
-  highlighted box that links to its record;
-* per step and rank, in execution order, every record with its mark
-  (ORIGIN, carried, unknown), kind, direction, the user's ``file:line``,
-  where a carried overflow came in (``entered:``, as the text report says)
-  and the statistics of every tensor of its dump.json entry (non-finite
-  values marked);
-* for a folder whose ``construct.json`` is not empty (level L0 or mix), the
+* the summary line and the record where the overflow started in a
+  highlighted box that links to it;
+* per shown step and group of ranks (each group once, with its rank list),
+  in execution order, every record with its mark (ORIGIN, carried,
+  received, unknown), kind, direction, the user's ``file:line``, what a
+  received record got through which collective call, where a carried
+  overflow came in (``entered:``) and the statistics of every tensor of its
+  dump.json entry (non-finite values marked);
+* for a group whose ``construct.json`` is not empty (level L0 or mix), the
   Cell tree it describes, with the path from the top Cell down to that
-  folder's first origin (else its first record) marked;
+  group's first origin (else its first record) marked;
+* the later steps as one row each (records, folders, ranks), folded in a
+  ``<details>`` element, so the page's size does not grow with their
+  records; with ``--all`` their records too, each step folded;
 * files that could not be read whole.
 
 The page is rendered with Jinja2 (autoescaping on: names and paths from a
-dump are data, never markup) from ``templates/report.html.j2`` inside the
-package. Jinja2 is imported only here, and this module only when an HTML
-report is asked for, so ``probe lint`` never loads it.
+dump are data, never markup) from ``templates/report.html.j2`` beside this
+module, streamed while the shown steps are read. Jinja2 is imported only
+here, and this module only when an HTML report is asked for, so ``probe
+lint`` never loads it. The renderer reads no file: the records and
+construct.json come read in the report.
 """
 from __future__ import annotations
 
 import math
 import re
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Iterable, Optional
+from typing import Any, Iterable, Iterator, Optional
 
-from . import __version__
-from .report import (Dump, Record, Tensor, _fmt, _load, _place, _Unreadable, summary_line)
+from ... import __version__
+from ..dumpformat import STATS
+from ..fmt import fmt, place, shape, step_text
+from ..model import Record
+from ..view import Report, Section, ShownGroup
+from . import RenderUnavailable
 
 TEMPLATE = "report.html.j2"
 
 
-class HtmlUnavailable(RuntimeError):
+class HtmlUnavailable(RenderUnavailable):
     """Jinja2 (needed for the HTML report) is not installed."""
 
 
@@ -67,12 +76,10 @@ class TreeRow:
 
 
 @dataclass
-class Group:
-    """The records of one step and rank folder, with its Cell tree."""
+class PageGroup:
+    """A shown group of ranks with its Cell tree (empty at L1)."""
 
-    place: str
-    folder: str
-    records: list[Record]
+    group: ShownGroup
     tree: list[CellNode]
     target: Optional[str]
     tree_problem: Optional[str] = None
@@ -83,11 +90,9 @@ class Group:
         return tree_rows(self.tree)
 
 
-def _anchors(dump: Dump) -> dict[int, str]:
-    """A page-unique id per record (``id(record)`` -> ``rec-<n>``, n its
-    position in execution order: a step and rank can have two folders,
-    ``graph/`` and ``pynative/``)."""
-    return {id(record): f"rec-{n}" for n, record in enumerate(dump.records)}
+def anchor(group: ShownGroup, record: Record) -> str:
+    """The page-unique id of a shown record: ``rec-<group number>-<index>``."""
+    return f"rec-{group.number}-{record.index}"
 
 
 _BACKWARD_INDEX = re.compile(r"^(?P<cell>.+)\.backward\.(?P<n>\d+)$")
@@ -184,50 +189,32 @@ def _contains(tree: list[CellNode], name: str) -> bool:
     return False
 
 
-def _attach(tree: list[CellNode], records: list[Record], anchors: dict[int, str]) -> None:
-    by_name = {r.name: r for r in records}
+def _attach(tree: list[CellNode], group: ShownGroup) -> None:
+    by_name = {r.name: r for r in group.dump.records}
     stack = list(tree)
     while stack:
         current = stack.pop()
         record = by_name.get(current.name)
         if record is not None:
             current.record = record
-            current.anchor = anchors[id(record)]
+            current.anchor = anchor(group, record)
         stack.extend(current.children)
 
 
-def _groups(dump: Dump, anchors: dict[int, str]) -> list[Group]:
-    groups: list[Group] = []
-    for record in dump.records:
-        place = _place(record)
-        if not groups or groups[-1].place != place or groups[-1].folder != record.folder:
-            groups.append(Group(place, record.folder, [], [], None))
-        groups[-1].records.append(record)
-    for group in groups:
-        path = Path(group.folder) / "construct.json"
-        if not path.exists():
-            continue
-        try:
-            construct, _ = _load(path, [], "construct")
-        except _Unreadable as err:
-            group.tree_problem = f"{path}: {err}"
-            continue
-        if not isinstance(construct, dict):
-            group.tree_problem = f"{path}: not a JSON object"
-            continue
-        if not construct:
-            continue  # level L1: no Cell tree
-        first = next((r for r in group.records if r.origin), group.records[0])
-        group.tree = cell_tree(construct, first.name, [r.name for r in group.records])
-        group.target = first.name if _contains(group.tree, first.name) else None
-        _attach(group.tree, group.records, anchors)
-    return groups
+def _page_group(group: ShownGroup) -> PageGroup:
+    dump = group.dump
+    page = PageGroup(group, [], None, dump.construct_problem)
+    if dump.construct and dump.records:
+        first = next((r for r in dump.records if r.origin), dump.records[0])
+        page.tree = cell_tree(dump.construct, first.name, [r.name for r in dump.records])
+        page.target = first.name if _contains(page.tree, first.name) else None
+        _attach(page.tree, group)
+    return page
 
 
-def _shape(tensor: Tensor) -> str:
-    if isinstance(tensor.shape, list):
-        return "[" + ", ".join(str(d) for d in tensor.shape) + "]"
-    return _fmt(tensor.shape)
+def _page_sections(sections: Iterable[Section]) -> Iterator[tuple[Section, list[PageGroup]]]:
+    for section in sections:
+        yield section, [_page_group(group) for group in section.groups]
 
 
 def _value_class(value: Any) -> str:
@@ -236,40 +223,40 @@ def _value_class(value: Any) -> str:
     return ""
 
 
-def _environment(anchors: dict[int, str]):
+def _environment():
     try:
         import jinja2
     except ImportError:
         raise HtmlUnavailable("the HTML report needs Jinja2, which is not installed: "
                               "pip install 'jinja2>=3.1'") from None
-    env = jinja2.Environment(loader=jinja2.PackageLoader("msprobe_lint", "templates"),
+    env = jinja2.Environment(loader=jinja2.PackageLoader("msprobe_lint.report.render", "templates"),
                              autoescape=True, undefined=jinja2.StrictUndefined,
                              trim_blocks=True, lstrip_blocks=True)
-    env.filters["fmt"] = _fmt
-    env.filters["shape"] = _shape
+    env.filters["fmt"] = fmt
+    env.filters["shape"] = shape
     env.filters["value_class"] = _value_class
-    env.filters["anchor"] = lambda record: anchors[id(record)]
-    env.filters["place"] = _place
+    env.filters["place"] = place
+    env.filters["step"] = step_text
+    env.globals["anchor"] = anchor
     return env
 
 
-def render_html(dump: Dump, status: int, message: Optional[str] = None) -> str:
-    """The whole page as a string (UTF-8 text, ``<!DOCTYPE html>`` first).
-
-    Args:
-        dump: what :func:`msprobe_lint.report.read_dump` read.
-        status: the report's exit status (0 records shown, 1 none, 2 unreadable).
-        message: the reason when nothing could be shown.
+def render_html(report: Report) -> Iterator[str]:
+    """The whole page in pieces (UTF-8 text, ``<!DOCTYPE html>`` first),
+    rendered while the shown steps are read.
 
     Raises:
-        HtmlUnavailable: Jinja2 is not installed.
+        HtmlUnavailable: Jinja2 is not installed (raised before any piece).
     """
-    anchors = _anchors(dump)
-    env = _environment(anchors)
-    started = dump.started
-    groups = _groups(dump, anchors)
-    return env.get_template(TEMPLATE).render(
-        dump=dump, groups=groups, started=started, status=status,
-        message=message or summary_line(dump), stats=("Max", "Min", "Mean", "Norm"),
-        folders=len(groups), version=__version__,
+    env = _environment()
+    template = env.get_template(TEMPLATE)
+    started = report.started
+    started_anchor = None
+    if started is not None and report.started_group is not None:
+        started_anchor = f"rec-{report.started_group}-{started.index}"
+    folders = sum(step.folders for step in report.summary.steps)
+    return template.generate(
+        report=report, summary=report.summary, sections=_page_sections(report.sections), started=started,
+        start=report.summary.start, started_anchor=started_anchor, started_group=report.started_group,
+        status=int(report.status), message=report.line, stats=STATS, folders=folders, version=__version__,
     )
