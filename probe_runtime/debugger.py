@@ -130,6 +130,7 @@ class PrecisionDebugger:
         self._sentinel_empty_said = False
         self._model: Any = None  # what the open window's start() got
         self._window_found = 0  # state.found when the window opened
+        self._window_notes = 0  # self._notes when the window opened
         self._window_updated = False  # an optimizer step or Parameter.set_data ran in the window
         self._replayed: set[int] = set()  # computations of the window already run again
         self._started = False
@@ -204,6 +205,7 @@ class PrecisionDebugger:
             kind = self._next_window()
             self._model = model
             self._window_found, self._window_updated, self._replayed = self.state.found, False, set()
+            self._window_notes = self._notes
             self.grads.begin_window(keep=kind == "watched")
             self.window = kind
             if kind == "exact":
@@ -313,6 +315,8 @@ class PrecisionDebugger:
             self._resolve_sentinel()
         elif kind == "exact":
             self._explain_window()
+        elif kind == "watched":
+            self._cover_window()
         if self.checks == "auto":
             self._watch_next = self.grads.computations > 0 and not self._exact_next
             self._exact_next = False
@@ -344,6 +348,20 @@ class PrecisionDebugger:
         labels = list(dict.fromkeys(label for c in findings for label in c.nonfinite))
         self._note_outside(labels, findings[0].frames)
 
+    def _cover_window(self) -> None:
+        """A watched window closed: inf/nan that no replay covered (a
+        computation nested in another one that returned finite, a forward
+        pass whose gradients never came) gets the sentinel record saying
+        why, and exact checks in the next window."""
+        if not self.grads.findings or self._explained() or self._notes > self._window_notes:
+            return
+        first = self.grads.findings[0]
+        if first.nested:
+            reason = "it ran inside another gradient computation, which is not run again on its own"
+        else:
+            reason = "its gradients were never computed (a forward pass alone), so it cannot be run again"
+        self._fall_back(first, reason)
+
     def _explained(self) -> bool:
         """A record was written in this window (or detection stopped)."""
         return self.state.found > self._window_found or self.state.exhausted or self.checker.disabled
@@ -352,19 +370,14 @@ class PrecisionDebugger:
     def _on_computation(self, computation: Any) -> None:
         """A gradient computation returned (judged by the gradient watch):
         in a watched window, inf/nan in it is run again at once under exact
-        checks (:meth:`_replay`), before its caller gets the gradients."""
+        checks (:meth:`_replay`), before its caller gets the gradients. One
+        nested in another is left to the outer one's replay, which runs it
+        too; what no replay covers is said when the window closes."""
         computation.step = self.state.step
         if not computation.nonfinite or self.window != "watched" or self._explained_for_good():
             return
-        if not computation.complete:
-            if len(self.grads.findings) == 1 and not self._explained():  # nothing else says it
-                self._fall_back(computation, "its gradients were never computed (a forward pass alone), so it "
-                                "cannot be run again")
-            return
-        if computation.nested:
-            self._fall_back(computation, "it ran inside another gradient computation, which is not run again")
-            return
-        self._replay(computation)
+        if computation.complete and not computation.nested:
+            self._replay(computation)
 
     def _explained_for_good(self) -> bool:
         return self.state.exhausted or self.checker.disabled
@@ -391,8 +404,8 @@ class PrecisionDebugger:
             self._replayed.update(id(c) for c in pending)
         explained = self.state.found > found
         if outcome.refused:
-            self._fall_back(computation, f"it was not run again: {outcome.refused}, and a replay never issues "
-                            "one")
+            self._fall_back(computation, f"its replay stopped before {outcome.refused}: a replay never issues a "
+                            "collective")
         elif outcome.error:
             self._fall_back(computation, f"running it again failed ({outcome.error})")
         elif outcome.nonfinite or explained:

@@ -200,7 +200,7 @@ class Outcome:
     Attributes:
         nonfinite: labels of what the last replayed computation returned
             that held inf/nan (it reproduced the overflow when not empty).
-        refused: why it stopped before the end (a collective), else None.
+        refused: what it stopped before (``"the collective AllReduce"``), else None.
         error: an error it raised (the replay is then incomplete), else None.
         replayed: how many computations ran again.
     """
@@ -335,11 +335,11 @@ class Replayer:
 
         plan = [(Primitive, "__call__", _cloning_call(Primitive.__call__, clones))]
         if self._guard_plan is None:
-            self._guard_plan = [(klass, "__call__", _refusal(klass.__call__, f"it calls the collective {klass.__name__}"))
+            self._guard_plan = [(klass, "__call__", _refusal(klass.__call__, f"the collective {klass.__name__}"))
                                 for klass in collective_classes()]
             if self.distributed:
-                self._guard_plan.extend((klass, "__call__", _refusal(klass.__call__, "it runs a compiled graph "
-                                         "(mindspore.jit), which may hold a collective, in a job of several ranks"))
+                self._guard_plan.extend((klass, "__call__", _refusal(klass.__call__, "a compiled graph "
+                                         "(mindspore.jit, which may hold a collective) in a job of several ranks"))
                                         for klass in _graph_executors())
         return plan + self._guard_plan
 
