@@ -10,6 +10,7 @@ kind in a later step than the first, and every scenario of
 """
 from __future__ import annotations
 
+import io
 import json
 import os
 import subprocess
@@ -27,6 +28,7 @@ np = pytest.importorskip("numpy")
 
 from mindspore import Tensor, nn, ops  # noqa: E402
 
+from msprobe_lint.report import main as report_main  # noqa: E402
 from probe_runtime import PrecisionDebugger  # noqa: E402
 from probe_runtime.dump.writer import read_json  # noqa: E402
 from runtime_families import FAMILIES, train  # noqa: E402
@@ -326,6 +328,9 @@ def test_an_inf_loss_outside_the_model_is_said_at_l0(work, checks, capfd):
     assert record["where"] == scenario_line("amp_o2_loss", "loss, grads = grad_fn(")
     assert "use level L1, or pass the loss Cell to start()" in record["message"]
     assert "no overflow found" not in capfd.readouterr().err
+    out = io.StringIO()
+    assert report_main(str(tmp_path / f"{checks}-0" / "dump"), out=out, err=io.StringIO()) == 0
+    assert f"Overflow outside the checked calls in step1/rank: {record['message']}." in out.getvalue()
 
 
 def test_a_nested_gradient_computation_is_covered_by_the_outer_replay(work):
