@@ -40,7 +40,7 @@ CHECKS_VARIABLE = "PROBE_CHECKS"
 #: the values of ``checks`` (and ``PROBE_CHECKS``)
 CHECKS = ("exact", "sentinel", "auto")
 #: ``checks`` when neither the argument nor ``PROBE_CHECKS`` gives one
-DEFAULT_CHECKS = "exact"
+DEFAULT_CHECKS = "auto"
 
 
 class PrecisionDebugger:
@@ -133,9 +133,11 @@ class PrecisionDebugger:
         self._window_notes = 0  # self._notes when the window opened
         self._window_updated = False  # an optimizer step or Parameter.set_data ran in the window
         self._replayed: set[int] = set()  # computations of the window already run again
+        self._bad_before = False  # the optimizer being called had Parameters holding inf/nan
         self._started = False
         self._start_calls = 0
         self._checked_steps: set[int] = set()
+        self._exact_steps: set[int] = set()  # steps with an exact window
         self._start_failed = False  # a start() said why it could not check (e.g. another debugger's window)
         self._exit_said = False
         lifecycle.register(self)
@@ -164,13 +166,15 @@ class PrecisionDebugger:
                                on_exhausted=self._unpatch, library_roots=library_roots(), carry_batch=True)
         self.interceptor = ApiInterceptor(self.checker)
         self.cells = CellHooks(self.checker)
-        self.watch = OptimizerWatch(self.checker, on_update=self._parameters_may_change, after_step=self._after_step)
+        self.watch = OptimizerWatch(self.checker, on_update=self._parameters_may_change, before_step=self._before_step,
+                                    after_step=self._after_step)
         self.sync = SyncWindows()
         self.grads = GradWatch(self.checker.on_error, on_device=_device_target() not in ("CPU", None))
         self.grads.on_computation = self._on_computation
         if self.checks == "auto":
             self.grads.capture = capture_state
         self._replayer_type = Replayer
+        self._replayer: Any = None
 
     # -- public API (msprobe's) ---------------------------------------------------
     def start(self, model: Any = None) -> None:
@@ -215,6 +219,8 @@ class PrecisionDebugger:
             self.grads.install()  # raises when another debugger's watch is installed
             self._started = True
             self._checked_steps.add(self.state.step)  # only a window that did start (not one refused)
+            if kind == "exact":
+                self._exact_steps.add(self.state.step)
         except Exception as err:
             self.window = None
             self.checker.on_error("in start()", err)
@@ -382,10 +388,13 @@ class PrecisionDebugger:
     def _explained_for_good(self) -> bool:
         return self.state.exhausted or self.checker.disabled
 
-    def _replay(self, computation: Any) -> None:
+    def _replay(self, computation: Any, masked: Optional[list] = None) -> None:
         """Run the window's gradient computations not run again yet (ending
         with ``computation``) under exact checks, then say what the replay
-        found when its records do not."""
+        found when its records do not. ``masked``: the labels of Parameters
+        found holding inf/nan before an optimizer step although the
+        computations returned finite values (the replay then looks for the
+        calls that used them)."""
         from msprobe_lint.report.dumpformat import REPLAY
 
         pending = [c for c in self.grads.window if id(c) not in self._replayed]
@@ -395,22 +404,27 @@ class PrecisionDebugger:
         found = self.state.found
         self.checker.records.marks = {REPLAY: where}
         try:
-            replayer = self._replayer_type(self.grads.originals, self.grads.judge,
-                                           distributed=self.state.rank is not None)
-            outcome = replayer.run(pending, open_checks=self._open_replay, close_checks=self._close_replay,
-                                   model=self._model)
+            if self._replayer is None:  # made once: it keeps its plan of guards
+                self._replayer = self._replayer_type(self.grads.originals, self.grads.judge,
+                                                     distributed=self.state.rank is not None)
+            outcome = self._replayer.run(pending, open_checks=self._open_replay, close_checks=self._close_replay,
+                                         model=self._model)
         finally:
             self.checker.records.marks = {}
             self._replayed.update(id(c) for c in pending)
         explained = self.state.found > found
+        labels = masked or computation.nonfinite
         if outcome.refused:
             self._fall_back(computation, f"its replay stopped before {outcome.refused}: a replay never issues a "
-                            "collective")
+                            "collective", labels)
         elif outcome.error:
-            self._fall_back(computation, f"running it again failed ({outcome.error})")
-        elif outcome.nonfinite or explained:
-            if not explained and not self._explained_for_good():
-                self._note_outside(computation.nonfinite, computation.frames)
+            self._fall_back(computation, f"running it again failed ({outcome.error})", labels)
+        elif explained or self._explained_for_good():
+            return
+        elif masked:
+            self._note_masked(masked, computation)
+        elif outcome.nonfinite:
+            self._note_outside(computation.nonfinite, computation.frames)
         else:
             self._fall_back(computation, "running it again under exact checks did not reproduce it (random ops "
                             "with their own state, a nondeterministic kernel, or inputs changed in place since)")
@@ -426,15 +440,31 @@ class PrecisionDebugger:
         finally:
             self._close_exact()
 
-    def _fall_back(self, computation: Any, reason: str) -> None:
+    def _fall_back(self, computation: Any, reason: str, labels: Optional[list] = None) -> None:
         """Auto checks could not name the call: today's sentinel record,
         saying why, and exact checks in the next window."""
         self._exact_next = True
         records = self.checker.records
         where = records.where(computation.frames)
-        message = (f"inf/nan in {_shown(computation.nonfinite)}, returned by the gradient computation at {where}; "
+        source = "returned by" if not labels or labels is computation.nonfinite else "used by"
+        labels = labels or computation.nonfinite
+        message = (f"inf/nan in {_shown(labels)}, {source} the gradient computation at {where}; "
                    f"{reason}: exact {self.level} checks run from the next start() on")
-        if records.note("sentinel", computation.nonfinite, where, message):
+        if records.note("sentinel", labels, where, message):
+            self._notes += 1
+
+    def _note_masked(self, labels: list, computation: Any) -> None:
+        """Parameters held inf/nan before an optimizer step, the window's
+        gradient computations returned finite values, and the replay's exact
+        checks recorded no call that used them: said, with exact checks next."""
+        self._exact_next = True
+        records = self.checker.records
+        where = records.where(computation.frames)
+        message = (f"{_shown(labels)} held inf/nan before the optimizer step, although the gradient computation "
+                   f"at {where} returned finite values and no checked {'Cell' if self.level == 'L0' else 'call'} "
+                   "used it with inf/nan: it was written outside the checked windows, or is not used by the "
+                   "computation")
+        if records.note("outside", labels, where, message):
             self._notes += 1
 
     def _note_outside(self, labels: list, frames: tuple) -> None:
@@ -453,19 +483,38 @@ class PrecisionDebugger:
         if records.note("outside", labels, where, message):
             self._notes += 1
 
+    def _before_step(self, optimizer: Any, args: tuple, frames: tuple) -> None:
+        """An optimizer is about to update its Parameters
+        (``l1.optimizer.OptimizerWatch``). In a watched window whose
+        gradient computations returned finite values, its Parameters are
+        read: inf/nan in them now was masked on the way to the loss and the
+        gradients (a saturating gate), which exact checks would have
+        recorded where it was used; so the window's computations run again
+        under exact checks (:meth:`_replay`)."""
+        self._bad_before = False
+        if self.window != "watched" or self._explained_for_good() or self.grads.findings or self._explained() \
+                or not self.grads.window:
+            return
+        params = _optimizer_parameters(optimizer)
+        bad = self.grads.judge([(f"Parameter {getattr(p, 'name', '?')}", p) for p in params])
+        if bad:
+            self._bad_before = True
+            self._replay(self.grads.window[-1], masked=bad)
+
     def _after_step(self, optimizer: Any, args: tuple, frames: tuple) -> None:
         """An optimizer call returned (``l1.optimizer.OptimizerWatch``):
         inf/nan in the gradients it got that no gradient computation of
         the window returned and no record explains is said (``outside``);
-        in a watched window its Parameters are checked too, and inf/nan
-        they hold although their gradients were finite is said (``update``),
-        with exact checks in the next window."""
+        in a watched window its Parameters are read again, and inf/nan they
+        hold now, though they and their gradients were finite before the
+        call, is said (``update``), with exact checks in the next window."""
         if self.window not in ("exact", "watched") or self._explained_for_good() or self.grads.findings \
-                or self._explained():
+                or self._explained() or self._bad_before:
             return
         params = _optimizer_parameters(optimizer)
         known = self.grads.finite
-        given = self.grads.judge([(label, t) for label, t in _labelled_inputs(args, params) if known.get(id(t)) is not t])
+        given = self.grads.judge([(label, t) for label, t in _labelled_inputs(args, params)
+                                  if known.get(id(t)) is not t])
         records = self.checker.records
         where = records.where(frames)
         name = type(optimizer).__name__
@@ -474,12 +523,12 @@ class PrecisionDebugger:
                        "computation returned and no checked call made: the code between them (an unscale, a clip) "
                        "made it")
             kind = "outside"
-        elif self.window == "watched":
+        elif self.window == "watched" and self.grads.window:
             given = self.grads.judge([(f"Parameter {getattr(p, 'name', '?')}", p) for p in params])
             if not given:
                 return
             message = (f"{_shown(given)} held inf/nan right after the optimizer step {name} at {where}, although "
-                       "the gradients it got were finite: the update made it")
+                       "it and the gradients it got were finite before: the update made it")
             kind = "update"
         else:
             return
@@ -505,7 +554,12 @@ class PrecisionDebugger:
         if self._start_failed and not self._checked_steps:  # it never checked; start() said why
             return
         self._exit_said = True
-        message = (f"probe_runtime: no overflow found in {len(self._checked_steps)} checked step(s); "
+        watched = len(self._checked_steps - self._exact_steps)
+        how = ""
+        if self.checks == "auto" and watched:
+            how = (f" ({len(self._exact_steps)} with exact checks, {watched} watched by auto checks: an inf/nan "
+                   "masked before the loss and the gradients is not seen there)")
+        message = (f"probe_runtime: no overflow found in {len(self._checked_steps)} checked step(s){how}; "
                    f"dump_path: {self.dump_path}")
         LOGGER.info(message)
         try:

@@ -265,8 +265,10 @@ class Replayer:
             finally:
                 last.release()
         except ReplayRefused as err:
+            self._unwind(err.__traceback__)
             outcome.refused = str(err)
         except Exception as err:
+            self._unwind(err.__traceback__)
             outcome.error = f"{type(err).__name__}: {str(err).strip().splitlines()[0] if str(err).strip() else ''}"
         finally:
             guards.remove()
@@ -279,23 +281,64 @@ class Replayer:
     # -- one computation ----------------------------------------------------------------
     def _once(self, c: Any) -> tuple[Any, Any]:
         """The forward pass and the gradients of ``c``, as its gradient
-        entry point ran them: (forward output, gradients)."""
-        originals = self.originals
-        if "forward" in originals:  # MindSpore 2.10
-            output = originals["forward"](c.fn, *c.args, **c.kwargs)
-            return output, originals["backward"](c.fn, c.grad_op, c.weights, c.grad_position, c.has_aux,
-                                                 *c.run_args)
-        executor, fn = originals["executor"], c.fn
-        if isinstance(fn, (types.FunctionType, types.MethodType)):  # what GradOperation._pynative_forward_run does on 2.7, without its cache check
+        entry point ran them: (forward output, gradients). The forward pass
+        is what ``_pynative_func_grad_forward`` (2.10) and
+        ``GradOperation._pynative_forward_run`` (2.7) do, without their
+        check for a forward pass already run, and with the function's graph
+        closed when it raises (:meth:`_unwind` closes the Cells')."""
+        from mindspore import Tensor
+
+        originals, fn = self.originals, c.fn
+        executor = _executor(originals)
+        new_graph = originals.get("new_graph", executor.new_graph)
+        end_graph = originals.get("end_graph", executor.end_graph)
+        if isinstance(fn, (types.FunctionType, types.MethodType)):
             executor.set_grad_flag(True)
-            originals["new_graph"](fn, *c.args, **c.kwargs)
-            output = fn(*c.args, **c.kwargs)
-            originals["end_graph"](fn, output, *c.args, **c.kwargs)
+            new_graph(fn, *c.args, **c.kwargs)
+            try:
+                output = fn(*c.args, **c.kwargs)
+            except BaseException:
+                end_graph(fn, Tensor(0.0), *c.args, **c.kwargs)  # what the executor opened for it, closed
+                raise
+            end_graph(fn, output, *c.args, **c.kwargs)
         else:
             fn.requires_grad = True
             output = fn(*c.args, **c.kwargs)
+        if "backward" in originals:  # MindSpore 2.10
+            return output, originals["backward"](fn, c.grad_op, c.weights, c.grad_position, c.has_aux, *c.run_args)
         entry = originals["grad_aux" if c.has_aux else "grad"]
         return output, entry(fn, c.grad_op, c.weights, c.grad_position, *c.run_args)
+
+    def _unwind(self, tb: Any) -> None:
+        """A replay raised inside the differentiated code: close what the
+        Cells it interrupted had opened in the executor (their
+        ``_call_pre_process``: the top Cell's graph, a mixed-precision type
+        pushed, the dynamic-shape switch), innermost first, as their
+        ``_call_post_process`` would have; MindSpore leaves them open when
+        a Cell raises, and later PyNative calls of the process would fail.
+        Never raises."""
+        try:
+            from mindspore import Tensor, nn
+            from mindspore._c_expression import MixedPrecisionType
+
+            executor = _executor(self.originals)
+            interrupted = []
+            while tb is not None:
+                frame = tb.tb_frame
+                cell = frame.f_locals.get("self") if frame.f_code.co_name == "_complex_call" else None
+                if isinstance(cell, nn.Cell):
+                    interrupted.append((cell, frame.f_locals.get("args", ()), frame.f_locals.get("kwargs", {})))
+                tb = tb.tb_next
+            for cell, args, kwargs in reversed(interrupted):
+                if cell.requires_grad and getattr(cell, "is_top_cell", False):
+                    executor.end_graph(cell, Tensor(0.0), *args, **kwargs)
+                    cell.is_top_cell = False
+                elif getattr(cell, "_dynamic_shape_inputs", None) is not None:
+                    executor.set_cell_use_dynamic_shape_process(False)
+                if getattr(cell, "mixed_precision_type", None) is not None:
+                    executor.set_mixed_precision_type(MixedPrecisionType.NOTSET, False)
+        except Exception:  # pragma: no cover - another layout: nothing more can be done
+            pass
 
     # -- what is put back -----------------------------------------------------------------
     def _flags(self, computations: list) -> list:

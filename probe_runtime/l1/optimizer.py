@@ -41,16 +41,19 @@ class OptimizerWatch:
         sink: has ``live``, ``before_update()`` and ``on_error``.
         on_update: called after ``before_update`` (e.g. forget the Parameter
             probes of the window).
-        after_step: called once an optimizer call returned, with the
-            optimizer, its positional arguments (the gradients) and the
-            caller's frames (the gradient watch judges the Parameters then);
-            None: nothing is called.
+        before_step, after_step: called before an optimizer call (before
+            ``before_update``) and once it returned, with the optimizer, its
+            positional arguments (the gradients) and the caller's frames
+            (the gradient watch judges the Parameters then); None: nothing
+            is called. Never with the guard held: what they run is checked.
     """
 
     def __init__(self, sink: Any, on_update: Callable[[], None] = lambda: None,
+                 before_step: Optional[Callable[[Any, tuple, tuple], None]] = None,
                  after_step: Optional[Callable[[Any, tuple, tuple], None]] = None) -> None:
         self.sink = sink
         self.on_update = on_update
+        self.before_step = before_step
         self.after_step = after_step
         self._patches = Patches()
 
@@ -82,10 +85,17 @@ class OptimizerWatch:
 
     def _wrap(self, original: Callable, what: str) -> Callable:
         sink, on_update = self.sink, self.on_update
-        after_step = self.after_step if what == "__call__" else None
+        before_step, after_step = (self.before_step, self.after_step) if what == "__call__" else (None, None)
 
         @functools.wraps(original)
         def wrapper(owner: Any, *args: Any, **kwargs: Any) -> Any:
+            frames = None
+            if before_step is not None and not GUARD.depth:
+                frames = capture_frames(sys._getframe(1))
+                try:
+                    before_step(owner, args, frames)
+                except Exception as err:
+                    sink.on_error("before an optimizer step", err)
             if not GUARD.depth and sink.live:
                 GUARD.depth += 1
                 try:
@@ -98,7 +108,7 @@ class OptimizerWatch:
             result = original(owner, *args, **kwargs)
             if after_step is not None and not GUARD.depth:
                 try:
-                    after_step(owner, args, capture_frames(sys._getframe(1)))
+                    after_step(owner, args, frames or capture_frames(sys._getframe(1)))
                 except Exception as err:
                     sink.on_error("after an optimizer step", err)
             return result

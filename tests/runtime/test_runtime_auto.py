@@ -197,6 +197,27 @@ def test_windows_exact_first_then_watched_and_exact_after_one_without_gradients(
     assert kinds == ["exact", "watched", "watched", "exact", "watched"]
 
 
+def test_a_watched_window_patches_only_the_gradient_and_optimizer_entry_points(work):
+    """No API wrapper, no Cell hook, no synchronous switch in a watched
+    window: what auto checks cost while nothing overflows."""
+    _, make = work
+    debugger = make("L0")
+    net = nn.Dense(2, 1)
+    optimizer = nn.SGD(net.trainable_params(), learning_rate=0.01)
+    grad_fn = ms.value_and_grad(lambda x: net(x).sum(), None, optimizer.parameters)
+    add, call = Tensor.__add__, nn.SGD.__call__
+    seen = []
+    for _ in range(2):
+        debugger.start(net)
+        seen.append((debugger.window, bool(ms.get_context("pynative_synchronize")), Tensor.__add__ is add,
+                     bool(net._forward_pre_hook), nn.SGD.__call__ is call))
+        _, grads = grad_fn(Tensor(np.ones((1, 2), np.float32)))
+        optimizer(grads)
+        debugger.stop()
+        debugger.step()
+    assert seen == [("exact", True, True, True, False), ("watched", False, True, False, False)]
+
+
 def test_a_clean_run_writes_nothing_and_says_so(work, capfd):
     tmp_path, make = work
     debugger = make()
@@ -204,7 +225,8 @@ def test_a_clean_run_writes_nothing_and_says_so(work, capfd):
     assert_same_training(plain, train_mlp(debugger, steps=4, overflow=lambda step: False))
     debugger.finish()
     assert not list((tmp_path / "auto-0" / "dump").glob("step*"))
-    assert "no overflow found in 4 checked step(s)" in capfd.readouterr().err
+    assert "no overflow found in 4 checked step(s) (1 with exact checks, 3 watched by auto checks: an inf/nan " \
+        "masked before the loss and the gradients is not seen there)" in capfd.readouterr().err
 
 
 def test_a_replay_that_does_not_reproduce_falls_back(work):
@@ -234,11 +256,28 @@ def test_a_replay_that_does_not_reproduce_falls_back(work):
     assert record["nonfinite"] == ["forward output 0", "gradient w.r.t. input 0"]
 
 
-def test_a_replay_stops_before_a_collective_and_falls_back(work, monkeypatch):
+class _ExpCell(nn.Cell):
+    """``exp(x * w)`` summed, its float16 compute set by ``to_float`` (a
+    mixed-precision type pushed while it runs)."""
+
+    def __init__(self):
+        super().__init__()
+        self.w = ms.Parameter(Tensor(np.ones(2, np.float32)), name="w")
+        self.exp = ops.Exp()
+
+    def construct(self, x):
+        return self.exp(x * self.w).astype(ms.float32).sum()
+
+
+@pytest.mark.parametrize("differentiated", ["function", "cell"])
+def test_a_replay_stops_before_a_collective_and_falls_back(work, monkeypatch, differentiated):
     """A replay never issues a collective: the primitive refuses before it
     runs (Exp stands in for AllReduce here, in one process), the training
-    is the same as without the debugger, and the record says why."""
+    is the same as without the debugger, the record says why, and what
+    the interrupted forward pass opened in the executor is closed (later
+    PyNative code, here tensor indexing under grad, still runs)."""
     import probe_runtime.replay as replay
+    import runtime_families
 
     tmp_path, make = work
     exp_class = type(ops.Exp())
@@ -248,8 +287,13 @@ def test_a_replay_stops_before_a_collective_and_falls_back(work, monkeypatch):
     monkeypatch.setattr(exp_class, "__call__", lambda self, *a: calls.append(1) or original_call(self, *a))
 
     def run(debugger):
-        w = ms.Parameter(Tensor(np.ones(2, np.float32)), name="w")
-        grad_fn = ms.value_and_grad(lambda x: ops.Exp()(x * w).sum(), None, [w])
+        if differentiated == "cell":
+            ms.set_seed(2)
+            net = _ExpCell().to_float(ms.float16)
+            grad_fn = ms.value_and_grad(net, None, [net.w])
+        else:
+            w = ms.Parameter(Tensor(np.ones(2, np.float32)), name="w")
+            grad_fn = ms.value_and_grad(lambda x: ops.Exp()(x * w).sum(), None, [w])
         out = []
         for step in range(2):
             if debugger:
@@ -269,6 +313,8 @@ def test_a_replay_stops_before_a_collective_and_falls_back(work, monkeypatch):
     (record,) = recorded(tmp_path / "auto-0" / "dump")["step1"]
     assert record["kind"] == "sentinel"
     assert "its replay stopped before the collective Exp: a replay never issues a collective" in record["message"]
+    assert_same_training(runtime_families.train("lstm_batchnorm", "data", None, "L1", steps=2),
+                         runtime_families.train("lstm_batchnorm", "data", None, "L1", steps=2))
 
 
 def test_an_optimizer_step_that_makes_inf_is_recorded_at_its_line(work):
@@ -352,3 +398,24 @@ def test_a_nested_gradient_computation_is_covered_by_the_outer_replay(work):
     run(exact)
     run(auto)
     compare("nested", recorded(tmp_path / "exact-0" / "dump"), recorded(tmp_path / "auto-1" / "dump"))
+
+
+@pytest.mark.parametrize("level", ["L1", "L0"])
+def test_an_inf_weight_masked_before_the_loss_is_found_before_the_optimizer_step(work, level, monkeypatch):
+    """An inf in an LSTM input weight saturates its gates: the loss and the
+    gradients stay finite, so the watch sees nothing; the optimizer's
+    Parameters, read before its step, hold inf, so the window's computation
+    runs again under exact checks, which name the call that used it, as
+    exact checks do (and no update record blames the optimizer)."""
+    import runtime_families
+
+    monkeypatch.setitem(FAMILIES, "lstm_batchnorm", (runtime_families.LstmBatchNormNet,
+                                                     runtime_families._float_batch, "lstm.weight_ih_l0", "lstm"))
+    tmp_path, make = work
+    exact, auto = make(level, "exact"), make(level, "auto")
+    assert_same_training(train("lstm_batchnorm", "weight", exact, level, steps=2),
+                         train("lstm_batchnorm", "weight", auto, level, steps=2))
+    got = recorded(tmp_path / "auto-1" / "dump")
+    compare(f"masked-weight-{level}", recorded(tmp_path / "exact-0" / "dump"), got)
+    assert "already held inf/nan at start()" in got["step1"][0]["entered"]["message"]
+    assert not [r for r in got["step1"] if r["kind"] == "update"]

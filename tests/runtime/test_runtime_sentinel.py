@@ -187,7 +187,7 @@ def test_checks_from_the_environment_and_a_bad_value(tmp_path, monkeypatch):
     with pytest.raises(ValueError, match="checks must be 'exact', 'auto' or 'sentinel'"):
         PrecisionDebugger(config_path=config, checks="Sentinel")
     monkeypatch.delenv("PROBE_CHECKS")
-    assert PrecisionDebugger(config_path=config).checks == "exact"
+    assert PrecisionDebugger(config_path=config).checks == "auto"  # the default
 
 
 def test_gradients_are_labelled_by_parameter_and_input_position():
