@@ -346,7 +346,6 @@ def check_input(raw: bytes, flags: Optional[dict] = None, *, workdir: Optional[s
     """Lint ``raw`` (written to a file) through the library with ``flags``
     and render every format. Returns the problems found (empty: fine)."""
     from msprobe_lint.api import LintOptions, UsageError, lint_paths
-    from msprobe_lint.cli import write_report
     from msprobe_lint.reporters import REPORTERS, get
 
     flags = dict(flags or {})
@@ -372,7 +371,8 @@ def check_input(raw: bytes, flags: Optional[dict] = None, *, workdir: Optional[s
             out = os.path.join(directory, "report." + fmt)
             try:
                 text = get(fmt)(run.results, color=fmt == "text" and bool(flags.get("strict")))
-                write_report(text, out)
+                with open(out, "w", encoding="utf-8") as handle:
+                    handle.write(text)
                 if fmt in ("json", "sarif"):
                     with open(out, encoding="utf-8") as handle:
                         json.load(handle)

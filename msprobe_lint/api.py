@@ -14,6 +14,7 @@ from typing import Any, Optional
 from .context import Context, Fact, build_context, environment_facts, normalise
 from .diagnostic import Diagnostic, Severity
 from .engine import Result, Selection, exit_status, lint_file
+from .exit import ExitStatus
 
 
 class UsageError(ValueError):
@@ -403,5 +404,5 @@ def fix_paths(paths: list[str], options: Optional[LintOptions] = None, *, unsafe
         results.append(Result(path, remaining, source=outcome.after))
     status = exit_status(results, strict=options.strict)
     if any(o.failed for o in outcomes):
-        status = 2  # could not write: an I/O error, as for a file that cannot be read
+        status = ExitStatus.USAGE  # could not write: an I/O error, as for a file that cannot be read
     return LintRun(results, status), outcomes

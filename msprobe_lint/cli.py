@@ -1,8 +1,6 @@
 """The ``probe`` command line: parses arguments and hands them to the
-library (api.py, engine.py); no rule logic lives here.
-
-Exit statuses: 0 no errors, 1 errors (or warnings with --strict), 2 usage
-error or an unreadable file.
+library (api.py, engine.py); no rule logic lives here. Exit statuses:
+msprobe_lint.exit.ExitStatus.
 """
 from __future__ import annotations
 
@@ -12,7 +10,7 @@ from typing import List, Optional
 
 import typer
 
-EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE = 0, 1, 2
+from .exit import ExitStatus
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Pre-flight checks for msprobe config.json files, and a guarded overflow detector.")
@@ -42,24 +40,10 @@ class JitLevel(str, Enum):
     O2 = "O2"
 
 
-def fail(message: str, status: int = EXIT_USAGE) -> "typer.Exit":
+def fail(message: str, status: int = ExitStatus.USAGE) -> "typer.Exit":
     """Print ``probe: error: message`` to stderr and return an Exit."""
     typer.echo(f"probe: error: {message}", err=True)
     return typer.Exit(status)
-
-
-def write_report(text: str, output: Optional[str]) -> None:
-    """Print the report, or write it to ``output`` (never a traceback on
-    an unwritable file: exit 2)."""
-    if output is None:
-        sys.stdout.write(text)
-        sys.stdout.flush()
-        return
-    try:
-        with open(output, "w", encoding="utf-8") as handle:
-            handle.write(text)
-    except OSError as err:
-        raise fail(f"cannot write {output}: {err.strerror or err}")
 
 
 # Options shared by `lint` and `run`.
@@ -270,9 +254,9 @@ def main(argv: Optional[List[str]] = None) -> None:
         app(args=argv, prog_name="probe")
     except KeyboardInterrupt:
         sys.stderr.write("probe: interrupted\n")
-        sys.exit(130)
+        sys.exit(ExitStatus.INTERRUPTED)
     except BrokenPipeError:
-        sys.exit(0)
+        sys.exit(ExitStatus.OK)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -17,6 +17,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Optional
 
+from .installed import version as installed_version
+
 FRAMEWORKS = ("mindspore", "msadapter", "pytorch")
 MODES = ("pynative", "graph")
 JIT_LEVELS = ("O0", "O1", "O2")
@@ -144,46 +146,6 @@ def normalise(name: str, raw: Any, source: str) -> Fact:
     else:
         raise ValueError(f"unknown context value {name!r}; known: {', '.join(CONTEXT_KEYS)}")
     return Fact(value, source)
-
-
-def _may_be_installed(distribution: str) -> bool:
-    """False only when importlib.metadata certainly finds no such
-    distribution: only the standard path finder looks for distributions
-    and no sys.path folder holds an entry whose normalised name starts with
-    the distribution's (``mindspore-2.6.0.dist-info``). Anything unusual (a
-    zip on sys.path, an unreadable folder, another finder) answers True."""
-    import re
-    import sys
-    from importlib.machinery import PathFinder
-
-    if any(f is not PathFinder and getattr(f, "find_distributions", None) for f in sys.meta_path):
-        return True
-    wanted = re.sub(r"[-_.]+", "_", distribution).lower()
-    for entry in sys.path:
-        try:
-            names = os.listdir(entry or ".")
-        except FileNotFoundError:
-            continue
-        except OSError:  # a zip or egg file, or a folder we may not list
-            return True
-        if any(re.sub(r"[-_.]+", "_", name).lower().startswith(wanted) for name in names):
-            return True
-    return False
-
-
-def installed_version(distribution: str) -> Optional[str]:
-    """Version of an installed distribution from its metadata (the package
-    is never imported), or None when it is not installed."""
-    if not _may_be_installed(distribution):  # spares importing importlib.metadata (and email)
-        return None
-    from importlib import metadata
-
-    try:
-        return metadata.version(distribution)
-    except metadata.PackageNotFoundError:
-        return None
-    except Exception:  # a broken dist-info must not break the lint
-        return None
 
 
 def environment_facts(environ: Optional[Mapping[str, str]] = None) -> dict[str, Fact]:

@@ -13,6 +13,7 @@ from typing import Any, Iterable, Mapping, Optional
 from .config import ConfigView
 from .context import Context
 from .diagnostic import Diagnostic, Finding, Severity
+from .exit import ExitStatus
 from .fixes import resolve
 from .loader import Document, load
 from .positions import split
@@ -195,11 +196,11 @@ def _encodable(text: Optional[str]) -> Optional[str]:
 def exit_status(results: Iterable[Result], *, strict: bool = False) -> int:
     """0 no errors; 1 an error (or a warning with ``strict``); 2 a file
     could not be read."""
-    status = 0
+    status = ExitStatus.OK
     for result in results:
         if result.unreadable:
-            return 2
+            return ExitStatus.USAGE
         for diagnostic in result.diagnostics:
             if diagnostic.severity is Severity.ERROR or (strict and diagnostic.severity is Severity.WARNING):
-                status = 1
+                status = ExitStatus.PROBLEMS
     return status

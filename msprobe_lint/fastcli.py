@@ -22,6 +22,8 @@ import re
 import sys
 from typing import Any, Optional, Sequence
 
+from .exit import ExitStatus
+
 # option -> (LintOptions field or "format"/"output", kind); kind is "flag",
 # "str", "multi" (repeatable), "posint" (integer >= 1) or a tuple of choices.
 LINT_OPTIONS: dict[str, tuple[str, Any]] = {
@@ -121,7 +123,7 @@ def parse_lint(args: Sequence[str]) -> Optional[tuple[list[str], dict[str, Any]]
     return paths, values
 
 
-def _fail(message: str, status: int = 2) -> int:
+def _fail(message: str, status: int = ExitStatus.USAGE) -> int:
     sys.stderr.write(f"probe: error: {message}\n")
     sys.stderr.flush()
     return status
@@ -161,7 +163,7 @@ def run_lint(paths: list[str], options: Any, *, format: str = "text", output: Op
             if fix or diff:
                 return _fail("--show-files lints nothing; it does not go with --fix or --diff")
             candidates = list_files(paths, options)
-            status = 2 if any(c.action == "unreadable" for c in candidates) else 0
+            status: int = ExitStatus.USAGE if any(c.action == "unreadable" for c in candidates) else ExitStatus.OK
             text = _show_files(candidates, format)
         else:
             outcomes: list = []
@@ -183,8 +185,8 @@ def run_lint(paths: list[str], options: Any, *, format: str = "text", output: Op
                 _say_fixed(outcomes, diff, remaining=sum(len(r.diagnostics) for r in run.results))
             if diff:
                 text = "".join(outcome.diff() for outcome in outcomes)
-                if any(o.applied for o in outcomes) and status != 2:
-                    status = 1
+                if any(o.applied for o in outcomes) and status != ExitStatus.USAGE:
+                    status = ExitStatus.PROBLEMS
             else:
                 text = get(format)(run.results, color=output is None and sys.stdout.isatty())
             fixed_stdin = [o for o in outcomes if o.stdin] if fix and not diff else []
@@ -312,9 +314,9 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     try:
         status = run_lint(paths, LintOptions(**values), format=format, output=output, **fixing)
     except KeyboardInterrupt:
-        status = 130
+        status = ExitStatus.INTERRUPTED
     except BrokenPipeError:
         sys.stdout = _QuietFlush(sys.stdout)
         sys.stderr = _QuietFlush(sys.stderr)
-        status = 1
+        status = ExitStatus.PROBLEMS
     sys.exit(status)

@@ -48,9 +48,8 @@ from pathlib import Path
 from typing import Callable, Mapping, Optional, Sequence, TextIO
 
 from .context import Fact
+from .exit import ExitStatus
 
-#: Exit statuses of probe run besides CMD's own (shell conventions).
-EXIT_LINT, EXIT_USAGE, EXIT_NOT_EXECUTABLE, EXIT_NOT_FOUND = 1, 2, 126, 127
 
 FORWARDED_SIGNALS = tuple(s for s in (getattr(signal, "SIGINT", None), getattr(signal, "SIGTERM", None),
                                       getattr(signal, "SIGHUP", None)) if s is not None)
@@ -407,13 +406,13 @@ def run_command(argv: Sequence[str], env: Optional[Mapping[str, str]] = None, *,
             child = subprocess.Popen(list(argv), env=dict(env) if env is not None else None, cwd=cwd, **kwargs)
         except FileNotFoundError:
             sys.stderr.write(f"probe: error: command not found: {argv[0]}\n")
-            return EXIT_NOT_FOUND
+            return ExitStatus.NOT_FOUND
         except PermissionError:
             sys.stderr.write(f"probe: error: permission denied: {argv[0]}\n")
-            return EXIT_NOT_EXECUTABLE
+            return ExitStatus.NOT_EXECUTABLE
         except OSError as err:
             sys.stderr.write(f"probe: error: cannot run {argv[0]}: {err.strerror or err}\n")
-            return EXIT_NOT_EXECUTABLE
+            return ExitStatus.NOT_EXECUTABLE
         for signum in pending:
             forward(signum)
         returncode = child.wait()
@@ -461,25 +460,25 @@ def guarded_run(config: str, command: Sequence[str], options=None, *, stream: Op
     options = options or LintOptions()
     if not command:
         stream.write("probe: error: no command given; usage: probe run CONFIG [options] -- CMD ARGS...\n")
-        return EXIT_USAGE
+        return ExitStatus.USAGE
     if not config.endswith(".json"):
         # msprobe accepts only a .json config_path; this is also what
         # `probe run -- python train.py` (CONFIG forgotten) looks like.
         stream.write(f"probe: error: CONFIG must be the msprobe config (a .json file), given before `--`; "
                      f"got {config!r}; usage: probe run CONFIG [options] -- CMD ARGS...\n")
-        return EXIT_USAGE
+        return ExitStatus.USAGE
     checks = os.environ.get("PROBE_CHECKS")
     if checks and checks not in ("exact", "sentinel"):  # probe_runtime.PrecisionDebugger would refuse it in CMD
         stream.write(f"probe: error: PROBE_CHECKS must be 'exact' or 'sentinel', not {checks!r}; not starting "
                      f"`{shlex.join(command)}`\n")
-        return EXIT_USAGE
+        return ExitStatus.USAGE
     plan = parse_command(command)  # CMD runs here, so its script is relative to here (not --cwd)
     script = options.script
     if script is None and plan.script is not None:
         script_path = Path(plan.script)
         if not script_path.is_file():
             stream.write(f"probe: error: {plan.script}: no such file; `{shlex.join(command)}` would fail\n")
-            return EXIT_USAGE
+            return ExitStatus.USAGE
         script = str(script_path)
     if script is not None and not _script_analysis_available():
         stream.write(f"probe: note: script analysis is not installed; {script} is not checked\n")
@@ -492,7 +491,7 @@ def guarded_run(config: str, command: Sequence[str], options=None, *, stream: Op
         run = lint_paths([config], options, walk=False)  # one config file, never a folder walk
     except UsageError as err:
         stream.write(f"probe: error: {err}\n")
-        return EXIT_USAGE
+        return ExitStatus.USAGE
     has_findings = any(result.diagnostics for result in run.results)
     if has_findings or run.status:
         stream.write(get("text")(run.results, color=color))
@@ -508,4 +507,4 @@ def guarded_run(config: str, command: Sequence[str], options=None, *, stream: Op
         return runner(list(command), env, launcher=plan.launcher)
     except CommandError as err:
         stream.write(f"probe: error: {err}\n")
-        return EXIT_USAGE
+        return ExitStatus.USAGE

@@ -65,7 +65,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Optional
 
-from .reporters.text import shown
+from .textsafe import shown
 
 EXIT_FOUND, EXIT_NONE, EXIT_UNREADABLE = 0, 1, 2
 STATS = ("Max", "Min", "Mean", "Norm")

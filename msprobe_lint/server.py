@@ -321,12 +321,14 @@ def _intersects(a: Any, b: Any) -> bool:
 def main(options: Any = None) -> int:
     """Run the server on stdin/stdout until the client says exit.
 
-    Returns 2 (with a message) when pygls is not installed."""
+    Returns ExitStatus.USAGE (with a message) when pygls is not installed."""
+    from .exit import ExitStatus
+
     try:
         handlers = ProbeLanguageServer(options)
     except ImportError as err:
         sys.stderr.write(f"probe: error: probe server needs pygls ({err}); "
                          "install it with: pip install 'msprobe-lint[lsp]'\n")
-        return 2
+        return ExitStatus.USAGE
     handlers.server.start_io()
-    return 0
+    return ExitStatus.OK

@@ -180,22 +180,3 @@ def test_plain_lint_does_not_import_typer_jsonschema_or_jinja2(tmp_path):
     proc = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True)
     assert proc.stdout.splitlines()[-1] == "0 []"
     assert run_probe("lint", "--isolated", str(path)).returncode == 0
-
-
-@pytest.mark.parametrize("name", ["mindspore", "mindstudio-probe", "MindStudio_Probe", "jsonschema",
-                                  "Check-JsonSchema", "msprobe-lint", "pre_commit", "json.source.map", "no-such-dist"])
-def test_installed_version_shortcut_agrees_with_importlib_metadata(name):
-    """context._may_be_installed spares importing importlib.metadata when a
-    distribution is certainly absent; the answer must not change."""
-    from importlib import metadata
-
-    from msprobe_lint.context import _may_be_installed, installed_version
-
-    try:
-        expected = metadata.version(name)
-    except metadata.PackageNotFoundError:
-        expected = None
-    assert installed_version(name) == expected
-    if expected is not None:
-        assert _may_be_installed(name)
-    assert not _may_be_installed("no-such-dist-" + "x" * 8)

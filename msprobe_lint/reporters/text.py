@@ -12,19 +12,9 @@ from typing import Iterable, Optional
 
 from ..diagnostic import Diagnostic, Severity
 from ..engine import Result
+from ..textsafe import shown
 
-# Control characters (terminal escapes included), line separators: shown
-# as one character each so the caret stays under its column.
-_SHOWN = {c: "?" for c in [*range(32), *range(127, 160), 0x2028, 0x2029]}
-_SHOWN.update({ord("\t"): " ", ord("\r"): " "})
 STYLES = {Severity.ERROR: "bold red", Severity.WARNING: "bold yellow", Severity.INFO: "bold cyan"}
-
-
-def shown(text: str) -> str:
-    """``text`` safe to print on a terminal: every control character
-    (terminal escapes and newlines included) and line separator as ``?``,
-    a tab or carriage return as a space, one character for one."""
-    return text.translate(_SHOWN)
 
 
 def _columns(text: str) -> int:
