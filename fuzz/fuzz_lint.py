@@ -25,7 +25,7 @@ inputs it tried and every finding (with the input saved under
 ``--keep DIR``), and exits 1 if there was any.
 
 The same functions (``check_input``, ``mutate``, ``structured``) serve the
-bounded property tests in ``tests/test_fuzz_lint.py``.
+bounded property tests in ``tests/lint/test_fuzz_lint.py``.
 """
 from __future__ import annotations
 
@@ -114,7 +114,7 @@ LITERALS = ["NaN", "Infinity", "-Infinity", "1e400", "-1e400", "1234567890123456
 def known_keys() -> dict[str, list[str]]:
     """Location ("" = top level, else a section) -> keys the schema knows."""
     try:
-        from msprobe_lint.rules.schema import key_index
+        from msprobe_lint.lint.rules.schema import key_index
 
         return {k: list(v) for k, v in key_index().items()}
     except Exception:  # fuzzing must not depend on the schema loading
@@ -345,8 +345,8 @@ def check_input(raw: bytes, flags: Optional[dict] = None, *, workdir: Optional[s
                 name: str = "config.json") -> list[str]:
     """Lint ``raw`` (written to a file) through the library with ``flags``
     and render every format. Returns the problems found (empty: fine)."""
-    from msprobe_lint.api import LintOptions, UsageError, lint_paths
-    from msprobe_lint.reporters import REPORTERS, get
+    from msprobe_lint.lint.api import LintOptions, UsageError, lint_paths
+    from msprobe_lint.lint.reporters import NAMES, get
 
     flags = dict(flags or {})
     owned = workdir is None
@@ -367,7 +367,7 @@ def check_input(raw: bytes, flags: Optional[dict] = None, *, workdir: Optional[s
         diagnostics = [d for r in run.results for d in r.diagnostics]
         problems += [f"internal error: {d.message}" for d in diagnostics if "internal error" in d.message]
         problems += position_problems(diagnostics, file_lines(raw), path)
-        for fmt in REPORTERS:
+        for fmt in NAMES:
             out = os.path.join(directory, "report." + fmt)
             try:
                 text = get(fmt)(run.results, color=fmt == "text" and bool(flags.get("strict")))

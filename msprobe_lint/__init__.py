@@ -25,11 +25,11 @@ from typing import Any
 
 # public name -> module (relative to this package) that defines it
 _EXPORTS = {
-    "Context": "context", "Fact": "context",
-    "Diagnostic": "diagnostic", "Severity": "diagnostic",
-    "Result": "engine", "Selection": "engine", "exit_status": "engine", "lint_file": "engine",
-    "lint_text": "api",
-    "apply_fixes": "fixes",
+    "Context": "lint.context", "Fact": "lint.context",
+    "Diagnostic": "lint.diagnostic", "Severity": "lint.diagnostic",
+    "Result": "lint.engine", "Selection": "lint.engine", "exit_status": "lint.engine", "lint_file": "lint.engine",
+    "lint_text": "lint.api",
+    "apply_fixes": "lint.fixes.edits",
 }
 
 __all__ = ["Context", "Fact", "Diagnostic", "Severity", "Result", "Selection", "exit_status", "lint_file",

@@ -88,7 +88,7 @@ STDIN_FILENAME = typer.Option(None, "--stdin-filename", metavar="NAME",
 
 def build_options(**kw):
     """LintOptions from CLI values (enums to their strings)."""
-    from .api import LintOptions
+    from .lint.api import LintOptions
 
     for key, value in list(kw.items()):
         if isinstance(value, Enum):
@@ -130,7 +130,7 @@ def lint(
 @app.command()
 def rules() -> None:
     """List every rule code with its default severity and summary."""
-    from .rules.registry import load_all
+    from .lint.rules.registry import load_all
 
     for info in load_all().values():
         typer.echo(f"{info.code}  {info.severity.value:<7}  {info.name:<32} {info.summary}")
@@ -139,7 +139,7 @@ def rules() -> None:
 @app.command()
 def explain(code: str = typer.Argument(..., help="A rule code such as PL201, or its name (level-not-allowed).")) -> None:
     """Print a rule's rationale with a bad and a good example."""
-    from .rules.registry import load_all
+    from .lint.rules.registry import load_all
 
     rules_by_code = load_all()
     info = rules_by_code.get(code.strip().upper()) or next(
@@ -159,7 +159,7 @@ def explain(code: str = typer.Argument(..., help="A rule code such as PL201, or 
 @app.command()
 def schema() -> None:
     """Print the JSON Schema for msprobe config.json (for editors and check-jsonschema)."""
-    from .schema import schema_path
+    from .lint.schema.files import schema_path
 
     sys.stdout.write(schema_path().read_text(encoding="utf-8"))
 
@@ -176,7 +176,7 @@ def run(
 ) -> None:
     """Guarded launch: lint CONFIG (and CMD's script) with the filesystem checks; on errors print them
     (to stderr) and exit 1 without starting CMD, else run CMD with PROBE_CONFIG set and exit with its status."""
-    from .launch import guarded_run
+    from .run import guarded_run
 
     options = build_options(framework=framework, mode=mode, jit_level=jit_level,
                             mindspore_version=mindspore_version, world_size=world_size, script=script,
@@ -194,7 +194,7 @@ def migrate(
 ) -> None:
     """Rename the keys and tasks another mindstudio-probe release renamed (run_ut <-> acc_check, ...),
     changing nothing else. Shows the diff; --write applies it."""
-    from . import migrate as migrate_mod
+    from .lint import migrate as migrate_mod
 
     try:
         migration = migrate_mod.plan(config, to, framework=framework.value if framework else None)
@@ -222,7 +222,7 @@ def server(
 ) -> None:
     r"""Language server (LSP over stdio) for editors: the lint findings as you type, fixes as code actions.
     Needs the lsp extra: pip install 'msprobe-lint\[lsp]'."""
-    from .server import main as server_main
+    from .server.lsp import main as server_main
 
     raise typer.Exit(server_main())
 

@@ -141,7 +141,7 @@ def run_lint(paths: list[str], options: Any, *, format: str = "text", output: Op
     ``fix``, standard input's fixed text goes to stdout and the report to
     stderr (or ``output``). ``show_files`` prints what would be linted and
     why instead (text, or a JSON object for ``--format json``)."""
-    from .api import UsageError, fix_paths, lint_paths, list_files
+    from .lint.api import UsageError, fix_paths, lint_paths, list_files
 
     if output == "-":
         output = None
@@ -173,7 +173,7 @@ def run_lint(paths: list[str], options: Any, *, format: str = "text", output: Op
                 run = lint_paths(paths, options)
             if any(overwrites(result.path) for result in run.results):
                 return _fail(f"--output {output} is one of the files being linted; it would be overwritten")
-            from .reporters import get
+            from .lint.reporters import get
 
             folders = [p for p in paths if p != "-" and os.path.isdir(p)]
             if folders and not run.results:  # a mistyped path or an exclude too wide should not pass silently
@@ -220,7 +220,7 @@ def run_lint(paths: list[str], options: Any, *, format: str = "text", output: Op
 def _show_files(candidates: list, format: str) -> str:
     """``--show-files`` output: discovery.show_files text, or for
     ``--format json`` ``{"files": [{"path", "action", "reason", "folder"}]}``."""
-    from .discovery import show_files
+    from .project.discovery import show_files
 
     if format != "json":
         return show_files(candidates)
@@ -234,8 +234,8 @@ def _holds_a_config(output: str) -> bool:
     """True when the file ``output`` exists and is an msprobe config: a
     JSON object that sniff.looks_like_msprobe takes for one (a report must
     not replace a config, even one not being linted)."""
-    from .loader import read_bytes
-    from .sniff import looks_like_msprobe
+    from .lint.loader import read_bytes
+    from .project.sniff import looks_like_msprobe
 
     if not os.path.isfile(output):
         return False
@@ -303,7 +303,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
         typer_main(None if argv is None else list(argv))
         return
     paths, values = parsed
-    from .api import LintOptions
+    from .lint.api import LintOptions
 
     format = values.pop("format", "text")
     output = values.pop("output", None)

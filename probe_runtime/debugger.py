@@ -57,9 +57,9 @@ import weakref
 from pathlib import Path
 from typing import Any, Optional
 
-from msprobe_lint.context import Context, Fact, build_context, environment_facts, normalise
-from msprobe_lint.diagnostic import Diagnostic, Severity
-from msprobe_lint.engine import lint_file
+from msprobe_lint.lint.context import Context, Fact, build_context, environment_facts, normalise
+from msprobe_lint.lint.diagnostic import Diagnostic, Severity
+from msprobe_lint.lint.engine import lint_file
 
 from .cells import UsageError
 from .state import RunState, expand_ids, live_rank_source, rank_dir_name
@@ -395,7 +395,7 @@ class PrecisionDebugger:
         When that fails (a folder the lint could not judge, such as one
         under /proc for root, whom every permission check lets through),
         the error diagnostics to refuse with: PL407 at dump_path. Else []."""
-        from msprobe_lint.diagnostic import Finding
+        from msprobe_lint.lint.diagnostic import Finding
 
         from .writer import ensure_dir
 

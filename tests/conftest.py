@@ -79,7 +79,7 @@ def write_config(directory: Path, config: Any, name: str = "config.json") -> Pat
 def lint(tmp_path):
     """``lint(config, **options) -> list[Diagnostic]`` through the library
     API, isolated from the environment unless ``isolated=False``."""
-    from msprobe_lint.api import LintOptions, lint_paths
+    from msprobe_lint.lint.api import LintOptions, lint_paths
 
     def run(config: Any, name: str = "config.json", **options: Any):
         path = write_config(tmp_path, config, name)

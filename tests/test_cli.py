@@ -105,8 +105,8 @@ def test_rules_explain_schema_commands():
 
 
 def test_colour_respects_no_color(tmp_path):
-    from msprobe_lint.engine import lint_file
-    from msprobe_lint.reporters import get
+    from msprobe_lint.lint.engine import lint_file
+    from msprobe_lint.lint.reporters import get
 
     path = write_config(tmp_path, config(level="bad"))
     result = lint_file(str(path))

@@ -159,7 +159,7 @@ def test_hook_definition():
     ('', False),
 ])
 def test_only_msprobe_recognises_msprobe_configs(text, msprobe):
-    from msprobe_lint.sniff import looks_like_msprobe
+    from msprobe_lint.project.sniff import looks_like_msprobe
 
     assert looks_like_msprobe(text.encode("utf-8")) is msprobe
 

@@ -1,0 +1,210 @@
+"""``[tool.probe-lint]`` in the nearest pyproject.toml (or --config-file).
+
+Keys: ``select``, ``ignore``, ``extend-select`` (codes or prefixes),
+``severity`` (a table code -> error/warning/info), ``per-file-ignores``
+(glob -> codes; a glob may end in ``#/json/pointer`` to scope the ignore to
+part of a file), the default context: ``framework``, ``mode``,
+``jit-level``, ``mindspore-version``, ``world-size``, ``msprobe-version``,
+and which files a folder argument yields (discovery.py): ``include`` /
+``extend-include`` and ``exclude`` / ``extend-exclude`` (lists of
+.gitignore-style patterns, relative to the pyproject.toml's folder).
+"""
+from __future__ import annotations
+
+import fnmatch
+import os
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Optional
+
+from ..lint.context import Fact, normalise
+from ..lint.diagnostic import Severity
+
+
+class SettingsError(ValueError):
+    """A malformed ``[tool.probe-lint]`` table (exit status 2)."""
+
+
+@dataclass
+class ProjectSettings:
+    """The parsed ``[tool.probe-lint]`` table of ``path``."""
+
+    path: Path
+    facts: dict[str, Fact] = field(default_factory=dict)
+    select: tuple[str, ...] = ()
+    ignore: tuple[str, ...] = ()
+    extend_select: tuple[str, ...] = ()
+    severity: dict[str, Severity] = field(default_factory=dict)
+    per_file_ignores: tuple[tuple[str, Optional[str], tuple[str, ...]], ...] = ()
+    include: Optional[tuple[str, ...]] = None  # None: the default, *.json
+    extend_include: tuple[str, ...] = ()
+    exclude: Optional[tuple[str, ...]] = None  # None: the default (hidden, virtual environments, ...)
+    extend_exclude: tuple[str, ...] = ()
+
+    def selection_for(self, config_path: str, base: Any) -> Any:
+        """``base`` (an engine Selection) plus the per-file ignores whose
+        glob matches ``config_path`` (relative to the pyproject folder)."""
+        try:
+            relative = os.path.relpath(os.path.abspath(config_path), self.path.parent)
+        except ValueError:
+            relative = config_path
+        ignore = list(base.ignore)
+        pointer_ignores = list(base.pointer_ignores)
+        for glob, ptr, codes in self.per_file_ignores:
+            if fnmatch.fnmatch(relative, glob) or fnmatch.fnmatch(config_path, glob):
+                if ptr is None:
+                    ignore.extend(codes)
+                else:
+                    pointer_ignores.append((ptr, codes))
+        return replace(base, ignore=tuple(ignore), pointer_ignores=tuple(pointer_ignores))
+
+
+def _toml(path: Path) -> dict:
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python < 3.11
+        import tomli as tomllib  # type: ignore[no-redef]
+    try:
+        with open(path, "rb") as handle:
+            return tomllib.load(handle)
+    except OSError as err:
+        raise SettingsError(f"{path}: cannot be read ({err.strerror or err})") from None
+    except tomllib.TOMLDecodeError as err:
+        raise SettingsError(f"{path}: not valid TOML: {err}") from None
+    except UnicodeDecodeError as err:
+        raise SettingsError(f"{path}: not UTF-8 (byte 0x{err.object[err.start]:02x} at offset {err.start}); "
+                            "TOML files are UTF-8") from None
+
+
+def _code_list(path: Path, key: str, value: Any) -> tuple[str, ...]:
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise SettingsError(f"{path}: [tool.probe-lint] {key} must be a list of rule codes, e.g. [\"PL2\"]")
+    codes = tuple(v.strip().upper() for v in value)
+    for code in codes:
+        if code != "ALL" and not (code.startswith("PL") and code[2:].isdigit() and 2 < len(code) <= 5):
+            raise SettingsError(f"{path}: [tool.probe-lint] {key}: {code!r} is not a rule code or prefix "
+                                "(e.g. \"PL204\", \"PL2\", \"ALL\")")
+        if code != "ALL" and not _known_codes(code):
+            raise SettingsError(f"{path}: [tool.probe-lint] {key}: {code!r} matches no rule; see `probe rules`")
+    return codes
+
+
+def _known_codes(prefix: str) -> list[str]:
+    """Registered codes starting with ``prefix``."""
+    from ..lint.rules.registry import load_all
+
+    return [code for code in load_all() if prefix == "ALL" or code.startswith(prefix)]
+
+
+CONTEXT_KEYS = {"framework": "framework", "mode": "mode", "jit-level": "jit_level", "jit_level": "jit_level",
+                "mindspore-version": "mindspore_version", "mindspore_version": "mindspore_version",
+                "world-size": "world_size", "world_size": "world_size",
+                "msprobe-version": "msprobe_version", "msprobe_version": "msprobe_version"}
+PATTERN_KEYS = {"include": "include", "extend-include": "extend_include", "extend_include": "extend_include",
+                "exclude": "exclude", "extend-exclude": "extend_exclude", "extend_exclude": "extend_exclude"}
+KNOWN = set(CONTEXT_KEYS) | set(PATTERN_KEYS) | {"select", "ignore", "extend-select", "extend_select", "severity",
+                                                 "per-file-ignores", "per_file_ignores"}
+
+
+def _pattern_list(path: Path, key: str, value: Any) -> tuple[str, ...]:
+    """A list of .gitignore-style patterns (a lone string is taken as one)."""
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
+        raise SettingsError(f"{path}: [tool.probe-lint] {key} must be a list of non-empty file patterns, "
+                            f"e.g. [\"build/\", \"*.tmp.json\"]")
+    return tuple(v.strip() for v in value)
+
+
+def load(path: Path) -> Optional[ProjectSettings]:
+    """Parse ``[tool.probe-lint]`` of ``path``; None when the table is absent.
+
+    Raises:
+        SettingsError: unreadable file, bad TOML, unknown keys or bad values.
+    """
+    tool = _toml(path).get("tool", {})
+    table = tool.get("probe-lint") if isinstance(tool, dict) else None
+    if table is None:
+        return None
+    if not isinstance(table, dict):
+        raise SettingsError(f"{path}: [tool.probe-lint] must be a table")
+    unknown = sorted(set(table) - KNOWN)
+    if unknown:
+        raise SettingsError(f"{path}: [tool.probe-lint] has unknown key(s) {', '.join(unknown)}; "
+                            f"known: {', '.join(sorted(KNOWN))}")
+    settings = ProjectSettings(path=path)
+    for key, name in CONTEXT_KEYS.items():
+        if key in table:
+            try:
+                settings.facts[name] = normalise(name, table[key], f"{path.name} [tool.probe-lint]")
+            except ValueError as err:
+                raise SettingsError(f"{path}: [tool.probe-lint] {key}: {err}") from None
+    settings.select = _code_list(path, "select", table.get("select", []))
+    settings.ignore = _code_list(path, "ignore", table.get("ignore", []))
+    settings.extend_select = _code_list(path, "extend-select",
+                                        table.get("extend-select", table.get("extend_select", [])))
+    severity = table.get("severity", {})
+    if not isinstance(severity, dict):
+        raise SettingsError(f"{path}: [tool.probe-lint] severity must be a table of code = \"error\"|\"warning\"|\"info\"")
+    # A prefix key ("PL2" = "warning") re-grades every code it matches; an
+    # exact code wins over a prefix whatever the order they are written in.
+    for code, level in sorted(severity.items(), key=lambda item: len(item[0].strip())):
+        (prefix,) = _code_list(path, f"severity.{code}", [code])
+        if not isinstance(level, str):
+            raise SettingsError(f"{path}: [tool.probe-lint] severity.{code} must be \"error\", \"warning\" or "
+                                f"\"info\", not {level!r}")
+        try:
+            grade = Severity(level.strip().lower())
+        except ValueError:
+            raise SettingsError(f"{path}: [tool.probe-lint] severity.{code} must be error, warning or info, "
+                                f"not {level!r}") from None
+        for known in _known_codes(prefix):
+            settings.severity[known] = grade
+    per_file = table.get("per-file-ignores", table.get("per_file_ignores", {}))
+    if not isinstance(per_file, dict):
+        raise SettingsError(f"{path}: [tool.probe-lint] per-file-ignores must be a table of glob = [codes]")
+    entries = []
+    for key, codes in per_file.items():
+        glob, sep, ptr = key.partition("#")
+        if not glob:
+            raise SettingsError(f"{path}: [tool.probe-lint] per-file-ignores: {key!r} has no file glob before '#'")
+        if sep and ptr and not ptr.startswith("/"):
+            raise SettingsError(f"{path}: [tool.probe-lint] per-file-ignores: {key!r}: the part after '#' must be "
+                                "a JSON pointer such as #/overflow_check")
+        entries.append((glob, ptr or None, _code_list(path, f"per-file-ignores.{key!r}", codes)))
+    settings.per_file_ignores = tuple(entries)
+    for key, name in PATTERN_KEYS.items():
+        if key in table:
+            setattr(settings, name, _pattern_list(path, key, table[key]))
+    return settings
+
+
+def find(start: Optional[str] = None) -> Optional[Path]:
+    """The nearest pyproject.toml at or above ``start`` (a file or folder;
+    default the current folder)."""
+    here = Path(start).resolve() if start else Path.cwd()
+    if not here.is_dir():
+        here = here.parent
+    for folder in (here, *here.parents):
+        candidate = folder / "pyproject.toml"
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def find_and_load(config_file: Optional[str], *, start: Optional[str] = None) -> Optional[ProjectSettings]:
+    """``--config-file`` when given (must exist), else the nearest
+    pyproject.toml with a ``[tool.probe-lint]`` table.
+
+    Raises:
+        SettingsError: see :func:`load`, or a missing --config-file.
+    """
+    if config_file:
+        path = Path(config_file)
+        if not path.is_file():
+            raise SettingsError(f"--config-file {config_file}: no such file")
+        return load(path)
+    found = find(start)
+    return load(found) if found else None
