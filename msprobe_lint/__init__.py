@@ -27,7 +27,8 @@ from typing import Any
 _EXPORTS = {
     "Context": "lint.context", "Fact": "lint.context",
     "Diagnostic": "lint.diagnostic", "Severity": "lint.diagnostic",
-    "Result": "lint.engine", "Selection": "lint.engine", "exit_status": "lint.engine", "lint_file": "lint.engine",
+    "Result": "lint.engine", "exit_status": "lint.engine", "lint_file": "lint.engine",
+    "Selection": "lint.selection",
     "lint_text": "lint.api",
     "apply_fixes": "lint.fixes.edits",
 }

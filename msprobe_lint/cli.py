@@ -130,7 +130,7 @@ def lint(
 @app.command()
 def rules() -> None:
     """List every rule code with its default severity and summary."""
-    from .lint.rules.registry import load_all
+    from .lint.rules import load_all
 
     for info in load_all().values():
         typer.echo(f"{info.code}  {info.severity.value:<7}  {info.name:<32} {info.summary}")
@@ -139,20 +139,12 @@ def rules() -> None:
 @app.command()
 def explain(code: str = typer.Argument(..., help="A rule code such as PL201, or its name (level-not-allowed).")) -> None:
     """Print a rule's rationale with a bad and a good example."""
-    from .lint.rules.registry import load_all
+    from .lint.rules import lookup
 
-    rules_by_code = load_all()
-    info = rules_by_code.get(code.strip().upper()) or next(
-        (r for r in rules_by_code.values() if r.name == code.strip().lower()), None)
-    if info is None:
-        from difflib import get_close_matches
-
-        prefixed = [c for c in rules_by_code if c.startswith(code.strip().upper())] if code.strip() else []
-        if prefixed:  # a prefix, as --select takes: name the codes it covers
-            raise fail(f"{code!r} is a prefix of {len(prefixed)} rules ({', '.join(prefixed)}); "
-                       "explain takes one code")
-        close = get_close_matches(code.upper(), list(rules_by_code), n=1)
-        raise fail(f"unknown rule {code!r}" + (f"; did you mean {close[0]}?" if close else "; see `probe rules`"))
+    try:
+        info = lookup(code)
+    except LookupError as err:
+        raise fail(str(err.args[0]))
     typer.echo(info.explanation())
 
 

@@ -1,4 +1,4 @@
-"""One bad and one good input per rule code, used by test_registry.py.
+"""One bad and one good input per rule code, used by test_catalogue.py.
 
 A case is a dict: ``config`` (dict, text or bytes), ``options`` (LintOptions
 fields), optionally ``script`` (training-script text, given with --script)

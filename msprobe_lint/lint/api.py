@@ -13,7 +13,8 @@ from typing import Any, Optional
 
 from .context import Context, Fact, build_context, environment_facts, normalise
 from .diagnostic import Diagnostic, Severity
-from .engine import Result, Selection, exit_status, lint_file
+from .engine import Result, exit_status, lint_file
+from .selection import Selection, SelectionError, parse_codes
 from ..exit import ExitStatus
 
 
@@ -74,24 +75,6 @@ def _flag_facts(options: LintOptions) -> dict[str, Fact]:
     return facts
 
 
-def _codes(values: tuple[str, ...]) -> tuple[str, ...]:
-    """Split comma-separated code lists and check each is a code prefix."""
-    out: list[str] = []
-    for value in values:
-        for code in value.split(","):
-            code = code.strip().upper()
-            if not code:
-                continue
-            if code != "ALL" and not (code.startswith("PL") and code[2:].isdigit() and len(code) <= 5):
-                raise UsageError(f"{code!r} is not a rule code or prefix (e.g. PL201, PL2, ALL)")
-            from ..project.settings import _known_codes
-
-            if not _known_codes(code):
-                raise UsageError(f"{code!r} matches no rule; see `probe rules`")
-            out.append(code)
-    return tuple(out)
-
-
 def prepare(options: LintOptions, *, first_path: Optional[str] = None):
     """Resolve the context, the selection and the script's findings.
 
@@ -128,9 +111,12 @@ def prepare(options: LintOptions, *, first_path: Optional[str] = None):
     context = build_context(layers, check_fs=options.check_fs, cwd=Path(options.cwd) if options.cwd else None,
                             cwd_label=options.cwd_label if options.cwd else None, runtime=options.runtime,
                             script=analysis)
-    select = _codes(options.select) or (project.select if project else ())
-    ignore = _codes(options.ignore) + (project.ignore if project else ())
-    extend = _codes(options.extend_select) + (project.extend_select if project else ())
+    try:
+        select = parse_codes(options.select) or (project.select if project else ())
+        ignore = parse_codes(options.ignore) + (project.ignore if project else ())
+        extend = parse_codes(options.extend_select) + (project.extend_select if project else ())
+    except SelectionError as err:
+        raise UsageError(str(err)) from None
     if extend:
         select = (select or ("ALL",)) + extend
     severity: dict[str, Severity] = dict(project.severity) if project else {}

@@ -17,40 +17,9 @@ from ..exit import ExitStatus
 from .fixes.edits import resolve
 from .loader import Document, load
 from .positions import split
-from .rules.registry import RuleInfo, load_all, matches
-
-
-@dataclass(frozen=True)
-class Selection:
-    """Which rules run and how they are graded.
-
-    Attributes:
-        select: code prefixes to run (empty = all).
-        ignore: code prefixes not to run.
-        severity: code -> Severity overrides.
-        pointer_ignores: (JSON pointer prefix, code prefixes) pairs:
-            findings at or under that pointer with those codes are dropped.
-    """
-
-    select: tuple[str, ...] = ()
-    ignore: tuple[str, ...] = ()
-    severity: Mapping[str, Severity] = field(default_factory=dict)
-    pointer_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
-
-    def enabled(self, code: str) -> bool:
-        """True when ``code`` is selected and not ignored."""
-        if self.select and not matches(code, self.select):
-            return False
-        return not matches(code, self.ignore)
-
-    def keeps(self, code: str, pointer: Optional[str]) -> bool:
-        """False when a pointer-scoped ignore drops this finding."""
-        if pointer is None:
-            return True
-        for prefix, codes in self.pointer_ignores:
-            if (pointer == prefix or pointer.startswith(prefix.rstrip("/") + "/")) and matches(code, codes):
-                return False
-        return True
+from .rules import load_all
+from .rules.base import RuleInfo
+from .selection import Selection
 
 
 @dataclass

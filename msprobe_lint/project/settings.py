@@ -19,6 +19,7 @@ from typing import Any, Optional
 
 from ..lint.context import Fact, normalise
 from ..lint.diagnostic import Severity
+from ..lint.selection import SelectionError, check_code, known_codes
 
 
 class SettingsError(ValueError):
@@ -42,7 +43,7 @@ class ProjectSettings:
     extend_exclude: tuple[str, ...] = ()
 
     def selection_for(self, config_path: str, base: Any) -> Any:
-        """``base`` (an engine Selection) plus the per-file ignores whose
+        """``base`` (a lint.selection.Selection) plus the per-file ignores whose
         glob matches ``config_path`` (relative to the pyproject folder)."""
         try:
             relative = os.path.relpath(os.path.abspath(config_path), self.path.parent)
@@ -81,21 +82,10 @@ def _code_list(path: Path, key: str, value: Any) -> tuple[str, ...]:
         value = [value]
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise SettingsError(f"{path}: [tool.probe-lint] {key} must be a list of rule codes, e.g. [\"PL2\"]")
-    codes = tuple(v.strip().upper() for v in value)
-    for code in codes:
-        if code != "ALL" and not (code.startswith("PL") and code[2:].isdigit() and 2 < len(code) <= 5):
-            raise SettingsError(f"{path}: [tool.probe-lint] {key}: {code!r} is not a rule code or prefix "
-                                "(e.g. \"PL204\", \"PL2\", \"ALL\")")
-        if code != "ALL" and not _known_codes(code):
-            raise SettingsError(f"{path}: [tool.probe-lint] {key}: {code!r} matches no rule; see `probe rules`")
-    return codes
-
-
-def _known_codes(prefix: str) -> list[str]:
-    """Registered codes starting with ``prefix``."""
-    from ..lint.rules.registry import load_all
-
-    return [code for code in load_all() if prefix == "ALL" or code.startswith(prefix)]
+    try:
+        return tuple(check_code(v) for v in value)
+    except SelectionError as err:
+        raise SettingsError(f"{path}: [tool.probe-lint] {key}: {err}") from None
 
 
 CONTEXT_KEYS = {"framework": "framework", "mode": "mode", "jit-level": "jit_level", "jit_level": "jit_level",
@@ -160,7 +150,7 @@ def load(path: Path) -> Optional[ProjectSettings]:
         except ValueError:
             raise SettingsError(f"{path}: [tool.probe-lint] severity.{code} must be error, warning or info, "
                                 f"not {level!r}") from None
-        for known in _known_codes(prefix):
+        for known in known_codes(prefix):
             settings.severity[known] = grade
     per_file = table.get("per-file-ignores", table.get("per_file_ignores", {}))
     if not isinstance(per_file, dict):

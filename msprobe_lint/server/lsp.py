@@ -102,7 +102,7 @@ def explain_uri(code: str) -> Optional[str]:
     written on first use under the user's cache folder; None when it
     cannot be written or the code is unknown."""
     from .. import __version__
-    from ..lint.rules.registry import load_all
+    from ..lint.rules import load_all
 
     info = load_all().get(code)
     if info is None:

@@ -33,7 +33,7 @@ def _expected_codes() -> set[str]:
 
 
 def test_every_rule_code_has_a_case():
-    from msprobe_lint.lint.rules.registry import load_all
+    from msprobe_lint.lint.rules import load_all
 
     missing = sorted(set(load_all()) - _expected_codes())
     assert not missing, f"no case in tests/cases reports {missing}"

@@ -16,7 +16,7 @@ import pytest
 from conftest import as_nobody, probe_command, run_probe
 
 from msprobe_lint.lint.api import LintOptions, fix_paths
-from msprobe_lint.lint.rules.registry import load_all
+from msprobe_lint.lint.rules import load_all
 
 BASE = ('{\n  "task":   "overflow_check",\n\t"dump_path" : "/home/data_dump",\n  "rank": [],  "step": [],\n'
         '  "level": "L1",\n  "overflow_check": {"overflow_nums": 1}\n}\n')

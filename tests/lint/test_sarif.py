@@ -32,7 +32,7 @@ def sarif(*args: str, cwd: Path) -> tuple[dict, int]:
 
 def test_log_validates_and_describes_every_rule(tmp_path, sarif_validator):
     from msprobe_lint import __version__
-    from msprobe_lint.lint.rules.registry import load_all
+    from msprobe_lint.lint.rules import load_all
 
     write_config(tmp_path, config(level="l1", overflow_check={"overflow_number": 3}, seed=1,
                                   free_benchmark={}), "config.json")

@@ -64,7 +64,7 @@ def command(diagnostic: Diagnostic, names: dict[str, str]) -> str:
 def render(results: Iterable[Result], *, color: bool = False) -> str:
     """The workflow commands, one line each (``color`` is ignored); empty
     when there is nothing to report."""
-    from ..rules.registry import load_all
+    from ..rules import load_all
 
     names = {code: info.name for code, info in load_all().items()}
     lines = [command(d, names) for r in results for d in r.diagnostics]

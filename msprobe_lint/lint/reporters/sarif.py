@@ -113,7 +113,7 @@ def sarif_fix(diagnostic: Diagnostic, base: Path) -> dict[str, Any]:
 def build_log(results: Iterable[Result], *, base: Optional[Path] = None) -> dict[str, Any]:
     """The SARIF log as a dict (see the module docstring)."""
     from ... import __version__
-    from ..rules.registry import load_all
+    from ..rules import load_all
 
     base = base or Path.cwd()
     rules = list(load_all().values())

@@ -6,7 +6,7 @@ from typing import Iterator
 from ..config_view import ConfigView
 from ..context import Context
 from ..diagnostic import Finding
-from .registry import rule
+from .base import rule
 
 FIRST_RELEASE_WITHOUT_MS_OVERFLOW = "26.0.0"
 

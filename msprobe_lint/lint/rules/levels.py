@@ -9,7 +9,7 @@ from typing import Iterator
 from ..config_view import ConfigView
 from ..context import Context
 from ..diagnostic import Finding, Severity, remove, set_value
-from .registry import rule
+from .base import rule
 
 L2_MIN_EXCLUSIVE = "2.5.0"
 CHECK_MODE_LAST_HONOURED = "2.3.0"

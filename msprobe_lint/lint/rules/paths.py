@@ -16,7 +16,7 @@ from typing import Iterator, Optional
 from ..config_view import ConfigView
 from ..context import Context
 from ..diagnostic import Finding, Severity, set_value
-from .registry import rule
+from .base import rule
 
 ALLOWED = re.compile(r"^[A-Za-z0-9_./-]+$")
 DISALLOWED_RUN = re.compile(r"[^A-Za-z0-9_./-]+")

@@ -15,7 +15,7 @@ from ..config_view import ConfigView
 from ..context import Context
 from ..diagnostic import Finding, Severity, remove, set_value
 from ..positions import pointer
-from .registry import rule
+from .base import rule
 
 
 def parse_entry(item: object) -> Optional[tuple[int, int]]:

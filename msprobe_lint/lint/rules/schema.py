@@ -19,7 +19,7 @@ from typing import Any, Iterable, Iterator, Optional
 
 from ..diagnostic import Finding, FixSpec, remove, set_value
 from ..positions import pointer as make_pointer
-from .registry import define
+from .base import define
 
 KEYWORD_CODES = {
     "additionalProperties": "PL101",

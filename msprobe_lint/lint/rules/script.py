@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Iterator, Optional
 from ..config_view import ConfigView
 from ..context import Context
 from ..diagnostic import Finding
-from .registry import rule
+from .base import rule
 
 if TYPE_CHECKING:  # the analysis module is imported only when there is a script (cold start)
     from ..script import Debugger, DebuggerCall, ScriptAnalysis

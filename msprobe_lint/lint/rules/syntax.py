@@ -3,7 +3,7 @@
 else runs on that file."""
 from __future__ import annotations
 
-from .registry import define
+from .base import define
 
 define("PL001", "invalid-json", "error", "Not valid JSON", "syntax", """
     msprobe reads the config with Python's json.load; a syntax error stops the

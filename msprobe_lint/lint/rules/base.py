@@ -1,4 +1,6 @@
-"""The rule registry: every code the linter can report, with its metadata.
+"""What a rule is: :class:`RuleInfo`, and the two ways a family module
+declares one. The family modules import this leaf module only; the
+catalogue (``rules/__init__.py``) imports the families.
 
 A rule is either a check function decorated with :func:`rule` (semantic
 rules: ``(config, context) -> Iterable[Finding]``) or a code that an engine
@@ -7,6 +9,21 @@ stage emits (loading: PL001-PL007, schema: PL101-PL107), declared with
 shape (a first paragraph saying why it matters, then ``Bad:`` and ``Good:``
 examples), and rendered by ``probe explain``, ``probe rules``, SARIF and the
 README table.
+
+Example (in a family module)::
+
+    from .base import rule
+
+    @rule("PL299", "my-rule", "warning", "One line for probe rules")
+    def my_rule(config, context):
+        '''Why it matters.
+
+        Bad:
+            {"level": "L9"}
+        Good:
+            {"level": "L1"}
+        '''
+        return []
 """
 from __future__ import annotations
 
@@ -16,8 +33,9 @@ from typing import Callable, Iterable, Optional
 
 from ..diagnostic import Finding, Severity
 
+#: Every code declared so far (by the family modules imported so far);
+#: read it through the catalogue, ``rules.load_all()``.
 RULES: dict[str, "RuleInfo"] = {}
-_FAMILIES_IMPORTED: list[bool] = []
 
 
 @dataclass(frozen=True)
@@ -107,19 +125,3 @@ def rule(code: str, name: str, severity: str, summary: str, *, filesystem: bool 
         return func
 
     return wrap
-
-
-def load_all() -> dict[str, RuleInfo]:
-    """Import every family module (registering its rules) and return the
-    registry sorted by code."""
-    if not _FAMILIES_IMPORTED:  # once: the engine asks twice per file
-        from . import environment, levels, paths, ranks, schema, script, syntax  # noqa: F401
-
-        _FAMILIES_IMPORTED.append(True)
-    return dict(sorted(RULES.items()))
-
-
-def matches(code: str, patterns: Iterable[str]) -> bool:
-    """True when ``code`` starts with one of ``patterns`` (``PL2``,
-    ``PL201``, ``ALL``)."""
-    return any(p == "ALL" or code.startswith(p) for p in patterns)
