@@ -37,6 +37,15 @@ class Result:
     folder: bool = False
 
 
+@dataclass
+class LintRun:
+    """What a lint of several files gave: a Result per file and the exit
+    status of the whole run (0, 1 or 2: see exit_status)."""
+
+    results: list[Result]
+    status: int
+
+
 def lint_file(path: str, context: Optional[Context] = None, *, selection: Optional[Selection] = None,
               overrides: Optional[Mapping[str, Any]] = None, raw: Optional[bytes] = None,
               extra_findings: Iterable[Finding] = ()) -> Result:
