@@ -33,7 +33,7 @@ EXAMPLE = ROOT / "examples" / "lint" / "mistakes.json"
 
 def probe() -> list[str]:
     beside = Path(sys.executable).parent / "probe"
-    return [str(beside)] if beside.exists() else [sys.executable, "-m", "msprobe_lint.cli"]
+    return [str(beside)] if beside.exists() else [sys.executable, "-m", "msprobe_lint"]
 
 
 def median_ms(samples: list[float]) -> float:

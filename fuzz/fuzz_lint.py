@@ -399,7 +399,7 @@ def cli_args(flags: dict) -> list[str]:
 
 def probe_command() -> list[str]:
     candidate = Path(sys.executable).parent / "probe"
-    return [str(candidate)] if candidate.exists() else [sys.executable, "-m", "msprobe_lint.cli"]
+    return [str(candidate)] if candidate.exists() else [sys.executable, "-m", "msprobe_lint"]
 
 
 def check_cli(raw: bytes, flags: Optional[dict] = None, fmt: str = "text", *, timeout: float = 120) -> list[str]:

@@ -48,7 +48,7 @@ def probe_command() -> list[str]:
     candidate = Path(sys.executable).parent / "probe"
     if candidate.exists():
         return [str(candidate)]
-    return [sys.executable, "-m", "msprobe_lint.cli"]
+    return [sys.executable, "-m", "msprobe_lint"]
 
 
 def run_probe(*args: str, cwd: Optional[Path] = None, env: Optional[dict] = None,

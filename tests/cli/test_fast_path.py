@@ -1,6 +1,6 @@
-"""The typer-free ``probe lint`` (msprobe_lint/fastcli.py) behaves exactly
-like the typer command in cli.py: same output, same exit status, and the
-same option table."""
+"""The typer-free ``probe lint`` (msprobe_lint/cli/__init__.py reading the
+command line with cli/lint_args.py) behaves exactly like the typer command
+of cli/app.py: same output, same exit status, and the same option table."""
 from __future__ import annotations
 
 import json
@@ -10,13 +10,18 @@ import sys
 import pytest
 from conftest import config, probe_command, run_probe, write_config
 
-from msprobe_lint import fastcli
+from msprobe_lint.cli import lint_args
 
 
-def typer_probe(*args: str, cwd) -> subprocess.CompletedProcess:
-    """``probe ARGS`` through cli.main (typer) only."""
-    return subprocess.run([sys.executable, "-c", "import sys; from msprobe_lint.cli import main; "
-                           "main(sys.argv[1:])", *args], capture_output=True, text=True, cwd=cwd, timeout=120)
+# probe's main with the typer-free reader declining everything: typer parses
+TYPER_ONLY = ("import sys; from msprobe_lint import cli; from msprobe_lint.cli import lint_args; "
+              "lint_args.parse_lint = lambda args: None; cli.main(sys.argv[1:])")
+
+
+def typer_probe(*args: str, cwd, input=None) -> subprocess.CompletedProcess:
+    """``probe ARGS`` through the typer application only."""
+    return subprocess.run([sys.executable, "-c", TYPER_ONLY, *args], capture_output=True, text=True, cwd=cwd,
+                          timeout=120, input=input)
 
 
 @pytest.fixture
@@ -115,33 +120,32 @@ def test_same_output_and_status_as_typer_on_standard_input(project, argv):
     data = (project / "bad.json").read_text()
     fast = subprocess.run(probe_command() + argv, capture_output=True, text=True, cwd=project, timeout=120,
                           input=data)
-    slow = subprocess.run([sys.executable, "-c", "import sys; from msprobe_lint.cli import main; main(sys.argv[1:])",
-                           *argv], capture_output=True, text=True, cwd=project, timeout=120, input=data)
+    slow = typer_probe(*argv, cwd=project, input=data)
     assert (fast.returncode, fast.stdout, fast.stderr) == (slow.returncode, slow.stdout, slow.stderr)
     assert "Traceback" not in fast.stderr and fast.returncode in ((0,) if "--fix" in argv else (1, 2))
 
 
 @pytest.mark.parametrize("argv", [a for a in ARGVS if a[0] != "lint" or "--help" in a or len(a) == 1])
 def test_other_commands_are_handed_to_typer(argv):
-    assert fastcli.parse_lint(argv) is None
+    assert lint_args.parse_lint(argv) is None
 
 
 def test_parse_examples():
-    assert fastcli.parse_lint(["lint", "a.json", "-f", "json", "--select", "PL1", "--select=PL2", "--strict",
+    assert lint_args.parse_lint(["lint", "a.json", "-f", "json", "--select", "PL1", "--select=PL2", "--strict",
                                "--world-size", "4", "--", "--weird.json"]) == (
         ["a.json", "--weird.json"], {"format": "json", "select": ["PL1", "PL2"], "strict": True, "world_size": 4})
     for bad in (["lint", "a.json", "--output", "-"], ["lint", "a.json", "--cwd", ""], ["lint", "--stdin-filename", "-"],
                 ["lint", "a.json", "--strict", "--strict"], ["lint", "a.json", "--jit-level", "o2"],
                 ["lint", "a.json", "--world-size", "01"], ["lint", "a.json", "-x"]):
-        assert fastcli.parse_lint(bad) is None, bad
-    assert fastcli.parse_lint(["lint", "-", "--stdin-filename", "c.json"]) == (["-"], {"stdin_filename": "c.json"})
-    assert fastcli.parse_lint(["lint", "--stdin-filename", "c.json"]) == ([], {"stdin_filename": "c.json"})
+        assert lint_args.parse_lint(bad) is None, bad
+    assert lint_args.parse_lint(["lint", "-", "--stdin-filename", "c.json"]) == (["-"], {"stdin_filename": "c.json"})
+    assert lint_args.parse_lint(["lint", "--stdin-filename", "c.json"]) == ([], {"stdin_filename": "c.json"})
 
 
 def test_option_table_matches_the_typer_command():
     import typer.main
 
-    from msprobe_lint.cli import app
+    from msprobe_lint.cli.app import app
 
     command = typer.main.get_command(app).commands["lint"]
     declared: dict[str, tuple] = {}
@@ -159,19 +163,29 @@ def test_option_table_matches_the_typer_command():
             kind = tuple(getattr(c, "value", c) for c in choices) if choices else "str"
         for opt in param.opts:
             declared[opt] = (param.name, kind)
-    assert declared == fastcli.LINT_OPTIONS
+    table = {name: (option.field, option.kind) for option in lint_args.LINT_OPTIONS for name in option.names}
+    assert declared == table
+
+
+def test_the_format_choices_are_the_reporters_names():
+    from msprobe_lint.lint.context import FRAMEWORKS, JIT_LEVELS, MODES
+    from msprobe_lint.lint.reporters import NAMES
+
+    kinds = {option.field: option.kind for option in lint_args.LINT_OPTIONS}
+    assert (kinds["format"], kinds["framework"], kinds["mode"], kinds["jit_level"]) == (
+        NAMES, FRAMEWORKS, MODES, JIT_LEVELS)
 
 
 def test_console_script_is_the_fast_entry_point():
     from importlib.metadata import entry_points
 
     (script,) = [e for e in entry_points(group="console_scripts") if e.name == "probe"]
-    assert script.value == "msprobe_lint.fastcli:main"
+    assert script.value == "msprobe_lint.cli:main"
 
 
 def test_plain_lint_does_not_import_typer_jsonschema_or_jinja2(tmp_path):
     path = write_config(tmp_path, config())
-    code = ("import sys; from msprobe_lint.fastcli import main\n"
+    code = ("import sys; from msprobe_lint.cli import main\n"
             "try:\n    main(['lint', '--isolated', sys.argv[1]])\n"
             "except SystemExit as e:\n"
             "    heavy = sorted(m for m in sys.modules if m.split('.')[0] in "
