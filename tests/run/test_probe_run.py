@@ -15,7 +15,10 @@ from pathlib import Path
 import pytest
 
 from msprobe_lint.lint.api import LintOptions
-from msprobe_lint.run import child_environment, exit_status, guarded_run, parse_command
+from msprobe_lint.run import guarded_run
+from msprobe_lint.run.environment import child_environment
+from msprobe_lint.run.launchers import parse_command
+from msprobe_lint.run.process import exit_status
 
 from conftest import probe_command, run_probe
 
