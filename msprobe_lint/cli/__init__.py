@@ -44,17 +44,12 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     sys.exit(status)
 
 
-def version_line() -> str:
-    """``probe (msprobe-lint) X.Y.Z``: the installed distribution's version."""
-    from ..installed import version
-
-    return f"probe (msprobe-lint) {version('msprobe-lint') or 'unknown'}"
-
-
 def _dispatch(args: list[str]) -> int:
     """The exit status of ``probe ARGS``: the fast ``probe lint`` and
     ``--version`` here, everything else through typer."""
     if args in (["--version"], ["-V"]):
+        from .messages import version_line
+
         sys.stdout.write(version_line() + "\n")
         return ExitStatus.OK
     from .lint_args import parse_lint

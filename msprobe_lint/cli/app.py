@@ -88,7 +88,7 @@ def option(field: str, **overrides: Any) -> Any:
 
 def _show_version(value: bool) -> None:
     if value:
-        from . import version_line
+        from .messages import version_line
 
         typer.echo(version_line())
         raise typer.Exit(ExitStatus.OK)

@@ -19,7 +19,7 @@ import sys
 from typing import Any, Optional
 
 from ..exit import ExitStatus
-from .usage import fail
+from .messages import fail
 
 
 def run_lint(paths: list[str], options: Any, *, format: str = "text", output: Optional[str] = None,

@@ -4,7 +4,7 @@ from __future__ import annotations
 import sys
 
 from ...exit import ExitStatus
-from ..usage import fail
+from ..messages import fail
 
 
 def main(code: str) -> int:

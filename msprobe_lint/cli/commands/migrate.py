@@ -6,7 +6,7 @@ import sys
 from typing import Optional
 
 from ...exit import ExitStatus
-from ..usage import fail
+from ..messages import fail
 
 
 def main(config: str, to: str, *, framework: Optional[str] = None, write: bool = False) -> int:
