@@ -21,7 +21,9 @@ MindSpore.
 """
 from __future__ import annotations
 
-from typing import Any
+TYPE_CHECKING = False  # typing is imported only by type checkers (start-up)
+if TYPE_CHECKING:
+    from typing import Any
 
 # public name -> module (relative to this package) that defines it
 _EXPORTS = {

@@ -21,7 +21,10 @@ from __future__ import annotations
 import os
 import re
 import sys
-from typing import Optional
+
+TYPE_CHECKING = False  # typing is imported only by type checkers (start-up)
+if TYPE_CHECKING:
+    from typing import Optional
 
 _SEPARATORS = re.compile(r"[-_.]+")
 _DEFER = object()  # "ask importlib.metadata"
@@ -58,25 +61,48 @@ def _scan(wanted: str) -> object:
 
     if any(f is not PathFinder and getattr(f, "find_distributions", None) for f in sys.meta_path):
         return _DEFER
-    for entry in sys.path:
-        if entry.lower().endswith(".egg"):
-            return _DEFER
-        try:
-            names = os.listdir(entry or ".")
-        except FileNotFoundError:
-            continue
-        except OSError:  # a zip file on sys.path, or a folder we may not list
-            return _DEFER
-        for name in names:
-            low = name.lower()
-            if not low.endswith((".dist-info", ".egg-info")):
+    index, defer_from = _index()
+    found = index.get(wanted)
+    if defer_from is not None and (found is None or found[0] > defer_from):
+        return _DEFER  # an entry before it (or any, when absent) is not a plain folder
+    if found is None:
+        return None
+    _, folder, name = found
+    if not name.lower().endswith(".dist-info"):
+        return _DEFER
+    return _metadata_version(os.path.join(folder, name, "METADATA"))
+
+
+_INDEX: dict[tuple[str, ...], tuple[dict[str, tuple[int, str, str]], Optional[int]]] = {}
+
+
+def _index() -> tuple[dict[str, tuple[int, str, str]], Optional[int]]:
+    """For the current ``sys.path``: normalised distribution name ->
+    (position of the entry, the entry, the ``*.dist-info``/``*.egg-info``
+    name) of its first occurrence, and the position of the first entry
+    that is not a folder that can be listed (None when there is none).
+    Listed once per process (and per ``sys.path``)."""
+    key = tuple(sys.path)
+    if key not in _INDEX:
+        index: dict[str, tuple[int, str, str]] = {}
+        defer_from: Optional[int] = None
+        for position, entry in enumerate(key):
+            if entry.lower().endswith(".egg"):
+                defer_from = position
+                break
+            try:
+                names = os.listdir(entry or ".")
+            except FileNotFoundError:
                 continue
-            if normalise(low.rpartition(".")[0].partition("-")[0]) != wanted:
-                continue
-            if not low.endswith(".dist-info"):
-                return _DEFER
-            return _metadata_version(os.path.join(entry or ".", name, "METADATA"))
-    return None
+            except OSError:  # a zip file on sys.path, or a folder we may not list
+                defer_from = position
+                break
+            for name in names:
+                low = name.lower()
+                if low.endswith((".dist-info", ".egg-info")):
+                    index.setdefault(normalise(low.rpartition(".")[0].partition("-")[0]), (position, entry or ".", name))
+        _INDEX[key] = (index, defer_from)
+    return _INDEX[key]
 
 
 def _metadata_version(path: str) -> object:

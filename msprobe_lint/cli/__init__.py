@@ -18,9 +18,12 @@ Example::
 from __future__ import annotations
 
 import sys
-from typing import Any, Optional, Sequence
 
 from ..exit import ExitStatus
+
+TYPE_CHECKING = False  # typing is imported only by type checkers (start-up)
+if TYPE_CHECKING:
+    from typing import Any, Optional, Sequence
 
 
 def main(argv: Optional[Sequence[str]] = None) -> None:

@@ -16,10 +16,13 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any, Optional
 
 from ..exit import ExitStatus
 from .messages import fail
+
+TYPE_CHECKING = False  # typing is imported only by type checkers (start-up)
+if TYPE_CHECKING:
+    from typing import Any, Optional
 
 
 def run_lint(paths: list[str], options: Any, *, format: str = "text", output: Optional[str] = None,

@@ -25,10 +25,13 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any, Optional, Sequence
 
 from ..lint.context import FRAMEWORKS, JIT_LEVELS, MODES
 from ..lint.reporters import NAMES as FORMATS
+
+TYPE_CHECKING = False  # typing is imported only by type checkers (start-up)
+if TYPE_CHECKING:
+    from typing import Any, Optional, Sequence
 
 # Headings of `probe lint --help`.
 OUTPUT, SELECTION, TARGET, FILES = "Output", "Rule selection", "Target environment", "Files"

@@ -14,15 +14,15 @@ Example::
 """
 from __future__ import annotations
 
-from typing import Optional
-
 from .engine import LintRun, Result, exit_status, lint_file
-from .fixes.apply import FixOutcome, fix_paths
 from .inputs import check_paths, lint_input, list_files, read_inputs, settings_start
 from .options import LintOptions, UsageError, prepare
 
-__all__ = ["LintOptions", "LintRun", "UsageError", "FixOutcome", "lint_paths", "lint_text", "fix_paths", "list_files",
-           "prepare"]
+TYPE_CHECKING = False  # typing is imported only by type checkers (start-up)
+if TYPE_CHECKING:
+    from typing import Optional
+
+__all__ = ["LintOptions", "LintRun", "UsageError", "lint_paths", "lint_text", "fix_paths", "list_files", "prepare"]
 
 
 def lint_paths(paths: list[str], options: Optional[LintOptions] = None, *, walk: bool = True) -> LintRun:
@@ -58,3 +58,19 @@ def lint_text(text: str, path: str = "<text>", options: Optional[LintOptions] = 
     context, selection, project = prepare(options, first_path=path)
     file_selection = project.selection_for(path, selection) if project else selection
     return lint_file(path, context, selection=file_selection, raw=text.encode("utf-8", "surrogatepass"))
+
+
+def fix_paths(paths: list[str], options: Optional[LintOptions] = None, *, unsafe: bool = False,
+              write: bool = True) -> tuple[LintRun, list]:
+    """Apply the fixes to every path (``probe lint --fix``; ``write=False``
+    is ``--diff``), then lint what is left: see fixes.apply.fix_paths
+    (imported here only when fixing).
+
+    Returns:
+        (the run over the fixed texts, one FixOutcome per file linted).
+    Raises:
+        UsageError: see :func:`prepare`.
+    """
+    from .fixes.apply import fix_paths as apply_fixes
+
+    return apply_fixes(paths, options, unsafe=unsafe, write=write)

@@ -6,9 +6,11 @@ Defaults follow msprobe: task ``statistics`` and level ``L1`` when absent.
 """
 from __future__ import annotations
 
-from typing import Any
-
 from .positions import pointer
+
+TYPE_CHECKING = False  # typing is imported only by type checkers (start-up)
+if TYPE_CHECKING:
+    from typing import Any
 
 MISSING: Any = object()
 

@@ -13,11 +13,14 @@ mode since 2.3, jit_level O0/O1) are never assumed.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field, replace
-from pathlib import Path
-from typing import Any, Iterable, Mapping, Optional
+from collections import namedtuple
+from types import MappingProxyType
 
 from ..installed import version as installed_version
+
+TYPE_CHECKING = False  # typing is imported only by type checkers (start-up)
+if TYPE_CHECKING:
+    from typing import Any, Iterable, Mapping, Optional
 
 FRAMEWORKS = ("mindspore", "msadapter", "pytorch")
 MODES = ("pynative", "graph")
@@ -26,30 +29,28 @@ CONTEXT_KEYS = ("framework", "mode", "jit_level", "mindspore_version", "world_si
 WORLD_SIZE_VARIABLES = ("RANK_SIZE", "WORLD_SIZE", "MS_WORKER_NUM")
 
 
-@dataclass(frozen=True)
-class Fact:
+class Fact(namedtuple("Fact", "value source")):
     """A context value and the place it came from (``"--mode"``,
     ``"pyproject.toml"``, ``"train.py:4"``, ``"installed package"``,
     ``"environment WORLD_SIZE"``)."""
 
-    value: Any
-    source: str
+    __slots__ = ()
 
     def describe(self, name: str) -> str:
         """``"mode=graph from train.py:4"``."""
         return f"{name}={self.value} from {self.source}"
 
 
-@dataclass(frozen=True)
-class Context:
+class Context(namedtuple("Context", "facts check_fs cwd runtime script cwd_label",
+                         defaults=(MappingProxyType({}), False, None, False, None, None))):
     """What is known about the scenario a config will run in.
 
     Attributes:
         facts: context name (one of CONTEXT_KEYS, plus ``device`` in the
             runtime) to Fact. Absent means unknown.
         check_fs: run the filesystem rules PL406-PL408.
-        cwd: folder that relative paths are resolved against for them
-            (and for PL401's fix; None: the current folder).
+        cwd: folder (a str or Path) that relative paths are resolved
+            against for them (and for PL401's fix; None: the current folder).
         cwd_label: how fixes name ``cwd`` (None: ``--cwd``); probe server
             says which folder it chose, e.g. ``the workspace folder /p``.
         runtime: True inside probe_runtime's gate, where PL205 also reports
@@ -57,14 +58,14 @@ class Context:
         script: the static analysis of the training script
             (``msprobe_lint.lint.script.ScriptAnalysis``) given with --script,
             read by the PL5xx rules; None without --script.
+
+    Example::
+
+        >>> Context({"mode": Fact("graph", "--mode")}).framework
+        'mindspore'
     """
 
-    facts: Mapping[str, Fact] = field(default_factory=dict)
-    check_fs: bool = False
-    cwd: Optional[Path] = None
-    runtime: bool = False
-    script: Any = None
-    cwd_label: Optional[str] = None
+    __slots__ = ()
 
     def fact(self, name: str) -> Optional[Fact]:
         """The Fact for ``name``, or None when unknown."""
@@ -98,7 +99,7 @@ class Context:
         """A copy where ``extra`` fills only the names still unknown."""
         merged = dict(extra)
         merged.update(self.facts)
-        return replace(self, facts=merged)
+        return self._replace(facts=merged)
 
 
 def normalise(name: str, raw: Any, source: str) -> Fact:
@@ -172,7 +173,7 @@ def environment_facts(environ: Optional[Mapping[str, str]] = None) -> dict[str, 
 
 
 def build_context(layers: Iterable[Mapping[str, Fact]], *, check_fs: bool = False,
-                  cwd: Optional[Path] = None, runtime: bool = False, script: Any = None,
+                  cwd: Any = None, runtime: bool = False, script: Any = None,
                   cwd_label: Optional[str] = None) -> Context:
     """Merge fact layers, first layer wins (flags, pyproject, script,
     environment)."""

@@ -1,9 +1,16 @@
-"""The unit every stage produces: one problem at one place in one file."""
+"""The unit every stage produces: one problem at one place in one file.
+
+The value types are named tuples (immutable, compared and hashed by
+value), which cost a fraction of dataclasses to define at start-up.
+"""
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from collections import namedtuple
 from enum import Enum
-from typing import Any, Optional
+
+TYPE_CHECKING = False  # typing is imported only by type checkers (start-up)
+if TYPE_CHECKING:
+    from typing import Any, Optional
 
 
 class Severity(str, Enum):
@@ -19,8 +26,8 @@ class Severity(str, Enum):
         return {"error": 0, "warning": 1, "info": 2}[self.value]
 
 
-@dataclass(frozen=True)
-class Edit:
+class Edit(namedtuple("Edit", "start end text line column end_line end_column pointer",
+                      defaults=(1, 1, 1, 1, None))):
     """One text replacement in a config file.
 
     Attributes:
@@ -34,14 +41,7 @@ class Edit:
         pointer: the JSON pointer of the key or value edited, or None.
     """
 
-    start: int
-    end: int
-    text: str
-    line: int = 1
-    column: int = 1
-    end_line: int = 1
-    end_column: int = 1
-    pointer: Optional[str] = None
+    __slots__ = ()
 
     def to_dict(self) -> dict[str, Any]:
         """The ``--format json`` shape of one edit."""
@@ -50,8 +50,7 @@ class Edit:
                 "text": self.text}
 
 
-@dataclass(frozen=True)
-class Fix:
+class Fix(namedtuple("Fix", "description edits safe", defaults=(True,))):
     """An exact replacement that resolves a diagnostic.
 
     Attributes:
@@ -63,9 +62,7 @@ class Fix:
             the job does (applied only with ``--unsafe-fixes``).
     """
 
-    description: str
-    edits: tuple[Edit, ...]
-    safe: bool = True
+    __slots__ = ()
 
     @property
     def applicability(self) -> str:
@@ -78,8 +75,7 @@ class Fix:
                 "edits": [e.to_dict() for e in self.edits]}
 
 
-@dataclass(frozen=True)
-class FixSpec:
+class FixSpec(namedtuple("FixSpec", "description ops safe", defaults=(True,))):
     """A fix as a rule states it, in terms of the parsed config (the
     engine turns it into a :class:`Fix` with text offsets).
 
@@ -99,9 +95,7 @@ class FixSpec:
     * ``("bom",)``: remove the file's byte-order mark.
     """
 
-    description: str
-    ops: tuple[tuple, ...]
-    safe: bool = True
+    __slots__ = ()
 
 
 def remove(ptr: str, description: str, *, safe: bool = True) -> FixSpec:
@@ -117,8 +111,8 @@ def set_value(ptr: str, value: Any, description: str, *, safe: bool = True) -> F
     return FixSpec(description, (("value", ptr, json.dumps(value, ensure_ascii=False)),), safe)
 
 
-@dataclass(frozen=True)
-class Diagnostic:
+class Diagnostic(namedtuple("Diagnostic", "path line column code severity message hint pointer end_line end_column "
+                                        "extra fix", defaults=(None, None, None, None, (), None))):
     """One finding.
 
     Attributes:
@@ -135,24 +129,25 @@ class Diagnostic:
             when known.
         fix: the exact replacement that resolves it, when the rule knows
             one (see :class:`Fix`), else None.
+        extra: anything a caller attaches (not compared).
+
+    Two diagnostics are equal when everything but ``extra`` and ``fix`` is.
     """
 
-    path: str
-    line: int
-    column: int
-    code: str
-    severity: Severity
-    message: str
-    hint: Optional[str] = None
-    pointer: Optional[str] = None
-    end_line: Optional[int] = None
-    end_column: Optional[int] = None
-    extra: tuple = field(default=(), compare=False)
-    fix: Optional[Fix] = field(default=None, compare=False)
+    __slots__ = ()
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Diagnostic) and self[:10] == other[:10]
+
+    def __ne__(self, other: object) -> bool:
+        return not self == other
+
+    def __hash__(self) -> int:
+        return hash(self[:10])
 
     def with_severity(self, severity: Severity) -> "Diagnostic":
         """Return a copy graded ``severity``."""
-        return replace(self, severity=severity)
+        return self._replace(severity=severity)
 
     def sort_key(self) -> tuple:
         """Order: file, line, column, code."""
@@ -175,8 +170,8 @@ class Diagnostic:
         }
 
 
-@dataclass(frozen=True)
-class Finding:
+class Finding(namedtuple("Finding", "code message pointer hint at severity path line column fix end_line end_column",
+                         defaults=(None, None, "value", None, None, None, None, None, None, None))):
     """What a rule function yields before positions are known.
 
     ``pointer`` locates the offending value in the config; ``at`` says
@@ -188,15 +183,4 @@ class Finding:
     ``fix`` is the replacement the rule knows, if any (see :class:`FixSpec`).
     """
 
-    code: str
-    message: str
-    pointer: Optional[str] = None
-    hint: Optional[str] = None
-    at: str = "value"
-    severity: Optional[Severity] = None
-    path: Optional[str] = None
-    line: Optional[int] = None
-    column: Optional[int] = None
-    fix: Optional[FixSpec] = None
-    end_line: Optional[int] = None
-    end_column: Optional[int] = None
+    __slots__ = ()

@@ -7,43 +7,66 @@ Positions are computed from the text only for what is reported.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
-from typing import Any, Iterable, Mapping, Optional
+from collections import namedtuple
 
+from ..exit import ExitStatus
 from .config_view import ConfigView
 from .context import Context
 from .diagnostic import Diagnostic, Finding, Severity
-from ..exit import ExitStatus
 from .fixes.edits import resolve
 from .loader import Document, load
 from .positions import split
 from .rules import load_all
-from .rules.base import RuleInfo
 from .selection import Selection
 
+TYPE_CHECKING = False  # typing is imported only by type checkers (start-up)
+if TYPE_CHECKING:
+    from typing import Any, Iterable, Mapping, Optional
 
-@dataclass
+    from .rules.base import RuleInfo
+
+
 class Result:
-    """Outcome of linting one file: its diagnostics, whether it could be
-    read at all (PL006 makes the run exit 2), and the text that was linted
-    (``source``; None when it was not decoded), which the text report
-    quotes instead of reading the file again (standard input has no file)."""
+    """Outcome of linting one file.
 
-    path: str
-    diagnostics: list[Diagnostic]
-    unreadable: bool = False
-    source: Optional[str] = field(default=None, repr=False, compare=False)
-    #: a folder a walk could not list, not a file (counted apart in the summary)
-    folder: bool = False
+    Attributes:
+        path: the file, as given.
+        diagnostics: its diagnostics, sorted by position.
+        unreadable: it could not be read at all (PL006: the run exits 2).
+        source: the text that was linted (None when it was not decoded),
+            which the text report quotes instead of reading the file again
+            (standard input has no file); not compared.
+        folder: a folder a walk could not list, not a file (counted apart
+            in the summary).
+    """
+
+    __slots__ = ("path", "diagnostics", "unreadable", "source", "folder")
+
+    def __init__(self, path: str, diagnostics: list[Diagnostic], unreadable: bool = False,
+                 source: Optional[str] = None, folder: bool = False) -> None:
+        self.path = path
+        self.diagnostics = diagnostics
+        self.unreadable = unreadable
+        self.source = source
+        self.folder = folder
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Result) and (self.path, self.diagnostics, self.unreadable, self.folder) == (
+            other.path, other.diagnostics, other.unreadable, other.folder)
+
+    __hash__ = None  # type: ignore[assignment]  # mutable
+
+    def __repr__(self) -> str:
+        return (f"Result(path={self.path!r}, diagnostics={self.diagnostics!r}, unreadable={self.unreadable!r}, "
+                f"folder={self.folder!r})")
 
 
-@dataclass
-class LintRun:
-    """What a lint of several files gave: a Result per file and the exit
-    status of the whole run (0, 1 or 2: see exit_status)."""
+class LintRun(namedtuple("LintRun", "results status")):
+    """What a lint of several files gave: ``results``, a Result per file,
+    and ``status``, the exit status of the whole run (0, 1 or 2: see
+    exit_status)."""
 
-    results: list[Result]
-    status: int
+    __slots__ = ()
 
 
 def lint_file(path: str, context: Optional[Context] = None, *, selection: Optional[Selection] = None,
@@ -75,7 +98,7 @@ def lint_file(path: str, context: Optional[Context] = None, *, selection: Option
             data.update({k: v for k, v in overrides.items() if v is not None})
         found = check_data(data, context, selection=selection, path=path, skip=doc.nonfinite)
         if overrides:  # a value given in code, not the file's: no edit of the file fixes it
-            found = [replace(f, fix=None) if f.fix and _overridden(f.pointer, overrides) else f for f in found]
+            found = [f._replace(fix=None) if f.fix and _overridden(f.pointer, overrides) else f for f in found]
         findings.extend(found)
     findings.extend(extra_findings)
     return Result(path, to_diagnostics(findings, doc, selection), unreadable=doc.unreadable,

@@ -10,13 +10,16 @@ Example::
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Iterator, Optional
+from collections import namedtuple
 
 from .context import Context
 from .engine import Result, lint_file
-from .options import LintOptions, UsageError, patterns
+from .options import LintOptions, UsageError, find_project, patterns
 from .selection import Selection
+
+TYPE_CHECKING = False  # typing is imported only by type checkers (start-up)
+if TYPE_CHECKING:
+    from typing import Any, Iterator, Optional
 
 
 def check_paths(paths: list[str], options: LintOptions) -> list[str]:
@@ -48,7 +51,7 @@ def settings_start(paths: list[str], options: LintOptions) -> Optional[str]:
     return first
 
 
-_UNSET: Any = object()  # project not given: found from the first path
+_UNSET = object()  # project not given: found from the first path
 
 
 def list_files(paths: list[str], options: Optional[LintOptions] = None, *, project: Any = _UNSET,
@@ -64,17 +67,11 @@ def list_files(paths: list[str], options: Optional[LintOptions] = None, *, proje
         UsageError: bad paths, or a malformed ``[tool.probe-lint]``.
     """
     from ..project import discovery
-    from ..project import settings as settings_mod
 
     options = options or LintOptions()
     paths = check_paths(paths, options)
     if project is _UNSET:
-        project = None
-        if not options.isolated or options.config_file:
-            try:
-                project = settings_mod.find_and_load(options.config_file, start=settings_start(paths, options))
-            except settings_mod.SettingsError as err:
-                raise UsageError(str(err)) from None
+        project = find_project(options, settings_start(paths, options))
     exclude = patterns(options.exclude) if options.exclude is not None else None
     file_filter = discovery.make_filter(project, exclude=exclude, extend_exclude=patterns(options.extend_exclude),
                                         follow_symlinks=options.follow_symlinks)
@@ -82,16 +79,13 @@ def list_files(paths: list[str], options: Optional[LintOptions] = None, *, proje
                               stdin_filename=options.stdin_filename, walk=walk, skipped=skipped)
 
 
-@dataclass
-class Input:
+class Input(namedtuple("Input", "path raw reason stdin folder", defaults=("", False, False))):
     """One thing a lint takes: a file's or standard input's bytes (``raw``
-    None when it could not be read, ``reason`` saying why)."""
+    None when it could not be read, ``reason`` saying why); ``stdin`` for
+    standard input, ``folder`` for a folder a walk could not list (its
+    PL006 is not a file's)."""
 
-    path: str
-    raw: Optional[bytes]
-    reason: str = ""
-    stdin: bool = False
-    folder: bool = False  # a folder a walk could not list (its PL006 is not a file's)
+    __slots__ = ()
 
 
 def read_inputs(paths: list[str], options: LintOptions, project: Any, *, walk: bool = True) -> Iterator[Input]:

@@ -13,11 +13,14 @@ import os
 import re
 import stat
 import sys
-from dataclasses import dataclass, field
-from typing import Any, Optional
+from collections import namedtuple
 
 from .diagnostic import Finding, FixSpec
 from .positions import PositionMap, line_col, pointer, split
+
+TYPE_CHECKING = False  # typing is imported only by type checkers (start-up)
+if TYPE_CHECKING:
+    from typing import Any, Optional
 
 MAX_BYTES = 10 * 1024 * 1024
 BOM = b"\xef\xbb\xbf"
@@ -35,7 +38,6 @@ class NonFinite(float):
         return obj
 
 
-@dataclass
 class Document:
     """A parsed config.
 
@@ -52,15 +54,18 @@ class Document:
             part of ``text``).
     """
 
-    path: str
-    text: str = ""
-    data: Any = None
-    findings: list[Finding] = field(default_factory=list)
-    fatal: bool = False
-    unreadable: bool = False
-    nonfinite: list[str] = field(default_factory=list)
-    bom: bool = False
-    _positions: Optional[PositionMap] = None
+    __slots__ = ("path", "text", "data", "findings", "fatal", "unreadable", "nonfinite", "bom", "_positions")
+
+    def __init__(self, path: str, text: str = "", data: Any = None) -> None:
+        self.path = path
+        self.text = text
+        self.data = data
+        self.findings: list[Finding] = []
+        self.fatal = False
+        self.unreadable = False
+        self.nonfinite: list[str] = []
+        self.bom = False
+        self._positions: Optional[PositionMap] = None
 
     @property
     def positions(self) -> PositionMap:
@@ -114,8 +119,7 @@ def read_bytes(path: str) -> tuple[Optional[bytes], Optional[str]]:
     return chunks[0] if len(chunks) == 1 else b"".join(chunks), None
 
 
-@dataclass
-class StdinSource:
+class StdinSource(namedtuple("StdinSource", "name raw reason", defaults=(None,))):
     """A config read from standard input (``probe lint -``).
 
     Attributes:
@@ -126,9 +130,7 @@ class StdinSource:
         reason: why it could not be read (for PL006), else None.
     """
 
-    name: str
-    raw: Optional[bytes]
-    reason: Optional[str] = None
+    __slots__ = ()
 
 
 def read_stdin(name: Optional[str] = None, stream: Any = None) -> StdinSource:

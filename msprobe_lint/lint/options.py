@@ -14,50 +14,65 @@ Example::
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Optional
+import os
+from collections import namedtuple
+from types import MappingProxyType
 
 from .context import Fact, build_context, environment_facts, normalise
 from .diagnostic import Severity
 from .selection import Selection, SelectionError, parse_codes
+
+TYPE_CHECKING = False  # typing is imported only by type checkers (start-up)
+if TYPE_CHECKING:
+    from typing import Any, Optional
 
 
 class UsageError(ValueError):
     """Bad options or a malformed project config (exit status 2)."""
 
 
-@dataclass
-class LintOptions:
-    """Everything ``probe lint`` takes besides the paths.
+_NO_FACTS: MappingProxyType = MappingProxyType({})
+
+
+class LintOptions(namedtuple("LintOptions", (
+        "framework", "mode", "jit_level", "mindspore_version", "world_size", "msprobe_version", "script", "check_fs",
+        "cwd", "cwd_label", "isolated", "strict", "select", "ignore", "extend_select", "config_file", "only_msprobe",
+        "exclude", "extend_exclude", "follow_symlinks", "stdin_filename", "runtime", "extra_facts"), defaults=(
+        None, None, None, None, None, None, None, False,
+        None, None, False, False, (), (), (), None, False,
+        None, (), False, None, False, _NO_FACTS))):
+    """Everything ``probe lint`` takes besides the paths; immutable (a
+    changed copy: ``options._replace(check_fs=True)``).
 
     Context values are given as the user wrote them and checked here
     (``normalise``); None means not given.
+
+    Attributes:
+        framework, mode, jit_level, mindspore_version, world_size,
+            msprobe_version: the context flags (``--mode graph``...).
+        script: the training script to analyse (``--script``).
+        check_fs: run the filesystem rules PL406-PL408.
+        cwd: the folder relative paths are resolved against.
+        cwd_label: how fixes name ``cwd`` (default "--cwd"), e.g. "the
+            workspace folder /p".
+        isolated: use only the flags (no pyproject.toml, no environment).
+        strict: exit 1 on warnings too.
+        select, ignore, extend_select: code prefixes (tuples of
+            comma-separated lists, as the command line repeats them).
+        config_file: read ``[tool.probe-lint]`` from this file.
+        only_msprobe: skip named JSON files that are not msprobe configs
+            (sniff.py).
+        exclude: folder walks: patterns replacing the default and
+            ``[tool.probe-lint]`` exclude (None: not given).
+        extend_exclude: folder walks: more patterns to skip.
+        follow_symlinks: folder walks follow links to folders.
+        stdin_filename: the name standard input (``-``) is linted under.
+        runtime: probe_runtime's view (PL205 also reports what it cannot run).
+        extra_facts: context facts that come first (``probe run``'s world
+            size from its launcher).
     """
 
-    framework: Optional[str] = None
-    mode: Optional[str] = None
-    jit_level: Optional[str] = None
-    mindspore_version: Optional[str] = None
-    world_size: Optional[int] = None
-    msprobe_version: Optional[str] = None
-    script: Optional[str] = None
-    check_fs: bool = False
-    cwd: Optional[str] = None
-    cwd_label: Optional[str] = None  # how fixes name ``cwd`` (default "--cwd"), e.g. "the workspace folder /p"
-    isolated: bool = False
-    strict: bool = False
-    select: tuple[str, ...] = ()
-    ignore: tuple[str, ...] = ()
-    extend_select: tuple[str, ...] = ()
-    config_file: Optional[str] = None
-    only_msprobe: bool = False  # skip named JSON files that are not msprobe configs (sniff.py)
-    exclude: Optional[tuple[str, ...]] = None  # folder walks: replaces the default and [tool.probe-lint] exclude
-    extend_exclude: tuple[str, ...] = ()
-    follow_symlinks: bool = False
-    stdin_filename: Optional[str] = None  # the name standard input (``-``) is linted under
-    runtime: bool = False
-    extra_facts: dict[str, Fact] = field(default_factory=dict)
+    __slots__ = ()
 
 
 def flag_facts(options: LintOptions) -> dict[str, Fact]:
@@ -77,6 +92,24 @@ def flag_facts(options: LintOptions) -> dict[str, Fact]:
     return facts
 
 
+def find_project(options: LintOptions, start: Optional[str]) -> Any:
+    """The ``[tool.probe-lint]`` settings that apply (project.settings):
+    ``--config-file``, else those of the nearest pyproject.toml at or above
+    ``start`` unless ``isolated``; None when there are none.
+
+    Raises:
+        UsageError: a malformed table, or a missing --config-file.
+    """
+    if options.isolated and not options.config_file:
+        return None
+    from ..project import settings
+
+    try:
+        return settings.find_and_load(options.config_file, start=start)
+    except settings.SettingsError as err:
+        raise UsageError(str(err)) from None
+
+
 def prepare(options: LintOptions, *, first_path: Optional[str] = None):
     """Resolve the context, the selection and the script's findings.
 
@@ -86,15 +119,8 @@ def prepare(options: LintOptions, *, first_path: Optional[str] = None):
         UsageError: for bad flag values, an unreadable script or a
             malformed ``[tool.probe-lint]``.
     """
-    from ..project import settings as settings_mod
-
     layers: list[dict[str, Fact]] = [dict(options.extra_facts), flag_facts(options)]
-    project = None
-    try:
-        if not options.isolated or options.config_file:
-            project = settings_mod.find_and_load(options.config_file, start=first_path)
-    except settings_mod.SettingsError as err:
-        raise UsageError(str(err)) from None
+    project = find_project(options, first_path)
     if project is not None:
         layers.append(project.facts)
     analysis = None
@@ -108,9 +134,9 @@ def prepare(options: LintOptions, *, first_path: Optional[str] = None):
         layers.append(analysis.facts)
     if not options.isolated:
         layers.append(environment_facts())
-    if options.cwd and not Path(options.cwd).is_dir():
+    if options.cwd and not os.path.isdir(options.cwd):
         raise UsageError(f"--cwd {options.cwd}: no such folder")
-    context = build_context(layers, check_fs=options.check_fs, cwd=Path(options.cwd) if options.cwd else None,
+    context = build_context(layers, check_fs=options.check_fs, cwd=options.cwd or None,
                             cwd_label=options.cwd_label if options.cwd else None, runtime=options.runtime,
                             script=analysis)
     try:

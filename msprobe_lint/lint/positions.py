@@ -18,8 +18,11 @@ import bisect
 import json
 import re
 from array import array
-from dataclasses import dataclass
-from typing import Optional
+from collections import namedtuple
+
+TYPE_CHECKING = False  # typing is imported only by type checkers (start-up)
+if TYPE_CHECKING:
+    from typing import Optional
 
 # Tokens of a valid JSON text (json.loads has accepted it): strings,
 # punctuation, and runs of anything else (numbers, true, NaN, ...); JSON
@@ -30,14 +33,10 @@ _TOKEN = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[{}\[\]:,]|[^ \t\n\r{}\[\]:,"]+')
 MAX_RECORDED = 200_000
 
 
-@dataclass(frozen=True)
-class Span:
+class Span(namedtuple("Span", "line column end_line end_column")):
     """1-based start and end (end column exclusive) of a key or value."""
 
-    line: int
-    column: int
-    end_line: int
-    end_column: int
+    __slots__ = ()
 
 
 def escape(token: str) -> str:

@@ -25,9 +25,12 @@ files.
 """
 from __future__ import annotations
 
-import copy
-from dataclasses import dataclass, field
-from typing import Any, Mapping, Optional
+from collections import namedtuple
+from types import MappingProxyType
+
+TYPE_CHECKING = False  # typing is imported only by type checkers (start-up)
+if TYPE_CHECKING:
+    from typing import Any, Optional
 
 DEFAULT = "8.3"
 RUNTIME = "8.3"  # probe_runtime implements the 8.x overflow_check task
@@ -36,8 +39,12 @@ _STRING_LIST = {"type": "array", "items": {"type": "string"}, "default": []}
 _INDEX_LIST = {"$ref": "#/$defs/indexList"}
 
 
-@dataclass(frozen=True)
-class Profile:
+_NONE: MappingProxyType = MappingProxyType({})
+
+
+class Profile(namedtuple("Profile", "name label tasks top_add top_remove deprecate sections_add keys_add keys_remove "
+                                    "enums schema_file",
+                         defaults=(_NONE, (), _NONE, _NONE, _NONE, _NONE, _NONE, "msprobe-config.schema.json"))):
     """What one release line accepts, as changes to the 8.3 schema.
 
     Attributes:
@@ -56,17 +63,7 @@ class Profile:
         schema_file: file name under ``schema/``.
     """
 
-    name: str
-    label: str
-    tasks: tuple[str, ...]
-    top_add: Mapping[str, Any] = field(default_factory=dict)
-    top_remove: tuple[str, ...] = ()
-    deprecate: Mapping[str, str] = field(default_factory=dict)
-    sections_add: Mapping[str, Any] = field(default_factory=dict)
-    keys_add: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
-    keys_remove: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
-    enums: Mapping[str, list] = field(default_factory=dict)
-    schema_file: str = "msprobe-config.schema.json"
+    __slots__ = ()
 
 
 TASKS_8_3 = ("statistics", "tensor", "overflow_check", "free_benchmark", "run_ut", "grad_probe", "structure",
@@ -211,6 +208,8 @@ def _at(schema: dict, ptr: str) -> tuple[dict, str]:
 def build_schema(base: dict, profile: Profile) -> dict:
     """The JSON Schema of ``profile``, derived from the 8.3 ``base``
     (not modified)."""
+    import copy
+
     schema = copy.deepcopy(base)
     if profile.name == "8.3":
         return schema

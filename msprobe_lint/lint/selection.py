@@ -14,11 +14,12 @@ Example::
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Iterable, Mapping, Optional
+from collections import namedtuple
+from types import MappingProxyType
 
+TYPE_CHECKING = False  # typing is imported only by type checkers (start-up)
 if TYPE_CHECKING:
-    from .diagnostic import Severity
+    from typing import Iterable, Optional
 
 ALL = "ALL"
 
@@ -67,9 +68,10 @@ def parse_codes(values: Iterable[str]) -> tuple[str, ...]:
     return tuple(check_code(item) for value in values for item in value.split(",") if item.strip())
 
 
-@dataclass(frozen=True)
-class Selection:
-    """Which rules run and how they are graded.
+class Selection(namedtuple("Selection", "select ignore severity pointer_ignores",
+                           defaults=((), (), MappingProxyType({}), ()))):
+    """Which rules run and how they are graded (immutable; a changed copy:
+    ``selection._replace(ignore=...)``).
 
     Attributes:
         select: code prefixes to run (empty = all).
@@ -79,10 +81,7 @@ class Selection:
             findings at or under that pointer with those codes are dropped.
     """
 
-    select: tuple[str, ...] = ()
-    ignore: tuple[str, ...] = ()
-    severity: Mapping[str, "Severity"] = field(default_factory=dict)
-    pointer_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    __slots__ = ()
 
     def enabled(self, code: str) -> bool:
         """True when ``code`` is selected and not ignored."""

@@ -43,11 +43,14 @@ from __future__ import annotations
 import operator
 import os
 import re
-from dataclasses import dataclass, field
-from typing import Any, Iterator, Optional, Sequence
+from collections import namedtuple
 
 from ..lint.loader import MAX_BYTES, read_bytes
 from .sniff import looks_like_msprobe
+
+TYPE_CHECKING = False  # typing is imported only by type checkers (start-up)
+if TYPE_CHECKING:
+    from typing import Any, Iterator, Optional, Sequence
 
 DEFAULT_EXCLUDE = (".*", "__pycache__", "node_modules", "venv", "site-packages", "__pypackages__")
 _DEFAULT_EXCLUDED_NAMES = frozenset(DEFAULT_EXCLUDE[1:])
@@ -56,8 +59,8 @@ VCS_FOLDERS = frozenset((".git", ".hg", ".svn"))  # skipped by every walk, whate
 LINT, SKIP, UNREADABLE = "lint", "skip", "unreadable"
 
 
-@dataclass
-class Candidate:
+class Candidate(namedtuple("Candidate", "path action reason folder stdin raw real",
+                           defaults=(False, False, None, None))):
     """One entry of a discovery: a file to lint, or a file or folder
     skipped, or something that could not be read.
 
@@ -71,15 +74,24 @@ class Candidate:
         stdin: True for ``-`` (the caller reads standard input).
         raw: the file's bytes when discovery already read them.
         real: its absolute path, when the walk knows it (for de-duplication).
+
+    ``raw`` and ``real`` are neither compared nor shown in its repr.
     """
 
-    path: str
-    action: str
-    reason: str
-    folder: bool = False
-    stdin: bool = False
-    raw: Optional[bytes] = field(default=None, compare=False, repr=False)
-    real: Optional[str] = field(default=None, compare=False, repr=False)  # absolute path, when known
+    __slots__ = ()
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Candidate) and self[:5] == other[:5]
+
+    def __ne__(self, other: object) -> bool:
+        return not self == other
+
+    def __hash__(self) -> int:
+        return hash(self[:5])
+
+    def __repr__(self) -> str:
+        return (f"Candidate(path={self.path!r}, action={self.action!r}, reason={self.reason!r}, "
+                f"folder={self.folder!r}, stdin={self.stdin!r})")
 
 
 class PatternSet:
@@ -205,7 +217,6 @@ def _relative_to(pattern: str, folder: Optional[str]) -> str:
     return f"{negate}/{rel}{'/' if body.endswith(('/', os.sep)) else ''}"
 
 
-@dataclass
 class FileFilter:
     """What a folder walk keeps (see the module docstring).
 
@@ -218,12 +229,13 @@ class FileFilter:
         follow_symlinks: walk into symbolic links to folders.
     """
 
-    include: list[PatternSet] = field(default_factory=list)
-    extend_include: list[PatternSet] = field(default_factory=list)
-    default_exclude: bool = True
-    exclude: list[PatternSet] = field(default_factory=list)
-    respect_gitignore: bool = True
-    follow_symlinks: bool = False
+    def __init__(self, *, follow_symlinks: bool = False) -> None:
+        self.include: list[PatternSet] = []
+        self.extend_include: list[PatternSet] = []
+        self.default_exclude = True
+        self.exclude: list[PatternSet] = []
+        self.respect_gitignore = True
+        self.follow_symlinks = follow_symlinks
 
 
 def make_filter(project: Any = None, *, exclude: Optional[Sequence[str]] = None, extend_exclude: Sequence[str] = (),

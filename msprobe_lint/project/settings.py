@@ -11,40 +11,57 @@ and which files a folder argument yields (discovery.py): ``include`` /
 """
 from __future__ import annotations
 
-import fnmatch
 import os
-from dataclasses import dataclass, field, replace
-from pathlib import Path
-from typing import Any, Optional
 
 from ..lint.context import Fact, normalise
 from ..lint.diagnostic import Severity
 from ..lint.selection import SelectionError, check_code, known_codes
+
+TYPE_CHECKING = False  # typing is imported only by type checkers (start-up)
+if TYPE_CHECKING:  # pathlib is imported once a pyproject.toml is found
+    from pathlib import Path
+    from typing import Any, Optional
 
 
 class SettingsError(ValueError):
     """A malformed ``[tool.probe-lint]`` table (exit status 2)."""
 
 
-@dataclass
 class ProjectSettings:
-    """The parsed ``[tool.probe-lint]`` table of ``path``."""
+    """The parsed ``[tool.probe-lint]`` table of ``path``.
 
-    path: Path
-    facts: dict[str, Fact] = field(default_factory=dict)
-    select: tuple[str, ...] = ()
-    ignore: tuple[str, ...] = ()
-    extend_select: tuple[str, ...] = ()
-    severity: dict[str, Severity] = field(default_factory=dict)
-    per_file_ignores: tuple[tuple[str, Optional[str], tuple[str, ...]], ...] = ()
-    include: Optional[tuple[str, ...]] = None  # None: the default, *.json
-    extend_include: tuple[str, ...] = ()
-    exclude: Optional[tuple[str, ...]] = None  # None: the default (hidden, virtual environments, ...)
-    extend_exclude: tuple[str, ...] = ()
+    Attributes:
+        path: the pyproject.toml (or --config-file) it was read from.
+        facts: the default context (``mode``, ``jit_level``...).
+        select, ignore, extend_select: code prefixes.
+        severity: code -> Severity (prefix keys expanded to codes).
+        per_file_ignores: (glob, JSON pointer or None, code prefixes).
+        include, exclude: patterns replacing the defaults (None: the
+            default, ``*.json`` and hidden entries, virtual environments...).
+        extend_include, extend_exclude: patterns added to them.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.facts: dict[str, Fact] = {}
+        self.select: tuple[str, ...] = ()
+        self.ignore: tuple[str, ...] = ()
+        self.extend_select: tuple[str, ...] = ()
+        self.severity: dict[str, Severity] = {}
+        self.per_file_ignores: tuple[tuple[str, Optional[str], tuple[str, ...]], ...] = ()
+        self.include: Optional[tuple[str, ...]] = None
+        self.extend_include: tuple[str, ...] = ()
+        self.exclude: Optional[tuple[str, ...]] = None
+        self.extend_exclude: tuple[str, ...] = ()
+
+    def __repr__(self) -> str:
+        return f"ProjectSettings({str(self.path)!r})"
 
     def selection_for(self, config_path: str, base: Any) -> Any:
         """``base`` (a lint.selection.Selection) plus the per-file ignores whose
         glob matches ``config_path`` (relative to the pyproject folder)."""
+        import fnmatch
+
         try:
             relative = os.path.relpath(os.path.abspath(config_path), self.path.parent)
         except ValueError:
@@ -57,7 +74,7 @@ class ProjectSettings:
                     ignore.extend(codes)
                 else:
                     pointer_ignores.append((ptr, codes))
-        return replace(base, ignore=tuple(ignore), pointer_ignores=tuple(pointer_ignores))
+        return base._replace(ignore=tuple(ignore), pointer_ignores=tuple(pointer_ignores))
 
 
 def _toml(path: Path) -> dict:
@@ -174,14 +191,19 @@ def load(path: Path) -> Optional[ProjectSettings]:
 def find(start: Optional[str] = None) -> Optional[Path]:
     """The nearest pyproject.toml at or above ``start`` (a file or folder;
     default the current folder)."""
-    here = Path(start).resolve() if start else Path.cwd()
-    if not here.is_dir():
-        here = here.parent
-    for folder in (here, *here.parents):
-        candidate = folder / "pyproject.toml"
-        if candidate.is_file():
-            return candidate
-    return None
+    here = os.path.realpath(start) if start else os.getcwd()
+    if not os.path.isdir(here):
+        here = os.path.dirname(here)
+    while True:
+        candidate = os.path.join(here, "pyproject.toml")
+        if os.path.isfile(candidate):
+            from pathlib import Path
+
+            return Path(candidate)
+        parent = os.path.dirname(here)
+        if parent == here:
+            return None
+        here = parent
 
 
 def find_and_load(config_file: Optional[str], *, start: Optional[str] = None) -> Optional[ProjectSettings]:
@@ -192,6 +214,8 @@ def find_and_load(config_file: Optional[str], *, start: Optional[str] = None) ->
         SettingsError: see :func:`load`, or a missing --config-file.
     """
     if config_file:
+        from pathlib import Path
+
         path = Path(config_file)
         if not path.is_file():
             raise SettingsError(f"--config-file {config_file}: no such file")

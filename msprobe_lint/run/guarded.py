@@ -49,8 +49,6 @@ def guarded_run(config: str, command: Sequence[str], options=None, *, stream: Op
         included), an unreadable config or a missing script; 126/127 when CMD
         cannot be started.
     """
-    from dataclasses import replace
-
     from ..lint.api import LintOptions, UsageError, lint_paths
     from ..lint.reporters import get
 
@@ -84,7 +82,7 @@ def guarded_run(config: str, command: Sequence[str], options=None, *, stream: Op
     extra = dict(options.extra_facts)
     if plan.world_size is not None and options.world_size is None:
         extra.setdefault("world_size", plan.world_size)
-    options = replace(options, script=script, check_fs=True, runtime=True, extra_facts=extra)
+    options = options._replace(script=script, check_fs=True, runtime=True, extra_facts=extra)
     try:
         run = lint_paths([config], options, walk=False)  # one config file, never a folder walk
     except UsageError as err:

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import os
 import sys
-from dataclasses import replace
 from pathlib import Path
 from typing import Any, Optional
 
@@ -193,7 +192,7 @@ class ProbeLanguageServer:
         if path is None:
             path = os.path.join(folder[0] if folder else os.getcwd(), "untitled.json")
         if folder is not None and not options.cwd:
-            options = replace(options, cwd=folder[0], cwd_label=folder[1])
+            options = options._replace(cwd=folder[0], cwd_label=folder[1])
         try:
             found = lint_text(text, path, options).diagnostics
         except UsageError as err:
@@ -203,7 +202,7 @@ class ProbeLanguageServer:
         if folder is None and not options.cwd:
             # No folder to resolve a relative path against but the server's own current one, which is
             # wherever the editor happened to start: the finding stays, the fix is not offered.
-            found = [replace(d, fix=None) if d.code in _FIXES_NEEDING_A_FOLDER else d for d in found]
+            found = [d._replace(fix=None) if d.code in _FIXES_NEEDING_A_FOLDER else d for d in found]
         return found
 
     def folder_for(self, uri: str) -> Optional[tuple[str, str]]:

@@ -183,14 +183,54 @@ def test_console_script_is_the_fast_entry_point():
     assert script.value == "msprobe_lint.cli:main"
 
 
-def test_plain_lint_does_not_import_typer_jsonschema_or_jinja2(tmp_path):
+# What a plain `probe lint` of a clean small config must not load: the typer
+# side of the command line, the heavy libraries a valid config never needs,
+# and what start-up time was lost to (issue 24).
+NEVER = ("typer", "click", "pydantic", "rich", "jsonschema", "referencing", "jinja2", "markupsafe", "email",
+         "dataclasses", "inspect", "pkgutil", "difflib")
+LOADED = ("import sys, json; from msprobe_lint.cli import main\n"
+          "try:\n    main(sys.argv[1:])\n"
+          "except SystemExit as e:\n"
+          "    print(json.dumps([e.code, sorted(sys.modules)]))\n")
+
+
+def loaded_by(*argv: str, cwd=None) -> tuple[int, set]:
+    proc = subprocess.run([sys.executable, "-c", LOADED, *argv], capture_output=True, text=True, cwd=cwd, timeout=120)
+    code, modules = json.loads(proc.stdout.splitlines()[-1])
+    return code, set(modules)
+
+
+def top(modules: set) -> set:
+    return {m.split(".")[0] for m in modules}
+
+
+def test_plain_lint_loads_no_typer_jsonschema_or_metadata(tmp_path):
     path = write_config(tmp_path, config())
-    code = ("import sys; from msprobe_lint.cli import main\n"
-            "try:\n    main(['lint', '--isolated', sys.argv[1]])\n"
-            "except SystemExit as e:\n"
-            "    heavy = sorted(m for m in sys.modules if m.split('.')[0] in "
-            "('typer', 'click', 'pydantic', 'rich', 'jsonschema', 'referencing', 'jinja2', 'markupsafe'))\n"
-            "    print(e.code, heavy)\n")
-    proc = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True)
-    assert proc.stdout.splitlines()[-1] == "0 []"
+    code, modules = loaded_by("lint", "--isolated", str(path))
+    assert code == 0
+    assert not top(modules) & set(NEVER), sorted(top(modules) & set(NEVER))
+    assert not {"importlib.metadata", "typing", "pathlib", "packaging", "msprobe_lint.project.settings"} & modules
+    assert {"msprobe_lint.lint.engine", "msprobe_lint.lint.schema.fast"} <= modules  # it did lint
+    # without --isolated it reads the settings and the installed versions, still without importlib.metadata
+    code, modules = loaded_by("lint", str(path), cwd=tmp_path)
+    assert code == 0 and "msprobe_lint.project.settings" in modules
+    assert not top(modules) & set(NEVER) and "importlib.metadata" not in modules
     assert run_probe("lint", "--isolated", str(path)).returncode == 0
+
+
+def test_importing_the_package_loads_nothing_else():
+    code = "import sys; before = set(sys.modules); import msprobe_lint; print(sorted(set(sys.modules) - before))"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.stdout.strip() == "['__future__', 'msprobe_lint']", proc.stdout + proc.stderr
+
+
+def test_report_and_run_do_not_load_the_lint_engine(tmp_path):
+    (tmp_path / "dump").mkdir()
+    code, modules = loaded_by("report", str(tmp_path / "dump"))
+    assert code == 1  # no dump found
+    assert not {m for m in modules if m.startswith("msprobe_lint.lint")} - {"msprobe_lint.lint", "msprobe_lint.lint.context",
+                                                                         "msprobe_lint.lint.reporters"}
+    import_run = ("import sys; import msprobe_lint.run; "
+                  "print(sorted(m for m in sys.modules if m.startswith('msprobe_lint.lint')))")
+    proc = subprocess.run([sys.executable, "-c", import_run], capture_output=True, text=True, timeout=60)
+    assert proc.stdout.strip() == "['msprobe_lint.lint', 'msprobe_lint.lint.context']", proc.stdout + proc.stderr

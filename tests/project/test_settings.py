@@ -11,7 +11,6 @@ import pytest
 from conftest import codes, config, run_probe, write_config
 from msprobe_lint.lint.api import LintOptions, UsageError, lint_paths
 from msprobe_lint.lint import rules
-from msprobe_lint.lint.rules.base import RuleInfo
 from msprobe_lint.project.settings import SettingsError, find, load
 
 # overflow_nums at top level (PL105), check_mode in pynative (PL204), a
@@ -66,7 +65,7 @@ def test_disabled_rules_do_not_run(project, monkeypatch):
         ran.append(1)
         return info.check(config, context)
 
-    monkeypatch.setitem(rules.load_all(), "PL204", RuleInfo(**{**info.__dict__, "check": spy}))
+    monkeypatch.setitem(rules.load_all(), "PL204", info._replace(check=spy))
     run(project('mode = "pynative"\nignore = ["PL204"]\n'))
     assert ran == []
     run(project('mode = "pynative"\n'))

@@ -11,5 +11,6 @@ def main() -> int:
     """Print the default profile's schema file as shipped."""
     from ...lint.schema.files import schema_path
 
-    sys.stdout.write(schema_path().read_text(encoding="utf-8"))
+    with open(schema_path(), encoding="utf-8") as handle:
+        sys.stdout.write(handle.read())
     return ExitStatus.OK

@@ -11,7 +11,6 @@ Example::
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional
 
 from ...exit import ExitStatus
 from ..diagnostic import Diagnostic
@@ -19,6 +18,10 @@ from ..engine import LintRun, Result, exit_status, lint_file
 from ..inputs import Input, check_paths, lint_input, read_inputs, settings_start
 from ..options import LintOptions, prepare
 from ..selection import Selection
+
+TYPE_CHECKING = False  # typing is imported only by type checkers (start-up)
+if TYPE_CHECKING:
+    from typing import Optional
 
 
 @dataclass

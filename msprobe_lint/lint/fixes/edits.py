@@ -18,10 +18,13 @@ then checked).
 from __future__ import annotations
 
 import json
-from typing import Callable, Iterable, Optional, Sequence
 
 from ..diagnostic import Diagnostic, Edit, Fix, FixSpec
 from ..positions import escape, line_col, split
+
+TYPE_CHECKING = False  # typing is imported only by type checkers (start-up)
+if TYPE_CHECKING:
+    from typing import Callable, Iterable, Optional, Sequence
 
 MAX_ROUNDS = 5
 _WHITESPACE = " \t\r\n"

@@ -12,7 +12,10 @@ Example::
 """
 from __future__ import annotations
 
-from typing import Callable
+TYPE_CHECKING = False  # typing is imported only by type checkers (start-up)
+if TYPE_CHECKING:
+    from typing import Callable
+
 
 NAMES = ("text", "json", "sarif", "github")
 

@@ -11,10 +11,13 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Iterable
 
 from ..diagnostic import Diagnostic, Severity
 from ..engine import Result
+
+TYPE_CHECKING = False  # typing is imported only by type checkers (start-up)
+if TYPE_CHECKING:
+    from typing import Iterable
 
 COMMANDS = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "notice"}
 

@@ -11,9 +11,12 @@ Strict JSON: no NaN or Infinity.
 from __future__ import annotations
 
 import json
-from typing import Iterable
 
 from ..engine import Result
+
+TYPE_CHECKING = False  # typing is imported only by type checkers (start-up)
+if TYPE_CHECKING:
+    from typing import Iterable
 
 
 def summary(results: list[Result]) -> dict:

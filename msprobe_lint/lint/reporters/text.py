@@ -8,11 +8,14 @@ and never when NO_COLOR is set.
 from __future__ import annotations
 
 import os
-from typing import Iterable, Optional
 
 from ..diagnostic import Diagnostic, Severity
 from ..engine import Result
 from ...textsafe import shown
+
+TYPE_CHECKING = False  # typing is imported only by type checkers (start-up)
+if TYPE_CHECKING:
+    from typing import Iterable, Optional
 
 STYLES = {Severity.ERROR: "bold red", Severity.WARNING: "bold yellow", Severity.INFO: "bold cyan"}
 

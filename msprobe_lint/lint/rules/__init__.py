@@ -15,8 +15,7 @@ Example::
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+TYPE_CHECKING = False  # typing is imported only by type checkers (start-up)
 if TYPE_CHECKING:
     from .base import RuleInfo
 
@@ -28,15 +27,22 @@ def load_all() -> dict[str, "RuleInfo"]:
     first call). The dict is shared: read it, do not change it."""
     if not _CATALOGUE:
         from importlib import import_module
-        from pkgutil import iter_modules
 
         from .base import RULES
 
-        for family in iter_modules(__path__):
-            if family.name != "base":
-                import_module(f"{__name__}.{family.name}")
+        for family in _family_names():
+            import_module(f"{__name__}.{family}")
         _CATALOGUE.update(sorted(RULES.items()))
     return _CATALOGUE
+
+
+def _family_names() -> list[str]:
+    """The modules of this folder but ``__init__`` and ``base``, sorted."""
+    import os
+
+    names = {entry[:-3] for folder in __path__ for entry in os.listdir(folder)
+             if entry.endswith(".py") and entry[:-3].isidentifier()}
+    return sorted(names - {"__init__", "base"})
 
 
 def lookup(text: str) -> "RuleInfo":

@@ -28,19 +28,22 @@ Example (in a family module)::
 from __future__ import annotations
 
 import textwrap
-from dataclasses import dataclass
-from typing import Callable, Iterable, Optional
+from collections import namedtuple
 
 from ..diagnostic import Finding, Severity
+
+TYPE_CHECKING = False  # typing is imported only by type checkers (start-up)
+if TYPE_CHECKING:
+    from typing import Callable, Iterable, Optional
 
 #: Every code declared so far (by the family modules imported so far);
 #: read it through the catalogue, ``rules.load_all()``.
 RULES: dict[str, "RuleInfo"] = {}
 
 
-@dataclass(frozen=True)
-class RuleInfo:
-    """Metadata of one rule code.
+class RuleInfo(namedtuple("RuleInfo", "code name severity summary family doc check filesystem fix",
+                          defaults=(None, False, ""))):
+    """Metadata of one rule code (immutable).
 
     Attributes:
         code: ``PL`` and three digits; the first digit is the family.
@@ -51,21 +54,12 @@ class RuleInfo:
             ``script`` or ``environment``.
         doc: rationale with ``Bad:`` and ``Good:`` examples.
         check: the check function, or None for codes an engine stage emits.
-        needs: names of context values the rule reads (for messages/docs).
         filesystem: True for rules that only run with ``--check-fs``.
         fix: which fixes the rule attaches: ``"safe"``, ``"unsafe"``,
             ``"safe/unsafe"`` (which depends on the finding) or ``""``.
     """
 
-    code: str
-    name: str
-    severity: Severity
-    summary: str
-    family: str
-    doc: str
-    check: Optional[Callable[..., Iterable[Finding]]] = None
-    filesystem: bool = False
-    fix: str = ""
+    __slots__ = ()
 
     def section(self, title: str) -> str:
         """The text under ``Bad:``/``Good:`` in the doc, or ``""``."""

@@ -1,12 +1,14 @@
 """Environment family (PL601): what the installed packages can do."""
 from __future__ import annotations
 
-from typing import Iterator
-
 from ..config_view import ConfigView
 from ..context import Context
 from ..diagnostic import Finding
 from .base import rule
+
+TYPE_CHECKING = False  # typing is imported only by type checkers (start-up)
+if TYPE_CHECKING:
+    from typing import Iterator
 
 FIRST_RELEASE_WITHOUT_MS_OVERFLOW = "26.0.0"
 

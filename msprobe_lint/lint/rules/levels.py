@@ -4,12 +4,14 @@ framework and execution mode (SPEC 2.3, from msprobe's
 02.config_introduction.md)."""
 from __future__ import annotations
 
-from typing import Iterator
-
 from ..config_view import ConfigView
 from ..context import Context
 from ..diagnostic import Finding, Severity, remove, set_value
 from .base import rule
+
+TYPE_CHECKING = False  # typing is imported only by type checkers (start-up)
+if TYPE_CHECKING:
+    from typing import Any, Iterator
 
 L2_MIN_EXCLUSIVE = "2.5.0"
 CHECK_MODE_LAST_HONOURED = "2.3.0"
@@ -130,14 +132,12 @@ def l2_needs_new_mindspore(config: ConfigView, context: Context) -> Iterator[Fin
         return
     if _overflow_scenario(config, context) != "graph":
         return
-    from packaging.version import Version
-
     version = context.value("mindspore_version")
     at = config.where_level()
     if version is None:
         yield Finding("PL203", "level L2 needs MindSpore newer than 2.5.0; the version is unknown, verify it",
                       pointer=at, severity=Severity.WARNING, hint="pass --mindspore-version or install MindSpore > 2.5.0")
-    elif version <= Version(L2_MIN_EXCLUSIVE):
+    elif version <= _version(L2_MIN_EXCLUSIVE):
         yield Finding("PL203", f"level L2 needs MindSpore newer than 2.5.0, not {version}"
                                f"{_because(context, 'mindspore_version')}",
                       pointer=at, hint="upgrade MindSpore to 2.6 or later")
@@ -159,14 +159,12 @@ def option_no_effect(config: ConfigView, context: Context) -> Iterator[Finding]:
     """
     if config.task != "overflow_check":
         return
-    from packaging.version import Version
-
     if config.has("overflow_check", "check_mode"):
         reasons = []
         if context.mode == "pynative" or context.framework in ("msadapter", "pytorch"):
             reasons.append("only MindSpore static graph reads it" + _because(context, "framework", "mode"))
         version = context.value("mindspore_version")
-        if version is not None and version >= Version(CHECK_MODE_LAST_HONOURED):
+        if version is not None and version >= _version(CHECK_MODE_LAST_HONOURED):
             reasons.append("MindSpore 2.3.0 and later ignore it" + _because(context, "mindspore_version"))
         if reasons:
             yield Finding("PL204", "check_mode has no effect: " + "; ".join(reasons),
@@ -263,3 +261,11 @@ def option_unused(config: ConfigView, context: Context) -> Iterator[Finding]:
     if config.has("precision") and task not in ("statistics", "tensor"):
         yield Finding("PL207", f"precision has no effect with task {task}; it is used by statistics and tensor",
                       pointer="/precision", at="key", hint="remove precision", fix=_remove_here("/precision"))
+
+
+def _version(text: str) -> Any:
+    """``packaging.version.Version(text)`` (imported when a rule compares
+    a known version)."""
+    from packaging.version import Version
+
+    return Version(text)

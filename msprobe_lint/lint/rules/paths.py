@@ -10,13 +10,16 @@ from __future__ import annotations
 import os
 import re
 import stat
-from pathlib import Path
-from typing import Iterator, Optional
 
 from ..config_view import ConfigView
 from ..context import Context
 from ..diagnostic import Finding, Severity, set_value
 from .base import rule
+
+TYPE_CHECKING = False  # typing is imported only by type checkers (start-up)
+if TYPE_CHECKING:  # pathlib is imported by the filesystem rules (--check-fs) only
+    from pathlib import Path
+    from typing import Iterator, Optional
 
 ALLOWED = re.compile(r"^[A-Za-z0-9_./-]+$")
 DISALLOWED_RUN = re.compile(r"[^A-Za-z0-9_./-]+")
@@ -166,6 +169,8 @@ def _absolute(value: str, base: Optional[Path]) -> Path:
     """``value`` made absolute against ``base`` (default: the current
     folder). Not normalised: collapsing ``..`` lexically could step over a
     soft link that the real lookup goes through."""
+    from pathlib import Path
+
     folder = Path(os.path.abspath(base)) if base is not None else Path.cwd()
     return folder / value
 
@@ -173,6 +178,8 @@ def _absolute(value: str, base: Optional[Path]) -> Path:
 def _links(path: Path) -> Optional[Path]:
     """The first component of ``path`` (itself included) that is a soft
     link, or None. Stops at the first component that does not exist."""
+    from pathlib import Path
+
     current = Path(path.anchor)
     for part in path.parts[1:]:
         current = current / part

@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import bisect
 import sys
-from typing import Iterator, Optional
 
 from ..config_view import ConfigView
 from ..context import Context
 from ..diagnostic import Finding, Severity, remove, set_value
 from ..positions import pointer
 from .base import rule
+
+TYPE_CHECKING = False  # typing is imported only by type checkers (start-up)
+if TYPE_CHECKING:
+    from typing import Iterator, Optional
 
 
 def parse_entry(item: object) -> Optional[tuple[int, int]]:

@@ -12,14 +12,16 @@ integer, unlike jsonschema's default type checker.
 """
 from __future__ import annotations
 
-import difflib
 import re
 from functools import lru_cache
-from typing import Any, Iterable, Iterator, Optional
 
 from ..diagnostic import Finding, FixSpec, remove, set_value
 from ..positions import pointer as make_pointer
 from .base import define
+
+TYPE_CHECKING = False  # typing is imported only by type checkers (start-up)
+if TYPE_CHECKING:
+    from typing import Any, Iterable, Iterator, Optional
 
 KEYWORD_CODES = {
     "additionalProperties": "PL101",
@@ -174,6 +176,8 @@ def describe_type(value: Any) -> str:
 
 def suggest(word: str, choices: Iterable[str]) -> Optional[str]:
     """Case-insensitive match, else the closest choice by similarity."""
+    import difflib
+
     choices = list(choices)
     for choice in choices:
         if choice.lower() == word.lower():
@@ -262,7 +266,6 @@ def validate(data: dict, *, skip: Iterable[str] = (), profile: str = "8.3",
 def _release_note(finding: Finding, profile: str, why: str, name: Optional[str] = None) -> Finding:
     """Add, to a finding about a key or task that another release line
     accepts, what it is there and which release the verdict is for."""
-    from dataclasses import replace
 
     from ..profiles import MIGRATION_NOTES, PROFILES, line
 
@@ -277,7 +280,7 @@ def _release_note(finding: Finding, profile: str, why: str, name: Optional[str] 
     suffix = f" [judged against {PROFILES[profile].label}: {why}]"
     if finding.code == "PL106":  # the schema's description already says why
         if name in PROFILES[profile].deprecate:
-            return replace(finding, message=finding.message + suffix)
+            return finding._replace(message=finding.message + suffix)
         return finding
     if note is None and not others:
         return finding
@@ -288,7 +291,7 @@ def _release_note(finding: Finding, profile: str, why: str, name: Optional[str] 
     if target and finding.code != "PL106":
         hint = (f"if the config is for {PROFILES[target].label}, lint it with --msprobe-version {target}; "
                 f"to convert it, probe migrate CONFIG --to {PROFILES[profile].name}")
-    return replace(finding, message=f"{finding.message}; {note}{suffix}", hint=hint)
+    return finding._replace(message=f"{finding.message}; {note}{suffix}", hint=hint)
 
 
 def _describe(code: str, error: Any, path: list, ptr: str, hint: Optional[str]) -> Finding:
@@ -383,6 +386,8 @@ def _json(value: Any) -> str:
 
 
 def _unknown_keys(error: Any, path: list, profile: str = "8.3") -> Iterator[Finding]:
+    import difflib
+
     location = path[0] if path else ""
     index = key_index(profile)
     here = index.get(location, {})

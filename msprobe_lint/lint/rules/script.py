@@ -6,14 +6,15 @@ PL504, PL505) stay silent when it is passed on, stored elsewhere or used
 from a helper function."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterator, Optional
-
 from ..config_view import ConfigView
 from ..context import Context
 from ..diagnostic import Finding
 from .base import rule
 
-if TYPE_CHECKING:  # the analysis module is imported only when there is a script (cold start)
+TYPE_CHECKING = False  # typing is imported only by type checkers (start-up)
+if TYPE_CHECKING:  # and the analysis module only when there is a script
+    from typing import Any, Iterator, Optional
+
     from ..script import Debugger, DebuggerCall, ScriptAnalysis
 
 

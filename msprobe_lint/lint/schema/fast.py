@@ -22,9 +22,12 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
-from typing import Any, Callable, Optional
 
-Check = Callable[[Any], bool]
+TYPE_CHECKING = False  # typing is imported only by type checkers (start-up)
+if TYPE_CHECKING:
+    from typing import Any, Callable, Optional
+
+    Check = Callable[[Any], bool]
 
 # Keywords that never make an instance invalid (annotations).
 ANNOTATIONS = frozenset({"$schema", "$id", "$comment", "$defs", "definitions", "title", "description",

@@ -8,13 +8,15 @@ beside the ``msprobe_lint`` package.
 from __future__ import annotations
 
 import json
+import os
 from functools import lru_cache
-from pathlib import Path
-from typing import Optional
+
+TYPE_CHECKING = False  # typing is imported only by type checkers (start-up)
+if TYPE_CHECKING:
+    from typing import Optional
 
 
-
-def schema_path(profile: str = "8.3") -> Path:
+def schema_path(profile: str = "8.3") -> str:
     """Path of the installed schema file of a release profile (``"8.1"``,
     ``"8.3"``, ``"26"``; see profiles.py).
 
@@ -26,9 +28,9 @@ def schema_path(profile: str = "8.3") -> Path:
     from ..profiles import PROFILES
 
     name = PROFILES[profile].schema_file
-    package = Path(__file__).resolve().parents[2]  # msprobe_lint/
-    for candidate in (package / "schema" / name, package.parent / "schema" / name):
-        if candidate.is_file():
+    package = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))  # msprobe_lint/
+    for candidate in (os.path.join(package, "schema", name), os.path.join(os.path.dirname(package), "schema", name)):
+        if os.path.isfile(candidate):
             return candidate
     raise FileNotFoundError(f"{name} is missing from the msprobe-lint installation")
 
