@@ -46,7 +46,6 @@ import re
 from collections import namedtuple
 
 from ..lint.loader import MAX_BYTES, read_bytes
-from .sniff import looks_like_msprobe
 
 TYPE_CHECKING = False  # typing is imported only by type checkers (start-up)
 if TYPE_CHECKING:
@@ -313,6 +312,8 @@ def discover(paths: Sequence[str], file_filter: Optional[FileFilter] = None, *, 
             continue
         raw = None
         if only_msprobe:
+            from .sniff import looks_like_msprobe
+
             raw = read_bytes(path)[0]
             if raw is not None and not looks_like_msprobe(raw):
                 out.append(Candidate(path, SKIP, "not an msprobe config, --only-msprobe"))
@@ -348,6 +349,8 @@ class _Frame:
 def _walk(root: str, flt: FileFilter, skipped: bool = True) -> Iterator[Candidate]:
     """Candidates below the folder ``root`` (see :func:`discover`); files
     skipped for their content are left out unless ``skipped``."""
+    from .sniff import looks_like_msprobe  # (imported when there is a folder to walk)
+
     root_abs = os.path.abspath(root)
     prefix = "" if os.path.normpath(root) == os.curdir else (root if root.endswith(os.sep) else root + os.sep)
     rel_start = len(root_abs.rstrip(os.sep)) + 1

@@ -27,7 +27,6 @@ Example (in a family module)::
 """
 from __future__ import annotations
 
-import textwrap
 from collections import namedtuple
 
 from ..diagnostic import Finding, Severity
@@ -41,7 +40,7 @@ if TYPE_CHECKING:
 RULES: dict[str, "RuleInfo"] = {}
 
 
-class RuleInfo(namedtuple("RuleInfo", "code name severity summary family doc check filesystem fix",
+class RuleInfo(namedtuple("RuleInfo", "code name severity summary family raw_doc check filesystem fix",
                           defaults=(None, False, ""))):
     """Metadata of one rule code (immutable).
 
@@ -52,7 +51,9 @@ class RuleInfo(namedtuple("RuleInfo", "code name severity summary family doc che
         summary: one line for ``probe rules``.
         family: ``syntax``, ``schema``, ``levels``, ``ranks``, ``paths``,
             ``script`` or ``environment``.
-        doc: rationale with ``Bad:`` and ``Good:`` examples.
+        raw_doc: the documentation as written (a docstring, indented);
+            ``doc`` is it dedented: a rationale, then ``Bad:`` and
+            ``Good:`` examples.
         check: the check function, or None for codes an engine stage emits.
         filesystem: True for rules that only run with ``--check-fs``.
         fix: which fixes the rule attaches: ``"safe"``, ``"unsafe"``,
@@ -60,6 +61,12 @@ class RuleInfo(namedtuple("RuleInfo", "code name severity summary family doc che
     """
 
     __slots__ = ()
+
+    @property
+    def doc(self) -> str:
+        """The documentation, dedented when asked (``probe explain``, SARIF
+        and the server read it; a lint does not)."""
+        return _dedent(self.raw_doc).strip()
 
     def section(self, title: str) -> str:
         """The text under ``Bad:``/``Good:`` in the doc, or ``""``."""
@@ -73,7 +80,7 @@ class RuleInfo(namedtuple("RuleInfo", "code name severity summary family doc che
                 continue
             if grab:
                 out.append(line)
-        return textwrap.dedent("\n".join(out)).strip("\n")
+        return _dedent("\n".join(out)).strip("\n")
 
     @property
     def rationale(self) -> str:
@@ -103,7 +110,7 @@ def define(code: str, name: str, severity: str, summary: str, family: str, doc: 
     if any(r.name == name for r in RULES.values()):
         raise ValueError(f"rule name {name} defined twice")
     info = RuleInfo(code, name, Severity(severity), summary, family,
-                    textwrap.dedent(doc).strip(), check, filesystem, fix)
+                    doc, check, filesystem, fix)
     RULES[code] = info
     return info
 
@@ -119,3 +126,9 @@ def rule(code: str, name: str, severity: str, summary: str, *, filesystem: bool 
         return func
 
     return wrap
+
+
+def _dedent(text: str) -> str:
+    import textwrap
+
+    return textwrap.dedent(text)
