@@ -1,4 +1,4 @@
-"""Render the rule table of the README from the rule registry, so it is
+"""Render the rule table of the README from the rule catalogue, so it is
 written once (in the rules' own metadata).
 
 Usage: python tools/render_rules.py            print the table

@@ -1,42 +1,19 @@
 """Which files ``probe lint PATH...`` lints: folders walked, files named.
 
-A file named on the command line is always linted (with ``--only-msprobe``
-only when its content looks like an msprobe config), and a folder named
-there is always walked, whatever ``exclude`` or a ``.gitignore`` says about
-it or the folders above it (as ruff does); ``-`` stands for standard
-input. A folder is walked for configs:
+:func:`discover` gives one Candidate per file to lint, per file or folder
+skipped (with the reason ``--show-files`` prints) and per path that could
+not be read (PL006). A path named on the command line is always linted or
+walked; below a walked folder, ``include``/``exclude`` patterns,
+``.gitignore`` files, hidden and virtual-environment folders and the
+content test of ``--only-msprobe`` (sniff.py) decide. The rules, with the
+pattern syntax and symbolic links, are in the README ("Usage") and
+docs/lint-design.md ("Which files a folder yields").
 
-* files matching ``include`` (default ``*.json``; ``extend-include`` adds
-  patterns) are candidates, anything else is passed over silently;
-* ``exclude`` (default: hidden entries ``.*``, ``__pycache__``,
-  ``node_modules``, ``venv``, ``site-packages``, ``__pypackages__``;
-  ``extend-exclude`` adds patterns, ``exclude`` replaces the default) and
-  ``.gitignore`` files (every one from the walked folder down, and those
-  of its parent folders up to the top of the git work tree, with
-  ``.git/info/exclude``) skip files and whole folders; a folder holding
-  ``pyvenv.cfg`` (a virtual environment of any name) and a version control
-  folder (``.git``, ``.hg``, ``.svn``) are always skipped;
-* a candidate is kept when its content looks like an msprobe config by the
-  test of ``--only-msprobe`` (sniff.py); its bytes, read once, go on to the
-  lint. A file over loader.MAX_BYTES (10 MiB) is skipped unread: a data
-  file, not a config; so are a symbolic link to nothing and a FIFO, socket
-  or device (a walk does not open them). A candidate that cannot be read is
-  reported (PL006). Named on the command line, each of these is PL006.
+Example::
 
-Patterns use .gitignore syntax (pathspec's ``GitIgnoreSpec``, the same
-rules git applies): ``build/`` matches a folder at any depth, ``/build/``
-only at the top, ``*.tmp.json`` a file name anywhere, ``!keep.json`` takes
-a file back. They are relative to the folder of the pyproject.toml that
-sets them, or to the current folder for ``--exclude`` and
-``--extend-exclude``; in those an absolute path (``/home/me/proj/a.json``)
-under that folder, or under the walked folder for a file outside it, is
-taken relative to it, and matches nothing anywhere else. pathspec is
-imported only when there is a pattern or a ``.gitignore`` to match.
-
-Symbolic links to folders are not followed unless ``follow_symlinks``
-(then each folder is walked once, so a loop ends). A folder that cannot be
-listed is reported once (``unreadable``: PL006, exit status 2) and the walk
-goes on.
+    from msprobe_lint.project.discovery import discover, make_filter
+    for candidate in discover(["."], make_filter()):
+        print(candidate.action, candidate.path, candidate.reason)
 """
 from __future__ import annotations
 
@@ -217,7 +194,8 @@ def _relative_to(pattern: str, folder: Optional[str]) -> str:
 
 
 class FileFilter:
-    """What a folder walk keeps (see the module docstring).
+    """What a folder walk keeps (docs/lint-design.md, "Which files a folder
+    yields").
 
     Attributes:
         include: pattern sets replacing ``*.json`` (empty: the default).

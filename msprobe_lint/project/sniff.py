@@ -1,39 +1,19 @@
-"""Is this JSON file an msprobe config? (``probe lint --only-msprobe``)
+"""Is this JSON file an msprobe config? (``probe lint --only-msprobe``,
+and every JSON file a folder walk finds.)
 
-The pre-commit hook hands ``probe lint`` every JSON file whose name looks
-like a config, and many such files belong to other tools (a model's
-``config.json``, ``tsconfig.json``, MindSpore's own dump config). With
-``--only-msprobe`` such files are skipped silently. A file is taken for an
-msprobe config when:
+True for a JSON object with a top-level key msprobe reads (``task``,
+``dump_path``, a task section) or an msprobe ``level``; for a file that
+does not parse as an object, when its text holds one of those keys (a
+broken config is still reported). msprobe's own dump.json is not a config.
+The definition is in docs/integrations.md ("Which files are msprobe
+configs"), the shortcuts that spare the parse in docs/lint-design.md.
 
-* it parses as a JSON object with at least one top-level key msprobe
-  reads: ``task``, ``dump_path``, a task section (``overflow_check``,
-  ``statistics``, ``tensor``, ``free_benchmark``, ``run_ut``,
-  ``grad_probe``, ``structure``, ``exception_dump``), or ``level`` holding
-  one of msprobe's levels in any case (``"L1"``, ``"l1"``, ``"mix"``; a
-  logging ``"level": "INFO"`` does not count);
-* or it does not parse as an object (a syntax error, a top-level array, a
-  bad encoding) but its text holds one of those keys (``"dump_path":`` ...),
-  so a broken msprobe config is still reported.
+Example::
 
-Anything else is skipped, including MindSpore's ``common_dump_settings``
-file and the ``dump.json`` msprobe itself writes into a dump (it has
-``task`` and ``level`` too, but also ``dump_data_dir`` and ``data`` and no
-``dump_path``; the layout of msprobe's dump.json is in its
-``27.dump_json_instruction.md``). Files that cannot be read are never
-skipped (they are PL006).
-
-``probe lint DIR`` runs this test on every JSON file of a project, most of
-which are not msprobe configs. Both ways in need the text test's match (a
-top-level key is a quoted name, JSON whitespace and a colon; a level value
-is the quoted level), so a file whose bytes do not match it and hold no
-``\\u`` escape (through which a key could be spelt) is rejected without
-decoding or parsing it: a logging config's ``"level": "INFO"`` or a
-``"tensor"`` that is only a value costs one regular-expression search.
-Nor is an object whose first key is ``task``, ``dump_path`` or a task
-section parsed (the usual msprobe config): parsed or not, the answer is
-yes (unless it may be msprobe's dump.json). tests/project/test_discovery.py checks
-these shortcuts against the plain test.
+    >>> looks_like_msprobe(b'{"task": "overflow_check", "dump_path": "/d"}')
+    True
+    >>> looks_like_msprobe(b'{"architectures": ["Bert"], "level": "INFO"}')
+    False
 """
 from __future__ import annotations
 
@@ -60,7 +40,7 @@ _FIRST_KEY = re.compile(rb'(?:\xef\xbb\xbf)?\s*\{\s*"(?:%s)"\s*:' % _KEY_NAMES.e
 
 def looks_like_msprobe(raw: bytes) -> bool:
     """True when the file's bytes look like an msprobe config (see the
-    module docstring)."""
+    module docstring); the same answer as :func:`parsed_verdict`, sooner."""
     if b"\\" not in raw or b"\\u" not in raw:  # one byte first: memchr-fast, and most files have no escape
         if _MAYBE.search(raw) is None:
             return False
