@@ -1,32 +1,17 @@
-"""The exit statuses of every ``probe`` command, defined once.
-
-``probe lint``, ``probe run`` (besides the status of the command it runs)
-and the command line itself return one of these; the values follow the
-shell's conventions (126/127 as a shell reports a command it cannot run or
-find, 128+N for a signal N).
-
-Example::
-
-    >>> from msprobe_lint.exit import ExitStatus
-    >>> int(ExitStatus.PROBLEMS)
-    1
-"""
+"""The exit statuses of every ``probe`` command, in one enum."""
 from __future__ import annotations
 
 from enum import IntEnum
 
 
 class ExitStatus(IntEnum):
-    """Exit status of a ``probe`` command.
+    """Exit status of a ``probe`` command (an ``int``: ``sys.exit(ExitStatus.OK)`` works).
 
-    Attributes:
-        OK: nothing to report (``probe lint``: no error; ``probe run``: the
-            command's own status 0).
-        PROBLEMS: the lint found errors (or warnings with ``--strict``).
-        USAGE: a usage error, or a file that cannot be read or written.
-        NOT_EXECUTABLE: ``probe run``: the command exists but cannot run.
-        NOT_FOUND: ``probe run``: the command does not exist.
-        INTERRUPTED: stopped by Ctrl+C (128 + SIGINT).
+    ``OK`` 0: nothing to report (lint clean; report: records were shown).
+    ``PROBLEMS`` 1: lint findings, or no overflow records in a dump.
+    ``USAGE`` 2: bad usage or unreadable input.
+    ``NOT_EXECUTABLE`` 126 and ``NOT_FOUND`` 127: ``probe run``'s command,
+    as a shell says. ``INTERRUPTED`` 130: Ctrl-C (128 + SIGINT).
     """
 
     OK = 0

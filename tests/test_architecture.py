@@ -1,7 +1,9 @@
 """The architecture holds (issue 24): the import contracts of
 pyproject.toml's [tool.importlinter] are kept (and a deliberate violation
-breaks them), no module imports another's private name, and msprobe_lint
-has no import cycle. Imports inside functions count (grimp sees them)."""
+breaks the lint-* ones; tests/runtime/test_layout_contracts.py does the
+same for the runtime-* ones), no module of msprobe_lint or probe_runtime
+imports another's private name, and msprobe_lint has no import cycle.
+Imports inside functions count (grimp sees them)."""
 from __future__ import annotations
 
 import ast
@@ -17,11 +19,6 @@ from conftest import REPO
 grimp = pytest.importorskip("grimp", reason="import-linter (the test extra) brings grimp")
 
 PACKAGES = ("msprobe_lint", "probe_runtime")
-# Modules other branches of issue 24 restructure: their known faults are
-# expected failures here, strict so the tests fail once they are fixed.
-REPORT = ("msprobe_lint.report", "msprobe_lint.report_html")
-REPORT_BRANCH = "removed by the report layout branch (report.py and report_html.py become msprobe_lint/report/)"
-RUNTIME_BRANCH = "removed by the runtime layout branch (e.g. sentinel imports interception._MISSING)"
 
 
 def lint_imports(cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
@@ -36,7 +33,10 @@ def lint_imports(cwd: Path, env: dict | None = None) -> subprocess.CompletedProc
 def test_the_import_contracts_are_kept():
     proc = lint_imports(REPO)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
-    assert "6 kept, 0 broken" in proc.stdout
+    assert " kept, 0 broken" in proc.stdout
+    for name in ("The CLI is on top", "The linter never imports the CLI", "probe lint's fast path never imports",
+                 "The report never needs the lint engine", "msprobe_lint never imports probe_runtime"):
+        assert name in " ".join(proc.stdout.split()), name
 
 
 VIOLATIONS = [
@@ -44,7 +44,8 @@ VIOLATIONS = [
     ("msprobe_lint/lint/engine.py", "from ..cli import app as _app  # noqa\n",
      "The linter never imports the CLI"),
     ("msprobe_lint/cli/lint.py", "import typer as _typer  # noqa\n", "probe lint's fast path never imports typer"),
-    ("msprobe_lint/report.py", "from .lint import engine as _engine  # noqa\n", "The report never needs the lint engine"),
+    ("msprobe_lint/report/__init__.py", "from ..lint import engine as _engine  # noqa\n",
+     "The report never needs the lint engine"),
     ("msprobe_lint/run/launchers.py", "from ..server import lsp as _lsp  # noqa\n", "The CLI is on top"),
     ("msprobe_lint/textsafe.py", "import probe_runtime as _runtime  # noqa\n", "msprobe_lint never imports probe_runtime"),
 ]
@@ -129,16 +130,9 @@ def test_cycle_finder_finds_a_cycle():
     assert cycles(Graph(), {"a", "b", "c", "d"}) == [["a", "b", "c"]]
 
 
-@pytest.mark.parametrize("part", [
-    "msprobe_lint",
-    pytest.param("report", marks=pytest.mark.xfail(strict=True, reason=REPORT_BRANCH)),
-])
-def test_no_import_cycles(part):
+def test_no_import_cycles_in_msprobe_lint():
     graph = module_graph()
-    everything = {m for m in graph.modules if m.split(".")[0] == "msprobe_lint"}
-    report = {m for m in everything if m in REPORT or m.startswith(REPORT[0] + ".")}
-    modules = everything - report if part == "msprobe_lint" else everything
-    found = cycles(graph, modules)
+    found = cycles(graph, {m for m in graph.modules if m.split(".")[0] == "msprobe_lint"})
     assert not found, found
 
 
@@ -197,15 +191,7 @@ def test_private_use_finder_sees_both_forms(tmp_path, monkeypatch):
                                             "msprobe_lint/b.py:3: msprobe_lint.a._hidden"]
 
 
-@pytest.mark.parametrize("part", [
-    "msprobe_lint",
-    pytest.param("report", marks=pytest.mark.xfail(strict=True, reason=REPORT_BRANCH)),
-    pytest.param("probe_runtime", marks=pytest.mark.xfail(strict=True, reason=RUNTIME_BRANCH)),
-])
-def test_no_private_names_imported_across_modules(part):
-    if part == "probe_runtime":
-        found = private_uses("probe_runtime")
-    else:
-        found = [use for use in private_uses("msprobe_lint")
-                 if (use.split(":")[0].removesuffix(".py").replace("/", ".") in REPORT) == (part == "report")]
+@pytest.mark.parametrize("package", PACKAGES)
+def test_no_private_names_imported_across_modules(package):
+    found = private_uses(package)
     assert not found, "\n".join(found)

@@ -8,9 +8,7 @@ import importlib
 import pytest
 from conftest import REPO
 
-# The report and its renderer are restructured on another branch; the
-# language server needs the optional pygls at import of its handlers only.
-SKIP = ("msprobe_lint.report", "msprobe_lint.report_html")
+SKIP: tuple[str, ...] = ()
 
 
 def modules_with_examples() -> list[str]:

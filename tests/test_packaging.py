@@ -25,7 +25,7 @@ def test_wheel_carries_the_schema_and_lints_from_elsewhere(tmp_path):
     with zipfile.ZipFile(wheel) as archive:
         names = archive.namelist()
         assert "msprobe_lint/schema/msprobe-config.schema.json" in names
-        assert "msprobe_lint/templates/report.html.j2" in names
+        assert "msprobe_lint/report/render/templates/report.html.j2" in names
         archive.extractall(tmp_path / "site")
     cfg = write_config(tmp_path, config(level="l1"))
     env = dict(os.environ, PYTHONPATH=str(tmp_path / "site"))

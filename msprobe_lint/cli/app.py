@@ -236,11 +236,14 @@ def report(
     output: Optional[str] = typer.Option(None, "--output", "-o", metavar="FILE",
                                          help="Write the report to this file (refused if it exists)."),
     force: bool = typer.Option(False, "--force", help="Replace an existing --output file."),
+    show_all: bool = typer.Option(False, "--all",
+                                  help="Show the records of every step (by default the steps after the one where "
+                                       "the overflow started are counted, one line each)."),
 ) -> None:
     """Print the overflows under DUMP_PATH by step and rank, and where the overflow started."""
     from .commands.report import main
 
-    raise typer.Exit(main(dump_path, format.value, output=output, force=force))
+    raise typer.Exit(main(dump_path, format.value, output=output, force=force, show_all=show_all))
 
 
 class Shell(str, Enum):

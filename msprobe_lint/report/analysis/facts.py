@@ -1,0 +1,106 @@
+"""What one rank folder says about where its overflow came from: its first
+origin, its first received record, its first ``entered``, kept small so a
+whole step's worth fits in memory while the records themselves do not."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+from ..dumpformat import P2P_APIS
+from ..model import Collective, RankDump, Record
+
+#: a collective call within one step: (group, index, direction) or, for
+#: Send/Receive, (group, index, direction, lower rank, higher rank)
+CallKey = tuple
+
+
+@dataclass
+class RecordRef:
+    """Enough of a record to name it: its folder, its position in detection
+    order (``index``), its name and ``file:line``, and for an ``entered``
+    record the message."""
+
+    folder: str
+    step: Optional[int]
+    rank: Optional[int]
+    index: int
+    name: str
+    where: Optional[str]
+    message: Optional[str] = None
+
+
+def ref(record: Record) -> RecordRef:
+    """The :class:`RecordRef` of a record."""
+    message = record.entered.get("message") if record.entered else None
+    return RecordRef(record.folder, record.step, record.rank, record.index, record.name, record.where, message)
+
+
+def call_key(rank: Optional[int], collective: Collective) -> CallKey:
+    """The key that matches the same collective call across ranks (the
+    step is implied): (group, index, direction), and the two ranks for a
+    Send/Receive with a ``peer``."""
+    if collective.api in P2P_APIS and collective.peer is not None and rank is not None:
+        low, high = sorted((rank, collective.peer))
+        return (collective.group, collective.index, collective.direction, low, high)
+    return (collective.group, collective.index, collective.direction)
+
+
+@dataclass
+class RankFacts:
+    """The facts of one rank folder that the cross-rank analysis needs.
+
+    ``first`` is the first record that names a call; ``origin`` the first
+    origin (a received record never is one); ``received`` the first record
+    of a collective whose local inputs were finite, with its call;
+    ``entered`` the first record with an ``entered`` message. ``received_keys``
+    holds every received record as (index, call), ``records`` counts them all.
+    """
+
+    rank: Optional[int]
+    folder: str
+    records: int = 0
+    first: Optional[RecordRef] = None
+    origin: Optional[RecordRef] = None
+    received: Optional[tuple[RecordRef, CallKey]] = None
+    entered: Optional[RecordRef] = None
+    received_keys: list[tuple[int, CallKey]] = field(default_factory=list)
+
+
+def rank_facts(dump: RankDump) -> RankFacts:
+    """The :class:`RankFacts` of one folder's records."""
+    facts = RankFacts(dump.rank, dump.folder, len(dump.records))
+    for record in dump.records:
+        if record.sentinel is not None:
+            continue
+        if facts.first is None:
+            facts.first = ref(record)
+        if record.collective is not None and record.received:
+            key = call_key(record.rank, record.collective)
+            facts.received_keys.append((record.index, key))
+            if facts.received is None:
+                facts.received = (ref(record), key)
+        elif record.origin and facts.origin is None:
+            facts.origin = ref(record)
+        if record.entered is not None and facts.entered is None:
+            facts.entered = ref(record)
+    return facts
+
+
+def fingerprint(dump: RankDump) -> tuple:
+    """What makes two rank folders show the same, as a hashable value: each
+    record's name, origin, ``file:line``, kind, ``entered`` and sentinel
+    messages and collective call (not its statistics, nor the rank).
+    Compared exactly (no digest), it is kept only while its step is read.
+    The reader's :attr:`~msprobe_lint.report.model.RankDump.signature` when
+    it has one (the same value, computed once per overflow.json content)."""
+    if dump.signature is not None:
+        return dump.signature
+    out = []
+    for record in dump.records:
+        c = record.collective
+        call = None if c is None else (c.api, c.group, c.index, c.direction, c.inputs_finite, c.peer, c.root,
+                                       None if c.ranks is None else (len(c.ranks), c.ranks[:1], c.ranks[-1:]))
+        out.append((record.name, record.origin, record.where, record.record_kind,
+                    record.entered.get("message") if record.entered else None, record.sentinel,
+                    tuple(record.nonfinite), call))
+    return tuple(out)

@@ -1,0 +1,86 @@
+"""The summary sentence: where the overflow started.
+
+It names the earliest step whose records name a call (a later step's
+origin or ``entered`` never outranks an earlier step: once a step has
+inf/nan, the steps after it carry it on), and in it, across ranks
+(:mod:`.collectives`): the first origin, else a collective whose inputs
+were finite on every rank, else a best guess, else where the overflow came
+in (``entered``), else the first record ("where it started is not known").
+Sentinel findings of an earlier step come first (``Then: ...``).
+"""
+from __future__ import annotations
+
+from typing import Iterable, Optional
+
+from ..dumpformat import direction_of, rank_ranges
+from ..fmt import place_of, step_text
+from .collectives import COLLECTIVE, ENTERED, ORIGIN, Start
+from .facts import RecordRef
+from .scan import Summary
+
+#: at most this many rank spans are listed in the summary sentence
+MAX_SPANS = 8
+
+
+def ranks_text(ranks: Iterable[Optional[int]], limit: int = MAX_SPANS) -> str:
+    """``rank 3`` or ``ranks 0-511, 513-1023``; after ``limit`` spans, ``and N more``."""
+    numbers = sorted({r for r in ranks if r is not None})
+    spans = rank_ranges(numbers).split(", ") if numbers else []
+    shown = ", ".join(spans[:limit]) + (f" and {len(spans) - limit} more spans" if len(spans) > limit else "")
+    return f"rank{'s' if len(numbers) != 1 else ''} {shown}"
+
+
+def describe_ref(record: RecordRef) -> str:
+    """``Functional.exp.3.forward (API, forward) at train.py:31``."""
+    kind = "Cell" if record.name.startswith("Cell.") else "API"
+    where = f" at {record.where}" if record.where else ""
+    return f"{record.name} ({kind}, {direction_of(record.name) or 'direction unknown'}){where}"
+
+
+def _start_sentence(start: Start, why_unknown: str) -> str:
+    here = place_of(start.record.step, start.rank)
+    if start.how == ORIGIN:
+        return f"Overflow started in {here}: {describe_ref(start.record)}."
+    if start.how == COLLECTIVE and start.call is not None:
+        call = start.call.describe()
+        if not start.best_guess:
+            return (f"Overflow started in {call} in {step_text(start.record.step)}, on "
+                    f"{ranks_text(start.ranks)}: no rank's input held inf/nan, so the {start.call.api} itself "
+                    f"overflowed ({start.record.name} at {start.record.where or 'file:line unknown'}).")
+        return (f"Overflow came in through {call} in {here}: {describe_ref(start.record)}; best guess: "
+                f"{start.reason}.")
+    if start.how == ENTERED and start.record.message:
+        return f"Overflow entered in {here}: {start.record.message}."
+    return (f"First recorded overflow in {here}: {describe_ref(start.record)}; where it started is not known "
+            f"({start.reason or why_unknown}).")
+
+
+def summary_line(summary: Summary) -> str:
+    """One sentence (or a few) naming where the overflow started.
+
+    Example: ``Overflow started in step0/rank1: Functional.exp.3.forward
+    (API, forward) at train.py:31. 1 rank received it through collective
+    calls: rank 0.``
+    """
+    parts: list[str] = []
+    if summary.sentinel is not None:
+        step, rank, message = summary.sentinel
+        parts.append(f"Sentinel checks saw inf/nan in {place_of(step, rank)}: {message}.")
+    start = summary.start
+    if start is None:
+        if not parts:
+            return "No overflow recorded."
+        return parts[0]
+    why = "no record is marked as the origin" if summary.origins_known else \
+        "no overflow.json: a dump without origin marks"
+    sentence = _start_sentence(start, why)
+    if summary.also:
+        sentence += f" It also started on its own on {ranks_text(summary.also)}."
+    receivers = [r.rank for r in summary.received]
+    if receivers:
+        count = len(set(receivers))
+        sentence += (f" {count:,} rank{'s' if count != 1 else ''} received inf/nan through collective calls: "
+                     f"{ranks_text(receivers)}.")
+    if parts:
+        return f"{parts[0]} Then: {sentence}"
+    return sentence

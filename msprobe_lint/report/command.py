@@ -1,0 +1,135 @@
+"""The ``probe report`` command: two passes over the dump, the exit status,
+rendering, writing (see :func:`msprobe_lint.report.main`).
+
+The first pass reads every rank folder once (overflow.json only, or
+dump.json's names when there is no overflow.json) into a
+:class:`~.analysis.scan.Summary`; the second reads again, whole, only the
+folders the report shows (one per group of ranks of the shown steps),
+while the report is written.
+"""
+from __future__ import annotations
+
+import functools
+import itertools
+import os
+import sys
+from pathlib import Path
+from typing import IO, Iterable, Iterator, Optional
+
+from ..exit import ExitStatus
+from ..textsafe import shown
+from .analysis.scan import Summary, scan
+from .discover import iter_rank_folders
+from .output import write_output
+from .progress import Progress
+from .reader import ReadCache, read_folder
+from .render import RenderUnavailable
+from .view import Report, build
+
+FORMATS = ("text", "json", "html")
+
+
+def summarise(dump_path: str, *, keep_received: bool = False, progress: Optional[Progress] = None,
+              cache: Optional[ReadCache] = None) -> tuple[Summary, ExitStatus, Optional[str]]:
+    """The first pass: (summary, exit status, message when nothing can be shown).
+
+    Never raises for bad input: a missing or unreadable dump path is exit
+    status USAGE with its message, and every file or folder that could not
+    be read is in ``summary.problems``.
+    """
+    root = Path(dump_path)
+    if not root.exists():
+        return Summary(dump_path), ExitStatus.USAGE, f"{dump_path}: no such file or directory"
+    if not root.is_dir():
+        return Summary(dump_path), ExitStatus.USAGE, f"{dump_path}: not a directory (give the dump_path folder)"
+    if not os.access(root, os.R_OK | os.X_OK):
+        return Summary(dump_path), ExitStatus.USAGE, f"{dump_path}: permission denied"
+    problems: list[tuple[str, str]] = []
+    read = functools.partial(read_folder, statistics=False, cache=cache or ReadCache())
+    summary = scan(dump_path, iter_rank_folders(root, problems), read, keep_received=keep_received,
+                   progress=progress)
+    summary.problems[:0] = problems
+    if summary.records:
+        return summary, ExitStatus.OK, None
+    if summary.problems:  # a file, or a folder that might hold one, could not be read
+        return summary, ExitStatus.USAGE, f"{dump_path}: no dump could be read (see the warnings above)"
+    if summary.folders == 0:
+        return summary, ExitStatus.PROBLEMS, (f"{dump_path}: no dump found (no step*/rank*/dump.json or "
+                                              "overflow.json): nothing overflowed, or the job wrote elsewhere "
+                                              "(check dump_path)")
+    return summary, ExitStatus.PROBLEMS, f"{dump_path}: the dumps hold no overflow records"
+
+
+def report(dump_path: str, *, html: bool = False, show_all: bool = False,
+           progress: Optional[Progress] = None) -> Report:
+    """Both passes, ready to render: the first now, the second while the
+    report's sections are walked."""
+    cache = ReadCache()
+    try:
+        summary, status, message = summarise(dump_path, keep_received=show_all, progress=progress, cache=cache)
+    finally:
+        if progress is not None:
+            progress.close()
+    read = functools.partial(read_folder, statistics=True, construct=html, cache=cache)
+    return build(summary, status, message, read, show_all=show_all)
+
+
+def render(report_: Report, fmt: str) -> Iterator[str]:
+    """The report in ``fmt`` as text pieces.
+
+    Raises:
+        RenderUnavailable: ``html`` without Jinja2.
+    """
+    if fmt == "html":
+        from .render.html import render_html
+
+        return render_html(report_)
+    if fmt == "json":
+        from .render.json import render_json
+
+        return render_json(report_)
+    from .render.text import render_text
+
+    return render_text(report_)
+
+
+def _warn(err: IO[str], problems: Iterable[tuple[str, str]]) -> None:
+    for path, problem in problems:
+        err.write(shown(f"probe: warning: {path}: {problem}") + "\n")
+
+
+def run(dump_path: str, fmt: str = "text", out: Optional[IO[str]] = None, err: Optional[IO[str]] = None, *,
+        output: Optional[str] = None, force: bool = False, show_all: bool = False) -> int:
+    """The body of :func:`msprobe_lint.report.main` (same arguments)."""
+    out = out or sys.stdout
+    err = err or sys.stderr
+    result = report(dump_path, html=fmt == "html", show_all=show_all, progress=Progress(err))
+    status = ExitStatus(result.status)
+    try:
+        pieces = render(result, fmt)
+    except RenderUnavailable as missing:
+        err.write(f"probe: error: {missing}\n")
+        return ExitStatus.USAGE
+    unwritten = output is not None and status == ExitStatus.USAGE  # no file: stderr says why, JSON too
+    warn = fmt != "json" or unwritten
+    if warn:
+        _warn(err, result.problems)
+        if not result.summary.records:
+            err.write(shown(f"probe: {'error' if status == ExitStatus.USAGE else 'note'}: {result.message}") + "\n")
+    before = len(result.problems)
+    pieces = iter(pieces)
+    first = next(pieces, None)
+    if first is None:  # the text report of a dump with no records: nothing at all, no file either
+        pass
+    elif output is None:
+        out.write(first)
+        for piece in pieces:
+            out.write(piece)
+    elif not unwritten:  # a failed report leaves no file that looks like one
+        failure = write_output(itertools.chain((first,), pieces), output, force=force)
+        if failure:
+            err.write(f"probe: error: {failure}\n")
+            return ExitStatus.USAGE
+    if warn:
+        _warn(err, result.problems[before:])  # found while the shown folders were read again
+    return status

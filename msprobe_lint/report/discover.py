@@ -1,0 +1,117 @@
+"""Finding the step and rank folders under a dump path, as a stream.
+
+A rank folder is a folder holding ``dump.json`` or ``overflow.json``. Its
+step and rank come from the folders above it (``step{N}``, ``rank{R}``,
+``rank`` alone when not distributed), in either nesting, below an optional
+``graph/`` or ``pynative/`` (msprobe's split of a run with mindspore.jit
+parts); the dump path may itself be a step or rank folder. Folders more
+than four levels below the dump path are not searched, and soft links to
+folders are not followed.
+"""
+from __future__ import annotations
+
+import errno
+import heapq
+import os
+from pathlib import Path
+from typing import Iterator, NamedTuple, Optional
+
+from .dumpformat import DUMP_FILE, MODE_DIRS, OVERFLOW_FILE, parse_rank, parse_step
+
+MAX_DEPTH = 3
+
+
+class RankFolder(NamedTuple):
+    """One step and rank folder.
+
+    ``step`` and ``rank`` are None where the layout has no number (``rank``
+    alone: not distributed); ``path`` the folder (a string: the report
+    handles tens of thousands); ``files`` the names of the files in it when
+    the walk listed them (None: not known, look); ``variant`` the ``graph``
+    or ``pynative`` folder above it, if any.
+    """
+
+    step: Optional[int]
+    rank: Optional[int]
+    path: str
+    files: Optional[frozenset] = None
+    variant: str = ""
+
+
+def _key(number: Optional[int]) -> int:
+    return -1 if number is None else number
+
+
+def iter_rank_folders(root: Path, problems: list[tuple[str, str]]) -> Iterator[RankFolder]:
+    """Every rank folder under ``root``, by step, then rank, then path.
+
+    A generator: it lists one step at a time, so it holds the folders of
+    one step, never the whole dump. A folder that cannot be searched or
+    listed is appended to ``problems`` as (path, reason) and skipped.
+
+    Example: ``[f.path for f in iter_rank_folders(Path("dump"), [])]``
+    gives ``["dump/step0/rank0", "dump/step0/rank1", "dump/step1/rank0", ...]``.
+    """
+    is_step, step = parse_step(root.name)
+    is_rank, rank = parse_rank(root.name)
+    if is_rank:
+        step = parse_step(root.parent.name)[1]
+    elif not is_step:
+        step = None
+    # step roots still to walk: (step key, path, step, rank, depth, variant), smallest step first
+    pending: list[tuple[int, str, Optional[int], Optional[int], int, str]] = [
+        (_key(step), str(root), step, rank, 0, "")]
+    while pending:
+        key = pending[0][0]
+        roots = []
+        while pending and pending[0][0] == key:
+            roots.append(heapq.heappop(pending))
+        found: list[tuple[int, str, Optional[int], frozenset, str]] = []
+        for _, path, step, rank, depth, variant in roots:
+            _walk(path, step, rank, depth, variant, found, pending, problems)
+        found.sort(key=lambda f: (f[0], f[1]))
+        for _, path, rank, files, variant in found:
+            yield RankFolder(roots[0][2], rank, path, files, variant)
+
+
+def _walk(folder: str, step: Optional[int], rank: Optional[int], depth: int, variant: str, found: list,
+          pending: list, problems: list[tuple[str, str]]) -> None:
+    """Collect the rank folders of one step under ``folder``; a step folder
+    below it goes to ``pending`` (walked when its step comes)."""
+    stack = [(folder, rank, depth, variant)]
+    while stack:
+        current, rank, depth, variant = stack.pop()
+        try:
+            with os.scandir(current) as listing:
+                entries = list(listing)
+        except OSError as err:
+            problems.append((current, err.strerror or str(err)))
+            continue
+        files = frozenset(e.name for e in entries if not _is_dir(e))
+        if DUMP_FILE in files or OVERFLOW_FILE in files:
+            found.append((_key(rank), current, rank, files, variant))
+            continue
+        if depth > MAX_DEPTH:
+            continue
+        if not os.access(current, os.X_OK):  # listed, but its folders cannot be entered
+            problems.append((current, os.strerror(errno.EACCES)))
+            continue
+        children = sorted(e.name for e in entries if _is_dir(e))
+        for name in reversed(children):
+            child = f"{current}{os.sep}{name}" if not current.endswith(os.sep) else current + name
+            is_step, child_step = parse_step(name)
+            is_rank, child_rank = parse_rank(name)
+            if is_step:
+                heapq.heappush(pending, (_key(child_step), child, child_step, rank, depth + 1, variant))
+            elif is_rank:
+                stack.append((child, child_rank, depth + 1, variant))
+            elif name in MODE_DIRS and depth == 0:
+                stack.append((child, rank, depth + 1, name))
+
+
+def _is_dir(entry: os.DirEntry) -> bool:
+    """A folder, not a soft link to one (from the listing: no stat on most file systems)."""
+    try:
+        return entry.is_dir(follow_symlinks=False)
+    except OSError:
+        return False

@@ -1,0 +1,43 @@
+"""How values, places and records are written in the report's sentences (text, JSON summary, HTML)."""
+from __future__ import annotations
+
+import math
+from typing import Any, Optional
+
+from .model import Record, Tensor
+
+
+def fmt(value: Any) -> str:
+    """A statistic as the report prints it: ``inf``, ``-inf``, ``nan``, six
+    significant digits, ``null`` for None, ``true``/``false``."""
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "nan"
+        if math.isinf(value):
+            return "inf" if value > 0 else "-inf"
+        return f"{value:.6g}"
+    if value is None:
+        return "null"
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def step_text(step: Optional[int]) -> str:
+    """``step3`` (``step?`` when the layout has no step number)."""
+    return "step?" if step is None else f"step{step}"
+
+
+def place_of(step: Optional[int], rank: Optional[int]) -> str:
+    """``step3/rank1`` (``step?`` when no step number, ``rank`` when not distributed)."""
+    return f"{step_text(step)}/{'rank' if rank is None else f'rank{rank}'}"
+
+
+def place(record: Record) -> str:
+    """The record's :func:`place_of`."""
+    return place_of(record.step, record.rank)
+
+
+def shape(tensor: Tensor) -> str:
+    """``[2, 4]``, or the shape as dump.json has it when not a list."""
+    if isinstance(tensor.shape, list):
+        return "[" + ", ".join(str(d) for d in tensor.shape) + "]"
+    return fmt(tensor.shape)

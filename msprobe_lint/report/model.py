@@ -1,0 +1,142 @@
+"""What ``probe report`` reads from a dump: tensors, records, one step and
+rank folder. Data only: the analysis lives in :mod:`.analysis`."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from .dumpformat import BROADCAST, RECEIVE, SENTINEL, direction_of
+
+
+@dataclass
+class Tensor:
+    """One tensor's statistics in a dump.json entry.
+
+    ``where`` is its place in the entry (``output[0]``, ``input_args[1]``,
+    ``weight[0]``); ``dtype`` and ``shape`` as dump.json has them
+    (``"Float32"``, ``[2, 4]``); ``stats`` maps Max/Min/Mean/Norm to a float
+    (inf and nan included) or None.
+    """
+
+    where: str
+    dtype: Any
+    shape: Any
+    stats: dict[str, Any]
+
+    @property
+    def nonfinite(self) -> list[str]:
+        """Names of the statistics that are inf or nan, e.g. ``["Max", "Mean"]``."""
+        return [k for k, v in self.stats.items() if isinstance(v, float) and not math.isfinite(v)]
+
+
+@dataclass(frozen=True)
+class Collective:
+    """The ``collective`` object of a record (docs/report-format.md has the contract).
+
+    ``ranks`` is the group's global ranks (a tuple, shared between records
+    of the same group) or None when the runtime did not know them;
+    ``index`` the per-group call index in the step; ``inputs_finite``
+    whether this rank's local inputs were finite; ``peer`` the other rank
+    of a Send/Receive, ``root`` Broadcast's root.
+    """
+
+    api: str
+    group: str
+    ranks: Optional[tuple[int, ...]]
+    index: int
+    direction: str
+    inputs_finite: bool
+    peer: Optional[int] = None
+    root: Optional[int] = None
+
+
+@dataclass
+class Record:
+    """One overflowing entry (or sentinel finding) of one step and rank folder.
+
+    ``index`` is its position in detection order in the folder; ``origin``
+    is True (inputs finite, output not), False (carried) or None (unknown:
+    a dump without overflow.json); ``where`` the user's ``file:line``.
+    """
+
+    step: Optional[int]
+    rank: Optional[int]
+    folder: str
+    index: int
+    name: str
+    origin: Optional[bool]
+    where: Optional[str]
+    tensors: list[Tensor] = field(default_factory=list)
+    #: dump.json has an entry for this record
+    has_entry: bool = False
+    #: overflow.json's ``entered`` (a dict with a ``message``) on the record where a carried overflow came in
+    entered: Optional[dict] = None
+    #: a sentinel finding's message (overflow.json kind ``sentinel``: it names no call), else None
+    sentinel: Optional[str] = None
+    #: a sentinel finding's ``nonfinite``: every label of what held inf/nan
+    nonfinite: list[str] = field(default_factory=list)
+    #: overflow.json's ``kind`` (``forward``, ``communication``...), None without overflow.json
+    record_kind: Optional[str] = None
+    #: overflow.json's ``collective`` for a collective call, else None
+    collective: Optional[Collective] = None
+    #: overflow.json's ``message`` (communication records), else None
+    message: Optional[str] = None
+
+    @property
+    def received(self) -> bool:
+        """A collective call whose local inputs were finite and output not
+        (this rank received the inf/nan, or the reduction made it); also a
+        Receive, and a Broadcast on a rank other than its root, whatever
+        their own buffer held (what they output came from the other rank)."""
+        c = self.collective
+        if c is None:
+            return False
+        return c.inputs_finite or c.api == RECEIVE or (c.api == BROADCAST and c.root is not None
+                                                      and self.rank != c.root)
+
+    @property
+    def kind(self) -> str:
+        """``API``, ``Cell`` or ``sentinel``: what the record names."""
+        if self.sentinel is not None:
+            return SENTINEL
+        return "Cell" if self.name.startswith("Cell.") else "API"
+
+    @property
+    def direction(self) -> Optional[str]:
+        """``forward``, ``backward``, ``parameters_grad`` or None (from the name)."""
+        return direction_of(self.name)
+
+    @property
+    def label(self) -> str:
+        """The name without its direction (``Functional.exp.3``, ``Cell.net.fc1.Dense.0``)."""
+        parts = self.name.split(".")
+        return ".".join(p for p in parts if p not in ("forward", "backward", "parameters_grad")) or self.name
+
+    def offending(self) -> list[Tensor]:
+        """The tensors whose statistics hold inf or nan."""
+        return [t for t in self.tensors if t.nonfinite]
+
+
+@dataclass
+class RankDump:
+    """What one step and rank folder holds.
+
+    ``readable`` is False when neither dump.json nor overflow.json could be
+    read at all; ``problems`` are (path, message) pairs for the files not
+    read whole. ``construct`` is construct.json's parent map when it was
+    asked for and holds a Cell tree, else None (``construct_problem`` says
+    why it could not be read).
+    """
+
+    step: Optional[int]
+    rank: Optional[int]
+    folder: str
+    records: list[Record] = field(default_factory=list)
+    problems: list[tuple[str, str]] = field(default_factory=list)
+    readable: bool = True
+    construct: Optional[dict] = None
+    construct_problem: Optional[str] = None
+    #: equal for two folders whose records are the same but for their step,
+    #: rank and statistics (see :func:`msprobe_lint.report.reader.signature`)
+    signature: Optional[tuple] = None

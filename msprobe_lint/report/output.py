@@ -1,0 +1,47 @@
+"""Writing a report to ``--output FILE`` without losing what was there."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Iterable, Optional, Union
+
+
+def write_output(text: Union[str, Iterable[str]], output: str, *, force: bool = False) -> Optional[str]:
+    """Write a report (a string, or its pieces) to the file ``output``;
+    the reason it could not be written, or None.
+
+    An existing file is never replaced unless ``force``: the file is
+    created with ``O_EXCL``, so a file made between a check and the write
+    is not lost either. With ``force`` the report goes to a temporary file
+    beside it first and is renamed over it, so the old file stays whole if
+    writing fails. A write that fails half-way (or is interrupted) removes
+    what it wrote.
+    """
+    pieces = [text] if isinstance(text, str) else text
+    path = Path(output)
+    if path.is_dir():
+        return f"{output} is a directory; give a file name"
+    target = path if not force else path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        handle = open(target, "x", encoding="utf-8")
+    except FileExistsError:
+        if not force:
+            return f"{output} already exists; not overwritten (give --force to replace it)"
+        return f"cannot write {output}: {target} is in the way"
+    except OSError as err:
+        return f"cannot write {output}: {err.strerror or err}"
+    try:
+        with handle:
+            for piece in pieces:
+                handle.write(piece)
+        if force:
+            os.replace(target, path)
+    except BaseException as err:
+        try:
+            target.unlink()
+        except OSError:
+            pass
+        if isinstance(err, OSError):
+            return f"cannot write {output}: {err.strerror or err}"
+        raise
+    return None

@@ -1,0 +1,497 @@
+"""Reading one step and rank folder, tolerant of damage.
+
+* probe_runtime's dumps: ``overflow.json`` gives the records in detection
+  order; ``dump.json`` (msprobe's format) their statistics.
+* msprobe's own dumps (no ``overflow.json``): every ``dump.json`` entry is
+  a record, in file order, origin unknown; the user's ``file:line`` comes
+  from ``stack.json``.
+
+A truncated file (a job killed mid-run) is read as far as it goes and named
+in the folder's ``problems``; a file that cannot be read at all is named
+there too. Nothing here raises for bad input.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any, Iterator, Optional, Union
+
+from .discover import RankFolder
+from .dumpformat import (BACKWARD, COLLECTIVE, COLLECTIVE_API, COLLECTIVE_DIRECTION, COLLECTIVE_GROUP,
+                         COLLECTIVE_INDEX, COLLECTIVE_INPUTS_FINITE, COLLECTIVE_PEER, COLLECTIVE_RANKS,
+                         COLLECTIVE_ROOT, CONSTRUCT_FILE, DATA, DUMP_FILE, ENTERED, FORWARD, KIND, MESSAGE, NAME,
+                         NONFINITE, ORIGIN, OVERFLOW_FILE, SENTINEL, STACK_FILE, STATS, WHERE)
+from .model import Collective, RankDump, Record, Tensor
+
+#: files larger than this are not read (a dump file is a few MB at most)
+MAX_FILE = 512 * 1024 * 1024
+_STACK_FILE_LINE = re.compile(r"File (?P<file>.*?), line (?P<line>\d+), in ")
+#: frames of these paths are not the user's code
+_TOOL_PATHS = ("site-packages", "dist-packages", "/msprobe/", "/probe_runtime/", "/msprobe_lint/", "<frozen")
+
+
+class Unreadable(Exception):
+    """A file that could not be read at all (the message says why)."""
+
+
+def read_bytes(path: Union[str, Path]) -> bytes:
+    """The file's bytes.
+
+    Raises:
+        Unreadable: missing, not readable, or larger than :data:`MAX_FILE`.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        try:
+            size = os.fstat(fd).st_size
+            if size > MAX_FILE:
+                raise Unreadable(f"larger than {MAX_FILE // (1024 * 1024)} MiB")
+            chunks = [os.read(fd, size + 1)]
+            while chunks[-1] and sum(len(c) for c in chunks) <= MAX_FILE:  # a file that grew since fstat
+                chunks.append(os.read(fd, 1 << 20))
+        finally:
+            os.close(fd)
+    except OSError as err:
+        raise Unreadable(err.strerror or str(err)) from None
+    data = chunks[0] if len(chunks) == 2 and not chunks[1] else b"".join(chunks)
+    if len(data) > MAX_FILE:
+        raise Unreadable(f"larger than {MAX_FILE // (1024 * 1024)} MiB")
+    return data
+
+
+def read_text(path: Path) -> str:
+    """The file's text (undecodable bytes replaced).
+
+    Raises:
+        Unreadable: missing, not readable, or larger than :data:`MAX_FILE`.
+    """
+    return read_bytes(path).decode("utf-8", errors="replace")
+
+
+class RanksTable:
+    """The ``ranks`` lists of collective records, each distinct list parsed
+    and kept once.
+
+    On 1,024 ranks every collective record of every rank folder lists the
+    same 1,024 ranks, one a line as the runtime's writer indents: most of
+    overflow.json. :meth:`compact` replaces each such list in a file's bytes
+    by a small marker (``{"\\u0000ranks": n}``) before the JSON parser sees
+    it, and :meth:`lookup` gives the list back as one shared tuple. A list
+    holding anything but non-negative integers is left to the parser.
+    """
+
+    MARKER = "\x00ranks"
+    _KEY = b'"ranks"'
+    _NUMBERS = b"0123456789 \t\r\n,"
+
+    def __init__(self) -> None:
+        self._lists: list[tuple[int, ...]] = []
+        self._ids: dict[bytes, int] = {}
+        #: the first 64 bytes of a long list's text -> (its whole text, its number): found without slicing it
+        self._known: dict[bytes, list[tuple[bytes, int]]] = {}
+
+    def _seen(self, data: bytes, start: int) -> Optional[tuple[int, int]]:
+        """(number, end) of a list seen before whose text starts at ``start``."""
+        for text, number in self._known.get(data[start:start + 64], ()):
+            end = start + len(text)
+            if data.startswith(text, start) and data[end:end + 1] == b"]":
+                return number, end
+        return None
+
+    def compact(self, data: bytes) -> bytes:
+        """``data`` with every ``"ranks": [integers]`` list replaced by its marker."""
+        at = data.find(self._KEY)
+        if at < 0:
+            return data
+        pieces: list[bytes] = []
+        pos = 0
+        while at >= 0:
+            opening = data.find(b"[", at + 7)
+            if opening < 0:
+                break
+            seen = self._seen(data, opening + 1) if data[at + 7:opening].strip() == b":" else None
+            if seen is None:
+                closing = data.find(b"]", opening)
+                if closing < 0:
+                    break
+                content = data[opening + 1:closing]
+                number = self._ids.get(content)
+                if number is None:
+                    if data[at + 7:opening].strip() != b":" or content.translate(None, self._NUMBERS):
+                        at = data.find(self._KEY, at + 7)
+                        continue
+                    number = self._ids[content] = len(self._lists)
+                    self._lists.append(tuple(int(n) for n in content.replace(b",", b" ").split()))
+                    if len(content) >= 64:
+                        self._known.setdefault(content[:64], []).append((content, number))
+                seen = (number, closing)
+            number, closing = seen
+            pieces.append(data[pos:opening])
+            pieces.append(b'{"\\u0000ranks": %d}' % number)
+            pos = closing + 1
+            at = data.find(self._KEY, pos)
+        if not pieces:
+            return data
+        pieces.append(data[pos:])
+        return b"".join(pieces)
+
+    def lookup(self, value: Any) -> Any:
+        """The list a marker stands for (as a tuple); anything else unchanged."""
+        if isinstance(value, dict) and len(value) == 1 and self.MARKER in value:
+            number = value[self.MARKER]
+            if isinstance(number, int) and 0 <= number < len(self._lists):
+                return self._lists[number]
+        return value
+
+
+def _salvage_items(text: str, start: int, closer: str, keyed: bool) -> list:
+    """Values (or (key, value) pairs) of a JSON array/object whose opening
+    bracket ends at ``start``, read one by one until the text breaks off."""
+    decoder = json.JSONDecoder()
+    items: list = []
+    i = start
+    n = len(text)
+    while True:
+        while i < n and text[i] in " \t\r\n,":
+            i += 1
+        if i >= n or text[i] == closer:
+            return items
+        try:
+            if keyed:
+                key, i = decoder.raw_decode(text, i)
+                while i < n and text[i] in " \t\r\n":
+                    i += 1
+                if i >= n or text[i] != ":":
+                    return items
+                i += 1
+                while i < n and text[i] in " \t\r\n":
+                    i += 1
+                value, i = decoder.raw_decode(text, i)
+                items.append((key, value))
+            else:
+                value, i = decoder.raw_decode(text, i)
+                items.append(value)
+        except (json.JSONDecodeError, ValueError):
+            return items
+
+
+def load_json(path: Union[str, Path], problems: list[tuple[str, str]], kind: str) -> tuple[Any, bool]:
+    """(parsed value, complete?) of a dump file; ``kind`` is ``overflow``
+    (a list: a truncated one gives its complete records), ``dump`` (an
+    object with ``data``: a truncated one gives its complete entries) or
+    anything else (read whole or not at all). A salvaged file is added to
+    ``problems``. Accepts the bare ``Infinity``/``NaN`` tokens msprobe writes.
+
+    Raises:
+        Unreadable: empty, not JSON, or not readable.
+    """
+    return parse_json(read_bytes(path), path, problems, kind)
+
+
+def parse_json(data: bytes, path: Union[str, Path], problems: list[tuple[str, str]], kind: str) -> tuple[Any, bool]:
+    """:func:`load_json` on bytes already read from ``path``."""
+    text = data.decode("utf-8", errors="replace")
+    if not text.strip():
+        raise Unreadable("empty file")
+    try:
+        return json.loads(text), True
+    except json.JSONDecodeError as err:
+        reason = f"{err.msg}: line {err.lineno} column {err.colno}"
+    if kind == "overflow":
+        at = text.find("[")
+        if at < 0 or text[:at].strip():
+            raise Unreadable(f"not a JSON list ({reason})")
+        items = _salvage_items(text, at + 1, "]", keyed=False)
+        problems.append((str(path), f"truncated or malformed ({reason}); read the first {len(items)} record(s)"
+                                    " (was the job killed mid-run?)"))
+        return items, False
+    match = re.search(r'"data"\s*:\s*\{', text)
+    if kind == "dump" and match:
+        items = _salvage_items(text, match.end(), "}", keyed=True)
+        problems.append((str(path), f"truncated or malformed ({reason}); read the first {len(items)} entr"
+                                    f"{'y' if len(items) == 1 else 'ies'} (was the job killed mid-run?)"))
+        return {DATA: dict(items)}, False
+    raise Unreadable(f"not valid JSON ({reason})")
+
+
+def _tensors(value: Any, where: str) -> Iterator[Tensor]:
+    """Every tensor statistics object inside an argument structure."""
+    if isinstance(value, dict):
+        if any(k in value for k in STATS) and ("dtype" in value or "type" in value):
+            yield Tensor(where, value.get("dtype"), value.get("shape"), {k: value.get(k) for k in STATS})
+            return
+        for key, item in value.items():
+            yield from _tensors(item, f"{where}.{key}" if where else str(key))
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            yield from _tensors(item, f"{where}[{i}]")
+
+
+def entry_tensors(entry: Any) -> list[Tensor]:
+    """The tensors of one dump.json entry, labelled by where they are
+    (``input_args[0]``, ``output[1]``, ``weight[0]``)."""
+    if not isinstance(entry, dict):
+        return []
+    out: list[Tensor] = []
+    for key, value in entry.items():
+        out.extend(_tensors(value, key))
+    return out
+
+
+def stack_where(stack: Any, name: str) -> Optional[str]:
+    """The user's ``file:line`` for entry ``name`` from msprobe's
+    stack.json: the innermost frame outside the tools and site-packages
+    (backward entries use their forward entry's stack); None when the
+    stack does not name the entry."""
+    if not isinstance(stack, dict):
+        return None
+    forward = name.replace(".backward", ".forward").replace(".parameters_grad", ".forward")
+    for value in stack.values():
+        if not (isinstance(value, list) and len(value) == 2 and isinstance(value[0], list)):
+            continue
+        if name in value[0] or forward in value[0] or any(str(n).startswith(forward) for n in value[0]):
+            frames = [m for m in (_STACK_FILE_LINE.search(str(line)) for line in value[1] or []) if m]
+            for m in frames:
+                if not any(tool in m.group("file") for tool in _TOOL_PATHS):
+                    return f"{m.group('file')}:{m.group('line')}"
+            if frames:
+                return f"{frames[0].group('file')}:{frames[0].group('line')}"
+    return None
+
+
+def sentinel_message(item: Any) -> Optional[str]:
+    """The message of a probe_runtime sentinel record (kind ``sentinel``:
+    inf/nan in what a gradient computation returned, no call named), else None."""
+    if isinstance(item, dict) and item.get(KIND) == SENTINEL:
+        message = item.get(MESSAGE)
+        return message if isinstance(message, str) and message else "inf/nan seen by sentinel checks"
+    return None
+
+
+def _labels(item: dict) -> list[str]:
+    labels = item.get(NONFINITE)
+    return [str(x) for x in labels] if isinstance(labels, list) else []
+
+
+def _entered_ok(value: Any) -> bool:
+    """An ``entered`` object as probe_runtime writes it (a message at least)."""
+    return isinstance(value, dict) and isinstance(value.get(MESSAGE), str) and bool(value[MESSAGE])
+
+
+def _int(value: Any) -> Optional[int]:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def read_collective(value: Any, ranks: Optional[RanksTable] = None) -> Optional[Collective]:
+    """A record's ``collective`` object, or None when it is malformed (a
+    missing or mistyped key: the record is then read as a plain one)."""
+    if not isinstance(value, dict):
+        return None
+    members = value.get(COLLECTIVE_RANKS)
+    if ranks is not None:
+        members = ranks.lookup(members)  # a tuple of ints when the table read it
+    if isinstance(members, list):
+        if not all(_int(r) is not None for r in members):
+            return None
+        members = tuple(members)
+    elif members is not None and not isinstance(members, tuple):
+        return None
+    api, group, index = value.get(COLLECTIVE_API), value.get(COLLECTIVE_GROUP), _int(value.get(COLLECTIVE_INDEX))
+    direction, finite = value.get(COLLECTIVE_DIRECTION), value.get(COLLECTIVE_INPUTS_FINITE)
+    if not (isinstance(api, str) and api and isinstance(group, str) and index is not None
+            and direction in (FORWARD, BACKWARD) and isinstance(finite, bool)):
+        return None
+    return Collective(api, group, members, index, direction, finite, _int(value.get(COLLECTIVE_PEER)),
+                      _int(value.get(COLLECTIVE_ROOT)))
+
+
+#: one overflow.json record, interpreted: (index, name, origin, where, entered, sentinel, nonfinite, kind,
+#: collective, message), the arguments of a Record after its step, rank and folder
+Item = tuple
+
+def _masked(data: bytes, step: Optional[int], rank: Optional[int]) -> bytes:
+    """``data`` with ``"step": STEP`` and ``"rank": RANK`` (the folder's
+    numbers, as the writer formats them) made ``null``: a key under which
+    two folders' files are equal when they differ only there."""
+    if step is not None:
+        data = data.replace(b'"step": %d' % step, b'"step": null')
+    if rank is not None:
+        data = data.replace(b'"rank": %d' % rank, b'"rank": null')
+    return data
+
+
+class ReadCache:
+    """What the reads of one report share: the ``ranks`` lists
+    (:class:`RanksTable`) and the interpretation of the overflow.json
+    contents seen last.
+
+    Two rank folders of a data-parallel job hold the same overflow.json but
+    for its ``step`` and ``rank`` values (which the report takes from the
+    folder names): the contents are compared with those masked, and one
+    parse serves them all. Only files read whole are kept, at most ``size``.
+    """
+
+    def __init__(self, size: int = 64) -> None:
+        self.ranks = RanksTable()
+        self.size = size
+        self._seen: dict[bytes, tuple[list[Item], list[str], tuple]] = {}
+
+    def overflow(self, raw: bytes, path: str, problems: list[tuple[str, str]], step: Optional[int] = None,
+                 rank: Optional[int] = None) -> tuple[list[Item], bool, tuple]:
+        """(the interpreted records of an overflow.json's bytes, read whole?,
+        their :func:`signature`).
+
+        Raises:
+            Unreadable: empty, not a JSON list, not JSON.
+        """
+        compact = self.ranks.compact(raw)
+        key = _masked(compact, step, rank)
+        hit = self._seen.get(key)
+        if hit is None:
+            try:
+                value, complete = json.loads(compact), True
+            except ValueError:  # not JSON, or not UTF-8: read it as it is, for the right positions
+                value, complete = parse_json(raw, path, problems, "overflow")
+            if not isinstance(value, list):
+                raise Unreadable("not a list of overflow records")
+            items, notes = _interpret(value, self.ranks)
+            hit = (items, notes, signature(items))
+            if complete:
+                if len(self._seen) >= self.size:
+                    self._seen.pop(next(iter(self._seen)))
+                self._seen[key] = hit
+        else:
+            complete = True
+        items, notes, sign = hit
+        problems.extend((path, note) for note in notes)
+        return items, complete, sign
+
+
+def signature(items: list[Item]) -> tuple:
+    """What makes two folders' records show the same, from their
+    interpreted records: each one's name, origin, ``file:line``, kind,
+    ``entered`` and sentinel messages and collective call (not its
+    statistics, nor the rank; the group's ranks by count and ends)."""
+    out = []
+    for _, name, origin, where, entered, sentinel, nonfinite, kind, c, _message in items:
+        call = None if c is None else (c.api, c.group, c.index, c.direction, c.inputs_finite, c.peer, c.root,
+                                       None if c.ranks is None else (len(c.ranks), c.ranks[:1], c.ranks[-1:]))
+        out.append((name, origin, where, kind, entered.get(MESSAGE) if entered else None, sentinel,
+                    tuple(nonfinite), call))
+    return tuple(out)
+
+
+def _interpret(overflow: list, ranks: RanksTable) -> tuple[list[Item], list[str]]:
+    """The records of an overflow.json list, and what is wrong with them."""
+    items: list[Item] = []
+    notes: list[str] = []
+    for index, item in enumerate(overflow):
+        if not isinstance(item, dict) or not isinstance(item.get(NAME), str):
+            notes.append(f"record {index} has no name; skipped")
+            continue
+        name = item[NAME]
+        origin, where, entered, kind = item.get(ORIGIN), item.get(WHERE), item.get(ENTERED), item.get(KIND)
+        sentinel = sentinel_message(item)
+        collective = None
+        if COLLECTIVE in item and not sentinel:
+            collective = read_collective(item[COLLECTIVE], ranks)
+            if collective is None:
+                notes.append(f"record {index} ({name}): malformed \"collective\" object; read as a plain record")
+        message = item.get(MESSAGE)
+        items.append((index, name, origin if isinstance(origin, bool) else None, str(where) if where else None,
+                      entered if _entered_ok(entered) else None, sentinel, _labels(item) if sentinel else [],
+                      kind if isinstance(kind, str) else None, collective,
+                      message if isinstance(message, str) and message else None))
+    return items, notes
+
+
+def read_folder(folder: RankFolder, *, statistics: bool = True, construct: bool = False,
+                cache: Optional[ReadCache] = None) -> RankDump:
+    """Read one step and rank folder: its records in detection order.
+
+    Args:
+        folder: from :func:`~msprobe_lint.report.discover.iter_rank_folders`.
+        statistics: join each record with its dump.json statistics. Without
+            it dump.json is read only when there is no overflow.json (the
+            records are then its entries) and the records have no tensors
+            (``has_entry`` then says whether dump.json exists).
+        construct: also read construct.json's Cell tree (for the HTML page).
+        cache: shared between the folders of one report (:class:`ReadCache`).
+
+    Example: ``read_folder(RankFolder(0, 1, "dump/step0/rank1")).records[0].name``.
+    """
+    folder_text = str(folder.path)
+    out = RankDump(folder.step, folder.rank, folder_text)
+    problems = out.problems
+    files = folder.files
+    data: dict = {}
+    items: Optional[list[Item]] = None
+    readable = False
+    dump_file, overflow_file = f"{folder_text}{os.sep}{DUMP_FILE}", f"{folder_text}{os.sep}{OVERFLOW_FILE}"
+    has_dump = DUMP_FILE in files if files is not None else os.path.exists(dump_file)
+    has_overflow = OVERFLOW_FILE in files if files is not None else os.path.exists(overflow_file)
+    if has_overflow:
+        try:
+            items, complete, out.signature = (cache or ReadCache()).overflow(
+                read_bytes(overflow_file), overflow_file, problems, folder.step, folder.rank)
+            readable = complete or bool(items)
+        except Unreadable as err:
+            problems.append((str(overflow_file), str(err)))
+    if has_dump and (statistics or items is None):
+        try:
+            parsed, complete = load_json(dump_file, problems, "dump")
+            if isinstance(parsed, dict) and isinstance(parsed.get(DATA, {}), dict):
+                data = parsed.get(DATA) or {}
+                readable = readable or complete or bool(data)
+            else:
+                problems.append((str(dump_file), "not an msprobe dump.json (no \"data\" object)"))
+        except Unreadable as err:
+            problems.append((str(dump_file), str(err)))
+    if items and not has_dump and not all(item[5] for item in items):
+        problems.append((str(dump_file), "missing: the records of overflow.json have no statistics"))
+    out.readable = readable
+    if not readable:
+        return out
+    step, rank, records = folder.step, folder.rank, out.records
+    if items is not None:
+        for index, name, origin, where, entered, sentinel, nonfinite, kind, collective, message in items:
+            entry = None if sentinel or not statistics else data.get(name)
+            records.append(Record(step, rank, folder_text, index, name, origin, where,
+                                  entry_tensors(entry) if entry is not None else [],
+                                  entry is not None if statistics else has_dump and not sentinel,
+                                  entered, sentinel, nonfinite, kind, collective, message))
+    else:
+        stack = None
+        stack_file = os.path.join(folder_text, STACK_FILE)
+        has_stack = STACK_FILE in files if files is not None else os.path.exists(stack_file)
+        if has_stack:
+            try:
+                stack, _ = load_json(stack_file, [], "stack")
+            except Unreadable:
+                stack = None
+        for index, (name, entry) in enumerate(data.items()):
+            records.append(Record(step, rank, folder_text, index, str(name), None,
+                                  stack_where(stack, str(name)), entry_tensors(entry) if statistics else [],
+                                  has_entry=True))
+    if construct:
+        _read_construct(out)
+    return out
+
+
+def _read_construct(out: RankDump) -> None:
+    """construct.json's parent map into ``out.construct`` (None when absent
+    or empty, as at L1), or the reason it could not be read."""
+    path = Path(out.folder) / CONSTRUCT_FILE
+    if not path.exists():
+        return
+    try:
+        parsed, _ = load_json(path, [], "construct")
+    except Unreadable as err:
+        out.construct_problem = f"{path}: {err}"
+        return
+    if not isinstance(parsed, dict):
+        out.construct_problem = f"{path}: not a JSON object"
+        return
+    out.construct = parsed or None

@@ -1,0 +1,79 @@
+"""The text report: per step and group of ranks, one line per record in
+execution order with the statistics that show the overflow; a count line
+per later step; then the summary line."""
+from __future__ import annotations
+
+from typing import Iterator
+
+from ...textsafe import shown
+from ..fmt import fmt, place_of, shape, step_text
+from ..model import Record
+from ..view import Report, ShownGroup
+
+MARKS = {True: "ORIGIN ", False: "carried", None: "?      "}
+INDENT = " " * 11
+
+
+def _header(group: ShownGroup, step) -> str:
+    info = group.info
+    variant = f"{info.variant}/" if info.variant else ""
+    if len(info.ranks) == 1:
+        return f"{variant}{place_of(step, info.rank)}  ({info.folder})"
+    count = len(info.ranks)
+    return (f"{variant}{step_text(step)}/ranks {info.ranks.text()}  ({count:,} ranks with the same records; "
+            f"statistics of rank {info.rank}: {info.folder})")
+
+
+def _record_lines(record: Record, note: str | None) -> Iterator[str]:
+    if record.sentinel is not None:  # names no call: what held inf/nan, and the user's gradient line
+        yield f"  SENTINEL  {record.where or 'file:line unknown'}"
+        yield f"{INDENT}{record.sentinel}"
+        if record.nonfinite:
+            yield f"{INDENT}held inf/nan: {', '.join(record.nonfinite)}"
+        return
+    mark = "received" if record.received else MARKS[record.origin]
+    yield (f"  {mark}  {record.label}  {record.kind}  {record.direction or '-'}  "
+           f"{record.where or 'file:line unknown'}")
+    if note is not None:
+        yield f"{INDENT}{note}"
+    if record.entered is not None:
+        yield f"{INDENT}entered: {record.entered['message']}"
+    bad = record.offending()
+    for tensor in bad:
+        stats = " ".join(f"{k}={fmt(v)}" for k, v in tensor.stats.items())
+        yield f"{INDENT}{tensor.where}  {tensor.dtype} {shape(tensor)}  {stats}"
+    if not bad:
+        yield INDENT + ("no statistics in dump.json" if not record.has_entry
+                        else "no inf/nan in the recorded statistics")
+
+
+def render_text(report: Report) -> Iterator[str]:
+    """The text report in pieces (nothing when there are no records).
+    Names and paths from the dump have their control characters shown as ``?``."""
+    summary = report.summary
+    if not summary.records:
+        return
+    first = True
+    for section in report.sections:
+        for group in section.groups:
+            lines = [] if first else [""]
+            first = False
+            lines.append(_header(group, section.step.step))
+            for record in group.dump.records:
+                lines.extend(_record_lines(record, group.notes.get(record.index)))
+            yield "".join(shown(line) + "\n" for line in lines)
+    if report.later:
+        lines = ["", "Later steps, counted (--all shows their records):"]
+        for step in report.later:
+            groups = len(step.groups)
+            line = (f"  {step_text(step.step)}: {step.records:,} record{'s' if step.records != 1 else ''} in "
+                    f"{step.folders:,} folder{'s' if step.folders != 1 else ''}")
+            if step.ranks.spans:
+                line += f", {step.ranks.label()}"
+            if step.folders > 1:
+                line += f" ({groups:,} group{'s' if groups != 1 else ''} of ranks)"
+            lines.append(line)
+        yield "".join(shown(line) + "\n" for line in lines)
+    n, folders = summary.records, sum(step.folders for step in summary.steps)
+    yield "\n" + shown(f"{n:,} record{'s' if n != 1 else ''} in {folders:,} step/rank folder"
+                       f"{'s' if folders != 1 else ''}. {report.line}") + "\n"

@@ -1,0 +1,379 @@
+"""Finiteness, origin and statistics of the tensors of one API call.
+
+This module decides whether an entry overflowed; it knows nothing of how
+the tensors were caught (no patching, no hooks). It only needs to turn a
+tensor into a host array, which it does through :func:`to_host` (MindSpore
+tensors through ``asnumpy``; bfloat16 is cast to float32 first because
+numpy has no bfloat16).
+
+Rules (SPEC 4):
+
+* An entry overflows when a *floating* tensor among its inputs or outputs
+  holds inf or nan. Integer, bool and complex tensors never count; empty
+  tensors never count; objects that are not tensors are ignored.
+* The entry is an *origin* when every floating input is finite and some
+  floating output is not; otherwise it *carries* an overflow on.
+* Statistics (Max, Min, Mean, Norm) are computed in float32, or float64
+  for float64 tensors, and only for entries that are recorded. A finite
+  float16 tensor whose L2 norm exceeds 65504 is finite: only the values
+  themselves are tested, never derived quantities.
+
+Calling :func:`to_host` on a tensor that the device has not finished waits
+for it (a device sync); callers batch their calls (see ``queue.py``).
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any, Iterable, Iterator, Optional
+
+import numpy as np
+
+#: MindSpore dtype names (``str(tensor.dtype)``) treated as floating point.
+FLOAT_DTYPES = frozenset({"Float16", "Float32", "Float64", "BFloat16", "Float8_e4m3fn", "Float8_e5m2",
+                          "HiFloat8", "float16", "float32", "float64", "bfloat16"})
+#: dtypes numpy cannot hold directly; cast to float32 on the device first.
+CAST_TO_FLOAT32 = frozenset({"BFloat16", "bfloat16", "Float8_e4m3fn", "Float8_e5m2", "HiFloat8"})
+#: elements tested at a time by :meth:`HostTensor.finite` (a 1 MiB bool mask)
+FINITE_CHUNK = 1 << 20
+
+
+@dataclass
+class HostTensor:
+    """A tensor copied to the host.
+
+    Attributes:
+        dtype: the original dtype name, e.g. ``"Float16"``, ``"BFloat16"``.
+        shape: the original shape (tuple of int).
+        array: numpy array, float32 for bfloat16/float8 sources, else the
+            tensor's own dtype; None when it could not be read.
+    """
+
+    dtype: str
+    shape: tuple
+    array: Optional[np.ndarray]
+
+    @property
+    def floating(self) -> bool:
+        """True for floating dtypes (the only ones that can overflow)."""
+        return self.dtype in FLOAT_DTYPES
+
+    @property
+    def empty(self) -> bool:
+        """True when the tensor has no element."""
+        return self.array is None or self.array.size == 0
+
+    def finite(self) -> bool:
+        """False when a floating, non-empty tensor holds inf or nan.
+
+        Non-floating or empty tensors are always "finite". Exact for every
+        dtype (``numpy.isfinite`` on the values themselves, never a derived
+        quantity such as a sum that could overflow), warning-free, and in
+        chunks of ``FINITE_CHUNK`` elements so the temporary mask stays
+        small (1 MiB) whatever the tensor's size.
+        """
+        if not self.floating or self.empty:
+            return True
+        array = self.array
+        assert array is not None  # an unreadable tensor is "empty"
+        flat = array.reshape(-1)
+        test = _finite_half if flat.dtype == np.float16 else _finite_values
+        for begin in range(0, flat.size, FINITE_CHUNK):
+            if not test(flat[begin:begin + FINITE_CHUNK]):
+                return False
+        return True
+
+
+def _finite_values(flat: np.ndarray) -> bool:
+    """No inf/nan in a 1-D floating array (``numpy.isfinite``)."""
+    return bool(np.isfinite(flat).all())
+
+
+#: float16 bits: sign cleared (``0x7FFF``), and exponent all ones (``0x7C00``,
+#: IEEE 754 binary16) for inf and nan
+_HALF_MAGNITUDE, _HALF_EXPONENT = np.uint16(0x7FFF), 0x7C00
+
+
+def _finite_half(flat: np.ndarray) -> bool:
+    """No inf/nan in a 1-D float16 array, read from its bits: inf and nan
+    are exactly the values whose exponent bits are all ones, i.e. whose
+    magnitude bits are ``>= 0x7C00``. Same verdict as ``numpy.isfinite``
+    (tested against it), which numpy computes for float16 element by
+    element through float32, many times slower (``docs/runtime-design.md``)."""
+    magnitude = np.bitwise_and(flat.view(np.uint16), _HALF_MAGNITUDE, dtype=np.uint16)
+    return int(magnitude.max()) < _HALF_EXPONENT
+
+
+LOGGER = logging.getLogger("probe_runtime")
+_TENSOR_TYPES: dict[type, bool] = {}
+_UNREADABLE_LOGGED: set = set()
+
+
+def _unreadable(klass: type, what: str, err: BaseException, turn_off: bool = True) -> None:
+    """A tensor type the tool cannot handle: logged once per type; with
+    ``turn_off`` objects of that type are not treated as tensors any more
+    (never checked, never counted)."""
+    if turn_off:
+        _TENSOR_TYPES[klass] = False
+    if klass not in _UNREADABLE_LOGGED:
+        _UNREADABLE_LOGGED.add(klass)
+        LOGGER.error("probe_runtime: cannot read the %s of a %s.%s (%s: %s); %s; training goes on", what,
+                     klass.__module__, klass.__qualname__, type(err).__name__, err,
+                     "that type is no longer checked" if turn_off else "such values count as finite")
+
+
+def framework_error(err: BaseException) -> bool:
+    """True for an error MindSpore's runtime raised (its messages carry a
+    ``C++ Call Stack`` section)."""
+    return isinstance(err, (RuntimeError, TypeError, ValueError)) and "C++ Call Stack" in str(err)
+
+
+def surfaced(err: BaseException) -> bool:
+    """True for an error :func:`dtype_name` re-raised: MindSpore's runtime
+    raised it while the tool only *read* a tensor's dtype, so it is an
+    earlier operator's failure surfacing (with asynchronous execution a
+    missing kernel, say, is reported at the next read of any tensor). It
+    belongs to the user's program and is raised to it, as it would be
+    without the tool. Errors of the tool's own operators are not marked."""
+    return bool(getattr(err, "_probe_surfaced", False))
+
+
+def dtype_name(tensor: Any) -> str:
+    """``str(tensor.dtype)`` (MindSpore spells them ``Float16``...); ``""``
+    (not floating) for a type whose dtype cannot be read, which is then no
+    longer treated as a tensor.
+
+    Raises:
+        The error itself, marked (:func:`surfaced`), when MindSpore's
+        runtime raised it (:func:`framework_error`).
+    """
+    try:
+        return str(getattr(tensor, "dtype", ""))
+    except Exception as err:
+        if framework_error(err):
+            try:
+                err._probe_surfaced = True  # type: ignore[attr-defined]
+            except Exception:  # pragma: no cover - an exception type without __dict__
+                pass
+            raise
+        _unreadable(type(tensor), "dtype", err)
+        return ""
+
+
+def is_tensor(obj: Any) -> bool:
+    """True for objects that look like a framework tensor (``asnumpy``,
+    ``dtype`` and ``shape``). numpy arrays are not tensors here.
+
+    Decided once per type, on the class: reading ``dtype``/``shape`` on a
+    MindSpore tensor costs microseconds each (they are properties)."""
+    klass = type(obj)
+    known = _TENSOR_TYPES.get(klass)
+    if known is None:
+        try:
+            known = all(hasattr(klass, name) for name in ("asnumpy", "dtype", "shape"))
+            if not known:  # attributes set on the instance only
+                return hasattr(obj, "asnumpy") and hasattr(obj, "dtype") and hasattr(obj, "shape")
+        except Exception as err:  # an attribute lookup that raises something else
+            _unreadable(klass, "attributes", err)
+            return False
+        _TENSOR_TYPES[klass] = known
+    return known
+
+
+def is_floating(tensor: Any) -> bool:
+    """True when ``tensor`` is a tensor of a floating dtype."""
+    return is_tensor(tensor) and dtype_name(tensor) in FLOAT_DTYPES
+
+
+_PARAMETER_TYPES: dict[type, bool] = {}
+
+
+def is_parameter(obj: Any) -> bool:
+    """``obj`` is a ``mindspore.Parameter`` (by class, decided once per type;
+    no MindSpore import here)."""
+    klass = type(obj)
+    known = _PARAMETER_TYPES.get(klass)
+    if known is None:
+        known = any(k.__name__ == "Parameter" and k.__module__.startswith("mindspore") for k in klass.__mro__)
+        _PARAMETER_TYPES[klass] = known
+    return known
+
+
+def to_host(tensor: Any, name: Optional[str] = None) -> HostTensor:
+    """Copy a tensor to the host (waits for the device).
+
+    ``name``: its dtype name when the caller already read it.
+    bfloat16 and float8 tensors are cast to float32 on the device first.
+    Never raises: a tensor that cannot be read gives ``array=None``, which
+    counts as finite (it is not evidence of an overflow).
+    """
+    if name is None:
+        name = dtype_name(tensor)
+    try:
+        shape = tensor.shape
+        if type(shape) is not tuple:
+            shape = tuple(int(d) for d in shape)
+    except Exception:  # pragma: no cover - odd tensor-likes
+        shape = ()
+    try:
+        source = tensor
+        if name in CAST_TO_FLOAT32:
+            import mindspore as ms  # only here: detection needs no hooking
+
+            source = tensor.astype(ms.float32)
+        array = source.asnumpy()
+        if type(array) is not np.ndarray:
+            array = np.asarray(array)
+    except Exception as err:
+        _unreadable(type(tensor), "values", err, turn_off=False)
+        array = None
+    return HostTensor(name, shape, array)
+
+
+def iter_tensors(obj: Any, depth: int = 0) -> Iterator[Any]:
+    """Every tensor in ``obj`` (nested lists, tuples, dict values, at most
+    4 levels deep), in order."""
+    out: list = []
+    _collect(obj, depth, out)
+    return iter(out)
+
+
+def _collect(obj: Any, depth: int, out: list) -> None:
+    # a list built by plain calls: about twice as fast as nested generators
+    klass = type(obj)
+    if klass is tuple or klass is list:
+        if depth < 4:
+            for item in obj:
+                _collect(item, depth + 1, out)
+        return
+    known = _TENSOR_TYPES.get(klass)
+    if known if known is not None else is_tensor(obj):
+        out.append(obj)
+    elif depth < 4 and isinstance(obj, (list, tuple)):
+        for item in obj:
+            _collect(item, depth + 1, out)
+    elif depth < 4 and isinstance(obj, dict):
+        for item in obj.values():
+            _collect(item, depth + 1, out)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Outcome of checking one entry.
+
+    Attributes:
+        overflow: a floating input or output holds inf/nan.
+        origin: every floating input is finite and some output is not.
+    """
+
+    overflow: bool
+    origin: bool
+
+
+class HostCache:
+    """Copies each tensor object to the host once per check batch (entries
+    often share tensors: one call's output is the next one's input)."""
+
+    def __init__(self) -> None:
+        self._items: dict[int, tuple[Any, HostTensor]] = {}
+        self._finite: dict[int, tuple[Any, bool]] = {}
+
+    def get(self, tensor: Any) -> HostTensor:
+        """The host copy of ``tensor`` (made on first use)."""
+        return _memo(self._items, tensor, to_host)
+
+    def finite(self, tensor: Any) -> bool:
+        """True unless ``tensor`` is floating and holds inf/nan; decided
+        once per tensor object and batch (a non-floating tensor is never
+        copied to the host). The hot path of every check: kept to plain
+        dictionary lookups."""
+        key = id(tensor)
+        hit = self._finite.get(key)
+        if hit is not None and hit[0] is tensor:
+            return hit[1]
+        name = dtype_name(tensor)
+        if name not in FLOAT_DTYPES:
+            ok = True
+        else:
+            host = self._items.get(key)
+            if host is None or host[0] is not tensor:
+                host = (tensor, to_host(tensor, name))
+                self._items[key] = host
+            ok = host[1].finite()
+        self._finite[key] = (tensor, ok)
+        return ok
+
+
+def _memo(table: dict, tensor: Any, compute: Any) -> Any:
+    """``compute(tensor)``, kept in ``table`` by ``id``; the tensor itself is
+    kept too, so its id cannot be reused by another object meanwhile."""
+    key = id(tensor)
+    hit = table.get(key)
+    if hit is None or hit[0] is not tensor:
+        hit = (tensor, compute(tensor))
+        table[key] = hit
+    return hit[1]
+
+
+def judge(inputs: Iterable[Any], outputs: Iterable[Any], cache: Optional[HostCache] = None) -> Verdict:
+    """Check one entry's floating tensors.
+
+    Args:
+        inputs: the tensors (or nested containers) the entry consumed: the
+            call's arguments for a forward entry, the gradients w.r.t. its
+            outputs for a backward entry.
+        outputs: what the entry produced (results, or the gradients w.r.t.
+            its inputs).
+        cache: shares host copies between entries of one batch.
+    Returns:
+        A Verdict. Waits for the device when a tensor is not ready.
+    """
+    cache = cache or HostCache()
+    finite = cache.finite
+    inputs_finite = all(finite(t) for t in iter_tensors(list(inputs)))
+    outputs_finite = all(finite(t) for t in iter_tensors(list(outputs)))
+    overflow = not (inputs_finite and outputs_finite)
+    return Verdict(overflow, overflow and inputs_finite and not outputs_finite)
+
+
+def _number(value: Any) -> Any:
+    """A numpy scalar as a Python number (inf/nan kept as floats)."""
+    if isinstance(value, (np.bool_, bool)):
+        return bool(value)
+    if isinstance(value, np.integer):
+        return int(value)
+    return float(value)
+
+
+def statistics(host: HostTensor) -> dict:
+    """Max, Min, Mean and Norm (L2) of a host tensor, as msprobe writes them.
+
+    Floating data is widened to float32 (float64 stays float64) so a finite
+    float16 tensor gets a finite norm even above 65504. Values are Python
+    floats; inf/nan stay as float inf/nan (the writer emits them as bare
+    ``Infinity``/``NaN``). Empty or unreadable tensors: all four None. Bool
+    tensors: Max/Min as bools, Mean/Norm None. Integer tensors: computed in
+    float64 for Mean/Norm.
+    """
+    array = host.array
+    if array is None or array.size == 0:
+        return {"Max": None, "Min": None, "Mean": None, "Norm": None}
+    if array.dtype == np.bool_:
+        return {"Max": bool(array.max()), "Min": bool(array.min()), "Mean": None, "Norm": None}
+    if array.dtype.kind == "c":
+        return {"Max": None, "Min": None, "Mean": None, "Norm": None}
+    if array.dtype.kind == "f":
+        wide = array.astype(np.float64 if array.dtype == np.float64 else np.float32, copy=False)
+    else:
+        wide = array.astype(np.float64)
+    flat = wide.ravel()
+    with np.errstate(all="ignore"):
+        result = {
+            "Max": _number(flat.max()),
+            "Min": _number(flat.min()),
+            "Mean": _number(flat.mean(dtype=np.float64)),
+            "Norm": _number(np.sqrt(np.dot(flat.astype(np.float64), flat.astype(np.float64)))),
+        }
+    if array.dtype.kind in "iu":
+        result["Max"], result["Min"] = int(array.max()), int(array.min())
+    return result

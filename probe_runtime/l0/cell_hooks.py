@@ -1,0 +1,426 @@
+"""The L0 hooks: one model's Cells, hooked for one ``start()`` window.
+
+:class:`CellHooks` hooks every sub-Cell the plan names (:mod:`.plan`): a
+forward pre-hook opens a :class:`~.calls.CellCall` (index, parent Cell,
+the user's frames) and, under grad, passes the tensor inputs through one
+``HookBackward`` for the gradients w.r.t. them; a forward hook hands the
+finished call to the checker and passes the outputs through one more
+``HookBackward``; each Parameter a Cell owns gets ``register_hook`` (its
+``parameters_grad`` entry). The models given to ``start()`` are hooked
+too, not recorded, for the top-Cell hint. No hook reads a tensor; a fault
+in a hook is logged once through the sink and turns that part off, never
+reaching the training. What is checked when, and why this way:
+``docs/runtime-design.md`` and ``docs/l0.md``.
+
+Example::
+
+    hooks = CellHooks(checker)
+    hooks.install(net)       # every sub-Cell of net now hands its calls to the checker
+    loss = net(x)
+    hooks.uninstall()
+"""
+from __future__ import annotations
+
+import logging
+import sys
+import threading
+import weakref
+from typing import Any, Optional
+
+from ..check.probes import launch_sum, probe_now
+from ..check.verdict import framework_error, is_tensor, iter_tensors
+from ..hooks.backward import release, through_hook
+from ..hooks.frames import capture_frames
+from .calls import CellCall, ParamGradCall, TopCall
+from .plan import Target, is_jit_compiled, jit_warning, models, plan_cells
+
+LOGGER = logging.getLogger("probe_runtime")
+
+
+class _Local(threading.local):
+    def __init__(self) -> None:
+        self.stack: list = []
+        self.top: Optional[TopCall] = None
+        #: (target, the output it returned with its gradient hook, its call): the last Cell that finished
+        self.last: Optional[tuple] = None
+        self.top_cell: int = 0  # id of the model whose call is running (``top``)
+
+
+class CellHooks:
+    """Installs and removes the L0 hooks on one model.
+
+    Args:
+        sink: the checker (``live``, ``next_index``, ``on_forward``,
+            ``on_grad_outputs``, ``on_grad_inputs``, ``on_param_grad``,
+            ``on_error``).
+    """
+
+    def __init__(self, sink: Any) -> None:
+        self.sink = sink
+        self._handles: list = []
+        self._plan_for: Any = None
+        self._plan: list[Target] = []
+        self._local = _Local()
+        self._seq = 0
+        self._param_calls: dict[str, ParamGradCall] = {}
+        self._calls_by_prefix: dict[str, list] = {}
+        self.broken: set[str] = set()
+        self._warned_jit: set[int] = set()
+        self._hook_backward: Any = None  # mindspore.ops.HookBackward, imported at start()
+        self._executor: Any = None
+        #: prefix -> (finiteness probes of the Cell's own Parameters, taken at ``start()``?)
+        self._probes: dict[str, tuple[list, bool]] = {}
+        #: Parameters may have changed since ``start()`` (an optimizer step or ``Parameter.set_data``)
+        self.params_changed = False
+        #: the window runs synchronously: Parameters are checked on the host at install
+        self.synchronous = False
+        self._boxes: list = []  # what this window's HookBackward hooks refer to (see through_hook)
+        self._cells: dict[str, Any] = {}  # prefix -> Cell, for the window
+
+    @property
+    def installed(self) -> bool:
+        """True while hooks are registered."""
+        return bool(self._handles)
+
+    # -- plan -----------------------------------------------------------------------
+    def check_model(self, model: Any) -> None:
+        """Raise :class:`~probe_runtime.errors.UsageError` unless ``model``
+        is a Cell or a list/tuple of Cells (at every ``start()``, checked
+        step or not)."""
+        models(model)
+
+    def plan(self, model: Any) -> list[Target]:
+        """The Cells to hook in ``model`` (built once per model object;
+        a list/tuple of models is walked again at each ``install``)."""
+        ref = self._plan_for
+        if ref is not None and ref() is model:
+            return self._plan
+        targets, jit_cells = plan_cells(model)
+        if jit_cells and id(model) not in self._warned_jit:
+            self._warned_jit.add(id(model))
+            LOGGER.warning(jit_warning(jit_cells))
+        try:
+            self._plan_for = weakref.ref(model)
+        except TypeError:  # a list or tuple
+            self._plan_for = None
+        self._plan = targets
+        return targets
+
+    # -- install / uninstall -------------------------------------------------------
+    def install(self, model: Any) -> int:
+        """Hook every sub-Cell of ``model``; returns the number of Cells.
+
+        Raises:
+            UsageError: ``model`` is not a Cell or a list/tuple of Cells.
+        """
+        if self.installed:
+            return len(self._plan)
+        targets = self.plan(model)
+        self._cells = {t.prefix: t.cell for t in targets}
+        self._local.last = None
+        if self._hook_backward is None:
+            from mindspore import ops
+
+            self._hook_backward = ops.HookBackward
+            try:
+                from mindspore.graph.api import _pynative_executor  # MindSpore >= 2.9
+            except Exception:
+                from mindspore.common.api import _pynative_executor
+            self._executor = _pynative_executor
+        self._local.stack = []
+        self._seq = 0
+        self._probes = {}
+        self.params_changed = False
+        if "parameters" not in self.broken:
+            for target in targets:  # the weights as the forward pass will see them
+                if target.params:
+                    self._probes[target.prefix] = (self._probe(target), True)
+        for target in targets:
+            self._hook_cell(target)
+        self._hook_tops(model)
+        return len(targets)
+
+    def _probe(self, target: Target) -> list:
+        """Finiteness probes of ``target``'s own Parameters, now: checked on
+        the host in a synchronous window (no pipeline to stall), else a
+        float32 sum each launched on the device, read only on an overflow."""
+        if self.synchronous:
+            return [probe_now(p) for p in target.params.values()]
+        return [launch_sum(p) for p in target.params.values()]
+
+    def forget_probes(self) -> None:
+        """Parameters are about to change in place (an optimizer step,
+        ``Parameter.set_data``; ``l1.optimizer.OptimizerWatch``, after the
+        queue was resolved): the probes taken at ``start()`` no longer say
+        what the next forward calls use. Each hooked Cell's next call
+        probes its Parameters again (:meth:`_probe_again`), once per update."""
+        if self.installed:
+            self.params_changed = True
+            self._probes = {}
+
+    def _probe_again(self, target: Target) -> Optional[tuple[list, bool]]:
+        """The probes of ``target``'s Parameters for a call made after an
+        update in the window (taken once per Cell and update)."""
+        if not target.params or not self.params_changed or "parameters" in self.broken:
+            return None
+        try:
+            probes = (self._probe(target), False)
+        except Exception as err:
+            self._fail("parameters", err)
+            return None
+        self._probes[target.prefix] = probes
+        return probes
+
+    def _hook_tops(self, model: Any) -> None:
+        """Hooks on the models themselves (not recorded): their call and
+        output, for the hint when an overflow starts in their own code."""
+        if "top" in self.broken:
+            return
+        sink = self.sink
+        local = self._local
+
+        def top_pre_hook(cell: Any, args: tuple) -> None:
+            if sink.live and "top" not in self.broken:
+                local.top = TopCall(type(cell).__name__, args)
+                local.top_cell = id(cell)
+
+        def top_forward_hook(cell: Any, args: tuple, output: Any) -> None:
+            try:
+                top, local.top = local.top, None
+                if top is not None and sink.live and "top" not in self.broken:
+                    top.output = output
+                    sink.on_top(top)
+            except Exception as err:
+                self._fail("top", err)
+
+        try:
+            for _, root in models(model):
+                if is_jit_compiled(root):
+                    continue
+                self._handles.append(root.register_forward_pre_hook(top_pre_hook))
+                if getattr(root, "has_bprop", False):
+                    self._handles.append(force_forward_hook(root, top_forward_hook))
+                else:
+                    self._handles.append(root.register_forward_hook(top_forward_hook))
+        except Exception as err:
+            self._fail("top", err)
+
+    def _hook_cell(self, target: Target) -> None:
+        cell = target.cell
+        if "forward" not in self.broken:
+            self._handles.append(cell.register_forward_pre_hook(self._make_pre_hook(target)))
+            forward_hook = self._make_forward_hook(target)
+            if target.bprop:
+                self._handles.append(force_forward_hook(cell, forward_hook))
+            else:
+                self._handles.append(cell.register_forward_hook(forward_hook))
+        if "parameters" not in self.broken:
+            for param_name, param in target.params.items():
+                if getattr(param, "requires_grad", False):
+                    self._handles.append(param.register_hook(self._make_param_hook(target, param_name)))
+
+    def uninstall(self) -> None:
+        """Remove every hook (safe to call twice and at interpreter exit)."""
+        handles, self._handles = self._handles, []
+        release(self._boxes)
+        for handle in reversed(handles):
+            try:
+                handle.remove()
+            except Exception:  # pragma: no cover - interpreter exit
+                pass
+        self._local.stack = []
+        self._local.top = None
+        self._local.last = None  # the last Cell call and its output: not kept past the window
+        self._cells = {}
+
+    def new_step(self) -> None:
+        """Forget the per-step parameter-gradient entries."""
+        self._param_calls = {}
+        self._calls_by_prefix = {}
+
+    def _fail(self, part: str, err: BaseException) -> None:
+        """Turn ``part`` off for good (logged once through the sink). An
+        error of MindSpore's runtime (``check.verdict.framework_error``: often
+        an earlier operator's failure surfacing) is logged and leaves only
+        that call unchecked, as at L1."""
+        if framework_error(err):
+            self.sink.on_error(f"in the L0 {part} hooks (that call is not checked)", err)
+            return
+        if part not in self.broken:
+            self.broken.add(part)
+            if part == "forward":
+                self.broken.add("backward")
+            self.sink.on_error(f"in the L0 {part} hooks (turned off)", err)
+
+    # -- hooks ----------------------------------------------------------------------
+    def _make_pre_hook(self, target: Target):
+        sink = self.sink
+        local = self._local
+        prefix = target.prefix
+
+        def pre_hook(cell: Any, args: tuple) -> Any:
+            if not sink.live or "forward" in self.broken:
+                return None
+            try:
+                stack = local.stack
+                parent = stack[-1] if stack else None
+                call = CellCall(prefix, sink.next_index(prefix), parent, args, {}, capture_frames(sys._getframe(1)),
+                                target.params)
+                probes = self._probes.get(prefix) or self._probe_again(target)
+                if probes is not None:
+                    call.param_probe, call.params_at_start = probes
+                call.top = local.top
+                self._seq += 1
+                call.seq = self._seq
+                stack.append(call)
+                self._calls_by_prefix.setdefault(prefix, []).append(call)
+                if "backward" not in self.broken and self._executor.grad_flag():
+                    call.grad_mode = True
+                    if self._fed_by_previous(target, call, args):
+                        return None
+                    return self._hook_inputs(call, args)
+            except Exception as err:
+                self._fail("forward", err)
+            return None
+
+        return pre_hook
+
+    def _make_forward_hook(self, target: Target):
+        sink = self.sink
+        local = self._local
+        prefix = target.prefix
+
+        def forward_hook(cell: Any, args: tuple, output: Any) -> Any:
+            if "forward" in self.broken:
+                return None
+            try:
+                stack = local.stack
+                call = None
+                for position in range(len(stack) - 1, -1, -1):  # skip calls that raised
+                    if stack[position].prefix == prefix:
+                        call = stack[position]
+                        del stack[position:]
+                        break
+                if call is None or not sink.live:
+                    return None
+                call.args = args
+                call.output = output
+                hooked = None
+                if call.grad_mode and "backward" not in self.broken:
+                    try:
+                        hooked = self._hook_outputs(call, output)
+                        if hooked is not None:  # what the next Cell gets: one host copy serves both
+                            call.output = hooked
+                            local.last = (target, hooked, call)
+                    except Exception as err:
+                        self._fail("backward", err)
+                sink.on_forward(call)
+                return hooked
+            except Exception as err:
+                self._fail("forward", err)
+            return None
+
+        return forward_hook
+
+    def _fed_by_previous(self, target: Target, call: CellCall, args: tuple) -> bool:
+        """In a plain ``nn.SequentialCell`` a Cell's only input is the
+        output the Cell before it returned, which nothing else uses: the
+        gradient w.r.t. that output (its hook) *is* this Cell's input
+        gradient, bit for bit. This call then gets no ``HookBackward`` of
+        its own (one hook per Cell boundary instead of two); the previous
+        call's output hook hands the gradient on to it
+        (``CellCall.feeds``). Only when ``args`` is that one tensor object
+        itself and neither Cell has hooks besides the tool's (which could
+        use or replace it); anything else is hooked as usual."""
+        local = self._local
+        last, local.last = local.last, None
+        previous = target.follows
+        if previous is None or last is None or last[0] is not previous or len(args) != 1:
+            return False
+        parent = call.parent
+        if parent is not None:
+            enclosing = self._cells.get(parent.prefix)
+            if enclosing is None or id(enclosing) != target.sequence:
+                return False
+        elif local.top is None or local.top_cell != target.sequence:
+            return False
+        if args[0] is not last[1] or not is_tensor(args[0]) or last[2].feeds is not None:
+            return False
+        if len(getattr(target.cell, "_forward_pre_hook", ())) != 1 or len(getattr(previous.cell, "_forward_hook", ())) != 1:
+            return False
+        last[2].feeds = call
+        call.expects_input_grads = True
+        return True
+
+    def _hook_inputs(self, call: CellCall, args: tuple) -> Optional[tuple]:
+        positions = [i for i, a in enumerate(args) if is_tensor(a)]
+        if not positions:
+            return None
+        sink = self.sink
+
+        def input_hook(*grads: Any) -> None:
+            try:
+                if "backward" not in self.broken:
+                    sink.on_grad_inputs(call, list(iter_tensors(grads)))
+            except Exception as err:
+                self._fail("backward", err)
+
+        new_args = through_hook(self._hook_backward, input_hook, args, positions, self._boxes)
+        call.expects_input_grads = True
+        return tuple(new_args)
+
+    def _hook_outputs(self, call: CellCall, output: Any) -> Any:
+        """The output with its floating tensors (top level of a tuple) passed
+        through one ``HookBackward``; None when there is nothing to hook."""
+        single = not isinstance(output, tuple)
+        items = (output,) if single else output
+        positions = [i for i, item in enumerate(items) if is_tensor(item)]
+        if not positions:
+            return None
+        sink = self.sink
+
+        def output_hook(*grads: Any) -> None:
+            try:
+                if "backward" not in self.broken:
+                    tensors = list(iter_tensors(grads))
+                    if call.feeds is not None:  # the next Cell's input gradient (see _fed_by_previous)
+                        sink.on_grad_inputs(call.feeds, list(tensors))
+                    sink.on_grad_outputs(call, tensors)
+            except Exception as err:
+                self._fail("backward", err)
+
+        new_items = through_hook(self._hook_backward, output_hook, items, positions, self._boxes)
+        return new_items[0] if single else tuple(new_items)
+
+    def _make_param_hook(self, target: Target, param_name: str):
+        sink = self.sink
+        prefix = target.prefix
+
+        def param_hook(grad: Any) -> None:
+            if not sink.live or "parameters" in self.broken:
+                return None
+            try:
+                entry = self._param_calls.get(prefix)
+                if entry is None or entry.queued and param_name in entry.grads:
+                    calls = self._calls_by_prefix.get(prefix, [])
+                    entry = ParamGradCall(prefix, calls[-1] if calls else None, calls)
+                    self._param_calls[prefix] = entry
+                entry.grads[param_name] = grad
+                sink.on_param_grad(entry)
+            except Exception as err:
+                self._fail("parameters", err)
+            return None
+
+        return param_hook
+
+
+def force_forward_hook(cell: Any, hook: Any) -> Any:
+    """Put ``hook`` in the forward-hook table of a Cell with a custom
+    ``bprop`` (``register_forward_hook`` refuses those and returns a dead
+    handle); returns a handle whose ``remove()`` takes it out again."""
+    from mindspore.common.hook_handle import HookHandle
+
+    table = cell._forward_hook
+    handle = HookHandle(table)
+    table[handle.handle_id] = hook
+    return handle

@@ -1,0 +1,424 @@
+"""`probe report`: msprobe_lint/report/ on the dumps in tests/data/report/
+(``ours``: hand-written, probe_runtime's layout with overflow.json;
+``msprobe``: hand-written, msprobe's layout without it; ``msprobe-l1`` and
+``msprobe-l0``: written by msprobe 8.1.2 itself, see the README there), on
+empty, missing, truncated and malformed dump paths."""
+from __future__ import annotations
+
+import io
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from msprobe_lint.report import main
+from msprobe_lint.report.command import summarise
+from msprobe_lint.report.dumpformat import direction_of
+
+from conftest import as_nobody, run_probe
+
+DATA = Path(__file__).parents[1] / "data" / "report"
+
+
+def report(path, fmt="text", *flags):
+    out, err = io.StringIO(), io.StringIO()
+    status = main(str(path), fmt, out=out, err=err, show_all="--all" in flags)
+    return status, out.getvalue(), err.getvalue()
+
+
+def strict_json(text: str):
+    def refuse(token):
+        raise AssertionError(f"non-strict JSON token {token}")
+    return json.loads(text, parse_constant=refuse)
+
+
+def test_ours_in_execution_order_with_origin_first():
+    status, out, err = report(DATA / "ours")
+    assert status == 0 and err == ""
+    lines = out.splitlines()
+    assert lines[0].startswith("step0/rank1")
+    assert lines[1].split() == ["ORIGIN", "Functional.exp.3", "API", "forward", "/work/job/train.py:31"]
+    assert "output[0]" in lines[2] and "Max=inf" in lines[2] and "Min=0.3679" in lines[2]
+    assert lines[3].split()[:4] == ["carried", "Tensor.__sub__.7", "API", "forward"]
+    assert any(line.split()[:4] == ["carried", "Functional.exp.3", "API", "backward"] for line in lines)
+    assert "Max=nan" in out
+    assert lines[-1] == ("4 records in 2 step/rank folders. Overflow started in step0/rank1: Functional.exp.3.forward "
+                         "(API, forward) at /work/job/train.py:31.")
+    # the later step is counted, not shown; --all shows it
+    assert lines[-4:-2] == ["Later steps, counted (--all shows their records):",
+                            "  step1: 1 record in 1 folder, rank 1"]
+    assert "step1/rank1" not in out and "Min=-inf" not in out
+    status, every, _ = report(DATA / "ours", "text", "--all")
+    assert status == 0 and every.index("step0/rank1") < every.index("step1/rank1") and "Min=-inf" in every
+    assert every.splitlines()[-1] == lines[-1] and "Later steps" not in every
+
+
+def test_msprobe_layout_origin_unknown_where_from_stack():
+    status, out, _ = report(DATA / "msprobe")
+    assert status == 0
+    assert "step0/rank " in out  # not distributed: `rank` with no number
+    record = out.splitlines()[1].split()
+    assert record == ["?", "Functional.exp.3", "API", "forward", "/work/train.py:57"]  # user frame, not site-packages
+    assert "where it started is not known" in out.splitlines()[-1]
+
+
+# -- dumps msprobe 8.1.2 itself wrote (tests/data/report/make-real-dumps.sh) ----------
+MSPROBE_L1 = ["Functional.exp.0.forward", "Tensor.to.0.forward", "Tensor.__sub__.0.forward",
+              "Functional.square.0.forward", "Functional.shape.0.forward", "Functional.square.0.backward",
+              "Tensor.__sub__.0.backward", "Tensor.to.0.backward", "Functional.exp.0.backward"]
+MSPROBE_L0 = ["Cell.block.act.Scale.forward.0", "Cell.block.Block.forward.0", "Cell.head.Dense.forward.0",
+              "Cell.head.Dense.parameters_grad", "Cell.head.Dense.backward.0", "Cell.block.act.Scale.backward.0",
+              "Cell.block.fc.Dense.parameters_grad", "Cell.block.Block.backward.0", "Cell.block.fc.Dense.backward.0"]
+
+
+@pytest.mark.parametrize("folder, names", [("msprobe-l1", MSPROBE_L1), ("msprobe-l0", MSPROBE_L0)])
+def test_dumps_written_by_msprobe_itself(folder, names):
+    """msprobe's overflow_check dumps (no overflow.json): every dump.json entry
+    in file order (msprobe's detection order), origin unknown, the user's
+    file:line from msprobe's stack.json (its frames are not innermost-first and
+    include msprobe's and MindSpore's own), the offending statistics."""
+    status, out, err = report(DATA / folder)
+    assert status == 0 and err == ""
+    data = strict_json(report(DATA / folder, "json")[1])
+    assert [r["name"] for r in data["records"]] == names
+    assert all(r["origin"] is None and (r["step"], r["rank"]) == (0, None) for r in data["records"])
+    first = data["records"][0]
+    assert first["where"].endswith("tools/make_dumps.py:47" if folder == "msprobe-l1" else "tools/make_dumps.py:57")
+    assert "site-packages" not in json.dumps([r["where"] for r in data["records"]])
+    assert first["tensors"][0]["where"] == "output[0]" and first["tensors"][0]["Max"] == "inf"
+    assert data["started"] is None
+    lines = out.splitlines()
+    assert lines[0].startswith("step0/rank ")
+    assert lines[1].split()[:4] == ["?", names[0].replace(".forward", ""), "Cell" if "l0" in folder else "API",
+                                    "forward"]
+    assert f"First recorded overflow in step0/rank: {names[0]}" in lines[-1]
+    assert "where it started is not known" in lines[-1]
+
+
+def test_msprobe_l0_parameter_gradients():
+    data = strict_json(report(DATA / "msprobe-l0", "json")[1])
+    grads = {r["name"]: r for r in data["records"] if r["direction"] == "parameters_grad"}
+    assert sorted(t["where"] for t in grads["Cell.block.fc.Dense.parameters_grad"]["tensors"]) == ["bias[0]",
+                                                                                                  "weight[0]"]
+
+
+def test_json_is_strict():
+    status, out, _ = report(DATA / "ours", "json")
+    assert status == 0
+    data = strict_json(out)
+    assert [r["name"] for r in data["records"]][:2] == ["Functional.exp.3.forward", "Tensor.__sub__.7.forward"]
+    first = data["records"][0]
+    assert (first["step"], first["rank"], first["origin"], first["direction"], first["kind"]) == (0, 1, True,
+                                                                                               "forward", "API")
+    assert first["tensors"] == [{"where": "output[0]", "dtype": "Float32", "shape": [2, 4], "Max": "inf",
+                                 "Min": 0.3679, "Mean": "inf", "Norm": "inf", "nonfinite": ["Max", "Mean", "Norm"]}]
+    assert data["started"]["name"] == "Functional.exp.3.forward"
+    assert '"nan"' in out and "NaN" not in out and "Infinity" not in out
+    out = report(DATA / "ours", "json", "--all")[1]
+    assert "-inf" in strict_json(out)["records"][-1]["tensors"][0].values()
+    assert "NaN" not in out and "Infinity" not in out
+
+
+def test_started_is_lowest_rank_of_earliest_step(tmp_path):
+    shutil.copytree(DATA / "ours" / "step0" / "rank1", tmp_path / "step2" / "rank0")
+    shutil.copytree(DATA / "ours" / "step0" / "rank1", tmp_path / "step1" / "rank3")
+    shutil.copytree(DATA / "ours" / "step0" / "rank1", tmp_path / "step1" / "rank10")
+    summary, status, _ = summarise(str(tmp_path))
+    assert status == 0 and [s.step for s in summary.steps] == [1, 2]
+    assert [list(g.ranks) for s in summary.steps for g in s.groups] == [[3, 10], [0]]
+    assert (summary.start.record.step, summary.start.rank, summary.also) == (1, 3, [10])
+    status, out, _ = report(tmp_path, "text", "--all")
+    assert out.splitlines()[0].startswith("step1/ranks 3, 10  (2 ranks with the same records; statistics of rank 3")
+    assert out.rstrip().endswith("It also started on its own on rank 10.")
+
+
+def test_accepts_a_step_or_rank_folder():
+    assert report(DATA / "ours" / "step1")[1].splitlines()[0].startswith("step1/rank1")
+    assert report(DATA / "ours" / "step0" / "rank1")[1].splitlines()[0].startswith("step0/rank1")
+
+
+def test_empty_dump_path(tmp_path):
+    status, out, err = report(tmp_path)
+    assert status == 1 and out == "" and "no dump found" in err
+    data = strict_json(report(tmp_path, "json")[1])
+    assert data["records"] == [] and data["summary"]["status"] == 1
+
+
+def test_missing_and_not_a_folder(tmp_path):
+    status, _, err = report(tmp_path / "nope")
+    assert status == 2 and "no such file or directory" in err
+    (tmp_path / "file").write_text("x")
+    assert report(tmp_path / "file")[0] == 2
+
+
+def test_truncated_dump_and_overflow_json(tmp_path):
+    """A job killed mid-run: both files cut off; what was written is shown."""
+    rank = tmp_path / "step0" / "rank1"
+    shutil.copytree(DATA / "ours" / "step0" / "rank1", rank)
+    text = (rank / "dump.json").read_text()
+    (rank / "dump.json").write_text(text[:text.index('"Tensor.__sub__.7.forward"') + 40])
+    text = (rank / "overflow.json").read_text()
+    (rank / "overflow.json").write_text(text[:text.index('"Tensor.__sub__.7.forward"') + 10])
+    status, out, err = report(tmp_path)
+    assert status == 0
+    assert "ORIGIN   Functional.exp.3" in out and "Max=inf" in out
+    assert "Tensor.__sub__" not in out
+    assert "dump.json: truncated or malformed" in err and "overflow.json: truncated or malformed" in err
+    assert "killed mid-run" in err
+
+
+def test_truncated_dump_json_without_overflow_json(tmp_path):
+    rank = tmp_path / "step0" / "rank"
+    shutil.copytree(DATA / "msprobe" / "step0" / "rank", rank)
+    (rank / "dump.json").write_text((rank / "dump.json").read_text()[:300])
+    status, out, err = report(tmp_path)
+    assert status == 2 and out == "" and "truncated" in err and "read the first 0 entries" in err
+    data = strict_json(report(tmp_path, "json")[1])
+    assert data["records"] == [] and data["problems"]
+
+
+def test_overflow_records_without_dump_json(tmp_path):
+    rank = tmp_path / "step0" / "rank0"
+    rank.mkdir(parents=True)
+    (rank / "overflow.json").write_text('[{"name": "Mint.exp.0.forward", "origin": true, "where": "t.py:3"}]')
+    status, out, err = report(tmp_path)
+    assert status == 0 and "ORIGIN   Mint.exp.0" in out and "no statistics in dump.json" in out
+    assert err == f"probe: warning: {rank / 'dump.json'}: missing: the records of overflow.json have no statistics\n"
+    assert strict_json(report(tmp_path, "json")[1])["problems"] == [
+        {"path": str(rank / "dump.json"), "message": "missing: the records of overflow.json have no statistics"}]
+    (rank / "overflow.json").write_text("[]")  # no records: nothing lacks statistics
+    assert report(tmp_path) == (1, "", f"probe: note: {tmp_path}: the dumps hold no overflow records\n")
+
+
+@pytest.mark.skipif(not hasattr(os, "fork") or os.geteuid() != 0, reason="needs root to switch to nobody")
+def test_unreadable_step_and_rank_folders_are_warnings(open_tmp):
+    """A folder the user cannot enter (000: its dump.json cannot even be
+    looked for), list (311) or search (644) is named in a warning; the
+    readable folders are still reported (as the user nobody: root reads
+    everything)."""
+    shutil.copytree(DATA / "ours" / "step0" / "rank1", open_tmp / "step0" / "rank1")
+    for folder, mode in (("step1", 0o000), ("step4/rank", 0o000), ("step5", 0o311), ("step6", 0o644)):
+        (open_tmp / folder).mkdir(parents=True)
+        os.chmod(open_tmp / folder, mode)
+    got = as_nobody(lambda: [report(open_tmp), report(open_tmp, "json")[1]])
+    assert isinstance(got, list), got
+    (status, out, err), payload = got
+    assert status == 0 and "Traceback" not in err
+    assert "ORIGIN   Functional.exp.3" in out
+    for folder in ("step1", "step4/rank", "step5", "step6"):
+        assert f"probe: warning: {open_tmp / folder}: Permission denied\n" in err
+    assert len(err.splitlines()) == 4
+    problems = strict_json(payload)["problems"]
+    assert sorted(p["path"] for p in problems) == [str(open_tmp / f) for f in ("step1", "step4/rank", "step5",
+                                                                               "step6")]
+    # nothing readable at all: no dump could be read (exit 2), not "no dump found"
+    shutil.rmtree(open_tmp / "step0")
+    status, out, err = as_nobody(lambda: report(open_tmp))
+    assert status == 2 and out == "" and "no dump could be read" in err and "Permission denied" in err
+
+
+
+def test_text_report_shows_control_characters_as_probe_lint_does(tmp_path):
+    """Names and paths from a dump reach the terminal with their control
+    characters (escapes, newlines) shown as ``?``, as `probe lint` shows a
+    config's line: no colour change, no fake line."""
+    root = tmp_path / "d\x1b[2Jump"
+    rank = root / "step0" / "rank"
+    rank.mkdir(parents=True)
+    name = "Functional.a\x1b[31mRED\nfake line.0.forward"
+    (rank / "overflow.json").write_text(json.dumps([{"name": name, "origin": True, "where": "t.py\r:1\x07"}]))
+    status, out, err = report(root)
+    assert status == 0
+    for text in (out, err):
+        assert not any(c in text for c in "\x1b\x07\r") and "\nfake line" not in text
+    assert out.splitlines()[1].split() == ["ORIGIN", "Functional.a?[31mRED?fake", "line.0", "API", "forward",
+                                           "t.py", ":1?"]
+    assert "Overflow started in step0/rank: Functional.a?[31mRED?fake line.0.forward" in out
+    assert err.startswith(f"probe: warning: {tmp_path}/d?[2Jump/step0/rank/dump.json: missing") and err.count("\n") == 1
+    data = strict_json(report(root, "json")[1])  # JSON keeps the data as it is (escaped by JSON itself)
+    assert data["records"][0]["name"] == name
+
+
+@pytest.mark.parametrize("content", ["", "garbage", "[1, 2]", '{"data": [1]}', "\x00\xff"])
+def test_malformed_dump_is_a_message_not_a_traceback(tmp_path, content):
+    rank = tmp_path / "step0" / "rank0"
+    rank.mkdir(parents=True)
+    (rank / "dump.json").write_text(content)
+    (rank / "overflow.json").write_text(content)
+    status, out, err = report(tmp_path)
+    assert status == 2 and "Traceback" not in err and "no dump could be read" in err
+    strict_json(report(tmp_path, "json")[1])
+
+
+def test_direction_of():
+    assert direction_of("Functional.exp.3.forward") == "forward"
+    assert direction_of("Cell.net.fc1.Dense.backward.0") == "backward"
+    assert direction_of("Cell.net.fc1.Dense.parameters_grad") == "parameters_grad"
+    assert direction_of("odd") is None
+
+
+def test_cli(tmp_path):
+    proc = run_probe("report", str(DATA / "ours"), "--format", "json")
+    assert proc.returncode == 0 and strict_json(proc.stdout)["summary"]["records"] == 4
+    proc = run_probe("report", str(tmp_path))
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+
+
+
+@pytest.mark.parametrize("fmt", ["text", "json", "html"])
+def test_output_file_only_for_a_report_that_did_not_fail(tmp_path, fmt):
+    """--output: a missing or unreadable dump path (exit 2) writes no file in
+    any format; an empty one (exit 1) writes what stdout would get (the JSON
+    object or HTML page saying so; the text report has nothing)."""
+    target = tmp_path / f"r.{fmt}"
+    for bad in (tmp_path / "missing", DATA / "ours" / "step0" / "rank1" / "dump.json"):
+        status = main(str(bad), fmt, out=io.StringIO(), err=(err := io.StringIO()), output=str(target))
+        assert status == 2 and "probe: error:" in err.getvalue() and not target.exists()
+    broken = tmp_path / "broken" / "step0" / "rank0"
+    broken.mkdir(parents=True)
+    (broken / "overflow.json").write_text("garbage")
+    assert main(str(tmp_path / "broken"), fmt, out=io.StringIO(), err=io.StringIO(), output=str(target)) == 2
+    assert not target.exists()
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    stdout = io.StringIO()
+    assert main(str(empty), fmt, out=stdout, err=io.StringIO()) == 1
+    assert main(str(empty), fmt, out=io.StringIO(), err=io.StringIO(), output=str(target)) == 1
+    assert target.exists() == (fmt != "text")
+    if target.exists():
+        assert target.read_text(encoding="utf-8") == stdout.getvalue() and "no dump found" in stdout.getvalue()
+    proc = run_probe("report", str(tmp_path / "missing"), "-f", fmt, "-o", str(tmp_path / "cli.out"))
+    assert proc.returncode == 2 and not (tmp_path / "cli.out").exists() and "Traceback" not in proc.stderr
+
+
+@pytest.mark.mindspore
+def test_on_a_dump_written_by_the_runtime(tmp_path):
+    """`probe run` a single-process job under probe_runtime, then report."""
+    pytest.importorskip("mindspore")
+    import json as _json
+    (tmp_path / "train.py").write_text(
+        "import mindspore as ms, numpy as np\n"
+        "from mindspore import Tensor, ops\n"
+        "from probe_runtime import PrecisionDebugger\n"
+        "ms.set_context(mode=ms.PYNATIVE_MODE)\n"
+        "debugger = PrecisionDebugger()\n"
+        "for step in range(2):\n"
+        "    debugger.start()\n"
+        "    x = Tensor(np.array([1.0, 100.0 * step], np.float32))\n"
+        "    y = ops.exp(x)\n"
+        "    z = y * 0\n"
+        "    debugger.stop()\n"
+        "    debugger.step()\n")
+    dump = tmp_path / "dump"
+    (tmp_path / "config.json").write_text(_json.dumps({
+        "task": "overflow_check", "dump_path": str(dump), "level": "L1", "overflow_check": {"overflow_nums": -1}}))
+    proc = run_probe("run", "config.json", "--", "python", "train.py", cwd=tmp_path, env={"RANK_ID": "",
+                                                                                        "PROBE_CONFIG": ""})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    status, out, err = report(dump)
+    assert status == 0, err
+    lines = out.splitlines()
+    assert lines[0].startswith("step1/rank ")  # not distributed: `rank`; step 0 had no overflow
+    assert lines[1].split() == ["ORIGIN", "Functional.exp.0", "API", "forward", f"{tmp_path / 'train.py'}:9"]
+    assert "Max=inf" in lines[2] and "carried  Tensor.__mul__.0" in out
+    assert lines[-1].endswith(f"Overflow started in step1/rank: Functional.exp.0.forward (API, forward) "
+                              f"at {tmp_path / 'train.py'}:9.")
+    data = strict_json(report(dump, "json")[1])
+    assert data["started"]["step"] == 1 and data["started"]["rank"] is None
+
+
+def test_entered_is_named_when_no_record_is_an_origin(tmp_path):
+    """A step whose overflow came in (overflow.json ``entered``): the record
+    line, the summary and the JSON name the entry point, not "where it
+    started is not known"."""
+    folder = tmp_path / "step2" / "rank"
+    folder.mkdir(parents=True)
+    stats = {"type": "mindspore.Tensor", "dtype": "Float32", "shape": [2], "Max": float("inf"), "Min": 0.0,
+             "Mean": float("inf"), "Norm": float("inf")}
+    data = {"Primitive.Transpose.0.forward": {"input_args": [stats], "input_kwargs": {}, "output": [stats]}}
+    (folder / "dump.json").write_text(json.dumps({"task": "overflow_check", "data": data}))
+    message = ("non-finite input entered at the first checked call: input_args[0] of "
+               "Primitive.Transpose.0.forward, made outside the checked window")
+    entered = {"entry": "Primitive.Transpose.0.forward", "input": "input_args[0]", "source": "outside",
+               "parameter": None, "at_start": False, "message": message}
+    (folder / "overflow.json").write_text(json.dumps([
+        {"name": "Primitive.Transpose.0.forward", "origin": False, "where": "train.py:3", "entered": entered}]))
+    status, text, _ = report(tmp_path)
+    assert f"           entered: {message}" in text
+    assert f"Overflow entered in step2/rank: {message}." in text
+    assert "not known" not in text
+    payload = strict_json(report(tmp_path, "json")[1])
+    assert payload["started"] is None
+    assert payload["entered"]["entered"] == entered
+    assert payload["records"][0]["entered"] == entered
+    # a malformed entered object is ignored (no message): back to "not known"
+    (folder / "overflow.json").write_text(json.dumps([
+        {"name": "Primitive.Transpose.0.forward", "origin": False, "where": "train.py:3", "entered": {"x": 1}}]))
+    assert "where it started is not known" in report(tmp_path)[1]
+
+
+def test_summary_names_the_earliest_step_even_without_origin_or_entered(tmp_path):
+    """A step with neither an origin nor ``entered`` before a step that has
+    one: the summary names the earlier step (its first record), not the
+    later step's entry point or origin."""
+    stats = {"type": "mindspore.Tensor", "dtype": "Float32", "shape": [2], "Max": float("inf"), "Min": 0.0,
+             "Mean": float("inf"), "Norm": float("inf")}
+    entered = {"entry": "Cell.fc.Dense.forward.0", "input": "input_args[0]", "source": "outside",
+               "parameter": None, "at_start": False, "message": "non-finite input entered at the first checked Cell"}
+    steps = {0: [{"name": "Cell.fc.Dense.parameters_grad", "origin": False, "where": "train.py:3"}],
+             1: [{"name": "Cell.fc.Dense.forward.0", "origin": False, "where": "train.py:3", "entered": entered},
+                 {"name": "Cell.fc.Dense.backward.0", "origin": True, "where": "train.py:3"}]}
+    for step, items in steps.items():
+        folder = tmp_path / f"step{step}" / "rank"
+        folder.mkdir(parents=True)
+        data = {item["name"]: {"input": [stats], "output": [stats]} for item in items}
+        (folder / "dump.json").write_text(json.dumps({"task": "overflow_check", "data": data}))
+        (folder / "overflow.json").write_text(json.dumps(items))
+    payload = strict_json(report(tmp_path, "json")[1])
+    line = payload["summary"]["message"]
+    assert line.startswith("First recorded overflow in step0/rank: Cell.fc.Dense.parameters_grad"), line
+    assert "where it started is not known" in line
+    assert payload["started"] is None and payload["entered"] is None
+    # the later step's origin is named when the earlier step has one too
+    (tmp_path / "step0" / "rank" / "overflow.json").write_text(json.dumps(
+        [{"name": "Cell.fc.Dense.parameters_grad", "origin": True, "where": "train.py:3"}]))
+    line = strict_json(report(tmp_path, "json")[1])["summary"]["message"]
+    assert line.startswith("Overflow started in step0/rank: Cell.fc.Dense.parameters_grad")
+
+
+def test_a_sentinel_record_is_shown_with_what_held_inf_and_the_exact_step_after_it(tmp_path):
+    """probe_runtime's sentinel checks write a record of kind ``sentinel``
+    with no dump.json (no call named); the exact step after it has an
+    origin. The report shows the sentinel's message, warns of no missing
+    dump.json, and the summary names both."""
+    message = ("inf/nan in gradient of fc.weight, returned by the gradient computation at train.py:9; sentinel "
+               "checks name no call: exact L1 checks run from the next start() on")
+    sentinel = tmp_path / "step3" / "rank"
+    sentinel.mkdir(parents=True)
+    (sentinel / "overflow.json").write_text(json.dumps([
+        {"name": "sentinel", "origin": False, "where": "train.py:9", "kind": "sentinel", "step": 3, "rank": None,
+         "nonfinite": ["gradient of fc.weight"], "message": message}]))
+    exact = tmp_path / "step4" / "rank"
+    exact.mkdir(parents=True)
+    stats = {"type": "mindspore.Tensor", "dtype": "Float32", "shape": [2], "Max": float("inf"), "Min": 0.0,
+             "Mean": float("inf"), "Norm": float("inf")}
+    finite = dict(stats, Max=1.0, Mean=0.5, Norm=1.0)
+    data = {"Functional.exp.0.forward": {"input_args": [finite], "input_kwargs": {}, "output": [stats]}}
+    (exact / "dump.json").write_text(json.dumps({"task": "overflow_check", "data": data}))
+    (exact / "overflow.json").write_text(json.dumps(
+        [{"name": "Functional.exp.0.forward", "origin": True, "where": "train.py:5"}]))
+    status, out, err = report(tmp_path)
+    assert status == 0 and err == ""                         # no "dump.json missing" for the sentinel's step
+    assert f"  SENTINEL  train.py:9\n           {message}\n           held inf/nan: gradient of fc.weight\n" in out
+    assert out.rstrip().endswith(f"Sentinel checks saw inf/nan in step3/rank: {message}. Then: Overflow started in "
+                                 "step4/rank: Functional.exp.0.forward (API, forward) at train.py:5.")
+    status, out, _ = report(tmp_path, "json")
+    payload = strict_json(out)
+    assert payload["records"][0]["sentinel"] == message and payload["records"][0]["kind"] == "sentinel"
+    assert payload["records"][0]["nonfinite"] == ["gradient of fc.weight"]
+    assert payload["records"][1]["sentinel"] is None
+    assert payload["started"]["name"] == "Functional.exp.0.forward"  # the first step that names a call
+    status, out, _ = report(tmp_path, "html")
+    assert f"sentinel: {message}" in out

@@ -1,0 +1,539 @@
+"""probe_runtime L0 (Cell level) in MindSpore PyNative, in this process (CPU).
+
+Each test builds its own debugger with a fresh dump folder and always stops
+it; ``assert_unhooked`` checks that no Cell or Parameter hook is left.
+"""
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.mindspore
+ms = pytest.importorskip("mindspore")
+np = pytest.importorskip("numpy")
+
+from mindspore import Parameter, Tensor, nn, ops  # noqa: E402
+
+from probe_runtime import OverflowCheckCallback, PrecisionDebugger, UsageError  # noqa: E402
+from probe_runtime.dump.writer import read_json  # noqa: E402
+from runtime_support import assert_origin_invariant, isolate, write_runtime_config  # noqa: E402
+
+ms.set_context(mode=ms.PYNATIVE_MODE)
+
+
+def write_config(folder: Path, level: str = "L0", nums: int = -1) -> Path:
+    return write_runtime_config(folder, level=level, nums=nums)
+
+
+@pytest.fixture
+def work(tmp_path, monkeypatch):
+    isolate(monkeypatch, tmp_path)
+    made = []
+
+    def make(level: str = "L0", nums: int = -1):
+        debugger = PrecisionDebugger(config_path=str(write_config(tmp_path, level, nums)))
+        made.append(debugger)
+        return debugger
+
+    yield tmp_path, make
+    for debugger in made:
+        debugger.stop()
+        assert not debugger.cells.installed
+        assert_origin_invariant(debugger.dump_path)
+
+
+def assert_unhooked(*nets):
+    for net in nets:
+        for _, cell in net.cells_and_names():
+            assert not cell._forward_pre_hook and not cell._forward_hook, type(cell).__name__
+
+
+def records(tmp_path, step=0):
+    index = tmp_path / "dump" / f"step{step}" / "rank" / "overflow.json"
+    return read_json(str(index)) if index.exists() else []
+
+
+def names(tmp_path, step=0):
+    return [r["name"] for r in records(tmp_path, step)]
+
+
+def origins(tmp_path, step=0):
+    return {r["name"]: r["origin"] for r in records(tmp_path, step)}
+
+
+def step_file(tmp_path, name, step=0):
+    return read_json(str(tmp_path / "dump" / f"step{step}" / "rank" / name))
+
+
+def fp16(*shape_and_value):
+    *shape, value = shape_and_value
+    return Tensor(np.full(shape, value, np.float16))
+
+
+class Lin(nn.Cell):
+    """x @ w with a fixed all-ones float16 weight: 4 * 30000 overflows."""
+
+    def __init__(self, n=4):
+        super().__init__()
+        self.weight = Parameter(Tensor(np.ones((n, n), np.float16)), name="weight")
+
+    def construct(self, x):
+        return ops.matmul(x, self.weight)
+
+
+class Inner(nn.Cell):
+    def __init__(self):
+        super().__init__()
+        self.fc = Lin()
+
+    def construct(self, x):
+        return ops.exp(self.fc(x))
+
+
+class Block(nn.Cell):
+    def __init__(self):
+        super().__init__()
+        self.inner = Inner()
+
+    def construct(self, x):
+        return self.inner(x) * 0.5
+
+
+class Top(nn.Cell):
+    def __init__(self):
+        super().__init__()
+        self.block = Block()
+        self.act = nn.ReLU()
+
+    def construct(self, x):
+        return self.act(self.block(x))
+
+
+# -- origin, names, construct.json --------------------------------------------------
+def test_innermost_origin_and_construct(work):
+    tmp_path, make = work
+    net = Top()
+    debugger = make(nums=-1)
+    debugger.start(net)
+    net(fp16(2, 4, 3.0))  # exp(12) = 162755 > 65504: the overflow starts in Inner itself
+    debugger.stop()
+    assert names(tmp_path) == ["Cell.block.inner.Inner.forward.0", "Cell.block.Block.forward.0",
+                               "Cell.act.ReLU.forward.0"]
+    assert origins(tmp_path) == {"Cell.block.inner.Inner.forward.0": True, "Cell.block.Block.forward.0": False,
+                                 "Cell.act.ReLU.forward.0": False}
+    construct = step_file(tmp_path, "construct.json")
+    assert construct["Cell.block.inner.Inner.forward.0"] == "Cell.block.Block.forward.0"
+    assert construct["Cell.block.Block.forward.0"] is None and construct["Cell.act.ReLU.forward.0"] is None
+    assert "Cell.Top" not in json.dumps(construct)  # the model passed in is not recorded
+    entry = step_file(tmp_path, "dump.json")["data"]["Cell.block.inner.Inner.forward.0"]
+    assert entry["input_args"][0]["Max"] == 3.0 and entry["output"][0]["Max"] == float("inf")
+    stack = step_file(tmp_path, "stack.json")
+    assert stack["0"][0] == ["Cell.block.inner.Inner.forward.0"]
+    assert records(tmp_path)[0]["where"].startswith(__file__)
+    assert_unhooked(net)
+
+
+def test_overflow_nums_one_keeps_the_innermost_only(work):
+    tmp_path, make = work
+    net = Top()
+    debugger = make(nums=1)
+    debugger.start(net)
+    net(fp16(2, 4, 30000.0))  # the matmul in block.inner.fc overflows
+    debugger.stop()
+    assert names(tmp_path) == ["Cell.block.inner.fc.Lin.forward.0"]
+    assert records(tmp_path)[0]["origin"] is True
+    construct = step_file(tmp_path, "construct.json")
+    assert construct == {"Cell.block.inner.fc.Lin.forward.0": "Cell.block.inner.Inner.forward.0",
+                         "Cell.block.inner.Inner.forward.0": "Cell.block.Block.forward.0",
+                         "Cell.block.Block.forward.0": None}
+    assert not debugger.cells.installed  # limit reached: hooks gone at once
+
+
+@pytest.mark.parametrize("sync", ["auto", "0"])  # register_hook on views / HookBackward
+def test_cell_called_twice_gets_two_indices(work, monkeypatch, sync):
+    monkeypatch.setenv("PROBE_SYNC", sync)
+    tmp_path, make = work
+
+    class Twice(nn.Cell):
+        def __init__(self):
+            super().__init__()
+            self.inner = Inner()
+
+        def construct(self, x):
+            return self.inner(self.inner(x) * 0.0 + 3.0)
+
+    net = Twice()
+    debugger = make()
+    debugger.start(net)
+    net(fp16(2, 4, -1.0))  # 1st call: exp(-4) finite; 2nd call: exp(12) overflows
+    debugger.stop()
+    assert names(tmp_path) == ["Cell.inner.Inner.forward.1"]
+    assert debugger.state.counters["Cell.inner.Inner"] == 2
+    assert debugger.state.counters["Cell.inner.fc.Lin"] == 2
+
+
+def test_list_of_cells(work):
+    tmp_path, make = work
+    first, second = Block(), Block()
+    debugger = make()
+    debugger.start([first, second])
+    first(fp16(2, 4, -1.0))
+    second(fp16(2, 4, 3.0))
+    debugger.stop()
+    assert names(tmp_path) == ["Cell.1.inner.Inner.forward.0"]
+    assert step_file(tmp_path, "construct.json")["Cell.1.inner.Inner.forward.0"] is None
+    assert_unhooked(first, second)
+
+
+# -- backward and parameter gradients ---------------------------------------------
+class Scale(nn.Cell):
+    def __init__(self):
+        super().__init__()
+        self.w = Parameter(Tensor(np.ones((1,), np.float16)), name="w")
+
+    def construct(self, x):
+        return x * self.w
+
+
+class ScaleNet(nn.Cell):
+    def __init__(self):
+        super().__init__()
+        self.scale = Scale()
+
+    def construct(self, x):
+        return self.scale(x)
+
+
+@pytest.mark.parametrize("sync", ["auto", "0"])  # register_hook on views / HookBackward
+def test_parameter_gradient_overflow(work, monkeypatch, sync):
+    monkeypatch.setenv("PROBE_SYNC", sync)
+    tmp_path, make = work
+    net = ScaleNet()
+    debugger = make()
+    grad_fn = ms.grad(lambda x: net(x).sum(), None, net.trainable_params())
+    debugger.start(net)
+    grads = grad_fn(fp16(4, 60000.0))  # forward finite; d/dw = 4 * 60000 > 65504
+    debugger.stop()
+    assert np.isinf(grads[0].asnumpy()).all()
+    assert names(tmp_path) == ["Cell.scale.Scale.parameters_grad"]
+    assert records(tmp_path)[0]["origin"] is True
+    entry = step_file(tmp_path, "dump.json")["data"]["Cell.scale.Scale.parameters_grad"]
+    assert list(entry) == ["w"] and entry["w"][0]["Max"] == float("inf")
+    assert entry["w"][0]["data_name"] == "Cell.scale.Scale.parameters_grad.w.npy"
+    assert (tmp_path / "dump/step0/rank/dump_tensor_data/Cell.scale.Scale.parameters_grad.w.npy").exists()
+
+
+@pytest.mark.parametrize("sync", ["auto", "0"])  # register_hook on views / HookBackward
+def test_backward_only_overflow(work, monkeypatch, sync):
+    monkeypatch.setenv("PROBE_SYNC", sync)
+    tmp_path, make = work
+
+    class Root(nn.Cell):
+        def construct(self, x):
+            return ops.sqrt(x)
+
+    class RootNet(nn.Cell):
+        def __init__(self):
+            super().__init__()
+            self.root = Root()
+
+        def construct(self, x):
+            return self.root(x)
+
+    net = RootNet()
+    debugger = make()
+    x = Tensor(np.array([0.0, 4.0], np.float32))
+    debugger.start(net)
+    grad = ms.grad(lambda t: net(t).sum())(x)  # forward finite; d sqrt/dx at 0 is inf
+    debugger.stop()
+    assert np.isinf(grad.asnumpy()[0])
+    assert names(tmp_path) == ["Cell.root.Root.backward.0"]
+    assert records(tmp_path)[0]["origin"] is True
+    entry = step_file(tmp_path, "dump.json")["data"]["Cell.root.Root.backward.0"]
+    assert entry["input"][0]["Max"] == 1.0 and entry["output"][0]["Max"] == float("inf")
+    assert step_file(tmp_path, "construct.json") == {"Cell.root.Root.backward.0": None}
+
+
+@pytest.mark.parametrize("sync", ["auto", "0"])  # register_hook on views / HookBackward
+def test_backward_innermost_and_parents(work, monkeypatch, sync):
+    monkeypatch.setenv("PROBE_SYNC", sync)
+    tmp_path, make = work
+
+    class Wrap(nn.Cell):
+        def __init__(self):
+            super().__init__()
+            self.pre = Scale()
+
+        def construct(self, x):
+            return ops.sqrt(self.pre(x))
+
+    class Net(nn.Cell):
+        def __init__(self):
+            super().__init__()
+            self.wrap = Wrap()
+
+        def construct(self, x):
+            return self.wrap(x) * 2.0
+
+    net = Net()
+    debugger = make()
+    x = Tensor(np.array([0.0, 4.0], np.float16))
+    debugger.start(net)
+    ms.grad(lambda t: net(t).sum())(x)
+    debugger.stop()
+    found = origins(tmp_path)
+    assert found["Cell.wrap.Wrap.backward.0"] is True  # the sqrt is Wrap's own op
+    assert found["Cell.wrap.pre.Scale.backward.0"] is False  # carries the inf on
+    construct = step_file(tmp_path, "construct.json")
+    assert construct["Cell.wrap.pre.Scale.backward.0"] == "Cell.wrap.Wrap.backward.0"
+
+
+# -- special Cells --------------------------------------------------------------------
+@pytest.mark.parametrize("sync", ["auto", "0"])  # register_hook on views / HookBackward
+def test_custom_bprop_keeps_forward_records(work, monkeypatch, sync):
+    monkeypatch.setenv("PROBE_SYNC", sync)
+    tmp_path, make = work
+
+    class Custom(nn.Cell):
+        def construct(self, x):
+            return ops.exp(x)
+
+        def bprop(self, x, out, dout):
+            return (dout * 2.0,)
+
+    class Net(nn.Cell):
+        def __init__(self):
+            super().__init__()
+            self.custom = Custom()
+            self.pre = Scale()
+
+        def construct(self, x):
+            return self.custom(self.pre(x))
+
+    net = Net()
+    debugger = make()
+    debugger.start(net)
+    grad = ms.grad(lambda t: net(t).sum())(fp16(2, 12.0))
+    debugger.stop()
+    assert np.allclose(grad.asnumpy(), 2.0)  # the custom bprop still decides the gradient
+    assert names(tmp_path) == ["Cell.custom.Custom.forward.0"] and records(tmp_path)[0]["origin"] is True
+    assert_unhooked(net)
+
+
+def test_jit_cells_are_named_once(work, caplog):
+    tmp_path, make = work
+
+    class Compiled(nn.Cell):
+        def __init__(self):
+            super().__init__()
+            self.fc = Lin()
+
+        @ms.jit(capture_mode="bytecode")
+        def construct(self, x):
+            return self.fc(x)
+
+    class Net(nn.Cell):
+        def __init__(self):
+            super().__init__()
+            self.graph = Compiled()
+            self.act = nn.ReLU()
+
+        def construct(self, x):
+            return self.act(self.graph(x))
+
+    net = Net()
+    debugger = make()
+    with caplog.at_level(logging.WARNING, logger="probe_runtime"):
+        for step in range(2):
+            debugger.start(net)
+            net(fp16(2, 4, 30000.0))
+            debugger.stop()
+            debugger.step()
+    jit_messages = [r.getMessage() for r in caplog.records if "mindspore.jit" in r.getMessage()]
+    assert len(jit_messages) == 1
+    assert "graph (Compiled" in jit_messages[0] and "graph.fc" in jit_messages[0]
+    # the jit Cell's own inputs and outputs are still checked: it is where the inf shows
+    assert names(tmp_path) == ["Cell.graph.Compiled.forward.0", "Cell.act.ReLU.forward.0"]
+    assert records(tmp_path)[0]["origin"] is True
+
+
+# -- usage ------------------------------------------------------------------------------
+def test_start_without_model_is_refused(work):
+    tmp_path, make = work
+    debugger = make()
+    with pytest.raises(UsageError) as info:
+        debugger.start()
+    assert isinstance(info.value, ValueError) and "debugger.start(model)" in str(info.value)
+    with pytest.raises(UsageError):
+        debugger.start("not a cell")
+    with pytest.raises(UsageError) as info:
+        OverflowCheckCallback(debugger)
+    assert "model=net" in str(info.value)
+    make(level="L1").start()  # L1 needs no model
+
+
+def test_hooks_removed_after_stop_and_restart(work):
+    tmp_path, make = work
+    net = ScaleNet()
+    debugger = make()
+    seen = []
+    debugger.start(net)
+    assert net.scale._forward_pre_hook and debugger.cells.installed
+    debugger.stop()
+    assert_unhooked(net)
+    original = debugger.checker.on_param_grad
+    debugger.checker.on_param_grad = lambda entry: (seen.append(entry), original(entry))
+    ms.grad(lambda x: net(x).sum(), None, net.trainable_params())(fp16(4, 60000.0))
+    assert seen == [] and names(tmp_path) == []  # no Parameter hook left either
+    debugger.step()
+    debugger.start(net)  # hooks come back for the next window
+    ms.grad(lambda x: net(x).sum(), None, net.trainable_params())(fp16(4, 60000.0))
+    debugger.stop()
+    assert len(seen) == 1 and names(tmp_path, step=1) == ["Cell.scale.Scale.parameters_grad"]
+
+
+def test_error_in_a_hook_never_stops_training(work, caplog):
+    tmp_path, make = work
+    net = Top()
+    debugger = make()
+
+    def broken(api):
+        raise RuntimeError("boom")
+
+    debugger.checker.next_index = broken
+    with caplog.at_level(logging.ERROR, logger="probe_runtime"):
+        debugger.start(net)
+        out = net(fp16(2, 4, 3.0))
+        out = net(fp16(2, 4, 3.0))
+        debugger.stop()
+    assert out.shape == (2, 4)
+    messages = [r.getMessage() for r in caplog.records if "boom" in r.getMessage()]
+    assert len(messages) == 1 and "forward" in messages[0]
+    assert "forward" in debugger.cells.broken and names(tmp_path) == []
+    assert_unhooked(net)
+
+
+# -- Model.train ---------------------------------------------------------------------
+def _train(debugger, net, steps=4, bad_step=2):
+    import mindspore.dataset as ds
+    from mindspore.train import Model
+
+    def generate():
+        rng = np.random.default_rng(0)
+        for i in range(steps):
+            x = rng.normal(size=(4, 4)).astype(np.float16)
+            if i == bad_step:
+                x[0] = 30000.0
+            yield x, rng.normal(size=(4, 4)).astype(np.float32)
+
+    class Loss(nn.LossBase):
+        def construct(self, logits, labels):
+            return ops.mse_loss(logits.astype(ms.float32), labels)
+
+    data = ds.GeneratorDataset(generate, ["x", "y"], shuffle=False)
+    model = Model(net, Loss(), nn.SGD(net.trainable_params(), 0.0))
+    model.train(1, data, callbacks=[OverflowCheckCallback(debugger, model=net)], dataset_sink_mode=False)
+
+
+class Seq(nn.Cell):
+    def __init__(self):
+        super().__init__()
+        self.fc = Lin()
+        self.act = nn.ReLU()
+
+    def construct(self, x):
+        return self.act(self.fc(x))
+
+
+@pytest.mark.parametrize("sync", ["auto", "0"])  # weights checked on the host (synchronous CPU window) or on the device
+def test_model_train_callback_l0(work, monkeypatch, sync):
+    monkeypatch.setenv("PROBE_SYNC", sync)
+    tmp_path, make = work
+    net = Seq()
+    debugger = make()
+    _train(debugger, net)
+    assert debugger.state.step == 4
+    for step in (0, 1):
+        assert names(tmp_path, step) == []
+    found = names(tmp_path, 2)
+    assert found[:2] == ["Cell.fc.Lin.forward.0", "Cell.act.ReLU.forward.0"]
+    assert origins(tmp_path, 2)["Cell.fc.Lin.forward.0"] is True
+    assert "Cell.fc.Lin.parameters_grad" in found
+    # SGD (lr 0) turned the weight into nan (0 * inf): step 3's Lin carries it, it does not start it
+    assert origins(tmp_path, 3)["Cell.fc.Lin.forward.0"] is False
+    assert_unhooked(net)
+
+
+def test_model_train_callback_l1(work):
+    tmp_path, make = work
+    net = Seq()
+    debugger = make(level="L1")
+    _train(debugger, net)
+    assert debugger.state.step == 4 and names(tmp_path, 0) == []
+    first = records(tmp_path, 2)[0]
+    assert first["name"].startswith(("Functional.matmul", "Primitive.MatMul")) and first["origin"] is True
+    assert not debugger.interceptor.installed
+
+
+class _SqrtCell(nn.Cell):
+    def construct(self, x):
+        return ops.sqrt(x)
+
+
+class _ShiftCell(nn.Cell):
+    def construct(self, x):
+        return x - 2.0
+
+
+def _sequential_backward_records(tmp_path, make, link: bool, monkeypatch):
+    """Records and dump entries of one backward pass through a plain
+    SequentialCell whose middle Cell's backward overflows (d sqrt/dx at 0),
+    with the boundary hooks shared (``link``) or one HookBackward per side
+    (the sharing turned off); also how many HookBackward were made."""
+    from probe_runtime.l0 import cell_hooks as cells_module
+    from probe_runtime.hooks import backward
+
+    if not link:
+        monkeypatch.setattr(cells_module.CellHooks, "_fed_by_previous", lambda self, target, call, args: False)
+    made = []
+    real = backward.through_hook
+    monkeypatch.setattr(cells_module, "through_hook", lambda *a, **k: made.append(1) or real(*a, **k))
+    net = nn.SequentialCell([nn.Dense(2, 2), _ShiftCell(), _SqrtCell(), nn.Dense(2, 1)])
+    net.to_float(ms.float32)
+    inner = nn.SequentialCell([net, _ShiftCell()])  # the model given to start() is a sequence too
+    for param in net.trainable_params():
+        param.set_data(Tensor(np.ones(param.shape, np.float32)))
+    debugger = make()
+    x = Tensor(np.array([[0.5, 0.5]], np.float32))  # Dense: 0.5 + 0.5 + bias 1 = 2, shifted to 0: sqrt backward inf
+    debugger.start(inner)
+    ms.grad(lambda t: inner(t).sum(), grad_position=None, weights=net.trainable_params())(x)
+    debugger.stop()
+    debugger.step()
+    found = [(r["name"], r["origin"]) for r in records(tmp_path)]
+    data = step_file(tmp_path, "dump.json")["data"] if found else {}
+    monkeypatch.undo()
+    return found, data, len(made)
+
+
+def test_sequential_cells_share_one_gradient_hook_per_boundary(tmp_path, monkeypatch):
+    """In a plain SequentialCell a Cell's input gradient is the previous
+    Cell's output gradient: one HookBackward per boundary, and the records
+    (names, origin flags, statistics of every backward entry) are the same
+    as with one hook on each side."""
+    results = []
+    for link in (False, True):
+        folder = tmp_path / ("linked" if link else "separate")
+        folder.mkdir()
+        isolate(monkeypatch, folder)
+        debugger = PrecisionDebugger(config_path=str(write_config(folder)))
+        results.append(_sequential_backward_records(folder, lambda: debugger, link, monkeypatch))
+        assert_origin_invariant(debugger.dump_path)
+    (separate, separate_data, separate_hooks), (linked, linked_data, linked_hooks) = results
+    assert separate, "the backward of sqrt at 0 must overflow"
+    assert any(name.endswith(".backward.0") and origin for name, origin in separate)
+    assert linked == separate
+    assert linked_data == separate_data
+    assert linked_hooks == separate_hooks - 4  # Shift, Sqrt, the last Dense and the outer Shift share one

@@ -1,0 +1,541 @@
+"""Issue 9, runtime part: hostile dump paths, faults inside the tool, interrupts.
+
+Writer-level tests need no MindSpore. Tests that mount a small tmpfs (a real
+full disk, a real read-only folder) need root with mount rights and are
+skipped elsewhere; a simulated ENOSPC test always runs.
+"""
+from __future__ import annotations
+
+import errno
+import json
+import logging
+import os
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from runtime_support import assert_same_training, isolate, train_mlp, write_runtime_config
+
+from probe_runtime.dump import writer as writer_module
+from probe_runtime.dump.writer import Record, StepWriter, WriterError, read_json
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def record(name: str, size: int = 4) -> Record:
+    return Record(name=name, origin=True, where="train.py:3",
+                  entry={"input_args": [], "input_kwargs": {}, "output": [{"Max": float("inf")}]},
+                  stack=["File train.py, line 3, in <module>, \n y = ops.exp(x)"],
+                  arrays={f"{name}.output.0.npy": np.full(size, np.inf, np.float32)})
+
+
+def assert_intact(folder: Path, expected: list[str]) -> None:
+    """overflow.json lists exactly ``expected``, every one in dump.json."""
+    names = [r["name"] for r in read_json(str(folder / "overflow.json"))]
+    assert names == expected
+    data = read_json(str(folder / "dump.json"))["data"]
+    assert all(n in data for n in names)
+    json.loads((folder / "stack.json").read_text())
+    json.loads((folder / "construct.json").read_text())
+    assert not [p for p in os.listdir(folder) if p.endswith(".tmp")]
+
+
+def failure_messages(caplog) -> list[str]:
+    return [r.getMessage() for r in caplog.records
+            if r.name == "probe_runtime" and r.levelno >= logging.WARNING and "overflow in" not in r.getMessage()]
+
+
+@pytest.fixture
+def tmpfs(tmp_path):
+    """``mount(size)`` -> a fresh tmpfs folder (unmounted afterwards)."""
+    mounted = []
+
+    def mount(size: str = "64k") -> Path:
+        target = tmp_path / f"mnt{len(mounted)}"
+        target.mkdir()
+        proc = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size},mode=0755", "tmpfs", str(target)],
+                              capture_output=True, text=True)
+        if proc.returncode != 0:
+            pytest.skip(f"cannot mount a tmpfs here: {proc.stderr.strip()}")
+        mounted.append(target)
+        return target
+
+    yield mount
+    for target in mounted:
+        subprocess.run(["umount", "-l", str(target)], capture_output=True)
+
+
+def remount_read_only(target: Path) -> None:
+    subprocess.run(["mount", "-o", "remount,ro", str(target)], check=True, capture_output=True)
+
+
+# -- writer: soft links, modes, deleted folders, full and read-only disks --------------
+def test_folder_swapped_for_link_while_writing_never_writes_through_it(tmp_path, monkeypatch):
+    writer = StepWriter(str(tmp_path / "dump"), 0, "rank")
+    writer.write(record("A.0.forward"))
+    folder = tmp_path / "dump" / "step0" / "rank"
+    evil = tmp_path / "evil"
+    evil.mkdir()
+    real_json = writer_module._json_bytes
+    swapped = []
+
+    def swap_then_serialise(data):
+        if not swapped:  # the folder was checked; now it becomes a link (a race, made deterministic)
+            swapped.append(True)
+            os.rename(folder, tmp_path / "moved")
+            os.symlink(evil, folder)
+        return real_json(data)
+
+    monkeypatch.setattr(writer_module, "_json_bytes", swap_then_serialise)
+    try:
+        writer.write(record("B.0.forward"))
+    except WriterError:
+        pass
+    assert swapped and list(evil.iterdir()) == []           # nothing went through the link
+    with pytest.raises(WriterError, match="soft link"):
+        writer.write(record("C.0.forward"))                 # the next record refuses the link
+    assert list(evil.iterdir()) == []
+    assert_intact(tmp_path / "moved", ["A.0.forward", "B.0.forward"])
+
+
+def test_parent_swapped_for_link_after_the_check_is_refused(tmp_path):
+    (tmp_path / "parent").mkdir()
+    writer = StepWriter(str(tmp_path / "parent" / "dump"), 0, "rank")
+    writer.write(record("A.0.forward"))
+    evil = tmp_path / "evil"
+    evil.mkdir()
+    os.rename(tmp_path / "parent", tmp_path / "parent.old")
+    os.symlink(evil, tmp_path / "parent")
+    with pytest.raises(WriterError, match="soft link"):
+        writer.write(record("B.0.forward"))
+    assert list(evil.iterdir()) == []
+    assert_intact(tmp_path / "parent.old" / "dump" / "step0" / "rank", ["A.0.forward"])
+
+
+@pytest.mark.parametrize("mask", [0, 0o077])
+def test_owner_only_write_modes_whatever_the_umask(tmp_path, mask):
+    old = os.umask(mask)
+    try:
+        StepWriter(str(tmp_path / "dump"), 0, "rank").write(record("A.0.forward"))
+    finally:
+        os.umask(old)
+    folder = tmp_path / "dump" / "step0" / "rank"
+    for path in (tmp_path / "dump", folder.parent, folder, folder / "dump_tensor_data"):
+        assert stat.S_IMODE(os.lstat(path).st_mode) == 0o750, path
+    for path in [*folder.glob("*.json"), *(folder / "dump_tensor_data").iterdir()]:
+        assert stat.S_IMODE(os.lstat(path).st_mode) == 0o640, path
+
+
+def test_deleted_dump_folder_is_created_again_and_said_once(tmp_path, caplog):
+    dump = tmp_path / "dump"
+    writer = StepWriter(str(dump), 0, "rank")
+    writer.write(record("A.0.forward"))
+    with caplog.at_level(logging.WARNING, logger="probe_runtime"):
+        shutil.rmtree(dump)
+        writer.write(record("B.0.forward"))
+        shutil.rmtree(dump)
+        writer.write(record("C.0.forward"))
+        StepWriter(str(dump), 1, "rank").write(record("D.0.forward"))  # a new step: nothing to say
+    assert_intact(dump / "step0" / "rank", ["A.0.forward", "B.0.forward", "C.0.forward"])
+    messages = failure_messages(caplog)
+    assert len(messages) == 1 and "deleted" in messages[0], messages
+
+
+def test_failed_write_leaves_earlier_records_and_no_trace(tmp_path, monkeypatch):
+    writer = StepWriter(str(tmp_path / "dump"), 0, "rank")
+    writer.write(record("A.0.forward"))
+    real = writer_module.atomic_write
+
+    def full(name, payload, **kw):
+        if os.path.basename(name) == "overflow.json":
+            raise OSError(errno.ENOSPC, "No space left on device (simulated)")
+        return real(name, payload, **kw)
+
+    monkeypatch.setattr(writer_module, "atomic_write", full)
+    with pytest.raises(OSError):
+        writer.write(record("B.0.forward"))
+    monkeypatch.setattr(writer_module, "atomic_write", real)
+    writer.write(record("C.0.forward"))            # B was not written: no file mentions it
+    folder = tmp_path / "dump" / "step0" / "rank"
+    assert_intact(folder, ["A.0.forward", "C.0.forward"])
+    assert "B.0.forward" not in read_json(str(folder / "dump.json"))["data"]
+
+
+def test_full_tmpfs_keeps_every_record_written(tmpfs):
+    disk = tmpfs("64k")
+    writer = StepWriter(str(disk / "dump"), 0, "rank")
+    written = []
+    with pytest.raises(OSError) as failure:
+        for i in range(100):
+            writer.write(record(f"R.{i}.forward", size=1024))
+            written.append(f"R.{i}.forward")
+    assert failure.value.errno == errno.ENOSPC and written
+    folder = disk / "dump" / "step0" / "rank"
+    assert_intact(folder, written)
+    assert not [p for p in os.listdir(folder / "dump_tensor_data") if p.endswith(".tmp")]
+
+
+def test_read_only_folder_keeps_every_record_written(tmpfs):
+    disk = tmpfs("1m")
+    writer = StepWriter(str(disk / "dump"), 0, "rank")
+    writer.write(record("A.0.forward"))
+    remount_read_only(disk)
+    with pytest.raises(OSError) as failure:
+        writer.write(record("B.0.forward"))
+    assert failure.value.errno in (errno.EROFS, errno.EACCES)
+    assert_intact(disk / "dump" / "step0" / "rank", ["A.0.forward"])
+
+
+# -- MindSpore: a small training run with and without the tool -------------------------
+def _mindspore():
+    return pytest.importorskip("mindspore")
+
+
+def make_debugger(folder: Path, level: str = "L1", dump: Path | None = None):
+    from probe_runtime import PrecisionDebugger
+
+    return PrecisionDebugger(config_path=str(write_runtime_config(folder, level=level, dump=dump)))
+
+
+def train(debugger=None, level: str = "L1", between=None, steps: int = 3):
+    """Losses and gradients of a float16 MLP whose steps 1 and later
+    overflow (runtime_support.train_mlp)."""
+    _mindspore()
+    return train_mlp(debugger, level=level, between=between, steps=steps)
+
+
+@pytest.fixture(scope="module")
+def plain():
+    return train(None)
+
+
+assert_same = assert_same_training
+
+
+def recorded(dump: Path) -> dict[int, list[str]]:
+    """step -> names in overflow.json, after checking each folder is intact."""
+    out = {}
+    for folder in sorted(dump.glob("step*/rank")):
+        if not (folder / "overflow.json").exists():  # the disk failed at the step's first record
+            continue
+        names = [r["name"] for r in read_json(str(folder / "overflow.json"))]
+        assert_intact(folder, names)
+        out[int(folder.parent.name[4:])] = names
+    return out
+
+
+@pytest.fixture
+def work(tmp_path, monkeypatch):
+    _mindspore()
+    isolate(monkeypatch, tmp_path)
+    return tmp_path
+
+
+# -- hostile paths while training ------------------------------------------------------------
+@pytest.mark.mindspore
+def test_disk_full_while_training_real_tmpfs(work, tmpfs, plain, caplog):
+    disk = tmpfs("64k")
+    debugger = make_debugger(work, dump=disk / "dump")
+    with caplog.at_level(logging.WARNING, logger="probe_runtime"):
+        probed = train(debugger)
+    assert_same(plain, probed)
+    messages = failure_messages(caplog)
+    assert len(messages) == 1 and "No space left" in messages[0], messages
+    assert debugger.checker.disabled and sum(map(len, recorded(disk / "dump").values())) >= 1
+
+
+@pytest.mark.mindspore
+def test_disk_full_while_training_simulated(work, plain, caplog, monkeypatch):
+    real = writer_module.atomic_write
+    calls = []
+
+    def filling(name, payload, **kw):
+        calls.append(name)
+        if len(calls) > 12:
+            raise OSError(errno.ENOSPC, "No space left on device (simulated)")
+        return real(name, payload, **kw)
+
+    monkeypatch.setattr(writer_module, "atomic_write", filling)
+    debugger = make_debugger(work)
+    with caplog.at_level(logging.WARNING, logger="probe_runtime"):
+        probed = train(debugger)
+    assert_same(plain, probed)
+    messages = failure_messages(caplog)
+    assert len(messages) == 1 and "No space left" in messages[0], messages
+    assert recorded(work / "dump")
+
+
+@pytest.mark.mindspore
+def test_read_only_folder_while_training(work, tmpfs, plain, caplog):
+    disk = tmpfs("4m")
+    debugger = make_debugger(work, dump=disk / "dump")
+
+    def between(step):
+        if step == 1:
+            remount_read_only(disk)
+
+    with caplog.at_level(logging.WARNING, logger="probe_runtime"):
+        probed = train(debugger, between=between)
+    assert_same(plain, probed)
+    messages = failure_messages(caplog)
+    assert len(messages) == 1 and "Read-only" in messages[0], messages
+    found = recorded(disk / "dump")
+    assert list(found) == [1] and found[1]
+
+
+@pytest.mark.mindspore
+def test_dump_path_deleted_while_training(work, plain, caplog):
+    debugger = make_debugger(work)
+
+    def between(step):
+        if step == 1:
+            shutil.rmtree(work / "dump")
+
+    with caplog.at_level(logging.WARNING, logger="probe_runtime"):
+        probed = train(debugger, between=between)
+    assert_same(plain, probed)
+    messages = failure_messages(caplog)
+    assert len(messages) == 1 and "deleted" in messages[0], messages
+    assert list(recorded(work / "dump")) == [2]
+
+
+@pytest.mark.mindspore
+def test_dump_path_swapped_for_link_while_training(work, plain, caplog):
+    debugger = make_debugger(work)
+    evil = work / "evil"
+    evil.mkdir()
+
+    def between(step):
+        if step == 1:
+            os.rename(work / "dump", work / "dump.old")
+            os.symlink(evil, work / "dump")
+
+    with caplog.at_level(logging.WARNING, logger="probe_runtime"):
+        probed = train(debugger, between=between)
+    assert_same(plain, probed)
+    messages = failure_messages(caplog)
+    assert len(messages) == 1 and "soft link" in messages[0], messages
+    assert list(evil.iterdir()) == [] and list(recorded(work / "dump.old")) == [1]
+
+
+# -- faults inside the tool ----------------------------------------------------------------
+def boom_messages(caplog, word: str = "boom") -> list[str]:
+    return [m for m in failure_messages(caplog) if word in m]
+
+
+def train_with_matmul_errors(debugger, caplog, error: Exception, once: bool) -> tuple:
+    """Train with the wrapper of ``Primitive.MatMul`` raising ``error``
+    (at its first call only, or at every one); (training, the calls that
+    raised, the names recorded)."""
+    real = debugger.checker.next_index
+    faults = []
+
+    def next_index(api):
+        if api == "Primitive.MatMul" and not (once and faults):
+            faults.append(api)
+            raise error
+        return real(api)
+
+    debugger.checker.next_index = next_index
+    with caplog.at_level(logging.WARNING, logger="probe_runtime"):
+        probed = train(debugger)
+    names = [n for step in recorded(debugger.dump_path and Path(debugger.dump_path)).values() for n in step]
+    return probed, faults, names
+
+
+@pytest.mark.mindspore
+def test_a_mindspore_runtime_error_in_a_wrapper_leaves_the_api_checked(work, plain, caplog):
+    """With asynchronous execution an earlier operator's failure surfaces
+    at the next read, which may be inside the tool: that one call goes
+    unchecked, but the API is not turned off for the rest of the run (the
+    detector would be blind over the user's own error)."""
+    error = RuntimeError("The kernel Foo unregistered.\n- C++ Call Stack: (For framework developers)\n")
+    probed, faults, names = train_with_matmul_errors(make_debugger(work), caplog, error, once=True)
+    assert_same(plain, probed)
+    assert faults == ["Primitive.MatMul"]
+    messages = [m for m in failure_messages(caplog) if "Foo unregistered" in m]
+    assert len(messages) == 1 and "that call is not checked" in messages[0]
+    assert any("MatMul" in n for n in names)                  # still checked afterwards
+
+
+@pytest.mark.mindspore
+def test_fault_in_an_interception_wrapper_turns_that_api_off(work, plain, caplog):
+    probed, faults, names = train_with_matmul_errors(make_debugger(work), caplog, RuntimeError("boom in the wrapper"),
+                                                     once=False)
+    assert_same(plain, probed)
+    messages = boom_messages(caplog)
+    assert len(messages) == 1 and "Primitive.MatMul" in messages[0] and "RuntimeError" in messages[0]
+    assert len(faults) == 1                                   # turned off after the first fault
+    assert names and not any("MatMul" in n for n in names)   # the rest is still checked
+
+
+@pytest.mark.mindspore
+@pytest.mark.parametrize("part", ["forward", "backward", "parameters"])
+def test_fault_in_a_cell_hook_turns_that_part_off(work, plain, caplog, monkeypatch, part):
+    import probe_runtime.l0.cell_hooks as cells
+
+    debugger = make_debugger(work, level="L0")
+
+    def boom(*args, **kwargs):
+        raise RuntimeError(f"boom in the {part} hook")
+
+    if part == "forward":
+        monkeypatch.setattr(cells, "capture_frames", boom)
+    elif part == "backward":
+        debugger.checker.on_grad_inputs = boom
+    else:
+        debugger.checker.on_param_grad = boom
+    with caplog.at_level(logging.WARNING, logger="probe_runtime"):
+        probed = train(debugger, level="L0")
+    assert_same(plain, probed)
+    assert len(boom_messages(caplog)) == 1 and part in debugger.cells.broken
+
+
+@pytest.mark.mindspore
+def test_fault_in_the_statistics_code_keeps_detecting(work, plain, caplog, monkeypatch):
+    import probe_runtime.check.records as records
+
+    def boom(host):
+        raise RuntimeError("boom in statistics")
+
+    monkeypatch.setattr(records, "statistics", boom)
+    debugger = make_debugger(work)
+    with caplog.at_level(logging.WARNING, logger="probe_runtime"):
+        probed = train(debugger)
+    assert_same(plain, probed)
+    assert len(boom_messages(caplog)) == 1
+    found = recorded(work / "dump")
+    assert sorted(found) == [1, 2] and len(found[2]) > 2
+    entry = read_json(str(work / "dump" / "step2" / "rank" / "dump.json"))["data"][found[2][0]]
+    assert entry["output"][0]["Max"] is None and entry["output"][0]["data_name"]
+
+
+@pytest.mark.mindspore
+def test_tensor_type_never_seen_is_turned_off_not_the_tool(work, caplog):
+    ms = _mindspore()
+    from mindspore import Tensor, ops
+
+    class OddTensor(Tensor):
+        @property
+        def dtype(self):
+            raise RuntimeError("boom: no dtype here")
+
+    def run(debugger):
+        ms.set_context(mode=ms.PYNATIVE_MODE)
+        odd = OddTensor(np.array([1.0, 2.0], np.float32))
+        outs = []
+        if debugger:
+            debugger.start()
+        for _ in range(60):
+            outs.append(ops.exp(odd).asnumpy())
+        outs.append(ops.exp(Tensor(np.array([100.0], np.float32))).asnumpy())
+        if debugger:
+            debugger.stop()
+        return outs
+
+    plain_outs = run(None)
+    debugger = make_debugger(work)
+    with caplog.at_level(logging.WARNING, logger="probe_runtime"):
+        probed = run(debugger)
+    assert all(np.array_equal(a, b) for a, b in zip(plain_outs, probed)) and len(probed) == 61
+    messages = boom_messages(caplog)
+    assert len(messages) == 1 and "OddTensor" in messages[0], messages
+    assert recorded(work / "dump")[0] == ["Functional.exp.60.forward"]
+    assert not debugger.checker.disabled
+
+
+# -- interrupts ----------------------------------------------------------------------------
+INTERRUPTED = r"""
+import atexit, json, os, signal, sys, time
+import numpy as np, mindspore as ms
+from mindspore import ops, Tensor
+import probe_runtime.dump.writer as writer
+from probe_runtime import PrecisionDebugger
+
+mode, report = sys.argv[2], sys.argv[3]
+ORIGINAL_EXP = ops.exp
+ORIGINAL_MUL = Tensor.__dict__.get("__mul__")
+
+def restored():
+    return ops.exp is ORIGINAL_EXP and Tensor.__dict__.get("__mul__") is ORIGINAL_MUL
+
+def say(how):
+    with open(report, "w") as f:
+        json.dump({"how": how, "restored": restored()}, f)
+
+if mode == "term-user":
+    def user_handler(signum, frame):
+        say("user handler")
+        sys.exit(3)
+    signal.signal(signal.SIGTERM, user_handler)
+atexit.register(lambda: os.path.exists(report) or say("atexit"))  # runs after the debugger's atexit
+ms.set_context(mode=ms.PYNATIVE_MODE)
+debugger = PrecisionDebugger(config_path=sys.argv[1])
+big = Tensor(np.array([100.0, 1.0], np.float32))
+if mode.endswith("-in-write"):                  # the signal lands inside the 2nd record's write
+    real_write, calls = writer.StepWriter.write, []
+    def write(self, record, **kw):
+        calls.append(record.name)
+        if len(calls) == 2:
+            os.kill(os.getpid(), signal.SIGINT if mode.startswith("int") else signal.SIGTERM)
+        return real_write(self, record, **kw)
+    writer.StepWriter.write = write
+debugger.start()
+ops.exp(big)                   # 1st call of the window: on disk at once
+ops.exp(big)                   # 2nd and 3rd: resolved together after the 3rd
+ops.exp(big)
+ops.exp(big * 1.0)             # 5th and 6th calls: pending (next batch after the 7th)
+with open(report + ".ready", "w"):
+    pass
+while True:
+    time.sleep(0.01)
+"""
+
+
+@pytest.mark.mindspore
+@pytest.mark.parametrize("mode", ["term", "term-user", "int", "int-in-write", "term-in-write"])
+def test_interrupt_leaves_complete_files_and_restores_apis(tmp_path, mode):
+    _mindspore()
+    script = tmp_path / "interrupted.py"
+    script.write_text(INTERRUPTED)
+    config = {"task": "overflow_check", "dump_path": str(tmp_path / "dump"), "rank": [], "step": [],
+              "level": "L1", "overflow_check": {"overflow_nums": -1}}
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    os.chmod(tmp_path / "config.json", 0o640)
+    report = tmp_path / "report.json"
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("RANK_ID", "RANK", "RANK_SIZE", "WORLD_SIZE", "MS_WORKER_NUM", "PROBE_CONFIG")}
+    env["PYTHONPATH"] = str(ROOT)
+    proc = subprocess.Popen([sys.executable, str(script), str(tmp_path / "config.json"), mode, str(report)],
+                            cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    ready = Path(str(report) + ".ready")
+    deadline = time.monotonic() + 120
+    while not ready.exists() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    if proc.poll() is None and not mode.endswith("-in-write"):
+        proc.send_signal(signal.SIGINT if mode == "int" else signal.SIGTERM)
+    try:
+        _, stderr = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+    # MindSpore may turn SIGINT into SIGTERM (its own C handler, once its runtime is up): then the
+    # debugger's SIGTERM handler is what saves the records; otherwise KeyboardInterrupt and atexit do
+    expected_status = {"term": {-signal.SIGTERM}, "term-user": {3}, "int": {-signal.SIGINT, -signal.SIGTERM},
+                       "int-in-write": {-signal.SIGINT, -signal.SIGTERM}, "term-in-write": {-signal.SIGTERM}}[mode]
+    assert proc.returncode in expected_status, stderr[-3000:]
+    folder = tmp_path / "dump" / "step0" / "rank"
+    names = [r["name"] for r in read_json(str(folder / "overflow.json"))]
+    assert_intact(folder, names)
+    if mode.endswith("-in-write"):   # the interrupted batch was finished (or put back and flushed at exit)
+        assert names == ["Functional.exp.0.forward", "Functional.exp.1.forward", "Functional.exp.2.forward"]
+    else:                            # the pending check was resolved before the process ended
+        assert names[-1] == "Functional.exp.3.forward" and len(names) == 4
+    if mode == "term-user" or proc.returncode == -signal.SIGINT:  # SIGTERM's default action runs nothing after us
+        assert json.loads(report.read_text())["restored"] is True

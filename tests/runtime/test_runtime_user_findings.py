@@ -1,0 +1,269 @@
+"""Runtime problems found by a user test (each test fails without its fix).
+
+1. backward entries computed from non-finite forward values carry the
+   overflow (L1 and L0, parameters_grad too), they are not origins;
+2. dump_path is created with the debugger, a run without overflow says so
+   at exit and ``probe report`` then says "nothing found" (exit 1);
+3. a second run into a dump_path holding an earlier run's dump of this
+   rank is refused (PL407) and the earlier dump is left as it was;
+4. L0: an overflow in the top Cell's own ``construct`` is pointed out.
+"""
+from __future__ import annotations
+
+import io
+import logging
+import weakref
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.mindspore
+ms = pytest.importorskip("mindspore")
+np = pytest.importorskip("numpy")
+
+from mindspore import Tensor, nn, ops  # noqa: E402
+
+from probe_runtime import PrecisionDebugger  # noqa: E402
+from probe_runtime import ConfigLintError, lifecycle  # noqa: E402
+from probe_runtime.dump.writer import read_json  # noqa: E402
+from runtime_support import assert_origin_invariant, isolate, write_runtime_config  # noqa: E402
+
+ms.set_context(mode=ms.PYNATIVE_MODE)
+HINT = "overflow inside MLP.construct itself (not in a sub-Cell): use level L1 to see the API"
+
+
+@pytest.fixture
+def work(tmp_path, monkeypatch):
+    isolate(monkeypatch, tmp_path)
+    made = []
+
+    def make(level: str = "L1", nums: int = -1, dump: str = "dump"):
+        path = write_runtime_config(tmp_path, level=level, nums=nums, dump=tmp_path / dump)
+        debugger = PrecisionDebugger(config_path=str(path))
+        made.append(debugger)
+        return debugger
+
+    yield tmp_path, make
+    for debugger in made:
+        debugger.stop()
+        debugger._exit_said = True  # no "no overflow found" line from these at interpreter exit
+        assert_origin_invariant(debugger.dump_path)
+
+
+def records(tmp_path, step=0):
+    index = tmp_path / "dump" / f"step{step}" / "rank" / "overflow.json"
+    return {r["name"]: r["origin"] for r in read_json(str(index))} if index.exists() else {}
+
+
+class MLP(nn.Cell):
+    def __init__(self, exp_at: str = ""):
+        super().__init__()
+        # fixed weights: with random ones exp(out * 1000) was sometimes finite and its gradient overflowed
+        # in fc2's weight gradient instead (a true origin there), so the test's answer depended on the draw
+        self.fc1 = nn.Dense(4, 8, weight_init="ones", bias_init="zeros")
+        self.fc2 = nn.Dense(8, 3, weight_init="ones", bias_init="zeros")
+        self.exp_at = exp_at
+
+    def construct(self, x):
+        h = self.fc1(x)  # no ReLU: it turns NaN into 0 on CPU
+        if self.exp_at == "middle":
+            h = ops.exp(h * 1000.0)  # overflows in MLP's own code, between two sub-Cells
+        out = self.fc2(h)
+        if self.exp_at == "end":
+            out = ops.exp(out * 1000.0)
+        return out
+
+
+def nan_weights(*layers):
+    """The state after an overflow step: these layers' weights are NaN."""
+    for layer in layers:
+        layer.weight.set_data(Tensor(np.full(layer.weight.shape, np.nan, np.float32)))
+
+
+# -- 1. backward of a non-finite forward carries -------------------------------------
+def test_l1_backward_of_nan_forward_is_carried(work):
+    tmp_path, make = work
+    net = MLP()
+    nan_weights(net.fc1)
+    labels = Tensor(np.array([0, 1]), ms.int32)
+    grad_fn = ms.value_and_grad(lambda x: ops.cross_entropy(net(x), labels), None, net.trainable_params())
+    debugger = make("L1")
+    debugger.start()
+    grad_fn(Tensor(np.ones((2, 4), np.float32)))
+    debugger.stop()
+    found = records(tmp_path)
+    # dloss = 1.0 flows in finite; the gradient is NaN because the saved forward inputs are
+    assert found["Functional.cross_entropy.0.forward"] is False
+    assert found["Functional.cross_entropy.0.backward"] is False
+    backward_origins = [n for n, origin in found.items() if origin and n.endswith(".backward")]
+    assert backward_origins == []
+
+
+def test_l0_cell_backward_and_parameters_grad_of_nan_forward_are_carried(work):
+    tmp_path, make = work
+    net = MLP()
+    nan_weights(net.fc1, net.fc2)
+    grad_fn = ms.value_and_grad(lambda x: net(x).sum(), None, net.trainable_params())
+    debugger = make("L0")
+    debugger.start(net)
+    grad_fn(Tensor(np.ones((2, 4), np.float32)))
+    debugger.stop()
+    found = records(tmp_path)
+    # the gradient w.r.t. fc2's output is finite (ones): fc2's weight gradient is NaN
+    # because its forward input was, its input gradient because its weights were
+    assert found["Cell.fc2.Dense.parameters_grad"] is False
+    assert found["Cell.fc2.Dense.backward.0"] is False
+    assert not any(found.values()), found
+
+
+# -- 2. dump_path created; a run without overflow says so ----------------------------------
+def test_no_overflow_leaves_empty_dump_path_and_says_so(work, capsys):
+    tmp_path, make = work
+    debugger = make("L1")
+    dump = tmp_path / "dump"
+    assert dump.is_dir() and not dump.is_symlink() and (dump.stat().st_mode & 0o777) == 0o750
+    for _ in range(2):
+        debugger.start()
+        ops.exp(Tensor(np.ones(3, np.float32)))
+        debugger.stop()
+        debugger.step()
+    capsys.readouterr()
+    lifecycle.at_exit(weakref.ref(debugger))
+    lifecycle.at_exit(weakref.ref(debugger))  # atexit after SIGTERM: said once
+    err = capsys.readouterr().err
+    assert err.count("probe_runtime:") == 1
+    assert f"probe_runtime: no overflow found in 2 checked step(s); dump_path: {dump}" in err
+    from msprobe_lint import report
+
+    out, err_stream = io.StringIO(), io.StringIO()
+    assert report.main(str(dump), out=out, err=err_stream) == 1
+    assert "no such file" not in out.getvalue() + err_stream.getvalue()
+    assert "no dump found" in out.getvalue() + err_stream.getvalue()
+
+
+def test_nothing_said_without_start_or_with_a_record(work, capsys):
+    tmp_path, make = work
+    idle = make("L1", dump="idle")
+    busy = make("L1", dump="busy")
+    busy.start()
+    ops.exp(Tensor(np.full(3, 100.0, np.float32)))
+    busy.stop()
+    capsys.readouterr()
+    for debugger in (idle, busy):
+        lifecycle.at_exit(weakref.ref(debugger))
+    assert "no overflow found" not in capsys.readouterr().err
+
+
+# -- 3. a second run into the same dump_path ------------------------------------------------
+def snapshot(folder: Path) -> dict:
+    return {str(p.relative_to(folder)): (p.read_bytes() if p.is_file() else None, p.stat().st_mtime_ns)
+            for p in sorted(folder.rglob("*"))}
+
+
+def test_second_run_into_an_earlier_dump_is_refused(work, monkeypatch):
+    tmp_path, make = work
+    first = make("L1")
+    first.start()
+    ops.exp(Tensor(np.full(3, 100.0, np.float32)))
+    first.stop()
+    dump = tmp_path / "dump"
+    assert (dump / "step0" / "rank" / "overflow.json").is_file()
+    before = snapshot(dump)
+    with pytest.raises(ConfigLintError) as caught:
+        make("L1")
+    assert "PL407" in str(caught.value) and "step0/rank" in str(caught.value)
+    assert snapshot(dump) == before
+    # a worker of a distributed job counts a single process's folder ("rank") as an earlier run's too
+    monkeypatch.setenv("RANK_ID", "1")
+    with pytest.raises(ConfigLintError):
+        make("L1")
+    assert snapshot(dump) == before
+
+
+def test_sibling_rank_folders_block_a_single_process_not_a_worker(work, monkeypatch):
+    """Workers of one job write step*/rank0, rank1 ... side by side: a
+    worker is not blocked by its siblings' folders, but a later
+    single-process run (folder "rank") into that dump_path would be mixed
+    with them and is refused (a user found it started)."""
+    tmp_path, make = work
+    monkeypatch.setenv("RANK_ID", "0")
+    first = make("L1", dump="job")
+    first.start()
+    ops.exp(Tensor(np.full(3, 100.0, np.float32)))
+    first.stop()
+    dump = tmp_path / "job"
+    assert (dump / "step0" / "rank0" / "overflow.json").is_file()
+    before = snapshot(dump)
+    monkeypatch.setenv("RANK_ID", "1")
+    make("L1", dump="job")  # a sibling worker
+    monkeypatch.delenv("RANK_ID")
+    with pytest.raises(ConfigLintError) as caught:
+        make("L1", dump="job")
+    assert "PL407" in str(caught.value) and "step0/rank0" in str(caught.value)
+    assert snapshot(dump) == before
+
+
+def test_a_dump_path_that_cannot_be_created_is_refused(work):
+    """Permission checks pass for root anywhere; creating the folder is
+    the test that cannot be fooled (a user's /proc/dump started and ran
+    with detection off, exit 0)."""
+    tmp_path, _ = work
+    path = write_runtime_config(tmp_path, dump=Path("/proc/probe-dump"))
+    with pytest.raises(ConfigLintError) as caught:
+        PrecisionDebugger(config_path=str(path))
+    assert "PL407" in str(caught.value) and "/proc/probe-dump cannot be created" in str(caught.value)
+
+
+def test_an_uncaught_refusal_prints_its_message_without_a_traceback(tmp_path):
+    import subprocess
+    import sys
+
+    path = write_runtime_config(tmp_path, dump=Path("relative"))
+    proc = subprocess.run([sys.executable, "-c", "from probe_runtime import PrecisionDebugger; "
+                           f"PrecisionDebugger(config_path={str(path)!r})"], capture_output=True, text=True,
+                          cwd=tmp_path, timeout=300)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert proc.stderr.startswith("probe_runtime refuses to start; the config has errors:\n") and "PL401" in proc.stderr
+
+
+def test_a_debugger_whose_start_was_refused_says_nothing_at_exit(work, capsys):
+    tmp_path, make = work
+    first, second = make("L1", dump="d"), make("L1", dump="d")
+    first.start()
+    second.start()  # refused: another debugger's window is open
+    ops.exp(Tensor(np.full(3, 100.0, np.float32)))
+    second.stop()
+    first.stop()
+    capsys.readouterr()
+    for debugger in (first, second):
+        lifecycle.at_exit(weakref.ref(debugger))
+    assert "no overflow found" not in capsys.readouterr().err
+
+
+# -- 4. L0: overflow in the top Cell's own code ------------------------------------------------
+@pytest.mark.parametrize("exp_at, nums", [("middle", 1), ("end", -1)])
+def test_l0_overflow_in_top_cell_code_is_pointed_out(work, caplog, exp_at, nums):
+    tmp_path, make = work
+    net = MLP(exp_at)
+    grad_fn = ms.value_and_grad(lambda x: net(x).sum(), None, net.trainable_params())
+    debugger = make("L0", nums=nums)
+    with caplog.at_level(logging.WARNING, logger="probe_runtime"):
+        debugger.start(net)
+        grad_fn(Tensor(np.ones((2, 4), np.float32)))
+        debugger.stop()
+    found = records(tmp_path)
+    assert found and not any(found.values()), found
+    assert [r.getMessage() for r in caplog.records].count("probe_runtime: " + HINT) == 1
+
+
+def test_l0_no_hint_when_a_sub_cell_is_the_origin(work, caplog):
+    tmp_path, make = work
+    net = MLP()
+    with caplog.at_level(logging.WARNING, logger="probe_runtime"):
+        net.fc1.weight.set_data(Tensor(np.ones((8, 4), np.float32)))
+        debugger = make("L0")
+        debugger.start(net)
+        net(Tensor(np.full((2, 4), 3e38, np.float32)))  # fc1 overflows from finite inputs
+        debugger.stop()
+    assert records(tmp_path)["Cell.fc1.Dense.forward.0"] is True
+    assert not any("construct itself" in r.getMessage() for r in caplog.records)
