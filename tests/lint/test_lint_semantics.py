@@ -135,7 +135,7 @@ def test_pl105_vs_pl101(lint):
 
 
 def test_schema_ranges(lint):
-    assert codes(lint(config(task="statistics", statistics={"scope": ["a"]}))) == ["PL107"]
+    assert codes(lint(config(task="statistics", statistics={"scope": ["a"]}))) == ["PL305"]  # a filter list
     assert codes(lint(config(task="statistics", statistics={"scope": ["a", "b"]}))) == []
     assert codes(lint(config(task="statistics", statistics={"data_mode": ["all", "forward"]}))) == ["PL107"]
     assert codes(lint(config(task="tensor", tensor={"port": 70000}))) == ["PL107"]
