@@ -311,7 +311,7 @@ def worker(args: argparse.Namespace) -> int:
         net(bad)
         debugger.stop()
         debugger.step()
-        state = debugger.monitor.state
+        state = debugger.checker.state
         if not state.exhausted:
             notes.append("ERROR: overflow_nums not reached during setup")
 
@@ -342,7 +342,7 @@ def worker(args: argparse.Namespace) -> int:
     extra = {}
     is_probe = VARIANTS[args.variant][0] == "probe"
     if is_probe:
-        extra["records"] = debugger.monitor.state.found
+        extra["records"] = debugger.checker.state.found
     print(json.dumps({"ready": True, "notes": notes, "mindspore": ms.__version__, **extra}), flush=True)
     for line in sys.stdin:
         command = line.split()
@@ -361,7 +361,7 @@ def worker(args: argparse.Namespace) -> int:
         elif command[0] == "quit":
             found = None
             if is_probe:
-                found = debugger.monitor.state.found
+                found = debugger.checker.state.found
             rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
             print(json.dumps({"maxrss_kib": rss, "records": found}), flush=True)
             return 0

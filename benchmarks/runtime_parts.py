@@ -2,7 +2,7 @@
 the detector switched off (an ablation, not a mode anyone should run).
 
 Each part is switched off by replacing one method of
-``probe_runtime.interception.ApiInterceptor`` in a worker process that is
+``probe_runtime.l1.wrappers.Wrappers`` in a worker process that is
 synchronous throughout (``pynative_synchronize=True``), so the figure is the
 detector's own cost, as the ``L1 sy`` column of ``runtime_bench.py``:
 
@@ -41,7 +41,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 
-#: variant -> ApiInterceptor methods replaced by no-ops
+#: variant -> Wrappers methods replaced by no-ops
 VARIANTS = {
     "full": (),
     "no backward hooks": ("_grad_flag",),
@@ -57,10 +57,11 @@ def worker(model: str, variant: str, steps: int, warmup: int) -> dict:
 
     ms.set_context(mode=ms.PYNATIVE_MODE, device_target="CPU", pynative_synchronize=True)
     import runtime_bench
-    from probe_runtime import PrecisionDebugger, interception
+    from probe_runtime import PrecisionDebugger
+    from probe_runtime.l1.wrappers import Wrappers
 
     for name in VARIANTS[variant]:
-        setattr(interception.ApiInterceptor, name, (lambda self, *a: False) if name == "_grad_flag"
+        setattr(Wrappers, name, (lambda self, *a: False) if name == "_grad_flag"
                 else (lambda self, *a: None))
     folder = tempfile.mkdtemp(prefix="probe-parts-")
     config = os.path.join(folder, "config.json")
@@ -93,7 +94,7 @@ def worker(model: str, variant: str, steps: int, warmup: int) -> dict:
             (on if first else off).append(a)
             (on if second else off).append(b)
     return {"checked": statistics.median(on), "plain": statistics.median(off),
-            "records": debugger.monitor.state.found}
+            "records": debugger.checker.state.found}
 
 
 def main(argv: list[str]) -> int:

@@ -7,8 +7,8 @@ outputs or gradients hold inf/nan and writes msprobe-compatible dumps plus
 ``overflow.json``. ``OverflowCheckCallback`` runs it around each step of
 ``mindspore.train.Model.train`` (imported on first use: it needs MindSpore).
 """
-from .cells import UsageError
-from .debugger import ConfigLintError, PrecisionDebugger
+from .debugger import PrecisionDebugger
+from .errors import ConfigLintError, UsageError
 
 __all__ = ["PrecisionDebugger", "ConfigLintError", "UsageError", "OverflowCheckCallback", "MsprobeStep"]
 

@@ -20,7 +20,7 @@ from typing import Any, Optional
 
 from mindspore.train import Callback
 
-from .cells import UsageError
+from .errors import UsageError
 
 
 class OverflowCheckCallback(Callback):

@@ -1,35 +1,23 @@
 """Synchronous execution inside checked windows (CPU backend).
 
-In PyNative mode MindSpore runs operators through an asynchronous pipeline
-by default: Python queues work and returns before it is done. Every
-backward entry the tool needs (``mindspore.ops.HookBackward`` at L1, the
-Cell and Parameter hooks at L0) is a Python operator, and running one makes
-MindSpore drain that pipeline first, so a checked step stalls once per
-hooked call. Measured on the benchmark machine (2 CPU cores, MindSpore 2.10,
-``benchmarks/runtime_bench.py``): about 1.6-1.8 ms per hook with the
-asynchronous pipeline against about 50 us with synchronous execution
-(``pynative_synchronize``), and on that backend the plain step itself ran
-2-5 times faster synchronously (MLP 9 ms against 22 ms, transformer block
-19 ms against 98 ms).
+Every backward hook the tool needs is a Python operator, and with
+MindSpore's asynchronous PyNative pipeline each one drains the pipeline
+first. So on the CPU backend :class:`SyncWindows` switches
+``pynative_synchronize`` on at ``start()`` and puts the process's own
+setting back at ``stop()`` (and when detection stops for good, and at
+exit). Only when work runs changes, never what it computes; other backends
+are left alone, and steps that are not checked are never touched.
+``PROBE_SYNC`` overrides the choice: ``1`` switches on every backend,
+``0`` never switches; unset or ``auto``: CPU only. A process that is
+synchronous of its own accord is left as it is. The measurements behind
+this, and its limits: ``docs/runtime-design.md``.
 
-So on the CPU backend each checked window (``start()`` to ``stop()``) runs
-synchronously, and the setting the process had is put back at ``stop()``
-(and when detection stops for good, and at exit); steps outside the
-``step``/``rank`` filter and after ``overflow_nums`` are never touched.
-Results are the same either way: only when work runs changes, not what it
-computes. Other backends (Ascend, GPU) are left alone: there the pipeline
-is what keeps the device busy, and this was not measured there.
+Example::
 
-``PROBE_SYNC`` overrides the choice: ``1`` switches on every backend, ``0``
-never switches; unset or ``auto``: CPU only. A process that is synchronous
-of its own accord (any backend) is left as it is and its windows count as
-synchronous (Parameters are then checked on the host).
-
-Limits: the setting is put back at ``stop()`` even if the user changed it
-inside the window (a ``set_context(pynative_synchronize=True)`` made between
-``start()`` and ``stop()`` does not last); and in a synchronous window an
-error of the user's own code is raised at the call that made it, where the
-asynchronous pipeline would raise it at a later call.
+    windows = SyncWindows()      # reads PROBE_SYNC and the backend
+    windows.enter()              # start(): synchronous from now on (CPU)
+    ...
+    windows.leave()              # stop(): the process's own setting again
 """
 from __future__ import annotations
 

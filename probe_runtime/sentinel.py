@@ -1,66 +1,39 @@
 """Sentinel checks: a cheap per-step watch that turns on exact checks.
 
-Exact checks (the default; ``interception.py`` at L1, ``cells.py`` at L0)
-judge every input and output of every call, forward and backward, and cost
-1.3-2.4x a float32 step on the CPU benchmark models even in a synchronous
-process (``benchmarks/runtime_parts.py``: the forward path alone, with no
-backward entry at all, is still 1.35-1.42x on the MLP and the transformer
-block). A detector left on for a whole run has to cost almost nothing until
-something overflows, so ``checks="sentinel"`` (or ``PROBE_CHECKS=sentinel``)
-does this instead, in every checked step until it finds something:
+With ``checks="sentinel"`` (or ``PROBE_CHECKS=sentinel``) nothing is
+intercepted and no Cell is hooked. While a window is open,
+:class:`GradSentinel` wraps the two MindSpore functions every PyNative
+gradient computation runs through (``mindspore.grad``,
+``value_and_grad``, ``GradOperation``, ``vjp``, ``TrainOneStepCell``) and
+holds what they return: the differentiated function's outputs (the loss)
+and the gradients. They are judged when the window closes (or every
+``HOLD_CAP`` computations); when one holds inf/nan, one record of kind
+``sentinel`` goes to that step's ``overflow.json`` and the debugger runs
+exact checks from its next ``start()`` on. It names no call, and it does
+not see overflow that reaches neither the loss nor a gradient
+(``docs/checks.md``); why it exists and what it costs:
+``docs/runtime-design.md``.
 
-* nothing is intercepted and no Cell is hooked; while the window is open
-  two MindSpore functions are wrapped (module globals, no class touched):
-  ``_pynative_func_grad_forward`` and ``_pynative_func_grad_backward`` of
-  ``mindspore.ops.composite.base`` (and the copies other MindSpore modules
-  imported), which every PyNative gradient computation runs through:
-  ``mindspore.grad``, ``value_and_grad``, ``GradOperation``, ``vjp`` and
-  the ``TrainOneStepCell`` family. The first returns the forward output of
-  the function being differentiated (the loss, and its auxiliary outputs),
-  the second the gradients;
-* the wrappers keep references to those tensors (no copy, no read, no
-  wait for the device) and, when the window closes (``stop()``, ``step()``
-  or interpreter exit), they are judged once; a window with many gradient
-  computations (gradient accumulation) has them judged every ``HOLD_CAP``
-  computations, so it never holds more than that many results. On the CPU
-  backend every floating one is copied to the host and tested for inf/nan
-  (``detection.HostCache``): for the benchmark models, one loss and 6-24
-  gradients a step, and that copy is most of what sentinel checks cost.
-  On other backends copying every gradient to the host each step would
-  move the whole model's size over the bus, so they are reduced on the
-  device first with ``mindspore.amp.all_finite`` (the ``AllFinite``
-  kernel on Ascend): one boolean comes back, and only when it says
-  something is not finite are the tensors read on the host, to name
-  which (a failure of that path falls back to the host read);
-* when one is not finite, one record of kind ``sentinel`` goes to that
-  step's ``overflow.json`` (no ``dump.json`` entry: no call was recorded)
-  naming which outputs and which Parameters' gradients held inf/nan and the
-  user's line that asked for the gradients, and from the next ``start()``
-  on (the next checked window: later in the same step when a step has
-  several) the configured level runs with exact checks, for good.
+Example::
 
-What it does not see: overflow that reaches neither the differentiated
-function's output nor a gradient (an inf masked by ``ReLU``, ``max`` or a
-``where``; forward-only windows, such as evaluation, which compute no
-gradient: said once in the log; a training step compiled with
-``mindspore.jit`` computes its gradients in the graph, unseen too), and in
-the window where it fires it names no call: the first overflowing call is
-named from the next checked window on, when the overflow happens again (a
-loss-scale overflow usually does; a one-off bad batch may not). Values are read when the window closes, so a
-gradient the script changes in place before that (an unscale with
-``mul_``) is judged after the change. Exact checks remain the default.
+    sentinel = GradSentinel(on_error)
+    sentinel.install()
+    loss, grads = grad_fn(x, y)          # held, not read
+    sentinel.uninstall()
+    sentinel.resolve()                   # None, or {"nonfinite": ["gradient of fc.weight"], ...}
 """
 from __future__ import annotations
 
 import sys
 from typing import Any, Callable, Optional
 
-from .detection import HostCache, is_floating, is_tensor, iter_tensors
-from .interception import capture_frames, inside_tool, restore, tool_section, _MISSING
+from .check.verdict import HostCache, is_floating, is_tensor, iter_tensors
+from .hooks.frames import capture_frames
+from .hooks.guard import inside_tool, tool_section
+from .hooks.patching import Patches
 
 #: the MindSpore functions every PyNative gradient computation runs through
 FORWARD, BACKWARD = "_pynative_func_grad_forward", "_pynative_func_grad_backward"
-CHECKS = ("exact", "sentinel")
 #: computations (a forward output, a gradient result) held before they are judged within a window
 HOLD_CAP = 4
 
@@ -73,7 +46,7 @@ class Held:
             ``"gradient"``.
         tensors: (label, tensor) pairs: ``"forward output 0"``, ``"gradient of
             <Parameter name>"`` or ``"gradient w.r.t. input 0"``.
-        frames: the caller's frames (``interception.capture_frames``).
+        frames: the caller's frames (``hooks.frames.capture_frames``).
     """
 
     def __init__(self, kind: str, tensors: list[tuple[str, Any]], frames: tuple) -> None:
@@ -164,17 +137,19 @@ class GradSentinel:
         self._frames: Optional[tuple] = None
         self._computations = 0
         self.held: list[Held] = []
-        self._saved: list[tuple[Any, str, Any]] = []
+        self._patches = Patches()
         self._plan: Optional[list[tuple[Any, str, Callable]]] = None
 
     @property
     def installed(self) -> bool:
         """True while the wrappers are in place."""
-        return bool(self._saved)
+        return bool(self._patches)
 
     def _build_plan(self) -> list[tuple[Any, str, Callable]]:
         from mindspore.ops.composite import base
 
+        if not callable(vars(base).get(FORWARD)):
+            return self._executor_plan()
         plan: list[tuple[Any, str, Callable]] = []
         for attr, wrap in ((FORWARD, self._wrap_forward), (BACKWARD, self._wrap_backward)):
             original = vars(base).get(attr)
@@ -187,6 +162,29 @@ class GradSentinel:
                     plan.append((module, attr, wrapper))
         return plan
 
+    def _executor_plan(self) -> list[tuple[Any, str, Callable]]:
+        """The wrappers for a MindSpore without the two gradient functions
+        (2.7: ``GradOperation`` and ``_Grad`` run the forward and call the
+        PyNative executor themselves): instance attributes over three methods
+        of the one ``mindspore.common.api._pynative_executor``, which every
+        module shares: ``end_graph(fn, output, ...)`` gets the differentiated
+        function's forward output (also a Cell's with ``set_grad()`` called
+        outside a gradient computation), ``grad`` and ``grad_aux(fn, grad_op,
+        weights, grad_position, ...)`` return the gradients."""
+        from mindspore.common import api
+
+        executor = getattr(api, "_pynative_executor", None)
+        plan: list[tuple[Any, str, Callable]] = []
+        for attr, wrap in (("end_graph", self._wrap_end_graph), ("grad", self._wrap_backward),
+                           ("grad_aux", self._wrap_backward)):
+            original = getattr(executor, attr, None)
+            if not callable(original):  # pragma: no cover - another MindSpore layout
+                raise RuntimeError(f"neither mindspore.ops.composite.base.{FORWARD} nor "
+                                   f"mindspore.common.api._pynative_executor.{attr} found: sentinel checks need "
+                                   "them (use exact checks with this MindSpore)")
+            plan.append((executor, attr, wrap(original)))
+        return plan
+
     def install(self) -> None:
         """Put the wrappers in place (two module globals per MindSpore
         module that holds them; no class is touched).
@@ -195,21 +193,18 @@ class GradSentinel:
             RuntimeError: this MindSpore has no such functions, or another
                 debugger's sentinel is installed.
         """
-        if self._saved:
+        if self._patches:
             return
         if GradSentinel._active is not None and GradSentinel._active is not self:
             raise RuntimeError("another PrecisionDebugger is already started in this process")
         if self._plan is None:
             self._plan = self._build_plan()
-        for owner, attr, wrapper in self._plan:
-            self._saved.append((owner, attr, vars(owner).get(attr, _MISSING)))
-            setattr(owner, attr, wrapper)
+        self._patches.apply(self._plan)
         GradSentinel._active = self
 
     def uninstall(self) -> None:
         """Put the originals back (safe to call twice)."""
-        saved, self._saved = self._saved, []
-        restore(saved)
+        self._patches.remove()
         if GradSentinel._active is self:
             GradSentinel._active = None
 
@@ -226,6 +221,20 @@ class GradSentinel:
 
         forward.__probe_original__ = original  # type: ignore[attr-defined]
         return forward
+
+    def _wrap_end_graph(self, original: Callable) -> Callable:
+        def end_graph(fn: Any, output: Any, *args: Any, **kwargs: Any) -> Any:
+            result = original(fn, output, *args, **kwargs)
+            if not inside_tool():
+                try:
+                    tensors = [(f"forward output {i}", t) for i, t in enumerate(iter_tensors(output))]
+                    self._hold(Held("output", tensors, capture_frames(sys._getframe(1))))
+                except Exception as err:
+                    self.on_error("in the sentinel's forward wrapper", err)
+            return result
+
+        end_graph.__probe_original__ = original  # type: ignore[attr-defined]
+        return end_graph
 
     def _wrap_backward(self, original: Callable) -> Callable:
         def backward(fn: Any, grad_op: Any, weights: Any, *rest: Any) -> Any:

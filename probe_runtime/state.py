@@ -1,7 +1,13 @@
 """Step, rank and overflow_nums bookkeeping, and per-API call counters.
 
-Pure Python, no MindSpore: one small object that the debugger, the L1
-interception and (later) L0 Cell hooks share.
+Pure Python, no MindSpore: one :class:`RunState` per debugger, shared by
+the debugger, the checker and the writer's folder names.
+
+Example::
+
+    state = RunState(steps=expand_ids([0, "2-3"]), overflow_nums=1)
+    state.selected()                   # step 0: True
+    state.next_index("Functional.exp") # 0, then 1, ... until next_step()
 """
 from __future__ import annotations
 

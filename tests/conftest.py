@@ -43,6 +43,35 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip)
 
 
+def pytest_runtest_setup(item):
+    """``@pytest.mark.cpu_kernel(function, dtype)``: skip the test, saying
+    why, when this MindSpore cannot run ``mindspore.ops.<function>`` on
+    ``dtype`` (a capability tried once, never a version number)."""
+    for mark in item.iter_markers("cpu_kernel"):
+        from runtime_support import missing_kernel
+
+        reason = missing_kernel(*mark.args, **mark.kwargs)
+        if reason:
+            pytest.skip(reason)
+
+
+def pytest_terminal_summary(terminalreporter):
+    """The counts of the runtime tests run on other MindSpore releases
+    (``tests/runtime/test_mindspore_releases.py`` records them), a section
+    of their own in the summary, skip reasons included."""
+    lines = []
+    for kind in ("passed", "failed"):
+        for report in terminalreporter.stats.get(kind, []):
+            props = dict(getattr(report, "user_properties", ()))
+            if report.when == "call" and "mindspore_release_run" in props:
+                lines.append(props["mindspore_release_run"])
+                lines.extend(f"  skipped: {reason}" for reason in props.get("mindspore_release_skips", ()))
+    if lines:
+        terminalreporter.write_sep("-", "MindSpore releases")
+        for line in lines:
+            terminalreporter.write_line(line)
+
+
 def probe_command() -> list[str]:
     """The `probe` console script of the interpreter running the tests."""
     candidate = Path(sys.executable).parent / "probe"

@@ -1,5 +1,5 @@
 """Model families the detector was not tuned on, shared by
-``test_runtime_truth.py`` and the runtime cases under
+``runtime/check/test_runtime_truth.py`` and the runtime cases under
 ``tests/data/runtime_cases`` (whose ``run.py`` calls :func:`run_case`).
 
 Each family trains with SGD; the last step overflows one of three ways

@@ -1,13 +1,39 @@
-"""Shared set-up of the probe_runtime tests: a config file and a process
-environment free of launcher variables."""
+"""Shared set-up of the probe_runtime tests: a config file, a process
+environment free of launcher variables, and what this MindSpore's build can
+run (:func:`missing_kernel`, behind the ``cpu_kernel`` marker)."""
 from __future__ import annotations
 
+import functools
 import json
 import os
 from pathlib import Path
 from typing import Any, Callable, Optional
 
 LAUNCHER_VARIABLES = ("RANK_ID", "RANK", "RANK_SIZE", "WORLD_SIZE", "MS_WORKER_NUM", "PROBE_CONFIG")
+
+
+@functools.lru_cache(maxsize=None)
+def missing_kernel(function: str, dtype: str, arity: int = 2) -> Optional[str]:
+    """None when this MindSpore runs ``mindspore.ops.<function>`` on
+    ``arity`` one-element tensors of ``dtype`` (a ``mindspore`` dtype name
+    such as ``"bfloat16"``) on the current device; otherwise why not, naming
+    the release and the kernel, for a skip reason. Tried once per process.
+
+    Releases differ in the kernels their CPU build has: MindSpore 2.7.0's
+    has no bfloat16 ``Mul`` ("Select CPU operator[Mul] fail! Unsupported
+    data type!"), 2.10.0's has. Example: ``missing_kernel("mul", "bfloat16")``.
+    """
+    import mindspore as ms
+    import numpy as np
+
+    try:
+        value = ms.Tensor(np.ones(1, np.float32)).astype(getattr(ms, dtype))
+        getattr(ms.ops, function)(*[value] * arity).asnumpy()
+    except Exception as err:  # the kernel selection error's type differs between releases
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        return f"MindSpore {ms.__version__} has no {ms.get_context('device_target')} kernel for ops.{function} " \
+               f"on {dtype} ({first})"
+    return None
 
 
 def isolate(monkeypatch: Any, folder: Path) -> None:
@@ -157,7 +183,7 @@ def assert_origin_invariant(dump_path: Path) -> int:
     ``input_kwargs``, an L0 Cell's ``parameters``; a backward entry's
     ``input``) and some dumped output not; returns the number of records
     checked."""
-    from probe_runtime.writer import read_json
+    from probe_runtime.dump.writer import read_json
 
     checked = 0
     for index in sorted(Path(dump_path).glob("step*/rank*/overflow.json")):

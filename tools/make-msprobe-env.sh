@@ -2,7 +2,7 @@
 # Build the reference environment of msprobe itself: a separate virtual
 # environment with mindstudio-probe 8.1.2 on MindSpore 2.7.0 (CPU) and
 # numpy<2, the last msprobe release line with MindSpore's overflow_check task.
-# Used by the interoperability tests (tests/test_msprobe_interop.py: msprobe's
+# Used by the interoperability tests (tests/runtime/test_msprobe_interop.py: msprobe's
 # compare and graph tools on probe_runtime's dumps), by
 # tools/make-msprobe-dumps.py (the msprobe-written dumps in tests/data/) and by
 # benchmarks/runtime_bench.py --msprobe-python.

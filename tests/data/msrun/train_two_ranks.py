@@ -1,4 +1,4 @@
-"""A tiny 2-step job for tests/test_msrun.py, launched by msrun on CPU.
+"""A tiny 2-step job for tests/runtime/test_msrun.py, launched by msrun on CPU.
 
 Each worker joins the job with mindspore.communication.init() (CPU:
 MindSpore's own "mccl" collective backend over loopback), then runs two

@@ -10,9 +10,9 @@ import pytest
 
 np = pytest.importorskip("numpy")
 
-from probe_runtime.detection import HostTensor, judge, statistics  # noqa: E402
+from probe_runtime.check.verdict import HostTensor, judge, statistics  # noqa: E402
 from probe_runtime.state import RunState, expand_ids  # noqa: E402
-from probe_runtime.writer import Record, StepWriter, WriterError, read_json  # noqa: E402
+from probe_runtime.dump.writer import Record, StepWriter, WriterError, read_json  # noqa: E402
 
 
 class FakeTensor:

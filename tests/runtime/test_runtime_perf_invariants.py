@@ -89,7 +89,7 @@ def test_after_overflow_nums_nothing_is_patched(make, level):
         train_step(net, optimizer, Tensor(np.ones((2, 4), np.float32)))
         debugger.stop()
         debugger.step()
-    assert not debugger.monitor.pending and not debugger.monitor.live
+    assert not debugger.checker.pending and not debugger.checker.live
 
 
 @pytest.mark.parametrize("level,changes,env", [
@@ -110,7 +110,7 @@ def test_outside_the_filter_nothing_is_patched(make, monkeypatch, level, changes
         train_step(net, optimizer, Tensor(np.ones((2, 4), np.float32)))
         debugger.stop()
         debugger.step()
-    assert not debugger.monitor.pending
+    assert not debugger.checker.pending
 
 
 @pytest.mark.parametrize("sync", ["auto", "0"])
@@ -148,13 +148,13 @@ def test_a_kept_loss_keeps_no_call_alive(make, level):
     optimizer = nn.SGD(net.trainable_params(), learning_rate=0.01)
     debugger = make(level=level, overflow_check={"overflow_nums": -1})
     calls = []
-    on_forward = debugger.monitor.on_forward
+    on_forward = debugger.checker.on_forward
 
     def tracking(call):
         calls.append(weakref.ref(call))
         on_forward(call)
 
-    debugger.monitor.on_forward = tracking
+    debugger.checker.on_forward = tracking
     kept = []
     for _ in range(2):
         debugger.start(net)
@@ -174,7 +174,7 @@ def test_batch_size_carries_over_windows(make):
             ops.exp(x)
         debugger.stop()
         debugger.step()
-    assert debugger.monitor._threshold > 20   # a reset per window would wait for the device 5 times a step
+    assert debugger.checker._threshold > 20   # a reset per window would wait for the device 5 times a step
 
 
 @pytest.mark.parametrize("sync", ["auto", "0"])  # weights checked on the host (synchronous CPU window) or on the device

@@ -18,7 +18,7 @@ np = pytest.importorskip("numpy")
 from mindspore import Parameter, Tensor, nn, ops  # noqa: E402
 
 from probe_runtime import OverflowCheckCallback, PrecisionDebugger, UsageError  # noqa: E402
-from probe_runtime.writer import read_json  # noqa: E402
+from probe_runtime.dump.writer import read_json  # noqa: E402
 from runtime_support import assert_origin_invariant, isolate, write_runtime_config  # noqa: E402
 
 ms.set_context(mode=ms.PYNATIVE_MODE)
@@ -384,8 +384,8 @@ def test_hooks_removed_after_stop_and_restart(work):
     assert net.scale._forward_pre_hook and debugger.cells.installed
     debugger.stop()
     assert_unhooked(net)
-    original = debugger.monitor.on_param_grad
-    debugger.monitor.on_param_grad = lambda entry: (seen.append(entry), original(entry))
+    original = debugger.checker.on_param_grad
+    debugger.checker.on_param_grad = lambda entry: (seen.append(entry), original(entry))
     ms.grad(lambda x: net(x).sum(), None, net.trainable_params())(fp16(4, 60000.0))
     assert seen == [] and names(tmp_path) == []  # no Parameter hook left either
     debugger.step()
@@ -403,7 +403,7 @@ def test_error_in_a_hook_never_stops_training(work, caplog):
     def broken(api):
         raise RuntimeError("boom")
 
-    debugger.monitor.next_index = broken
+    debugger.checker.next_index = broken
     with caplog.at_level(logging.ERROR, logger="probe_runtime"):
         debugger.start(net)
         out = net(fp16(2, 4, 3.0))
@@ -493,13 +493,13 @@ def _sequential_backward_records(tmp_path, make, link: bool, monkeypatch):
     SequentialCell whose middle Cell's backward overflows (d sqrt/dx at 0),
     with the boundary hooks shared (``link``) or one HookBackward per side
     (the sharing turned off); also how many HookBackward were made."""
-    from probe_runtime import cells as cells_module
-    from probe_runtime import interception
+    from probe_runtime.l0 import cell_hooks as cells_module
+    from probe_runtime.hooks import backward
 
     if not link:
         monkeypatch.setattr(cells_module.CellHooks, "_fed_by_previous", lambda self, target, call, args: False)
     made = []
-    real = interception.through_hook
+    real = backward.through_hook
     monkeypatch.setattr(cells_module, "through_hook", lambda *a, **k: made.append(1) or real(*a, **k))
     net = nn.SequentialCell([nn.Dense(2, 2), _ShiftCell(), _SqrtCell(), nn.Dense(2, 1)])
     net.to_float(ms.float32)

@@ -23,10 +23,10 @@ import pytest
 
 from runtime_support import assert_same_training, isolate, train_mlp, write_runtime_config
 
-from probe_runtime import writer as writer_module
-from probe_runtime.writer import Record, StepWriter, WriterError, read_json
+from probe_runtime.dump import writer as writer_module
+from probe_runtime.dump.writer import Record, StepWriter, WriterError, read_json
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def record(name: str, size: int = 4) -> Record:
@@ -248,7 +248,7 @@ def test_disk_full_while_training_real_tmpfs(work, tmpfs, plain, caplog):
     assert_same(plain, probed)
     messages = failure_messages(caplog)
     assert len(messages) == 1 and "No space left" in messages[0], messages
-    assert debugger.monitor.disabled and sum(map(len, recorded(disk / "dump").values())) >= 1
+    assert debugger.checker.disabled and sum(map(len, recorded(disk / "dump").values())) >= 1
 
 
 @pytest.mark.mindspore
@@ -334,7 +334,7 @@ def train_with_matmul_errors(debugger, caplog, error: Exception, once: bool) -> 
     """Train with the wrapper of ``Primitive.MatMul`` raising ``error``
     (at its first call only, or at every one); (training, the calls that
     raised, the names recorded)."""
-    real = debugger.monitor.next_index
+    real = debugger.checker.next_index
     faults = []
 
     def next_index(api):
@@ -343,7 +343,7 @@ def train_with_matmul_errors(debugger, caplog, error: Exception, once: bool) -> 
             raise error
         return real(api)
 
-    debugger.monitor.next_index = next_index
+    debugger.checker.next_index = next_index
     with caplog.at_level(logging.WARNING, logger="probe_runtime"):
         probed = train(debugger)
     names = [n for step in recorded(debugger.dump_path and Path(debugger.dump_path)).values() for n in step]
@@ -379,7 +379,7 @@ def test_fault_in_an_interception_wrapper_turns_that_api_off(work, plain, caplog
 @pytest.mark.mindspore
 @pytest.mark.parametrize("part", ["forward", "backward", "parameters"])
 def test_fault_in_a_cell_hook_turns_that_part_off(work, plain, caplog, monkeypatch, part):
-    import probe_runtime.cells as cells
+    import probe_runtime.l0.cell_hooks as cells
 
     debugger = make_debugger(work, level="L0")
 
@@ -389,9 +389,9 @@ def test_fault_in_a_cell_hook_turns_that_part_off(work, plain, caplog, monkeypat
     if part == "forward":
         monkeypatch.setattr(cells, "capture_frames", boom)
     elif part == "backward":
-        debugger.monitor.on_grad_inputs = boom
+        debugger.checker.on_grad_inputs = boom
     else:
-        debugger.monitor.on_param_grad = boom
+        debugger.checker.on_param_grad = boom
     with caplog.at_level(logging.WARNING, logger="probe_runtime"):
         probed = train(debugger, level="L0")
     assert_same(plain, probed)
@@ -400,12 +400,12 @@ def test_fault_in_a_cell_hook_turns_that_part_off(work, plain, caplog, monkeypat
 
 @pytest.mark.mindspore
 def test_fault_in_the_statistics_code_keeps_detecting(work, plain, caplog, monkeypatch):
-    import probe_runtime.monitor as monitor
+    import probe_runtime.check.records as records
 
     def boom(host):
         raise RuntimeError("boom in statistics")
 
-    monkeypatch.setattr(monitor, "statistics", boom)
+    monkeypatch.setattr(records, "statistics", boom)
     debugger = make_debugger(work)
     with caplog.at_level(logging.WARNING, logger="probe_runtime"):
         probed = train(debugger)
@@ -448,7 +448,7 @@ def test_tensor_type_never_seen_is_turned_off_not_the_tool(work, caplog):
     messages = boom_messages(caplog)
     assert len(messages) == 1 and "OddTensor" in messages[0], messages
     assert recorded(work / "dump")[0] == ["Functional.exp.60.forward"]
-    assert not debugger.monitor.disabled
+    assert not debugger.checker.disabled
 
 
 # -- interrupts ----------------------------------------------------------------------------
@@ -456,7 +456,7 @@ INTERRUPTED = r"""
 import atexit, json, os, signal, sys, time
 import numpy as np, mindspore as ms
 from mindspore import ops, Tensor
-import probe_runtime.writer as writer
+import probe_runtime.dump.writer as writer
 from probe_runtime import PrecisionDebugger
 
 mode, report = sys.argv[2], sys.argv[3]

@@ -19,7 +19,7 @@ Rules (SPEC 4):
   themselves are tested, never derived quantities.
 
 Calling :func:`to_host` on a tensor that the device has not finished waits
-for it (a device sync); callers batch their calls (see ``monitor.py``).
+for it (a device sync); callers batch their calls (see ``queue.py``).
 """
 from __future__ import annotations
 
@@ -99,8 +99,7 @@ def _finite_half(flat: np.ndarray) -> bool:
     are exactly the values whose exponent bits are all ones, i.e. whose
     magnitude bits are ``>= 0x7C00``. Same verdict as ``numpy.isfinite``
     (tested against it), which numpy computes for float16 element by
-    element through float32: on 262,144 values 24 us against 440-850 us
-    on the benchmark machine."""
+    element through float32, many times slower (``docs/runtime-design.md``)."""
     magnitude = np.bitwise_and(flat.view(np.uint16), _HALF_MAGNITUDE, dtype=np.uint16)
     return int(magnitude.max()) < _HALF_EXPONENT
 
@@ -186,6 +185,20 @@ def is_floating(tensor: Any) -> bool:
     return is_tensor(tensor) and dtype_name(tensor) in FLOAT_DTYPES
 
 
+_PARAMETER_TYPES: dict[type, bool] = {}
+
+
+def is_parameter(obj: Any) -> bool:
+    """``obj`` is a ``mindspore.Parameter`` (by class, decided once per type;
+    no MindSpore import here)."""
+    klass = type(obj)
+    known = _PARAMETER_TYPES.get(klass)
+    if known is None:
+        known = any(k.__name__ == "Parameter" and k.__module__.startswith("mindspore") for k in klass.__mro__)
+        _PARAMETER_TYPES[klass] = known
+    return known
+
+
 def to_host(tensor: Any, name: Optional[str] = None) -> HostTensor:
     """Copy a tensor to the host (waits for the device).
 
@@ -215,33 +228,6 @@ def to_host(tensor: Any, name: Optional[str] = None) -> HostTensor:
         _unreadable(type(tensor), "values", err, turn_off=False)
         array = None
     return HostTensor(name, shape, array)
-
-
-class HostVerdict:
-    """A one-element float32 stand-in for a tensor whose finiteness was
-    already decided on the host (0.0 when finite, nan when not): what
-    :func:`probe_now` returns, judged like any tensor."""
-
-    dtype = "Float32"
-    shape = (1,)
-
-    def __init__(self, finite: bool) -> None:
-        self._array = np.array([0.0 if finite else np.nan], np.float32)
-
-    def asnumpy(self) -> np.ndarray:
-        return self._array
-
-
-def probe_now(tensor: Any) -> HostVerdict:
-    """The finiteness of ``tensor``'s values now, decided on the host.
-
-    Used for Parameters instead of a reduction launched on the device when
-    the window runs synchronously (``execution.py``): there the read does
-    not stall a pipeline, and a host check (about 15 us for a small weight)
-    is cheaper than launching an operator (about 100 us). Keeps no
-    reference to the tensor or its values.
-    """
-    return HostVerdict(to_host(tensor).finite())
 
 
 def iter_tensors(obj: Any, depth: int = 0) -> Iterator[Any]:

@@ -18,14 +18,28 @@ from mindspore.ops.composite import base as composite_base  # noqa: E402
 
 from probe_runtime import PrecisionDebugger  # noqa: E402
 from probe_runtime.sentinel import BACKWARD, FORWARD, label_gradients  # noqa: E402
-from probe_runtime.writer import read_json  # noqa: E402
+from probe_runtime.dump.writer import read_json  # noqa: E402
 import runtime_support  # noqa: E402
 from runtime_support import (PatchedState, assert_origin_invariant, assert_same_training, isolate,  # noqa: E402
                              train_mlp, write_runtime_config)
 
 ms.set_context(mode=ms.PYNATIVE_MODE)
 ORIGINAL = PatchedState()
-GRAD_FUNCTIONS = (composite_base._pynative_func_grad_forward, composite_base._pynative_func_grad_backward)
+
+
+def grad_entries():
+    """The (forward, backward) gradient entry points the sentinel wraps, as
+    they are now: the two functions of ``mindspore.ops.composite.base``
+    (2.10), else the PyNative executor's own ``end_graph`` and ``grad``
+    (2.7; the class's function while no wrapper is on the instance)."""
+    if hasattr(composite_base, FORWARD):
+        return getattr(composite_base, FORWARD), getattr(composite_base, BACKWARD)
+    from mindspore.common.api import _pynative_executor as executor
+
+    return tuple(vars(executor).get(name, getattr(type(executor), name)) for name in ("end_graph", "grad"))
+
+
+GRAD_FUNCTIONS = grad_entries()
 _SOURCE = runtime_support.__file__
 GRAD_LINE = f"{_SOURCE}:{open(_SOURCE).read().splitlines().index('    loss, grads = grad_fn(*inputs)') + 1}"
 
@@ -47,7 +61,7 @@ def work(tmp_path, monkeypatch):
         debugger.stop()
         assert_origin_invariant(debugger.dump_path)
     ORIGINAL.assert_untouched()
-    assert (composite_base._pynative_func_grad_forward, composite_base._pynative_func_grad_backward) == GRAD_FUNCTIONS
+    assert grad_entries() == GRAD_FUNCTIONS
 
 
 def index(tmp_path, step):
@@ -129,9 +143,9 @@ def test_sentinel_steps_patch_no_api_and_put_the_wrappers_back(work):
     add = Tensor.__add__
     debugger.start()
     assert Tensor.__add__ is add                            # no API is intercepted in a sentinel step
-    assert composite_base._pynative_func_grad_backward is not GRAD_FUNCTIONS[1]
+    assert grad_entries()[1] is not GRAD_FUNCTIONS[1]
     debugger.stop()
-    assert composite_base._pynative_func_grad_backward is GRAD_FUNCTIONS[1]
+    assert grad_entries()[1] is GRAD_FUNCTIONS[1]
 
 
 def test_a_gradient_only_overflow_is_seen(work):
@@ -222,9 +236,9 @@ def test_a_second_debugger_is_refused_while_one_watches(work, tmp_path, caplog):
     assert any("another PrecisionDebugger is already started" in r.getMessage() for r in caplog.records)
     second.stop()
     assert not any("saw no gradient computation" in r.getMessage() for r in caplog.records)  # it never watched
-    assert composite_base._pynative_func_grad_backward is not GRAD_FUNCTIONS[1]  # the first one's, still on
+    assert grad_entries()[1] is not GRAD_FUNCTIONS[1]  # the first one's, still on
     first.stop()
-    assert composite_base._pynative_func_grad_backward is GRAD_FUNCTIONS[1]
+    assert grad_entries()[1] is GRAD_FUNCTIONS[1]
 
 
 def test_many_gradient_computations_in_one_window_are_judged_as_they_come(work, monkeypatch):
@@ -256,10 +270,10 @@ def test_the_device_path_judges_as_the_host_path(work, overflow, monkeypatch):
     debugger = make()
     debugger.sentinel.on_device = True
     reads = []
-    from probe_runtime import detection
+    from probe_runtime.check import verdict
 
-    to_host = detection.to_host
-    monkeypatch.setattr(detection, "to_host", lambda *a, **k: reads.append(1) or to_host(*a, **k))
+    to_host = verdict.to_host
+    monkeypatch.setattr(verdict, "to_host", lambda *a, **k: reads.append(1) or to_host(*a, **k))
     train(debugger, "L1", overflow_steps={1} if overflow else set(), steps=2)
     if overflow:
         (record,) = index(tmp_path, 1)

@@ -24,8 +24,8 @@ np = pytest.importorskip("numpy")
 from mindspore import Tensor, nn, ops  # noqa: E402
 
 from probe_runtime import PrecisionDebugger  # noqa: E402
-from probe_runtime import debugger as debugger_module  # noqa: E402
-from probe_runtime.writer import read_json  # noqa: E402
+from probe_runtime import ConfigLintError, lifecycle  # noqa: E402
+from probe_runtime.dump.writer import read_json  # noqa: E402
 from runtime_support import assert_origin_invariant, isolate, write_runtime_config  # noqa: E402
 
 ms.set_context(mode=ms.PYNATIVE_MODE)
@@ -128,8 +128,8 @@ def test_no_overflow_leaves_empty_dump_path_and_says_so(work, capsys):
         debugger.stop()
         debugger.step()
     capsys.readouterr()
-    debugger_module._at_exit(weakref.ref(debugger))
-    debugger_module._at_exit(weakref.ref(debugger))  # atexit after SIGTERM: said once
+    lifecycle.at_exit(weakref.ref(debugger))
+    lifecycle.at_exit(weakref.ref(debugger))  # atexit after SIGTERM: said once
     err = capsys.readouterr().err
     assert err.count("probe_runtime:") == 1
     assert f"probe_runtime: no overflow found in 2 checked step(s); dump_path: {dump}" in err
@@ -150,7 +150,7 @@ def test_nothing_said_without_start_or_with_a_record(work, capsys):
     busy.stop()
     capsys.readouterr()
     for debugger in (idle, busy):
-        debugger_module._at_exit(weakref.ref(debugger))
+        lifecycle.at_exit(weakref.ref(debugger))
     assert "no overflow found" not in capsys.readouterr().err
 
 
@@ -169,13 +169,13 @@ def test_second_run_into_an_earlier_dump_is_refused(work, monkeypatch):
     dump = tmp_path / "dump"
     assert (dump / "step0" / "rank" / "overflow.json").is_file()
     before = snapshot(dump)
-    with pytest.raises(debugger_module.ConfigLintError) as caught:
+    with pytest.raises(ConfigLintError) as caught:
         make("L1")
     assert "PL407" in str(caught.value) and "step0/rank" in str(caught.value)
     assert snapshot(dump) == before
     # a worker of a distributed job counts a single process's folder ("rank") as an earlier run's too
     monkeypatch.setenv("RANK_ID", "1")
-    with pytest.raises(debugger_module.ConfigLintError):
+    with pytest.raises(ConfigLintError):
         make("L1")
     assert snapshot(dump) == before
 
@@ -197,7 +197,7 @@ def test_sibling_rank_folders_block_a_single_process_not_a_worker(work, monkeypa
     monkeypatch.setenv("RANK_ID", "1")
     make("L1", dump="job")  # a sibling worker
     monkeypatch.delenv("RANK_ID")
-    with pytest.raises(debugger_module.ConfigLintError) as caught:
+    with pytest.raises(ConfigLintError) as caught:
         make("L1", dump="job")
     assert "PL407" in str(caught.value) and "step0/rank0" in str(caught.value)
     assert snapshot(dump) == before
@@ -209,7 +209,7 @@ def test_a_dump_path_that_cannot_be_created_is_refused(work):
     with detection off, exit 0)."""
     tmp_path, _ = work
     path = write_runtime_config(tmp_path, dump=Path("/proc/probe-dump"))
-    with pytest.raises(debugger_module.ConfigLintError) as caught:
+    with pytest.raises(ConfigLintError) as caught:
         PrecisionDebugger(config_path=str(path))
     assert "PL407" in str(caught.value) and "/proc/probe-dump cannot be created" in str(caught.value)
 
@@ -236,7 +236,7 @@ def test_a_debugger_whose_start_was_refused_says_nothing_at_exit(work, capsys):
     first.stop()
     capsys.readouterr()
     for debugger in (first, second):
-        debugger_module._at_exit(weakref.ref(debugger))
+        lifecycle.at_exit(weakref.ref(debugger))
     assert "no overflow found" not in capsys.readouterr().err
 
 

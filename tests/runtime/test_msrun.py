@@ -14,7 +14,7 @@ import pytest
 
 from conftest import run_probe
 
-TRAIN = Path(__file__).parent / "data" / "msrun" / "train_two_ranks.py"
+TRAIN = Path(__file__).resolve().parents[1] / "data" / "msrun" / "train_two_ranks.py"
 
 pytestmark = [pytest.mark.mindspore, pytest.mark.slow]
 

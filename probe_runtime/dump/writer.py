@@ -1,40 +1,30 @@
 """Writes overflow records in msprobe's layout, atomically and crash-safe.
 
-Layout (SPEC 2.5, 4; the names come from :mod:`msprobe_lint.report.dumpformat`,
-which ``probe report`` reads with)::
+:class:`StepWriter` writes the records of one step and rank under
+``<dump_path>/step<N>/<rank dir>/`` (``rank``, or ``rank<R>`` when
+distributed): ``dump.json``, ``stack.json``, ``construct.json``,
+``overflow.json`` and ``dump_tensor_data/*.npy``, as msprobe lays them out
+(SPEC 2.5, 4; the layout: ``docs/runtime-design.md``; file and key names come
+from :mod:`msprobe_lint.report.dumpformat`, which ``probe report`` reads
+with). The contract:
 
-    <dump_path>/step<N>/<rank dir>/dump.json        statistics of overflowing entries
-                                   stack.json       call stacks of those entries
-                                   construct.json   Cell parent map ({} at L1; no parameters_grad keys)
-                                   overflow.json    [{name, origin, where, kind, step, rank[, entered]}],
-                                                    detection order (``entered``: see monitor.py)
-                                   dump_tensor_data/<entry>.<input|output>.<n>.npy
+* every file goes to a temporary file beside it and is renamed over the
+  target, so a reader, a crash or ``kill -9`` sees the previous complete
+  file or the new one, never half of one;
+* a record's ``.npy`` files come first and ``overflow.json`` last, so every
+  name in ``overflow.json`` is already in ``dump.json``;
+* nothing is written through a soft link (:func:`open_dir` walks the path
+  without following one; a link on the way raises :class:`WriterError`);
+  folders are created 0o750, files 0o640;
+* inf and nan are written as the bare tokens ``Infinity``, ``-Infinity``
+  and ``NaN``, as msprobe writes them; :func:`read_json` reads them back.
 
-``<rank dir>`` is ``rank`` for a single process, ``rank<R>`` otherwise.
+Example::
 
-Every file is written to a temporary file in the same folder (created with
-``O_EXCL | O_NOFOLLOW``, mode 0o640) and then renamed over the target with
-``os.replace``, so a reader, a crash or ``kill -9`` sees either the previous
-complete file or the new complete file, never half of one. A record's
-``.npy`` files come first, then dump.json and stack.json, and overflow.json
-last, so every name in overflow.json is already in dump.json. Folders are
-created 0o750. Nothing is written through a soft link: each record opens
-its folder by walking the path from ``/`` one component at a time with
-``O_DIRECTORY | O_NOFOLLOW`` (creating what is missing with ``mkdir`` relative
-to the parent's descriptor), and every file of the record is created,
-written and renamed relative to that folder descriptor. A folder on the way
-that is a link (or not a folder) makes the writer refuse (``WriterError``);
-a folder swapped for a link after the walk cannot redirect the writes, which
-stay in the folder that was opened. A dump folder deleted while training
-runs is created again (logged once on the ``probe_runtime`` logger: the
-``.npy`` files of earlier records are gone, the JSON files are rewritten with
-every record of the step). No fsync: a killed
-process loses nothing (the kernel has the data), a power cut may.
-
-inf and nan in dump.json are written as Python's json module writes them by
-default, the bare tokens ``Infinity``, ``-Infinity`` and ``NaN`` (what
-msprobe writes and what its readers, and Python's ``json.load``, accept);
-:func:`read_json` reads them back as floats.
+    writer = StepWriter("/abs/dump", 0, "rank", task="overflow_check", level="L1")
+    writer.write(Record(name="Functional.exp.0.forward", origin=True, where="train.py:3",
+                        entry={"input_args": [], "input_kwargs": {}, "output": []}),
+                 kind="forward", step=0, rank=None)
 """
 from __future__ import annotations
 

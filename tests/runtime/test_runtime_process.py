@@ -15,7 +15,7 @@ pytestmark = pytest.mark.mindspore
 pytest.importorskip("mindspore")
 np = pytest.importorskip("numpy")
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def config(folder: Path, **section) -> Path:

@@ -38,7 +38,7 @@ from mindspore import Tensor, nn, ops  # noqa: E402
 from msprobe_lint.exit import ExitStatus  # noqa: E402
 from msprobe_lint.report import main as report_main  # noqa: E402
 from probe_runtime import PrecisionDebugger  # noqa: E402
-from probe_runtime.writer import read_json  # noqa: E402
+from probe_runtime.dump.writer import read_json  # noqa: E402
 from runtime_families import FAMILIES, train  # noqa: E402
 from runtime_support import (PatchedState, assert_origin_invariant, assert_same_training, isolate,  # noqa: E402
                              write_runtime_config)
@@ -232,7 +232,7 @@ def test_primitives_made_by_name_are_named_by_operator():
     (never ``Primitive.Primitive``); type queries are not intercepted."""
     from mindspore.ops import Primitive
 
-    from probe_runtime.interception import primitive_api
+    from probe_runtime.l1.primitives import primitive_api
 
     assert primitive_api(ops.MatMul()) == "Primitive.MatMul"
     assert primitive_api(Primitive("Softsign")) == "Primitive.Softsign"
@@ -267,7 +267,7 @@ def test_unseen_parameter_update_is_never_an_origin(work, caplog):
     debugger.start()
     ops.exp(Tensor(np.ones(2, np.float32)))  # resolved at once (the first batch holds one call)
     view = weight.view(6)
-    assert debugger.monitor.pending
+    assert debugger.checker.pending
     poison(bad)
     debugger.stop()
     del view
@@ -290,9 +290,9 @@ def test_set_data_on_a_parameter_resolves_the_queue_first(work):
                 model(Tensor(np.ones((1, 8), np.float32)))
             else:
                 weight.view(16)
-        assert debugger.monitor.pending
+        assert debugger.checker.pending
         weight.set_data(Tensor(np.full(weight.shape, np.inf, np.float32)))
-        assert not debugger.monitor.pending, "set_data must resolve the queue first"
+        assert not debugger.checker.pending, "set_data must resolve the queue first"
         debugger.stop()
         debugger.step()
     assert not list((tmp_path / "dump").glob("step*/rank/overflow.json"))
@@ -311,7 +311,7 @@ def test_workspace_outputs_of_cpu_kernels_do_not_decide(work):
     """MindSpore's CPU BatchNorm and LSTM return backward workspace they do
     not always write: with the memory pool full of inf/nan from freed
     tensors, a clean call must not be recorded (only the leading outputs
-    decide; see ``monitor.JUDGED_OUTPUTS``)."""
+    decide; see ``check.provenance.JUDGED_OUTPUTS``)."""
     tmp_path, make = work
     debugger = make("L1")
     ms.set_seed(2)
@@ -404,12 +404,12 @@ def test_l0_overflow_made_in_an_enclosing_cells_own_code_is_its_origin(work):
 def test_a_fault_in_the_entry_point_analysis_keeps_the_record(work, monkeypatch, caplog):
     """A bug in finding where the overflow came in is logged; the record is
     written without ``entered`` and detection goes on."""
-    from probe_runtime.monitor import Monitor
+    from probe_runtime.check import queue
 
-    def broken(self, kind, call, cache):
+    def broken(kind, call, cache):
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(Monitor, "_entered", broken)
+    monkeypatch.setattr(queue, "entered", broken)
     tmp_path, make = work
     debugger = make("L1")
     debugger.start()

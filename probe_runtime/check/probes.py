@@ -1,0 +1,66 @@
+"""Finiteness probes of Parameters, taken when a call uses them.
+
+An entry is judged when the queue is resolved, but a Parameter may be
+updated in place before that (an optimizer compiled with
+``mindspore.jit``). So when a call (L1) or a Cell (L0) uses Parameters,
+their finiteness at that moment is kept as a *probe*, a one-element
+float32 tensor that is judged with the entry like any other tensor:
+
+* :func:`probe_now`: decided on the host at once (a synchronous window:
+  the read stalls no pipeline, and is cheaper than launching an operator);
+* :func:`launch_sum`: a float32 sum launched on the device without waiting
+  (non-finite when the Parameter holds inf/nan), read only with the batch.
+
+Example::
+
+    probe = probe_now(weight) if synchronous else launch_sum(weight)
+    HostCache().finite(probe)      # False when weight held inf/nan at the call
+"""
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import numpy as np
+
+from .verdict import to_host
+
+
+class HostVerdict:
+    """A one-element float32 stand-in for a tensor whose finiteness was
+    already decided on the host (0.0 when finite, nan when not): what
+    :func:`probe_now` returns, judged like any tensor."""
+
+    dtype = "Float32"
+    shape = (1,)
+
+    def __init__(self, finite: bool) -> None:
+        self._array = np.array([0.0 if finite else np.nan], np.float32)
+
+    def asnumpy(self) -> np.ndarray:
+        return self._array
+
+
+def probe_now(tensor: Any) -> HostVerdict:
+    """The finiteness of ``tensor``'s values now, decided on the host.
+    Keeps no reference to the tensor or its values."""
+    return HostVerdict(to_host(tensor).finite())
+
+
+_SUM: Optional[tuple] = None
+
+
+def launch_sum(tensor: Any) -> Any:
+    """The float32 sum of ``tensor``, launched on the device without waiting
+    (a one-element tensor): non-finite when ``tensor`` holds inf/nan.
+
+    Through one ``Cast`` and one ``ReduceSum`` primitive made once (a
+    ``Tensor.sum(dtype=...)`` per call kept memory for good with the
+    asynchronous pipeline: ``docs/runtime-design.md``)."""
+    global _SUM
+    if _SUM is None:
+        import mindspore
+        from mindspore import ops
+
+        _SUM = (ops.Cast(), ops.ReduceSum(), mindspore.float32)
+    cast, reduce_sum, float32 = _SUM
+    return reduce_sum(cast(tensor, float32))

@@ -1,0 +1,330 @@
+"""Provenance: whether an overflowing entry started the overflow, and
+where the overflow came in when it did not.
+
+An entry is an *origin* when its verdict says so (finite floating inputs,
+a non-finite output: ``verdict.judge``) and nothing it depends on says
+otherwise: no inner Cell of the same pass was the origin
+(:func:`inner_origin`), a Cell's own Parameters were finite
+(:func:`own_parameters_finite`), and the forward call a gradient is
+computed from was clean (:func:`forward_clean`). For the first overflowing
+entry of a step that is not an origin, :func:`entered` names the input it
+came in through (``entered`` in overflow.json). The rules:
+``docs/runtime-design.md``.
+
+Everything here reads tensors only through the batch's ``HostCache`` and
+changes nothing but the flags it documents on the entries.
+
+Example::
+
+    verdict = judge(inputs, outputs, cache)
+    if verdict.overflow and not verdict.origin:
+        entered("forward", call, cache)
+        # {"entry": "Functional.add.0.forward", "input": "input_args[0]", "source": "outside", ...}
+"""
+from __future__ import annotations
+
+from typing import Any, Iterator, Optional
+
+from .verdict import HostCache, is_parameter, is_tensor, iter_tensors
+
+
+#: API -> how many leading outputs its verdict reads. Some MindSpore CPU
+#: kernels return workspace for their backward as extra outputs that they
+#: do not (always) write, so those hold whatever memory the pool handed out,
+#: inf and nan included (seen with MindSpore 2.10 on CPU, differing from run
+#: to run): ``BatchNorm`` in training (``batch_mean``, ``batch_variance``,
+#: ``reserve_space_1/2`` after ``y``) and ``LSTM`` (``reserve`` and ``state``
+#: after ``output``, ``h_n``, ``c_n``). Only the leading outputs decide the
+#: verdict; every output is still dumped, as msprobe does.
+JUDGED_OUTPUTS = {"Primitive.BatchNorm": 1, "Primitive.BatchNormExt": 1, "Primitive.SyncBatchNorm": 1,
+                  "Primitive.LSTM": 3}
+
+
+def judged_outputs(call: Any) -> Any:
+    """The outputs a forward entry's verdict reads (see :data:`JUDGED_OUTPUTS`)."""
+    count = JUDGED_OUTPUTS.get(getattr(call, "api", ""))
+    output = call.output
+    if count is not None and isinstance(output, (tuple, list)):
+        return list(output[:count])
+    return output
+
+
+def entry_tensors(kind: str, call: Any) -> tuple[list, list]:
+    """What the verdict of ``call``'s ``kind`` entry reads: (inputs,
+    outputs). A forward entry: its arguments (and the probes of the
+    Parameters among them, taken when the call was made) and its judged
+    outputs (:data:`JUDGED_OUTPUTS`); a backward entry: the gradients
+    w.r.t. its outputs and those w.r.t. its inputs; a ``parameters_grad``
+    entry: the gradients w.r.t. its Cell's outputs and its Parameters'
+    gradients."""
+    if kind == "forward":
+        inputs: list = [call.args, call.kwargs]
+        sums = getattr(call, "param_sums", None)
+        if sums:  # Parameters: judged on their values when the call was made and now
+            inputs.append(list(sums.values()))
+        return inputs, [judged_outputs(call)]
+    if kind == "backward":
+        return list(call.grad_outputs), list(call.grad_inputs)
+    # parameters_grad: against the gradients w.r.t. the Cell's outputs
+    return [c.grad_outputs for c in call.owner_calls], list(call.grads.values())
+
+
+def stale_parameters(call: Any, sums: dict, cache: HostCache) -> Iterator[str]:
+    """The message for each Parameter that was finite when ``call`` used it
+    and is not any more now that the call is checked: an update the tool
+    did not see (not an ``nn.Optimizer``, not an intercepted in-place call,
+    e.g. code compiled with ``mindspore.jit``). The entry is then judged
+    carried (its dumped input is not finite), never an origin."""
+    params = {id(a): a for a in iter_tensors([call.args]) if id(a) in sums}
+    for key, probe in sums.items():
+        param = params.get(key)
+        if param is not None and cache.finite(probe) and not cache.finite(param):
+            yield (f"probe_runtime: Parameter {getattr(param, 'name', '?')} was changed by code the "
+                   f"tool does not see between {call.name} and its check; that entry's statistics "
+                   "describe the changed values (update Parameters through an optimizer or "
+                   "Parameter.set_data, which resolve the checks first, or call stop() before)")
+
+
+# -- origin or carried ------------------------------------------------------------
+def inner_origin(kind: str, call: Any) -> bool:
+    """An L0 Cell entry whose inner Cell already was the origin (same pass)."""
+    if kind == "forward":
+        return getattr(call, "child_overflow", False)
+    if kind == "backward":
+        return getattr(call, "child_backward_overflow", False)
+    return False
+
+
+def mark_parent(kind: str, call: Any) -> None:
+    """Tell an L0 Cell entry's parent that the overflow started inside it."""
+    parent = getattr(call, "parent", None)
+    if parent is None:
+        return
+    if kind == "forward":
+        parent.child_overflow = True
+    elif kind == "backward":
+        parent.child_backward_overflow = True
+
+
+def forward_clean(calls: Any, cache: HostCache) -> bool:
+    """The forward calls a backward or ``parameters_grad`` entry is computed
+    from had finite inputs and outputs (``forward_finite``, set when their
+    forward entry was judged) and, for L0 Cells, finite own Parameters at
+    ``start()`` (read only here, on an overflow)."""
+    for call in calls:
+        if not getattr(call, "forward_finite", True):
+            return False
+        probe = getattr(call, "param_probe", None)
+        if probe and not all(cache.finite(t) for t in probe):
+            return False
+    return True
+
+
+def own_parameters_finite(call: Any, cache: HostCache) -> tuple[bool, Optional[str]]:
+    """L0, read only when a Cell's output overflowed from finite inputs:
+    whether its own Parameters were finite when it was called (the probes
+    taken at ``start()`` or, after an update in the window, at the call)
+    and still are (what its record dumps under ``parameters``), with a
+    message to log once when a Parameter found finite at the call is not
+    now (changed by code the tool does not see; the entry is then carried,
+    never an origin)."""
+    probes = getattr(call, "param_probe", None) or ()
+    if not all(cache.finite(t) for t in probes):
+        return False, None
+    for name, param in call.parameters.items():
+        if not cache.finite(param):
+            if probes:
+                return False, (f"probe_runtime: Parameter {getattr(param, 'name', name)} was changed by code "
+                               f"the tool does not see, after its last probe and before {call.name} was "
+                               "checked; that entry's statistics describe the changed values and it is not "
+                               "taken as an origin (update Parameters through an optimizer or "
+                               "Parameter.set_data, which the tool sees, or call stop() before)")
+            return False, None
+    return True, None
+
+
+# -- where the overflow came in ----------------------------------------------------
+def entered(kind: str, call: Any, cache: HostCache) -> Optional[dict]:
+    """Where the first overflow of a step came in, when its first
+    overflowing entry is not an origin: the first non-finite input of
+    that entry (at L0 of the outermost enclosing Cell that also got it
+    on entry) and what it was: a tensor no checked call produced (the
+    data batch, a tensor made before ``start()``, code not checked) or
+    a Parameter (non-finite at ``start()`` when no backward pass,
+    update or in-place write came before its probe). At L0 a Cell whose
+    inputs were finite names its own Parameter that held inf/nan at
+    ``start()``. Runs once per step, on its first overflow only: the
+    reads (the enclosing Cells' inputs, the Parameter probes) share the
+    batch's host copies. At L0 a backward or ``parameters_grad`` entry
+    names the gradient w.r.t. the outputs that came in from outside
+    (:func:`_gradient_entered`). None for L1 ``parameters_grad``
+    entries or when nothing is found."""
+    cell = hasattr(call, "ancestry")
+    unit, outside = ("Cell", "the checked Cells") if cell else ("call", "the checked window")
+    node, maker = call, None
+    if kind == "forward":
+        if cell and not all_finite((call.args, call.kwargs), cache):
+            while node.parent is not None and not all_finite((node.parent.args, node.parent.kwargs), cache):
+                node = node.parent
+            maker = node.parent  # its inputs were finite: its own code made what ``node`` got
+        name = node.name
+        labelled = _labelled("input_args", node.args) + _labelled("input_kwargs", node.kwargs)
+    elif kind == "backward" and not cell:
+        name = call.backward_name
+        labelled = _labelled("input", call.grad_outputs)
+    elif cell and kind in ("backward", "parameters_grad"):
+        return _gradient_entered(call.owner_calls if kind == "parameters_grad" else (call,), cache)
+    else:
+        return None
+    sums = getattr(node, "param_sums", None) or {}
+    for label, tensor in labelled:
+        probe = sums.get(id(tensor))
+        if probe is not None:
+            bad_then = not cache.finite(probe)
+            if not bad_then and cache.finite(tensor):
+                continue
+        elif cache.finite(tensor):
+            continue
+        else:
+            bad_then = True
+        if is_parameter(tensor):
+            return _parameter_entry(name, label, getattr(tensor, "name", "?"),
+                                    bool(getattr(node, "params_at_start", False)) and bad_then)
+        if maker is not None:  # L0: made inside an enclosing Cell from finite inputs
+            return _own_parameter(maker, cache, f"{label} of {name}")
+        return {"entry": name, "input": label, "source": "outside", "parameter": None, "at_start": False,
+                "message": f"non-finite input entered at the first checked {unit}: {label} of {name}, made "
+                           f"outside {outside}"}
+    if kind == "forward" and cell:  # inputs finite: the Cell's own Parameters, probed at start()
+        return _own_parameter(node, cache, None, ancestors=False)
+    return None
+
+
+def _labelled(label: str, obj: Any, depth: int = 0) -> list[tuple[str, Any]]:
+    """(dump.json position, tensor) of every tensor in ``obj``, in order:
+    ``input_args[0]``, ``input_args[1][0]``, ``input_kwargs.mask``."""
+    if is_tensor(obj):
+        return [(label, obj)]
+    out: list[tuple[str, Any]] = []
+    if depth > 4:
+        return out
+    if isinstance(obj, (list, tuple)):
+        for i, item in enumerate(obj):
+            out.extend(_labelled(f"{label}[{i}]", item, depth + 1))
+    elif isinstance(obj, dict):
+        for key, item in obj.items():
+            out.extend(_labelled(f"{label}.{key}", item, depth + 1))
+    return out
+
+
+def _own_parameter(cell_call: Any, cache: HostCache, reached: Optional[str], ancestors: bool = True) -> Optional[dict]:
+    """L0: the first Parameter of ``cell_call``'s Cell (then of its enclosing
+    Cells, with ``ancestors``) that held inf/nan at ``start()`` or, when an
+    update in the window came before the call, at the call (its probe was
+    taken again then: ``params_at_start`` false), as an ``entered``
+    description (``reached``: the input it became, e.g. the
+    flattened weights an ``nn.LSTM`` hands its inner Cell); None when they
+    were all finite (the Cell's own code then made the value: it is judged
+    an origin)."""
+    node = cell_call
+    while node is not None:
+        for param, value in zip(node.parameters.values(), node.param_probe or ()):
+            if not cache.finite(value):
+                entry = _parameter_entry(node.name, None, getattr(param, "name", "?"),
+                                         bool(getattr(node, "params_at_start", True)))
+                if reached:
+                    entry["message"] += f" (it reached {reached})"
+                return entry
+        node = node.parent if ancestors else None
+    return None
+
+
+def _gradient_entered(calls: Any, cache: HostCache) -> Optional[dict]:
+    """L0: where a non-finite gradient w.r.t. a Cell's outputs came in, for
+    a step whose first overflowing entry is a backward or
+    ``parameters_grad`` entry fed with it (``calls``: the Cell calls it is
+    computed from). The outermost enclosing Cell whose output gradient was
+    not finite either is named (its ``input`` in dump.json's backward
+    entry): the gradient came from code outside every checked Cell, the
+    loss when that Cell's output is the model's output. None when the
+    gradients w.r.t. the outputs were finite, or when an enclosing Cell got
+    finite ones (its own backward code made the value: it is the origin)."""
+    node = next((c for c in calls if not all_finite(c.grad_outputs, cache)), None)
+    if node is None:
+        return None
+    while node.parent is not None and not all_finite(node.parent.grad_outputs, cache):
+        node = node.parent
+    if node.parent is not None:
+        return None
+    label = next((lab for lab, t in _labelled("input", node.grad_outputs) if not cache.finite(t)), "input")
+    name = node.backward_name
+    top = getattr(node, "top", None)
+    produced = [] if top is None else list(iter_tensors(top.output))
+    if top is not None and any(t is o for t in iter_tensors(node.output) for o in produced):
+        what = (f"(the gradient w.r.t. the model's output, {top.class_name}), made outside the checked Cells: by "
+                "the loss or other code that used the model's output")
+    else:
+        what = ("(the gradient w.r.t. that Cell's output), made outside the checked Cells: by the loss or other "
+                "code after the model, or by the model's own code between its sub-Cells")
+    return {"entry": name, "input": label, "source": "outside", "parameter": None, "at_start": False,
+            "message": f"non-finite gradient entered at the first checked Cell: {label} of {name} {what}"}
+
+
+def _parameter_entry(name: str, label: Optional[str], parameter: str, at_start: bool) -> dict:
+    """The ``entered`` description of a Parameter that held inf/nan."""
+    used = f"{label} of {name}" if label else name
+    if at_start:
+        message = f"Parameter {parameter} already held inf/nan at start(); first used by {used}"
+    else:
+        message = (f"Parameter {parameter} held inf/nan when first used after an update in the window, by {used} "
+                   "(a backward pass, an optimizer step or an in-place write came before, so it may have been "
+                   "finite at start())")
+    return {"entry": name, "input": label, "source": "parameter", "parameter": parameter, "at_start": at_start,
+            "message": message}
+
+
+def all_finite(obj: Any, cache: HostCache) -> bool:
+    """Every floating tensor in ``obj`` is finite (host copies shared through ``cache``)."""
+    return all(cache.finite(t) for t in iter_tensors(obj))
+
+
+# -- L0: an overflow in the top Cell's own code ------------------------------------
+def top_overflow(call: Any, top: Any, raw_origin: bool, cache: HostCache) -> bool:
+    """An L0 forward entry inside a call of the top Cell overflowed: True
+    when the logger should now say the overflow started in the top Cell's
+    own code (:func:`top_hint`; at most once per top call). A carried entry
+    (its inputs were not finite) with no origin before it in that call got
+    them from the top Cell's own code when no enclosing hooked Cell got
+    finite inputs (else that Cell made them itself) and the top Cell's own
+    inputs were finite. Reads only on an overflow."""
+    if raw_origin:
+        top.child_origin = True
+        return False
+    top.child_overflow = True
+    if top.child_origin or top.hinted:
+        return False
+    node = call.parent
+    while node is not None:
+        if all_finite((node.args, node.kwargs), cache):
+            return False  # that Cell's own code made them (it is the origin)
+        node = node.parent
+    top.hinted = True
+    return all_finite((top.args, top.kwargs), cache)
+
+
+def top_output_overflowed(top: Any, cache: HostCache) -> bool:
+    """After every entry inside the top Cell's call: True (once) when its
+    output is not finite although its inputs were and no hooked Cell in it
+    overflowed."""
+    if top.child_overflow or top.child_origin or top.hinted:
+        return False
+    if not all_finite(top.output, cache) and all_finite((top.args, top.kwargs), cache):
+        top.hinted = True
+        return True
+    return False
+
+
+def top_hint(top: Any) -> str:
+    """The warning that an overflow started in the top Cell's own code."""
+    return (f"probe_runtime: overflow inside {top.class_name}.construct itself (not in a sub-Cell): "
+            "use level L1 to see the API")

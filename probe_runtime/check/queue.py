@@ -1,0 +1,390 @@
+"""The checker: the pending-check queue every hook hands its entries to.
+
+Reading a tensor's values waits for the device, so entries are not checked
+one by one: :class:`Checker` queues each entry (references to its tensors,
+never copies) and resolves the queue in one batch (one wait, then numpy on
+the host) at the *resolution points*: every 1st, 3rd, 7th ... call of a
+window (the batch doubles up to ``batch_cap``), before an in-place write
+that a pending entry may see, before an optimizer updates Parameters, and
+at ``stop()``, ``step()`` and interpreter exit. Each entry is judged
+(``verdict.judge``), its provenance decided (:mod:`.provenance`) and, when
+it overflowed, its record written (:mod:`.records`) before the call that
+resolved the batch returns. After ``overflow_nums`` records, or when the
+tool itself keeps failing, detection stops and ``on_exhausted`` removes the
+patches; training goes on. Why these points, and what they cost:
+``docs/runtime-design.md``.
+
+Example::
+
+    checker = Checker(RunState(), dump_path="/abs/dump", library_roots=library_roots())
+    checker.begin()                 # a start() window
+    checker.on_forward(call)        # from an L1 wrapper or an L0 Cell hook
+    checker.end()                   # stop(): everything resolved, records on disk
+"""
+from __future__ import annotations
+
+import logging
+from typing import Any, Callable, Optional
+
+from ..hooks.guard import tool_section
+from ..state import RunState
+from .provenance import (entered, entry_tensors, forward_clean, inner_origin, mark_parent, own_parameters_finite,
+                         stale_parameters, top_hint, top_output_overflowed, top_overflow)
+from .records import Recorder
+from .verdict import HostCache, Verdict, is_parameter, iter_tensors, judge
+
+LOGGER = logging.getLogger("probe_runtime")
+#: errors inside the tool after which detection turns itself off
+MAX_ERRORS = 50
+
+
+class _Batch:
+    """The batch being resolved: where to resume if it is interrupted."""
+
+    def __init__(self, entries: list) -> None:
+        self.entries = entries
+        self.keep: list = []       # backward entries still waiting for their input gradients
+        self.resume = 0            # the entry being judged (and those after it) go back on an interrupt
+        self.counted = False       # that entry's record was counted and not written yet
+
+
+class Checker:
+    """Pending-check queue, verdicts and records for one debugger.
+
+    Args:
+        state: step/rank/overflow_nums bookkeeping.
+        dump_path: absolute dump folder.
+        task, level: for dump.json's header.
+        on_exhausted: called once detection stops for good (limit reached or
+            turned off by errors); removes the patches.
+        batch_cap: largest number of calls resolved in one batch.
+        library_roots: folders whose frames are not the user's (``where``).
+        carry_batch: keep the batch size from one window to the next.
+
+    Attributes:
+        live: entries are queued (inside a checked window).
+        disabled: detection was turned off for good.
+        synchronous: the window runs synchronously (set by the debugger): a
+            host read does not stall a pipeline.
+        flushing: a batch is being resolved.
+        deferred: run once the batch in progress is finished (a signal that
+            landed inside it).
+        records: writes the records (:class:`~.records.Recorder`).
+    """
+
+    def __init__(self, state: RunState, *, dump_path: str, task: str = "overflow_check", level: str = "L1",
+                 on_exhausted: Callable[[], None] = lambda: None, batch_cap: int = 64,
+                 library_roots: tuple[str, ...] = (), carry_batch: bool = False) -> None:
+        self.state = state
+        self.on_exhausted = on_exhausted
+        self.batch_cap = batch_cap
+        self.carry_batch = carry_batch
+        self.records = Recorder(state, dump_path=dump_path, task=task, level=level, library_roots=library_roots,
+                                on_error=self.on_error, turn_off=self.turn_off)
+        self._windows = 0
+        self.live = False
+        self.disabled = False
+        self.pending: list[tuple[str, Any]] = []
+        self.awaiting: list[Any] = []  # L0 backward entries waiting for input gradients
+        self._threshold = 1
+        self._since = 0
+        self._logged: set[str] = set()
+        self._errors = 0
+        self.flushing = False
+        self._limit_logged = False
+        self.synchronous = False
+        #: steps in which an overflowing entry was already judged (the first one gets ``entered``)
+        self._overflow_steps: set[int] = set()
+        self.deferred: Optional[Callable[[], None]] = None
+
+    # -- window ---------------------------------------------------------------
+    def begin(self) -> bool:
+        """Open a ``start()`` window; returns True when calls are checked."""
+        self.live = not self.disabled and self.state.selected()
+        if not self.carry_batch or not self._windows:
+            self._threshold = 1
+        self._since = 0  # everything was resolved when the last window closed
+        self._windows += 1
+        return self.live
+
+    def end(self) -> None:
+        """Close the window: stop queueing and resolve everything pending."""
+        self.live = False
+        self.flush(final=True)
+
+    # -- what the hooks hand on (l1.calls.Sink, and L0's on_param_grad/on_top) -----
+    def next_index(self, api: str) -> int:
+        """Call index of ``api`` in the current step."""
+        return self.state.next_index(api)
+
+    def on_forward(self, call: Any) -> None:
+        """Queue a finished call; resolve the batch when it is due."""
+        if not self.live:
+            return
+        call.step = self.state.step
+        self.pending.append(("forward", call))
+        self._since += 1
+        if self._since >= self._threshold:
+            self._threshold = min(self._threshold * 2, self.batch_cap)
+            self._since = 0
+            self.flush()
+
+    def on_grad_outputs(self, call: Any, grads: list) -> None:
+        """Gradients w.r.t. a call's outputs arrived (backward hook); ignored
+        once the ``start()`` window is closed."""
+        if not self.live or self.state.exhausted:
+            return
+        call.grad_outputs.extend(grads)
+        if getattr(call, "queue_on_inputs", False):
+            if not call.backward_queued and not getattr(call, "awaiting", False):
+                call.awaiting = True
+                self.awaiting.append(call)
+            return
+        self._queue_backward(call)
+
+    def on_grad_inputs(self, call: Any, grads: list) -> None:
+        """Gradients w.r.t. a call's inputs arrived (backward hook); ignored
+        once the ``start()`` window is closed."""
+        if not self.live or self.state.exhausted:
+            return
+        call.grad_inputs.extend(grads)
+        self._queue_backward(call)
+
+    def _queue_backward(self, call: Any) -> None:
+        if not call.backward_queued:
+            call.backward_queued = True
+            self.pending.append(("backward", call))
+
+    def on_param_grad(self, entry: Any) -> None:
+        """A parameter gradient of an L0 Cell arrived (``l0.calls.ParamGradCall``);
+        queued once per entry, ignored once the window is closed."""
+        if not self.live or self.state.exhausted or entry.queued:
+            return
+        entry.queued = True
+        entry.step = self.state.step
+        self.pending.append(("parameters_grad", entry))
+
+    def on_top(self, top: Any) -> None:
+        """A call of a model given to ``start()`` at L0 finished
+        (``l0.calls.TopCall``): queued, not counted towards the batch; only
+        its output is read, to say when the overflow is in its own code."""
+        if self.live and not self.state.exhausted:
+            self.pending.append(("top", top))
+
+    def before_mutation(self, tensors: list) -> None:
+        """A call is about to change ``tensors`` in place: resolve the queue
+        first when an entry may see that memory: an entry refers to one of
+        them, or one is a Parameter (pending entries may hold views of it),
+        or the window is synchronous (any pending tensor may be a view of
+        one; resolving early costs no extra wait there, only the host reads
+        that were due anyway)."""
+        if not self.pending or not tensors:
+            return
+        if self.synchronous or any(is_parameter(t) for t in tensors):
+            self.flush()
+            return
+        wanted = {id(t) for t in tensors}
+        for kind, call in self.pending:
+            parts: tuple
+            if kind == "forward" or kind == "top":
+                parts = (call.args, call.kwargs, call.output)
+            elif kind == "backward":
+                parts = (call.grad_outputs, call.grad_inputs)
+            else:
+                parts = (list(call.grads.values()),)
+            if any(id(t) in wanted for t in iter_tensors(list(parts))):
+                self.flush()
+                return
+
+    def before_update(self) -> None:
+        """An optimizer is about to change Parameters in place
+        (``l1.optimizer.OptimizerWatch``): resolve everything pending now,
+        so entries holding Parameters or views of them are judged and
+        described on the values they saw. Backward entries still waiting
+        for input gradients stay queued (gradients are not what an
+        optimizer writes)."""
+        if self.pending and self.live:
+            self.flush()
+
+    def on_error(self, where: str, err: BaseException) -> None:
+        """Log an error inside the tool once; too many turn detection off."""
+        self._errors += 1
+        self._log_once(f"probe_runtime: error {where}: {type(err).__name__}: {err}; training goes on")
+        if self._errors >= MAX_ERRORS:
+            self.turn_off(f"{self._errors} errors inside the tool")
+
+
+    # -- resolution -------------------------------------------------------------
+    def flush(self, final: bool = False) -> None:
+        """Resolve pending entries in queue order; write the overflowing ones.
+
+        Waits for the device once (the first tensor read). Backward entries
+        still expecting input gradients wait for a later batch unless
+        ``final``. Never raises, except that a ``KeyboardInterrupt`` or
+        ``SystemExit`` inside the batch is raised again after the entries
+        not written yet went back to the queue.
+        """
+        if final and self.awaiting:
+            self._queue_awaiting()
+        if self.flushing or not self.pending:
+            return
+        self.flushing = True
+        section = tool_section()
+        section.__enter__()
+        batch = _Batch([])
+        try:
+            batch.entries, self.pending = self.pending, []
+            self._resolve(batch, final)
+            batch.resume = len(batch.entries)
+            self.pending, batch.keep = batch.keep + self.pending, []
+            if self.state.exhausted:
+                self._stop_at_limit()
+        except Exception as err:  # pragma: no cover - a bug in the tool
+            self.on_error("while resolving pending checks", err)
+        except BaseException:
+            self._requeue_on_interrupt(batch)
+            raise
+        finally:
+            section.__exit__()
+            self.flushing = False
+            deferred, self.deferred = self.deferred, None
+            if deferred is not None:
+                deferred()
+
+    def _queue_awaiting(self) -> None:
+        """At the end of a window: backward entries that never got input
+        gradients (an L0 Cell fed only with data) are judged after the rest,
+        latest-started Cell first."""
+        late = sorted((c for c in self.awaiting if not c.backward_queued), key=lambda c: -c.seq)
+        self.awaiting = []
+        for call in late:
+            call.backward_queued = True
+            self.pending.append(("backward", call))
+
+    def _resolve(self, batch: _Batch, final: bool) -> None:
+        """Judge the entries of ``batch`` in order (one ``HostCache``: each
+        tensor is read once); stops when the limit is reached or detection
+        is turned off."""
+        cache = HostCache()
+        for position, (kind, call) in enumerate(batch.entries):
+            batch.resume, batch.counted = position, False
+            if self.state.exhausted or self.disabled:
+                break
+            if kind == "top":
+                self._check_top(call, cache)
+                continue
+            if kind == "backward" and call.expects_input_grads and not call.grad_inputs and not final:
+                batch.keep.append((kind, call))
+                continue
+            if not self._judge_entry(kind, call, cache, batch):
+                break
+
+    def _judge_entry(self, kind: str, call: Any, cache: HostCache, batch: _Batch) -> bool:
+        """Judge one entry and write its record when it overflowed; False
+        when writing failed (detection is then turned off)."""
+        inputs, outputs = entry_tensors(kind, call)
+        sums = getattr(call, "param_sums", None) if kind == "forward" else None
+        if sums:
+            for message in stale_parameters(call, sums, cache):
+                self._log_once(message)
+        try:
+            verdict = judge(inputs, outputs, cache)
+        except Exception as err:
+            self.on_error("while checking", err)
+            return True
+        origin = self._origin(kind, call, verdict, cache)
+        where_in = None
+        if verdict.overflow and call.step not in self._overflow_steps:
+            self._overflow_steps.add(call.step)
+            if not origin:
+                try:
+                    where_in = entered(kind, call, cache)
+                except Exception as err:  # the record is still written, without it
+                    self.on_error("while finding where the overflow came in", err)
+        if verdict.overflow and self.state.count_record():
+            batch.counted = True
+            try:
+                self.records.write(kind, call, origin, cache, where_in)
+            except Exception as err:
+                self.turn_off(f"cannot write the dump ({type(err).__name__}: {err})")
+                return False
+            batch.counted = False
+        return True
+
+    def _origin(self, kind: str, call: Any, verdict: Verdict, cache: HostCache) -> bool:
+        """Whether the entry started the overflow (:mod:`.provenance`);
+        marks its parent Cell when its own verdict says origin."""
+        origin = verdict.origin and not inner_origin(kind, call)
+        if kind == "forward":
+            call.forward_finite = not verdict.overflow  # its backward entry reuses this (no new read)
+            if origin and getattr(call, "parameters", None):
+                # a Cell whose own weights held inf/nan when it was called carries the overflow
+                origin, message = own_parameters_finite(call, cache)
+                if message:
+                    self._log_once(message)
+            top = getattr(call, "top", None)
+            if top is not None and verdict.overflow and top_overflow(call, top, verdict.origin, cache):
+                self._hint_top(top)
+        elif origin:
+            # gradients computed from non-finite forward values carry that overflow
+            origin = forward_clean(call.owner_calls if kind == "parameters_grad" else (call,), cache)
+        if verdict.origin:
+            mark_parent(kind, call)
+        return origin
+
+    def _stop_at_limit(self) -> None:
+        """``overflow_nums`` records were written: stop queueing, say so once
+        and remove the patches."""
+        self.pending = []
+        self.awaiting = []
+        self.live = False
+        if not self._limit_logged:
+            self._limit_logged = True
+            LOGGER.info("probe_runtime: overflow_nums=%s reached; detection stops", self.state.overflow_nums)
+            self._call_exhausted()
+
+    def _requeue_on_interrupt(self, batch: _Batch) -> None:
+        """Ctrl-C (``KeyboardInterrupt``) or ``SystemExit`` inside the batch:
+        the entry being written and those not judged yet go back to the
+        queue, for ``stop()`` or the flush at interpreter exit."""
+        if batch.counted:
+            self.state.found -= 1
+        if not self.disabled:
+            self.pending = batch.keep + batch.entries[batch.resume:] + self.pending
+
+    # -- L0: an overflow in the top Cell's own code ---------------------------------
+    def _check_top(self, top: Any, cache: HostCache) -> None:
+        try:
+            if top_output_overflowed(top, cache):
+                self._hint_top(top)
+        except Exception as err:
+            self.on_error("while checking the model's own output", err)
+
+    def _hint_top(self, top: Any) -> None:
+        message = top_hint(top)
+        if message not in self._logged:
+            self._logged.add(message)
+            LOGGER.warning(message)
+
+    # -- turning off -------------------------------------------------------------------
+    def turn_off(self, reason: str) -> None:
+        """Stop detecting for good (logged once); training goes on."""
+        if self.disabled:
+            return
+        self.disabled = True
+        self.live = False
+        self.pending = []
+        self.awaiting = []
+        self._log_once(f"probe_runtime: detection turned off: {reason}")
+        self._call_exhausted()
+
+    def _call_exhausted(self) -> None:
+        try:
+            self.on_exhausted()
+        except Exception as err:  # pragma: no cover
+            self._log_once(f"probe_runtime: error removing patches: {err}")
+
+    def _log_once(self, message: str) -> None:
+        if message not in self._logged:
+            self._logged.add(message)
+            LOGGER.error(message)

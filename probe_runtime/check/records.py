@@ -1,0 +1,170 @@
+"""Turning a judged entry into a record and handing it to the step writers.
+
+:class:`Recorder` describes an entry's tensors as dump.json does (dtype,
+shape, Max/Min/Mean/Norm, the ``.npy`` file of each), adds its stack lines,
+``where`` and, at L0, its construct.json links, and has the record written
+(``dump.writer.StepWriter``) before returning; it also notes sentinel
+findings in ``overflow.json``. It judges nothing.
+
+Example::
+
+    recorder = Recorder(state, dump_path="/abs/dump", task="overflow_check", level="L1",
+                        library_roots=library_roots(), on_error=log, turn_off=stop)
+    recorder.write("forward", call, origin=True, cache=cache)
+    # step0/rank/dump.json, stack.json, construct.json, overflow.json and the .npy files
+"""
+from __future__ import annotations
+
+import logging
+from typing import Any, Callable, Optional
+
+import numpy as np
+
+from msprobe_lint.report.dumpformat import (ENTERED, KIND, MESSAGE, NAME, NONFINITE, ORIGIN, RANK, SENTINEL,
+                                            SENTINEL_NAME, STEP, WHERE)
+
+from ..dump.writer import Record, StepWriter
+from ..hooks.frames import stack_lines, user_where
+from ..state import RunState
+from .verdict import HostCache, is_tensor, statistics
+
+LOGGER = logging.getLogger("probe_runtime")
+
+
+class Recorder:
+    """Writes the records of one debugger, one :class:`StepWriter` per step.
+
+    Args:
+        state: the current step and this process's rank.
+        dump_path: absolute dump folder.
+        task, level: for dump.json's header.
+        library_roots: folders whose frames are not the user's (``where``).
+        on_error: called with (where, exception) for a fault in the
+            statistics code (statistics are then left out for good).
+        turn_off: called with a reason when a sentinel finding cannot be
+            written.
+    """
+
+    def __init__(self, state: RunState, *, dump_path: str, task: str, level: str, library_roots: tuple[str, ...],
+                 on_error: Callable[[str, BaseException], None], turn_off: Callable[[str], None]) -> None:
+        self.state = state
+        self.dump_path = dump_path
+        self.task = task
+        self.level = level
+        self.library_roots = library_roots
+        self.on_error = on_error
+        self.turn_off = turn_off
+        self._writers: dict[int, StepWriter] = {}
+        self._stats_off = False
+
+    def writer(self, step: int) -> StepWriter:
+        """The writer of ``step`` for this rank."""
+        writer = self._writers.get(step)
+        if writer is None:
+            writer = StepWriter(self.dump_path, step, self.state.rank_dir, task=self.task, level=self.level)
+            self._writers[step] = writer
+        return writer
+
+    def write(self, kind: str, call: Any, origin: bool, cache: HostCache, entered: Optional[dict] = None) -> None:
+        """Describe the ``kind`` entry (``forward``, ``backward``,
+        ``parameters_grad``) of ``call`` and write its record (``entered``:
+        where the step's first overflow came in, see
+        :func:`~.provenance.entered`); on disk when it returns.
+
+        Raises:
+            WriterError, OSError: the dump cannot be written.
+        """
+        arrays: dict = {}
+        if kind == "forward":
+            name = call.name
+            outputs = call.output if isinstance(call.output, (tuple, list)) else (call.output,)
+            entry = {
+                "input_args": [self._describe(a, f"{name}.input.{i}", cache, arrays) for i, a in enumerate(call.args)],
+                "input_kwargs": {k: self._describe(v, f"{name}.input.{k}", cache, arrays) for k, v in call.kwargs.items()},
+                "output": [self._describe(o, f"{name}.output.{i}", cache, arrays) for i, o in enumerate(outputs)],
+            }
+            parameters = getattr(call, "parameters", None)
+            if parameters or hasattr(call, "ancestry"):  # an L0 Cell: msprobe writes "parameters": {} too
+                entry["parameters"] = {p: self._describe(v, f"{name}.parameters.{p}", cache, arrays)
+                                       for p, v in (parameters or {}).items()}
+            stack = stack_lines(call.frames)
+        elif kind == "parameters_grad":
+            name = call.name
+            entry = {p: [self._describe(g, f"{name}.{p}", cache, arrays)] for p, g in call.grads.items()}
+            stack = None
+        else:
+            name = call.backward_name
+            entry = {
+                "input": [self._describe(g, f"{name}.input.{i}", cache, arrays) for i, g in enumerate(call.grad_outputs)],
+                "output": [self._describe(g, f"{name}.output.{i}", cache, arrays) for i, g in enumerate(call.grad_inputs)],
+            }
+            stack = None
+        where = user_where(call.frames, self.library_roots)
+        record = Record(name=name, origin=origin, where=where, entry=entry, stack=stack, arrays=arrays)
+        if hasattr(call, "ancestry"):  # an L0 Cell entry: construct.json links up to the top Cell
+            record.parent = call.parent_name(kind)
+            record.construct = call.ancestry(kind)
+        extra: dict = {KIND: kind, STEP: call.step, RANK: self.state.rank}
+        if entered is not None:
+            extra[ENTERED] = entered
+        self.writer(call.step).write(record, **extra)
+        LOGGER.warning("probe_runtime: overflow in %s (%s) at %s", name, "origin" if origin else "carried", where)
+
+    def note_sentinel(self, found: dict) -> None:
+        """Write a sentinel finding (``sentinel.GradSentinel.resolve``) of
+        the current step to its ``overflow.json`` as an item of kind
+        ``sentinel`` (``name`` ``"sentinel"``, ``origin`` false, ``where``,
+        ``nonfinite``: the labels of what held inf/nan, ``message``) and
+        log it. It has no dump.json entry and does not count towards
+        ``overflow_nums``. A write failure turns detection off (as for a
+        record)."""
+        labels = found["nonfinite"]
+        where = user_where(found["frames"], self.library_roots)
+        shown = ", ".join(labels[:4]) + (f" and {len(labels) - 4} more" if len(labels) > 4 else "")
+        message = (f"inf/nan in {shown}, returned by the gradient computation at {where}; sentinel checks name "
+                   f"no call: exact {self.level} checks run from the next start() on")
+        item = {NAME: SENTINEL_NAME, ORIGIN: False, WHERE: where, KIND: SENTINEL, STEP: self.state.step,
+                RANK: self.state.rank, NONFINITE: labels, MESSAGE: message}
+        try:
+            self.writer(self.state.step).note(item)
+        except Exception as err:
+            self.turn_off(f"cannot write the dump ({type(err).__name__}: {err})")
+            return
+        LOGGER.warning("probe_runtime: sentinel: step %s: %s", self.state.step, message)
+
+    def _describe(self, obj: Any, prefix: str, cache: HostCache, arrays: dict, depth: int = 0) -> Any:
+        if is_tensor(obj):
+            host = cache.get(obj)
+            item: dict = {"type": "mindspore.Tensor", "dtype": host.dtype, "shape": list(host.shape)}
+            item.update(self._statistics(host))
+            if host.array is not None:
+                data_name = f"{prefix}.npy"
+                arrays[data_name] = host.array
+                item["data_name"] = data_name
+            return item
+        if obj is None or depth > 4:
+            return None
+        if isinstance(obj, (bool, int, float, str)):
+            return {"type": type(obj).__name__, "value": obj}
+        if isinstance(obj, slice):
+            parts = [p if isinstance(p, (int, type(None))) else None for p in (obj.start, obj.stop, obj.step)]
+            return {"type": "slice", "value": parts}
+        if isinstance(obj, np.generic):
+            return {"type": type(obj).__name__, "value": obj.item()}
+        if isinstance(obj, (list, tuple)):
+            return [self._describe(v, f"{prefix}.{i}", cache, arrays, depth + 1) for i, v in enumerate(obj)]
+        if isinstance(obj, dict):
+            return {str(k): self._describe(v, f"{prefix}.{k}", cache, arrays, depth + 1) for k, v in obj.items()}
+        return None
+
+    def _statistics(self, host: Any) -> dict:
+        """Max/Min/Mean/Norm; after a fault in the statistics code (logged
+        once) every record gets None for them and detection goes on."""
+        if not self._stats_off:
+            try:
+                return statistics(host)
+            except Exception as err:
+                self._stats_off = True
+                self.on_error("in the statistics code (statistics are no longer computed; records are still "
+                              "written)", err)
+        return {"Max": None, "Min": None, "Mean": None, "Norm": None}

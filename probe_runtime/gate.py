@@ -1,0 +1,158 @@
+"""The lint gate: a config is linted in this live process before anything
+is patched or written.
+
+:func:`admit` lints the config with the same engine as ``probe lint``, in
+the live context of this process (:func:`live_facts`: MindSpore's mode,
+jit_level, version and device, the world size, this process's rank folder;
+filesystem checks on, and ``runtime`` on so PL205 refuses what
+probe_runtime cannot run), creates dump_path as msprobe does, and raises
+:class:`~probe_runtime.errors.ConfigLintError` listing every error;
+warnings are logged once on the ``probe_runtime`` logger and do not block.
+Where each fact comes from: ``docs/runtime-design.md``.
+
+Example::
+
+    config = admit("config.json", {"level": "L0"}, live_rank_source())
+    config["dump_path"]          # the checked folder, now created (0o750)
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+from pathlib import Path
+from typing import Any, Optional
+
+from msprobe_lint.context import Context, Fact, build_context, environment_facts, normalise
+from msprobe_lint.diagnostic import Diagnostic, Severity
+from msprobe_lint.engine import lint_file
+
+from .errors import ConfigLintError, format_diagnostic
+from .state import live_rank_source, rank_dir_name
+
+LOGGER = logging.getLogger("probe_runtime")
+#: the path diagnostics name when the config is the keyword arguments alone
+ARGUMENTS_PATH = "<PrecisionDebugger arguments>"
+
+
+def admit(config_path: Optional[str], overrides: dict[str, Any], rank: tuple[Optional[int], str]) -> dict:
+    """The config the debugger runs with: the file's values (none when
+    ``config_path`` is None) updated with ``overrides``, once the gate let
+    it through. Warnings are logged; dump_path exists when it returns.
+
+    Args:
+        config_path: msprobe config.json, or None.
+        overrides: values given as keyword arguments (``task``,
+            ``dump_path``, ``level``, ``step``).
+        rank: (this process's rank, where it came from), as
+            :func:`probe_runtime.state.live_rank_source` gives it.
+
+    Raises:
+        ConfigLintError: the lint found errors in this live context, or
+            dump_path cannot be created. Nothing was patched or written.
+    """
+    diagnostics = lint_live(config_path, overrides, rank)
+    errors = [d for d in diagnostics if d.severity is Severity.ERROR]
+    if not errors:
+        errors = dump_path_errors(config_path, overrides, rank)
+    if errors:
+        raise ConfigLintError(errors)
+    for d in diagnostics:
+        if d.severity is Severity.WARNING:
+            LOGGER.warning("probe_runtime: %s", format_diagnostic(d))
+    config: dict = {}
+    if config_path is not None:
+        with open(config_path, encoding="utf-8") as f:
+            config = json.load(f)
+    config.update(overrides)
+    return config
+
+
+def live_facts() -> dict[str, Fact]:
+    """Context facts read from the running MindSpore (each with its source;
+    the list: ``docs/runtime-design.md``).
+
+    Values that cannot be read are left out (unknown), never guessed.
+    """
+    facts: dict[str, Fact] = {"framework": Fact("mindspore", "probe_runtime")}
+    try:
+        import mindspore as ms
+    except Exception:  # pragma: no cover - the runtime extra is missing
+        return facts
+    readers = {
+        "mode": lambda: ms.get_context("mode"),
+        "device": lambda: ms.get_context("device_target"),
+        "mindspore_version": lambda: ms.__version__,
+    }
+    sources = {"mode": "mindspore.get_context('mode')", "device": "mindspore.get_context('device_target')",
+               "mindspore_version": "mindspore.__version__"}
+    for name, read in readers.items():
+        try:
+            facts[name] = normalise(name, read(), sources[name])
+        except Exception:
+            pass
+    try:
+        jit = (ms.get_context("jit_config") or {}).get("jit_level")
+        if jit:
+            facts["jit_level"] = normalise("jit_level", jit, "mindspore.get_context('jit_config')")
+    except Exception:
+        pass
+    try:
+        from mindspore.communication.management import GlobalComm, get_group_size
+
+        if GlobalComm.INITED:
+            facts["world_size"] = normalise("world_size", get_group_size(), "mindspore.communication")
+    except Exception:
+        pass
+    return facts
+
+
+def lint_live(config_path: Optional[str], overrides: dict[str, Any],
+              rank: Optional[tuple[Optional[int], str]] = None, extra: tuple = ()) -> list[Diagnostic]:
+    """Lint ``config_path`` (or, when None, just ``overrides``) in the live
+    context; returns every diagnostic.
+
+    ``rank``: (this process's rank, where it came from), as
+    :func:`probe_runtime.state.live_rank_source` gives it (read when None).
+    It gives the fact ``rank_dir``, the rank folder this process writes
+    (``rank`` or ``rank<R>``): PL407 refuses a dump_path whose
+    ``step*/<rank_dir>`` already holds an earlier run's dump. ``extra``:
+    findings (``msprobe_lint.diagnostic.Finding``) made outside the rules,
+    graded and placed with the rest.
+    """
+    number, source = rank if rank is not None else live_rank_source()
+    single = {"world_size": Fact(1, "single process (no launcher environment, communication not initialised)"),
+              "rank_dir": Fact(rank_dir_name(number), source)}
+    context: Context = build_context([live_facts(), environment_facts(), single], check_fs=True,
+                                     cwd=Path.cwd(), runtime=True)
+    if config_path is None:
+        result = lint_file(ARGUMENTS_PATH, context, overrides=overrides, raw=b"{}", extra_findings=extra)
+    else:
+        result = lint_file(config_path, context, overrides=overrides, extra_findings=extra)
+    return result.diagnostics
+
+
+def dump_path_errors(config_path: Optional[str], overrides: dict, rank: tuple) -> list[Diagnostic]:
+    """Create dump_path (0o750, never through a soft link) as msprobe
+    does when its debugger is built, so a run without overflow leaves
+    an empty dump_path (``probe report`` then says nothing was found).
+    When that fails (a folder the lint could not judge, such as one
+    under /proc for root, whom every permission check lets through),
+    the error diagnostics to refuse with: PL407 at dump_path. Else []."""
+    from msprobe_lint.diagnostic import Finding
+
+    from .dump.writer import ensure_dir
+
+    config: dict = {}
+    if config_path is not None:
+        with open(config_path, encoding="utf-8") as f:
+            config = json.load(f)
+    config.update(overrides)
+    path = os.path.abspath(config["dump_path"])
+    try:
+        ensure_dir(path)
+        return []
+    except OSError as err:
+        finding = Finding("PL407", f"dump_path {path} cannot be created: {err.strerror or err}",
+                          pointer="/dump_path", hint="choose a folder you can write")
+    return [d for d in lint_live(config_path, overrides, rank, extra=(finding,)) if d.severity is Severity.ERROR]

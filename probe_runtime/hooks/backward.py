@@ -1,0 +1,59 @@
+"""Gradients of a call's tensors through ``mindspore.ops.HookBackward``.
+
+A wrapper (L1) or a Cell hook (L0) passes the tensors it wants gradients
+for through one ``HookBackward``; in the backward pass its hook receives
+the gradients with respect to them. Values and gradients are unchanged (the
+hook returns None); the hook only keeps references. The hook is reached
+through a small list (a "box") that the owner empties when its window
+closes, so a ``HookBackward`` node MindSpore keeps alive does not keep the
+tool's entries alive. Why ``HookBackward`` and not ``Tensor.register_hook``,
+and what it costs: ``docs/runtime-design.md``.
+
+Example::
+
+    boxes: list = []
+    args = through_hook(ops.HookBackward, on_input_grads, args, [0, 1], boxes)
+    ...                # the call runs on the hooked args; backward fires on_input_grads
+    release(boxes)     # window closed: the hooks do nothing from now on
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Optional, Sequence
+
+
+def through_hook(hook_backward: Any, hook: Callable[..., None], items: Sequence[Any],
+                 positions: list[int], boxes: Optional[list] = None) -> list:
+    """``items`` (a list copy) with the tensors at ``positions`` passed
+    through one ``hook_backward(...)`` (``mindspore.ops.HookBackward``): in
+    the backward pass ``hook`` receives the gradients w.r.t. them. Values
+    are unchanged; the call waits once for the PyNative pipeline.
+
+    ``hook`` is reached through a one-item list appended to ``boxes``: the
+    owner empties those lists when its window closes (:func:`release`).
+    MindSpore keeps a ``HookBackward`` node alive as long as a tensor of its
+    autograd graph lives when no gradient ever ran through it (the first
+    Cell's input, fed with data): a loss the user keeps would otherwise keep
+    the hook, its entry and every tensor the entry holds."""
+    box = [hook]
+
+    def hook_fn(*grads: Any) -> None:
+        if box:
+            box[0](*grads)
+
+    if boxes is not None:
+        boxes.append(box)
+    hooked = hook_backward(hook_fn)(*[items[i] for i in positions])
+    if not isinstance(hooked, (tuple, list)):
+        hooked = (hooked,)
+    out = list(items)
+    for i, tensor in zip(positions, hooked):
+        out[i] = tensor
+    return out
+
+
+def release(boxes: list) -> None:
+    """Cut the hooks made through :func:`through_hook` with ``boxes`` off
+    from what they refer to (they do nothing from now on)."""
+    for box in boxes:
+        box.clear()
+    boxes.clear()

@@ -1,0 +1,65 @@
+"""Where a call came from: the caller's frames and the user's ``file:line``.
+
+A hook captures ``(file, line, function)`` tuples when a call is made
+(:func:`capture_frames`, skipping this package's own frames); a record
+names the first of them that is the user's code (:func:`user_where`, which
+also skips MindSpore: :func:`library_roots`) and lists them for stack.json
+(:func:`stack_lines`).
+
+Example::
+
+    frames = capture_frames(sys._getframe(1))
+    user_where(frames, library_roots())      # "/home/me/train.py:83"
+"""
+from __future__ import annotations
+
+import linecache
+import os
+from typing import Any, Optional
+
+#: the ``probe_runtime`` package folder: frames from it are the tool's own
+TOOL_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def capture_frames(frame: Any, limit: int = 32) -> tuple:
+    """``(file, line, function)`` for ``frame`` and its callers, innermost
+    first, skipping this package's own frames (at most ``limit``)."""
+    out: list[tuple] = []
+    while frame is not None and len(out) < limit:
+        code = frame.f_code
+        if not code.co_filename.startswith(TOOL_ROOT):
+            out.append((code.co_filename, frame.f_lineno, code.co_name))
+        frame = frame.f_back
+    return tuple(out)
+
+
+def user_where(frames: tuple, library_roots: tuple[str, ...]) -> Optional[str]:
+    """``file:line`` of the innermost frame outside ``library_roots`` (and
+    outside frozen modules); the innermost frame when every one is inside;
+    None for no frame."""
+    for filename, line, _ in frames:
+        if not filename.startswith(library_roots) and not filename.startswith("<frozen"):
+            return f"{filename}:{line}"
+    return f"{frames[0][0]}:{frames[0][1]}" if frames else None
+
+
+def stack_lines(frames: tuple) -> list[str]:
+    """The frames as stack.json lists them (msprobe's form): ``File <file>,
+    line <n>, in <function>, \\n <source line>``."""
+    lines = []
+    for filename, line, function in frames:
+        code = linecache.getline(filename, line).strip()
+        lines.append(f"File {filename}, line {line}, in {function}, \n {code}")
+    return lines
+
+
+def library_roots() -> tuple[str, ...]:
+    """Folders whose frames are not the user's: this package and MindSpore."""
+    roots = [TOOL_ROOT]
+    try:
+        import mindspore
+
+        roots.append(os.path.dirname(os.path.abspath(mindspore.__file__)))
+    except Exception:  # pragma: no cover
+        pass
+    return tuple(roots)

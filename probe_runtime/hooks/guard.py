@@ -1,0 +1,44 @@
+"""The re-entrancy guard: only the outermost intercepted call is handed on.
+
+Every L1 wrapper, L0 Cell hook and sentinel wrapper reads :data:`GUARD`
+first. While its ``depth`` is above 0 on this thread, a call is either made
+inside an intercepted call (``ops.exp`` running the ``Exp`` primitive,
+``__rmul__`` calling ``mul``) or is the tool's own device work (a cast, a
+copy, ``asnumpy``), and it passes straight through, unseen.
+
+Example::
+
+    with tool_section():
+        values = tensor.asnumpy()     # the tool's own read: not intercepted
+"""
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+
+class ToolGuard(threading.local):
+    """Per thread: how many intercepted calls (or tool sections) are running."""
+
+    depth = 0
+
+
+#: the guard every wrapper reads (``GUARD.depth``: one attribute read on the hot path)
+GUARD = ToolGuard()
+
+
+def inside_tool() -> bool:
+    """True while an intercepted call (or the tool itself) is running on
+    this thread: calls made now are not handed on."""
+    return GUARD.depth > 0
+
+
+class tool_section:
+    """Context manager: calls made inside are not intercepted (used by the
+    tool's own device work: casts, copies, ``asnumpy``)."""
+
+    def __enter__(self) -> None:
+        GUARD.depth += 1
+
+    def __exit__(self, *exc: Any) -> None:
+        GUARD.depth -= 1

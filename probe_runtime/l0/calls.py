@@ -1,0 +1,139 @@
+"""The entries L0 hands to the checker: one per Cell call, per model call
+and per Cell's Parameter gradients in a step.
+
+Example::
+
+    call = CellCall("Cell.fc1.Dense", 0, None, (x,), {}, frames)
+    call.name            # "Cell.fc1.Dense.forward.0"
+    call.backward_name   # "Cell.fc1.Dense.backward.0"
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+
+@dataclass(eq=False)
+class CellCall:
+    """One call of a hooked Cell (the checker's forward and backward entry).
+
+    Attributes:
+        prefix: ``Cell.<path>.<Class>`` (``Cell.<i>.<path>.<Class>`` for a
+            list of models).
+        index: call index of ``prefix`` in the current step.
+        parent: the enclosing hooked Cell's call, or None.
+        args, kwargs, output: what the Cell got and returned.
+        frames: the user's frames of the call, innermost first.
+        parameters: the Cell's own Parameters (name -> Parameter).
+        seq: start order within the window (backward order fallback).
+        child_overflow: a descendant's forward entry overflowed in this call.
+        child_backward_overflow: likewise for the backward entries.
+    """
+
+    prefix: str
+    index: int
+    parent: Optional["CellCall"]
+    args: tuple
+    kwargs: dict
+    frames: tuple
+    parameters: dict = field(default_factory=dict)
+    seq: int = 0
+    output: Any = None
+    grad_outputs: list = field(default_factory=list)
+    grad_inputs: list = field(default_factory=list)
+    expects_input_grads: bool = False
+    step: int = 0
+    backward_queued: bool = False
+    queue_on_inputs: bool = True
+    awaiting: bool = False
+    grad_mode: bool = False
+    param_probe: Optional[list] = None
+    #: ``param_probe`` was taken at ``start()`` (no update came before it in the window)
+    params_at_start: bool = False
+    child_overflow: bool = False
+    child_backward_overflow: bool = False
+    inplace: bool = False
+    top: Optional["TopCall"] = None
+    #: the next Cell's call in an ``nn.SequentialCell``, whose input gradient this call's output hook delivers
+    feeds: Optional["CellCall"] = None
+
+    @property
+    def name(self) -> str:
+        """``Cell.fc1.Dense.forward.0``."""
+        return f"{self.prefix}.forward.{self.index}"
+
+    @property
+    def backward_name(self) -> str:
+        """``Cell.fc1.Dense.backward.0``."""
+        return f"{self.prefix}.backward.{self.index}"
+
+    def parent_name(self, kind: str) -> Optional[str]:
+        """The construct.json value of this call's ``kind`` entry."""
+        if self.parent is None:
+            return None
+        return self.parent.name if kind == "forward" else self.parent.backward_name
+
+    def ancestry(self, kind: str) -> dict:
+        """construct.json links from this entry up to the top hooked Cell."""
+        links: dict = {}
+        node: Optional[CellCall] = self
+        while node is not None:
+            links[node.name if kind == "forward" else node.backward_name] = node.parent_name(kind)
+            node = node.parent
+        return links
+
+
+@dataclass(eq=False)
+class TopCall:
+    """One call of a model given to ``start()`` (not recorded: only used
+    to say when an overflow starts in its own ``construct``, outside every
+    sub-Cell; see ``check.provenance.top_overflow``)."""
+
+    class_name: str
+    args: tuple
+    kwargs: dict = field(default_factory=dict)
+    output: Any = None
+    child_origin: bool = False
+    child_overflow: bool = False
+    hinted: bool = False
+
+
+@dataclass(eq=False)
+class ParamGradCall:
+    """The gradients of one Cell's own Parameters in one step
+    (``Cell.<path>.<Class>.parameters_grad``).
+
+    Attributes:
+        grads: parameter short name (``weight``) -> gradient, arrival order.
+        owner: the Cell's latest call in the step (gives ``where`` and the
+            gradients w.r.t. its outputs that the origin test compares to).
+        owner_calls: every call of the Cell in the step.
+    """
+
+    prefix: str
+    owner: Optional[CellCall]
+    owner_calls: list
+    grads: dict = field(default_factory=dict)
+    step: int = 0
+    queued: bool = False
+
+    @property
+    def name(self) -> str:
+        return f"{self.prefix}.parameters_grad"
+
+    @property
+    def frames(self) -> tuple:
+        return self.owner.frames if self.owner is not None else ()
+
+    def parent_name(self, kind: str) -> Optional[str]:
+        """The Cell's own latest backward entry: where msprobe's graph
+        builder places a ``parameters_grad`` node."""
+        return self.owner.backward_name if self.owner is not None else None
+
+    def ancestry(self, kind: str) -> dict:
+        """construct.json links for a parameters_grad record: as in msprobe's
+        own dumps, the ``parameters_grad`` entry itself is not a key of
+        construct.json; the Cell's latest backward entry and its enclosing
+        Cells' backward entries are (msprobe's visualization attaches
+        ``<Cell>.parameters_grad`` under ``<Cell>.backward.<highest n>``)."""
+        return self.owner.ancestry("backward") if self.owner is not None else {}

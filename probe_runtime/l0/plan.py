@@ -1,0 +1,148 @@
+"""Which Cells of a model L0 hooks: the plan, built once per model.
+
+:func:`plan_cells` walks the model given to ``start()`` (a Cell, or a
+list/tuple of Cells) and returns one :class:`Target` per sub-Cell (the
+models themselves are not recorded, as in msprobe), named
+``Cell.<path>.<Class>`` (``Cell.<i>.<path>.<Class>`` for a list). Cells
+inside one whose ``construct`` is compiled with ``mindspore.jit`` run as a
+graph, so they are left out and listed for a warning
+(:func:`jit_warning`). In a plain ``nn.SequentialCell`` each Cell is
+linked to the one before it (``Target.follows``), so one gradient hook
+serves both sides of the boundary.
+
+Example::
+
+    targets, jit_cells = plan_cells(net)
+    [t.prefix for t in targets]      # ["Cell.fc1.Dense", "Cell.act.ReLU", "Cell.fc2.Dense"]
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Optional
+
+from ..errors import UsageError
+
+
+@dataclass
+class Target:
+    """One Cell to hook.
+
+    Attributes:
+        cell: the Cell.
+        path: its path in the model (``fc1``, ``block.attn``).
+        prefix: its entry prefix, ``Cell.<path>.<Class>``.
+        params: its own Parameters (short name -> Parameter).
+        bprop: it has a custom ``bprop`` (its forward hook is set directly).
+        follows: the hooked Cell just before this one in a plain
+            ``nn.SequentialCell`` (its output is this Cell's only input and
+            nothing else uses it).
+        sequence: ``id`` of that ``nn.SequentialCell`` (the call must be
+            made from it).
+    """
+
+    cell: Any
+    path: str
+    prefix: str
+    params: dict
+    bprop: bool
+    follows: Optional["Target"] = None
+    sequence: int = 0
+
+
+def models(model: Any) -> list[tuple[str, Any]]:
+    """``(index prefix, Cell)`` for each model given to ``start()``: ``""``
+    for one Cell, ``"<i>."`` for each Cell of a list/tuple.
+
+    Raises:
+        UsageError: ``model`` is not a Cell or a list/tuple of Cells.
+    """
+    from mindspore import nn
+
+    if isinstance(model, (list, tuple)):
+        pairs = [(f"{i}.", m) for i, m in enumerate(model)]
+    else:
+        pairs = [("", model)]
+    for _, m in pairs:
+        if not isinstance(m, nn.Cell):
+            raise UsageError(f"level L0 hooks Cells: debugger.start(model) needs a mindspore.nn.Cell or a "
+                             f"list/tuple of Cells, not {type(m).__name__}")
+    return pairs
+
+
+def is_jit_compiled(cell: Any) -> bool:
+    """True when ``cell.construct`` is wrapped by ``mindspore.jit`` (ast or
+    bytecode capture), on the class or the instance."""
+    construct = getattr(cell, "construct", None)
+    function = getattr(construct, "__func__", construct)
+    return bool(getattr(function, "__wrapped_by_jit__", False))
+
+
+def plan_cells(model: Any) -> tuple[list[Target], list[tuple[str, Any, list[str]]]]:
+    """The Cells to hook in ``model`` and the compiled Cells that hide
+    others: ``(targets, [(path, compiled Cell, paths not seen inside)])``.
+
+    Raises:
+        UsageError: ``model`` is not a Cell or a list/tuple of Cells.
+    """
+    targets: list[Target] = []
+    jit_cells: list[tuple[str, Any, list[str]]] = []  # (path, cell, paths not seen inside)
+    for index_prefix, root in models(model):
+        if is_jit_compiled(root):
+            inside = [index_prefix + path for path, cell in root.cells_and_names() if cell is not root]
+            jit_cells.append((index_prefix.rstrip("."), root, inside))
+            continue
+        jit_here: list[tuple[str, list[str]]] = []
+        for path, cell in root.cells_and_names():
+            if cell is root:
+                continue
+            outer = next((item for item in jit_here if path.startswith(item[0] + ".")), None)
+            if outer is not None:
+                outer[1].append(index_prefix + path)
+                continue
+            params = {key.split(".")[-1]: value for key, value in cell.parameters_dict(recurse=False).items()}
+            targets.append(Target(cell, path, f"Cell.{index_prefix}{path}.{type(cell).__name__}", params,
+                                  bool(getattr(cell, "has_bprop", False))))
+            if is_jit_compiled(cell):
+                jit_here.append((path, []))
+                jit_cells.append((index_prefix + path, cell, jit_here[-1][1]))
+    link_sequential(model, targets)
+    return targets, jit_cells
+
+
+def jit_warning(jit_cells: list[tuple[str, Any, list[str]]]) -> str:
+    """The warning for the compiled Cells :func:`plan_cells` found: what is
+    checked of each and what is not seen inside it."""
+    parts = []
+    for path, cell, inside in jit_cells:
+        is_root = not path or path.isdigit()
+        label = f"model {path}" if path.isdigit() else (path or "the model itself")
+        seen = "nothing inside is checked" if is_root else "its own inputs and outputs are checked"
+        hidden = f"; not seen: {', '.join(inside[:8])}{' ...' if len(inside) > 8 else ''}" if inside else ""
+        parts.append(f"{label} ({type(cell).__name__}: {seen}{hidden})")
+    return ("probe_runtime: L0 cannot see inside Cells compiled with mindspore.jit (they run as a graph): "
+            + "; ".join(parts))
+
+
+def link_sequential(model: Any, targets: list) -> None:
+    """Set ``follows`` on each target whose enclosing Cell is a plain
+    ``nn.SequentialCell`` (its own ``construct``, which hands each Cell's
+    output to the next one only) and whose predecessor there is a target
+    too (not compiled, no custom ``bprop``)."""
+    from mindspore import nn
+
+    by_cell = {id(t.cell): t for t in targets}
+    roots = [m for _, m in models(model)]
+    seen: set[int] = set()
+    for cell in roots + [t.cell for t in targets]:
+        if id(cell) in seen or not isinstance(cell, nn.SequentialCell):
+            continue
+        seen.add(id(cell))
+        if type(cell).construct is not nn.SequentialCell.construct or is_jit_compiled(cell):
+            continue
+        members = list(getattr(cell, "cell_list", ()))
+        for before, after in zip(members, members[1:]):
+            first, second = by_cell.get(id(before)), by_cell.get(id(after))
+            if first is None or second is None or first.bprop or second.bprop or is_jit_compiled(before) \
+                    or is_jit_compiled(after) or before is after:
+                continue
+            second.follows, second.sequence = first, id(cell)

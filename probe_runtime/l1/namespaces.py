@@ -1,0 +1,54 @@
+"""What L1 patches and what it leaves alone, as data.
+
+The wrappers (:mod:`.interceptor`) patch the public functions of
+``mindspore.ops``, ``mindspore.mint`` and ``mindspore.mint.nn.functional``,
+the public methods and :data:`TENSOR_OPERATORS` of ``mindspore.Tensor`` and
+every Primitive call, except the names below: what is not a computation,
+what runs the user's own callbacks, and what the tool itself uses. (msprobe
+keeps its list in ``mindspore/dump/hook_cell/support_wrap_ops.yaml``.)
+"""
+from __future__ import annotations
+
+#: Tensor operators intercepted besides the public methods.
+TENSOR_OPERATORS = (
+    "__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__", "__truediv__", "__rtruediv__",
+    "__floordiv__", "__rfloordiv__", "__mod__", "__rmod__", "__pow__", "__rpow__", "__matmul__",
+    "__rmatmul__", "__neg__", "__abs__", "__invert__", "__and__", "__rand__", "__or__", "__ror__",
+    "__xor__", "__rxor__", "__iadd__", "__isub__", "__imul__", "__itruediv__", "__ifloordiv__",
+    "__imod__", "__getitem__", "__setitem__", "__lt__", "__le__", "__gt__", "__ge__",
+)
+#: Tensor attributes that are not computations (or that the tool uses).
+TENSOR_SKIP = frozenset({
+    "asnumpy", "numpy", "tolist", "item", "itemset", "init_data", "set_data", "assign_value",
+    "register_hook", "data_sync", "asnumpy_of_slice_persistent_data", "slice_num_of_persistent_data",
+    "slice_shape_of_persistent_data", "is_persistent_data", "has_init", "is_init", "init_flag",
+    "dim", "ndimension", "numel", "nelement", "size", "is_floating_point", "is_complex", "is_signed",
+    "is_contiguous", "stride", "storage_offset", "data_ptr", "untyped_storage", "storage",
+    "flush_from_cache", "offload", "offload_file_path", "move_to", "set_const_arg", "from_numpy",
+    "set_dtype", "param_info", "index_of_parent_", "parent_tensor_", "requires_grad_", "delete_",
+    "set_", "to_", "is_neg", "device", "virtual_flag", "adapter_flag", "get_bytes", "retain_grad",
+    "register_forward_hook", "set_init_flag", "contiguous", "_offload", "_load", "assign_value_cpp",
+    "hooks",  # the tensor's hook list; MindSpore 2.7's mindspore.jit reads it on every argument
+})
+#: Tensor methods that change the tensor in place without being computations
+#: (``assign_value_cpp`` is what ``set_data``/``assign_value`` run).
+TENSOR_MUTATORS = ("set_data", "assign_value", "assign_value_cpp")
+#: functions that run user callbacks or build functions (not computations).
+FUNCTION_SKIP = frozenset({
+    "grad", "value_and_grad", "vmap", "jvp", "vjp", "jacfwd", "jacrev", "hessian", "derivative",
+    "constexpr", "primitive", "prim_attr_register", "custom_info_register", "kernel", "ms_kernel",
+    "while_loop", "scan", "fori_loop", "cond", "switch_case", "stop_gradient", "depend", "print_",
+    "typeof", "isinstance_", "is_tensor", "shard", "recompute", "get_vm_impl_fn", "clear_auto_generate",
+    "deprecated", "custom_vmap", "hyper_map", "vm_impl_registry", "shape", "rank", "dtype", "size",
+    "is_floating_point", "is_complex", "numel", "tensor_dot", "dyn_shape",
+})
+#: Primitive classes not intercepted (the tool's own hooks, graph plumbing).
+PRIMITIVE_SKIP = frozenset({
+    "HookBackward", "CellBackwardHook", "Depend", "Print", "Load", "UpdateState", "MakeTuple",
+    "TupleGetItem", "Shape", "DType", "Rank", "Size", "StopGradient", "Partial", "Switch",
+})
+#: classes of primitives made by name (``Primitive("typeof")``): such an
+#: entry is named by the operator (``prim.name``), not by the class.
+GENERIC_PRIMITIVES = frozenset({"Primitive", "PrimitiveWithInfer", "PrimitiveWithCheck"})
+#: functional names that change their first arguments in place.
+FUNCTION_INPLACE = frozenset({"assign", "assign_add", "assign_sub"})

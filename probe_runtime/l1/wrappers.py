@@ -1,0 +1,349 @@
+"""The L1 wrappers, and what runs inside them for the outermost call.
+
+Each ``wrap_*`` method of :class:`Wrappers` returns the wrapper of one
+original (a function, a Tensor method, a Primitive's ``__call__``, a
+generated ``pyboost_<op>`` function, ``_run_op``). A wrapper passes the
+call straight through unless it is the outermost intercepted call on this
+thread (:data:`~probe_runtime.hooks.guard.GUARD`) while ``sink.live``; then
+:meth:`Wrappers._handle` runs it under the guard and hands an
+:class:`~.calls.ApiCall` to the sink: before the call, in-place targets are
+announced (``sink.before_mutation``) and copied, Parameters are probed and,
+under grad, the tensor inputs pass through one ``HookBackward``; after it,
+the tensor outputs through another, then ``sink.on_forward``. A fault in a
+wrapper is logged through the sink and never reaches the caller.
+
+Example::
+
+    wrappers = Wrappers(checker)
+    wrappers.bind()                      # imports MindSpore's HookBackward, deepcopy ...
+    exp = wrappers.wrap_function("Functional.exp", ops.exp, inplace=False)
+    exp(x)                               # the result of ops.exp(x); checker.on_forward(ApiCall)
+"""
+from __future__ import annotations
+
+import functools
+import sys
+from typing import Any, Callable
+
+from ..check.probes import launch_sum, probe_now
+from ..check.verdict import framework_error, is_floating, is_tensor, iter_tensors, surfaced
+from ..hooks.backward import release, through_hook
+from ..hooks.frames import capture_frames
+from ..hooks.guard import GUARD
+from .calls import ApiCall, Sink
+from .primitives import call_arity, jit_tracing, primitive_api, side_effect
+
+
+class Wrappers:
+    """Builds the L1 wrappers of one interceptor and handles their calls.
+
+    Args:
+        sink: receives every outermost call while ``sink.live`` is true.
+
+    Attributes:
+        synchronous: the window runs synchronously: Parameters are checked
+            on the host at first use (else a float32 sum is launched).
+        params_changed: something may have changed Parameters since
+            ``start()`` (a backward pass, an update, an in-place write).
+        broken: APIs whose wrapper failed: called straight through from then on.
+    """
+
+    def __init__(self, sink: Sink) -> None:
+        self.sink = sink
+        self._hook_backward: Any = None
+        self._deepcopy: Any = None
+        self._executor: Any = None
+        self._parameter_type: Any = None
+        #: id(Parameter) -> (Parameter, float32 sum launched at its first use since the last change)
+        self._probes: dict = {}
+        self.synchronous = False
+        self.params_changed = False
+        self._boxes: list = []  # what this window's HookBackward hooks refer to (see through_hook)
+        self.broken: set[str] = set()
+        self._fault_causes: set[str] = set()
+
+    def bind(self) -> None:
+        """Look up what the wrappers call in MindSpore (``HookBackward``,
+        ``deepcopy``, ``Parameter``, the PyNative executor); once, before
+        the first wrapper runs."""
+        import mindspore
+        from mindspore import ops
+
+        self._hook_backward = ops.HookBackward
+        self._deepcopy = ops.deepcopy
+        self._parameter_type = mindspore.Parameter
+        try:
+            from mindspore.graph.api import _pynative_executor  # MindSpore >= 2.9
+        except Exception:
+            try:
+                from mindspore.common.api import _pynative_executor
+            except Exception:  # pragma: no cover
+                _pynative_executor = None
+        self._executor = _pynative_executor
+
+    def open_window(self) -> None:
+        """A ``start()`` window opens: no Parameter probed, none changed yet."""
+        self._probes = {}
+        self.params_changed = False
+
+    def close_window(self) -> None:
+        """The window closed: this window's backward hooks do nothing any more."""
+        release(self._boxes)
+
+    def wrap_function(self, api: str, original: Callable, inplace: bool) -> Callable:
+        """Wrapper of a function or Tensor method, handed on as ``api``
+        (``Functional.exp``, ``Tensor.__mul__``); ``inplace``: it changes
+        its inputs."""
+        handle = self._handle
+        sink = self.sink
+
+        @functools.wraps(original)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            if GUARD.depth or not sink.live:
+                return original(*args, **kwargs)
+            return handle(api, original, inplace, args, kwargs, sys._getframe(1))
+
+        wrapper.__probe_original__ = original  # type: ignore[attr-defined]
+        return wrapper
+
+    def wrap_primitive(self, original: Callable) -> Callable:
+        """Wrapper of a Primitive class's own ``__call__``: named after the
+        instance (:func:`~.primitives.primitive_api`)."""
+        handle = self._handle
+        sink = self.sink
+
+        @functools.wraps(original)
+        def wrapper(prim: Any, *args: Any, **kwargs: Any) -> Any:
+            if GUARD.depth or not sink.live:
+                return original(prim, *args, **kwargs)
+            api = primitive_api(prim)
+            if api is None:
+                return original(prim, *args, **kwargs)
+            return handle(api, functools.partial(original, prim), side_effect(prim), args, kwargs,
+                          sys._getframe(1))
+
+        wrapper.__probe_original__ = original  # type: ignore[attr-defined]
+        return wrapper
+
+    def wrap_pyboost(self, original: Callable) -> Callable:
+        """Wrapper of a generated ``pyboost_<op>(prim, args)`` function: the
+        call is named after ``prim``'s class. ``args`` holds the arguments
+        of the class's ``__call__`` followed by the primitive's attributes
+        (``MatMul``: input, mat2, transpose_a, transpose_b); the entry
+        records the arguments only, as msprobe does (:func:`call_arity`),
+        and the attributes are passed on untouched."""
+        handle = self._handle
+        sink = self.sink
+
+        @functools.wraps(original)
+        def wrapper(prim: Any, args: Any, *rest: Any) -> Any:
+            if GUARD.depth or not sink.live or rest or not isinstance(args, (list, tuple)):
+                return original(prim, args, *rest)
+            api = primitive_api(prim)
+            if api is None:
+                return original(prim, args)
+            count = call_arity(type(prim))
+            given, extra = tuple(args[:count]), list(args[count:])
+            return handle(api, lambda *items: original(prim, list(items) + extra),
+                          side_effect(prim), given, {}, sys._getframe(1))
+
+        wrapper.__probe_original__ = original  # type: ignore[attr-defined]
+        return wrapper
+
+    def wrap_run_op(self, original: Callable) -> Callable:
+        """Wrapper of ``mindspore.ops.primitive._run_op(prim, name, args)``,
+        what ``Primitive.__call__`` runs: named after ``prim``'s class."""
+        handle = self._handle
+        sink = self.sink
+
+        @functools.wraps(original)
+        def wrapper(prim: Any, op_name: Any, args: Any) -> Any:
+            if GUARD.depth or not sink.live or not isinstance(args, (list, tuple)):
+                return original(prim, op_name, args)
+            api = primitive_api(prim)
+            if api is None:
+                return original(prim, op_name, args)
+            return handle(api, lambda *items: original(prim, op_name, items), side_effect(prim),
+                          tuple(args), {}, sys._getframe(1))
+
+        wrapper.__probe_original__ = original  # type: ignore[attr-defined]
+        return wrapper
+
+    def wrap_mutator(self, original: Callable) -> Callable:
+        """Wrapper of a Tensor method that changes the tensor in place
+        without computing (``set_data``): the sink resolves what may see
+        that memory first (``sink.before_mutation``); no entry is made."""
+        sink = self.sink
+
+        @functools.wraps(original)
+        def wrapper(tensor: Any, *args: Any, **kwargs: Any) -> Any:
+            if not GUARD.depth and sink.live:
+                GUARD.depth += 1
+                try:
+                    sink.before_mutation([tensor])
+                except Exception as err:
+                    sink.on_error("before_mutation", err)
+                finally:
+                    GUARD.depth -= 1
+            return original(tensor, *args, **kwargs)
+
+        wrapper.__probe_original__ = original  # type: ignore[attr-defined]
+        return wrapper
+
+    def _handle(self, api: str, original: Callable, inplace: bool, args: tuple, kwargs: dict, frame: Any) -> Any:
+        """The outermost call: hand it on, run it under the guard."""
+        sink = self.sink
+        GUARD.depth += 1
+        try:
+            if api in self.broken:
+                return original(*args, **kwargs)
+            call = None
+            call_args = args
+            backward = False
+            try:
+                if jit_tracing():
+                    return original(*args, **kwargs)
+                call = ApiCall(api, sink.next_index(api), args, kwargs, capture_frames(frame), inplace)
+                if inplace:
+                    self.forget_probes()
+                    call_args = args
+                    sink.before_mutation([a for a in args if is_tensor(a)] + [v for v in kwargs.values() if is_tensor(v)])
+                    call.args = tuple(self._deepcopy(a) if is_floating(a) else a for a in args)
+                else:
+                    self._probe_parameters(call, args)
+                    if self._grad_flag():
+                        backward = True
+                        call_args = self._hook_inputs(call, args)
+            except Exception as err:
+                if surfaced(err):
+                    raise  # the user's own error surfacing here (asynchronous execution): theirs to see
+                self._fault(api, "before the call", err)
+                call = None
+                call_args = args
+            output = original(*call_args, **kwargs)
+            if call is not None:
+                try:
+                    call.output = output
+                    if backward:
+                        hooked = self._hook_outputs(call, output)
+                        if hooked is not None:  # what the caller gets; one host copy serves both
+                            output = call.output = hooked
+                    sink.on_forward(call)
+                except Exception as err:
+                    self._fault(api, "after the call", err)
+            return output
+        finally:
+            GUARD.depth -= 1
+
+    def _fault(self, api: str, where: str, err: BaseException) -> None:
+        """An exception inside the wrapper of ``api``: that API is called
+        straight through from now on (turned off); each cause is logged
+        once, naming the first API it hit. An error of MindSpore's runtime
+        (:func:`~probe_runtime.check.verdict.framework_error`: with asynchronous execution
+        often an earlier operator's failure surfacing in the tool's code)
+        leaves only that call unchecked: turning the API off for good would
+        blind the detector for the rest of the run over the user's error."""
+        if framework_error(err):
+            self.sink.on_error(f"in the L1 wrapper of {api} {where} (that call is not checked)", err)
+            return
+        self.broken.add(api)
+        cause = f"{type(err).__name__}: {err}"
+        if cause not in self._fault_causes:
+            self._fault_causes.add(cause)
+            self.sink.on_error(f"in the L1 wrapper of {api} {where} (that API is no longer checked; "
+                               f"others that fail so are turned off too)", err)
+
+    def _probe_parameters(self, call: ApiCall, args: tuple) -> None:
+        """Parameters among ``args``: launch (no wait) a float32 sum of each
+        at its first use in the window, so the entry is judged on the
+        weights it saw even when they change before it is resolved through
+        something the tool cannot see (an optimizer whose ``construct`` is
+        compiled with ``mindspore.jit``, as ``nn.SGD``'s is). One reduction
+        per Parameter and window, launched again after an in-place call or
+        a backward pass (what comes before an optimizer step); the entry
+        holds the one-element result (``call.param_sums``). In a
+        synchronous window (``synchronous``) the values are checked on the
+        host at once instead (:func:`~probe_runtime.check.probes.probe_now`)."""
+        kind = self._parameter_type
+        sums = None
+        for a in args:
+            if isinstance(a, kind):
+                probe = self._probes.get(id(a))
+                if probe is None or probe[0] is not a:
+                    probe = (a, probe_now(a) if self.synchronous else launch_sum(a))
+                    self._probes[id(a)] = probe
+                if sums is None:
+                    sums = {}
+                sums[id(a)] = probe[1]
+        if sums is not None:
+            call.param_sums = sums
+            call.params_at_start = not self.params_changed
+
+    def forget_probes(self) -> None:
+        """Parameters may change from now on (a backward pass ran, an
+        optimizer or an in-place call is about to run)."""
+        self.params_changed = True
+        if self._probes:
+            self._probes = {}
+
+    def _grad_flag(self) -> bool:
+        """True while MindSpore records the forward pass for a gradient."""
+        executor = self._executor
+        return bool(executor is not None and executor.grad_flag())
+
+    def _hook_inputs(self, call: ApiCall, args: tuple) -> tuple:
+        # chosen by type, not dtype: the first dtype read of a fresh output
+        # waits for the device (integer tensors pass through harmlessly)
+        positions = [i for i, a in enumerate(args) if is_tensor(a)]
+        if not positions:
+            return args
+        sink = self.sink
+
+        def input_hook(*grads: Any) -> None:
+            try:
+                self.forget_probes()
+                sink.on_grad_inputs(call, list(iter_tensors(grads)))
+            except Exception as err:
+                self._fault(call.api, "in the backward input hook", err)
+
+        new_args = through_hook(self._hook_backward, input_hook, args, positions, self._boxes)
+        call.expects_input_grads = True
+        return tuple(new_args)
+
+    def _hook_outputs(self, call: ApiCall, output: Any) -> Any:
+        """The output with its tensors (a tensor, or the top level of a plain
+        tuple/list) passed through one ``HookBackward`` whose hook gets the
+        gradients w.r.t. them; None when there is nothing to hook.
+
+        Not ``Tensor.register_hook``: on a fresh output it waits for the
+        device as well, and then once per tensor instead of once per call.
+        Tensors are chosen by type, not dtype: the first dtype read of a
+        fresh output waits too. Other containers (named tuples ...) keep
+        ``register_hook`` on their floating items.
+        """
+        sink = self.sink
+
+        def output_hook(*grads: Any) -> None:
+            try:
+                sink.on_grad_outputs(call, list(iter_tensors(grads)))
+            except Exception as err:
+                self._fault(call.api, "in the backward output hook", err)
+
+        kind = type(output)
+        if kind is tuple or kind is list:
+            items = output
+        elif is_tensor(output):
+            items = (output,)
+        else:
+            if isinstance(output, (tuple, list)):
+                for item in output:
+                    if is_floating(item):
+                        item.register_hook(lambda grad: output_hook(grad))
+            return None
+        positions = [i for i, item in enumerate(items) if is_tensor(item)]
+        if not positions:
+            return None
+        new_items = through_hook(self._hook_backward, output_hook, items, positions, self._boxes)
+        if kind is not tuple and kind is not list:
+            return new_items[0]
+        return kind(new_items)
