@@ -39,6 +39,7 @@ class ApiCall:
             (``hooks.collectives.CollectiveCall``), else None.
         parent: at L0, the hooked Cell's call this call was made in (its
             construct.json parent), else None.
+        cells: the call was checked at L0 (only Cells and collectives are).
     """
 
     api: str
@@ -57,6 +58,7 @@ class ApiCall:
     params_at_start: bool = False
     collective: Any = None
     parent: Any = None
+    cells: bool = False
 
     @property
     def name(self) -> str:

@@ -232,7 +232,7 @@ class Wrappers:
                     return original(*args, **kwargs)
                 call = ApiCall(api, sink.next_index(api), args, kwargs, capture_frames(frame), inplace)
                 if self.enclosing is not None:
-                    call.parent = self.enclosing()
+                    call.parent, call.cells = self.enclosing(), True
                 if collective is not None:
                     call.collective = collective
                     inplace = call.inplace = inplace or bool(collective.form.written)

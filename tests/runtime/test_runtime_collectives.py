@@ -323,6 +323,22 @@ def test_l0_cell_whose_inf_came_through_a_collective_inside_it_is_entered_so(rig
     assert construct["Primitive.AllReduce.0.forward"] == "Cell.row.Row.forward.0"
 
 
+def test_l0_collective_fed_inf_by_code_outside_the_cells_says_so(rig):
+    """At L0 only Cells and collectives are checked: a collective whose
+    input came from the model's own code (or the loss) says it was made
+    outside the checked Cells, not outside the window."""
+    r = rig(level="L0")
+    wrapped = primitive(r.wrappers, lambda x: x * 2.0)
+    hooks = CellHooks(r.checker)
+    r.wrappers.enclosing = hooks.current_call
+    with r:
+        wrapped(fake("AllReduce", group="tp"), tensor(INF))
+    (only,) = r.records()
+    assert (only["kind"], only["collective"]["inputs_finite"]) == ("forward", False)
+    assert only["entered"]["message"] == ("non-finite input entered at the first checked call: input_args[0] of "
+                                          "Primitive.AllReduce.0.forward, made outside the checked Cells")
+
+
 def test_l0_cell_with_an_origin_inside_besides_the_collective_is_plainly_carried(rig):
     r = rig(level="L0")
     wrapped = primitive(r.wrappers, lambda x: x * INF)

@@ -3,7 +3,7 @@
 Each worker joins the job with mindspore.communication.init() (CPU: MCCL over
 loopback) and runs the scenarios named on the command line one after the
 other, each with its own PrecisionDebugger built from ``cfg_<scenario>.json``
-in the current folder, for two steps (0 and 1); what overflows does so in
+in the current folder (else from PROBE_CONFIG, as ``probe run`` sets it), for two steps (0 and 1); what overflows does so in
 step 1, on the rank named below (rank 1 of 2; with 4 ranks rank 2).
 
   dp        data parallel: rank 1's batch makes exp overflow; ops.AllReduce
@@ -19,10 +19,11 @@ step 1, on the rank named below (rank 1 of 2; with 4 ranks rank 2).
             the float16 sum of tp1 overflows, then a world AllReduce carries it
             to ranks 0-1
 
-A scenario name may end in ``:L0`` or ``:L1`` only through its config (the
-config file decides the level).
+A scenario name is one of these, optionally followed by ``-`` and anything
+(``dp-rank0``: the scenario ``dp`` with the config ``cfg_dp-rank0.json``);
+the config decides the level.
 """
-import json
+import os
 import sys
 
 import mindspore as ms
@@ -60,9 +61,11 @@ def batch(step, bad_rank=BAD):
 
 
 def debugger_for(name):
-    with open(f"cfg_{name}.json", encoding="utf-8") as f:
-        level = json.load(f).get("level", "L1")
-    return PrecisionDebugger(config_path=f"cfg_{name}.json"), level
+    """The scenario's debugger (from cfg_<name>.json, else PROBE_CONFIG as
+    `probe run` sets it) and its level."""
+    path = f"cfg_{name}.json"
+    debugger = PrecisionDebugger(config_path=path if os.path.exists(path) else None)
+    return debugger, debugger.level
 
 
 def dp(name, bad_rank=BAD):
