@@ -141,9 +141,15 @@ def tp(name):
 
 
 def tpgroups(name):
-    debugger, level = debugger_for(name)
     group = f"tp{RANK // 2}"
     create_group(group, [2 * (RANK // 2), 2 * (RANK // 2) + 1])
+    try:  # MindSpore 2.7.0's CPU AllReduce runs on the world group only
+        ops.AllReduce(group=group)(Tensor(np.ones(1, np.float32))).asnumpy()
+    except RuntimeError as err:
+        print(f"rank {RANK}: {name} skipped: MindSpore {ms.__version__}: {str(err).strip().splitlines()[0]}",
+              flush=True)
+        return None
+    debugger, level = debugger_for(name)
     net = TpNet(group)
     world = ops.AllReduce()
     for step in range(2):
