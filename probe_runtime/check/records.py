@@ -20,8 +20,8 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
-from msprobe_lint.report.dumpformat import (ENTERED, KIND, MESSAGE, NAME, NONFINITE, ORIGIN, RANK, SENTINEL,
-                                            SENTINEL_NAME, STEP, WHERE)
+from msprobe_lint.report.dumpformat import (COLLECTIVE, COMMUNICATION, ENTERED, KIND, MESSAGE, NAME, NONFINITE,
+                                            ORIGIN, RANK, SENTINEL, SENTINEL_NAME, STEP, WHERE, received_message)
 
 from ..dump.writer import Record, StepWriter
 from ..hooks.frames import stack_lines, user_where
@@ -65,11 +65,18 @@ class Recorder:
             self._writers[step] = writer
         return writer
 
-    def write(self, kind: str, call: Any, origin: bool, cache: HostCache, entered: Optional[dict] = None) -> None:
+    def write(self, kind: str, call: Any, origin: bool, cache: HostCache, entered: Optional[dict] = None, *,
+              collective: Optional[tuple[Any, bool]] = None) -> None:
         """Describe the ``kind`` entry (``forward``, ``backward``,
         ``parameters_grad``) of ``call`` and write its record (``entered``:
         where the step's first overflow came in, see
         :func:`~.provenance.entered`); on disk when it returns.
+
+        ``collective``: (its ``hooks.collectives.CollectiveCall``, whether
+        this rank's local inputs were finite) for a collective call: the
+        record gets the ``collective`` object and, when the inputs were
+        finite, kind ``communication`` and a ``message``
+        (``msprobe_lint.report.dumpformat``).
 
         Raises:
             WriterError, OSError: the dump cannot be written.
@@ -104,11 +111,24 @@ class Recorder:
         if hasattr(call, "ancestry"):  # an L0 Cell entry: construct.json links up to the top Cell
             record.parent = call.parent_name(kind)
             record.construct = call.ancestry(kind)
+        elif getattr(call, "parent", None) is not None:  # a call inside an L0 Cell (a collective)
+            cell = call.parent
+            record.parent = cell.name if kind == "forward" else cell.backward_name
+            record.construct = cell.ancestry(kind)
         extra: dict = {KIND: kind, STEP: call.step, RANK: self.state.rank}
+        mark = "origin" if origin else "carried"
+        if collective is not None:
+            described, inputs_finite = collective
+            extra[COLLECTIVE] = described.as_record(kind, inputs_finite)
+            if inputs_finite:
+                mark = "received"
+                extra[KIND] = COMMUNICATION
+                extra[MESSAGE] = received_message(described.api, described.group,
+                                                  None if described.ranks is None else list(described.ranks))
         if entered is not None:
             extra[ENTERED] = entered
         self.writer(call.step).write(record, **extra)
-        LOGGER.warning("probe_runtime: overflow in %s (%s) at %s", name, "origin" if origin else "carried", where)
+        LOGGER.warning("probe_runtime: overflow in %s (%s) at %s", name, mark, where)
 
     def note_sentinel(self, found: dict) -> None:
         """Write a sentinel finding (``sentinel.GradSentinel.resolve``) of

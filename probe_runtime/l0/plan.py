@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from ..errors import UsageError
+from ..hooks.collectives import is_reducer_cell
 
 
 @dataclass
@@ -98,6 +99,8 @@ def plan_cells(model: Any) -> tuple[list[Target], list[tuple[str, Any, list[str]
             outer = next((item for item in jit_here if path.startswith(item[0] + ".")), None)
             if outer is not None:
                 outer[1].append(index_prefix + path)
+                continue
+            if is_reducer_cell(cell):  # its call is one collective call, intercepted as such (not a Cell entry)
                 continue
             params = {key.split(".")[-1]: value for key, value in cell.parameters_dict(recurse=False).items()}
             targets.append(Target(cell, path, f"Cell.{index_prefix}{path}.{type(cell).__name__}", params,

@@ -35,6 +35,11 @@ class ApiCall:
         params_at_start: those Parameters were probed before anything in
             the window could have changed them (no backward pass, optimizer
             or in-place write yet): their values are those of ``start()``.
+        collective: a collective call: what the records say of it
+            (``hooks.collectives.CollectiveCall``), else None.
+        parent: at L0, the hooked Cell's call this call was made in (its
+            construct.json parent), else None.
+        cells: the call was checked at L0 (only Cells and collectives are).
     """
 
     api: str
@@ -51,6 +56,9 @@ class ApiCall:
     backward_queued: bool = False
     param_sums: Optional[dict] = None
     params_at_start: bool = False
+    collective: Any = None
+    parent: Any = None
+    cells: bool = False
 
     @property
     def name(self) -> str:
@@ -70,6 +78,10 @@ class Sink(Protocol):
 
     def next_index(self, api: str) -> int:
         """Call index of ``api`` in the current step."""
+
+    def collective_index(self, call: Any) -> int:
+        """The per-group index of a collective call in the current step
+        (``call``: a ``hooks.collectives.CollectiveCall``)."""
 
     def before_mutation(self, tensors: list) -> None:
         """``tensors`` are about to be changed in place."""

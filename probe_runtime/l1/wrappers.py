@@ -23,11 +23,12 @@ from __future__ import annotations
 
 import functools
 import sys
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 from ..check.probes import launch_sum, probe_now
 from ..check.verdict import framework_error, is_floating, is_tensor, iter_tensors, surfaced
 from ..hooks.backward import release, through_hook
+from ..hooks.collectives import REDUCER_FORM, Form, collective_form, describe
 from ..hooks.frames import capture_frames
 from ..hooks.guard import GUARD
 from .calls import ApiCall, Sink
@@ -46,6 +47,8 @@ class Wrappers:
         params_changed: something may have changed Parameters since
             ``start()`` (a backward pass, an update, an in-place write).
         broken: APIs whose wrapper failed: called straight through from then on.
+        enclosing: at L0, returns the hooked Cell's call running now (the
+            ``parent`` of each call), else None.
     """
 
     def __init__(self, sink: Sink) -> None:
@@ -61,6 +64,7 @@ class Wrappers:
         self._boxes: list = []  # what this window's HookBackward hooks refer to (see through_hook)
         self.broken: set[str] = set()
         self._fault_causes: set[str] = set()
+        self.enclosing: Optional[Callable[[], Any]] = None
 
     def bind(self) -> None:
         """Look up what the wrappers call in MindSpore (``HookBackward``,
@@ -120,7 +124,7 @@ class Wrappers:
             if api is None:
                 return original(prim, *args, **kwargs)
             return handle(api, functools.partial(original, prim), side_effect(prim), args, kwargs,
-                          sys._getframe(1))
+                          sys._getframe(1), collective_form(prim), prim)
 
         wrapper.__probe_original__ = original  # type: ignore[attr-defined]
         return wrapper
@@ -145,7 +149,7 @@ class Wrappers:
             count = call_arity(type(prim))
             given, extra = tuple(args[:count]), list(args[count:])
             return handle(api, lambda *items: original(prim, list(items) + extra),
-                          side_effect(prim), given, {}, sys._getframe(1))
+                          side_effect(prim), given, {}, sys._getframe(1), collective_form(prim), prim)
 
         wrapper.__probe_original__ = original  # type: ignore[attr-defined]
         return wrapper
@@ -164,7 +168,25 @@ class Wrappers:
             if api is None:
                 return original(prim, op_name, args)
             return handle(api, lambda *items: original(prim, op_name, items), side_effect(prim),
-                          tuple(args), {}, sys._getframe(1))
+                          tuple(args), {}, sys._getframe(1), collective_form(prim), prim)
+
+        wrapper.__probe_original__ = original  # type: ignore[attr-defined]
+        return wrapper
+
+    def wrap_reducer(self, original: Callable) -> Callable:
+        """Wrapper of the ``__call__`` of a gradient reducer Cell
+        (``nn.DistributedGradReducer``: ``hooks.collectives.REDUCER_CELLS``),
+        whose AllReduces run inside compiled code: its whole call is one
+        collective call, named ``<Class>.AllReduce``."""
+        handle = self._handle
+        sink = self.sink
+
+        @functools.wraps(original)
+        def wrapper(cell: Any, *args: Any, **kwargs: Any) -> Any:
+            if GUARD.depth or not sink.live:
+                return original(cell, *args, **kwargs)
+            return handle(f"{type(cell).__name__}.AllReduce", functools.partial(original, cell), False, args,
+                          kwargs, sys._getframe(1), REDUCER_FORM, cell)
 
         wrapper.__probe_original__ = original  # type: ignore[attr-defined]
         return wrapper
@@ -190,11 +212,16 @@ class Wrappers:
         wrapper.__probe_original__ = original  # type: ignore[attr-defined]
         return wrapper
 
-    def _handle(self, api: str, original: Callable, inplace: bool, args: tuple, kwargs: dict, frame: Any) -> Any:
-        """The outermost call: hand it on, run it under the guard."""
+    def _handle(self, api: str, original: Callable, inplace: bool, args: tuple, kwargs: dict, frame: Any,
+                form: Optional[Form] = None, prim: Any = None) -> Any:
+        """The outermost call: hand it on, run it under the guard. ``form``:
+        the call is a collective (``prim`` its primitive or reducer Cell):
+        it is counted in its group even when its API is turned off, and
+        only what it writes into is treated as changed in place."""
         sink = self.sink
         GUARD.depth += 1
         try:
+            collective = None if form is None else self._collective(form, prim, args)
             if api in self.broken:
                 return original(*args, **kwargs)
             call = None
@@ -204,11 +231,23 @@ class Wrappers:
                 if jit_tracing():
                     return original(*args, **kwargs)
                 call = ApiCall(api, sink.next_index(api), args, kwargs, capture_frames(frame), inplace)
+                if self.enclosing is not None:
+                    call.parent, call.cells = self.enclosing(), True
+                if collective is not None:
+                    call.collective = collective
+                    inplace = call.inplace = inplace or bool(collective.form.written)
                 if inplace:
                     self.forget_probes()
                     call_args = args
-                    sink.before_mutation([a for a in args if is_tensor(a)] + [v for v in kwargs.values() if is_tensor(v)])
-                    call.args = tuple(self._deepcopy(a) if is_floating(a) else a for a in args)
+                    if collective is not None:  # only its buffers change; only its own inputs among them are copied
+                        targets = [args[i] for i in collective.form.written if i < len(args)]
+                        sink.before_mutation([t for t in iter_tensors(targets)])
+                        copied = collective.form.copied
+                        call.args = tuple(self._deepcopy(a) if i in copied and is_floating(a) else a
+                                          for i, a in enumerate(args))
+                    else:
+                        sink.before_mutation([a for a in args if is_tensor(a)] + [v for v in kwargs.values() if is_tensor(v)])
+                        call.args = tuple(self._deepcopy(a) if is_floating(a) else a for a in args)
                 else:
                     self._probe_parameters(call, args)
                     if self._grad_flag():
@@ -224,6 +263,8 @@ class Wrappers:
             if call is not None:
                 try:
                     call.output = output
+                    if collective is not None and collective.form.written:
+                        collective.written = [args[i] for i in collective.form.written if i < len(args)]
                     if backward:
                         hooked = self._hook_outputs(call, output)
                         if hooked is not None:  # what the caller gets; one host copy serves both
@@ -234,6 +275,20 @@ class Wrappers:
             return output
         finally:
             GUARD.depth -= 1
+
+    def _collective(self, form: Form, prim: Any, args: tuple) -> Any:
+        """What a collective call says (``hooks.collectives.describe``), with
+        its index in its group counted by the sink; None under jit tracing
+        (the call is traced, not run) or when it cannot be read (logged)."""
+        try:
+            if jit_tracing():
+                return None
+            collective = describe(form, prim, args)
+            collective.index = self.sink.collective_index(collective)
+            return collective
+        except Exception as err:
+            self.sink.on_error("while reading a collective call", err)
+            return None
 
     def _fault(self, api: str, where: str, err: BaseException) -> None:
         """An exception inside the wrapper of ``api``: that API is called
