@@ -20,15 +20,20 @@ class ConfigView:
         data: the parsed config (dict).
         bad: JSON pointers of values that failed a structural check.
         path: the file's path as given (for messages).
-        profile: the mindstudio-probe release line the config is judged
-            by (``"8.1"``, ``"8.3"``, ``"26"``; see profiles.py)."""
+        profile: the mindstudio-probe release the config is judged by
+            (``"8.1"``, ``"8.3"``, ``"26.0"``, ``"26.1"``, ``"26.2"``; see
+            profiles.py).
+        given_in_code: top-level keys the training script passes to
+            PrecisionDebugger (``dump_path``), whose config values are
+            therefore not used."""
 
     def __init__(self, data: dict, bad: set[str] | frozenset[str] = frozenset(), path: str = "<config>",
-                 profile: str = "8.3"):
+                 profile: str = "8.3", given_in_code: frozenset[str] = frozenset()):
         self.data = data
         self.bad = bad
         self.path = path
         self.profile = profile
+        self.given_in_code = given_in_code
 
     def get(self, *parts: Any, default: Any = None) -> Any:
         """The value at ``parts`` (keys/indices), or ``default`` when absent

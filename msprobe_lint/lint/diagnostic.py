@@ -50,7 +50,7 @@ class Edit(namedtuple("Edit", "start end text line column end_line end_column po
                 "text": self.text}
 
 
-class Fix(namedtuple("Fix", "description edits safe", defaults=(True,))):
+class Fix(namedtuple("Fix", "description edits safe writes removes", defaults=(True, (), ()))):
     """An exact replacement that resolves a diagnostic.
 
     Attributes:
@@ -59,7 +59,13 @@ class Fix(namedtuple("Fix", "description edits safe", defaults=(True,))):
         edits: non-overlapping edits, applied all together or not at all.
         safe: True when the fix only writes what the user plainly meant
             (``probe lint --fix`` applies it); False when it changes what
-            the job does (applied only with ``--unsafe-fixes``).
+            the job does (applied only with ``--unsafe-fixes``). A fix
+            removing an object that holds anything is never safe.
+        writes: JSON pointers of the keys and values the fix writes (a
+            renamed or moved key, a new value).
+        removes: JSON pointers of the members or items it removes. ``--fix``
+            never applies a removal covering what an earlier fix of the same
+            run wrote (edits.fix_text).
     """
 
     __slots__ = ()
@@ -92,6 +98,9 @@ class FixSpec(namedtuple("FixSpec", "description ops safe", defaults=(True,))):
     * ``("remove-member-at", offset)``: remove the object member whose
       key starts at character ``offset`` of the parsed text (a repeated
       key, which no pointer can name);
+    * ``("text", start, end, new_text)``: replace characters ``[start,
+      end)`` of the file's decoded text (without a byte-order mark); the
+      only operation resolved in a file that does not parse (PL008);
     * ``("bom",)``: remove the file's byte-order mark.
     """
 

@@ -121,18 +121,28 @@ def _overridden(ptr: Optional[str], overrides: Mapping[str, Any]) -> bool:
 def check_data(data: dict, context: Context, *, selection: Selection, path: str = "<config>",
                skip: Iterable[str] = ()) -> list[Finding]:
     """Schema stage and semantic rules over parsed ``data`` (no positions).
+    An ATB dump config (lint/atb.py) gets its own schema only, outside
+    probe_runtime (whose PrecisionDebugger cannot take one).
 
     Rules crash-proofing: a rule that raises is reported as an internal
     error finding (code of the rule, severity error) rather than a
     traceback, since a linter that hides a crash would pass a bad config.
     """
-    from .profiles import select
+    from .profiles import ATB_ONLY_KEYS, select
     from .rules.schema import validate
+
+    if not (ATB_ONLY_KEYS.isdisjoint(data) and data.get("task") != "all") and not context.runtime:
+        from .atb import is_atb_config
+
+        if is_atb_config(data):  # msprobe's ATB dump config: its own schema, none of PrecisionDebugger's rules
+            return validate(data, skip=skip, profile="atb")[0]
 
     rules = load_all()
     profile, why = select(context)
-    findings, bad = validate(data, skip=skip, profile=profile.name, why=why)
-    view = ConfigView(data, bad, path, profile=profile.name)
+    script = context.script
+    given = ("dump_path",) if script is not None and getattr(script, "passes_dump_path", False) else ()
+    findings, bad = validate(data, skip=skip, profile=profile.name, why=why, given_in_code=given)
+    view = ConfigView(data, bad, path, profile=profile.name, given_in_code=frozenset(given))
     for info in rules.values():
         if info.check is None or not selection.enabled(info.code):
             continue

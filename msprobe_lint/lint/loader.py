@@ -24,6 +24,25 @@ if TYPE_CHECKING:
 
 MAX_BYTES = 10 * 1024 * 1024
 BOM = b"\xef\xbb\xbf"
+# Punctuation that Chinese (and other CJK) input methods type where JSON
+# needs ASCII, common in configs copied from Chinese docs: character ->
+# (its name, the ASCII character JSON needs there). Single curly quotes
+# become double quotes: JSON has no single-quoted strings.
+FULLWIDTH = {
+    "\uff0c": ("fullwidth comma", ","),
+    "\u3001": ("ideographic comma", ","),
+    "\uff1a": ("fullwidth colon", ":"),
+    "\u201c": ("left double quotation mark", '"'),
+    "\u201d": ("right double quotation mark", '"'),
+    "\u2018": ("left single quotation mark", '"'),
+    "\u2019": ("right single quotation mark", '"'),
+    "\uff02": ("fullwidth quotation mark", '"'),
+    "\uff5b": ("fullwidth left curly bracket", "{"),
+    "\uff5d": ("fullwidth right curly bracket", "}"),
+    "\uff3b": ("fullwidth left square bracket", "["),
+    "\uff3d": ("fullwidth right square bracket", "]"),
+    "\u3000": ("ideographic space", " "),
+}
 
 
 class NonFinite(float):
@@ -257,13 +276,7 @@ def load(path: str, raw: Optional[bytes] = None) -> Document:
     try:
         data = json.loads(text, object_pairs_hook=pairs_hook, parse_constant=constant_hook)
     except json.JSONDecodeError as err:
-        message = err.msg
-        if message.endswith(" at"):  # "Invalid control character at": the position is ours to give
-            message = message[:-3] + " in a string (write it escaped, e.g. \\n or \\t)"
-        if not text.strip():
-            message = "empty input; a config is a JSON object"
-        doc.findings.append(Finding("PL001", f"not valid JSON: {message}", line=err.lineno, column=err.colno,
-                                    hint=_syntax_hint(text, err)))
+        doc.findings.append(_fullwidth(text, err) or _invalid(text, err))
         doc.fatal = True
         return doc
     except RecursionError:
@@ -336,9 +349,62 @@ def _long_integer_position(text: str) -> tuple[int, int]:
     return line_col(text, match.start()) if match else (1, 1)
 
 
+def _invalid(text: str, err: json.JSONDecodeError) -> Finding:
+    """PL001 where the decoder stopped."""
+    message = err.msg
+    if message.endswith(" at"):  # "Invalid control character at": the position is ours to give
+        message = message[:-3] + " in a string (write it escaped, e.g. \\n or \\t)"
+    if not text.strip():
+        message = "empty input; a config is a JSON object"
+    return Finding("PL001", f"not valid JSON: {message}", line=err.lineno, column=err.colno,
+                   hint=_syntax_hint(text, err))
+
+
+def _fullwidth(text: str, err: json.JSONDecodeError) -> Optional[Finding]:
+    """PL008 when the decoder stopped at fullwidth punctuation (at the same
+    place PL001 would be), with the safe fix replacing every such
+    character outside a string by the ASCII one; None otherwise."""
+    found = FULLWIDTH.get(text[err.pos: err.pos + 1])
+    if found is None:
+        return None
+    name, ascii_char = found
+    char = text[err.pos]
+    outside = fullwidth_outside_strings(text)
+    ops = tuple(("text", i, i + 1, FULLWIDTH[text[i]][1]) for i in outside)
+    kinds = sorted({text[i] for i in outside}, key=lambda c: list(FULLWIDTH).index(c))
+    described = ", ".join(f"{c!r} -> {FULLWIDTH[c][1]!r}" for c in kinds)
+    return Finding("PL008", f"not valid JSON: {name} {char!r} (U+{ord(char):04X}) where JSON needs {ascii_char!r}",
+                   line=err.lineno, column=err.colno,
+                   hint=f"type {ascii_char!r} with the input method in English mode"
+                        + (f"; {len(outside)} such characters outside strings" if len(outside) > 1 else ""),
+                   fix=FixSpec(f"replace the fullwidth punctuation outside strings: {described}", ops))
+
+
+def fullwidth_outside_strings(text: str) -> list[int]:
+    """Offsets of the FULLWIDTH characters of ``text`` that stand outside
+    JSON (double-quoted, backslash-escaped) strings; inside one they are
+    the string's own characters and stay."""
+    found = []
+    in_string = escaped = False
+    for index, char in enumerate(text):
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in FULLWIDTH:
+            found.append(index)
+    return found
+
+
 def _syntax_hint(text: str, err: json.JSONDecodeError) -> Optional[str]:
     """A fix for the common mistakes: trailing commas, comments, single
-    quotes."""
+    quotes, and fullwidth punctuation near the error (inside what the
+    decoder took for a string, so it is not PL008's to replace)."""
     before = text[: err.pos].rstrip()
     here = text[err.pos: err.pos + 2]
     if before.endswith(",") and here[:1] in ("}", "]"):
@@ -347,4 +413,10 @@ def _syntax_hint(text: str, err: json.JSONDecodeError) -> Optional[str]:
         return "JSON has no comments; remove them"
     if here.startswith("'"):
         return "JSON strings use double quotes"
+    start = text.rfind("\n", 0, err.pos) + 1
+    end = text.find("\n", err.pos)
+    near = [c for c in text[start: end if end >= 0 else len(text)] if c in FULLWIDTH]
+    if near:
+        name, ascii_char = FULLWIDTH[near[0]]
+        return f"this line holds a {name} {near[0]!r} (U+{ord(near[0]):04X}): JSON needs {ascii_char!r} there"
     return None

@@ -7,7 +7,8 @@ file stay as they were. The rewrite is shown as a unified diff; the file is
 written only when asked (``--write``), atomically, keeping its mode.
 Renames are data (profiles.RENAMES): run_ut <-> acc_check everywhere;
 overflow_check <-> diff_check and overflow_nums <-> diff_nums only for
-PyTorch, since 26.x has no MindSpore overflow_check at all.
+PyTorch, since diff_check is PyTorch's (MindSpore's overflow_check is kept
+by 26.0 for static graph L2 only and gone from 26.1).
 """
 from __future__ import annotations
 
@@ -118,7 +119,7 @@ def _left_over(text: str, profile: str) -> list[str]:
     renames (top-level keys and sections it does not know, an unknown
     task)."""
     from .profiles import PROFILES
-    from .rules.schema import key_index
+    from .schema.files import key_index
 
     try:
         data = json.loads(text)
@@ -148,8 +149,8 @@ def _section_in_26(section: str) -> str:
 def _note(frm: str, to_name: str, target: str, only_for: str) -> str:
     if target == "26":
         return (f"{frm!r} is not renamed to {to_name!r}: that rename is for {only_for} only "
-                "(mindstudio-probe 26.x has no MindSpore overflow_check; keep an 8.x target and run it with "
-                f"probe_runtime, or pass --framework {only_for})")
+                "(mindstudio-probe 26.1 and later have no MindSpore overflow_check, 26.0 only for static graph L2; "
+                f"keep an 8.x target and run it with probe_runtime, or pass --framework {only_for})")
     return f"{frm!r} is not renamed to {to_name!r}: that rename is for {only_for} only (pass --framework {only_for})"
 
 

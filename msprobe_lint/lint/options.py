@@ -3,7 +3,8 @@ lint's context and selection.
 
 Context precedence (first wins): command-line flags, ``[tool.probe-lint]``
 in the nearest pyproject.toml (or ``--config-file``), the training script
-(``--script``), the live environment (skipped with ``isolated``).
+(``--script``, else ``script`` in ``[tool.probe-lint]``), the live
+environment (skipped with ``isolated``).
 
 Example::
 
@@ -124,13 +125,17 @@ def prepare(options: LintOptions, *, first_path: Optional[str] = None):
     if project is not None:
         layers.append(project.facts)
     analysis = None
-    if options.script:
+    script = options.script or (project.script if project is not None else None)
+    if script:
         from .script import ScriptError, analyse_script
 
         try:
-            analysis = analyse_script(options.script)
+            analysis = analyse_script(script)
         except ScriptError as err:
-            raise UsageError(str(err)) from None
+            if options.script:
+                raise UsageError(str(err)) from None
+            raise UsageError(f"{project.path}: [tool.probe-lint] script: "
+                             + str(err).replace("--script ", "", 1)) from None
         layers.append(analysis.facts)
     if not options.isolated:
         layers.append(environment_facts())

@@ -5,7 +5,8 @@ Keys: ``select``, ``ignore``, ``extend-select`` (codes or prefixes),
 (glob -> codes; a glob may end in ``#/json/pointer`` to scope the ignore to
 part of a file), the default context: ``framework``, ``mode``,
 ``jit-level``, ``mindspore-version``, ``world-size``, ``msprobe-version``,
-and which files a folder argument yields (discovery.py): ``include`` /
+the training script to analyse (``script``, relative to the pyproject.toml's
+folder; ``--script`` replaces it), and which files a folder argument yields (discovery.py): ``include`` /
 ``extend-include`` and ``exclude`` / ``extend-exclude`` (lists of
 .gitignore-style patterns, relative to the pyproject.toml's folder).
 """
@@ -39,6 +40,7 @@ class ProjectSettings:
         include, exclude: patterns replacing the defaults (None: the
             default, ``*.json`` and hidden entries, virtual environments...).
         extend_include, extend_exclude: patterns added to them.
+        script: the training script to analyse (an absolute path), or None.
     """
 
     def __init__(self, path: Path) -> None:
@@ -53,6 +55,7 @@ class ProjectSettings:
         self.extend_include: tuple[str, ...] = ()
         self.exclude: Optional[tuple[str, ...]] = None
         self.extend_exclude: tuple[str, ...] = ()
+        self.script: Optional[str] = None
 
     def __repr__(self) -> str:
         return f"ProjectSettings({str(self.path)!r})"
@@ -112,7 +115,7 @@ CONTEXT_KEYS = {"framework": "framework", "mode": "mode", "jit-level": "jit_leve
 PATTERN_KEYS = {"include": "include", "extend-include": "extend_include", "extend_include": "extend_include",
                 "exclude": "exclude", "extend-exclude": "extend_exclude", "extend_exclude": "extend_exclude"}
 KNOWN = set(CONTEXT_KEYS) | set(PATTERN_KEYS) | {"select", "ignore", "extend-select", "extend_select", "severity",
-                                                 "per-file-ignores", "per_file_ignores"}
+                                                 "per-file-ignores", "per_file_ignores", "script"}
 
 
 def _pattern_list(path: Path, key: str, value: Any) -> tuple[str, ...]:
@@ -185,6 +188,12 @@ def load(path: Path) -> Optional[ProjectSettings]:
     for key, name in PATTERN_KEYS.items():
         if key in table:
             setattr(settings, name, _pattern_list(path, key, table[key]))
+    if "script" in table:
+        script = table["script"]
+        if not isinstance(script, str) or not script.strip():
+            raise SettingsError(f"{path}: [tool.probe-lint] script must be the path of the training script, "
+                                "e.g. \"train.py\"")
+        settings.script = os.path.join(os.path.dirname(os.path.abspath(path)), script.strip())
     return settings
 
 

@@ -2,9 +2,12 @@
 and every JSON file a folder walk finds.)
 
 True for a JSON object with a top-level key msprobe reads (``task``,
-``dump_path``, a task section) or an msprobe ``level``; for a file that
-does not parse as an object, when its text holds one of those keys (a
-broken config is still reported). msprobe's own dump.json is not a config.
+``dump_path``, a task section of any release, or ``exec_range`` or
+``save_child`` of msprobe's ATB dump config) or an msprobe ``level``; for a
+file that does not parse as an object, when its text holds one of those
+keys (a broken config is still reported, also one whose key is followed by
+a fullwidth colon or written in curly quotes, as Chinese input methods
+type them). msprobe's own dump.json is not a config.
 The definition is in docs/integrations.md ("Which files are msprobe
 configs"), the shortcuts that spare the parse in docs/lint-design.md.
 
@@ -21,13 +24,18 @@ import json
 import re
 
 SECTIONS = ("statistics", "tensor", "overflow_check", "free_benchmark", "run_ut", "grad_probe", "structure",
-            "exception_dump")
-KEYS = frozenset(("task", "dump_path") + SECTIONS)
+            "exception_dump", "acc_check", "diff_check", "nan_check")
+ATB = ("exec_range", "save_child")  # keys only msprobe's ATB dump config has (lint/atb.py)
+KEYS = frozenset(("task", "dump_path") + SECTIONS + ATB)
 LEVELS = frozenset({"l0", "l1", "l2", "mix", "debug"})
 # \s is ASCII whitespace (JSON's own), so the text and bytes tests agree.
-_KEY_NAMES = "|".join(("task", "dump_path") + SECTIONS)
+_KEY_NAMES = "|".join(("task", "dump_path") + SECTIONS + ATB)
 _TEXT_PATTERN = r'"(?:%s)"\s*:|"level"\s*:\s*"(?i:L[012]|mix|debug)"' % _KEY_NAMES
 _TEXT = re.compile(_TEXT_PATTERN, re.ASCII)
+# The same keys as Chinese input methods type them: curly quotes, a
+# fullwidth colon (an object that does not parse, so only the text test).
+_WIDE_TEXT = re.compile(r'["\u201c\u201d](?:%s)["\u201c\u201d]\s*[:\uff1a]' % _KEY_NAMES, re.ASCII)
+_WIDE_MARKS = (b"\xef\xbc\x9a", b"\xe2\x80\x9c", b"\xe2\x80\x9d")  # \uff1a, \u201c, \u201d in UTF-8
 # The same test on bytes, with the quote factored out and the names' first
 # letters looked ahead for (a fifth faster over a project's JSON files).
 _FIRST_LETTERS = "".join(sorted({name[0] for name in KEYS | {"level"}}))
@@ -42,7 +50,7 @@ def looks_like_msprobe(raw: bytes) -> bool:
     """True when the file's bytes look like an msprobe config (see the
     module docstring); the same answer as :func:`parsed_verdict`, sooner."""
     if b"\\" not in raw or b"\\u" not in raw:  # one byte first: memchr-fast, and most files have no escape
-        if _MAYBE.search(raw) is None:
+        if _MAYBE.search(raw) is None and not any(mark in raw for mark in _WIDE_MARKS):
             return False
         if _FIRST_KEY.match(raw) is not None and b'"dump_data_dir"' not in raw:
             return True
@@ -65,4 +73,4 @@ def parsed_verdict(raw: bytes) -> bool:
             return True
         level = data.get("level")
         return isinstance(level, str) and level.lower() in LEVELS
-    return _TEXT.search(text) is not None
+    return _TEXT.search(text) is not None or _WIDE_TEXT.search(text) is not None

@@ -45,7 +45,7 @@ def test_every_output_format_and_release_profile_has_a_case():
     assert {c.format for c in CASES} >= set(golden.FORMATS)
     targeted = {for_version(c.args[c.args.index("--msprobe-version") + 1])
                 for c in CASES if "--msprobe-version" in c.args}
-    assert targeted >= {"8.1", "8.3", "26"}
+    assert targeted >= {"8.1", "8.3", "26.0", "26.1", "26.2"}
 
 
 def test_every_case_is_described_and_both_kinds_of_context_are_covered():

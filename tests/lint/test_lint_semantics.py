@@ -135,10 +135,12 @@ def test_pl105_vs_pl101(lint):
 
 
 def test_schema_ranges(lint):
-    assert codes(lint(config(task="statistics", statistics={"scope": ["a"]}))) == ["PL107"]
-    assert codes(lint(config(task="statistics", statistics={"scope": ["a", "b"]}))) == []
+    assert codes(lint(config(task="statistics", statistics={"scope": ["a"]}))) == ["PL305"]  # a filter list
+    assert codes(lint(config(task="statistics", statistics={"scope": ["a", "b"]}))) == ["PL305"]  # not dump names
+    assert codes(lint(config(task="statistics", statistics={"scope": ["Tensor.add.0.forward",
+                                                                     "Functional.relu.2.backward"]}))) == []
     assert codes(lint(config(task="statistics", statistics={"data_mode": ["all", "forward"]}))) == ["PL107"]
-    assert codes(lint(config(task="tensor", tensor={"port": 70000}))) == ["PL107"]
+    assert codes(lint(config(task="tensor", step=[0], tensor={"port": 70000}))) == ["PL107"]
     assert codes(lint(config(task="statistics", statistics={"summary_mode": ["max", "l3"]}))) == ["PL103"]
     assert codes(lint(config(task="statistics", statistics={"summary_mode": 3}))) == ["PL102"]
 

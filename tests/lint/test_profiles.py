@@ -31,7 +31,9 @@ def test_generated_schemas_are_current():
 
 
 @pytest.mark.parametrize("version,profile", [("8.0.1", "8.1"), ("8.1.2", "8.1"), ("1.3.0", "8.1"), ("8.3", "8.3"),
-                                             ("8.3.3", "8.3"), ("26", "26"), ("26.0.0", "26"), ("26.2.0", "26")])
+                                             ("8.3.3", "8.3"), ("26", "26.0"), ("26.0.0", "26.0"),
+                                             ("26.1.0.post1", "26.1"), ("26.1", "26.1"), ("26.2.0", "26.2"),
+                                             ("27.0", "26.2")])
 def test_version_to_profile(version, profile):
     assert for_version(version) == profile
 

@@ -13,7 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from msprobe_lint.lint.schema import fast as fastschema
-from msprobe_lint.lint.rules.schema import _validator, key_index
+from msprobe_lint.lint.rules.schema import _validator
+from msprobe_lint.lint.schema.files import key_index
 
 PROBES = [0, -1, 1, 2, 65536, 1.0, 3.5, -0.0, True, False, None, "", "x", "L1", "l1", "all", "0-3", "3-1",
           [], [0], [-1], [True], [1.0], ["a"], ["a", "b"], ["a", "b", "c"], ["all"], ["all", "forward"],

@@ -37,8 +37,8 @@ def test_unknown_codes_and_versions_and_folders_are_usage_errors(tmp_path):
         proc = run_probe("lint", str(path), "--isolated", *args)
         assert proc.returncode == 2, args
         assert "Traceback" not in proc.stderr, args
-    later = run_probe("lint", str(path), "--isolated", "--msprobe-version", "27.0")  # judged as the 26.x line
-    assert later.returncode == 1 and "mindstudio-probe 26.x" in later.stdout
+    later = run_probe("lint", str(path), "--isolated", "--msprobe-version", "27.0")  # judged as the newest 26.x
+    assert later.returncode == 1 and "mindstudio-probe 26.2" in later.stdout
 
 
 def test_messages_and_hints(lint):

@@ -599,7 +599,8 @@ def test_discover_library_api_defaults(proj):
 
 FRAGMENTS = ['{', '}', '[', ']', ',', ':', ' ', '\n', '\t', '\f', '"task"', '"dump_path"', '"level"', '"tensor"',
              '"statistics"', '"L1"', '"l0"', '"INFO"', '"mix"', '"debug"', '"x"', '1', 'null', '"data"',
-             '"dump_data_dir"', '"t\\u0061sk"', '\ufeff', '\xa0', '"\\""', 'true', '"é"']
+             '"dump_data_dir"', '"t\\u0061sk"', '\ufeff', '\xa0', '"\\""', 'true', '"é"', '"exec_range"',
+             '"save_child"', '\uff1a', '\u201c', '\u201d', 'task', '"acc_check"']
 
 
 def test_sniff_shortcuts_agree_with_the_plain_test():
@@ -617,5 +618,6 @@ def test_sniff_shortcuts_agree_with_the_plain_test():
     check()
     for raw in (b'{"task": "x"}', b'\xef\xbb\xbf {"dump_path": 1, "a": [}', b'{"task": "s", "level": "L1", '
                 b'"dump_data_dir": null, "data": {}}', b'{"a": {"task": 1}}', b'{"level": "DEBUG"}',
-                b'{"t\\u0061sk": 1}', b'[{"task": 1}]'):
+                b'{"t\\u0061sk": 1}', b'[{"task": 1}]', '{"task"\uff1a 1}'.encode(), '{\u201ctask\u201d: 1}'.encode(),
+                b'{"exec_range": "all", "ids": ""}', '{"a"\uff1a 1}'.encode()):
         assert looks_like_msprobe(raw) is parsed_verdict(raw), raw

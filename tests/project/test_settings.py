@@ -110,6 +110,19 @@ def test_default_context_values(project):
     assert all("pyproject.toml [tool.probe-lint]" in d.message for d in found)
 
 
+def test_script_key_is_read_as_script_and_the_flag_replaces_it(project, tmp_path):
+    """verl's shape: no dump_path in the config, one passed to PrecisionDebugger."""
+    (tmp_path / "train.py").write_text("from msprobe.pytorch import PrecisionDebugger\n"
+                                       "d = PrecisionDebugger(config_path='c.json', dump_path='/data/step0')\n"
+                                       "d.start()\nd.stop()\n", encoding="utf-8")
+    (tmp_path / "other.py").write_text("from msprobe.pytorch import PrecisionDebugger\n"
+                                       "d = PrecisionDebugger(config_path='c.json')\nd.start()\nd.stop()\n",
+                                       encoding="utf-8")
+    path = project('script = "train.py"\n', cfg=config(dump_path=None))
+    assert "PL104" not in codes(run(path))
+    assert "PL104" in codes(run(path, script=str(tmp_path / "other.py")))
+
+
 def test_config_file_option(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     other = tmp_path / "elsewhere.toml"
@@ -145,6 +158,8 @@ def test_nearest_pyproject_is_used(tmp_path):
     ('[tool.probe-lint.per-file-ignores]\n"#/x" = ["PL2"]\n', "has no file glob"),
     ('[tool.probe-lint.per-file-ignores]\n"a.json#x" = ["PL2"]\n', "must be a JSON pointer"),
     ('[tool.probe-lint.per-file-ignores]\n"a.json" = "PL2x"\n', "is not a rule code"),
+    ('script = 3\n', "script must be the path of the training script"),
+    ('script = "missing.py"\n', "[tool.probe-lint] script: "),
 ])
 def test_malformed_table_is_a_clear_usage_error(project, table, message):
     path = project(table)

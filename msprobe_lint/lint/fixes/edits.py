@@ -41,13 +41,20 @@ def resolve(spec: FixSpec, doc) -> Optional[Fix]:
         A Fix whose offsets count characters of the file's decoded text
         (a byte-order mark counted as one), or None when a position is
         not known (a value the scan did not record, a config that did not
-        parse) or two of its own edits overlap.
+        parse, but for ``text`` operations) or two of its own edits
+        overlap. A removal of a non-empty object (a section holding user
+        keys) is made unsafe whatever the spec says.
     """
-    if doc is None or doc.fatal or not doc.text:
+    if doc is None or not doc.text:
+        return None
+    if doc.fatal and any(op[0] not in ("text", "bom") for op in spec.ops):
         return None
     text = doc.text
     shift = 1 if doc.bom else 0
     edits: list[Edit] = []
+    writes: list[str] = []
+    removes: list[str] = []
+    safe = spec.safe
     try:
         for op in spec.ops:
             kind = op[0]
@@ -55,19 +62,33 @@ def resolve(spec: FixSpec, doc) -> Optional[Fix]:
                 if doc.bom:
                     edits.append(Edit(0, 1, "", 1, 1, 1, 1, None))
                 continue
+            if kind == "text":
+                start, end, new = op[1], op[2], op[3]
+                if not 0 <= start <= end <= len(text):
+                    raise _Unresolvable(kind)
+                line, column = line_col(text, start)
+                end_line, end_column = line_col(text, end)
+                edits.append(Edit(start + shift, end + shift, new, line, column, end_line, end_column, None))
+                continue
             if kind == "value":
                 start, end = _offsets(doc, op[1], "value")
                 new = op[2]
+                writes.append(op[1])
             elif kind == "wrap":
                 start, end = _offsets(doc, op[1], "value")
                 new = "[" + text[start:end] + "]"
+                writes.append(op[1])
             elif kind == "key":
                 start, end = _offsets(doc, op[1], "key")
                 new = json.dumps(op[2], ensure_ascii=False)
+                writes.append(op[1].rpartition("/")[0] + "/" + escape(op[2]))
             elif kind == "remove":
                 start, end = _member(doc, op[1])
                 start, end = _with_separator(text, start, end)
                 new = ""
+                removes.append(op[1])
+                if _holds_something(doc.data, op[1]):
+                    safe = False
             elif kind == "remove-member-at":
                 start, end = _member_at(text, op[1])
                 start, end = _with_separator(text, start, end)
@@ -77,6 +98,7 @@ def resolve(spec: FixSpec, doc) -> Optional[Fix]:
                     line, column = line_col(text, start)
                     end_line, end_column = line_col(text, end)
                     edits.append(Edit(start + shift, end + shift, new, line, column, end_line, end_column, op[1]))
+                writes.append(("/" + escape(op[2]) if op[2] else "") + "/" + escape(split(op[1])[-1]))
                 continue
             else:
                 raise _Unresolvable(kind)
@@ -89,7 +111,26 @@ def resolve(spec: FixSpec, doc) -> Optional[Fix]:
     edits.sort(key=lambda e: (e.start, e.end))
     if _overlap(edits):
         return None
-    return Fix(spec.description, tuple(edits), spec.safe)
+    return Fix(spec.description, tuple(edits), safe, tuple(writes), tuple(removes))
+
+
+def _holds_something(data, ptr: str) -> bool:
+    """True when the value at ``ptr`` is a non-empty object."""
+    node = data
+    for token in split(ptr):
+        if isinstance(node, dict) and token in node:
+            node = node[token]
+        elif isinstance(node, list) and token.isdigit() and int(token) < len(node):
+            node = node[int(token)]
+        else:
+            return False
+    return isinstance(node, dict) and bool(node)
+
+
+def covers(removed: str, written: str) -> bool:
+    """True when removing the member at JSON pointer ``removed`` would take
+    ``written`` (itself or something inside it) with it."""
+    return written == removed or written.startswith(removed + "/")
 
 
 def _offsets(doc, ptr: str, at: str) -> tuple[int, int]:
@@ -192,21 +233,25 @@ def _clash(a: int, b: int, c: int, d: int) -> bool:
     return (a < d and c < b) or (a == c and (a == b or c == d))
 
 
-def apply_fixes(text: str, diagnostics: Iterable[Diagnostic], unsafe: bool = False
-                ) -> tuple[str, list[Diagnostic]]:
+def apply_fixes(text: str, diagnostics: Iterable[Diagnostic], unsafe: bool = False,
+                protected: Iterable[str] = ()) -> tuple[str, list[Diagnostic]]:
     """Apply the fixes of ``diagnostics`` to ``text`` (the file's decoded
     text, byte-order mark included, that the diagnostics were made from).
 
     Safe fixes only, unless ``unsafe``. Fixes are taken in the order of
     their first edit; one whose edits overlap a fix already taken is left
-    for a later round (see :func:`fix_text`).
+    for a later round (see :func:`fix_text`). A fix that would remove one
+    of the ``protected`` pointers (what earlier fixes wrote) or anything
+    holding one is never taken.
 
     Returns:
         (new text, the diagnostics whose fix was applied).
     """
     chosen: list[Diagnostic] = []
     taken: list[tuple[int, int]] = []
-    candidates = [d for d in diagnostics if d.fix is not None and d.fix.edits and (unsafe or d.fix.safe)]
+    protected = tuple(protected)
+    candidates = [d for d in diagnostics if d.fix is not None and d.fix.edits and (unsafe or d.fix.safe)
+                  and not any(covers(r, w) for r in d.fix.removes for w in protected)]
     candidates.sort(key=lambda d: (min(e.start for e in d.fix.edits), d.sort_key()))  # type: ignore[union-attr]
     for diagnostic in candidates:
         edits = diagnostic.fix.edits  # type: ignore[union-attr]
@@ -233,24 +278,34 @@ def fix_text(text: str, lint: Callable[[str], list[Diagnostic]], *, unsafe: bool
         unsafe: apply unsafe fixes too.
     Returns:
         (fixed text, every diagnostic whose fix was applied, the
-        diagnostics of the fixed text). A round whose result would not
-        parse (a bug in a fix) is undone and ends the loop, so the text
-        returned always parses when the one given did.
+        diagnostics of the fixed text). What a fix writes is never removed
+        by a later one (a key moved into a section, then that section
+        removed as inactive). A round whose result would not parse while
+        its input did (a bug in a fix) is undone and ends the loop, so the
+        text returned always parses when the one given did; a text that
+        did not parse may only be repaired (PL008's replacements).
     """
     diagnostics = lint(text)
     applied: list[Diagnostic] = []
+    written: list[str] = []
     for _ in range(rounds):
-        new, chosen = apply_fixes(text, diagnostics, unsafe)
+        new, chosen = apply_fixes(text, diagnostics, unsafe, protected=written)
         if not chosen or new == text:
             break
         after = lint(new)
         if _duplicates(after) > _duplicates(diagnostics):
-            new, chosen, after = _without_clashes(text, chosen, lint, _duplicates(diagnostics))
-        if any(d.code in ("PL001", "PL003") for d in after):  # pragma: no cover - a fix that broke the JSON
+            new, chosen, after = _without_clashes(text, chosen, lint, _duplicates(diagnostics), written)
+        if _broken(after) and not _broken(diagnostics):  # pragma: no cover - a fix that broke the JSON
             break
         text, diagnostics = new, after
         applied.extend(chosen)
+        written.extend(w for d in chosen for w in d.fix.writes)  # type: ignore[union-attr]
     return text, applied, diagnostics
+
+
+def _broken(diagnostics: Iterable[Diagnostic]) -> bool:
+    """True when the diagnostics say the text does not parse as an object."""
+    return any(d.code in ("PL001", "PL003", "PL008") for d in diagnostics)
 
 
 def _duplicates(diagnostics: Iterable[Diagnostic]) -> int:
@@ -259,7 +314,7 @@ def _duplicates(diagnostics: Iterable[Diagnostic]) -> int:
 
 
 def _without_clashes(text: str, chosen: list[Diagnostic], lint: Callable[[str], list[Diagnostic]],
-                     allowed: int) -> tuple[str, list[Diagnostic], list[Diagnostic]]:
+                     allowed: int, protected: Sequence[str] = ()) -> tuple[str, list[Diagnostic], list[Diagnostic]]:
     """The fixes of one round taken one by one, each kept only when the
     text still has no more duplicate keys than ``allowed``. One fix never
     makes a duplicate (a rename or move into a key that is there already
@@ -274,7 +329,7 @@ def _without_clashes(text: str, chosen: list[Diagnostic], lint: Callable[[str], 
     kept: list[Diagnostic] = []
     new, after = text, lint(text)
     for diagnostic in chosen:
-        trial, _ = apply_fixes(text, kept + [diagnostic], unsafe=True)
+        trial, _ = apply_fixes(text, kept + [diagnostic], unsafe=True, protected=protected)
         trial_after = lint(trial)
         if _duplicates(trial_after) <= allowed:
             kept.append(diagnostic)

@@ -10,14 +10,15 @@ TYPE_CHECKING = False  # typing is imported only by type checkers (start-up)
 if TYPE_CHECKING:
     from typing import Iterator
 
-FIRST_RELEASE_WITHOUT_MS_OVERFLOW = "26.0.0"
+FIRST_RELEASE_WITHOUT_MS_OVERFLOW = "26.1.0"
 
 
 @rule("PL601", "msprobe-without-overflow-check", "warning",
-      "Installed mindstudio-probe has no MindSpore overflow_check task (26.x)")
+      "Installed mindstudio-probe has no MindSpore overflow_check task (26.1 and later)")
 def msprobe_without_overflow(config: ConfigView, context: Context) -> Iterator[Finding]:
     """
-    mindstudio-probe 26.x dropped the MindSpore overflow_check task: a
+    mindstudio-probe 26.1 and later have no overflow_check task (26.0 kept
+    it for MindSpore static graph at L2 only; that limit is PL201's): a
     MindSpore job that constructs msprobe's PrecisionDebugger with this
     config would not detect overflow. Only judged from the installed package
     (live environment, never under --isolated). The installed release is

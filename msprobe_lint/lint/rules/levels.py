@@ -50,7 +50,9 @@ def level_not_allowed(config: ConfigView, context: Context) -> Iterator[Finding]
     (GRAPH_MODE). mix and debug are never valid for overflow_check. Any other
     combination collects nothing or stops the job. Other tasks have no level
     rule. Needs the framework or the mode; silent when both are unknown
-    (except for mix/debug).
+    (except for mix/debug). Judged for mindstudio-probe 26.0, whose
+    MindSpore overflow_check runs at L2 in static graph only (its PyNative
+    L0/L1 check is gone), L0 and L1 are reported whatever the mode.
 
     Bad:
         {"task": "overflow_check", "level": "L1"}    with mode=graph
@@ -71,6 +73,20 @@ def level_not_allowed(config: ConfigView, context: Context) -> Iterator[Finding]
         return set_value("/level", new, f"change level {level} to {new} to fit the mode", safe=False) \
             if at == "/level" else None
 
+    if config.profile == "26.0":
+        if level != "L2" and framework in (None, "mindspore"):
+            yield Finding("PL201", f"level {level} does not work for overflow_check in mindstudio-probe 26.0"
+                                   f"{implied}: it checks MindSpore at L2 in static graph only (its PyNative L0/L1 "
+                                   "check was removed; PrecisionDebugger stops with 'Processor not found')",
+                          pointer=at, hint="use \"level\": \"L2\" in static graph, or run the L0/L1 check with "
+                                           "probe_runtime's PrecisionDebugger (or mindstudio-probe 8.3)",
+                          fix=fit("L2") if mode == "graph" else None)
+            return
+        if level == "L2" and mode == "pynative":
+            yield Finding("PL201", f"level L2 (kernel) works for overflow_check only in MindSpore static graph, "
+                                   f"not in PyNative mode{_because(context, 'mode')}", pointer=at,
+                          hint="run in GRAPH_MODE with jit_level O2, or use probe_runtime at L1/L0 in PyNative")
+        return  # PyTorch and MSAdapter: PL205
     if level in ("mix", "debug"):
         yield Finding("PL201", f"level {level} is not valid for overflow_check{implied}", pointer=at,
                       hint="use L0 (Cell) or L1 (API) in PyNative/MSAdapter/PyTorch, L2 in MindSpore static graph",
@@ -170,7 +186,8 @@ def option_no_effect(config: ConfigView, context: Context) -> Iterator[Finding]:
             yield Finding("PL204", "check_mode has no effect: " + "; ".join(reasons),
                           pointer="/overflow_check/check_mode", at="key", hint="remove check_mode",
                           fix=_remove_here("/overflow_check/check_mode"))
-    if config.has("overflow_check", "overflow_nums") and _overflow_scenario(config, context) == "graph":
+    if config.has("overflow_check", "overflow_nums") and _overflow_scenario(config, context) == "graph" \
+            and not config.profile.startswith("26"):  # 26.0 no longer reads it at all: PL106
         yield Finding("PL204", "overflow_nums has no effect in MindSpore static graph" + _because(context, "mode"),
                       pointer="/overflow_check/overflow_nums", at="key", hint="remove overflow_nums",
                       fix=_remove_here("/overflow_check/overflow_nums"))
@@ -180,7 +197,8 @@ def option_no_effect(config: ConfigView, context: Context) -> Iterator[Finding]:
 def task_not_available(config: ConfigView, context: Context) -> Iterator[Finding]:
     """
     run_ut exists for PyTorch only; free_benchmark and grad_probe are not
-    available on MSAdapter. Inside probe_runtime (PrecisionDebugger, probe
+    available on MSAdapter; mindstudio-probe 26.0 runs overflow_check for
+    MindSpore static graph only (PyTorch's is diff_check). Inside probe_runtime (PrecisionDebugger, probe
     run) it also reports what the bundled runtime cannot run: any task but
     overflow_check, and level L2 without an Ascend device.
 
@@ -201,6 +219,13 @@ def task_not_available(config: ConfigView, context: Context) -> Iterator[Finding
     elif task in ("free_benchmark", "grad_probe") and framework == "msadapter":
         yield Finding("PL205", f"task {task} is not available on MSAdapter{_because(context, 'framework')}",
                       pointer=at)
+    elif task == "overflow_check" and config.profile == "26.0" and framework in ("pytorch", "msadapter"):
+        what = ("its PyTorch overflow check is the diff_check task" if framework == "pytorch" else
+                "it checks MindSpore static graph at L2 only, and MSAdapter runs in PyNative")
+        yield Finding("PL205", f"task overflow_check is not available for {framework} in mindstudio-probe 26.0: "
+                               f"{what}{_because(context, 'framework')}", pointer=at,
+                      hint="use \"task\": \"diff_check\"" if framework == "pytorch" else
+                      "use probe_runtime's PrecisionDebugger, or mindstudio-probe 8.3")
     if not context.runtime:
         return
     if task != "overflow_check":

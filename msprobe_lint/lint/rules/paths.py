@@ -1,9 +1,11 @@
-"""Paths family (PL401-PL408): the path rules msprobe enforces at run time
+"""Paths family (PL401-PL409): the path rules msprobe enforces at run time
 (SPEC 2.4; msprobe's file checks in ``msprobe/core/common/file_utils.py``):
 only ``[A-Za-z0-9_./-]``, at most 4096 characters with no component over
 255, no soft link, not writable by others nor owned by another user; and
-absolute paths, which msprobe's docs ask for. PL406-PL408 look at the
-filesystem and run only with ``--check-fs`` (always in probe_runtime).
+absolute paths, which msprobe's docs ask for; and no placeholder copied
+from the docs (PL409, reported instead of the others for that path).
+PL406-PL408 look at the filesystem and run only with ``--check-fs``
+(always in probe_runtime).
 """
 from __future__ import annotations
 
@@ -30,11 +32,39 @@ MAX_COMPONENT = 255
 PATH_KEYS = ((None, "dump_path"), ("run_ut", "error_data_path"), ("run_ut", "nfs_path"), ("tensor", "nfs_path"))
 
 
+# Parts of a path that docs and examples write for "put your path here":
+# /path/to/..., xxx, your_path, <dump_dir>, {output}, "...".
+PLACEHOLDER_PART = re.compile(r"(?i)^(xx|(?:.*[_-])?x{3,}(?:[_-].*)?|your.*|<.*>|\{.*\}|\[.*\]|path[_-]?to(?:[_-].*)?"
+                              r"|\.{3,}|\u2026)$")
+
+
+def placeholder(value: str) -> Optional[str]:
+    """The part of path ``value`` that is a placeholder from the docs
+    (``path/to``, ``xxx``, ``your_path``, ``<dir>``, ``...``), or None."""
+    parts = value.split("/")
+    for index, part in enumerate(parts):
+        if part.lower() == "path" and index + 1 < len(parts) and parts[index + 1].lower() == "to":
+            return f"{part}/{parts[index + 1]}"
+        if PLACEHOLDER_PART.match(part):
+            return part
+    return None
+
+
 def path_values(config: ConfigView) -> Iterator[tuple[str, str, str]]:
     """(name, pointer, value) of each path in the config that msprobe will
-    use: dump_path and the path options of the active task's section."""
+    use: dump_path (unless the training script passes its own to
+    PrecisionDebugger) and the path options of the active task's section;
+    a placeholder (PL409's) is left out."""
+    for name, ptr, value in _paths(config):
+        if placeholder(value) is None:
+            yield name, ptr, value
+
+
+def _paths(config: ConfigView) -> Iterator[tuple[str, str, str]]:
     for section, key in PATH_KEYS:
         if section is not None and section != config.task:
+            continue
+        if section is None and key in config.given_in_code:
             continue
         parts = (key,) if section is None else (section, key)
         value = config.get(*parts)
@@ -101,6 +131,29 @@ def bad_characters(config: ConfigView, context: Context) -> Iterator[Finding]:
         yield Finding("PL402", f"{name} has characters msprobe rejects: {shown}", pointer=ptr,
                       hint=f"use only letters, digits, '_', '.', '/', '-', e.g. {cleaned}",
                       fix=_rewrite(ptr, cleaned, "replace the rejected characters with '_'"))
+
+
+@rule("PL409", "path-placeholder", "error", "Path is a placeholder copied from the docs")
+def path_placeholder(config: ConfigView, context: Context) -> Iterator[Finding]:
+    """
+    Docs and examples write /path/to/dump, xxx/data_dump or your_path where
+    your own folder goes. Copied as is, msprobe creates that folder (or
+    fails for lack of permission) and the dump lands where nobody looks.
+    Reported instead of the other path rules for that path; there is no fix:
+    only you know the folder.
+
+    Bad:
+        "dump_path": "/path/to/dump/data"
+    Good:
+        "dump_path": "/data/llama_run3/msprobe_dump"
+    """
+    for name, ptr, value in _paths(config):
+        part = placeholder(value)
+        if part is not None:
+            yield Finding("PL409", f"{name} {value!r} is a placeholder from the docs ({part!r}): msprobe would "
+                                   "use it as it is", pointer=ptr,
+                          hint=f"write the absolute folder where the {'dump' if name == 'dump_path' else 'data'} "
+                               "should go")
 
 
 @rule("PL403", "path-too-long", "error", "Path too long (over 4096, or a component over 255)")

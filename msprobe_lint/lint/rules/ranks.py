@@ -1,13 +1,16 @@
-"""Ranks family (PL301-PL304): the rank and step filters.
+"""Ranks family (PL301-PL306): the filters that choose what is collected.
 
-Each is a list of integers >= 0 and ``"a-b"`` range strings (a <= b);
-empty or absent means all. The item syntax is checked by the schema
-(``x-probe-code: PL301``); what JSON Schema cannot say (a <= b, overlaps,
-the world size) is checked here.
+rank and step are each a list of integers >= 0 and ``"a-b"`` range strings
+(a <= b); empty or absent means all. The item syntax is checked by the
+schema (``x-probe-code: PL301``); what JSON Schema cannot say (a <= b,
+overlaps, the world size) is checked here. A task section's ``scope`` is a
+range of two full dump names, not a filter list (PL305), and a tensor dump
+with no filter at all writes everything (PL306).
 """
 from __future__ import annotations
 
 import bisect
+import re
 import sys
 
 from ..config_view import ConfigView
@@ -208,3 +211,94 @@ def rank_single_card(config: ConfigView, context: Context) -> Iterator[Finding]:
         yield Finding("PL304", f"rank is {items!r} in single-card training ({context.describe('world_size')}); "
                                "msprobe needs an empty list there", pointer="/rank", hint='write "rank": []',
                       fix=set_value("/rank", [], "write an empty rank list", safe=False))
+
+
+# Full dump names, as msprobe's range scope requires them
+# (``core/data_dump/scope.py``, 26.x ``core/dump/data_dump/scope.py``:
+# RangeScope.check_name_pattern, with ``Const.DUMP_PREFIX``; the same in
+# 8.1.2 to 26.2.0).
+API_PREFIXES = ("Distributed", "Functional", "Torch", "Tensor", "Mint", "MintFunctional", "Primitive", "Aten", "VF",
+                "NPU", "Jit")
+API_NAME = re.compile(r"^(%s)\..*\.\d+\.(forward|backward)$" % "|".join(API_PREFIXES))
+CELL_NAME = re.compile(r"^(Cell|Module)\..*\.(forward|backward)\.\d+$")
+EXAMPLES = {"L1": "Functional.conv2d.0.forward", "L0": "Cell.net.conv1.Conv2d.forward.0"}
+
+
+@rule("PL305", "scope-not-a-range", "error", "scope used as a filter list, not a range of two full dump names")
+def scope_not_range(config: ConfigView, context: Context) -> Iterator[Finding]:
+    """
+    scope marks a range: exactly two full dump names, the first and the last
+    call to collect, as they appear in dump.json (at L1 API names such as
+    Functional.conv2d.0.forward, at L0 Cell names such as
+    Cell.net.conv1.Conv2d.forward.0, either at mix). msprobe stops when the
+    dump starts on a scope of another length or on a name of another shape.
+    To collect only some APIs or Cells by name, list them in "list" (names or
+    fragments, any number) and leave scope empty. The length is checked in
+    every section (schema); the names in the active task's section, at L0,
+    L1 and mix (free_benchmark's scope is a plain list and not checked).
+
+    Bad:
+        "statistics": {"scope": ["Functional.conv2d", "Functional.relu"]}
+    Good:
+        "statistics": {"scope": ["Functional.conv2d.0.forward", "Functional.relu.3.forward"]}
+        "statistics": {"list": ["conv2d", "relu"]}
+    """
+    task, level = config.task, config.level
+    if task in (None, "free_benchmark") or level not in ("L0", "L1", "mix"):
+        return
+    scope = config.get(task, "scope")
+    if not isinstance(scope, list) or len(scope) != 2 or not all(isinstance(name, str) for name in scope):
+        return
+    tests = {"L1": (API_NAME,), "L0": (CELL_NAME,), "mix": (API_NAME, CELL_NAME)}[level]
+    wrong = [name for name in scope if not any(test.match(name) for test in tests)]
+    if not wrong:
+        return
+    kind = {"L1": "API", "L0": "Cell", "mix": "API or Cell"}[level]
+    example = EXAMPLES["L0" if level == "L0" else "L1"]
+    shown = ", ".join(repr(name) for name in wrong)
+    what = f"a full {kind} dump name" if len(wrong) == 1 else f"full {kind} dump names"
+    yield Finding("PL305", f"scope names {shown}, not {what} at level {level} (like {example}): scope marks a range "
+                           "between two calls, it is not a filter list",
+                  pointer=pointer(task, "scope"),
+                  hint=f'to collect some APIs or Cells by name, put them in "list" and leave scope empty; for a '
+                       f"range, copy the first and last names from a dump's dump.json")
+
+
+@rule("PL306", "tensor-dump-unfiltered", "warning", "Task tensor at L1 with no step, rank, scope or list")
+def tensor_unfiltered(config: ConfigView, context: Context) -> Iterator[Finding]:
+    """
+    Task tensor saves the real input and output tensors of every API call it
+    sees. With no step, rank, scope or list at level L1 (or mix, which adds
+    the Cells), that is every API call of every step on every rank: the
+    weights, activations and gradients each call takes and gives, which for
+    a model of a few billion parameters is tens of gigabytes per step and
+    rank, terabytes within a few dozen steps, and the job slows to the speed
+    of the disk. Narrow it first; task statistics finds where to look at a
+    fraction of the size. A step= given to PrecisionDebugger in the script
+    (--script) counts as a step filter.
+
+    Bad:
+        {"task": "tensor", "level": "L1", "step": [], "rank": [], "tensor": {"scope": [], "list": []}}
+    Good:
+        {"task": "tensor", "level": "L1", "step": [0], "rank": [0], "tensor": {"list": ["softmax"]}}
+    """
+    if config.task != "tensor" or config.level not in ("L1", "mix"):
+        return
+    section = config.data.get("tensor")
+    section = section if isinstance(section, dict) else {}
+    # Any filter written, even a malformed one (reported by its own rule), is a filter meant.
+    if any(config.data.get(key) not in (None, [], "") for key in ("step", "rank")) or \
+            any(section.get(key) not in (None, [], "") for key in ("scope", "list")):
+        return
+    script = context.script
+    if script is not None and any(getattr(d, "step_given", False) for d in getattr(script, "debuggers", ())):
+        return
+    world = context.value("world_size")
+    ranks = "every rank" if world is None else ("the one rank" if world == 1 else f"each of {world} ranks")
+    at = "/level" if "level" in config.data else ("/task" if "task" in config.data else "")
+    yield Finding("PL306", f"task tensor at level {config.level} with no step, rank, scope or list writes the input "
+                           "and output tensors of every API call (weights, activations, gradients) on every step of "
+                           f"{ranks}: for a model of a few billion parameters, tens of gigabytes per step and rank, "
+                           "terabytes within a few dozen steps",
+                  pointer=at, hint='narrow it: e.g. "step": [0], "rank": [0], and a scope or list in the tensor '
+                                   "section; or find where to look with task statistics first")

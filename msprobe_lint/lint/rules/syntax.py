@@ -80,3 +80,19 @@ define("PL007", "mindspore-dump-config", "error", "MindSpore's own dump config, 
     Good:
         {"task": "overflow_check", "dump_path": "/data/dump", "level": "L1"}
     """)
+
+define("PL008", "fullwidth-punctuation", "error", "Fullwidth punctuation where JSON needs ASCII", "syntax",
+       fix="safe", doc="""
+    Chinese input methods type a fullwidth comma, colon or curly quotes
+    where JSON needs ',' ':' and '"': json.load, and so msprobe, stops at
+    the first one. Common in configs copied from Chinese docs or chats.
+    Reported instead of PL001, at the same place (where the decoder
+    stops), with the character named; the fix replaces every such
+    character outside strings (，、：“”‘’＂｛｝［］ and the ideographic
+    space) by its ASCII one. Nothing else runs on the file until it parses.
+
+    Bad:
+        {"task"："statistics"，“level”: "L1"}
+    Good:
+        {"task": "statistics", "level": "L1"}
+    """)

@@ -252,3 +252,16 @@ def is_valid(instance: Any, profile: str = "8.3") -> Optional[bool]:
         return check(instance)
     except RecursionError:
         return None
+
+
+def fits(value: Any, subschema: Any, profile: str = "8.3") -> Optional[bool]:
+    """True when ``value`` is valid under ``subschema``, a part of the
+    schema of ``profile`` (its local ``$ref`` resolved against that whole
+    schema), False when not, None when it cannot be told here (a keyword
+    this module does not evaluate)."""
+    from .files import load_schema
+
+    try:
+        return _Compiler(load_schema(profile)).compile(subschema)(value)
+    except (Unsupported, re.error, TypeError, AttributeError, RecursionError):
+        return None

@@ -13,12 +13,17 @@ from functools import lru_cache
 
 TYPE_CHECKING = False  # typing is imported only by type checkers (start-up)
 if TYPE_CHECKING:
-    from typing import Optional
+    from typing import Any, Optional
+
+
+ATB = "atb"  # the schema name of msprobe's ATB dump config (lint/atb.py)
+ATB_SCHEMA_FILE = "atb-dump-config.schema.json"
 
 
 def schema_path(profile: str = "8.3") -> str:
     """Path of the installed schema file of a release profile (``"8.1"``,
-    ``"8.3"``, ``"26"``; see profiles.py).
+    ``"8.3"``, ``"26.0"``, ``"26.1"``, ``"26.2"``; see profiles.py), or of
+    msprobe's ATB dump config (``"atb"``; see lint/atb.py).
 
     Raises:
         FileNotFoundError: when neither the packaged nor the source copy
@@ -27,7 +32,7 @@ def schema_path(profile: str = "8.3") -> str:
     """
     from ..profiles import PROFILES
 
-    name = PROFILES[profile].schema_file
+    name = ATB_SCHEMA_FILE if profile == ATB else PROFILES[profile].schema_file
     package = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))  # msprobe_lint/
     for candidate in (os.path.join(package, "schema", name), os.path.join(os.path.dirname(package), "schema", name)):
         if os.path.isfile(candidate):
@@ -69,3 +74,15 @@ def sections(root: Optional[dict] = None) -> dict[str, dict]:
         if resolved.get("type") == "object":
             out[key] = resolved
     return out
+
+
+@lru_cache(maxsize=None)
+def key_index(profile: str = "8.3") -> dict[str, dict[str, Any]]:
+    """Location (``""`` for top level, else the section name) -> {key:
+    resolved subschema} of every key the schema ``profile`` accepts (a
+    release profile of profiles.py, or ``"atb"``)."""
+    root = load_schema(profile)
+    index = {"": {k: resolve(v, root) for k, v in root["properties"].items()}}
+    for name, section in sections(root).items():
+        index[name] = {k: resolve(v, root) for k, v in section.get("properties", {}).items()}
+    return index

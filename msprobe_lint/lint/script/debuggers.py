@@ -62,6 +62,8 @@ def _construction(index: Index, node: ast.Call, origin: str) -> Debugger:
     else:
         debugger.escapes = f"the debugger is not bound to a plain variable (line {line})"
     for keyword in node.keywords:
+        if keyword.arg == "dump_path":
+            debugger.dump_path_given = not _is_none(keyword.value)
         if keyword.arg is None:
             debugger.level_given = debugger.step_given = True
             debugger.level = debugger.step = UNKNOWN
@@ -74,11 +76,18 @@ def _construction(index: Index, node: ast.Call, origin: str) -> Debugger:
                 debugger.step = ast.literal_eval(keyword.value)
             except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
                 debugger.step = UNKNOWN
+    starred = [i for i, a in enumerate(node.args) if isinstance(a, ast.Starred)]
+    if len(node.args) > 2 and not (starred and starred[0] <= 2) and not _is_none(node.args[2]):
+        debugger.dump_path_given = True  # PrecisionDebugger(config_path, task, dump_path, ...)
     if len(node.args) > 1 or any(isinstance(a, ast.Starred) for a in node.args):
         # PrecisionDebugger(config_path, task, dump_path, level, ...) positionally
         debugger.level_given = debugger.step_given = True
         debugger.level = debugger.step = UNKNOWN
     return debugger
+
+
+def _is_none(node: ast.AST) -> bool:
+    return isinstance(node, ast.Constant) and node.value is None
 
 
 def _call(index: Index, node: ast.Call) -> DebuggerCall:

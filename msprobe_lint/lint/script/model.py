@@ -64,6 +64,10 @@ class Debugger:
         level, step: literal ``level=``/``step=`` keyword values given to
             the constructor (they override the config), else UNSET; UNKNOWN
             when given but not a literal.
+        dump_path_given: True when the constructor surely receives a
+            dump_path (``dump_path=`` with anything but a literal None, or
+            a third positional argument), which overrides the config's:
+            verl passes a folder per step this way.
         origin: the module it was imported from (``probe_runtime``,
             ``msprobe.mindspore``...).
     """
@@ -79,6 +83,7 @@ class Debugger:
     step: Any = None
     level_given: bool = False
     step_given: bool = False
+    dump_path_given: bool = False
 
     def called(self, method: str) -> list[DebuggerCall]:
         """The calls of ``method``, in source order."""
@@ -133,6 +138,12 @@ class ScriptAnalysis:
     jit_uses: list[JitUse] = field(default_factory=list)
     model_train: Optional[int] = None
     notes: list[str] = field(default_factory=list)
+
+    @property
+    def passes_dump_path(self) -> bool:
+        """True when the script constructs a PrecisionDebugger and every
+        construction passes a dump_path (the config then needs none)."""
+        return bool(self.debuggers) and all(d.dump_path_given for d in self.debuggers)
 
     def where(self, line: int) -> str:
         """``"train.py:4"`` for this script."""
