@@ -9,8 +9,12 @@ thread (:data:`~probe_runtime.hooks.guard.GUARD`) while ``sink.live``; then
 :class:`~.calls.ApiCall` to the sink: before the call, in-place targets are
 announced (``sink.before_mutation``) and copied, Parameters are probed and,
 under grad, the tensor inputs pass through one ``HookBackward``; after it,
-the tensor outputs through another, then ``sink.on_forward``. A fault in a
-wrapper is logged through the sink and never reaches the caller.
+the tensor outputs through another, then ``sink.on_forward``. The calls
+made inside the outermost one append themselves to ``GUARD.nested`` (no
+hook, no read); those whose result is not the outer call's own result go
+with its entry (``ApiCall.nested``), judged when its inputs and result are
+finite. A fault in a wrapper is logged through the sink and never reaches
+the caller.
 
 Example::
 
@@ -23,15 +27,20 @@ from __future__ import annotations
 
 import functools
 import sys
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 from ..check.probes import launch_sum, probe_now
-from ..check.verdict import framework_error, is_floating, is_tensor, iter_tensors, surfaced
+from ..check.verdict import framework_error, is_floating, is_parameter, is_tensor, iter_tensors, surfaced
 from ..hooks.backward import release, through_hook
 from ..hooks.frames import capture_frames
 from ..hooks.guard import GUARD
 from .calls import ApiCall, Sink
 from .primitives import call_arity, jit_tracing, primitive_api, side_effect
+
+#: what a nested call's wrapper appends to ``GUARD.nested``: ``(kind, api or
+#: primitive, args, kwargs, result)``; a ``PYBOOST`` entry's args still hold
+#: the primitive's attributes after its arguments (cut by ``call_arity``)
+FUNCTION, PRIMITIVE, PYBOOST = 0, 1, 2
 
 
 class Wrappers:
@@ -99,7 +108,14 @@ class Wrappers:
 
         @functools.wraps(original)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
-            if GUARD.depth or not sink.live:
+            if GUARD.depth:
+                nested = GUARD.nested
+                if nested is None:
+                    return original(*args, **kwargs)
+                output = original(*args, **kwargs)
+                nested.append((FUNCTION, api, args, kwargs, output))
+                return output
+            if not sink.live:
                 return original(*args, **kwargs)
             return handle(api, original, inplace, args, kwargs, sys._getframe(1))
 
@@ -114,7 +130,14 @@ class Wrappers:
 
         @functools.wraps(original)
         def wrapper(prim: Any, *args: Any, **kwargs: Any) -> Any:
-            if GUARD.depth or not sink.live:
+            if GUARD.depth:
+                nested = GUARD.nested
+                if nested is None:
+                    return original(prim, *args, **kwargs)
+                output = original(prim, *args, **kwargs)
+                nested.append((PRIMITIVE, prim, args, kwargs, output))
+                return output
+            if not sink.live:
                 return original(prim, *args, **kwargs)
             api = primitive_api(prim)
             if api is None:
@@ -137,7 +160,14 @@ class Wrappers:
 
         @functools.wraps(original)
         def wrapper(prim: Any, args: Any, *rest: Any) -> Any:
-            if GUARD.depth or not sink.live or rest or not isinstance(args, (list, tuple)):
+            if GUARD.depth:
+                nested = GUARD.nested
+                if nested is None or rest:
+                    return original(prim, args, *rest)
+                output = original(prim, args)
+                nested.append((PYBOOST, prim, args, None, output))
+                return output
+            if not sink.live or rest or not isinstance(args, (list, tuple)):
                 return original(prim, args, *rest)
             api = primitive_api(prim)
             if api is None:
@@ -158,7 +188,14 @@ class Wrappers:
 
         @functools.wraps(original)
         def wrapper(prim: Any, op_name: Any, args: Any) -> Any:
-            if GUARD.depth or not sink.live or not isinstance(args, (list, tuple)):
+            if GUARD.depth:
+                nested = GUARD.nested
+                if nested is None:
+                    return original(prim, op_name, args)
+                output = original(prim, op_name, args)
+                nested.append((PRIMITIVE, prim, args, None, output))
+                return output
+            if not sink.live or not isinstance(args, (list, tuple)):
                 return original(prim, op_name, args)
             api = primitive_api(prim)
             if api is None:
@@ -205,10 +242,7 @@ class Wrappers:
                     return original(*args, **kwargs)
                 call = ApiCall(api, sink.next_index(api), args, kwargs, capture_frames(frame), inplace)
                 if inplace:
-                    self.forget_probes()
-                    call_args = args
-                    sink.before_mutation([a for a in args if is_tensor(a)] + [v for v in kwargs.values() if is_tensor(v)])
-                    call.args = tuple(self._deepcopy(a) if is_floating(a) else a for a in args)
+                    self._copy_inputs(call, args, kwargs)
                 else:
                     self._probe_parameters(call, args)
                     if self._grad_flag():
@@ -220,20 +254,86 @@ class Wrappers:
                 self._fault(api, "before the call", err)
                 call = None
                 call_args = args
-            output = original(*call_args, **kwargs)
-            if call is not None:
-                try:
-                    call.output = output
-                    if backward:
-                        hooked = self._hook_outputs(call, output)
-                        if hooked is not None:  # what the caller gets; one host copy serves both
-                            output = call.output = hooked
-                    sink.on_forward(call)
-                except Exception as err:
-                    self._fault(api, "after the call", err)
+            if call is None:
+                return original(*call_args, **kwargs)
+            nested: list = []
+            GUARD.nested = nested  # the calls made inside this one append themselves (see the wrappers)
+            try:
+                output = original(*call_args, **kwargs)
+            finally:
+                GUARD.nested = None
+            try:
+                call.output = output
+                if nested:
+                    call.nested = self._nested_calls(call, nested, output)
+                if backward:
+                    hooked = self._hook_outputs(call, output)
+                    if hooked is not None:  # what the caller gets; one host copy serves both
+                        output = call.output = hooked
+                sink.on_forward(call)
+            except Exception as err:
+                self._fault(api, "after the call", err)
             return output
         finally:
             GUARD.depth -= 1
+
+    def _copy_inputs(self, call: ApiCall, args: tuple, kwargs: dict) -> None:
+        """Before an in-place call: resolve what may see the memory it
+        writes (``sink.before_mutation``), then keep device copies of its
+        floating positional inputs as the entry's inputs (the values before
+        the call). Each Parameter among them is also kept in
+        ``call.written``, judged after the call with the outputs: a call
+        that writes inf/nan into a Parameter in place (a training
+        ``BatchNorm``'s moving statistics, ``Assign``) is the origin even
+        when its own result is finite."""
+        at_start = not self.params_changed
+        self.forget_probes()
+        self.sink.before_mutation([a for a in args if is_tensor(a)] + [v for v in kwargs.values() if is_tensor(v)])
+        copies = []
+        written = []
+        for position, item in enumerate(args):
+            if is_floating(item):
+                copy = self._deepcopy(item)
+                if is_parameter(item):
+                    written.append((f"input_args[{position}]", copy, item, getattr(item, "name", "?")))
+                item = copy
+            copies.append(item)
+        call.args = tuple(copies)
+        if written:
+            call.written = written
+            call.params_at_start = at_start
+
+    def _nested_calls(self, outer: ApiCall, nested: list, output: Any) -> Optional[list]:
+        """The calls made inside ``outer`` (``nested``: what the wrappers
+        appended, in the order the calls finished) whose result is not
+        ``outer``'s own result, as ``ApiCall`` entries with ``inside`` set
+        and no index yet; None when there is none. Most intercepted calls
+        run one primitive that makes their result (``Tensor.__mul__`` runs
+        ``Mul``): that result is judged with ``outer`` and not kept twice.
+        A function and the primitive inside it that made the same result
+        keep the primitive (it finished first)."""
+        if len(nested) == 1 and nested[0][4] is output:
+            return None
+        own = {id(t) for t in iter_tensors(output)}
+        kept = []
+        last = None
+        for kind, target, args, kwargs, result in nested:
+            if result is last:
+                continue
+            last = result
+            tensors = list(iter_tensors(result))
+            if not tensors or all(id(t) in own for t in tensors):
+                continue
+            if kind == FUNCTION:
+                api = target
+            else:
+                api = primitive_api(target)
+                if api is None:
+                    continue
+                if kind == PYBOOST:
+                    args, kwargs = tuple(args[:call_arity(type(target))]), {}
+            kept.append(ApiCall(api, -1, tuple(args), dict(kwargs or {}), outer.frames, output=result, inside=outer))
+        return kept or None
 
     def _fault(self, api: str, where: str, err: BaseException) -> None:
         """An exception inside the wrapper of ``api``: that API is called
