@@ -17,9 +17,10 @@ Example::
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Optional
 
+from ..check.verdict import is_floating
 from ..errors import UsageError
 
 
@@ -38,6 +39,10 @@ class Target:
             nothing else uses it).
         sequence: ``id`` of that ``nn.SequentialCell`` (the call must be
             made from it).
+        written: its own floating Parameters that need no gradient (short
+            name -> Parameter): what its forward may write in place (a
+            ``BatchNorm``'s ``moving_mean`` and ``moving_variance``), so
+            they are read after each call.
     """
 
     cell: Any
@@ -47,6 +52,7 @@ class Target:
     bprop: bool
     follows: Optional["Target"] = None
     sequence: int = 0
+    written: dict = field(default_factory=dict)
 
 
 def models(model: Any) -> list[tuple[str, Any]]:
@@ -100,8 +106,10 @@ def plan_cells(model: Any) -> tuple[list[Target], list[tuple[str, Any, list[str]
                 outer[1].append(index_prefix + path)
                 continue
             params = {key.split(".")[-1]: value for key, value in cell.parameters_dict(recurse=False).items()}
+            written = {key: value for key, value in params.items()
+                       if not getattr(value, "requires_grad", True) and is_floating(value)}
             targets.append(Target(cell, path, f"Cell.{index_prefix}{path}.{type(cell).__name__}", params,
-                                  bool(getattr(cell, "has_bprop", False))))
+                                  bool(getattr(cell, "has_bprop", False)), written=written))
             if is_jit_compiled(cell):
                 jit_here.append((path, []))
                 jit_cells.append((index_prefix + path, cell, jit_here[-1][1]))
