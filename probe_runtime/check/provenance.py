@@ -90,14 +90,15 @@ def stale_parameters(call: Any, sums: dict, cache: HostCache) -> Iterator[str]:
                    "Parameter.set_data, which resolve the checks first, or call stop() before)")
 
 
-def masked_call(call: Any, cache: HostCache) -> Optional[Any]:
-    """L1: the first call made inside ``call`` (``call.nested``, in the
-    order they finished) whose judged result holds inf/nan, or None. Asked
-    only when ``call``'s own inputs and result were finite: such a nested
-    call made an overflow that ``call`` masked (``clip_norm / inf`` gives
-    0), recorded with ``inside`` naming ``call``. Reads the nested results
-    only (each tensor once per batch, through ``cache``)."""
-    for inner in call.nested or ():
+def masked_call(nested: list, cache: HostCache) -> Optional[Any]:
+    """L1: the first of the calls made inside a call (``nested``: its
+    ``ApiCall.nested``, in the order they finished) whose judged result
+    holds inf/nan, or None. Asked only when the outer call's own inputs and
+    result were finite: such a nested call made an overflow the outer call
+    masked (``clip_norm / inf`` gives 0), recorded with ``inside`` naming
+    it. Reads the nested results only (each tensor once per batch, through
+    ``cache``)."""
+    for inner in nested:
         if not all_finite(judged_outputs(inner), cache):
             return inner
     return None
@@ -217,7 +218,7 @@ def entered(kind: str, call: Any, cache: HostCache) -> Optional[dict]:
     copies = {id(before): parameter for _, before, _, parameter in getattr(node, "written", None) or ()}
     inside = getattr(node, "inside", None)
     if inside is not None:  # a nested call: its input was made inside the outer call by code not intercepted
-        outside = f"the checked calls, inside {inside.name} (a constant or code no checked call ran)"
+        outside = f"the checked calls, inside {inside} (a constant or code no checked call ran)"
     for label, tensor in labelled:
         probe = sums.get(id(tensor))
         if probe is not None:

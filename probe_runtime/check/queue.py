@@ -294,10 +294,11 @@ class Checker:
             self.on_error("while checking", err)
             return True
         origin = self._origin(kind, call, verdict, cache)
+        nested = getattr(call, "nested", None) if kind == "forward" else None
+        if nested:
+            call.nested = None  # read at most once; not held while the call waits for its backward pass
         if not verdict.overflow:
-            if kind == "forward" and getattr(call, "nested", None):
-                return self._judge_masked(call, cache, batch)
-            return True
+            return self._judge_masked(call, nested, cache, batch) if nested else True
         where_in = None
         if call.step not in self._overflow_steps:
             self._overflow_steps.add(call.step)
@@ -317,13 +318,13 @@ class Checker:
             batch.counted = False
         return True
 
-    def _judge_masked(self, call: Any, cache: HostCache, batch: _Batch) -> bool:
+    def _judge_masked(self, call: Any, nested: list, cache: HostCache, batch: _Batch) -> bool:
         """An L1 call whose inputs and result were finite: judge the first
-        call made inside it whose result held inf/nan (an overflow it
-        masked), if any, as an entry of its own (named when recorded, with
-        the next index of its API in the step)."""
+        call made inside it (``nested``) whose result held inf/nan (an
+        overflow it masked), if any, as an entry of its own (named when
+        recorded, with the next index of its API in the step)."""
         try:
-            inner = masked_call(call, cache)
+            inner = masked_call(nested, cache)
         except Exception as err:
             self.on_error("while checking the calls made inside a call", err)
             return True

@@ -120,11 +120,11 @@ class Recorder:
             extra[ENTERED] = entered
         inside = getattr(call, "inside", None)
         if inside is not None:
-            extra[INSIDE] = inside.name
+            extra[INSIDE] = inside
         if written:
             extra[WRITTEN] = list(written)
         self.writer(call.step).write(record, **extra)
-        notes = "".join([f" inside {inside.name}" if inside is not None else "",
+        notes = "".join([f" inside {inside}" if inside is not None else "",
                          f"; it wrote inf/nan into Parameter {', '.join(written)}" if written else ""])
         LOGGER.warning("probe_runtime: overflow in %s (%s) at %s%s", name, "origin" if origin else "carried", where,
                        notes)

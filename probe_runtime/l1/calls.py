@@ -39,7 +39,8 @@ class ApiCall:
             own result (each an ``ApiCall`` with ``inside`` set and no index
             yet), in the order they finished; None when there were none.
             Judged only when this call's inputs and result are finite.
-        inside: for a nested call, the outermost call it was made in.
+        inside: for a nested call, the entry name of the outermost call it
+            was made in (``Functional.clip_by_global_norm.0.forward``).
         written: the Parameters an in-place call may have written, as
             ``(key, before, after, name)``: ``key`` its position
             (``input_args[4]``), ``before`` the device copy made before the
@@ -62,7 +63,7 @@ class ApiCall:
     param_sums: Optional[dict] = None
     params_at_start: bool = False
     nested: Optional[list] = None
-    inside: Optional["ApiCall"] = None
+    inside: Optional[str] = None
     written: Optional[list] = None
 
     @property

@@ -307,7 +307,8 @@ class Wrappers:
         """The calls made inside ``outer`` (``nested``: what the wrappers
         appended, in the order the calls finished) whose result is not
         ``outer``'s own result, as ``ApiCall`` entries with ``inside`` set
-        and no index yet; None when there is none. Most intercepted calls
+        to ``outer``'s name (a string: no reference cycle keeps the tensors
+        alive) and no index yet; None when there is none. Most intercepted calls
         run one primitive that makes their result (``Tensor.__mul__`` runs
         ``Mul``): that result is judged with ``outer`` and not kept twice.
         A function and the primitive inside it that made the same result
@@ -332,7 +333,7 @@ class Wrappers:
                     continue
                 if kind == PYBOOST:
                     args, kwargs = tuple(args[:call_arity(type(target))]), {}
-            kept.append(ApiCall(api, -1, tuple(args), dict(kwargs or {}), outer.frames, output=result, inside=outer))
+            kept.append(ApiCall(api, -1, tuple(args), dict(kwargs or {}), outer.frames, output=result, inside=outer.name))
         return kept or None
 
     def _fault(self, api: str, where: str, err: BaseException) -> None:

@@ -141,7 +141,9 @@ def train_clipped(debugger, level, steps=2, in_cell=False):
     return seen
 
 
-def test_l1_names_the_call_that_made_inf_inside_the_clip(work):
+@pytest.mark.parametrize("sync", ["auto", "0"])  # a synchronous window (the CPU default) or the pipeline
+def test_l1_names_the_call_that_made_inf_inside_the_clip(work, monkeypatch, sync):
+    monkeypatch.setenv("PROBE_SYNC", sync)
     tmp_path, make = work
     seen = train_clipped(make("L1"), "L1")
     assert seen == [(300.0, 0.0)] * 2  # finite gradients, every one clipped to 0: the model stops learning
@@ -273,8 +275,10 @@ def train_with_remainder(debugger, level, evaluate_first=False):
 EXPECTED_WRITER = {"L1": "Primitive.BatchNorm.0.forward", "L0": "Cell.bn.BatchNorm1d.forward.0"}
 
 
+@pytest.mark.parametrize("sync", ["auto", "0"])  # L0's snapshots: host copies, or device copies
 @pytest.mark.parametrize("level", ["L1", "L0"])
-def test_the_call_that_writes_nan_into_moving_variance_is_the_origin_in_that_step(work, level):
+def test_the_call_that_writes_nan_into_moving_variance_is_the_origin_in_that_step(work, monkeypatch, level, sync):
+    monkeypatch.setenv("PROBE_SYNC", sync)
     tmp_path, make = work
     losses, out, variances = train_with_remainder(make(level), level)
     assert all(np.isfinite(losses)) and np.isfinite(variances[0]).all() and np.isnan(variances[1]).all()
