@@ -336,3 +336,35 @@ def test_l0_a_cell_called_twice_starts_its_second_call_from_the_first_calls_valu
         ("Cell.0.BatchNorm1d.forward.0", True, ["0.moving_variance"]),
         ("Cell.0.BatchNorm1d.forward.1", False, None)]
     assert_origin_invariant(tmp_path / "dump")
+
+
+def test_l0_reads_after_each_call_only_the_state_a_cell_updates():
+    """Which own Parameters L0 snapshots after each call: a normalisation
+    Cell's moving or running statistics, and the Parameters that need no
+    gradient in a Cell holding a Primitive that writes its inputs; never
+    the frozen weights of other Cells (a frozen backbone would be copied
+    after every call)."""
+    from mindspore import mint
+
+    from probe_runtime.l0.plan import writable_parameters
+
+    def writable(cell):
+        params = {key.split(".")[-1]: value for key, value in cell.parameters_dict(recurse=False).items()}
+        return sorted(writable_parameters(cell, params))
+
+    class Ema(nn.Cell):
+        def __init__(self):
+            super().__init__()
+            self.shadow = Parameter(Tensor(np.zeros(3, np.float32)), name="shadow", requires_grad=False)
+            self.update = ops.AssignSub()
+
+        def construct(self, x):
+            self.update(self.shadow, x)
+            return x
+
+    frozen = nn.Dense(3, 3)
+    frozen.weight.requires_grad = False
+    assert writable(nn.BatchNorm1d(3)) == ["mean", "variance"]
+    assert writable(mint.nn.BatchNorm2d(3)) == ["running_mean", "running_var"]  # not the int64 counter
+    assert writable(Ema()) == ["shadow"]
+    assert writable(frozen) == [] and writable(nn.LayerNorm((3,))) == []
