@@ -127,8 +127,9 @@ class PrecisionDebugger:
 
     def _build_parts(self) -> None:
         """Build the parts the windows use: the checker, the L1 interceptor,
-        the L0 Cell hooks, the optimizer watch, the synchronous windows and
-        the sentinel.
+        the L0 Cell hooks and their collective interceptor (L0 sees the
+        collective calls of a distributed job too), the optimizer watch,
+        the synchronous windows and the sentinel.
 
         Their modules are imported here, not at the top of this module:
         they need numpy and, once they run, MindSpore (the ``runtime``
@@ -138,6 +139,7 @@ class PrecisionDebugger:
         """
         from .check.queue import Checker
         from .execution import SyncWindows
+        from .hooks.collectives import communication_ready
         from .hooks.frames import library_roots
         from .l0.cell_hooks import CellHooks
         from .l1.interceptor import ApiInterceptor
@@ -148,6 +150,10 @@ class PrecisionDebugger:
                                on_exhausted=self._unpatch, library_roots=library_roots(), carry_batch=True)
         self.interceptor = ApiInterceptor(self.checker)
         self.cells = CellHooks(self.checker)
+        # L0 sees the collective calls too (only those): a Cell's inf/nan may come from another rank
+        self.collectives = ApiInterceptor(self.checker, namespaces=("Collective",))
+        self.collectives.wrappers.enclosing = self.cells.current_call
+        self._distributed = communication_ready
         self.watch = OptimizerWatch(self.checker, on_update=self._parameters_may_change)
         self.sync = SyncWindows()
         self.sentinel = GradSentinel(self.checker.on_error, on_device=_device_target() not in ("CPU", None))
@@ -190,9 +196,11 @@ class PrecisionDebugger:
                 return
             self.sync.enter()
             self.interceptor.synchronous = self.cells.synchronous = self.sync.active
-            self.checker.synchronous = self.sync.active
+            self.collectives.synchronous = self.checker.synchronous = self.sync.active
             if self.level == "L0":
                 self.cells.install(model)
+                if self._distributed():
+                    self.collectives.install()
             else:
                 self.interceptor.install()
             self.watch.install()
@@ -272,6 +280,7 @@ class PrecisionDebugger:
         queue is resolved): Parameters are probed again at their next use,
         at L1 (first use in a call) and at L0 (the next call of each Cell)."""
         self.interceptor.forget_probes()
+        self.collectives.forget_probes()
         self.cells.forget_probes()
 
     def _say_nothing_found(self) -> None:
@@ -308,6 +317,10 @@ class PrecisionDebugger:
             self.cells.uninstall()
         except Exception as err:  # pragma: no cover
             LOGGER.error("probe_runtime: error removing Cell hooks: %s", err)
+        try:
+            self.collectives.uninstall()
+        except Exception as err:  # pragma: no cover
+            LOGGER.error("probe_runtime: error removing the collective patches: %s", err)
         try:
             self.watch.uninstall()
         except Exception as err:  # pragma: no cover

@@ -1,4 +1,4 @@
-"""One bad and one good input per rule code, used by test_registry.py.
+"""One bad and one good input per rule code, used by test_catalogue.py.
 
 A case is a dict: ``config`` (dict, text or bytes), ``options`` (LintOptions
 fields), optionally ``script`` (training-script text, given with --script)
@@ -14,7 +14,7 @@ from pathlib import Path
 from packaging.version import Version
 
 from conftest import config
-from msprobe_lint.context import Fact
+from msprobe_lint.lint.context import Fact
 
 PYNATIVE = {"framework": "mindspore", "mode": "pynative"}
 GRAPH_O2_26 = {"mode": "graph", "jit_level": "O2", "mindspore_version": "2.6.0"}

@@ -72,11 +72,13 @@ SENTINEL_NAME = "sentinel"
 # ``entered``: {"entry", "input", "source", "parameter", "at_start", "message"}
 ENTERED_ENTRY = "entry"            #: the entry whose input held inf/nan
 ENTERED_INPUT = "input"            #: which input, e.g. ``input_args[0]``, or null
-ENTERED_SOURCE = "source"          #: ``outside`` (made outside the checked window) or ``parameter``
+ENTERED_SOURCE = "source"          #: ``outside`` (made outside the checked window), ``parameter`` or ``collective``
 ENTERED_PARAMETER = "parameter"    #: the Parameter's name, or null
 ENTERED_AT_START = "at_start"      #: the Parameter held inf/nan at start()
 SOURCE_OUTSIDE = "outside"
 SOURCE_PARAMETER = "parameter"
+#: L0: a Cell's inf/nan came in through a collective call inside it (``entry`` names that call)
+SOURCE_COLLECTIVE = "collective"
 
 # -- collective calls ---------------------------------------------------------------------
 #

@@ -199,6 +199,8 @@ def entered(kind: str, call: Any, cache: HostCache) -> Optional[dict]:
     entries or when nothing is found."""
     cell = hasattr(call, "ancestry")
     unit, outside = ("Cell", "the checked Cells") if cell else ("call", "the checked window")
+    if getattr(call, "cells", False):  # a collective call checked at L0: the rest of the window is not
+        outside = "the checked Cells"
     node, maker = call, None
     if kind == "forward":
         if cell and not all_finite((call.args, call.kwargs), cache):

@@ -21,8 +21,9 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
-from msprobe_lint.report.dumpformat import (ENTERED, INSIDE, KIND, MESSAGE, NAME, NONFINITE, ORIGIN, RANK, SENTINEL,
-                                            SENTINEL_NAME, STEP, WHERE, WRITTEN, WRITTEN_ENTRY)
+from msprobe_lint.report.dumpformat import (COLLECTIVE, COMMUNICATION, ENTERED, INSIDE, KIND, MESSAGE, NAME,
+                                            NONFINITE, ORIGIN, RANK, SENTINEL, SENTINEL_NAME, STEP, WHERE, WRITTEN,
+                                            WRITTEN_ENTRY, received_message)
 
 from ..dump.writer import Record, StepWriter
 from ..hooks.frames import stack_lines, user_where
@@ -68,7 +69,7 @@ class Recorder:
         return writer
 
     def write(self, kind: str, call: Any, origin: bool, cache: HostCache, entered: Optional[dict] = None,
-              written: Optional[list] = None) -> None:
+              written: Optional[list] = None, *, collective: Optional[tuple[Any, bool]] = None) -> None:
         """Describe the ``kind`` entry (``forward``, ``backward``,
         ``parameters_grad``) of ``call`` and write its record (``entered``:
         where the step's first overflow came in, see
@@ -78,6 +79,12 @@ class Recorder:
         A nested call (``call.inside``) gets ``inside`` in overflow.json; a
         call that may write Parameters (``call.written``) gets their values
         after the call under ``written`` in its dump.json entry.
+
+        ``collective``: (its ``hooks.collectives.CollectiveCall``, whether
+        this rank's local inputs were finite) for a collective call: the
+        record gets the ``collective`` object and, when the inputs were
+        finite, kind ``communication`` and a ``message``
+        (``msprobe_lint.report.dumpformat``).
 
         Raises:
             WriterError, OSError: the dump cannot be written.
@@ -115,7 +122,20 @@ class Recorder:
         if hasattr(call, "ancestry"):  # an L0 Cell entry: construct.json links up to the top Cell
             record.parent = call.parent_name(kind)
             record.construct = call.ancestry(kind)
+        elif getattr(call, "parent", None) is not None:  # a call inside an L0 Cell (a collective)
+            cell = call.parent
+            record.parent = cell.name if kind == "forward" else cell.backward_name
+            record.construct = cell.ancestry(kind)
         extra: dict = {KIND: kind, STEP: call.step, RANK: self.state.rank}
+        mark = "origin" if origin else "carried"
+        if collective is not None:
+            described, inputs_finite = collective
+            extra[COLLECTIVE] = described.as_record(kind, inputs_finite)
+            if inputs_finite:
+                mark = "received"
+                extra[KIND] = COMMUNICATION
+                extra[MESSAGE] = received_message(described.api, described.group,
+                                                  None if described.ranks is None else list(described.ranks))
         if entered is not None:
             extra[ENTERED] = entered
         inside = getattr(call, "inside", None)
@@ -126,8 +146,7 @@ class Recorder:
         self.writer(call.step).write(record, **extra)
         notes = "".join([f" inside {inside}" if inside is not None else "",
                          f"; it wrote inf/nan into Parameter {', '.join(written)}" if written else ""])
-        LOGGER.warning("probe_runtime: overflow in %s (%s) at %s%s", name, "origin" if origin else "carried", where,
-                       notes)
+        LOGGER.warning("probe_runtime: overflow in %s (%s) at %s%s", name, mark, where, notes)
 
     def note_sentinel(self, found: dict) -> None:
         """Write a sentinel finding (``sentinel.GradSentinel.resolve``) of

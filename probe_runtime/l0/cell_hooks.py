@@ -251,6 +251,11 @@ class CellHooks:
         self._local.last = None  # the last Cell call and its output: not kept past the window
         self._cells = {}
 
+    def current_call(self) -> Optional[CellCall]:
+        """The hooked Cell's call running now on this thread (the innermost), or None."""
+        stack = self._local.stack
+        return stack[-1] if stack else None
+
     def new_step(self) -> None:
         """Forget the per-step parameter-gradient entries."""
         self._param_calls = {}

@@ -22,6 +22,7 @@ from typing import Any, Optional
 
 from ..check.verdict import is_floating
 from ..errors import UsageError
+from ..hooks.collectives import is_reducer_cell
 
 
 @dataclass
@@ -103,6 +104,8 @@ def plan_cells(model: Any) -> tuple[list[Target], list[tuple[str, Any, list[str]
             outer = next((item for item in jit_here if path.startswith(item[0] + ".")), None)
             if outer is not None:
                 outer[1].append(index_prefix + path)
+                continue
+            if is_reducer_cell(cell):  # its call is one collective call, intercepted as such (not a Cell entry)
                 continue
             params = {key.split(".")[-1]: value for key, value in cell.parameters_dict(recurse=False).items()}
             written = writable_parameters(cell, params)

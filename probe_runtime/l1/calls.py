@@ -46,6 +46,11 @@ class ApiCall:
             (``input_args[4]``), ``before`` the device copy made before the
             call, ``after`` the Parameter itself, ``name`` its name; judged
             with the outputs.
+        collective: a collective call: what the records say of it
+            (``hooks.collectives.CollectiveCall``), else None.
+        parent: at L0, the hooked Cell's call this call was made in (its
+            construct.json parent), else None.
+        cells: the call was checked at L0 (only Cells and collectives are).
     """
 
     api: str
@@ -65,6 +70,9 @@ class ApiCall:
     nested: Optional[list] = None
     inside: Optional[str] = None
     written: Optional[list] = None
+    collective: Any = None
+    parent: Any = None
+    cells: bool = False
 
     @property
     def name(self) -> str:
@@ -84,6 +92,10 @@ class Sink(Protocol):
 
     def next_index(self, api: str) -> int:
         """Call index of ``api`` in the current step."""
+
+    def collective_index(self, call: Any) -> int:
+        """The per-group index of a collective call in the current step
+        (``call``: a ``hooks.collectives.CollectiveCall``)."""
 
     def before_mutation(self, tensors: list) -> None:
         """``tensors`` are about to be changed in place."""

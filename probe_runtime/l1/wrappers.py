@@ -32,6 +32,7 @@ from typing import Any, Callable, Optional
 from ..check.probes import launch_sum, probe_now
 from ..check.verdict import framework_error, is_floating, is_parameter, is_tensor, iter_tensors, surfaced
 from ..hooks.backward import release, through_hook
+from ..hooks.collectives import REDUCER_FORM, Form, collective_form, describe
 from ..hooks.frames import capture_frames
 from ..hooks.guard import GUARD
 from .calls import ApiCall, Sink
@@ -55,6 +56,8 @@ class Wrappers:
         params_changed: something may have changed Parameters since
             ``start()`` (a backward pass, an update, an in-place write).
         broken: APIs whose wrapper failed: called straight through from then on.
+        enclosing: at L0, returns the hooked Cell's call running now (the
+            ``parent`` of each call), else None.
     """
 
     def __init__(self, sink: Sink) -> None:
@@ -70,6 +73,7 @@ class Wrappers:
         self._boxes: list = []  # what this window's HookBackward hooks refer to (see through_hook)
         self.broken: set[str] = set()
         self._fault_causes: set[str] = set()
+        self.enclosing: Optional[Callable[[], Any]] = None
 
     def bind(self) -> None:
         """Look up what the wrappers call in MindSpore (``HookBackward``,
@@ -143,7 +147,7 @@ class Wrappers:
             if api is None:
                 return original(prim, *args, **kwargs)
             return handle(api, functools.partial(original, prim), side_effect(prim), args, kwargs,
-                          sys._getframe(1))
+                          sys._getframe(1), collective_form(prim), prim)
 
         wrapper.__probe_original__ = original  # type: ignore[attr-defined]
         return wrapper
@@ -175,7 +179,7 @@ class Wrappers:
             count = call_arity(type(prim))
             given, extra = tuple(args[:count]), list(args[count:])
             return handle(api, lambda *items: original(prim, list(items) + extra),
-                          side_effect(prim), given, {}, sys._getframe(1))
+                          side_effect(prim), given, {}, sys._getframe(1), collective_form(prim), prim)
 
         wrapper.__probe_original__ = original  # type: ignore[attr-defined]
         return wrapper
@@ -201,7 +205,25 @@ class Wrappers:
             if api is None:
                 return original(prim, op_name, args)
             return handle(api, lambda *items: original(prim, op_name, items), side_effect(prim),
-                          tuple(args), {}, sys._getframe(1))
+                          tuple(args), {}, sys._getframe(1), collective_form(prim), prim)
+
+        wrapper.__probe_original__ = original  # type: ignore[attr-defined]
+        return wrapper
+
+    def wrap_reducer(self, original: Callable) -> Callable:
+        """Wrapper of the ``__call__`` of a gradient reducer Cell
+        (``nn.DistributedGradReducer``: ``hooks.collectives.REDUCER_CELLS``),
+        whose AllReduces run inside compiled code: its whole call is one
+        collective call, named ``<Class>.AllReduce``."""
+        handle = self._handle
+        sink = self.sink
+
+        @functools.wraps(original)
+        def wrapper(cell: Any, *args: Any, **kwargs: Any) -> Any:
+            if GUARD.depth or not sink.live:
+                return original(cell, *args, **kwargs)
+            return handle(f"{type(cell).__name__}.AllReduce", functools.partial(original, cell), False, args,
+                          kwargs, sys._getframe(1), REDUCER_FORM, cell)
 
         wrapper.__probe_original__ = original  # type: ignore[attr-defined]
         return wrapper
@@ -227,11 +249,16 @@ class Wrappers:
         wrapper.__probe_original__ = original  # type: ignore[attr-defined]
         return wrapper
 
-    def _handle(self, api: str, original: Callable, inplace: bool, args: tuple, kwargs: dict, frame: Any) -> Any:
-        """The outermost call: hand it on, run it under the guard."""
+    def _handle(self, api: str, original: Callable, inplace: bool, args: tuple, kwargs: dict, frame: Any,
+                form: Optional[Form] = None, prim: Any = None) -> Any:
+        """The outermost call: hand it on, run it under the guard. ``form``:
+        the call is a collective (``prim`` its primitive or reducer Cell):
+        it is counted in its group even when its API is turned off, and
+        only what it writes into is treated as changed in place."""
         sink = self.sink
         GUARD.depth += 1
         try:
+            collective = None if form is None else self._collective(form, prim, args)
             if api in self.broken:
                 return original(*args, **kwargs)
             call = None
@@ -241,7 +268,19 @@ class Wrappers:
                 if jit_tracing():
                     return original(*args, **kwargs)
                 call = ApiCall(api, sink.next_index(api), args, kwargs, capture_frames(frame), inplace)
-                if inplace:
+                if self.enclosing is not None:
+                    call.parent, call.cells = self.enclosing(), True
+                if collective is not None:
+                    call.collective = collective
+                    inplace = call.inplace = inplace or bool(collective.form.written)
+                if inplace and collective is not None:  # only its buffers change; only its own inputs are copied
+                    self.forget_probes()
+                    targets = [args[i] for i in collective.form.written if i < len(args)]
+                    sink.before_mutation([t for t in iter_tensors(targets)])
+                    copied = collective.form.copied
+                    call.args = tuple(self._deepcopy(a) if i in copied and is_floating(a) else a
+                                      for i, a in enumerate(args))
+                elif inplace:
                     self._copy_inputs(call, args, kwargs)
                 else:
                     self._probe_parameters(call, args)
@@ -266,6 +305,8 @@ class Wrappers:
                 call.output = output
                 if nested:
                     call.nested = self._nested_calls(call, nested, output)
+                if collective is not None and collective.form.written:
+                    collective.written = [args[i] for i in collective.form.written if i < len(args)]
                 if backward:
                     hooked = self._hook_outputs(call, output)
                     if hooked is not None:  # what the caller gets; one host copy serves both
@@ -308,9 +349,9 @@ class Wrappers:
         appended, in the order the calls finished) whose result is not
         ``outer``'s own result, as ``ApiCall`` entries with ``inside`` set
         to ``outer``'s name (a string: no reference cycle keeps the tensors
-        alive) and no index yet; None when there is none. Most intercepted calls
-        run one primitive that makes their result (``Tensor.__mul__`` runs
-        ``Mul``): that result is judged with ``outer`` and not kept twice.
+        alive) and no index yet; None when there is none. Most intercepted
+        calls run one primitive that makes their result (``Tensor.__mul__``
+        runs ``Mul``): that result is judged with ``outer`` and not kept twice.
         A function and the primitive inside it that made the same result
         keep the primitive (it finished first)."""
         if len(nested) == 1 and nested[0][4] is output:
@@ -333,8 +374,23 @@ class Wrappers:
                     continue
                 if kind == PYBOOST:
                     args, kwargs = tuple(args[:call_arity(type(target))]), {}
-            kept.append(ApiCall(api, -1, tuple(args), dict(kwargs or {}), outer.frames, output=result, inside=outer.name))
+            kept.append(ApiCall(api, -1, tuple(args), dict(kwargs or {}), outer.frames, output=result,
+                                inside=outer.name, parent=outer.parent, cells=outer.cells))
         return kept or None
+
+    def _collective(self, form: Form, prim: Any, args: tuple) -> Any:
+        """What a collective call says (``hooks.collectives.describe``), with
+        its index in its group counted by the sink; None under jit tracing
+        (the call is traced, not run) or when it cannot be read (logged)."""
+        try:
+            if jit_tracing():
+                return None
+            collective = describe(form, prim, args)
+            collective.index = self.sink.collective_index(collective)
+            return collective
+        except Exception as err:
+            self.sink.on_error("while reading a collective call", err)
+            return None
 
     def _fault(self, api: str, where: str, err: BaseException) -> None:
         """An exception inside the wrapper of ``api``: that API is called

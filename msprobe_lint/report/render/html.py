@@ -37,7 +37,6 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator, Optional
 
-from ... import __version__
 from ..dumpformat import STATS
 from ..fmt import fmt, place, record_notes, shape, step_text
 from ..model import Record
@@ -258,8 +257,14 @@ def render_html(report: Report) -> Iterator[str]:
     if started is not None and report.started_group is not None:
         started_anchor = f"rec-{report.started_group}-{started.index}"
     folders = sum(step.folders for step in report.summary.steps)
+    try:  # the version from the package metadata (not the package's __init__, which loads the linter)
+        from importlib.metadata import PackageNotFoundError, version as installed
+
+        version = installed("msprobe-lint")
+    except (ImportError, PackageNotFoundError):  # running from a source tree that is not installed
+        version = "unknown version"
     return template.generate(
         report=report, summary=report.summary, sections=_page_sections(report.sections), started=started,
         start=report.summary.start, started_anchor=started_anchor, started_group=report.started_group,
-        status=int(report.status), message=report.line, stats=STATS, folders=folders, version=__version__,
+        status=int(report.status), message=report.line, stats=STATS, folders=folders, version=version,
     )

@@ -57,8 +57,9 @@ def record_dict(record: Record, group: Optional[ShownGroup] = None) -> dict:
     }
     if group is not None and record.index in group.info.notes:
         call, verdict = group.info.notes[record.index]
-        out["received"] = {"call": call.as_dict(), "from": list(verdict.senders), "missing_ranks": list(verdict.missing),
-                           "guess": verdict.guess, "note": group.notes[record.index]}
+        out["received"] = {"call": call.as_dict(), "from": list(verdict.senders), "likely": list(verdict.likely),
+                           "missing_ranks": list(verdict.missing), "guess": verdict.guess,
+                           "note": group.notes[record.index]}
     return out
 
 
