@@ -69,7 +69,8 @@ class PrecisionDebugger:
     and ``probe report`` says nothing was found. At interpreter exit, when
     ``start()`` was called and nothing was recorded, one line goes to
     stderr (and the logger, at INFO): ``probe_runtime: no overflow found in
-    N checked step(s); dump_path: ...``.
+    N checked step(s); dump_path: ...`` (at L0 followed by what that level
+    does not see: an overflow that starts and ends inside one Cell).
 
     Level L1 intercepts API calls (``probe_runtime.l1``); level L0 hooks
     the sub-Cells of the model given to ``start(model)``
@@ -294,6 +295,9 @@ class PrecisionDebugger:
         self._exit_said = True
         message = (f"probe_runtime: no overflow found in {len(self._checked_steps)} checked step(s); "
                    f"dump_path: {self.dump_path}")
+        if self.level == "L0":  # what L0 cannot see, so the all-clear is not read as more than it is
+            message += (" (level L0 checks what the Cells take and return: an overflow that starts and ends inside "
+                        "one Cell, its outputs finite, is not seen; level L1 names the call)")
         LOGGER.info(message)
         try:
             print(message, file=sys.stderr, flush=True)

@@ -50,6 +50,14 @@ ENTERED = "entered"      #: where a carried overflow came in (the ENTERED_* keys
 MESSAGE = "message"      #: a sentence for people (sentinel and communication records)
 NONFINITE = "nonfinite"  #: sentinel records: labels of what held inf/nan
 COLLECTIVE = "collective"  #: collective calls: the COLLECTIVE_* keys
+#: a call made inside another intercepted call (L1): that outer call's entry name, e.g.
+#: ``Functional.clip_by_global_norm.0.forward``. The outer call's inputs and result were finite (it is
+#: not in dump.json): it masked the overflow this call made
+INSIDE = "inside"
+#: the names of the Parameters the call (L1) or Cell (L0) wrote inf/nan into in place (finite before
+#: it, not after), e.g. ``["bn.moving_variance"]``; dump.json's entry has their values after the call
+#: under WRITTEN_ENTRY
+WRITTEN = "written"
 
 # record kinds (``kind``)
 FORWARD = "forward"
@@ -154,6 +162,10 @@ def received_message(api: str, group: str, ranks: Optional[list[int]]) -> str:
 # -- dump.json (msprobe's format) --------------------------------------------------------
 
 DATA = "data"                                #: dump.json's object of entries
+#: probe_runtime's key in a forward entry (not msprobe's): the values an in-place call left in the
+#: Parameters it may write, after the call, keyed like their values before it (L1: ``input_args[4]``,
+#: the position of the copy made before the call; L0: the Parameter's name under ``parameters``)
+WRITTEN_ENTRY = "written"
 STATS = ("Max", "Min", "Mean", "Norm")       #: per-tensor statistics; null where msprobe has none
 DIRECTIONS = (FORWARD, BACKWARD, PARAMETERS_GRAD)  #: the last or second-to-last part of an entry name
 

@@ -21,9 +21,9 @@ from typing import Any, Iterator, Optional, Union
 from .discover import RankFolder
 from .dumpformat import (BACKWARD, COLLECTIVE, COLLECTIVE_API, COLLECTIVE_DIRECTION, COLLECTIVE_GROUP,
                          COLLECTIVE_INDEX, COLLECTIVE_INPUTS_FINITE, COLLECTIVE_PEER, COLLECTIVE_RANKS,
-                         COLLECTIVE_ROOT, CONSTRUCT_FILE, DATA, DUMP_FILE, ENTERED, FORWARD, KIND, MESSAGE, NAME,
-                         NONFINITE, ORIGIN, OVERFLOW_FILE, SENTINEL, STACK_FILE, STATS, WHERE)
-from .model import Collective, RankDump, Record, Tensor
+                         COLLECTIVE_ROOT, CONSTRUCT_FILE, DATA, DUMP_FILE, ENTERED, FORWARD, INSIDE, KIND, MESSAGE,
+                         NAME, NONFINITE, ORIGIN, OVERFLOW_FILE, SENTINEL, STACK_FILE, STATS, WHERE, WRITTEN)
+from .model import Collective, Constant, RankDump, Record, Tensor
 
 #: files larger than this are not read (a dump file is a few MB at most)
 MAX_FILE = 512 * 1024 * 1024
@@ -240,6 +240,41 @@ def entry_tensors(entry: Any) -> list[Tensor]:
     return out
 
 
+#: the dump.json types of the non-tensor inputs :func:`entry_constants` reads
+CONSTANT_TYPES = ("int", "float", "mindspore.dtype")
+
+
+def entry_constants(entry: Any) -> list[Constant]:
+    """The numbers and dtypes among a dump.json entry's inputs
+    (``input_args``, ``input_kwargs``: msprobe writes them as ``{"type":
+    "float", "value": -100000.0}``, ``{"type": "mindspore.dtype", "value":
+    "Float16"}``), labelled by where they are: what a call was given besides
+    tensors (a constant multiplied into a float16 tensor, the dtype of a
+    cast)."""
+    if not isinstance(entry, dict):
+        return []
+    out: list[Constant] = []
+
+    def walk(value: Any, where: str, depth: int) -> None:
+        if isinstance(value, dict):
+            kind = value.get("type")
+            if kind in CONSTANT_TYPES and "value" in value and not any(k in value for k in STATS):
+                item = value["value"]
+                if isinstance(item, (int, float, str)) and not isinstance(item, bool):
+                    out.append(Constant(where, kind, item))
+                return
+            if depth < 4 and "type" not in value:
+                for key, item in value.items():
+                    walk(item, f"{where}.{key}", depth + 1)
+        elif isinstance(value, list) and depth < 4:
+            for i, item in enumerate(value):
+                walk(item, f"{where}[{i}]", depth + 1)
+
+    for key in ("input_args", "input_kwargs"):
+        walk(entry.get(key), key, 0)
+    return out
+
+
 def stack_where(stack: Any, name: str) -> Optional[str]:
     """The user's ``file:line`` for entry ``name`` from msprobe's
     stack.json: the innermost frame outside the tools and site-packages
@@ -308,7 +343,7 @@ def read_collective(value: Any, ranks: Optional[RanksTable] = None) -> Optional[
 
 
 #: one overflow.json record, interpreted: (index, name, origin, where, entered, sentinel, nonfinite, kind,
-#: collective, message), the arguments of a Record after its step, rank and folder
+#: collective, message, inside, written), the arguments of a Record after its step, rank and folder
 Item = tuple
 
 def _masked(data: bytes, step: Optional[int], rank: Optional[int]) -> bytes:
@@ -372,14 +407,15 @@ class ReadCache:
 def signature(items: list[Item]) -> tuple:
     """What makes two folders' records show the same, from their
     interpreted records: each one's name, origin, ``file:line``, kind,
-    ``entered`` and sentinel messages and collective call (not its
-    statistics, nor the rank; the group's ranks by count and ends)."""
+    ``entered`` and sentinel messages, collective call (the group's ranks
+    by count and ends), ``inside`` and ``written`` (not its statistics,
+    nor the rank)."""
     out = []
-    for _, name, origin, where, entered, sentinel, nonfinite, kind, c, _message in items:
+    for _, name, origin, where, entered, sentinel, nonfinite, kind, c, _message, inside, written in items:
         call = None if c is None else (c.api, c.group, c.index, c.direction, c.inputs_finite, c.peer, c.root,
                                        None if c.ranks is None else (len(c.ranks), c.ranks[:1], c.ranks[-1:]))
         out.append((name, origin, where, kind, entered.get(MESSAGE) if entered else None, sentinel,
-                    tuple(nonfinite), call))
+                    tuple(nonfinite), call, inside, tuple(written)))
     return tuple(out)
 
 
@@ -399,11 +435,13 @@ def _interpret(overflow: list, ranks: RanksTable) -> tuple[list[Item], list[str]
             collective = read_collective(item[COLLECTIVE], ranks)
             if collective is None:
                 notes.append(f"record {index} ({name}): malformed \"collective\" object; read as a plain record")
-        message = item.get(MESSAGE)
+        message, inside, written = item.get(MESSAGE), item.get(INSIDE), item.get(WRITTEN)
         items.append((index, name, origin if isinstance(origin, bool) else None, str(where) if where else None,
                       entered if _entered_ok(entered) else None, sentinel, _labels(item) if sentinel else [],
                       kind if isinstance(kind, str) else None, collective,
-                      message if isinstance(message, str) and message else None))
+                      message if isinstance(message, str) and message else None,
+                      inside if isinstance(inside, str) and inside else None,
+                      [str(w) for w in written] if isinstance(written, list) else []))
     return items, notes
 
 
@@ -456,12 +494,14 @@ def read_folder(folder: RankFolder, *, statistics: bool = True, construct: bool 
         return out
     step, rank, records = folder.step, folder.rank, out.records
     if items is not None:
-        for index, name, origin, where, entered, sentinel, nonfinite, kind, collective, message in items:
+        for index, name, origin, where, entered, sentinel, nonfinite, kind, collective, message, inside, written \
+                in items:
             entry = None if sentinel or not statistics else data.get(name)
             records.append(Record(step, rank, folder_text, index, name, origin, where,
                                   entry_tensors(entry) if entry is not None else [],
                                   entry is not None if statistics else has_dump and not sentinel,
-                                  entered, sentinel, nonfinite, kind, collective, message))
+                                  entered, sentinel, nonfinite, kind, collective, message, inside, written,
+                                  entry_constants(entry) if entry is not None else []))
     else:
         stack = None
         stack_file = os.path.join(folder_text, STACK_FILE)
@@ -474,7 +514,7 @@ def read_folder(folder: RankFolder, *, statistics: bool = True, construct: bool 
         for index, (name, entry) in enumerate(data.items()):
             records.append(Record(step, rank, folder_text, index, str(name), None,
                                   stack_where(stack, str(name)), entry_tensors(entry) if statistics else [],
-                                  has_entry=True))
+                                  has_entry=True, constants=entry_constants(entry) if statistics else []))
     if construct:
         _read_construct(out)
     return out

@@ -29,8 +29,9 @@ from typing import Any, Callable, Optional
 from ..hooks.guard import tool_section
 from ..state import RunState
 from .collective import collective_of, collective_tensors, pass_up, through_collective
-from .provenance import (entered, entry_tensors, forward_clean, inner_origin, mark_parent, own_parameters_finite,
-                         stale_parameters, top_hint, top_output_overflowed, top_overflow)
+from .provenance import (entered, entry_tensors, forward_clean, inner_origin, mark_parent, masked_call,
+                         own_parameters_finite, stale_parameters, top_hint, top_output_overflowed, top_overflow,
+                         written_nonfinite)
 from .records import Recorder
 from .verdict import HostCache, Verdict, is_parameter, iter_tensors, judge
 
@@ -304,10 +305,15 @@ class Checker:
             self.on_error("while checking", err)
             return True
         origin = self._origin(kind, call, verdict, cache)
+        nested = getattr(call, "nested", None) if kind == "forward" else None
+        if nested:
+            call.nested = None  # read at most once; not held while the call waits for its backward pass
+        if not verdict.overflow:
+            return self._judge_masked(call, nested, cache, batch) if nested else True
         # a collective whose local inputs were finite: it received the inf/nan (or its reduction made it)
         received = collective is not None and verdict.origin
         where_in = None
-        if verdict.overflow and call.step not in self._overflow_steps:
+        if call.step not in self._overflow_steps:
             self._overflow_steps.add(call.step)
             if not origin and not received:
                 try:
@@ -316,17 +322,33 @@ class Checker:
                     self.on_error("while finding where the overflow came in", err)
         if where_in is None and verdict.origin and not origin:
             where_in = through_collective(kind, call)  # L0: came in through a collective inside the Cell
-        if verdict.overflow and self.state.count_record():
+        written = written_nonfinite(call, cache) if kind == "forward" else []
+        if self.state.count_record():
             batch.counted = True
             try:
-                self.records.write(kind, call, origin, cache, where_in,
-                                   collective=None if collective is None else (collective, not verdict.overflow
-                                                                                or verdict.origin))
+                self.records.write(kind, call, origin, cache, where_in, written,
+                                   collective=None if collective is None else (collective, verdict.origin))
             except Exception as err:
                 self.turn_off(f"cannot write the dump ({type(err).__name__}: {err})")
                 return False
             batch.counted = False
         return True
+
+    def _judge_masked(self, call: Any, nested: list, cache: HostCache, batch: _Batch) -> bool:
+        """An L1 call whose inputs and result were finite: judge the first
+        call made inside it (``nested``) whose result held inf/nan (an
+        overflow it masked), if any, as an entry of its own (named when
+        recorded, with the next index of its API in the step)."""
+        try:
+            inner = masked_call(nested, cache)
+        except Exception as err:
+            self.on_error("while checking the calls made inside a call", err)
+            return True
+        if inner is None:
+            return True
+        inner.step = call.step
+        inner.index = self.state.next_index(inner.api)
+        return self._judge_entry("forward", inner, cache, batch)
 
     def _origin(self, kind: str, call: Any, verdict: Verdict, cache: HostCache) -> bool:
         """Whether the entry started the overflow (:mod:`.provenance`);

@@ -10,9 +10,11 @@ shows (:class:`~msprobe_lint.report.view.Report`):
 * per shown step and group of ranks (each group once, with its rank list),
   in execution order, every record with its mark (ORIGIN, carried,
   received, unknown), kind, direction, the user's ``file:line``, what a
-  received record got through which collective call, where a carried
-  overflow came in (``entered:``) and the statistics of every tensor of its
-  dump.json entry (non-finite values marked);
+  received record got through which collective call, the call a nested
+  call was made inside, the Parameters a call wrote inf/nan into, the
+  constants an origin was called with, where a carried overflow came in
+  (``entered:``) and the statistics of every tensor of its dump.json entry
+  (non-finite values marked);
 * for a group whose ``construct.json`` is not empty (level L0 or mix), the
   Cell tree it describes, with the path from the top Cell down to that
   group's first origin (else its first record) marked;
@@ -36,7 +38,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator, Optional
 
 from ..dumpformat import STATS
-from ..fmt import fmt, place, shape, step_text
+from ..fmt import fmt, place, record_notes, shape, step_text
 from ..model import Record
 from ..view import Report, Section, ShownGroup
 from . import RenderUnavailable
@@ -236,6 +238,7 @@ def _environment():
     env.filters["value_class"] = _value_class
     env.filters["place"] = place
     env.filters["step"] = step_text
+    env.filters["notes"] = record_notes
     env.globals["anchor"] = anchor
     return env
 
