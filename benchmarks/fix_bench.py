@@ -33,7 +33,7 @@ EXAMPLE = ROOT / "examples" / "lint" / "mistakes.json"
 
 def probe() -> list[str]:
     beside = Path(sys.executable).parent / "probe"
-    return [str(beside)] if beside.exists() else [sys.executable, "-m", "msprobe_lint.cli"]
+    return [str(beside)] if beside.exists() else [sys.executable, "-m", "msprobe_lint"]
 
 
 def median_ms(samples: list[float]) -> float:
@@ -45,8 +45,8 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=15)
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT))
-    from msprobe_lint.api import LintOptions, lint_text
-    from msprobe_lint.fixes import fix_text
+    from msprobe_lint.lint.api import LintOptions, lint_text
+    from msprobe_lint.lint.fixes.edits import fix_text
 
     folder = Path(tempfile.mkdtemp(prefix="fix-bench-"))
     try:

@@ -1,7 +1,18 @@
-"""Speed of ``probe lint`` against ``check-jsonschema`` (SPEC section 5).
+"""Speed of ``probe lint`` against ``check-jsonschema`` (SPEC section 5),
+and ``probe``'s start-up against a bare interpreter (issue 24).
 
-Three measurements, interleaved in one run so that machine noise hits both
-tools alike, each the median of ``--runs`` cold processes:
+First the start-up: ``probe lint --isolated`` and ``probe lint`` on one
+small clean config, and ``probe report`` on an empty folder, interleaved
+with ``python -c pass`` (the floor), each the median of ``--runs`` cold
+processes, printed side by side with their ratio to the bare interpreter
+(targets: under 50 ms and 70 ms where a bare interpreter takes 10 ms, i.e.
+ratios under 5 and 7). The children run without PYTHONDONTWRITEBYTECODE,
+so, as after an install, they use cached bytecode (a warm-up run writes
+it). ``--importtime`` also prints the most expensive imports of
+``probe lint --isolated`` (``python -X importtime``).
+
+Then three measurements, interleaved in one run so that machine noise hits
+both tools alike, each the median of ``--runs`` cold processes:
 
 1. one config: ``probe lint CONFIG`` against
    ``check-jsonschema --schemafile schema/msprobe-config.schema.json CONFIG``;
@@ -26,6 +37,7 @@ their ratio (probe / check-jsonschema); the targets are ratios <= 1.0.
 Usage::
 
     python benchmarks/lint_bench.py [--runs 15] [--files 1000] [--others N] [--check-fs]
+    python benchmarks/lint_bench.py --startup-only [--importtime]
 """
 from __future__ import annotations
 
@@ -189,6 +201,51 @@ def timed(argv: list[str], cwd: str) -> float:
     return time.perf_counter() - start
 
 
+def startup(probe: str, runs: int, folder: Path, importtime: bool = False) -> dict[str, float]:
+    """Start-up medians (seconds) of ``probe lint`` (isolated and not) on
+    one small clean config and of ``probe report`` on an empty folder,
+    interleaved with a bare interpreter; prints them side by side."""
+    config = folder / "startup" / "config.json"
+    config.parent.mkdir()
+    config.write_text(json.dumps({"task": "overflow_check", "dump_path": str(folder / "dumps"), "level": "L1",
+                                  "rank": [], "step": [], "overflow_check": {"overflow_nums": 3}}, indent=4) + "\n",
+                      encoding="utf-8")
+    (folder / "startup" / "dump").mkdir()
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
+    cases = {"bare interpreter": [sys.executable, "-c", "pass"],
+             "probe lint --isolated": [probe, "lint", "--isolated", str(config)],
+             "probe lint": [probe, "lint", str(config)],
+             "probe report (start)": [probe, "report", str(folder / "startup" / "dump")]}
+    times: dict[str, list[float]] = {label: [] for label in cases}
+    for argv in cases.values():  # warm-up: the page cache and the bytecode cache
+        subprocess.run(argv, cwd=config.parent, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    for run in range(runs):
+        order = list(cases.items())
+        if run % 2:
+            order.reverse()
+        for label, argv in order:
+            start = time.perf_counter()
+            subprocess.run(argv, cwd=config.parent, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            times[label].append(time.perf_counter() - start)
+    medians = {label: statistics.median(values) for label, values in times.items()}
+    bare = medians["bare interpreter"]
+    print(f"start-up (median of {runs} interleaved cold runs; one small clean config):")
+    for label, median in medians.items():
+        print(f"  {label:<24} {median * 1000:7.1f} ms   x{median / bare:4.1f} a bare interpreter")
+    if importtime:
+        proc = subprocess.run([sys.executable, "-X", "importtime", probe, "lint", "--isolated", str(config)],
+                              env=env, capture_output=True, text=True)
+        rows = []
+        for line in proc.stderr.splitlines():
+            if line.startswith("import time:") and "self [us]" not in line:
+                self_us, cumulative, name = (part.strip() for part in line[len("import time:"):].split("|"))
+                rows.append((int(self_us), int(cumulative), name))
+        print(f"  most expensive imports of probe lint --isolated (self/cumulative, of {sum(r[0] for r in rows) / 1000:.1f} ms):")
+        for self_us, cumulative, name in sorted(rows, reverse=True)[:12]:
+            print(f"    {self_us / 1000:5.1f} {cumulative / 1000:6.1f} ms  {name}")
+    return medians
+
+
 def compare(label: str, probe_argv: list[str], other_argv: list[str], runs: int, cwd: str) -> float:
     """Interleaved medians of both commands; prints them and returns the
     ratio probe / check-jsonschema."""
@@ -218,10 +275,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check-fs", action="store_true", help="also run the filesystem rules PL406-PL408")
     parser.add_argument("--probe", help="the probe executable")
     parser.add_argument("--check-jsonschema", dest="cjs", help="the check-jsonschema executable")
+    parser.add_argument("--startup-only", action="store_true", help="measure the start-up only")
+    parser.add_argument("--importtime", action="store_true", help="also list the most expensive imports")
     args = parser.parse_args(argv)
     if args.runs < 10:
         parser.error("--runs must be at least 10")
     probe = tool("probe", args.probe)
+    with tempfile.TemporaryDirectory(prefix="lint-bench-") as tmp:
+        folder = Path(tmp)
+        startup(probe, args.runs, folder, importtime=args.importtime)
+        if args.startup_only:
+            return 0
     cjs = tool("check-jsonschema", args.cjs)
     with tempfile.TemporaryDirectory(prefix="lint-bench-") as tmp:
         folder = Path(tmp)

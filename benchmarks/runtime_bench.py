@@ -159,6 +159,7 @@ def build(model: str, dtype: str, seed: int = 0):
         optimizer = nn.Momentum(net.trainable_params(), learning_rate=0.01, momentum=0.9)
     else:
         raise ValueError(model)
+    net.set_train(True)  # training mode: the resnet's BatchNorm uses batch statistics and updates its moving ones
     if dtype == "float16":
         net.to_float(ms.float16)
         for _, cell in net.cells_and_names():
@@ -336,11 +337,13 @@ def worker(args: argparse.Namespace) -> int:
         if not state.exhausted:
             notes.append("ERROR: overflow_nums not reached during setup")
 
+    clock = time.process_time if args.clock == "cpu" else time.perf_counter
+
     def one_step(i: int, checked: bool = True) -> float:
         x, y = batches[i % len(batches)]
         if every_step:
             x = bad
-        start = time.perf_counter()
+        start = clock()
         if checked and debugger is not None:
             debugger.start(net)
         loss, grads = grad_fn(x, y)
@@ -350,7 +353,7 @@ def worker(args: argparse.Namespace) -> int:
             debugger.stop()
             debugger.step()
         loss.asnumpy()
-        return time.perf_counter() - start
+        return clock() - start
 
     # probe_runtime removes everything at stop(): its workers also time steps
     # without any debugger call, alternating with the checked ones, in the
@@ -396,7 +399,8 @@ def worker(args: argparse.Namespace) -> int:
 # driver
 # --------------------------------------------------------------------------------------------------
 class Worker:
-    def __init__(self, python: str, variant: str, model: str, dtype: str, warmup: int, dump_root: str) -> None:
+    def __init__(self, python: str, variant: str, model: str, dtype: str, warmup: int, dump_root: str,
+                 clock: str = "wall") -> None:
         self.variant = variant
         self.cwd = tempfile.mkdtemp(prefix="runtime-bench-")
         env = dict(os.environ)
@@ -408,7 +412,7 @@ class Worker:
         self.log = open(os.path.join(self.cwd, "stderr.log"), "w+", encoding="utf-8")
         self.proc = subprocess.Popen(
             [python, os.path.abspath(__file__), "--worker", "--variant", variant, "--model", model,
-             "--dtype", dtype, "--warmup", str(warmup), "--dump-root", dump_root],
+             "--dtype", dtype, "--warmup", str(warmup), "--dump-root", dump_root, "--clock", clock],
             cwd=self.cwd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log,
             text=True)
         self.times: list[float] = []
@@ -468,7 +472,7 @@ def measure(model: str, dtype: str, variants: list[tuple[str, str]], args: argpa
     try:
         for variant, python in variants:
             warmup = min(args.warmup, 1) if variant.startswith("msprobe") else args.warmup  # seconds per step
-            workers[variant] = Worker(python, variant, model, dtype, warmup, dump_root)
+            workers[variant] = Worker(python, variant, model, dtype, warmup, dump_root, args.clock)
         for w in workers.values():
             w.ready()
         order = list(workers)
@@ -510,6 +514,10 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--no-msprobe", action="store_true")
     parser.add_argument("--overflow", action="store_true",
                         help="also measure steps that overflow (exact against auto checks, synchronous process)")
+    parser.add_argument("--clock", choices=("wall", "cpu"), default="wall",
+                        help="what a step's time is: wall time (default), or the worker process's CPU time (user + "
+                             "system, all its threads): on a machine shared with other jobs the CPU time of the "
+                             "same work varies far less than its wall time")
     parser.add_argument("--variants", default=None,
                         help="comma-separated probe_runtime variants to run besides 'plain' (default: all), e.g. "
                              "'L1 after limit,L0 after limit,L1 outside step,L0 outside rank' with --rounds 30 "
@@ -539,7 +547,8 @@ def main(argv: list[str]) -> int:
         variants += [(v, msprobe) for v in MSPROBE_VARIANTS]
     began = time.perf_counter()
     print(f"runtime_bench: {args.rounds} interleaved rounds x {args.steps} steps per variant after {args.warmup} "
-          f"warm-up steps; each variant in its own process; load average at start {load_average()}")
+          f"warm-up steps; each variant in its own process; {args.clock} time; load average at start "
+          f"{load_average()}")
     dump_root = tempfile.mkdtemp(prefix="runtime-bench-dump-")
     rows = []
     notes: set[str] = set()

@@ -25,7 +25,7 @@ inputs it tried and every finding (with the input saved under
 ``--keep DIR``), and exits 1 if there was any.
 
 The same functions (``check_input``, ``mutate``, ``structured``) serve the
-bounded property tests in ``tests/test_fuzz_lint.py``.
+bounded property tests in ``tests/lint/test_fuzz_lint.py``.
 """
 from __future__ import annotations
 
@@ -114,7 +114,7 @@ LITERALS = ["NaN", "Infinity", "-Infinity", "1e400", "-1e400", "1234567890123456
 def known_keys() -> dict[str, list[str]]:
     """Location ("" = top level, else a section) -> keys the schema knows."""
     try:
-        from msprobe_lint.rules.schema import key_index
+        from msprobe_lint.lint.rules.schema import key_index
 
         return {k: list(v) for k, v in key_index().items()}
     except Exception:  # fuzzing must not depend on the schema loading
@@ -345,9 +345,8 @@ def check_input(raw: bytes, flags: Optional[dict] = None, *, workdir: Optional[s
                 name: str = "config.json") -> list[str]:
     """Lint ``raw`` (written to a file) through the library with ``flags``
     and render every format. Returns the problems found (empty: fine)."""
-    from msprobe_lint.api import LintOptions, UsageError, lint_paths
-    from msprobe_lint.cli import write_report
-    from msprobe_lint.reporters import REPORTERS, get
+    from msprobe_lint.lint.api import LintOptions, UsageError, lint_paths
+    from msprobe_lint.lint.reporters import NAMES, get
 
     flags = dict(flags or {})
     owned = workdir is None
@@ -368,11 +367,12 @@ def check_input(raw: bytes, flags: Optional[dict] = None, *, workdir: Optional[s
         diagnostics = [d for r in run.results for d in r.diagnostics]
         problems += [f"internal error: {d.message}" for d in diagnostics if "internal error" in d.message]
         problems += position_problems(diagnostics, file_lines(raw), path)
-        for fmt in REPORTERS:
+        for fmt in NAMES:
             out = os.path.join(directory, "report." + fmt)
             try:
                 text = get(fmt)(run.results, color=fmt == "text" and bool(flags.get("strict")))
-                write_report(text, out)
+                with open(out, "w", encoding="utf-8") as handle:
+                    handle.write(text)
                 if fmt in ("json", "sarif"):
                     with open(out, encoding="utf-8") as handle:
                         json.load(handle)
@@ -399,7 +399,7 @@ def cli_args(flags: dict) -> list[str]:
 
 def probe_command() -> list[str]:
     candidate = Path(sys.executable).parent / "probe"
-    return [str(candidate)] if candidate.exists() else [sys.executable, "-m", "msprobe_lint.cli"]
+    return [str(candidate)] if candidate.exists() else [sys.executable, "-m", "msprobe_lint"]
 
 
 def check_cli(raw: bytes, flags: Optional[dict] = None, fmt: str = "text", *, timeout: float = 120) -> list[str]:

@@ -77,7 +77,8 @@ class PrecisionDebugger:
     and ``probe report`` says nothing was found. At interpreter exit, when
     ``start()`` was called and nothing was recorded, one line goes to
     stderr (and the logger, at INFO): ``probe_runtime: no overflow found in
-    N checked step(s); dump_path: ...``.
+    N checked step(s); dump_path: ...`` (at L0 followed by what that level
+    does not see: an overflow that starts and ends inside one Cell).
 
     Level L1 intercepts API calls (``probe_runtime.l1``); level L0 hooks
     the sub-Cells of the model given to ``start(model)``
@@ -144,8 +145,9 @@ class PrecisionDebugger:
 
     def _build_parts(self) -> None:
         """Build the parts the windows use: the checker, the L1 interceptor,
-        the L0 Cell hooks, the optimizer watch, the synchronous windows and
-        the sentinel.
+        the L0 Cell hooks and their collective interceptor (L0 sees the
+        collective calls of a distributed job too), the optimizer watch,
+        the synchronous windows and the sentinel.
 
         Their modules are imported here, not at the top of this module:
         they need numpy and, once they run, MindSpore (the ``runtime``
@@ -156,6 +158,7 @@ class PrecisionDebugger:
         from .check.queue import Checker
         from .execution import SyncWindows
         from .grad_watch import GradWatch
+        from .hooks.collectives import communication_ready
         from .hooks.frames import library_roots
         from .l0.cell_hooks import CellHooks
         from .l1.interceptor import ApiInterceptor
@@ -166,6 +169,10 @@ class PrecisionDebugger:
                                on_exhausted=self._unpatch, library_roots=library_roots(), carry_batch=True)
         self.interceptor = ApiInterceptor(self.checker)
         self.cells = CellHooks(self.checker)
+        # L0 sees the collective calls too (only those): a Cell's inf/nan may come from another rank
+        self.collectives = ApiInterceptor(self.checker, namespaces=("Collective",))
+        self.collectives.wrappers.enclosing = self.cells.current_call
+        self._distributed = communication_ready
         self.watch = OptimizerWatch(self.checker, on_update=self._parameters_may_change, before_step=self._before_step,
                                     after_step=self._after_step)
         self.sync = SyncWindows()
@@ -287,15 +294,17 @@ class PrecisionDebugger:
         synchronous on CPU, the L1 wrappers or the L0 hooks on ``model``."""
         self.sync.enter()
         self.interceptor.synchronous = self.cells.synchronous = self.sync.active
-        self.checker.synchronous = self.sync.active
+        self.collectives.synchronous = self.checker.synchronous = self.sync.active
         if self.level == "L0":
             self.cells.install(model)
+            if self._distributed():
+                self.collectives.install()
         else:
             self.interceptor.install()
 
     def _close_exact(self) -> None:
         """Exact checks off (what :meth:`_open_exact` put on)."""
-        for part in (self.interceptor, self.cells):
+        for part in (self.interceptor, self.cells, self.collectives):
             try:
                 part.uninstall()
             except Exception as err:  # pragma: no cover
@@ -543,6 +552,7 @@ class PrecisionDebugger:
         at L1 (first use in a call) and at L0 (the next call of each Cell)."""
         self._window_updated = True
         self.interceptor.forget_probes()
+        self.collectives.forget_probes()
         self.cells.forget_probes()
 
     def _say_nothing_found(self) -> None:
@@ -561,6 +571,9 @@ class PrecisionDebugger:
                    "masked before the loss and the gradients is not seen there)")
         message = (f"probe_runtime: no overflow found in {len(self._checked_steps)} checked step(s){how}; "
                    f"dump_path: {self.dump_path}")
+        if self.level == "L0":  # what L0 cannot see, so the all-clear is not read as more than it is
+            message += (" (level L0 checks what the Cells take and return: an overflow that starts and ends inside "
+                        "one Cell, its outputs finite, is not seen; level L1 names the call)")
         LOGGER.info(message)
         try:
             print(message, file=sys.stderr, flush=True)
@@ -580,6 +593,10 @@ class PrecisionDebugger:
             self.cells.uninstall()
         except Exception as err:  # pragma: no cover
             LOGGER.error("probe_runtime: error removing Cell hooks: %s", err)
+        try:
+            self.collectives.uninstall()
+        except Exception as err:  # pragma: no cover
+            LOGGER.error("probe_runtime: error removing the collective patches: %s", err)
         try:
             self.watch.uninstall()
         except Exception as err:  # pragma: no cover

@@ -23,9 +23,9 @@ import os
 from pathlib import Path
 from typing import Any, Optional
 
-from msprobe_lint.context import Context, Fact, build_context, environment_facts, normalise
-from msprobe_lint.diagnostic import Diagnostic, Severity
-from msprobe_lint.engine import lint_file
+from msprobe_lint.lint.context import Context, Fact, build_context, environment_facts, normalise
+from msprobe_lint.lint.diagnostic import Diagnostic, Severity
+from msprobe_lint.lint.engine import lint_file
 
 from .errors import ConfigLintError, format_diagnostic
 from .state import live_rank_source, rank_dir_name
@@ -139,7 +139,7 @@ def dump_path_errors(config_path: Optional[str], overrides: dict, rank: tuple) -
     When that fails (a folder the lint could not judge, such as one
     under /proc for root, whom every permission check lets through),
     the error diagnostics to refuse with: PL407 at dump_path. Else []."""
-    from msprobe_lint.diagnostic import Finding
+    from msprobe_lint.lint.diagnostic import Finding
 
     from .dump.writer import ensure_dir
 

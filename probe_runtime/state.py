@@ -87,6 +87,9 @@ class RunState:
         found: records written so far, over all steps.
         counters: call index per API name in the current step (msprobe's
             ``Functional.exp.<index>``); reset by :meth:`next_step`.
+        collective_counters: per-group call index of collective calls in
+            the current step (a group name, or for Send/Receive the group
+            and the two ranks); reset by :meth:`next_step`.
     """
 
     steps: Optional[frozenset[int]] = None
@@ -96,6 +99,7 @@ class RunState:
     step: int = 0
     found: int = 0
     counters: dict[str, int] = field(default_factory=dict)
+    collective_counters: dict[Any, int] = field(default_factory=dict)
 
     @property
     def rank_dir(self) -> str:
@@ -125,10 +129,20 @@ class RunState:
         self.counters[api] = index + 1
         return index
 
+    def next_collective_index(self, key: Any) -> int:
+        """The per-group index of a collective call (``key``: the group, or
+        for Send/Receive ``(group, lower rank, higher rank)``), counting from 0
+        within a step: the same on every rank for the same call as long as
+        every rank counts the same calls (see docs/multi-rank.md)."""
+        index = self.collective_counters.get(key, 0)
+        self.collective_counters[key] = index + 1
+        return index
+
     def next_step(self) -> None:
         """Move to the next step; call indices start again at 0."""
         self.step += 1
         self.counters.clear()
+        self.collective_counters.clear()
 
     def set_step(self, step: int) -> None:
         """Set the current step number (``set_init_step``).
@@ -140,6 +154,7 @@ class RunState:
             raise ValueError(f"step must be an int >= 0, not {step!r}")
         self.step = step
         self.counters.clear()
+        self.collective_counters.clear()
 
     def count_record(self) -> bool:
         """Count one more record; False (and nothing counted) when the limit

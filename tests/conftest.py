@@ -77,7 +77,7 @@ def probe_command() -> list[str]:
     candidate = Path(sys.executable).parent / "probe"
     if candidate.exists():
         return [str(candidate)]
-    return [sys.executable, "-m", "msprobe_lint.cli"]
+    return [sys.executable, "-m", "msprobe_lint"]
 
 
 def run_probe(*args: str, cwd: Optional[Path] = None, env: Optional[dict] = None,
@@ -108,7 +108,7 @@ def write_config(directory: Path, config: Any, name: str = "config.json") -> Pat
 def lint(tmp_path):
     """``lint(config, **options) -> list[Diagnostic]`` through the library
     API, isolated from the environment unless ``isolated=False``."""
-    from msprobe_lint.api import LintOptions, lint_paths
+    from msprobe_lint.lint.api import LintOptions, lint_paths
 
     def run(config: Any, name: str = "config.json", **options: Any):
         path = write_config(tmp_path, config, name)

@@ -25,7 +25,7 @@ world-size variables a launcher exports removed from the environment, so
 the result does not depend on the machine or on where the repository is.
 In the output the copy's path (and its ``file://`` URI) is written back as
 ``@CASE@``, and the SARIF driver's version and rule descriptors (checked by
-tests/test_sarif.py against the registry) are reduced to what is stable.
+tests/lint/test_sarif.py against the rule catalogue) are reduced to what is stable.
 """
 from __future__ import annotations
 
@@ -207,8 +207,8 @@ def _unplace(text: str, root: Path) -> str:
 
 def _sarif(stdout: str) -> str:
     """The SARIF log with the stable parts only: the driver's version and
-    its rule descriptors' texts are left out (tests/test_sarif.py checks
-    them against the registry), so a rule's wording is no golden change."""
+    its rule descriptors' texts are left out (tests/lint/test_sarif.py checks
+    them against the rule catalogue), so a rule's wording is no golden change."""
     try:
         log = json.loads(stdout)
     except ValueError:

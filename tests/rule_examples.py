@@ -1,4 +1,4 @@
-"""One bad and one good input per rule code, used by test_registry.py.
+"""One bad and one good input per rule code, used by test_catalogue.py.
 
 A case is a dict: ``config`` (dict, text or bytes), ``options`` (LintOptions
 fields), optionally ``script`` (training-script text, given with --script)
@@ -14,7 +14,7 @@ from pathlib import Path
 from packaging.version import Version
 
 from conftest import config
-from msprobe_lint.context import Fact
+from msprobe_lint.lint.context import Fact
 
 PYNATIVE = {"framework": "mindspore", "mode": "pynative"}
 GRAPH_O2_26 = {"mode": "graph", "jit_level": "O2", "mindspore_version": "2.6.0"}
@@ -58,6 +58,8 @@ EXAMPLES = {
               {"config": '{"dump_path": "/d", "overflow_check": {"overflow_nums": -1}}'}),
     "PL006": ({"setup": lambda tmp: {"path": str(tmp / "missing.json")}}, {"config": config()}),
     "PL007": ({"config": {"common_dump_settings": {"dump_mode": 0, "path": "/d"}}}, {"config": config()}),
+    "PL008": ({"config": '{"task": "overflow_check"\uff0c "dump_path": "/d"}'},
+              {"config": '{"task": "overflow_check", "dump_path": "/d\uff0c1"}'}),
     "PL101": ({"config": config(levle="L1")}, {"config": config()}),
     "PL102": ({"config": config(rank=0)}, {"config": config(rank=[0])}),
     "PL103": ({"config": config(level="l1")}, {"config": config(level="L1")}),
@@ -84,12 +86,17 @@ EXAMPLES = {
               {"config": config(rank=[3]), "options": {"world_size": 4}}),
     "PL304": ({"config": config(rank=[0]), "options": {"world_size": 1}},
               {"config": config(rank=[]), "options": {"world_size": 1}}),
+    "PL305": ({"config": config(task="statistics", statistics={"scope": ["Functional.relu", "Functional.add"]})},
+              {"config": config(task="statistics", statistics={"scope": ["Functional.relu.0.forward",
+                                                                         "Functional.add.2.forward"]})}),
+    "PL306": ({"config": config(task="tensor", step=[])}, {"config": config(task="tensor", step=[0])}),
     "PL401": ({"config": config(dump_path="dump")}, {"config": config(dump_path="/dump")}),
     "PL402": ({"config": config(dump_path="/data/dump:1")}, {"config": config(dump_path="/data/dump_1")}),
     "PL403": ({"config": config(dump_path="/" + "a" * 256)}, {"config": config(dump_path="/" + "a" * 255)}),
     "PL404": ({"config": config(dump_path="/a/../b")}, {"config": config(dump_path="/b")}),
     "PL405": ({"config": config(dump_path="$HOME/dump")}, {"config": config(dump_path="/home/u/dump")}),
     "PL406": ({"setup": _symlinked_dump}, {"setup": _real_dump}),
+    "PL409": ({"config": config(dump_path="/path/to/dump")}, {"config": config(dump_path="/data/run1/dump")}),
     "PL407": ({"setup": _file_dump}, {"setup": _real_dump}),
     "PL408": ({"setup": _world_writable}, {"setup": _real_dump}),
     "PL501": ({"config": config(), "script": SCRIPT_HEAD + "from mindspore.ops import relu\n" + LOOP_OK},

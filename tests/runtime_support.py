@@ -181,8 +181,9 @@ def assert_origin_invariant(dump_path: Path) -> int:
     """Every record under ``dump_path`` (any step and rank) marked origin in
     overflow.json has all its dumped inputs finite (``input_args``,
     ``input_kwargs``, an L0 Cell's ``parameters``; a backward entry's
-    ``input``) and some dumped output not; returns the number of records
-    checked."""
+    ``input``) and some dumped output not (``output``, and ``written``:
+    what a call left in the Parameters it wrote in place); returns the
+    number of records checked."""
     from probe_runtime.dump.writer import read_json
 
     checked = 0
@@ -204,7 +205,7 @@ def assert_origin_invariant(dump_path: Path) -> int:
                 inputs, outputs = [entry["input"]], [entry["output"]]
             else:
                 inputs = [entry.get("input_args"), entry.get("input_kwargs"), entry.get("parameters")]
-                outputs = [entry.get("output")]
+                outputs = [entry.get("output"), entry.get("written")]
             assert _stats_finite(inputs), f"{index}: {name} is an origin but a dumped input is not finite"
             assert not _stats_finite(outputs), f"{index}: {name} is an origin but every dumped output is finite"
     return checked

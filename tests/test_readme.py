@@ -1,4 +1,4 @@
-"""The README's rule table is generated from the registry, not written
+"""The README's rule table is generated from the rule catalogue, not written
 twice; it must be up to date."""
 from __future__ import annotations
 
@@ -19,3 +19,48 @@ def test_readme_opens_with_the_two_commands_and_ci_runs_the_same_tests():
     assert "./run-example.sh" in readme.split("## ")[0]
     test_lines = [line.strip() for line in ci.splitlines() if "pytest" in line and not line.startswith("#")]
     assert test_lines and all(line in readme for line in test_lines)
+
+
+def readme_section(title: str) -> str:
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    return readme.split(f"## {title}\n", 1)[1].split("\n## ", 1)[0]
+
+
+def test_every_path_the_readme_and_docs_name_exists():
+    import re
+
+    texts = [(REPO / "README.md").read_text(encoding="utf-8")]
+    texts += [p.read_text(encoding="utf-8") for p in sorted((REPO / "docs").glob("*.md"))]
+    texts.append((REPO / "benchmarks" / "README.md").read_text(encoding="utf-8"))
+    named = set()
+    for text in texts:
+        named |= set(re.findall(r"(?<![\w./-])((?:msprobe_lint|probe_runtime|tests|tools|benchmarks|schema|docs|examples)"
+                                r"/[\w./-]*\w/?)", text))
+    missing = sorted(path for path in named if not list(REPO.glob(path + "*"))  # `schema/msprobe-config*.json`
+                     and not path.startswith("msprobe_lint/schema"))  # the wheel's copy of schema/
+    assert not missing, missing
+
+
+def test_the_layout_map_names_only_what_is_there():
+    import re
+
+    layout = readme_section("Layout").split("- `msprobe_lint/`:", 1)[1].split("\n- `", 1)[0]
+    files = {p.name for p in (REPO / "msprobe_lint").rglob("*.py")} | {
+        p.name + "/" for p in (REPO / "msprobe_lint").rglob("*") if p.is_dir() and p.name != "__pycache__"}
+    files |= {"report.html.j2"}
+    named = set(re.findall(r"`([\w.]+(?:\.py|/|\.j2))`", layout))
+    assert named and not named - files, sorted(named - files)
+    for folder in ("cli/", "lint/", "project/", "run/", "server/", "rules/", "script/", "fixes/", "reporters/"):
+        assert f"`{folder}`" in layout, folder
+
+
+def test_every_command_of_the_usage_runs(tmp_path):
+    from conftest import run_probe
+
+    usage = readme_section("Usage").split("```", 2)[1]
+    commands = sorted({line.split()[1] for line in usage.splitlines() if line.startswith("probe ")})
+    assert {"lint", "rules", "explain", "schema", "run", "report", "migrate", "server", "completion"} <= set(commands)
+    for command in commands:
+        args = [command] if command.startswith("-") else [command, "--help"]
+        proc = run_probe(*args, cwd=tmp_path)
+        assert proc.returncode == 0 and proc.stdout, (command, proc.stderr)

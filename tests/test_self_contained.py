@@ -20,16 +20,23 @@ pytestmark = pytest.mark.slow
 # Left out: the MindSpore runtime (also deselected by its marker), the
 # report and its HTML page (they need msprobe's environment or a browser,
 # which a plain clone may lack: those skip for their own reasons), the
-# packaging, pre-commit and mypy runs (the full suite makes them from the
-# checkout), and this module.
-NOT_LINT = ("test_runtime_", "test_probe_run", "test_probe_report", "test_report_html",
+# guarded launch (it starts processes), the packaging, pre-commit and mypy
+# runs (the full suite makes them from the checkout), and this module. The
+# linter's own folders (tests/lint, cli, project, server) are all in.
+LINT_FOLDERS = ("lint", "cli", "project", "server")
+NOT_LINT = ("test_runtime_", "test_probe_report", "test_report_html",
             "test_msprobe_interop", "test_msrun", "test_packaging",
             "test_precommit", "test_typing", "test_self_contained")
 
 
 def lint_test_modules() -> list[str]:
-    """Every test module of the linter, new ones included."""
-    return sorted(p.name for p in (REPO / "tests").glob("test_*.py") if not p.name.startswith(NOT_LINT))
+    """Every test module of the linter (paths under tests/), new ones
+    included."""
+    tests = REPO / "tests"
+    found = [p for p in tests.glob("test_*.py") if not p.name.startswith(NOT_LINT)]
+    for folder in LINT_FOLDERS:
+        found += [p for p in (tests / folder).rglob("test_*.py") if not p.name.startswith(NOT_LINT)]
+    return sorted(p.relative_to(tests).as_posix() for p in found)
 
 
 def tracked_files() -> list[str]:
@@ -42,9 +49,10 @@ def tracked_files() -> list[str]:
 
 def test_the_lint_modules_are_the_lint_tests():
     modules = lint_test_modules()
-    assert {"test_cases.py", "test_sarif.py", "test_profiles.py", "test_schema_agreement.py",
-            "test_shared_lint_cases.py", "test_cli.py"} <= set(modules)
-    assert not [m for m in modules if "runtime" in m]
+    assert {"lint/test_cases.py", "lint/test_sarif.py", "lint/test_profiles.py", "lint/test_schema_agreement.py",
+            "lint/test_shared_lint_cases.py", "cli/test_cli.py", "lint/rules/test_catalogue.py",
+            "project/test_settings.py", "server/test_lsp_server.py"} <= set(modules)
+    assert not [m for m in modules if "runtime" in m or m.startswith(("run/", "report/"))]
 
 
 def test_lint_suite_passes_in_a_copy_with_nothing_beside_it(tmp_path):

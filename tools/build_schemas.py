@@ -1,5 +1,5 @@
 """Write the per-release JSON Schemas (8.1, 26.x) derived from the 8.3
-schema and the release data in msprobe_lint/profiles.py.
+schema and the release data in msprobe_lint/lint/profiles.py.
 
 Usage: python tools/build_schemas.py            write them under schema/
        python tools/build_schemas.py --check    exit 1 if any is stale
@@ -15,7 +15,7 @@ SCHEMA_DIR = Path(__file__).resolve().parents[1] / "schema"
 
 def rendered() -> dict[Path, str]:
     """File -> text of every derived schema."""
-    from msprobe_lint.profiles import PROFILES, build_schema
+    from msprobe_lint.lint.profiles import PROFILES, build_schema
 
     base = json.loads((SCHEMA_DIR / PROFILES["8.3"].schema_file).read_text(encoding="utf-8"))
     out = {}

@@ -43,6 +43,9 @@ ok = (version("mindspore") == want and int(version("numpy").split(".")[0]) < 2
       and os.path.realpath(probe_runtime.__file__).startswith(repo + os.sep))
 sys.exit(0 if ok else 1)
 PY
+  # the console script too: an editable install made before an entry point
+  # moved still imports the old module
+  "$DIR/bin/probe" --version > /dev/null 2>&1
 }
 
 if [ -e "$DIR" ] && [ ! -x "$DIR/bin/python" ]; then

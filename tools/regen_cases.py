@@ -8,7 +8,7 @@ Usage (from the repository, with the project's environment)::
     .venv/bin/python tools/regen_cases.py CASE [CASE...]
     .venv/bin/python tools/regen_cases.py --check       # only report what would change
 
-Each case runs exactly as tests/test_cases.py runs it (tests/golden.py);
+Each case runs exactly as tests/lint/test_cases.py runs it (tests/golden.py);
 its expected.json (and expected.stdout for a format case) is rewritten.
 Review the result with `git diff tests/cases` before committing: the
 expected files are the lint's contract, so a change there must be one you

@@ -1,4 +1,4 @@
-"""Render the rule table of the README from the rule registry, so it is
+"""Render the rule table of the README from the rule catalogue, so it is
 written once (in the rules' own metadata).
 
 Usage: python tools/render_rules.py            print the table
@@ -17,7 +17,7 @@ README = Path(__file__).resolve().parents[1] / "README.md"
 def table() -> str:
     """The markdown table: code, severity, name, summary, fix (what
     ``--fix`` can do: safe, unsafe, or both depending on the finding)."""
-    from msprobe_lint.rules.registry import load_all
+    from msprobe_lint.lint.rules import load_all
 
     rows = ["| code | severity | name | what | fix |", "|---|---|---|---|---|"]
     for info in load_all().values():

@@ -51,6 +51,14 @@ MESSAGE = "message"      #: a sentence for people (records that name no call, co
 NONFINITE = "nonfinite"  #: records that name no call: labels of what held inf/nan
 REPLAY = "replay"        #: auto checks: found by running the gradient computation at this file:line again
 COLLECTIVE = "collective"  #: collective calls: the COLLECTIVE_* keys
+#: a call made inside another intercepted call (L1): that outer call's entry name, e.g.
+#: ``Functional.clip_by_global_norm.0.forward``. The outer call's inputs and result were finite (it is
+#: not in dump.json): it masked the overflow this call made
+INSIDE = "inside"
+#: the names of the Parameters the call (L1) or Cell (L0) wrote inf/nan into in place (finite before
+#: it, not after), e.g. ``["bn.moving_variance"]``; dump.json's entry has their values after the call
+#: under WRITTEN_ENTRY
+WRITTEN = "written"
 
 # record kinds (``kind``)
 FORWARD = "forward"
@@ -73,11 +81,13 @@ SENTINEL_NAME = "sentinel"
 # ``entered``: {"entry", "input", "source", "parameter", "at_start", "message"}
 ENTERED_ENTRY = "entry"            #: the entry whose input held inf/nan
 ENTERED_INPUT = "input"            #: which input, e.g. ``input_args[0]``, or null
-ENTERED_SOURCE = "source"          #: ``outside`` (made outside the checked window) or ``parameter``
+ENTERED_SOURCE = "source"          #: ``outside`` (made outside the checked window), ``parameter`` or ``collective``
 ENTERED_PARAMETER = "parameter"    #: the Parameter's name, or null
 ENTERED_AT_START = "at_start"      #: the Parameter held inf/nan at start()
 SOURCE_OUTSIDE = "outside"
 SOURCE_PARAMETER = "parameter"
+#: L0: a Cell's inf/nan came in through a collective call inside it (``entry`` names that call)
+SOURCE_COLLECTIVE = "collective"
 
 # -- collective calls ---------------------------------------------------------------------
 #
@@ -161,6 +171,10 @@ def received_message(api: str, group: str, ranks: Optional[list[int]]) -> str:
 # -- dump.json (msprobe's format) --------------------------------------------------------
 
 DATA = "data"                                #: dump.json's object of entries
+#: probe_runtime's key in a forward entry (not msprobe's): the values an in-place call left in the
+#: Parameters it may write, after the call, keyed like their values before it (L1: ``input_args[4]``,
+#: the position of the copy made before the call; L0: the Parameter's name under ``parameters``)
+WRITTEN_ENTRY = "written"
 STATS = ("Max", "Min", "Mean", "Norm")       #: per-tensor statistics; null where msprobe has none
 DIRECTIONS = (FORWARD, BACKWARD, PARAMETERS_GRAD)  #: the last or second-to-last part of an entry name
 

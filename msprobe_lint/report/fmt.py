@@ -4,7 +4,7 @@ from __future__ import annotations
 import math
 from typing import Any, Optional
 
-from .model import Record, Tensor
+from .model import Constant, Record, Tensor
 
 
 def fmt(value: Any) -> str:
@@ -41,3 +41,27 @@ def shape(tensor: Tensor) -> str:
     if isinstance(tensor.shape, list):
         return "[" + ", ".join(str(d) for d in tensor.shape) + "]"
     return fmt(tensor.shape)
+
+
+def shown_constants(record: Record) -> list[Constant]:
+    """The constants every report shows for a record: the numbers and
+    dtypes an origin was called with besides its tensors (its tensor
+    inputs were finite: a constant such as ``-1e5`` multiplied into a
+    float16 tensor, or a cast's dtype, is often what made the inf); none
+    for other records."""
+    return record.constants if record.origin else []
+
+
+def record_notes(record: Record) -> list[str]:
+    """The sentences every report adds under a record, in order: the call
+    it was made inside (``inside``), the Parameters it wrote inf/nan into
+    (``written``) and the constants an origin was called with."""
+    notes = []
+    if record.inside:
+        notes.append(f"inside {record.inside}: that call's inputs and result were finite (it masked this overflow)")
+    if record.written:
+        notes.append(f"wrote inf/nan into Parameter {', '.join(record.written)} (in place)")
+    constants = shown_constants(record)
+    if constants:
+        notes.append("called with " + ", ".join(f"{c.where}={fmt(c.value)} ({c.type})" for c in constants))
+    return notes

@@ -31,6 +31,18 @@ class Tensor:
 
 
 @dataclass(frozen=True)
+class Constant:
+    """A non-tensor argument of a dump.json entry that can explain an
+    overflow: a Python number or a dtype (``where`` its place,
+    ``input_args[1]``; ``type`` as dump.json has it, ``float``, ``int``,
+    ``mindspore.dtype``; ``value`` the number or the dtype's name)."""
+
+    where: str
+    type: str
+    value: Any
+
+
+@dataclass(frozen=True)
 class Collective:
     """The ``collective`` object of a record (docs/report-format.md has the contract).
 
@@ -84,6 +96,12 @@ class Record:
     message: Optional[str] = None
     #: auto checks: the file:line of the gradient computation whose replay found this record, else None
     replay: Optional[str] = None
+    #: overflow.json's ``inside``: the call this one was made in, whose inputs and result were finite
+    inside: Optional[str] = None
+    #: overflow.json's ``written``: the Parameters the call wrote inf/nan into in place
+    written: list[str] = field(default_factory=list)
+    #: the numbers and dtypes among the entry's inputs (dump.json), read with the statistics
+    constants: list[Constant] = field(default_factory=list)
 
     @property
     def received(self) -> bool:

@@ -21,10 +21,10 @@ from typing import Any, Iterator, Optional, Union
 from .discover import RankFolder
 from .dumpformat import (BACKWARD, COLLECTIVE, COLLECTIVE_API, COLLECTIVE_DIRECTION, COLLECTIVE_GROUP,
                          COLLECTIVE_INDEX, COLLECTIVE_INPUTS_FINITE, COLLECTIVE_PEER, COLLECTIVE_RANKS,
-                         COLLECTIVE_ROOT, CONSTRUCT_FILE, DATA, DUMP_FILE, ENTERED, FORWARD, KIND, MESSAGE, NAME,
-                         NONFINITE, NOTE_KINDS, ORIGIN, OVERFLOW_FILE, REPLAY, SENTINEL, STACK_FILE, STATS,
-                         WHERE)
-from .model import Collective, RankDump, Record, Tensor
+                         COLLECTIVE_ROOT, CONSTRUCT_FILE, DATA, DUMP_FILE, ENTERED, FORWARD, INSIDE, KIND, MESSAGE,
+                         NAME, NONFINITE, NOTE_KINDS, ORIGIN, OVERFLOW_FILE, REPLAY, SENTINEL, STACK_FILE, STATS,
+                         WHERE, WRITTEN)
+from .model import Collective, Constant, RankDump, Record, Tensor
 
 #: files larger than this are not read (a dump file is a few MB at most)
 MAX_FILE = 512 * 1024 * 1024
@@ -241,6 +241,41 @@ def entry_tensors(entry: Any) -> list[Tensor]:
     return out
 
 
+#: the dump.json types of the non-tensor inputs :func:`entry_constants` reads
+CONSTANT_TYPES = ("int", "float", "mindspore.dtype")
+
+
+def entry_constants(entry: Any) -> list[Constant]:
+    """The numbers and dtypes among a dump.json entry's inputs
+    (``input_args``, ``input_kwargs``: msprobe writes them as ``{"type":
+    "float", "value": -100000.0}``, ``{"type": "mindspore.dtype", "value":
+    "Float16"}``), labelled by where they are: what a call was given besides
+    tensors (a constant multiplied into a float16 tensor, the dtype of a
+    cast)."""
+    if not isinstance(entry, dict):
+        return []
+    out: list[Constant] = []
+
+    def walk(value: Any, where: str, depth: int) -> None:
+        if isinstance(value, dict):
+            kind = value.get("type")
+            if kind in CONSTANT_TYPES and "value" in value and not any(k in value for k in STATS):
+                item = value["value"]
+                if isinstance(item, (int, float, str)) and not isinstance(item, bool):
+                    out.append(Constant(where, kind, item))
+                return
+            if depth < 4 and "type" not in value:
+                for key, item in value.items():
+                    walk(item, f"{where}.{key}", depth + 1)
+        elif isinstance(value, list) and depth < 4:
+            for i, item in enumerate(value):
+                walk(item, f"{where}[{i}]", depth + 1)
+
+    for key in ("input_args", "input_kwargs"):
+        walk(entry.get(key), key, 0)
+    return out
+
+
 def stack_where(stack: Any, name: str) -> Optional[str]:
     """The user's ``file:line`` for entry ``name`` from msprobe's
     stack.json: the innermost frame outside the tools and site-packages
@@ -309,7 +344,7 @@ def read_collective(value: Any, ranks: Optional[RanksTable] = None) -> Optional[
 
 
 #: one overflow.json record, interpreted: (index, name, origin, where, entered, sentinel, nonfinite, kind,
-#: collective, message, replay), the arguments of a Record after its step, rank and folder
+#: collective, message, replay, inside, written), the arguments of a Record after its step, rank and folder
 Item = tuple
 
 def _masked(data: bytes, step: Optional[int], rank: Optional[int]) -> bytes:
@@ -373,14 +408,15 @@ class ReadCache:
 def signature(items: list[Item]) -> tuple:
     """What makes two folders' records show the same, from their
     interpreted records: each one's name, origin, ``file:line``, kind,
-    ``entered`` and sentinel messages and collective call (not its
-    statistics, nor the rank; the group's ranks by count and ends)."""
+    ``entered`` and sentinel messages, collective call (the group's ranks
+    by count and ends), ``inside`` and ``written`` (not its statistics,
+    nor the rank)."""
     out = []
-    for _, name, origin, where, entered, sentinel, nonfinite, kind, c, message, replay in items:
+    for _, name, origin, where, entered, sentinel, nonfinite, kind, c, message, replay, inside, written in items:
         call = None if c is None else (c.api, c.group, c.index, c.direction, c.inputs_finite, c.peer, c.root,
                                        None if c.ranks is None else (len(c.ranks), c.ranks[:1], c.ranks[-1:]))
         out.append((name, origin, where, kind, entered.get(MESSAGE) if entered else None, sentinel,
-                    tuple(nonfinite), call, message if kind in NOTE_KINDS else None, replay))
+                    tuple(nonfinite), call, message if kind in NOTE_KINDS else None, replay, inside, tuple(written)))
     return tuple(out)
 
 
@@ -401,12 +437,14 @@ def _interpret(overflow: list, ranks: RanksTable) -> tuple[list[Item], list[str]
             collective = read_collective(item[COLLECTIVE], ranks)
             if collective is None:
                 notes.append(f"record {index} ({name}): malformed \"collective\" object; read as a plain record")
-        message, replay = item.get(MESSAGE), item.get(REPLAY)
+        message, replay, inside, written = item.get(MESSAGE), item.get(REPLAY), item.get(INSIDE), item.get(WRITTEN)
         items.append((index, name, origin if isinstance(origin, bool) else None, str(where) if where else None,
                       entered if _entered_ok(entered) else None, sentinel, _labels(item) if note else [],
                       kind if isinstance(kind, str) else None, collective,
                       message if isinstance(message, str) and message else None,
-                      str(replay) if replay and not note else None))
+                      str(replay) if replay and not note else None,
+                      inside if isinstance(inside, str) and inside else None,
+                      [str(w) for w in written] if isinstance(written, list) else []))
     return items, notes
 
 
@@ -459,13 +497,15 @@ def read_folder(folder: RankFolder, *, statistics: bool = True, construct: bool 
         return out
     step, rank, records = folder.step, folder.rank, out.records
     if items is not None:
-        for index, name, origin, where, entered, sentinel, nonfinite, kind, collective, message, replay in items:
+        for index, name, origin, where, entered, sentinel, nonfinite, kind, collective, message, replay, inside, \
+                written in items:
             note = kind in NOTE_KINDS
             entry = None if note or not statistics else data.get(name)
             records.append(Record(step, rank, folder_text, index, name, origin, where,
                                   entry_tensors(entry) if entry is not None else [],
                                   entry is not None if statistics else has_dump and not note,
-                                  entered, sentinel, nonfinite, kind, collective, message, replay))
+                                  entered, sentinel, nonfinite, kind, collective, message, replay, inside, written,
+                                  entry_constants(entry) if entry is not None else []))
     else:
         stack = None
         stack_file = os.path.join(folder_text, STACK_FILE)
@@ -478,7 +518,7 @@ def read_folder(folder: RankFolder, *, statistics: bool = True, construct: bool 
         for index, (name, entry) in enumerate(data.items()):
             records.append(Record(step, rank, folder_text, index, str(name), None,
                                   stack_where(stack, str(name)), entry_tensors(entry) if statistics else [],
-                                  has_entry=True))
+                                  has_entry=True, constants=entry_constants(entry) if statistics else []))
     if construct:
         _read_construct(out)
     return out

@@ -11,6 +11,11 @@ float32 tensor that is judged with the entry like any other tensor:
 * :func:`launch_sum`: a float32 sum launched on the device without waiting
   (non-finite when the Parameter holds inf/nan), read only with the batch.
 
+A Parameter a Cell may write in place (an L0 ``BatchNorm``'s moving
+statistics) is kept as a :func:`snapshot` instead: its values (a host copy
+in a synchronous window, else a device copy), judged and dumped like any
+tensor.
+
 Example::
 
     probe = probe_now(weight) if synchronous else launch_sum(weight)
@@ -44,6 +49,45 @@ def probe_now(tensor: Any) -> HostVerdict:
     """The finiteness of ``tensor``'s values now, decided on the host.
     Keeps no reference to the tensor or its values."""
     return HostVerdict(to_host(tensor).finite())
+
+
+class HostCopy:
+    """A tensor's values copied to the host (what :func:`snapshot` returns
+    in a synchronous window): judged, described and dumped like the tensor
+    (``dtype`` its dtype name, ``shape``, ``asnumpy()`` the copy; bfloat16
+    and float8 values are held as float32, as :func:`~.verdict.to_host`
+    reads them)."""
+
+    def __init__(self, dtype: str, shape: tuple, array: Optional[np.ndarray]) -> None:
+        self.dtype = dtype
+        self.shape = shape
+        self._array = array
+
+    def asnumpy(self) -> Optional[np.ndarray]:
+        return self._array
+
+    def astype(self, _dtype: Any) -> "HostCopy":
+        """Already float32 where :func:`~.verdict.to_host` would cast."""
+        return self
+
+
+_COPY: Any = None
+
+
+def snapshot(tensor: Any, synchronous: bool) -> Any:
+    """``tensor``'s values now, kept apart from it (a later in-place write
+    does not change them): a :class:`HostCopy` in a synchronous window (the
+    read stalls no pipeline), else a copy made on the device
+    (``mindspore.ops.deepcopy``, no wait), read with the batch."""
+    if synchronous:
+        host = to_host(tensor)
+        return HostCopy(host.dtype, host.shape, None if host.array is None else host.array.copy())
+    global _COPY
+    if _COPY is None:
+        from mindspore import ops
+
+        _COPY = ops.deepcopy
+    return _COPY(tensor)
 
 
 _SUM: Optional[tuple] = None

@@ -53,7 +53,8 @@ def entry_tensors(kind: str, call: Any) -> tuple[list, list]:
     """What the verdict of ``call``'s ``kind`` entry reads: (inputs,
     outputs). A forward entry: its arguments (and the probes of the
     Parameters among them, taken when the call was made) and its judged
-    outputs (:data:`JUDGED_OUTPUTS`); a backward entry: the gradients
+    outputs (:data:`JUDGED_OUTPUTS`) with what it left in the Parameters it
+    may have written in place (``written``); a backward entry: the gradients
     w.r.t. its outputs and those w.r.t. its inputs; a ``parameters_grad``
     entry: the gradients w.r.t. its Cell's outputs and its Parameters'
     gradients."""
@@ -62,7 +63,11 @@ def entry_tensors(kind: str, call: Any) -> tuple[list, list]:
         sums = getattr(call, "param_sums", None)
         if sums:  # Parameters: judged on their values when the call was made and now
             inputs.append(list(sums.values()))
-        return inputs, [judged_outputs(call)]
+        outputs: list = [judged_outputs(call)]
+        written = getattr(call, "written", None)
+        if written:  # Parameters the call may have written in place: what it left in them
+            outputs.append([after for _, _, after, _ in written])
+        return inputs, outputs
     if kind == "backward":
         return list(call.grad_outputs), list(call.grad_inputs)
     # parameters_grad: against the gradients w.r.t. the Cell's outputs
@@ -83,6 +88,39 @@ def stale_parameters(call: Any, sums: dict, cache: HostCache) -> Iterator[str]:
                    f"tool does not see between {call.name} and its check; that entry's statistics "
                    "describe the changed values (update Parameters through an optimizer or "
                    "Parameter.set_data, which resolve the checks first, or call stop() before)")
+
+
+def masked_call(nested: list, cache: HostCache) -> Optional[Any]:
+    """L1: the first of the calls made inside a call (``nested``: its
+    ``ApiCall.nested``, in the order they finished) whose judged result
+    holds inf/nan, or None. Asked only when the outer call's own inputs and
+    result were finite: such a nested call made an overflow the outer call
+    masked (``clip_norm / inf`` gives 0), recorded with ``inside`` naming
+    it. Reads the nested results only (each tensor once per batch, through
+    ``cache``)."""
+    for inner in nested:
+        if not all_finite(judged_outputs(inner), cache):
+            return inner
+    return None
+
+
+def written_nonfinite(call: Any, cache: HostCache) -> list[str]:
+    """The names of the Parameters ``call`` wrote inf/nan into: finite
+    before the call (``written``'s copy or snapshot), not after it."""
+    return [name for _, before, after, name in getattr(call, "written", None) or ()
+            if cache.finite(before) and not cache.finite(after)]
+
+
+def parameters_seen(call: Any) -> dict:
+    """An L0 Cell call's own Parameters as the call found them: the
+    snapshots taken before the call for those it may write in place
+    (``written``), the Parameters themselves for the others."""
+    parameters = getattr(call, "parameters", None) or {}
+    written = getattr(call, "written", None)
+    if not written:
+        return parameters
+    before = {key: snapshot for key, snapshot, _, _ in written}
+    return {key: before.get(key, value) for key, value in parameters.items()}
 
 
 # -- origin or carried ------------------------------------------------------------
@@ -131,7 +169,7 @@ def own_parameters_finite(call: Any, cache: HostCache) -> tuple[bool, Optional[s
     probes = getattr(call, "param_probe", None) or ()
     if not all(cache.finite(t) for t in probes):
         return False, None
-    for name, param in call.parameters.items():
+    for name, param in parameters_seen(call).items():
         if not cache.finite(param):
             if probes:
                 return False, (f"probe_runtime: Parameter {getattr(param, 'name', name)} was changed by code "
@@ -161,6 +199,8 @@ def entered(kind: str, call: Any, cache: HostCache) -> Optional[dict]:
     entries or when nothing is found."""
     cell = hasattr(call, "ancestry")
     unit, outside = ("Cell", "the checked Cells") if cell else ("call", "the checked window")
+    if getattr(call, "cells", False):  # a collective call checked at L0: the rest of the window is not
+        outside = "the checked Cells"
     node, maker = call, None
     if kind == "forward":
         if cell and not all_finite((call.args, call.kwargs), cache):
@@ -177,6 +217,10 @@ def entered(kind: str, call: Any, cache: HostCache) -> Optional[dict]:
     else:
         return None
     sums = getattr(node, "param_sums", None) or {}
+    copies = {id(before): parameter for _, before, _, parameter in getattr(node, "written", None) or ()}
+    inside = getattr(node, "inside", None)
+    if inside is not None:  # a nested call: its input was made inside the outer call by code not intercepted
+        outside = f"the checked calls, inside {inside} (a constant or code no checked call ran)"
     for label, tensor in labelled:
         probe = sums.get(id(tensor))
         if probe is not None:
@@ -187,9 +231,9 @@ def entered(kind: str, call: Any, cache: HostCache) -> Optional[dict]:
             continue
         else:
             bad_then = True
-        if is_parameter(tensor):
-            return _parameter_entry(name, label, getattr(tensor, "name", "?"),
-                                    bool(getattr(node, "params_at_start", False)) and bad_then)
+        if is_parameter(tensor) or id(tensor) in copies:  # an in-place call's input is its copy of the Parameter
+            parameter = copies[id(tensor)] if id(tensor) in copies else getattr(tensor, "name", "?")
+            return _parameter_entry(name, label, parameter, bool(getattr(node, "params_at_start", False)) and bad_then)
         if maker is not None:  # L0: made inside an enclosing Cell from finite inputs
             return _own_parameter(maker, cache, f"{label} of {name}")
         return {"entry": name, "input": label, "source": "outside", "parameter": None, "at_start": False,

@@ -28,8 +28,10 @@ from typing import Any, Callable, Optional
 
 from ..hooks.guard import tool_section
 from ..state import RunState
-from .provenance import (entered, entry_tensors, forward_clean, inner_origin, mark_parent, own_parameters_finite,
-                         stale_parameters, top_hint, top_output_overflowed, top_overflow)
+from .collective import collective_of, collective_tensors, pass_up, through_collective
+from .provenance import (entered, entry_tensors, forward_clean, inner_origin, mark_parent, masked_call,
+                         own_parameters_finite, stale_parameters, top_hint, top_output_overflowed, top_overflow,
+                         written_nonfinite)
 from .records import Recorder
 from .verdict import HostCache, Verdict, is_parameter, iter_tensors, judge
 
@@ -116,6 +118,12 @@ class Checker:
     def next_index(self, api: str) -> int:
         """Call index of ``api`` in the current step."""
         return self.state.next_index(api)
+
+    def collective_index(self, call: Any) -> int:
+        """The per-group index of a collective call in the current step
+        (``call``: a ``hooks.collectives.CollectiveCall``; Send/Receive are
+        counted per pair of ranks)."""
+        return self.state.next_collective_index(call.key(self.state.rank))
 
     def on_forward(self, call: Any) -> None:
         """Queue a finished call; resolve the batch when it is due."""
@@ -282,7 +290,11 @@ class Checker:
     def _judge_entry(self, kind: str, call: Any, cache: HostCache, batch: _Batch) -> bool:
         """Judge one entry and write its record when it overflowed; False
         when writing failed (detection is then turned off)."""
-        inputs, outputs = entry_tensors(kind, call)
+        collective = collective_of(kind, call)
+        if collective is not None and kind == "forward":
+            inputs, outputs = collective_tensors(call)
+        else:
+            inputs, outputs = entry_tensors(kind, call)
         sums = getattr(call, "param_sums", None) if kind == "forward" else None
         if sums:
             for message in stale_parameters(call, sums, cache):
@@ -293,27 +305,62 @@ class Checker:
             self.on_error("while checking", err)
             return True
         origin = self._origin(kind, call, verdict, cache)
+        nested = getattr(call, "nested", None) if kind == "forward" else None
+        if nested:
+            call.nested = None  # read at most once; not held while the call waits for its backward pass
+        if not verdict.overflow:
+            return self._judge_masked(call, nested, cache, batch) if nested else True
+        # a collective whose local inputs were finite: it received the inf/nan (or its reduction made it)
+        received = collective is not None and verdict.origin
         where_in = None
-        if verdict.overflow and call.step not in self._overflow_steps:
+        if call.step not in self._overflow_steps:
             self._overflow_steps.add(call.step)
-            if not origin:
+            if not origin and not received:
                 try:
                     where_in = entered(kind, call, cache)
                 except Exception as err:  # the record is still written, without it
                     self.on_error("while finding where the overflow came in", err)
-        if verdict.overflow and self.state.count_record():
+        if where_in is None and verdict.origin and not origin:
+            where_in = through_collective(kind, call)  # L0: came in through a collective inside the Cell
+        written = written_nonfinite(call, cache) if kind == "forward" else []
+        if self.state.count_record():
             batch.counted = True
             try:
-                self.records.write(kind, call, origin, cache, where_in)
+                self.records.write(kind, call, origin, cache, where_in, written,
+                                   collective=None if collective is None else (collective, verdict.origin))
             except Exception as err:
                 self.turn_off(f"cannot write the dump ({type(err).__name__}: {err})")
                 return False
             batch.counted = False
         return True
 
+    def _judge_masked(self, call: Any, nested: list, cache: HostCache, batch: _Batch) -> bool:
+        """An L1 call whose inputs and result were finite: judge the first
+        call made inside it (``nested``) whose result held inf/nan (an
+        overflow it masked), if any, as an entry of its own (named when
+        recorded, with the next index of its API in the step)."""
+        try:
+            inner = masked_call(nested, cache)
+        except Exception as err:
+            self.on_error("while checking the calls made inside a call", err)
+            return True
+        if inner is None:
+            return True
+        inner.step = call.step
+        inner.index = self.state.next_index(inner.api)
+        return self._judge_entry("forward", inner, cache, batch)
+
     def _origin(self, kind: str, call: Any, verdict: Verdict, cache: HostCache) -> bool:
         """Whether the entry started the overflow (:mod:`.provenance`);
-        marks its parent Cell when its own verdict says origin."""
+        marks its parent Cell when its own verdict says origin. A
+        collective call never is one on its own (:mod:`.collective`)."""
+        if collective_of(kind, call) is not None:
+            if kind == "forward":
+                call.forward_finite = not verdict.overflow
+            if verdict.origin:
+                mark_parent(kind, call)
+                pass_up(kind, call, False, True)
+            return False
         origin = verdict.origin and not inner_origin(kind, call)
         if kind == "forward":
             call.forward_finite = not verdict.overflow  # its backward entry reuses this (no new read)
@@ -330,6 +377,7 @@ class Checker:
             origin = forward_clean(call.owner_calls if kind == "parameters_grad" else (call,), cache)
         if verdict.origin:
             mark_parent(kind, call)
+            pass_up(kind, call, origin, False)
         return origin
 
     def _stop_at_limit(self) -> None:

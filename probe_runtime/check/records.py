@@ -17,15 +17,19 @@ Example::
 from __future__ import annotations
 
 import logging
+import re
 from typing import Any, Callable, Optional
 
 import numpy as np
 
-from msprobe_lint.report.dumpformat import ENTERED, KIND, MESSAGE, NAME, NONFINITE, ORIGIN, RANK, SENTINEL, STEP, WHERE
+from msprobe_lint.report.dumpformat import (COLLECTIVE, COMMUNICATION, ENTERED, INSIDE, KIND, MESSAGE, NAME,
+                                            NONFINITE, ORIGIN, RANK, SENTINEL, STEP, WHERE, WRITTEN,
+                                            WRITTEN_ENTRY, received_message)
 
 from ..dump.writer import Record, StepWriter
 from ..hooks.frames import stack_lines, user_where
 from ..state import RunState
+from .provenance import parameters_seen
 from .verdict import HostCache, is_tensor, statistics
 
 LOGGER = logging.getLogger("probe_runtime")
@@ -67,11 +71,23 @@ class Recorder:
             self._writers[step] = writer
         return writer
 
-    def write(self, kind: str, call: Any, origin: bool, cache: HostCache, entered: Optional[dict] = None) -> None:
+    def write(self, kind: str, call: Any, origin: bool, cache: HostCache, entered: Optional[dict] = None,
+              written: Optional[list] = None, *, collective: Optional[tuple[Any, bool]] = None) -> None:
         """Describe the ``kind`` entry (``forward``, ``backward``,
         ``parameters_grad``) of ``call`` and write its record (``entered``:
         where the step's first overflow came in, see
-        :func:`~.provenance.entered`); on disk when it returns.
+        :func:`~.provenance.entered`; ``written``: the names of the
+        Parameters it wrote inf/nan into, see
+        :func:`~.provenance.written_nonfinite`); on disk when it returns.
+        A nested call (``call.inside``) gets ``inside`` in overflow.json; a
+        call that may write Parameters (``call.written``) gets their values
+        after the call under ``written`` in its dump.json entry.
+
+        ``collective``: (its ``hooks.collectives.CollectiveCall``, whether
+        this rank's local inputs were finite) for a collective call: the
+        record gets the ``collective`` object and, when the inputs were
+        finite, kind ``communication`` and a ``message``
+        (``msprobe_lint.report.dumpformat``).
 
         Raises:
             WriterError, OSError: the dump cannot be written.
@@ -85,10 +101,13 @@ class Recorder:
                 "input_kwargs": {k: self._describe(v, f"{name}.input.{k}", cache, arrays) for k, v in call.kwargs.items()},
                 "output": [self._describe(o, f"{name}.output.{i}", cache, arrays) for i, o in enumerate(outputs)],
             }
-            parameters = getattr(call, "parameters", None)
+            parameters = parameters_seen(call)
             if parameters or hasattr(call, "ancestry"):  # an L0 Cell: msprobe writes "parameters": {} too
                 entry["parameters"] = {p: self._describe(v, f"{name}.parameters.{p}", cache, arrays)
-                                       for p, v in (parameters or {}).items()}
+                                       for p, v in parameters.items()}
+            if getattr(call, "written", None):
+                entry[WRITTEN_ENTRY] = {key: self._describe(after, f"{name}.written.{_file_part(key)}", cache, arrays)
+                                        for key, _, after, _ in call.written}
             stack = stack_lines(call.frames)
         elif kind == "parameters_grad":
             name = call.name
@@ -106,13 +125,33 @@ class Recorder:
         if hasattr(call, "ancestry"):  # an L0 Cell entry: construct.json links up to the top Cell
             record.parent = call.parent_name(kind)
             record.construct = call.ancestry(kind)
+        elif getattr(call, "parent", None) is not None:  # a call inside an L0 Cell (a collective)
+            cell = call.parent
+            record.parent = cell.name if kind == "forward" else cell.backward_name
+            record.construct = cell.ancestry(kind)
         extra: dict = {KIND: kind, STEP: call.step, RANK: self.state.rank}
+        mark = "origin" if origin else "carried"
+        if collective is not None:
+            described, inputs_finite = collective
+            extra[COLLECTIVE] = described.as_record(kind, inputs_finite)
+            if inputs_finite:
+                mark = "received"
+                extra[KIND] = COMMUNICATION
+                extra[MESSAGE] = received_message(described.api, described.group,
+                                                  None if described.ranks is None else list(described.ranks))
         if entered is not None:
             extra[ENTERED] = entered
+        inside = getattr(call, "inside", None)
+        if inside is not None:
+            extra[INSIDE] = inside
+        if written:
+            extra[WRITTEN] = list(written)
         extra.update(self.marks)
         self.writer(call.step).write(record, **extra)
-        LOGGER.warning("probe_runtime: overflow in %s (%s) at %s%s", name, "origin" if origin else "carried", where,
-                       " (found by a replay)" if self.marks else "")
+        notes = "".join([f" inside {inside}" if inside is not None else "",
+                         f"; it wrote inf/nan into Parameter {', '.join(written)}" if written else "",
+                         " (found by a replay)" if self.marks else ""])
+        LOGGER.warning("probe_runtime: overflow in %s (%s) at %s%s", name, mark, where, notes)
 
     def note_sentinel(self, found: dict) -> bool:
         """Write a sentinel finding (``grad_watch.GradWatch.resolve``) of the
@@ -164,6 +203,8 @@ class Recorder:
             return {"type": "slice", "value": parts}
         if isinstance(obj, np.generic):
             return {"type": type(obj).__name__, "value": obj.item()}
+        if _is_dtype(obj):  # as msprobe writes a dtype argument (a cast's target)
+            return {"type": "mindspore.dtype", "value": str(obj)}
         if isinstance(obj, (list, tuple)):
             return [self._describe(v, f"{prefix}.{i}", cache, arrays, depth + 1) for i, v in enumerate(obj)]
         if isinstance(obj, dict):
@@ -187,3 +228,23 @@ def shown_labels(labels: list, limit: int = 4) -> str:
     """``labels`` joined for a message, the first ``limit`` of them:
     ``"forward output 0, gradient of fc.weight and 3 more"``."""
     return ", ".join(labels[:limit]) + (f" and {len(labels) - limit} more" if len(labels) > limit else "")
+
+
+def _file_part(key: str) -> str:
+    """A ``written`` key as part of an ``.npy`` file name: ``input_args[4]`` -> ``input_args.4``."""
+    return ".".join(part for part in re.split(r"[^\w]+", key) if part) or "value"
+
+
+_DTYPE_CLASSES: dict[type, bool] = {}
+
+
+def _is_dtype(obj: Any) -> bool:
+    """``obj`` is a MindSpore number dtype (``mindspore.float16``: its
+    classes derive from ``mindspore._c_expression.typing.Number``);
+    decided once per class, without importing MindSpore."""
+    klass = type(obj)
+    known = _DTYPE_CLASSES.get(klass)
+    if known is None:
+        known = any(k.__name__ == "Number" and k.__module__.startswith("mindspore") for k in klass.__mro__)
+        _DTYPE_CLASSES[klass] = known
+    return known

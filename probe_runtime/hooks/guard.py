@@ -4,7 +4,10 @@ Every L1 wrapper, L0 Cell hook and sentinel wrapper reads :data:`GUARD`
 first. While its ``depth`` is above 0 on this thread, a call is either made
 inside an intercepted call (``ops.exp`` running the ``Exp`` primitive,
 ``__rmul__`` calling ``mul``) or is the tool's own device work (a cast, a
-copy, ``asnumpy``), and it passes straight through, unseen.
+copy, ``asnumpy``), and it is not handed on. While the outermost call runs
+its original, ``GUARD.nested`` is the list that the calls made inside it
+append themselves to (the L1 wrappers: what the outer call may have masked);
+it is None otherwise, and inside a :class:`tool_section`.
 
 Example::
 
@@ -14,13 +17,16 @@ Example::
 from __future__ import annotations
 
 import threading
-from typing import Any
+from typing import Any, Optional
 
 
 class ToolGuard(threading.local):
-    """Per thread: how many intercepted calls (or tool sections) are running."""
+    """Per thread: how many intercepted calls (or tool sections) are running,
+    and the nested calls of the outermost one (``nested``: a list, or None
+    when nothing collects them)."""
 
     depth = 0
+    nested: Optional[list] = None
 
 
 #: the guard every wrapper reads (``GUARD.depth``: one attribute read on the hot path)
@@ -34,11 +40,14 @@ def inside_tool() -> bool:
 
 
 class tool_section:
-    """Context manager: calls made inside are not intercepted (used by the
-    tool's own device work: casts, copies, ``asnumpy``)."""
+    """Context manager: calls made inside are not intercepted, nor collected
+    as nested calls (used by the tool's own device work: casts, copies,
+    ``asnumpy``)."""
 
     def __enter__(self) -> None:
         GUARD.depth += 1
+        self._nested, GUARD.nested = GUARD.nested, None
 
     def __exit__(self, *exc: Any) -> None:
         GUARD.depth -= 1
+        GUARD.nested = self._nested

@@ -28,6 +28,11 @@ class CellCall:
         seq: start order within the window (backward order fallback).
         child_overflow: a descendant's forward entry overflowed in this call.
         child_backward_overflow: likewise for the backward entries.
+        written: the own Parameters the Cell may write in place
+            (``Target.written``), as ``(name, before, after, full name)``
+            with snapshots of their values before and after the call
+            (``check.probes.snapshot``); judged with the outputs, and the
+            ``before`` values stand for them under ``parameters``.
     """
 
     prefix: str
@@ -56,6 +61,7 @@ class CellCall:
     top: Optional["TopCall"] = None
     #: the next Cell's call in an ``nn.SequentialCell``, whose input gradient this call's output hook delivers
     feeds: Optional["CellCall"] = None
+    written: Optional[list] = None
 
     @property
     def name(self) -> str:

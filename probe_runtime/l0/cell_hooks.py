@@ -27,7 +27,7 @@ import threading
 import weakref
 from typing import Any, Optional
 
-from ..check.probes import launch_sum, probe_now
+from ..check.probes import launch_sum, probe_now, snapshot
 from ..check.verdict import framework_error, is_tensor, iter_tensors
 from ..hooks.backward import release, through_hook
 from ..hooks.frames import capture_frames
@@ -76,6 +76,9 @@ class CellHooks:
         self.synchronous = False
         self._boxes: list = []  # what this window's HookBackward hooks refer to (see through_hook)
         self._cells: dict[str, Any] = {}  # prefix -> Cell, for the window
+        #: prefix -> {name: snapshot}: the latest values of the Parameters a Cell may write in place
+        #: (``Target.written``), taken at ``start()``, after each of its calls and after an update
+        self._written: dict[str, dict] = {}
 
     @property
     def installed(self) -> bool:
@@ -130,6 +133,7 @@ class CellHooks:
         self._local.stack = []
         self._seq = 0
         self._probes = {}
+        self._written = {}
         self.params_changed = False
         if "parameters" not in self.broken:
             for target in targets:  # the weights as the forward pass will see them
@@ -143,10 +147,23 @@ class CellHooks:
     def _probe(self, target: Target) -> list:
         """Finiteness probes of ``target``'s own Parameters, now: checked on
         the host in a synchronous window (no pipeline to stall), else a
-        float32 sum each launched on the device, read only on an overflow."""
-        if self.synchronous:
-            return [probe_now(p) for p in target.params.values()]
-        return [launch_sum(p) for p in target.params.values()]
+        float32 sum each launched on the device, read only on an overflow.
+        A Parameter the Cell may write in place (``Target.written``) gets a
+        snapshot of its values instead, which is also the value its next
+        call starts from."""
+        if not target.written:
+            if self.synchronous:
+                return [probe_now(p) for p in target.params.values()]
+            return [launch_sum(p) for p in target.params.values()]
+        probes, state = [], {}
+        for name, param in target.params.items():
+            if name in target.written:
+                probe = state[name] = snapshot(param, self.synchronous)
+            else:
+                probe = probe_now(param) if self.synchronous else launch_sum(param)
+            probes.append(probe)
+        self._written[target.prefix] = state
+        return probes
 
     def forget_probes(self) -> None:
         """Parameters are about to change in place (an optimizer step,
@@ -157,6 +174,7 @@ class CellHooks:
         if self.installed:
             self.params_changed = True
             self._probes = {}
+            self._written = {}
 
     def _probe_again(self, target: Target) -> Optional[tuple[list, bool]]:
         """The probes of ``target``'s Parameters for a call made after an
@@ -233,6 +251,11 @@ class CellHooks:
         self._local.last = None  # the last Cell call and its output: not kept past the window
         self._cells = {}
 
+    def current_call(self) -> Optional[CellCall]:
+        """The hooked Cell's call running now on this thread (the innermost), or None."""
+        stack = self._local.stack
+        return stack[-1] if stack else None
+
     def new_step(self) -> None:
         """Forget the per-step parameter-gradient entries."""
         self._param_calls = {}
@@ -269,6 +292,8 @@ class CellHooks:
                 probes = self._probes.get(prefix) or self._probe_again(target)
                 if probes is not None:
                     call.param_probe, call.params_at_start = probes
+                    if target.written:
+                        self._before_write(target, call)
                 call.top = local.top
                 self._seq += 1
                 call.seq = self._seq
@@ -305,6 +330,8 @@ class CellHooks:
                     return None
                 call.args = args
                 call.output = output
+                if call.written is not None:
+                    self._after_write(target, call)
                 hooked = None
                 if call.grad_mode and "backward" not in self.broken:
                     try:
@@ -321,6 +348,32 @@ class CellHooks:
             return None
 
         return forward_hook
+
+    def _before_write(self, target: Target, call: CellCall) -> None:
+        """A call of a Cell that may write its own Parameters in place
+        (``Target.written``): the values they hold now (the latest
+        snapshots) stand for them in the call's probes and ``parameters``;
+        :meth:`_after_write` adds what the call leaves in them."""
+        before = self._written.get(target.prefix)
+        if before is None:
+            return
+        call.written = [(name, before[name], None, getattr(param, "name", name))
+                        for name, param in target.written.items()]
+        call.param_probe = [before.get(name, probe) for name, probe in zip(target.params, call.param_probe or ())]
+
+    def _after_write(self, target: Target, call: CellCall) -> None:
+        """After the call: a snapshot of each Parameter it may have written,
+        judged with its outputs (inf/nan written from finite values makes
+        the Cell the origin even when its outputs are finite) and the value
+        its next call starts from. A fault turns the Parameter checks off."""
+        try:
+            after = {name: snapshot(param, self.synchronous) for name, param in target.written.items()}
+        except Exception as err:
+            call.written = None
+            self._fail("parameters", err)
+            return
+        call.written = [(name, before, after[name], full) for name, before, _, full in call.written or ()]
+        self._written[target.prefix] = after
 
     def _fed_by_previous(self, target: Target, call: CellCall, args: tuple) -> bool:
         """In a plain ``nn.SequentialCell`` a Cell's only input is the

@@ -35,6 +35,22 @@ class ApiCall:
         params_at_start: those Parameters were probed before anything in
             the window could have changed them (no backward pass, optimizer
             or in-place write yet): their values are those of ``start()``.
+        nested: the calls made inside this one whose results are not its
+            own result (each an ``ApiCall`` with ``inside`` set and no index
+            yet), in the order they finished; None when there were none.
+            Judged only when this call's inputs and result are finite.
+        inside: for a nested call, the entry name of the outermost call it
+            was made in (``Functional.clip_by_global_norm.0.forward``).
+        written: the Parameters an in-place call may have written, as
+            ``(key, before, after, name)``: ``key`` its position
+            (``input_args[4]``), ``before`` the device copy made before the
+            call, ``after`` the Parameter itself, ``name`` its name; judged
+            with the outputs.
+        collective: a collective call: what the records say of it
+            (``hooks.collectives.CollectiveCall``), else None.
+        parent: at L0, the hooked Cell's call this call was made in (its
+            construct.json parent), else None.
+        cells: the call was checked at L0 (only Cells and collectives are).
     """
 
     api: str
@@ -51,6 +67,12 @@ class ApiCall:
     backward_queued: bool = False
     param_sums: Optional[dict] = None
     params_at_start: bool = False
+    nested: Optional[list] = None
+    inside: Optional[str] = None
+    written: Optional[list] = None
+    collective: Any = None
+    parent: Any = None
+    cells: bool = False
 
     @property
     def name(self) -> str:
@@ -70,6 +92,10 @@ class Sink(Protocol):
 
     def next_index(self, api: str) -> int:
         """Call index of ``api`` in the current step."""
+
+    def collective_index(self, call: Any) -> int:
+        """The per-group index of a collective call in the current step
+        (``call``: a ``hooks.collectives.CollectiveCall``)."""
 
     def before_mutation(self, tensors: list) -> None:
         """``tensors`` are about to be changed in place."""

@@ -19,6 +19,7 @@ from __future__ import annotations
 import sys
 from typing import Any, Callable, Optional
 
+from ..hooks.collectives import FORMS, reducer_classes
 from ..hooks.patching import Patches, patched_module_class
 from .calls import Sink
 from .namespaces import FUNCTION_INPLACE, FUNCTION_SKIP, PRIMITIVE_SKIP, TENSOR_MUTATORS, TENSOR_OPERATORS, TENSOR_SKIP
@@ -32,7 +33,9 @@ class ApiInterceptor:
         sink: receives every outermost call while ``sink.live`` is true.
         namespaces: limit to some of ``"ops"``, ``"mint"``,
             ``"mint.nn.functional"``, ``"Tensor"``, ``"Primitive"`` (all by
-            default).
+            default), or ``"Collective"``: only the collective calls
+            (``hooks.collectives.FORMS`` and the gradient reducer Cells),
+            what L0 intercepts.
 
     Only one interceptor can be installed at a time in a process.
     """
@@ -127,6 +130,11 @@ class ApiInterceptor:
             self._patch_tensor(mindspore.Tensor)
         if "Primitive" in self.namespaces:
             self._patch_primitives()
+        elif "Collective" in self.namespaces:
+            self._patch_collectives()
+        if "Primitive" in self.namespaces or "Collective" in self.namespaces:
+            for klass in reducer_classes():  # their AllReduces run in compiled code: the Cell's call is the collective
+                self._set(klass, "__call__", self.wrappers.wrap_reducer(klass.__call__))
 
     def _patch_tensor(self, tensor_cls: type) -> None:
         names = set(TENSOR_OPERATORS)
@@ -215,6 +223,33 @@ class ApiInterceptor:
                                          or "__class__" in code.co_freevars):
                     continue  # ends in _run_op (patched above)
             self._set(klass, "__call__", self.wrappers.wrap_primitive(call))
+
+    def _patch_collectives(self) -> None:
+        """Only the collective primitives (``hooks.collectives.FORMS``): the
+        ``pyboost_<op>`` global their ``__call__`` runs, else their class's
+        ``__call__`` (a few leaf classes: setting it touches no other
+        class's type cache)."""
+        from mindspore.ops.primitive import Primitive
+
+        seen: set = set()
+        stack = [Primitive]
+        while stack:
+            klass = stack.pop()
+            if klass in seen:
+                continue
+            seen.add(klass)
+            stack.extend(klass.__subclasses__())
+            if klass.__name__ not in FORMS:
+                continue
+            own = vars(klass).get("__call__")
+            code = getattr(own, "__code__", None)
+            if code is not None:
+                names = [n for n in code.co_names if n.startswith("pyboost_")]
+                owner = sys.modules.get(getattr(own, "__module__", "") or "")
+                if len(names) == 1 and owner is not None and callable(vars(owner).get(names[0])):
+                    self._set(owner, names[0], self.wrappers.wrap_pyboost(vars(owner)[names[0]]))
+                    continue
+            self._set(klass, "__call__", self.wrappers.wrap_primitive(klass.__call__))
 
     def uninstall(self) -> None:
         """Put back every patched attribute (in reverse order). Safe to call

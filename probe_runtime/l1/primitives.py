@@ -28,21 +28,16 @@ def jit_tracing() -> bool:
         return False
 
 
-_SIDE_EFFECT: dict[type, bool] = {}
-
-
 def side_effect(prim: Any) -> bool:
-    """The primitive changes its inputs in place (its ``side_effect_mem``
-    attribute, e.g. ``Assign``, ``ApplyMomentum``); cached per class."""
-    klass = type(prim)
-    known = _SIDE_EFFECT.get(klass)
-    if known is None:
-        try:
-            known = bool(getattr(prim, "attrs", {}).get("side_effect_mem", False))
-        except Exception:
-            known = False
-        _SIDE_EFFECT[klass] = known
-    return known
+    """The primitive changes its inputs in place: its ``side_effect_mem``
+    attribute (``Assign``, ``ApplyMomentum``, a training ``BatchNorm``).
+    Read per instance, not per class: MindSpore sets it in ``__init__``
+    from the arguments (``BatchNorm(is_training=True)`` has it,
+    ``BatchNorm(is_training=False)`` has not)."""
+    try:
+        return bool(prim.attrs.get("side_effect_mem", False))
+    except Exception:
+        return False
 
 
 _PRIMITIVE_API: dict[type, Optional[str]] = {}

@@ -9,8 +9,12 @@ thread (:data:`~probe_runtime.hooks.guard.GUARD`) while ``sink.live``; then
 :class:`~.calls.ApiCall` to the sink: before the call, in-place targets are
 announced (``sink.before_mutation``) and copied, Parameters are probed and,
 under grad, the tensor inputs pass through one ``HookBackward``; after it,
-the tensor outputs through another, then ``sink.on_forward``. A fault in a
-wrapper is logged through the sink and never reaches the caller.
+the tensor outputs through another, then ``sink.on_forward``. The calls
+made inside the outermost one append themselves to ``GUARD.nested`` (no
+hook, no read); those whose result is not the outer call's own result go
+with its entry (``ApiCall.nested``), judged when its inputs and result are
+finite. A fault in a wrapper is logged through the sink and never reaches
+the caller.
 
 Example::
 
@@ -23,15 +27,21 @@ from __future__ import annotations
 
 import functools
 import sys
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 from ..check.probes import launch_sum, probe_now
-from ..check.verdict import framework_error, is_floating, is_tensor, iter_tensors, surfaced
+from ..check.verdict import framework_error, is_floating, is_parameter, is_tensor, iter_tensors, surfaced
 from ..hooks.backward import release, through_hook
+from ..hooks.collectives import REDUCER_FORM, Form, collective_form, describe
 from ..hooks.frames import capture_frames
 from ..hooks.guard import GUARD
 from .calls import ApiCall, Sink
 from .primitives import call_arity, jit_tracing, primitive_api, side_effect
+
+#: what a nested call's wrapper appends to ``GUARD.nested``: ``(kind, api or
+#: primitive, args, kwargs, result)``; a ``PYBOOST`` entry's args still hold
+#: the primitive's attributes after its arguments (cut by ``call_arity``)
+FUNCTION, PRIMITIVE, PYBOOST = 0, 1, 2
 
 
 class Wrappers:
@@ -46,6 +56,8 @@ class Wrappers:
         params_changed: something may have changed Parameters since
             ``start()`` (a backward pass, an update, an in-place write).
         broken: APIs whose wrapper failed: called straight through from then on.
+        enclosing: at L0, returns the hooked Cell's call running now (the
+            ``parent`` of each call), else None.
     """
 
     def __init__(self, sink: Sink) -> None:
@@ -61,6 +73,7 @@ class Wrappers:
         self._boxes: list = []  # what this window's HookBackward hooks refer to (see through_hook)
         self.broken: set[str] = set()
         self._fault_causes: set[str] = set()
+        self.enclosing: Optional[Callable[[], Any]] = None
 
     def bind(self) -> None:
         """Look up what the wrappers call in MindSpore (``HookBackward``,
@@ -99,7 +112,14 @@ class Wrappers:
 
         @functools.wraps(original)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
-            if GUARD.depth or not sink.live:
+            if GUARD.depth:
+                nested = GUARD.nested
+                if nested is None:
+                    return original(*args, **kwargs)
+                output = original(*args, **kwargs)
+                nested.append((FUNCTION, api, args, kwargs, output))
+                return output
+            if not sink.live:
                 return original(*args, **kwargs)
             return handle(api, original, inplace, args, kwargs, sys._getframe(1))
 
@@ -114,13 +134,20 @@ class Wrappers:
 
         @functools.wraps(original)
         def wrapper(prim: Any, *args: Any, **kwargs: Any) -> Any:
-            if GUARD.depth or not sink.live:
+            if GUARD.depth:
+                nested = GUARD.nested
+                if nested is None:
+                    return original(prim, *args, **kwargs)
+                output = original(prim, *args, **kwargs)
+                nested.append((PRIMITIVE, prim, args, kwargs, output))
+                return output
+            if not sink.live:
                 return original(prim, *args, **kwargs)
             api = primitive_api(prim)
             if api is None:
                 return original(prim, *args, **kwargs)
             return handle(api, functools.partial(original, prim), side_effect(prim), args, kwargs,
-                          sys._getframe(1))
+                          sys._getframe(1), collective_form(prim), prim)
 
         wrapper.__probe_original__ = original  # type: ignore[attr-defined]
         return wrapper
@@ -137,7 +164,14 @@ class Wrappers:
 
         @functools.wraps(original)
         def wrapper(prim: Any, args: Any, *rest: Any) -> Any:
-            if GUARD.depth or not sink.live or rest or not isinstance(args, (list, tuple)):
+            if GUARD.depth:
+                nested = GUARD.nested
+                if nested is None or rest:
+                    return original(prim, args, *rest)
+                output = original(prim, args)
+                nested.append((PYBOOST, prim, args, None, output))
+                return output
+            if not sink.live or rest or not isinstance(args, (list, tuple)):
                 return original(prim, args, *rest)
             api = primitive_api(prim)
             if api is None:
@@ -145,7 +179,7 @@ class Wrappers:
             count = call_arity(type(prim))
             given, extra = tuple(args[:count]), list(args[count:])
             return handle(api, lambda *items: original(prim, list(items) + extra),
-                          side_effect(prim), given, {}, sys._getframe(1))
+                          side_effect(prim), given, {}, sys._getframe(1), collective_form(prim), prim)
 
         wrapper.__probe_original__ = original  # type: ignore[attr-defined]
         return wrapper
@@ -158,13 +192,38 @@ class Wrappers:
 
         @functools.wraps(original)
         def wrapper(prim: Any, op_name: Any, args: Any) -> Any:
-            if GUARD.depth or not sink.live or not isinstance(args, (list, tuple)):
+            if GUARD.depth:
+                nested = GUARD.nested
+                if nested is None:
+                    return original(prim, op_name, args)
+                output = original(prim, op_name, args)
+                nested.append((PRIMITIVE, prim, args, None, output))
+                return output
+            if not sink.live or not isinstance(args, (list, tuple)):
                 return original(prim, op_name, args)
             api = primitive_api(prim)
             if api is None:
                 return original(prim, op_name, args)
             return handle(api, lambda *items: original(prim, op_name, items), side_effect(prim),
-                          tuple(args), {}, sys._getframe(1))
+                          tuple(args), {}, sys._getframe(1), collective_form(prim), prim)
+
+        wrapper.__probe_original__ = original  # type: ignore[attr-defined]
+        return wrapper
+
+    def wrap_reducer(self, original: Callable) -> Callable:
+        """Wrapper of the ``__call__`` of a gradient reducer Cell
+        (``nn.DistributedGradReducer``: ``hooks.collectives.REDUCER_CELLS``),
+        whose AllReduces run inside compiled code: its whole call is one
+        collective call, named ``<Class>.AllReduce``."""
+        handle = self._handle
+        sink = self.sink
+
+        @functools.wraps(original)
+        def wrapper(cell: Any, *args: Any, **kwargs: Any) -> Any:
+            if GUARD.depth or not sink.live:
+                return original(cell, *args, **kwargs)
+            return handle(f"{type(cell).__name__}.AllReduce", functools.partial(original, cell), False, args,
+                          kwargs, sys._getframe(1), REDUCER_FORM, cell)
 
         wrapper.__probe_original__ = original  # type: ignore[attr-defined]
         return wrapper
@@ -190,11 +249,16 @@ class Wrappers:
         wrapper.__probe_original__ = original  # type: ignore[attr-defined]
         return wrapper
 
-    def _handle(self, api: str, original: Callable, inplace: bool, args: tuple, kwargs: dict, frame: Any) -> Any:
-        """The outermost call: hand it on, run it under the guard."""
+    def _handle(self, api: str, original: Callable, inplace: bool, args: tuple, kwargs: dict, frame: Any,
+                form: Optional[Form] = None, prim: Any = None) -> Any:
+        """The outermost call: hand it on, run it under the guard. ``form``:
+        the call is a collective (``prim`` its primitive or reducer Cell):
+        it is counted in its group even when its API is turned off, and
+        only what it writes into is treated as changed in place."""
         sink = self.sink
         GUARD.depth += 1
         try:
+            collective = None if form is None else self._collective(form, prim, args)
             if api in self.broken:
                 return original(*args, **kwargs)
             call = None
@@ -204,11 +268,20 @@ class Wrappers:
                 if jit_tracing():
                     return original(*args, **kwargs)
                 call = ApiCall(api, sink.next_index(api), args, kwargs, capture_frames(frame), inplace)
-                if inplace:
+                if self.enclosing is not None:
+                    call.parent, call.cells = self.enclosing(), True
+                if collective is not None:
+                    call.collective = collective
+                    inplace = call.inplace = inplace or bool(collective.form.written)
+                if inplace and collective is not None:  # only its buffers change; only its own inputs are copied
                     self.forget_probes()
-                    call_args = args
-                    sink.before_mutation([a for a in args if is_tensor(a)] + [v for v in kwargs.values() if is_tensor(v)])
-                    call.args = tuple(self._deepcopy(a) if is_floating(a) else a for a in args)
+                    targets = [args[i] for i in collective.form.written if i < len(args)]
+                    sink.before_mutation([t for t in iter_tensors(targets)])
+                    copied = collective.form.copied
+                    call.args = tuple(self._deepcopy(a) if i in copied and is_floating(a) else a
+                                      for i, a in enumerate(args))
+                elif inplace:
+                    self._copy_inputs(call, args, kwargs)
                 else:
                     self._probe_parameters(call, args)
                     if self._grad_flag():
@@ -220,20 +293,104 @@ class Wrappers:
                 self._fault(api, "before the call", err)
                 call = None
                 call_args = args
-            output = original(*call_args, **kwargs)
-            if call is not None:
-                try:
-                    call.output = output
-                    if backward:
-                        hooked = self._hook_outputs(call, output)
-                        if hooked is not None:  # what the caller gets; one host copy serves both
-                            output = call.output = hooked
-                    sink.on_forward(call)
-                except Exception as err:
-                    self._fault(api, "after the call", err)
+            if call is None:
+                return original(*call_args, **kwargs)
+            nested: list = []
+            GUARD.nested = nested  # the calls made inside this one append themselves (see the wrappers)
+            try:
+                output = original(*call_args, **kwargs)
+            finally:
+                GUARD.nested = None
+            try:
+                call.output = output
+                if nested:
+                    call.nested = self._nested_calls(call, nested, output)
+                if collective is not None and collective.form.written:
+                    collective.written = [args[i] for i in collective.form.written if i < len(args)]
+                if backward:
+                    hooked = self._hook_outputs(call, output)
+                    if hooked is not None:  # what the caller gets; one host copy serves both
+                        output = call.output = hooked
+                sink.on_forward(call)
+            except Exception as err:
+                self._fault(api, "after the call", err)
             return output
         finally:
             GUARD.depth -= 1
+
+    def _copy_inputs(self, call: ApiCall, args: tuple, kwargs: dict) -> None:
+        """Before an in-place call: resolve what may see the memory it
+        writes (``sink.before_mutation``), then keep device copies of its
+        floating positional inputs as the entry's inputs (the values before
+        the call). Each Parameter among them is also kept in
+        ``call.written``, judged after the call with the outputs: a call
+        that writes inf/nan into a Parameter in place (a training
+        ``BatchNorm``'s moving statistics, ``Assign``) is the origin even
+        when its own result is finite."""
+        at_start = not self.params_changed
+        self.forget_probes()
+        self.sink.before_mutation([a for a in args if is_tensor(a)] + [v for v in kwargs.values() if is_tensor(v)])
+        copies = []
+        written = []
+        for position, item in enumerate(args):
+            if is_floating(item):
+                copy = self._deepcopy(item)
+                if is_parameter(item):
+                    written.append((f"input_args[{position}]", copy, item, getattr(item, "name", "?")))
+                item = copy
+            copies.append(item)
+        call.args = tuple(copies)
+        if written:
+            call.written = written
+            call.params_at_start = at_start
+
+    def _nested_calls(self, outer: ApiCall, nested: list, output: Any) -> Optional[list]:
+        """The calls made inside ``outer`` (``nested``: what the wrappers
+        appended, in the order the calls finished) whose result is not
+        ``outer``'s own result, as ``ApiCall`` entries with ``inside`` set
+        to ``outer``'s name (a string: no reference cycle keeps the tensors
+        alive) and no index yet; None when there is none. Most intercepted
+        calls run one primitive that makes their result (``Tensor.__mul__``
+        runs ``Mul``): that result is judged with ``outer`` and not kept twice.
+        A function and the primitive inside it that made the same result
+        keep the primitive (it finished first)."""
+        if len(nested) == 1 and nested[0][4] is output:
+            return None
+        own = {id(t) for t in iter_tensors(output)}
+        kept = []
+        last = None
+        for kind, target, args, kwargs, result in nested:
+            if result is last:
+                continue
+            last = result
+            tensors = list(iter_tensors(result))
+            if not tensors or all(id(t) in own for t in tensors):
+                continue
+            if kind == FUNCTION:
+                api = target
+            else:
+                api = primitive_api(target)
+                if api is None:
+                    continue
+                if kind == PYBOOST:
+                    args, kwargs = tuple(args[:call_arity(type(target))]), {}
+            kept.append(ApiCall(api, -1, tuple(args), dict(kwargs or {}), outer.frames, output=result,
+                                inside=outer.name, parent=outer.parent, cells=outer.cells))
+        return kept or None
+
+    def _collective(self, form: Form, prim: Any, args: tuple) -> Any:
+        """What a collective call says (``hooks.collectives.describe``), with
+        its index in its group counted by the sink; None under jit tracing
+        (the call is traced, not run) or when it cannot be read (logged)."""
+        try:
+            if jit_tracing():
+                return None
+            collective = describe(form, prim, args)
+            collective.index = self.sink.collective_index(collective)
+            return collective
+        except Exception as err:
+            self.sink.on_error("while reading a collective call", err)
+            return None
 
     def _fault(self, api: str, where: str, err: BaseException) -> None:
         """An exception inside the wrapper of ``api``: that API is called

@@ -98,6 +98,27 @@ def test_a_rank_missing_from_the_dump_is_a_best_guess_naming_it():
     assert "Overflow started" not in message
 
 
+def test_a_rank_that_stopped_checking_is_the_likely_sender_not_a_reduction_overflow():
+    """overflow_nums 1 (the default): rank 1 stopped after its exp record and
+    has no record of the AllReduce rank 0 received. Its folder is there, so
+    "every rank present, no input held inf/nan" must not be read as the
+    AllReduce overflowing by itself: rank 1 is the likely sender."""
+    data = payload(MULTI / "stopped-at-limit")
+    started = data["started"]
+    assert (started["how"], started["rank"], started["name"], started["best_guess"]) == (
+        ORIGIN, 1, "Functional.exp.0.forward", False)
+    assert received(data) == [(0, "AllReduce", "hccl_world_group", 0, "forward", 1)]
+    assert data["summary"]["message"] == (
+        "Overflow started in step1/rank1: Functional.exp.0.forward (API, forward) at /job/train.py:11. "
+        "1 rank received inf/nan through collective calls: rank 0.")
+    note = next(r["received"] for r in data["records"] if r["received"])
+    assert (note["from"], note["likely"], note["missing_ranks"]) == ([], [1], [1])
+    assert note["note"].startswith("through AllReduce call 0 of group hccl_world_group (ranks 0-1, forward), "
+                                   "probably from rank 1 (best guess: rank 1 of the group recorded nothing of "
+                                   "this call: checking had stopped there")
+    assert "itself overflowed" not in run(MULTI / "stopped-at-limit")[1]
+
+
 def test_send_receive_matched_by_the_pair_of_ranks():
     """Rank 0 Sends its inf to 1 (call 0 of the pair), rank 1 Sends back
     (call 1): rank 0's later Receive came from 1, but rank 0 started it."""

@@ -52,7 +52,7 @@ VIOLATIONS = {
     "runtime-levels-apart": ("probe_runtime/l0/plan.py", "from ..l1 import wrappers"),
     "runtime-check-below-levels": ("probe_runtime/check/records.py", "from ..l0 import calls"),
     "runtime-dump-alone": ("probe_runtime/dump/writer.py", "from ..state import RunState"),
-    "runtime-lint-never-imports-runtime": ("msprobe_lint/engine.py", "import probe_runtime.state"),
+    "runtime-lint-never-imports-runtime": ("msprobe_lint/lint/engine.py", "import probe_runtime.state"),
 }
 
 

@@ -14,9 +14,12 @@ group, index, direction), a Send/Receive by the two ranks as well
   in that step, the call itself is where the overflow started (a reduction
   whose sum overflowed), on all of them;
 * if ranks of the group have no folder in that step (the config's ``rank``
-  filter, a crashed worker), or the group's ranks were not recorded, or a
-  call that only moves data (AllGather, Broadcast...) delivered inf/nan
-  though no input held any, the answer is a best guess and says why.
+  filter, a crashed worker), or have records in it but none of that call
+  (they had stopped checking: ``overflow_nums`` reached), or the group's
+  ranks were not recorded, or a call that only moves data (AllGather,
+  Broadcast...) delivered inf/nan though no input held any, the answer is
+  a best guess and says why. A rank that stopped checking is then the
+  likely sender: the search continues on it, and the receivers say so.
 
 Within one rank, its first origin counts before a record received later,
 and a received record before a later ``entered``. Over the ranks of a step,
@@ -88,13 +91,17 @@ class Call:
 @dataclass(frozen=True)
 class Verdict:
     """What a call did: the ranks whose input held inf/nan (``senders``),
-    the ranks of the group with no folder in the step (``missing``), and,
-    when no rank sent any, why the answer is a guess (``guess``, None when
-    the call itself overflowed: a reduction with every rank present)."""
+    the ranks of the group with no folder in the step or no record of the
+    call (``missing``), and, when no rank sent any, why the answer is a
+    guess (``guess``, None when the call itself overflowed: a reduction
+    with every rank present). ``likely``: the ranks that have records in
+    the step but none of this call (they stopped checking before it, so
+    probably sent it), when no rank is known to have sent it."""
 
     senders: tuple[int, ...]
     missing: tuple[int, ...]
     guess: Optional[str]
+    likely: tuple[int, ...] = ()
 
     def note(self, call: CallInfo) -> str:
         """What a received record says about the call, e.g. ``through
@@ -105,6 +112,9 @@ class Verdict:
             return f"{head} from rank{'s' if many else ''} {rank_ranges(self.senders)}"
         if self.guess is None:
             return f"{head}: no rank's input held inf/nan, so the {call.api} itself overflowed"
+        if self.likely:
+            return (f"{head}, probably from rank{'s' if len(self.likely) > 1 else ''} {rank_ranges(self.likely)} "
+                    f"(best guess: {self.guess})")
         return f"{head}: {self.guess} (best guess)"
 
 
@@ -181,6 +191,8 @@ class StepCalls:
         members = info.pair if info.pair is not None else info.ranks
         missing = tuple(sorted(r for r in members if r not in present)) if members else ()
         records = call.records
+        # ranks with records in the step but none of this call: they had stopped checking there
+        silent = tuple(sorted(r for r in members if r in present and r not in records)) if members else ()
         if info.pair is not None:
             senders = [r for r, p in records.items() if p.api == SEND and not p.inputs_finite]
         elif info.api == BROADCAST:
@@ -194,12 +206,21 @@ class StepCalls:
         if members is None:
             return Verdict((), (), "the group's ranks were not recorded, so a rank that sent it may be missing "
                                    "from the dump")
-        if missing:
-            which = f"rank{'s' if len(missing) > 1 else ''} {rank_ranges(missing)}"
-            return Verdict((), missing, f"{which} of the group {'are' if len(missing) > 1 else 'is'} not in the "
-                                        "dump (the config's rank filter, or a worker that crashed), so whether "
-                                        f"{'one of them' if len(missing) > 1 else 'it'} sent the inf/nan cannot be "
-                                        "known")
+        if missing or silent:
+            reasons = []
+            if missing:
+                reasons.append(f"rank{'s' if len(missing) > 1 else ''} {rank_ranges(missing)} of the group "
+                               f"{'are' if len(missing) > 1 else 'is'} not in the dump (the config's rank filter, "
+                               "or a worker that crashed)")
+            if silent:
+                reasons.append(f"rank{'s' if len(silent) > 1 else ''} {rank_ranges(silent)} of the group recorded "
+                               "nothing of this call: checking had stopped there (overflow_nums reached, or the "
+                               "call was outside a checked window)")
+            guess = "; ".join(reasons)
+            if missing:
+                many = len(missing) + len(silent) > 1
+                guess += f", so whether {'one of them' if many else 'it'} sent the inf/nan cannot be known"
+            return Verdict((), tuple(sorted(missing + silent)), guess, silent)
         if info.api in REDUCING_APIS:
             return Verdict((), (), None)
         return Verdict((), (), f"no rank's input held inf/nan, and {info.api} only moves data: the record of the "
@@ -268,17 +289,22 @@ class StepResolver:
                  path: tuple) -> tuple[Start, Optional[int]]:
         record, key = received
         verdict = self.verdict(key)
-        if not verdict.senders:
+        senders = verdict.senders or verdict.likely
+        if not senders:
             return self._call_start(key, verdict), None
         best: Optional[tuple[Start, Optional[int]]] = None
         call = self.calls.calls[key]
-        for sender in verdict.senders:
+        for sender in senders:
             if sender == rank or sender in path or sender not in self.facts:
                 continue
-            start, _ = self.cause(sender, call.records[sender].record.index, path + (rank,))
+            took_part = call.records.get(sender)  # a likely sender has no record of the call: all its records count
+            start, _ = self.cause(sender, None if took_part is None else took_part.record.index, path + (rank,))
             if best is None or (start.standing, _order(start.rank)) < (best[0].standing, _order(best[0].rank)):
                 best = (start, sender)
-        if best is None:  # every sender is already on the path: a cycle of records
+        if best is None:
+            if not verdict.senders:  # the likely senders are on the path too: the call is the answer
+                return self._call_start(key, verdict), None
+            # every sender is already on the path: a cycle of records
             return Start(UNKNOWN, rank, record, (rank,), reason="the collectives form a cycle"), None
         return best
 
@@ -298,8 +324,9 @@ class StepResolver:
             if first_received is not None and _through_first(facts):
                 record, key = first_received
                 verdict = self.verdict(key)
-                if verdict.senders:  # else the call itself is the answer (or a best guess), no rank sent it
-                    received.append(Received(rank, record, self.calls.calls[key].info, verdict.senders, source))
+                senders = verdict.senders or verdict.likely
+                if senders:  # else the call itself is the answer (or a best guess), no rank sent it
+                    received.append(Received(rank, record, self.calls.calls[key].info, senders, source))
         if not starts:
             return None, [], received
         best = min(starts, key=lambda s: (s.standing, _order(s.rank), s.record.index))

@@ -17,8 +17,9 @@ CallKey = tuple
 @dataclass
 class RecordRef:
     """Enough of a record to name it: its folder, its position in detection
-    order (``index``), its name and ``file:line``, and for an ``entered``
-    record the message."""
+    order (``index``), its name and ``file:line``, for an ``entered``
+    record the message, the call it was made inside (``inside``) and the
+    Parameters it wrote inf/nan into (``written``)."""
 
     folder: str
     step: Optional[int]
@@ -27,6 +28,8 @@ class RecordRef:
     name: str
     where: Optional[str]
     message: Optional[str] = None
+    inside: Optional[str] = None
+    written: tuple[str, ...] = ()
     #: overflow.json's ``kind`` of an ``outside`` or ``update`` record (it names no call), else None
     kind: Optional[str] = None
 
@@ -35,9 +38,10 @@ def ref(record: Record) -> RecordRef:
     """The :class:`RecordRef` of a record."""
     if record.record_kind in (OUTSIDE, UPDATE):
         return RecordRef(record.folder, record.step, record.rank, record.index, record.name, record.where,
-                         record.message, record.record_kind)
+                         record.message, kind=record.record_kind)
     message = record.entered.get("message") if record.entered else None
-    return RecordRef(record.folder, record.step, record.rank, record.index, record.name, record.where, message)
+    return RecordRef(record.folder, record.step, record.rank, record.index, record.name, record.where, message,
+                     record.inside, tuple(record.written))
 
 
 def call_key(rank: Optional[int], collective: Collective) -> CallKey:
@@ -100,7 +104,8 @@ def rank_facts(dump: RankDump) -> RankFacts:
 def fingerprint(dump: RankDump) -> tuple:
     """What makes two rank folders show the same, as a hashable value: each
     record's name, origin, ``file:line``, kind, ``entered`` and sentinel
-    messages and collective call (not its statistics, nor the rank).
+    messages, collective call, ``inside`` and ``written`` (not its
+    statistics, nor the rank).
     Compared exactly (no digest), it is kept only while its step is read.
     The reader's :attr:`~msprobe_lint.report.model.RankDump.signature` when
     it has one (the same value, computed once per overflow.json content)."""
@@ -114,5 +119,5 @@ def fingerprint(dump: RankDump) -> tuple:
         out.append((record.name, record.origin, record.where, record.record_kind,
                     record.entered.get("message") if record.entered else None, record.sentinel,
                     tuple(record.nonfinite), call, record.message if record.record_kind in (OUTSIDE, UPDATE) else None,
-                    record.replay))
+                    record.replay, record.inside, tuple(record.written)))
     return tuple(out)

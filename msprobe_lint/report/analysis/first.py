@@ -31,10 +31,16 @@ def ranks_text(ranks: Iterable[Optional[int]], limit: int = MAX_SPANS) -> str:
 
 
 def describe_ref(record: RecordRef) -> str:
-    """``Functional.exp.3.forward (API, forward) at train.py:31``."""
+    """``Functional.exp.3.forward (API, forward) at train.py:31``; a nested
+    call names the call it was made inside (``Primitive.Square.0.forward
+    (API, forward) inside Functional.clip_by_global_norm.0.forward at
+    train.py:40``), a call that wrote inf/nan into Parameters names them
+    (``..., writing inf/nan into Parameter bn.moving_variance``)."""
     kind = "Cell" if record.name.startswith("Cell.") else "API"
+    inside = f" inside {record.inside}" if record.inside else ""
     where = f" at {record.where}" if record.where else ""
-    return f"{record.name} ({kind}, {direction_of(record.name) or 'direction unknown'}){where}"
+    written = f", writing inf/nan into Parameter {', '.join(record.written)}" if record.written else ""
+    return f"{record.name} ({kind}, {direction_of(record.name) or 'direction unknown'}){inside}{where}{written}"
 
 
 def _start_sentence(start: Start, why_unknown: str) -> str:

@@ -10,9 +10,11 @@ shows (:class:`~msprobe_lint.report.view.Report`):
 * per shown step and group of ranks (each group once, with its rank list),
   in execution order, every record with its mark (ORIGIN, carried,
   received, unknown), kind, direction, the user's ``file:line``, what a
-  received record got through which collective call, where a carried
-  overflow came in (``entered:``) and the statistics of every tensor of its
-  dump.json entry (non-finite values marked);
+  received record got through which collective call, the call a nested
+  call was made inside, the Parameters a call wrote inf/nan into, the
+  constants an origin was called with, where a carried overflow came in
+  (``entered:``) and the statistics of every tensor of its dump.json entry
+  (non-finite values marked);
 * for a group whose ``construct.json`` is not empty (level L0 or mix), the
   Cell tree it describes, with the path from the top Cell down to that
   group's first origin (else its first record) marked;
@@ -35,9 +37,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator, Optional
 
-from ... import __version__
 from ..dumpformat import STATS
-from ..fmt import fmt, place, shape, step_text
+from ..fmt import fmt, place, record_notes, shape, step_text
 from ..model import Record
 from ..view import Report, Section, ShownGroup
 from . import RenderUnavailable
@@ -237,6 +238,7 @@ def _environment():
     env.filters["value_class"] = _value_class
     env.filters["place"] = place
     env.filters["step"] = step_text
+    env.filters["notes"] = record_notes
     env.globals["anchor"] = anchor
     return env
 
@@ -255,8 +257,14 @@ def render_html(report: Report) -> Iterator[str]:
     if started is not None and report.started_group is not None:
         started_anchor = f"rec-{report.started_group}-{started.index}"
     folders = sum(step.folders for step in report.summary.steps)
+    try:  # the version from the package metadata (not the package's __init__, which loads the linter)
+        from importlib.metadata import PackageNotFoundError, version as installed
+
+        version = installed("msprobe-lint")
+    except (ImportError, PackageNotFoundError):  # running from a source tree that is not installed
+        version = "unknown version"
     return template.generate(
         report=report, summary=report.summary, sections=_page_sections(report.sections), started=started,
         start=report.summary.start, started_anchor=started_anchor, started_group=report.started_group,
-        status=int(report.status), message=report.line, stats=STATS, folders=folders, version=__version__,
+        status=int(report.status), message=report.line, stats=STATS, folders=folders, version=version,
     )

@@ -8,7 +8,7 @@ import math
 from typing import Any, Iterator, Optional
 
 from ..analysis.collectives import Received, Start
-from ..fmt import fmt
+from ..fmt import fmt, shown_constants
 from ..model import Collective, Record
 from ..view import Report, ShownGroup
 
@@ -53,11 +53,15 @@ def record_dict(record: Record, group: Optional[ShownGroup] = None) -> dict:
         "replay": record.replay,
         "collective": collective_dict(record.collective),
         "received": None,
+        "inside": record.inside,
+        "written": list(record.written),
+        "constants": [{"where": c.where, "type": c.type, "value": c.value} for c in shown_constants(record)],
     }
     if group is not None and record.index in group.info.notes:
         call, verdict = group.info.notes[record.index]
-        out["received"] = {"call": call.as_dict(), "from": list(verdict.senders), "missing_ranks": list(verdict.missing),
-                           "guess": verdict.guess, "note": group.notes[record.index]}
+        out["received"] = {"call": call.as_dict(), "from": list(verdict.senders), "likely": list(verdict.likely),
+                           "missing_ranks": list(verdict.missing), "guess": verdict.guess,
+                           "note": group.notes[record.index]}
     return out
 
 

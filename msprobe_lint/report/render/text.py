@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from ...textsafe import shown
-from ..fmt import fmt, place_of, shape, step_text
+from ..fmt import fmt, place_of, record_notes, shape, step_text
 from ..model import Record
 from ..view import Report, ShownGroup
 
@@ -36,6 +36,8 @@ def _record_lines(record: Record, note: str | None) -> Iterator[str]:
            f"{record.where or 'file:line unknown'}")
     if note is not None:
         yield f"{INDENT}{note}"
+    for line in record_notes(record):
+        yield f"{INDENT}{line}"
     if record.entered is not None:
         yield f"{INDENT}entered: {record.entered['message']}"
     if record.replay is not None:

@@ -15,6 +15,7 @@ the folders (the tests read the folders, not this script).
 | ``allgather`` | AllGather: rank 3's ``exp`` overflows, every rank gathers it | rank 3; 0-2 from 3 |
 | ``allgather-nosender`` | AllGather delivers inf/nan on both ranks but no rank recorded a non-finite input | best guess: AllGather only moves data |
 | ``backward`` | the backward of the gradient AllReduce: rank 1's loss gradient overflows in ``exp``'s backward | rank 1, ``Functional.exp.0.backward``; 0 from 1 |
+| ``stopped-at-limit`` | as ``dp-allreduce`` with 2 ranks and ``overflow_nums`` 1: rank 1 stopped checking after its ``exp`` record, so it has no record of the AllReduce rank 0 received | rank 1, ``Functional.exp.0.forward``; 0 probably from 1 (best guess) |
 | ``broadcast`` | Broadcast from root 2: rank 2's ``exp`` overflows; rank 0's own buffer also held nan | rank 2; 0 and 1 from 2 (rank 0's buffer is not what it sent) |
 """
 from __future__ import annotations
@@ -123,6 +124,10 @@ CASES: dict[str, dict[int, list]] = {
         0: [received("Primitive.AllReduce.0.backward", 17, coll("AllReduce", 0, True, direction="backward"))],
         1: [record("Functional.exp.0.backward", 11, origin=True, ins=(FINE,), outs=(INFS,)),
             carried("Primitive.AllReduce.0.backward", 17, coll("AllReduce", 0, False, direction="backward"))],
+    },
+    "stopped-at-limit": {
+        0: [received("Primitive.AllReduce.0.forward", 17, coll("AllReduce", 0, True))],
+        1: [exp_origin()],
     },
     "broadcast": {
         0: [carried("Primitive.Broadcast.0.forward", 60, coll("Broadcast", 0, False, ranks=(0, 1, 2), root=2))],

@@ -1,0 +1,208 @@
+"""The body of ``probe lint``: check the option combination, lint (or fix),
+render, write. Both parsers end here: the typer-free one of
+``cli/__init__.py`` and the typer command of ``cli/app.py``.
+
+Each step is a small function (as check-jsonschema's ``main_command``
+builds a reporter and a checker, then executes): :func:`check_usage`,
+:func:`show_files`, :func:`lint_or_fix`, :func:`report`, :func:`emit`.
+Usage errors print ``probe: error: ...`` and give exit status 2.
+
+Example::
+
+    from msprobe_lint.lint.options import LintOptions
+    status = run_lint(["config.json"], LintOptions(isolated=True), format="json")
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+from ..exit import ExitStatus
+from .messages import fail
+
+TYPE_CHECKING = False  # typing is imported only by type checkers (start-up)
+if TYPE_CHECKING:
+    from typing import Any, Optional
+
+
+def run_lint(paths: list[str], options: Any, *, format: str = "text", output: Optional[str] = None,
+             fix: bool = False, unsafe_fixes: bool = False, diff: bool = False, show_files: bool = False) -> int:
+    """Lint, print or write the report, return the exit status.
+
+    ``fix`` applies the safe fixes (``unsafe_fixes`` the unsafe ones too),
+    reports on stderr what was fixed, then reports what remains; ``diff``
+    prints the fixes as a unified diff instead and writes nothing (status
+    1 when there is something to fix, else that of the plain lint). With
+    ``fix``, standard input's fixed text goes to stdout and the report to
+    stderr (or ``output``). ``show_files`` prints what would be linted and
+    why instead (text, or a JSON object for ``--format json``)."""
+    from ..lint.options import UsageError
+
+    if output == "-":
+        output = None
+    problem = check_usage(paths, output, format=format, fix=fix, unsafe_fixes=unsafe_fixes, diff=diff,
+                          show_files=show_files)
+    if problem:
+        return fail(problem)
+    try:
+        if show_files:
+            text, status = list_files(paths, options, format)
+        else:
+            run, outcomes = lint_or_fix(paths, options, fix=fix, unsafe=unsafe_fixes, diff=diff)
+            if any(_overwrites(result.path, output) for result in run.results):
+                return fail(f"--output {output} is one of the files being linted; it would be overwritten")
+            text, status = report(paths, run, outcomes, format=format, output=output, fix=fix, diff=diff)
+            fixed_stdin = [o for o in outcomes if o.stdin] if fix and not diff else []
+            if fixed_stdin:  # the input, fixed where it could be, on stdout as a filter would; the report on stderr
+                _write_stdout([o.after for o in fixed_stdin])
+                if output is None:
+                    sys.stderr.write(text)
+                    sys.stderr.flush()
+                    return status
+    except UsageError as err:
+        return fail(str(err))
+    return emit(text, output) or status
+
+
+def check_usage(paths: list[str], output: Optional[str], *, format: str, fix: bool, unsafe_fixes: bool,
+                diff: bool, show_files: bool) -> Optional[str]:
+    """What is wrong with this combination of options (a message for
+    ``probe: error:``), or None."""
+    if any(_overwrites(p, output) for p in paths):
+        return f"--output {output} is one of the files being linted; it would be overwritten"
+    if unsafe_fixes and not (fix or diff):
+        return "--unsafe-fixes goes with --fix or --diff"
+    if diff and format != "text":
+        return f"--diff prints a unified diff; --format {format} does not apply to it"
+    if output is not None and _holds_a_config(output):
+        return f"--output {output} holds an msprobe config; it would be overwritten (choose another file)"
+    if show_files and (fix or diff):
+        return "--show-files lints nothing; it does not go with --fix or --diff"
+    return None
+
+
+def list_files(paths: list[str], options: Any, format: str) -> tuple[str, int]:
+    """``--show-files``: (the listing, exit status 2 when something could
+    not be read, else 0). Text as project.discovery.show_files writes it,
+    or for ``--format json`` ``{"files": [{"path", "action", "reason",
+    "folder"}]}``."""
+    from ..lint.inputs import list_files as candidates_of
+
+    candidates = candidates_of(paths, options)
+    status = ExitStatus.USAGE if any(c.action == "unreadable" for c in candidates) else ExitStatus.OK
+    if format != "json":
+        from ..project.discovery import show_files
+
+        return show_files(candidates), status
+    import json
+
+    files = [{"path": c.path, "action": c.action, "reason": c.reason, "folder": c.folder} for c in candidates]
+    return json.dumps({"files": files}, indent=2, ensure_ascii=False) + "\n", status
+
+
+def lint_or_fix(paths: list[str], options: Any, *, fix: bool, unsafe: bool, diff: bool) -> tuple[Any, list]:
+    """The LintRun, and the FixOutcome of each file when fixing
+    (``--fix``, or ``--diff`` which writes nothing)."""
+    if fix or diff:
+        from ..lint.fixes.apply import fix_paths
+
+        return fix_paths(paths, options, unsafe=unsafe, write=not diff)
+    from ..lint.api import lint_paths
+
+    return lint_paths(paths, options), []
+
+
+def report(paths: list[str], run: Any, outcomes: list, *, format: str, output: Optional[str], fix: bool,
+           diff: bool) -> tuple[str, int]:
+    """(the report, the exit status): the findings in ``format``, or the
+    unified diff for ``--diff``; what was fixed goes to stderr."""
+    folders = [p for p in paths if p != "-" and os.path.isdir(p)]
+    if folders and not run.results:  # a mistyped path or an exclude too wide should not pass silently
+        sys.stderr.write(f"probe: warning: no msprobe config found in {', '.join(folders)}; "
+                         "--show-files lists what was skipped and why\n")
+    status = run.status
+    report_on_stderr = fix and not diff and output is None and any(o.stdin for o in outcomes)
+    if (fix or diff) and not (report_on_stderr and format != "text"):  # keep a JSON report parseable
+        _say_fixed(outcomes, diff, remaining=sum(len(r.diagnostics) for r in run.results))
+    if diff:
+        if any(o.applied for o in outcomes) and status != ExitStatus.USAGE:
+            status = ExitStatus.PROBLEMS
+        return "".join(outcome.diff() for outcome in outcomes), status
+    from ..lint.reporters import get
+
+    return get(format)(run.results, color=output is None and sys.stdout.isatty()), status
+
+
+def emit(text: str, output: Optional[str]) -> Optional[int]:
+    """Print ``text``, or write it to ``output``; the exit status of a
+    usage error when the file cannot be written, else None."""
+    if output is None:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return None
+    try:
+        with open(output, "w", encoding="utf-8") as handle:
+            handle.write(text)
+    except OSError as err:
+        return fail(f"cannot write {output}: {err.strerror or err}")
+    return None
+
+
+def _overwrites(path: str, output: Optional[str]) -> bool:
+    """True when writing ``output`` would replace the file ``path``."""
+    return (output is not None and path != "-" and os.path.exists(path) and os.path.exists(output)
+            and os.path.samefile(path, output))
+
+
+def _write_stdout(texts: list[str]) -> None:
+    """Texts on stdout as bytes, lone surrogates (undecodable input bytes)
+    restored as they came in."""
+    out = getattr(sys.stdout, "buffer", None)
+    for text in texts:
+        if out is None:
+            sys.stdout.write(text)
+        else:
+            sys.stdout.flush()
+            out.write(text.encode("utf-8", "surrogateescape"))
+    sys.stdout.flush()
+
+
+def _holds_a_config(output: str) -> bool:
+    """True when the file ``output`` exists and is an msprobe config: a
+    JSON object that sniff.looks_like_msprobe takes for one (a report must
+    not replace a config, even one not being linted)."""
+    if not os.path.isfile(output):
+        return False
+    from ..lint.loader import read_bytes
+    from ..project.sniff import looks_like_msprobe
+
+    raw, _ = read_bytes(output)
+    if raw is None or not looks_like_msprobe(raw):
+        return False
+    import json
+
+    try:  # a text report quotes a config's lines; only a JSON object is one
+        return isinstance(json.loads(raw), dict)
+    except ValueError:
+        return False
+
+
+def _say_fixed(outcomes: list, diff: bool, remaining: int = 0) -> None:
+    """On stderr: per file, what ``--fix`` fixed (or why not); for
+    ``--diff``, how many findings it would fix, or that it has nothing to
+    show while ``remaining`` findings are left."""
+    for outcome in outcomes:
+        if outcome.skipped:
+            sys.stderr.write(f"probe: {outcome.path}: {outcome.skipped}\n")
+        if outcome.applied and not diff:
+            codes = ", ".join(f"{d.code} {d.fix.description}" for d in outcome.applied)
+            sys.stderr.write(f"{outcome.path}: fixed {len(outcome.applied)}: {codes}\n")
+    changed = sum(bool(o.applied) for o in outcomes)
+    fixes = sum(len(o.applied) for o in outcomes)
+    if diff and changed:
+        sys.stderr.write(f"Would fix {fixes} finding{'s' if fixes != 1 else ''} in {changed} "
+                         f"file{'s' if changed != 1 else ''}.\n")
+    elif diff and remaining:
+        sys.stderr.write(f"No fix to show; {remaining} finding{'s' if remaining != 1 else ''} left "
+                         "(run probe lint without --diff to see them).\n")
+    sys.stderr.flush()

@@ -1,0 +1,75 @@
+"""A read-only view of a parsed config for the semantic rules.
+
+Values that failed a structural check (schema, NaN literal) are hidden:
+the semantic rules see them as absent, so one fault gives one diagnostic.
+Defaults follow msprobe: task ``statistics`` and level ``L1`` when absent.
+"""
+from __future__ import annotations
+
+from .positions import pointer
+
+TYPE_CHECKING = False  # typing is imported only by type checkers (start-up)
+if TYPE_CHECKING:
+    from typing import Any
+
+MISSING: Any = object()
+
+
+class ConfigView:
+    """Attributes:
+        data: the parsed config (dict).
+        bad: JSON pointers of values that failed a structural check.
+        path: the file's path as given (for messages).
+        profile: the mindstudio-probe release the config is judged by
+            (``"8.1"``, ``"8.3"``, ``"26.0"``, ``"26.1"``, ``"26.2"``; see
+            profiles.py).
+        given_in_code: top-level keys the training script passes to
+            PrecisionDebugger (``dump_path``), whose config values are
+            therefore not used."""
+
+    def __init__(self, data: dict, bad: set[str] | frozenset[str] = frozenset(), path: str = "<config>",
+                 profile: str = "8.3", given_in_code: frozenset[str] = frozenset()):
+        self.data = data
+        self.bad = bad
+        self.path = path
+        self.profile = profile
+        self.given_in_code = given_in_code
+
+    def get(self, *parts: Any, default: Any = None) -> Any:
+        """The value at ``parts`` (keys/indices), or ``default`` when absent
+        or structurally bad (at that place or any parent)."""
+        node: Any = self.data
+        walked: list[Any] = []
+        for part in parts:
+            walked.append(part)
+            if self.bad and pointer(*walked) in self.bad:  # no pointers to build for a clean config
+                return default
+            if isinstance(node, dict) and isinstance(part, str) and part in node:
+                node = node[part]
+            elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
+                node = node[part]
+            else:
+                return default
+        return node
+
+    def has(self, *parts: Any) -> bool:
+        """True when the key is present with a structurally valid value."""
+        return self.get(*parts, default=MISSING) is not MISSING
+
+    @property
+    def task(self) -> Any:
+        """The active task; ``statistics`` when absent, None when invalid."""
+        if "task" not in self.data:
+            return "statistics"
+        return self.get("task")
+
+    @property
+    def level(self) -> Any:
+        """The level; ``L1`` when absent, None when invalid."""
+        if "level" not in self.data:
+            return "L1"
+        return self.get("level")
+
+    def where_level(self) -> str:
+        """Pointer to blame for the level: the key if present, else task."""
+        return "/level" if "level" in self.data else ("/task" if "task" in self.data else "")

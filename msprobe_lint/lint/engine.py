@@ -1,0 +1,217 @@
+"""The lint engine: load, parse, validate, run the rules, collect.
+
+Stages, each feeding the next only what passed it (one diagnostic per
+fault): syntax (loader.py, PL001-PL007), schema (rules/schema.py,
+PL101-PL107), then every registered semantic rule over (config, context).
+Positions are computed from the text only for what is reported.
+"""
+from __future__ import annotations
+
+from collections import namedtuple
+
+from ..exit import ExitStatus
+from .config_view import ConfigView
+from .context import Context
+from .diagnostic import Diagnostic, Finding, Severity
+from .fixes.edits import resolve
+from .loader import Document, load
+from .positions import split
+from .rules import load_all
+from .selection import Selection
+
+TYPE_CHECKING = False  # typing is imported only by type checkers (start-up)
+if TYPE_CHECKING:
+    from typing import Any, Iterable, Mapping, Optional
+
+    from .rules.base import RuleInfo
+
+
+class Result:
+    """Outcome of linting one file.
+
+    Attributes:
+        path: the file, as given.
+        diagnostics: its diagnostics, sorted by position.
+        unreadable: it could not be read at all (PL006: the run exits 2).
+        source: the text that was linted (None when it was not decoded),
+            which the text report quotes instead of reading the file again
+            (standard input has no file); not compared.
+        folder: a folder a walk could not list, not a file (counted apart
+            in the summary).
+    """
+
+    __slots__ = ("path", "diagnostics", "unreadable", "source", "folder")
+
+    def __init__(self, path: str, diagnostics: list[Diagnostic], unreadable: bool = False,
+                 source: Optional[str] = None, folder: bool = False) -> None:
+        self.path = path
+        self.diagnostics = diagnostics
+        self.unreadable = unreadable
+        self.source = source
+        self.folder = folder
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Result) and (self.path, self.diagnostics, self.unreadable, self.folder) == (
+            other.path, other.diagnostics, other.unreadable, other.folder)
+
+    __hash__ = None  # type: ignore[assignment]  # mutable
+
+    def __repr__(self) -> str:
+        return (f"Result(path={self.path!r}, diagnostics={self.diagnostics!r}, unreadable={self.unreadable!r}, "
+                f"folder={self.folder!r})")
+
+
+class LintRun(namedtuple("LintRun", "results status")):
+    """What a lint of several files gave: ``results``, a Result per file,
+    and ``status``, the exit status of the whole run (0, 1 or 2: see
+    exit_status)."""
+
+    __slots__ = ()
+
+
+def lint_file(path: str, context: Optional[Context] = None, *, selection: Optional[Selection] = None,
+              overrides: Optional[Mapping[str, Any]] = None, raw: Optional[bytes] = None,
+              extra_findings: Iterable[Finding] = ()) -> Result:
+    """Lint one config file.
+
+    Args:
+        path: the config's path (shown in diagnostics as given).
+        context: what is known of the scenario; unknown when None.
+        selection: rule selection and re-grading.
+        overrides: top-level keys replacing the file's values before the
+            rules run (probe_runtime's keyword arguments); their findings
+            point at the key in the file when it is there.
+        raw: the file's bytes, when already read.
+        extra_findings: findings from elsewhere (the script analysis) to be
+            filtered and graded with the rest.
+    Returns:
+        A Result, diagnostics sorted by position, without duplicates.
+    Never raises for bad input.
+    """
+    context = context or Context()
+    selection = selection or Selection()
+    doc = load(path, raw)
+    findings = list(doc.findings)
+    if not doc.fatal:
+        data = dict(doc.data)
+        if overrides:
+            data.update({k: v for k, v in overrides.items() if v is not None})
+        found = check_data(data, context, selection=selection, path=path, skip=doc.nonfinite)
+        if overrides:  # a value given in code, not the file's: no edit of the file fixes it
+            found = [f._replace(fix=None) if f.fix and _overridden(f.pointer, overrides) else f for f in found]
+        findings.extend(found)
+    findings.extend(extra_findings)
+    return Result(path, to_diagnostics(findings, doc, selection), unreadable=doc.unreadable,
+                  source=doc.text or None)
+
+
+def unreadable_result(path: str, message: str, *, selection: Optional[Selection] = None) -> Result:
+    """The Result for something that could not be read at all (PL006 with
+    ``message``, e.g. a folder ``probe lint DIR`` cannot list); the run
+    exits 2."""
+    finding = Finding("PL006", message, path=path)
+    return Result(path, to_diagnostics([finding], None, selection or Selection()), unreadable=True)
+
+
+def _overridden(ptr: Optional[str], overrides: Mapping[str, Any]) -> bool:
+    tokens = split(ptr or "")
+    return bool(tokens) and overrides.get(tokens[0]) is not None
+
+
+def check_data(data: dict, context: Context, *, selection: Selection, path: str = "<config>",
+               skip: Iterable[str] = ()) -> list[Finding]:
+    """Schema stage and semantic rules over parsed ``data`` (no positions).
+    An ATB dump config (lint/atb.py) gets its own schema only, outside
+    probe_runtime (whose PrecisionDebugger cannot take one).
+
+    Rules crash-proofing: a rule that raises is reported as an internal
+    error finding (code of the rule, severity error) rather than a
+    traceback, since a linter that hides a crash would pass a bad config.
+    """
+    from .profiles import ATB_ONLY_KEYS, select
+    from .rules.schema import validate
+
+    if not (ATB_ONLY_KEYS.isdisjoint(data) and data.get("task") != "all") and not context.runtime:
+        from .atb import is_atb_config
+
+        if is_atb_config(data):  # msprobe's ATB dump config: its own schema, none of PrecisionDebugger's rules
+            return validate(data, skip=skip, profile="atb")[0]
+
+    rules = load_all()
+    profile, why = select(context)
+    script = context.script
+    given = ("dump_path",) if script is not None and getattr(script, "passes_dump_path", False) else ()
+    findings, bad = validate(data, skip=skip, profile=profile.name, why=why, given_in_code=given)
+    view = ConfigView(data, bad, path, profile=profile.name, given_in_code=frozenset(given))
+    for info in rules.values():
+        if info.check is None or not selection.enabled(info.code):
+            continue
+        if info.filesystem and not context.check_fs:
+            continue
+        try:
+            findings.extend(info.check(view, context))
+        except Exception as err:  # pragma: no cover - a bug in a rule
+            findings.append(Finding(info.code, f"internal error in rule {info.code} ({info.name}): "
+                                               f"{type(err).__name__}: {err}; please report it",
+                                    severity=Severity.ERROR))
+    if any(f.code == "PL601" for f in findings):
+        # The installed 26.x has no overflow_check: PL601 says so once,
+        # instead of the 26.x schema's findings on the task and its section.
+        findings = [f for f in findings if not (
+            (f.code == "PL103" and f.pointer == "/task") or (f.code == "PL101" and f.pointer == "/overflow_check"))]
+    return findings
+
+
+def to_diagnostics(findings: Iterable[Finding], doc: Optional[Document], selection: Selection) -> list[Diagnostic]:
+    """Position, filter, grade, de-duplicate and sort findings."""
+    rules = load_all()
+    out: dict[tuple, Diagnostic] = {}
+    for finding in findings:
+        if not selection.enabled(finding.code) or not selection.keeps(finding.code, finding.pointer):
+            continue
+        info: Optional[RuleInfo] = rules.get(finding.code)
+        severity = selection.severity.get(finding.code) or finding.severity or (
+            info.severity if info else Severity.ERROR)
+        if finding.line is not None:
+            line, column = finding.line, finding.column or 1
+            end_line, end_column = finding.end_line, finding.end_column
+            if end_line is None or end_column is None:  # a point (a syntax error, a script call): one character
+                end_line, end_column = line, column + 1
+        elif doc is not None and finding.pointer is not None and doc.text:
+            span = doc.positions.locate(finding.pointer, finding.at)
+            line, column, end_line, end_column = span.line, span.column, span.end_line, span.end_column
+        else:
+            line, column, end_line, end_column = 1, 1, None, None
+        diagnostic = Diagnostic(path=finding.path or (doc.path if doc else "<config>"), line=line, column=column,
+                                code=finding.code, severity=severity, message=_encodable(finding.message) or "",
+                                hint=_encodable(finding.hint),
+                                pointer=_encodable(finding.pointer) if finding.path is None else None,
+                                end_line=end_line, end_column=end_column,
+                                fix=resolve(finding.fix, doc) if finding.fix is not None else None)
+        out.setdefault((diagnostic.path, line, column, diagnostic.code, diagnostic.message), diagnostic)
+    return sorted(out.values(), key=Diagnostic.sort_key)
+
+
+def _encodable(text: Optional[str]) -> Optional[str]:
+    """``text`` with lone surrogates (a config's ``"\\ud800"`` escapes, which
+    no UTF-8 output can carry) written as ``\\ud800``."""
+    if text is None:
+        return None
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def exit_status(results: Iterable[Result], *, strict: bool = False) -> int:
+    """0 no errors; 1 an error (or a warning with ``strict``); 2 a file
+    could not be read."""
+    status = ExitStatus.OK
+    for result in results:
+        if result.unreadable:
+            return ExitStatus.USAGE
+        for diagnostic in result.diagnostics:
+            if diagnostic.severity is Severity.ERROR or (strict and diagnostic.severity is Severity.WARNING):
+                status = ExitStatus.PROBLEMS
+    return status

@@ -1,0 +1,2 @@
+"""Fixes: a rule's fix turned into text edits (``edits``), and the
+``--fix``/``--diff`` flow over files (``apply``)."""

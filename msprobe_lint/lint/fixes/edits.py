@@ -1,0 +1,364 @@
+"""Fixes: turning a rule's :class:`~msprobe_lint.lint.diagnostic.FixSpec` into
+text edits, and applying them.
+
+A rule states its fix in terms of the parsed config (rename the key at a
+JSON pointer, replace a value, remove a member); :func:`resolve` turns that
+into character ranges of the file's text, using the positions the parser
+recorded, so a fix touches exactly the tokens it names and the rest of the
+file (key order, indentation, spacing, ``\\r\\n`` line endings, a final
+newline or its absence) stays byte for byte. Removing an object member or
+an array item also removes the comma that separated it and the white space
+up to the next token, so the result is still valid JSON.
+
+:func:`apply_fixes` is pure (text in, text out); :func:`fix_text` re-lints
+and fixes again, up to :data:`MAX_ROUNDS` times, since fixes can overlap
+(two removals in one list) or unlock others (a renamed key whose value is
+then checked).
+"""
+from __future__ import annotations
+
+import json
+
+from ..diagnostic import Diagnostic, Edit, Fix, FixSpec
+from ..positions import escape, line_col, split
+
+TYPE_CHECKING = False  # typing is imported only by type checkers (start-up)
+if TYPE_CHECKING:
+    from typing import Callable, Iterable, Optional, Sequence
+
+MAX_ROUNDS = 5
+_WHITESPACE = " \t\r\n"
+
+
+class _Unresolvable(Exception):
+    pass
+
+
+def resolve(spec: FixSpec, doc) -> Optional[Fix]:
+    """The edits of ``spec`` in ``doc`` (a parsed loader.Document).
+
+    Returns:
+        A Fix whose offsets count characters of the file's decoded text
+        (a byte-order mark counted as one), or None when a position is
+        not known (a value the scan did not record, a config that did not
+        parse, but for ``text`` operations) or two of its own edits
+        overlap. A removal of a non-empty object (a section holding user
+        keys) is made unsafe whatever the spec says.
+    """
+    if doc is None or not doc.text:
+        return None
+    if doc.fatal and any(op[0] not in ("text", "bom") for op in spec.ops):
+        return None
+    text = doc.text
+    shift = 1 if doc.bom else 0
+    edits: list[Edit] = []
+    writes: list[str] = []
+    removes: list[str] = []
+    safe = spec.safe
+    try:
+        for op in spec.ops:
+            kind = op[0]
+            if kind == "bom":
+                if doc.bom:
+                    edits.append(Edit(0, 1, "", 1, 1, 1, 1, None))
+                continue
+            if kind == "text":
+                start, end, new = op[1], op[2], op[3]
+                if not 0 <= start <= end <= len(text):
+                    raise _Unresolvable(kind)
+                line, column = line_col(text, start)
+                end_line, end_column = line_col(text, end)
+                edits.append(Edit(start + shift, end + shift, new, line, column, end_line, end_column, None))
+                continue
+            if kind == "value":
+                start, end = _offsets(doc, op[1], "value")
+                new = op[2]
+                writes.append(op[1])
+            elif kind == "wrap":
+                start, end = _offsets(doc, op[1], "value")
+                new = "[" + text[start:end] + "]"
+                writes.append(op[1])
+            elif kind == "key":
+                start, end = _offsets(doc, op[1], "key")
+                new = json.dumps(op[2], ensure_ascii=False)
+                writes.append(op[1].rpartition("/")[0] + "/" + escape(op[2]))
+            elif kind == "remove":
+                start, end = _member(doc, op[1])
+                start, end = _with_separator(text, start, end)
+                new = ""
+                removes.append(op[1])
+                if _holds_something(doc.data, op[1]):
+                    safe = False
+            elif kind == "remove-member-at":
+                start, end = _member_at(text, op[1])
+                start, end = _with_separator(text, start, end)
+                new = ""
+            elif kind == "move":
+                for start, end, new in _move(doc, op[1], op[2]):
+                    line, column = line_col(text, start)
+                    end_line, end_column = line_col(text, end)
+                    edits.append(Edit(start + shift, end + shift, new, line, column, end_line, end_column, op[1]))
+                writes.append(("/" + escape(op[2]) if op[2] else "") + "/" + escape(split(op[1])[-1]))
+                continue
+            else:
+                raise _Unresolvable(kind)
+            line, column = line_col(text, start)
+            end_line, end_column = line_col(text, end)
+            edits.append(Edit(start + shift, end + shift, new, line, column, end_line, end_column,
+                              op[1] if isinstance(op[1], str) else None))
+    except (_Unresolvable, ValueError, IndexError, RecursionError):
+        return None
+    edits.sort(key=lambda e: (e.start, e.end))
+    if _overlap(edits):
+        return None
+    return Fix(spec.description, tuple(edits), safe, tuple(writes), tuple(removes))
+
+
+def _holds_something(data, ptr: str) -> bool:
+    """True when the value at ``ptr`` is a non-empty object."""
+    node = data
+    for token in split(ptr):
+        if isinstance(node, dict) and token in node:
+            node = node[token]
+        elif isinstance(node, list) and token.isdigit() and int(token) < len(node):
+            node = node[int(token)]
+        else:
+            return False
+    return isinstance(node, dict) and bool(node)
+
+
+def covers(removed: str, written: str) -> bool:
+    """True when removing the member at JSON pointer ``removed`` would take
+    ``written`` (itself or something inside it) with it."""
+    return written == removed or written.startswith(removed + "/")
+
+
+def _offsets(doc, ptr: str, at: str) -> tuple[int, int]:
+    found = doc.positions.offsets(ptr, at)
+    if found is None:
+        raise _Unresolvable(ptr)
+    return found
+
+
+def _member(doc, ptr: str) -> tuple[int, int]:
+    """Offsets from the key (object member) or the value (array item) at
+    ``ptr`` to the end of its value."""
+    if not split(ptr):
+        raise _Unresolvable("the root cannot be removed")
+    start, end = _offsets(doc, ptr, "value")
+    key = doc.positions.offsets(ptr, "key")  # recorded for object members only
+    if key is not None:
+        start = key[0]
+    return start, end
+
+
+def _move(doc, ptr: str, location: str) -> list[tuple[int, int, str]]:
+    """Edits moving the member at ``ptr`` into the object ``location``
+    (``""`` for the top level, else a top-level section name): removed
+    where it is, added after the last member there with the white space
+    that precedes that member; when the section does not exist yet, the
+    member becomes it in place (``"k": 1`` -> ``"section": {"k": 1}``).
+    Unresolvable when the key is already there or the place is not an
+    object."""
+    text = doc.text
+    key = split(ptr)[-1]
+    start, end = _member(doc, ptr)
+    member = text[start:end]
+    if location and location not in doc.data:
+        return [(start, end, json.dumps(location, ensure_ascii=False) + ": {" + member + "}")]
+    node = doc.data.get(location) if location else doc.data
+    if not isinstance(node, dict) or key in node:
+        raise _Unresolvable(ptr)
+    target = "/" + escape(location) if location else ""
+    opening, closing = _offsets(doc, target, "value")
+    last = closing - 1  # the closing brace
+    while last > opening + 1 and text[last - 1] in _WHITESPACE:
+        last -= 1
+    removal = _with_separator(text, start, end) + ("",)
+    if last == opening + 1:  # an empty object
+        return [removal, (last, last, member)]
+    key_start = _offsets(doc, target + "/" + escape(list(node)[-1]), "key")[0]
+    before = key_start
+    while text[before - 1] in _WHITESPACE:
+        before -= 1
+    return [removal, (last, last, "," + (text[before:key_start] or " ") + member)]
+
+
+def _member_at(text: str, offset: int) -> tuple[int, int]:
+    """Offsets of the object member whose key starts at ``offset``."""
+    decoder = json.JSONDecoder()
+    if text[offset] != '"':
+        raise _Unresolvable(offset)
+    _, index = decoder.raw_decode(text, offset)
+    index = _skip(text, index)
+    if text[index] != ":":
+        raise _Unresolvable(offset)
+    _, end = decoder.raw_decode(text, _skip(text, index + 1))
+    return offset, end
+
+
+def _skip(text: str, index: int) -> int:
+    while index < len(text) and text[index] in _WHITESPACE:
+        index += 1
+    return index
+
+
+def _with_separator(text: str, start: int, end: int) -> tuple[int, int]:
+    """Widen the range of a member or item to be removed so that what is
+    left is valid JSON laid out as before: with the following comma and
+    the white space up to the next member (or, when it shares a line with
+    the member before it, the white space before it instead); for the last
+    member, with the comma before it; for the only member, with the white
+    space before it (``{\\n  "a": 1\\n}`` -> ``{\\n}``)."""
+    after = _skip(text, end)
+    before = start
+    while before > 0 and text[before - 1] in _WHITESPACE:
+        before -= 1
+    if after < len(text) and text[after] == ",":
+        if before > 0 and text[before - 1] == "," and not any(c in text[before:start] for c in "\r\n"):
+            # on one line with the member before it: take the space before, keep the line break after
+            return before, after + 1
+        return start, _skip(text, after + 1)
+    if before > 0 and text[before - 1] == ",":
+        return before - 1, end
+    return before, end
+
+
+def _overlap(edits: Sequence[Edit]) -> bool:
+    """True when two of ``edits`` (sorted by start) touch the same text."""
+    return any(_clash(a.start, a.end, b.start, b.end) for a, b in zip(edits, edits[1:]))
+
+
+def _clash(a: int, b: int, c: int, d: int) -> bool:
+    return (a < d and c < b) or (a == c and (a == b or c == d))
+
+
+def apply_fixes(text: str, diagnostics: Iterable[Diagnostic], unsafe: bool = False,
+                protected: Iterable[str] = ()) -> tuple[str, list[Diagnostic]]:
+    """Apply the fixes of ``diagnostics`` to ``text`` (the file's decoded
+    text, byte-order mark included, that the diagnostics were made from).
+
+    Safe fixes only, unless ``unsafe``. Fixes are taken in the order of
+    their first edit; one whose edits overlap a fix already taken is left
+    for a later round (see :func:`fix_text`). A fix that would remove one
+    of the ``protected`` pointers (what earlier fixes wrote) or anything
+    holding one is never taken.
+
+    Returns:
+        (new text, the diagnostics whose fix was applied).
+    """
+    chosen: list[Diagnostic] = []
+    taken: list[tuple[int, int]] = []
+    protected = tuple(protected)
+    candidates = [d for d in diagnostics if d.fix is not None and d.fix.edits and (unsafe or d.fix.safe)
+                  and not any(covers(r, w) for r in d.fix.removes for w in protected)]
+    candidates.sort(key=lambda d: (min(e.start for e in d.fix.edits), d.sort_key()))  # type: ignore[union-attr]
+    for diagnostic in candidates:
+        edits = diagnostic.fix.edits  # type: ignore[union-attr]
+        if any(e.end > len(text) for e in edits):
+            continue
+        if any(_clash(e.start, e.end, s, t) for e in edits for s, t in taken):
+            continue
+        taken.extend((e.start, e.end) for e in edits)
+        chosen.append(diagnostic)
+    every = sorted((e for d in chosen for e in d.fix.edits), key=lambda e: e.start,  # type: ignore[union-attr]
+                   reverse=True)
+    for edit in every:
+        text = text[:edit.start] + edit.text + text[edit.end:]
+    return text, chosen
+
+
+def fix_text(text: str, lint: Callable[[str], list[Diagnostic]], *, unsafe: bool = False,
+             rounds: int = MAX_ROUNDS) -> tuple[str, list[Diagnostic], list[Diagnostic]]:
+    """Fix ``text`` until no fix applies, at most ``rounds`` times.
+
+    Args:
+        text: the file's decoded text.
+        lint: text -> its diagnostics (with fixes).
+        unsafe: apply unsafe fixes too.
+    Returns:
+        (fixed text, every diagnostic whose fix was applied, the
+        diagnostics of the fixed text). What a fix writes is never removed
+        by a later one (a key moved into a section, then that section
+        removed as inactive). A round whose result would not parse while
+        its input did (a bug in a fix) is undone and ends the loop, so the
+        text returned always parses when the one given did; a text that
+        did not parse may only be repaired (PL008's replacements).
+    """
+    diagnostics = lint(text)
+    applied: list[Diagnostic] = []
+    written: list[str] = []
+    for _ in range(rounds):
+        new, chosen = apply_fixes(text, diagnostics, unsafe, protected=written)
+        if not chosen or new == text:
+            break
+        after = lint(new)
+        if _duplicates(after) > _duplicates(diagnostics):
+            new, chosen, after = _without_clashes(text, chosen, lint, _duplicates(diagnostics), written)
+        if _broken(after) and not _broken(diagnostics):  # pragma: no cover - a fix that broke the JSON
+            break
+        text, diagnostics = new, after
+        applied.extend(chosen)
+        written.extend(w for d in chosen for w in d.fix.writes)  # type: ignore[union-attr]
+    return text, applied, diagnostics
+
+
+def _broken(diagnostics: Iterable[Diagnostic]) -> bool:
+    """True when the diagnostics say the text does not parse as an object."""
+    return any(d.code in ("PL001", "PL003", "PL008") for d in diagnostics)
+
+
+def _duplicates(diagnostics: Iterable[Diagnostic]) -> int:
+    """How many duplicate keys (PL002) the diagnostics report."""
+    return sum(d.code == "PL002" for d in diagnostics)
+
+
+def _without_clashes(text: str, chosen: list[Diagnostic], lint: Callable[[str], list[Diagnostic]],
+                     allowed: int, protected: Sequence[str] = ()) -> tuple[str, list[Diagnostic], list[Diagnostic]]:
+    """The fixes of one round taken one by one, each kept only when the
+    text still has no more duplicate keys than ``allowed``. One fix never
+    makes a duplicate (a rename or move into a key that is there already
+    has no fix), but two can: two keys renamed to the same name, or two
+    members moved into a section that neither finds there and each
+    creates. The fixes left out are tried again in the next round, against
+    the text this one leaves.
+
+    Returns:
+        (new text, the fixes kept, the new text's diagnostics).
+    """
+    kept: list[Diagnostic] = []
+    new, after = text, lint(text)
+    for diagnostic in chosen:
+        trial, _ = apply_fixes(text, kept + [diagnostic], unsafe=True, protected=protected)
+        trial_after = lint(trial)
+        if _duplicates(trial_after) <= allowed:
+            kept.append(diagnostic)
+            new, after = trial, trial_after
+    return new, kept, after
+
+
+def unified_diff(before: str, after: str, fromfile: str, tofile: str) -> str:
+    """A unified diff of two texts that ``patch`` and ``git apply`` accept:
+    a last line without a newline is marked ``\\ No newline at end of
+    file``; ``\\r\\n`` endings are kept in the lines. "" when equal."""
+    import difflib
+
+    out = []
+    for line in difflib.unified_diff(before.splitlines(True), after.splitlines(True),
+                                     fromfile=fromfile, tofile=tofile):
+        out.append(line)
+        if not line.endswith("\n"):
+            out.append("\n\\ No newline at end of file\n")
+    return "".join(out)
+
+
+def counts(diagnostics: Iterable[Diagnostic]) -> tuple[int, int]:
+    """(findings with a safe fix, findings with an unsafe fix)."""
+    safe = unsafe = 0
+    for diagnostic in diagnostics:
+        if diagnostic.fix is not None:
+            if diagnostic.fix.safe:
+                safe += 1
+            else:
+                unsafe += 1
+    return safe, unsafe

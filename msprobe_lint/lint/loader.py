@@ -1,0 +1,422 @@
+"""Reading and parsing a config file: the syntax stage (PL001-PL007).
+
+``json.loads`` does the parsing (fast, and exactly what msprobe itself
+uses); its hooks notice duplicate keys (``object_pairs_hook``) and the
+NaN/Infinity literals Python accepts but JSON does not (``parse_constant``).
+Positions are only computed (see positions.py) when one of those needs
+reporting.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import stat
+import sys
+from collections import namedtuple
+
+from .diagnostic import Finding, FixSpec
+from .positions import PositionMap, line_col, pointer, split
+
+TYPE_CHECKING = False  # typing is imported only by type checkers (start-up)
+if TYPE_CHECKING:
+    from typing import Any, Optional
+
+MAX_BYTES = 10 * 1024 * 1024
+BOM = b"\xef\xbb\xbf"
+# Punctuation that Chinese (and other CJK) input methods type where JSON
+# needs ASCII, common in configs copied from Chinese docs: character ->
+# (its name, the ASCII character JSON needs there). Single curly quotes
+# become double quotes: JSON has no single-quoted strings.
+FULLWIDTH = {
+    "\uff0c": ("fullwidth comma", ","),
+    "\u3001": ("ideographic comma", ","),
+    "\uff1a": ("fullwidth colon", ":"),
+    "\u201c": ("left double quotation mark", '"'),
+    "\u201d": ("right double quotation mark", '"'),
+    "\u2018": ("left single quotation mark", '"'),
+    "\u2019": ("right single quotation mark", '"'),
+    "\uff02": ("fullwidth quotation mark", '"'),
+    "\uff5b": ("fullwidth left curly bracket", "{"),
+    "\uff5d": ("fullwidth right curly bracket", "}"),
+    "\uff3b": ("fullwidth left square bracket", "["),
+    "\uff3d": ("fullwidth right square bracket", "]"),
+    "\u3000": ("ideographic space", " "),
+}
+
+
+class NonFinite(float):
+    """A NaN/Infinity/-Infinity literal as parsed; a float subclass so
+    comparisons do not crash, told apart from real numbers by type."""
+
+    literal: str
+
+    def __new__(cls, literal: str) -> "NonFinite":
+        obj = super().__new__(cls, {"NaN": "nan", "Infinity": "inf", "-Infinity": "-inf"}[literal])
+        obj.literal = literal
+        return obj
+
+
+class Document:
+    """A parsed config.
+
+    Attributes:
+        path: as given by the user.
+        text: the decoded text (without a byte-order mark).
+        data: the parsed value (dict for a usable config; for a duplicate
+            key, the last value, as ``json.load`` keeps).
+        findings: syntax findings (PL002, PL004, PL005) already made.
+        fatal: True when nothing else may run on the file.
+        unreadable: True for PL006 (the run exits 2).
+        nonfinite: pointers of NaN/Infinity values.
+        bom: True when the file started with a UTF-8 byte-order mark (not
+            part of ``text``).
+    """
+
+    __slots__ = ("path", "text", "data", "findings", "fatal", "unreadable", "nonfinite", "bom", "_positions")
+
+    def __init__(self, path: str, text: str = "", data: Any = None) -> None:
+        self.path = path
+        self.text = text
+        self.data = data
+        self.findings: list[Finding] = []
+        self.fatal = False
+        self.unreadable = False
+        self.nonfinite: list[str] = []
+        self.bom = False
+        self._positions: Optional[PositionMap] = None
+
+    @property
+    def positions(self) -> PositionMap:
+        """The position map, computed on first use."""
+        if self._positions is None:
+            self._positions = PositionMap(self.text)
+        return self._positions
+
+
+def read_bytes(path: str) -> tuple[Optional[bytes], Optional[str]]:
+    """Read at most MAX_BYTES of a regular file without following it into
+    something else. Returns (bytes, None) or (None, reason) for PL006."""
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        return None, "file not found"
+    except PermissionError:
+        return None, "permission denied"
+    except OSError as err:
+        return None, f"cannot be read ({err.strerror or err})"
+    if stat.S_ISDIR(info.st_mode):
+        return None, "is a directory, not a file"
+    if not stat.S_ISREG(info.st_mode):
+        return None, "is not a regular file"
+    if info.st_size > MAX_BYTES:
+        return None, f"is {info.st_size} bytes, over the 10 MiB limit for a config"
+    # os.read sized by the stat: a file object's read(MAX_BYTES + 1) sets
+    # up a 10 MiB buffer per file, which dominated `probe lint DIR`.
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    except PermissionError:
+        return None, "permission denied"
+    except OSError as err:
+        return None, f"cannot be read ({err.strerror or err})"
+    try:
+        chunks: list[bytes] = []
+        size = 0
+        while size <= MAX_BYTES:
+            want = MAX_BYTES + 1 - size if chunks else min(info.st_size + 1, MAX_BYTES + 1)
+            chunk = os.read(fd, want)
+            chunks.append(chunk)
+            size += len(chunk)
+            if len(chunk) < want:  # a regular file reads short only at its end
+                break
+    except OSError as err:
+        return None, f"cannot be read ({err.strerror or err})"
+    finally:
+        os.close(fd)
+    if size > MAX_BYTES:
+        return None, "grew over the 10 MiB limit while being read"
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks), None
+
+
+class StdinSource(namedtuple("StdinSource", "name raw reason", defaults=(None,))):
+    """A config read from standard input (``probe lint -``).
+
+    Attributes:
+        name: the name shown in messages and used for ``[tool.probe-lint]``
+            lookup and per-file ignores (``--stdin-filename``; ``-`` when
+            not given).
+        raw: the bytes read, or None when standard input could not be read.
+        reason: why it could not be read (for PL006), else None.
+    """
+
+    __slots__ = ()
+
+
+def read_stdin(name: Optional[str] = None, stream: Any = None) -> StdinSource:
+    """Read a whole config from standard input (or ``stream``, a binary
+    file object), at most MAX_BYTES.
+
+    The one place ``probe lint -`` reads its input: the lint takes
+    ``raw`` as it takes a file's bytes (so a BOM or non-UTF-8 input is
+    PL004, empty input PL001). Never raises for bad input.
+    """
+    name = name or "-"
+    if stream is None:
+        stream = getattr(sys.stdin, "buffer", sys.stdin)
+    if stream is None:
+        return StdinSource(name, None, "cannot be read: standard input is closed")
+    try:
+        raw = stream.read(MAX_BYTES + 1)
+    except (OSError, ValueError) as err:
+        return StdinSource(name, None, f"cannot be read from standard input ({getattr(err, 'strerror', None) or err})")
+    if isinstance(raw, str):  # a text stream without .buffer
+        raw = raw.encode("utf-8", "surrogateescape")
+    if len(raw) > MAX_BYTES:
+        return StdinSource(name, None, "on standard input is over the 10 MiB limit for a config")
+    return StdinSource(name, raw)
+
+
+def write_atomic(path: str, text: str) -> None:
+    """Replace the file ``path`` with ``text`` (UTF-8, line endings as
+    given) atomically: a temporary file in the same folder, given the
+    file's mode, owner and group, then renamed over it; a failure leaves
+    the file as it was.
+
+    Refused, because the rename would not do what editing the file does:
+    a soft link (the link itself would be replaced; the file it points to
+    may be shared), a file with other hard links (they would keep the old
+    text), a read-only file (no write permission bit, or none for this
+    user: a plain write would fail too), and a file whose owner or group
+    cannot be kept.
+
+    Raises:
+        OSError: one of the refusals above (its message says which, in
+            words that follow the path), or the folder is not writable.
+    """
+    import stat
+    import tempfile
+
+    if os.path.islink(path):
+        raise OSError("it is a soft link (edit the file it points to)")
+    info = os.stat(path)
+    if info.st_nlink > 1:
+        raise OSError(f"it has {info.st_nlink - 1} other hard link(s), which would keep the old text")
+    if not info.st_mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH) or not os.access(path, os.W_OK):
+        raise OSError("it is read-only")
+    folder = os.path.dirname(os.path.abspath(path))
+    handle, temporary = tempfile.mkstemp(prefix=".probe-", suffix=".tmp", dir=folder)
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8", newline="") as out:
+            out.write(text)
+        made = os.stat(temporary)
+        if (made.st_uid, made.st_gid) != (info.st_uid, info.st_gid):
+            try:
+                os.chown(temporary, info.st_uid, info.st_gid)
+            except PermissionError:
+                raise OSError("its owner or group could not be kept") from None
+        os.chmod(temporary, info.st_mode & 0o7777)
+        os.replace(temporary, path)
+    except BaseException:
+        if os.path.exists(temporary):
+            os.unlink(temporary)
+        raise
+
+
+class _Duplicate(Exception):
+    pass
+
+
+def load(path: str, raw: Optional[bytes] = None) -> Document:
+    """Read and parse ``path`` (or ``raw`` bytes given for it).
+
+    Never raises for bad input: every problem becomes a Finding in the
+    returned Document.
+    """
+    doc = Document(path=path)
+    if raw is None:
+        raw, reason = read_bytes(path)
+        if raw is None:
+            doc.findings.append(Finding("PL006", f"config {reason}", hint=None))
+            doc.fatal = doc.unreadable = True
+            return doc
+    if raw.startswith(BOM):
+        doc.findings.append(Finding(
+            "PL004", "file starts with a UTF-8 byte-order mark; Python's json.load, and so msprobe, rejects it",
+            # The mark itself: columns do not count it, so it is the empty range before column 1
+            # (as the fix's edit gives it; the editor server maps that range onto the mark).
+            hint="save the file as UTF-8 without BOM", line=1, column=1, end_line=1, end_column=1,
+            fix=FixSpec("remove the byte-order mark", (("bom",),))))
+        raw = raw[len(BOM):]
+        doc.bom = True
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        bad = raw[: err.start].decode("utf-8", errors="replace")
+        line, column = line_col(bad, len(bad))
+        doc.findings.append(Finding(
+            "PL004", f"not valid UTF-8: byte 0x{raw[err.start]:02x} at offset {err.start}",
+            hint="save the file as UTF-8", line=line, column=column, end_line=line, end_column=column + 1))
+        doc.fatal = True
+        return doc
+    doc.text = text
+    flags = {"duplicates": False}
+    found_nonfinite: list[NonFinite] = []
+
+    def pairs_hook(pairs: list[tuple[str, Any]]) -> dict:
+        result = dict(pairs)
+        if len(result) != len(pairs):
+            flags["duplicates"] = True
+        return result
+
+    def constant_hook(literal: str) -> NonFinite:
+        value = NonFinite(literal)
+        found_nonfinite.append(value)
+        return value
+
+    try:
+        data = json.loads(text, object_pairs_hook=pairs_hook, parse_constant=constant_hook)
+    except json.JSONDecodeError as err:
+        doc.findings.append(_fullwidth(text, err) or _invalid(text, err))
+        doc.fatal = True
+        return doc
+    except RecursionError:
+        doc.findings.append(Finding("PL001", "not valid JSON: nested too deeply to parse", line=1, column=1))
+        doc.fatal = True
+        return doc
+    except ValueError as err:  # an integer over Python's int-string limit (4300 digits): json.load raises too
+        line, column = _long_integer_position(text)
+        doc.findings.append(Finding(
+            "PL001", f"not valid JSON for Python: {str(err).split(';')[0]}; json.load, and so msprobe, fails on it",
+            hint="write a smaller number: no msprobe option takes one this large", line=line, column=column))
+        doc.fatal = True
+        return doc
+    doc.data = data
+    if flags["duplicates"]:
+        for (raw_ptr, span), earlier in zip(doc.positions.duplicates, doc.positions.previous):
+            key = split(raw_ptr)[-1]
+            doc.findings.append(Finding(
+                "PL002", f"duplicate key {key!r}: json.load keeps only the last value",
+                hint="remove all but one occurrence of the key", line=span.line, column=span.column,
+                pointer=raw_ptr, fix=FixSpec(f"remove the earlier {key!r}, whose value json.load drops",
+                                             (("remove-member-at", earlier),), safe=False)))
+    if found_nonfinite:
+        for ptr, value in _walk_nonfinite(data):
+            doc.nonfinite.append(ptr)
+            doc.findings.append(Finding(
+                "PL005", f"{value.literal} is not JSON; Python's json accepts it but other tools do not, "
+                         "and no msprobe option takes it", pointer=ptr,
+                hint="write a number (or remove the key to use the default)"))
+    if not isinstance(data, dict):
+        kind = {list: "an array", str: "a string", bool: "a boolean", type(None): "null"}.get(type(data), "a number")
+        doc.findings.append(Finding("PL003", f"the top-level value is {kind}; a config must be a JSON object",
+                                    hint='wrap the settings in { ... }, e.g. {"task": "overflow_check", ...}',
+                                    pointer=""))
+        doc.fatal = True
+        return doc
+    if "common_dump_settings" in data and "task" not in data:
+        doc.findings.append(Finding(
+            "PL007", "this is MindSpore's own dump config (common_dump_settings), not an msprobe config",
+            hint="use it with MINDSPORE_DUMP_CONFIG; msprobe's PrecisionDebugger needs a config with "
+                 "\"task\", \"dump_path\" and \"level\"", pointer="/common_dump_settings", at="key"))
+        doc.fatal = True
+    return doc
+
+
+def _walk_nonfinite(value: Any, path: tuple = ()) -> list[tuple[str, NonFinite]]:
+    found: list[tuple[str, NonFinite]] = []
+    stack = [(value, path)]
+    while stack:
+        item, where = stack.pop()
+        if isinstance(item, NonFinite):
+            found.append((pointer(*where), item))
+        elif isinstance(item, dict):
+            stack.extend((v, where + (k,)) for k, v in item.items())
+        elif isinstance(item, list):
+            stack.extend((v, where + (i,)) for i, v in enumerate(item))
+    return sorted(found)
+
+
+_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)
+
+
+def _long_integer_position(text: str) -> tuple[int, int]:
+    """Line and column of the first integer literal longer than Python's
+    int-string limit (1:1 when it cannot be found). String literals are
+    blanked first so digits inside them do not count."""
+    limit = getattr(sys, "get_int_max_str_digits", lambda: 0)()
+    masked = _STRING.sub(lambda m: '"' + " " * (len(m.group()) - 2) + '"', text)
+    match = re.search(r"(?<![\w.+-])-?[0-9]{%d,}(?![\w.])" % (limit + 1), masked) if limit else None
+    return line_col(text, match.start()) if match else (1, 1)
+
+
+def _invalid(text: str, err: json.JSONDecodeError) -> Finding:
+    """PL001 where the decoder stopped."""
+    message = err.msg
+    if message.endswith(" at"):  # "Invalid control character at": the position is ours to give
+        message = message[:-3] + " in a string (write it escaped, e.g. \\n or \\t)"
+    if not text.strip():
+        message = "empty input; a config is a JSON object"
+    return Finding("PL001", f"not valid JSON: {message}", line=err.lineno, column=err.colno,
+                   hint=_syntax_hint(text, err))
+
+
+def _fullwidth(text: str, err: json.JSONDecodeError) -> Optional[Finding]:
+    """PL008 when the decoder stopped at fullwidth punctuation (at the same
+    place PL001 would be), with the safe fix replacing every such
+    character outside a string by the ASCII one; None otherwise."""
+    found = FULLWIDTH.get(text[err.pos: err.pos + 1])
+    if found is None:
+        return None
+    name, ascii_char = found
+    char = text[err.pos]
+    outside = fullwidth_outside_strings(text)
+    ops = tuple(("text", i, i + 1, FULLWIDTH[text[i]][1]) for i in outside)
+    kinds = sorted({text[i] for i in outside}, key=lambda c: list(FULLWIDTH).index(c))
+    described = ", ".join(f"{c!r} -> {FULLWIDTH[c][1]!r}" for c in kinds)
+    return Finding("PL008", f"not valid JSON: {name} {char!r} (U+{ord(char):04X}) where JSON needs {ascii_char!r}",
+                   line=err.lineno, column=err.colno,
+                   hint=f"type {ascii_char!r} with the input method in English mode"
+                        + (f"; {len(outside)} such characters outside strings" if len(outside) > 1 else ""),
+                   fix=FixSpec(f"replace the fullwidth punctuation outside strings: {described}", ops))
+
+
+def fullwidth_outside_strings(text: str) -> list[int]:
+    """Offsets of the FULLWIDTH characters of ``text`` that stand outside
+    JSON (double-quoted, backslash-escaped) strings; inside one they are
+    the string's own characters and stay."""
+    found = []
+    in_string = escaped = False
+    for index, char in enumerate(text):
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in FULLWIDTH:
+            found.append(index)
+    return found
+
+
+def _syntax_hint(text: str, err: json.JSONDecodeError) -> Optional[str]:
+    """A fix for the common mistakes: trailing commas, comments, single
+    quotes, and fullwidth punctuation near the error (inside what the
+    decoder took for a string, so it is not PL008's to replace)."""
+    before = text[: err.pos].rstrip()
+    here = text[err.pos: err.pos + 2]
+    if before.endswith(",") and here[:1] in ("}", "]"):
+        return "remove the trailing comma before this bracket"
+    if here.startswith("//") or here.startswith("/*"):
+        return "JSON has no comments; remove them"
+    if here.startswith("'"):
+        return "JSON strings use double quotes"
+    start = text.rfind("\n", 0, err.pos) + 1
+    end = text.find("\n", err.pos)
+    near = [c for c in text[start: end if end >= 0 else len(text)] if c in FULLWIDTH]
+    if near:
+        name, ascii_char = FULLWIDTH[near[0]]
+        return f"this line holds a {name} {near[0]!r} (U+{ord(near[0]):04X}): JSON needs {ascii_char!r} there"
+    return None

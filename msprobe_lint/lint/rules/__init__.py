@@ -1,0 +1,69 @@
+"""The rule catalogue: every code the linter can report, with its metadata.
+
+Each module of this folder is one family of rules (syntax, schema, levels,
+ranks, paths, script, environment), declaring its rules with
+``base.rule``/``base.define``. :func:`load_all` imports every module it
+finds in the folder, so a new family file is loaded without being listed
+anywhere, and the families import only ``base``: the catalogue points at
+the rules, never the other way round.
+
+Example::
+
+    >>> from msprobe_lint.lint.rules import load_all
+    >>> load_all()["PL201"].name
+    'level-not-allowed'
+"""
+from __future__ import annotations
+
+TYPE_CHECKING = False  # typing is imported only by type checkers (start-up)
+if TYPE_CHECKING:
+    from .base import RuleInfo
+
+_CATALOGUE: dict[str, "RuleInfo"] = {}
+
+
+def load_all() -> dict[str, "RuleInfo"]:
+    """Every rule, sorted by code (the families are imported once, on the
+    first call). The dict is shared: read it, do not change it."""
+    if not _CATALOGUE:
+        from importlib import import_module
+
+        from .base import RULES
+
+        for family in _family_names():
+            import_module(f"{__name__}.{family}")
+        _CATALOGUE.update(sorted(RULES.items()))
+    return _CATALOGUE
+
+
+def _family_names() -> list[str]:
+    """The modules of this folder but ``__init__`` and ``base``, sorted."""
+    import os
+
+    names = {entry[:-3] for folder in __path__ for entry in os.listdir(folder)
+             if entry.endswith(".py") and entry[:-3].isidentifier()}
+    return sorted(names - {"__init__", "base"})
+
+
+def lookup(text: str) -> "RuleInfo":
+    """The rule ``text`` names: a code in any case (``pl204``) or a rule
+    name (``level-not-allowed``).
+
+    Raises:
+        LookupError: with a message for the user: ``text`` is a prefix of
+            several codes (as ``--select`` takes), or no rule (with the
+            closest code when there is one).
+    """
+    rules = load_all()
+    wanted = text.strip()
+    info = rules.get(wanted.upper()) or next((r for r in rules.values() if r.name == wanted.lower()), None)
+    if info is not None:
+        return info
+    prefixed = [code for code in rules if code.startswith(wanted.upper())] if wanted else []
+    if prefixed:
+        raise LookupError(f"{text!r} is a prefix of {len(prefixed)} rules ({', '.join(prefixed)}); "
+                          "explain takes one code")
+    from difflib import get_close_matches
+
+    close = get_close_matches(text.upper(), list(rules), n=1)
+    raise LookupError(f"unknown rule {text!r}" + (f"; did you mean {close[0]}?" if close else "; see `probe rules`"))

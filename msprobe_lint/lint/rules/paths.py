@@ -1,0 +1,412 @@
+"""Paths family (PL401-PL409): the path rules msprobe enforces at run time
+(SPEC 2.4; msprobe's file checks in ``msprobe/core/common/file_utils.py``):
+only ``[A-Za-z0-9_./-]``, at most 4096 characters with no component over
+255, no soft link, not writable by others nor owned by another user; and
+absolute paths, which msprobe's docs ask for; and no placeholder copied
+from the docs (PL409, reported instead of the others for that path).
+PL406-PL408 look at the filesystem and run only with ``--check-fs``
+(always in probe_runtime).
+"""
+from __future__ import annotations
+
+import os
+import re
+import stat
+
+from ..config_view import ConfigView
+from ..context import Context
+from ..diagnostic import Finding, Severity, set_value
+from .base import rule
+
+TYPE_CHECKING = False  # typing is imported only by type checkers (start-up)
+if TYPE_CHECKING:  # pathlib is imported by the filesystem rules (--check-fs) only
+    from pathlib import Path
+    from typing import Iterator, Optional
+
+ALLOWED = re.compile(r"^[A-Za-z0-9_./-]+$")
+DISALLOWED_RUN = re.compile(r"[^A-Za-z0-9_./-]+")
+VARIABLE = re.compile(r"\$(\{[^}]*\}?|[A-Za-z_][A-Za-z0-9_]*)")
+MAX_PATH = 4096
+MAX_COMPONENT = 255
+# (section or None, key): paths msprobe reads or writes.
+PATH_KEYS = ((None, "dump_path"), ("run_ut", "error_data_path"), ("run_ut", "nfs_path"), ("tensor", "nfs_path"))
+
+
+# Parts of a path that docs and examples write for "put your path here":
+# /path/to/..., xxx, your_path, <dump_dir>, {output}, "...".
+PLACEHOLDER_PART = re.compile(r"(?i)^(xx|(?:.*[_-])?x{3,}(?:[_-].*)?|your.*|<.*>|\{.*\}|\[.*\]|path[_-]?to(?:[_-].*)?"
+                              r"|\.{3,}|\u2026)$")
+
+
+def placeholder(value: str) -> Optional[str]:
+    """The part of path ``value`` that is a placeholder from the docs
+    (``path/to``, ``xxx``, ``your_path``, ``<dir>``, ``...``), or None."""
+    parts = value.split("/")
+    for index, part in enumerate(parts):
+        if part.lower() == "path" and index + 1 < len(parts) and parts[index + 1].lower() == "to":
+            return f"{part}/{parts[index + 1]}"
+        if PLACEHOLDER_PART.match(part):
+            return part
+    return None
+
+
+def path_values(config: ConfigView) -> Iterator[tuple[str, str, str]]:
+    """(name, pointer, value) of each path in the config that msprobe will
+    use: dump_path (unless the training script passes its own to
+    PrecisionDebugger) and the path options of the active task's section;
+    a placeholder (PL409's) is left out."""
+    for name, ptr, value in _paths(config):
+        if placeholder(value) is None:
+            yield name, ptr, value
+
+
+def _paths(config: ConfigView) -> Iterator[tuple[str, str, str]]:
+    for section, key in PATH_KEYS:
+        if section is not None and section != config.task:
+            continue
+        if section is None and key in config.given_in_code:
+            continue
+        parts = (key,) if section is None else (section, key)
+        value = config.get(*parts)
+        if isinstance(value, str) and value:
+            yield key, "/" + "/".join(parts), value
+
+
+def _rewrite(ptr: str, new: str, description: str):
+    """Rewriting a path: always unsafe, since the dump (or read) then
+    happens somewhere else than the config says today (absolute against
+    the folder the linter runs in, '..' collapsed past a soft link, '~'
+    of this user on this machine, characters replaced)."""
+    return set_value(ptr, new, f"{description}: {new}", safe=False)
+
+
+def _expands(value: str) -> bool:
+    """True when a shell would expand ``value``: a leading '~' or a '$VAR'
+    anywhere ('~' elsewhere is a plain character, left to PL402)."""
+    return value.startswith("~") or bool(VARIABLE.search(value))
+
+
+@rule("PL401", "path-not-absolute", "error", "dump_path not absolute (warning for other paths)", fix="unsafe")
+def not_absolute(config: ConfigView, context: Context) -> Iterator[Finding]:
+    """
+    A relative dump_path is resolved against wherever the job happened to
+    start: on a cluster that is rarely where you look afterwards, and each
+    launcher starts in a different folder. msprobe's docs ask for absolute
+    paths. Other path options (error_data_path, nfs_path) get a warning.
+
+    Bad:
+        "dump_path": "./dump_path"
+    Good:
+        "dump_path": "/home/user/dump_path"
+    """
+    for name, ptr, value in path_values(config):
+        if _expands(value) or value.startswith("/"):
+            continue
+        absolute = os.path.normpath(os.path.join(os.path.abspath(context.cwd or os.curdir), value))
+        yield Finding("PL401", f"{name} {value!r} is relative: it lands wherever the job starts", pointer=ptr,
+                      severity=None if name == "dump_path" else Severity.WARNING,
+                      hint=f"give an absolute path, e.g. /home/user/{DISALLOWED_RUN.sub('_', value.lstrip('./')) or 'dump'}",
+                      fix=_rewrite(ptr, absolute, f"make {name} absolute against "
+                                                  f"{context.cwd_label or ('--cwd' if context.cwd else 'this folder')}"))
+
+
+@rule("PL402", "path-bad-characters", "error", "Path has characters outside [A-Za-z0-9_./-]", fix="unsafe")
+def bad_characters(config: ConfigView, context: Context) -> Iterator[Finding]:
+    """
+    msprobe refuses any path with a character outside letters, digits, '_',
+    '.', '/' and '-': spaces, non-ASCII letters, ':' and the like stop the
+    job when it first writes.
+
+    Bad:
+        "dump_path": "/home/my data/dump"
+    Good:
+        "dump_path": "/home/my_data/dump"
+    """
+    for name, ptr, value in path_values(config):
+        if _expands(value) or ALLOWED.match(value):
+            continue
+        bad = sorted(set(DISALLOWED_RUN.findall(value)) and {c for c in value if not ALLOWED.match(c)})
+        cleaned = DISALLOWED_RUN.sub("_", value)
+        shown = " ".join(repr(c) for c in bad[:8])
+        yield Finding("PL402", f"{name} has characters msprobe rejects: {shown}", pointer=ptr,
+                      hint=f"use only letters, digits, '_', '.', '/', '-', e.g. {cleaned}",
+                      fix=_rewrite(ptr, cleaned, "replace the rejected characters with '_'"))
+
+
+@rule("PL409", "path-placeholder", "error", "Path is a placeholder copied from the docs")
+def path_placeholder(config: ConfigView, context: Context) -> Iterator[Finding]:
+    """
+    Docs and examples write /path/to/dump, xxx/data_dump or your_path where
+    your own folder goes. Copied as is, msprobe creates that folder (or
+    fails for lack of permission) and the dump lands where nobody looks.
+    Reported instead of the other path rules for that path; there is no fix:
+    only you know the folder.
+
+    Bad:
+        "dump_path": "/path/to/dump/data"
+    Good:
+        "dump_path": "/data/llama_run3/msprobe_dump"
+    """
+    for name, ptr, value in _paths(config):
+        part = placeholder(value)
+        if part is not None:
+            yield Finding("PL409", f"{name} {value!r} is a placeholder from the docs ({part!r}): msprobe would "
+                                   "use it as it is", pointer=ptr,
+                          hint=f"write the absolute folder where the {'dump' if name == 'dump_path' else 'data'} "
+                               "should go")
+
+
+@rule("PL403", "path-too-long", "error", "Path too long (over 4096, or a component over 255)")
+def too_long(config: ConfigView, context: Context) -> Iterator[Finding]:
+    """
+    msprobe refuses paths longer than 4096 characters or with a component
+    longer than 255 (the Linux limits).
+
+    Bad:
+        "dump_path": "/data/<300 characters>"
+    Good:
+        "dump_path": "/data/run1"
+    """
+    for name, ptr, value in path_values(config):
+        if len(value) > MAX_PATH:
+            yield Finding("PL403", f"{name} is {len(value)} characters long; the limit is {MAX_PATH}", pointer=ptr)
+            continue
+        longest = max(value.split("/"), key=len)
+        if len(longest) > MAX_COMPONENT:
+            yield Finding("PL403", f"{name} has a component of {len(longest)} characters; the limit is "
+                                   f"{MAX_COMPONENT}", pointer=ptr, hint="shorten the folder name")
+
+
+@rule("PL404", "path-dotdot", "warning", "Path contains '..'", fix="unsafe")
+def dotdot(config: ConfigView, context: Context) -> Iterator[Finding]:
+    """
+    A '..' component makes the real location depend on soft links along the
+    way and hard to read; write the folder it means.
+
+    Bad:
+        "dump_path": "/data/run/../dump"
+    Good:
+        "dump_path": "/data/dump"
+    """
+    for name, ptr, value in path_values(config):
+        if ".." in value.split("/"):
+            yield Finding("PL404", f"{name} {value!r} contains '..'", pointer=ptr,
+                          hint=f"write it as {os.path.normpath(value)}",
+                          fix=_rewrite(ptr, os.path.normpath(value), "collapse '..' in the path"))
+
+
+@rule("PL405", "path-not-expanded", "error", "'~' or '$VAR' in a path (never expanded)", fix="unsafe")
+def not_expanded(config: ConfigView, context: Context) -> Iterator[Finding]:
+    """
+    msprobe takes the path literally: '~' and '$HOME' are not expanded, and
+    both characters are outside its whitelist anyway. Reported instead of
+    PL401/PL402 for that path.
+
+    Bad:
+        "dump_path": "~/dump"
+    Good:
+        "dump_path": "/home/user/dump"
+    """
+    for name, ptr, value in path_values(config):
+        if _expands(value):
+            home = os.path.expanduser("~")
+            example = VARIABLE.sub("/path", value.replace("~", home, 1) if value.startswith("~") else value)
+            expanded = os.path.expanduser(value) if value.startswith("~") and not VARIABLE.search(value) else None
+            yield Finding("PL405", f"{name} {value!r} uses '~' or '$': msprobe never expands them", pointer=ptr,
+                          hint=f"write the full path, e.g. {example}",
+                          fix=_rewrite(ptr, expanded, "expand '~' to this user's home folder")
+                          if expanded and not expanded.startswith("~") else None)
+
+
+def _absolute(value: str, base: Optional[Path]) -> Path:
+    """``value`` made absolute against ``base`` (default: the current
+    folder). Not normalised: collapsing ``..`` lexically could step over a
+    soft link that the real lookup goes through."""
+    from pathlib import Path
+
+    folder = Path(os.path.abspath(base)) if base is not None else Path.cwd()
+    return folder / value
+
+
+def _links(path: Path) -> Optional[Path]:
+    """The first component of ``path`` (itself included) that is a soft
+    link, or None. Stops at the first component that does not exist."""
+    from pathlib import Path
+
+    current = Path(path.anchor)
+    for part in path.parts[1:]:
+        current = current / part
+        try:
+            if current.is_symlink():
+                return current
+            if not current.exists():
+                return None
+        except OSError:
+            return None
+    return None
+
+
+def _exists(path: Path) -> bool:
+    """Path.exists() that answers False instead of raising (EACCES)."""
+    try:
+        return path.exists()
+    except OSError:
+        return False
+
+
+def _nearest_existing(path: Path) -> Path:
+    while not _exists(path) and path != path.parent:
+        path = path.parent
+    return path
+
+
+def _fs_targets(config: ConfigView, context: Context) -> Iterator[tuple[str, Optional[str], Path, str]]:
+    """(name, pointer, resolved path, value as written) for the config file
+    and each path in it."""
+    if config.path and not config.path.startswith("<") and config.path != "-":  # "-": standard input
+        # The config path was given on this command line: relative to here,
+        # not to --cwd (where the job will start).
+        yield "config", None, _absolute(config.path, None), config.path
+    for name, ptr, value in path_values(config):
+        if not _expands(value):
+            yield name, ptr, _absolute(value, context.cwd), value
+
+
+def _shown(resolved: Path, value: str) -> str:
+    """The path as written, with the absolute path it resolved to when it
+    was relative."""
+    return value if os.path.isabs(value) else f"{value} (resolved to {resolved})"
+
+
+@rule("PL406", "path-soft-link", "error", "(filesystem) path or a parent is a soft link", filesystem=True, fix="unsafe")
+def soft_link(config: ConfigView, context: Context) -> Iterator[Finding]:
+    """
+    msprobe refuses to read or write through a soft link (a guard against
+    being redirected to someone else's files), for the config and the dump
+    path alike. Needs --check-fs.
+
+    Bad:
+        dump_path /data/dump where /data -> /mnt/big
+    Good:
+        dump_path /mnt/big/dump
+    """
+    if not context.check_fs:
+        return
+    for name, ptr, resolved, value in _fs_targets(config, context):
+        link = _links(resolved)
+        if link is not None:
+            target = os.path.realpath(link)
+            yield Finding("PL406", f"{name} {_shown(resolved, value)} goes through the soft link {link} -> {target}",
+                          pointer=ptr, hint=f"use the real path: {os.path.realpath(resolved)}",
+                          fix=_rewrite(ptr, os.path.realpath(resolved), "write the real path")
+                          if ptr is not None else None)
+
+
+@rule("PL407", "dump-path-not-writable", "error",
+      "(filesystem) dump_path not a directory, not writable, or holding an earlier run's dump", filesystem=True)
+def not_writable(config: ConfigView, context: Context) -> Iterator[Finding]:
+    """
+    msprobe creates dump_path (and step/rank folders under it) at the first
+    dump: if it is an existing file, or if it or its nearest existing parent
+    is not writable, the job fails after it has run up to that point. A
+    dump_path that already holds step folders of an earlier run would be
+    mixed with this run's (some steps overwritten, others left over, and
+    `probe report` would blame the old run): an error before a guarded
+    launch (probe run, probe_runtime's gate, where a worker of a distributed
+    job does not count its siblings' rank folders, so workers of one job do
+    not block each other), a
+    warning in a plain `probe lint --check-fs`. Needs --check-fs.
+
+    Bad:
+        dump_path /proc/dump, a path that is an existing file, or a folder
+        holding step0/rank0 from yesterday's run
+    Good:
+        a new, empty dump_path in a folder you own
+    """
+    if not context.check_fs:
+        return
+    for name, ptr, resolved, value in _fs_targets(config, context):
+        if name != "dump_path":
+            continue
+        if _exists(resolved) and not resolved.is_dir():
+            yield Finding("PL407", f"dump_path {_shown(resolved, value)} exists and is not a directory", pointer=ptr,
+                          hint="choose a folder path")
+            continue
+        existing = _nearest_existing(resolved)
+        if existing != resolved and not existing.is_dir():
+            yield Finding("PL407", f"dump_path {_shown(resolved, value)} cannot be created: {existing} is a file, "
+                                   "not a folder", pointer=ptr, hint="choose a path under a folder")
+            continue
+        if not os.access(existing, os.W_OK | os.X_OK):
+            what = "dump_path" if existing == resolved else f"its nearest existing parent {existing}"
+            yield Finding("PL407", f"dump_path {_shown(resolved, value)}: {what} is not writable by this user",
+                          pointer=ptr, hint="choose a folder you can write, or fix its permissions")
+            continue
+        earlier = _earlier_dump(resolved, context.value("rank_dir")) if existing == resolved else []
+        if earlier:
+            shown = ", ".join(earlier[:4]) + (f" and {len(earlier) - 4} more" if len(earlier) > 4 else "")
+            yield Finding("PL407", f"dump_path {_shown(resolved, value)} already holds a dump of an earlier run "
+                                   f"({shown}); this run would overwrite and mix with it", pointer=ptr,
+                          severity=None if context.runtime else Severity.WARNING,
+                          hint=f"move it away (mv {resolved} {resolved}.old) or choose a new dump_path")
+
+
+STEP_DIR = re.compile(r"step[0-9]+$")
+
+
+def _earlier_dump(folder: Path, rank_dir: Optional[str]) -> list[str]:
+    """``stepN/rank*`` folders already in ``folder`` that this run would
+    mix with. Without ``rank_dir`` (a plain lint): any rank's. With it (the
+    runtime knows the folder it writes): a single process (``rank``) has
+    no sibling workers, so any rank's folder is an earlier run's; a worker
+    of a distributed job (``rank<R>``) counts its own folder and the
+    single-process ``rank``, never its siblings' ``rank<S>``."""
+    found = []
+    try:
+        steps = sorted(e for e in os.listdir(folder) if STEP_DIR.match(e))
+    except OSError:
+        return []
+    for step in steps:
+        try:
+            ranks = os.listdir(folder / step)
+        except OSError:
+            continue
+        for rank in sorted(ranks):
+            if (rank in (rank_dir, "rank")) if rank_dir and rank_dir != "rank" else rank.startswith("rank"):
+                found.append(f"{step}/{rank}")
+    return found
+
+
+@rule("PL408", "path-unsafe-permissions", "warning",
+      "(filesystem) dump_path or config writable by others, or owned by another user", filesystem=True)
+def unsafe_permissions(config: ConfigView, context: Context) -> Iterator[Finding]:
+    """
+    msprobe refuses files that other users can write or that belong to
+    another user: someone else could change what the job reads or writes.
+    Needs --check-fs.
+
+    Bad:
+        chmod 777 /data/dump
+    Good:
+        chmod 750 /data/dump
+    """
+    if not context.check_fs:
+        return
+    uid = os.getuid() if hasattr(os, "getuid") else None
+    for name, ptr, resolved, value in _fs_targets(config, context):
+        target = _nearest_existing(resolved) if name == "dump_path" else resolved
+        try:
+            info = target.stat()
+        except OSError:
+            continue
+        label = f"{name} {_shown(resolved, value)}"
+        if target != resolved:
+            label += f": its nearest existing parent {target}"
+        if info.st_mode & stat.S_IWOTH and not (stat.S_ISDIR(info.st_mode) and info.st_mode & stat.S_ISVTX
+                                                 and target != resolved):
+            yield Finding("PL408", f"{label} is writable by other users "
+                                   f"(mode {stat.filemode(info.st_mode)})", pointer=ptr,
+                          hint=f"chmod o-w {target}")
+        if uid is not None and target == resolved and info.st_uid not in (uid, 0):
+            yield Finding("PL408", f"{label} belongs to another user (uid "
+                                   f"{info.st_uid})", pointer=ptr, hint="use a path you own")

@@ -1,0 +1,641 @@
+"""Schema family (PL101-PL107): the config checked against the JSON Schema
+in ``schema/``, each failing keyword mapped to a stable code (the way
+cfn-lint maps schema keywords to rule ids).
+
+Default map: ``additionalProperties`` -> PL101/PL105, ``type`` -> PL102,
+``enum``/``const`` -> PL103, ``required`` -> PL104, ranges and lengths ->
+PL107. A subschema may override it with ``x-probe-code`` (one code for every
+failure under it, or a ``{keyword: code}`` map) and add ``x-probe-hint``.
+``deprecated: true`` properties give PL106. Integers are strict: a JSON
+number with a fraction or exponent (``3.0``, ``1e2``) or a boolean is not an
+integer, unlike jsonschema's default type checker.
+"""
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+from ..diagnostic import Finding, FixSpec, remove, set_value
+from ..positions import pointer as make_pointer
+from ..schema.files import ATB, key_index
+from .base import define
+
+TYPE_CHECKING = False  # typing is imported only by type checkers (start-up)
+if TYPE_CHECKING:
+    from typing import Any, Iterable, Iterator, Optional
+
+KEYWORD_CODES = {
+    "additionalProperties": "PL101",
+    "type": "PL102",
+    "enum": "PL103",
+    "const": "PL103",
+    "pattern": "PL103",
+    "required": "PL104",
+    "minLength": "PL107",
+    "maxLength": "PL107",
+    "minimum": "PL107",
+    "maximum": "PL107",
+    "exclusiveMinimum": "PL107",
+    "exclusiveMaximum": "PL107",
+    "minItems": "PL107",
+    "maxItems": "PL107",
+    "not": "PL107",
+}
+# Keys of MindSpore's own dump JSON: unknown to msprobe wherever they appear.
+MINDSPORE_DUMP_KEYS = {"common_dump_settings", "e2e_dump_settings", "dump_mode", "path", "net_name",
+                       "iteration", "saved_data", "input_output", "kernels", "support_device",
+                       "op_debug_mode", "file_format"}
+
+define("PL101", "unknown-key", "error", "Unknown key (suggests the closest known key)", "schema",
+       fix="safe/unsafe", doc="""
+    msprobe ignores keys it does not know, so a misspelt option silently keeps
+    its default: "overflow_number": 3 leaves overflow_nums at 1 and the job
+    stops after the first overflow. Keys of MindSpore's own dump JSON
+    (iteration, support_device, ...) are unknown here too. The rename fix is
+    offered only for a slip of the keyboard (case, separators, or one edit per
+    four letters away from the only key that close), never for a key another
+    release, section or tool reads (dump_enable and bench_path are 26.x keys,
+    filter_level the ATB dump config's: the message says which), and it is
+    safe only when the value fits the key it becomes.
+
+    Bad:
+        "overflow_check": {"overflow_number": 3}
+    Good:
+        "overflow_check": {"overflow_nums": 3}
+    """)
+
+define("PL102", "wrong-type", "error", "Value has the wrong type", "schema", fix="safe", doc="""
+    msprobe checks types at start-up and stops with one bare exception at a
+    time. Integers are strict: 3.0, 1e2 and true are not integers. rank and
+    step are lists even for one entry.
+
+    Bad:
+        "rank": 0,
+        "overflow_check": {"overflow_nums": "3"}
+    Good:
+        "rank": [0],
+        "overflow_check": {"overflow_nums": 3}
+    """)
+
+define("PL103", "value-not-allowed", "error", "Value not among the allowed ones", "schema", fix="safe/unsafe", doc="""
+    Enumerated options (task, level, check_mode, summary_mode, ...) are
+    case-sensitive. The hint gives the case-insensitive or closest match.
+
+    Bad:
+        "level": "l1"
+    Good:
+        "level": "L1"
+    """)
+
+define("PL104", "required-missing", "error", "Required key missing or empty", "schema", """
+    dump_path is required and must not be empty: without it msprobe stops at
+    start-up. A dump_path= argument to PrecisionDebugger(config_path=...,
+    dump_path=...) overrides the config's and serves as well: with --script
+    showing every PrecisionDebugger given one, this is not reported.
+
+    Bad:
+        {"task": "overflow_check", "level": "L1"}
+    Good:
+        {"task": "overflow_check", "level": "L1", "dump_path": "/data/dump"}
+    """)
+
+define("PL105", "key-misplaced", "warning", "Key valid elsewhere in the config, not here", "schema",
+       fix="unsafe", doc="""
+    The key is one msprobe knows, but in another place: at the top level
+    instead of in its task section or the other way round. Where it stands it
+    is ignored. The message names the active task's section when that one
+    reads the key ("task": "tensor" with a top-level list: the tensor
+    section), and the fix moves it there; no key is moved into or out of a
+    section msprobe does not read.
+
+    Bad:
+        {"task": "overflow_check", "overflow_nums": 3}
+    Good:
+        {"task": "overflow_check", "overflow_check": {"overflow_nums": 3}}
+    """)
+
+define("PL106", "deprecated-key", "warning", "Deprecated key", "schema", fix="safe/unsafe", doc="""
+    seed, is_deterministic, enable_dataloader and backward_input were
+    accepted by older releases and no longer do anything (26.x also stopped
+    reading enable_dataloader, 26.0 overflow_nums, 26.1 the tensor section's
+    file_format). Removing one is safe, but for "enable_dataloader": true,
+    which 8.x PyTorch still honours: that removal is an unsafe fix.
+
+    Bad:
+        {"task": "overflow_check", "seed": 1234}
+    Good:
+        {"task": "overflow_check"}   (call seed_all() in the script)
+    """)
+
+define("PL107", "out-of-range", "error", "Number or list length out of range", "schema", """
+    overflow_nums is -1 (no limit) or at least 1; a port is 0-65535;
+    data_mode "all" stands alone. (A scope of other than two names is
+    PL305.)
+
+    Bad:
+        "overflow_check": {"overflow_nums": 0}
+    Good:
+        "overflow_check": {"overflow_nums": 1}
+    """)
+
+
+@lru_cache(maxsize=None)
+def _validator(profile: str = "8.3"):
+    from jsonschema import Draft202012Validator
+    from jsonschema.validators import extend
+
+    from ..schema.files import load_schema
+
+    def is_integer(_checker: Any, value: Any) -> bool:
+        return isinstance(value, int) and not isinstance(value, bool)
+
+    checker = Draft202012Validator.TYPE_CHECKER.redefine("integer", is_integer)
+    cls = extend(Draft202012Validator, type_checker=checker)
+    return cls(load_schema(profile))
+
+
+def _where(location: str) -> str:
+    return "at the top level" if not location else f"in the {location} section"
+
+
+def describe_type(value: Any) -> str:
+    """JSON type name of a parsed value, for messages."""
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number with a fraction or exponent" if value == value and abs(value) != float("inf") else "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, dict):
+        return "object"
+    return "null" if value is None else type(value).__name__
+
+
+def suggest(word: str, choices: Iterable[str]) -> Optional[str]:
+    """Case-insensitive match, else the closest choice by similarity."""
+    import difflib
+
+    choices = list(choices)
+    for choice in choices:
+        if choice.lower() == word.lower():
+            return choice
+    close = difflib.get_close_matches(word, choices, n=1, cutoff=0.6)
+    if not close:
+        close = difflib.get_close_matches(word.lower(), [c.lower() for c in choices], n=1, cutoff=0.6)
+        close = [c for c in choices if close and c.lower() == close[0]]
+    return close[0] if close else None
+
+
+def _override(error: Any) -> Optional[str]:
+    code = error.schema.get("x-probe-code") if isinstance(error.schema, dict) else None
+    if isinstance(code, str):
+        return code
+    if isinstance(code, dict):
+        return code.get(error.validator)
+    return None
+
+
+def _leaf(error: Any) -> Any:
+    """For anyOf/oneOf failures without an override, the most relevant
+    branch error."""
+    from jsonschema.exceptions import best_match
+
+    while error.validator in ("anyOf", "oneOf", "allOf") and error.context and not _override(error):
+        # A branch whose type matched the value says more than a branch of
+        # another type: "l3" in a list of summary modes is an enum error,
+        # not "summary_mode must be a string".
+        wrong_type = {e.relative_schema_path[0] for e in error.context
+                      if e.validator == "type" and not e.relative_path}
+        matched = [e for e in error.context if e.relative_schema_path[0] not in wrong_type]
+        error = best_match(matched or error.context)
+    return error
+
+
+def _name(path: list) -> str:
+    for part in reversed(path):
+        if isinstance(part, str):
+            return part if part == path[-1] else f"{part}[{path[-1]}]"
+    return "value"
+
+
+def validate(data: dict, *, skip: Iterable[str] = (), profile: str = "8.3",
+             why: str = "the default target", given_in_code: Iterable[str] = ()) -> tuple[list[Finding], set[str]]:
+    """Run the schema of release ``profile`` over ``data``.
+
+    Args:
+        data: the parsed config (a dict).
+        skip: pointers already reported (NaN literals): no schema finding
+            on them.
+        profile: ``"8.1"``, ``"8.3"``, ``"26.0"``, ``"26.1"``, ``"26.2"``
+            (profiles.py), or ``"atb"`` for msprobe's ATB dump config
+            (lint/atb.py).
+        why: where the profile came from, for the messages of findings
+            whose verdict depends on it (a key or task another release
+            accepts).
+        given_in_code: top-level keys the training script passes to
+            PrecisionDebugger, overriding the config (``dump_path``): their
+            absence or emptiness is no PL104.
+    Returns:
+        (findings, bad): the findings, and the pointers of every value that
+        failed a structural check (the semantic rules must not see them).
+    """
+    skipped = set(skip)
+    findings: list[Finding] = []
+    bad: set[str] = set(skipped)
+    from ..schema.fast import is_valid  # a valid config never needs jsonschema
+
+    if is_valid(data, profile):
+        return ([] if profile == ATB else [_release_note(f, profile, why) for f in _deprecated(data, profile)]), bad
+    active = _active_task(data, profile)
+    for error in _validator(profile).iter_errors(data):
+        path = list(error.absolute_path)
+        ptr = make_pointer(*path)
+        if ptr in skipped:
+            continue
+        if error.validator == "additionalProperties":
+            findings.extend(_release_note(f, profile, why) for f in _unknown_keys(error, path, profile, data, active))
+            continue
+        leaf = _leaf(error)
+        code = _override(error) or _override(leaf) or KEYWORD_CODES.get(leaf.validator, "PL102")
+        if code == "PL104" and "dump_path" in given_in_code and ptr in ("", "/dump_path"):
+            bad.add(ptr)
+            continue
+        hint = (error.schema.get("x-probe-hint") if isinstance(error.schema, dict) else None) or (
+            leaf.schema.get("x-probe-hint") if isinstance(leaf.schema, dict) else None)
+        finding = _describe(code, leaf, path, ptr, hint)
+        if ptr == "/task" and isinstance(error.instance, str):
+            if finding.fix is not None and _task_elsewhere(error.instance):
+                finding = finding._replace(fix=None)  # another release's task, not a typo
+            finding = _release_note(finding, profile, why, name=error.instance)
+        findings.append(finding)
+        bad.add(ptr)
+    if profile != ATB:
+        findings.extend(_release_note(f, profile, why) for f in _deprecated(data, profile))
+    return findings, bad
+
+
+def _task_elsewhere(task: str) -> bool:
+    """True when some release (or the ATB dump tool) accepts ``task``."""
+    from ..profiles import ATB_TASKS, PROFILES
+
+    return task in ATB_TASKS or any(task in p.tasks for p in PROFILES.values())
+
+
+def _active_task(data: dict, profile: str) -> Optional[str]:
+    """The task whose section msprobe reads: the ``task`` value when this
+    release accepts it, ``statistics`` when absent, else None."""
+    if profile == ATB:
+        return None
+    from ..profiles import PROFILES
+
+    task = data.get("task", "statistics")
+    return task if isinstance(task, str) and task in PROFILES[profile].tasks else None
+
+
+def _release_note(finding: Finding, profile: str, why: str, name: Optional[str] = None) -> Finding:
+    """Add, to a finding about a key or task that another release line
+    (or the ATB dump tool) accepts, what it is there, which release the
+    verdict is for, and what to do: lint for that release, let
+    ``probe migrate`` rename it, or remove it."""
+    if profile == ATB:
+        return finding
+    from ..profiles import MIGRATION_NOTES, PROFILES, line
+
+    tokens = (finding.pointer or "").strip("/").split("/")
+    name = name or tokens[-1]
+    location = tokens[0] if len(tokens) > 1 else ""
+    is_task = finding.pointer == "/task"
+    suffix = f" [judged against {PROFILES[profile].label}: {why}]"
+    if finding.code == "PL106":  # the schema's description already says why
+        if name in PROFILES[profile].deprecate or f"{location}.{name}" in _deprecations(profile):
+            return finding._replace(message=finding.message + suffix)
+        return finding
+    if finding.code not in ("PL101", "PL103", "PL105"):
+        return finding
+    note = MIGRATION_NOTES.get((line(profile), name))
+    others = [p for p in sorted(PROFILES.values(), key=_preference) if p.name != profile and (
+        name in key_index(p.name).get(location, {}) if not is_task else name in p.tasks)]
+    if note is None and others:
+        note = f"{name!r} is accepted {'as a task' if is_task else _where(location)} by {_releases(others)}"
+    elif note is None and finding.code == "PL101":
+        note = _known_elsewhere(name, profile)
+    if note is None:
+        return finding
+    hint = finding.hint
+    if others and finding.code == "PL105":
+        hint = f"if the config is for {others[0].label}, lint it with --msprobe-version {others[0].name}; else {hint}"
+    elif others:
+        renamed = _renamed(name, profile, location, is_task)
+        hint = (f"if the config is for {others[0].label}, lint it with --msprobe-version {others[0].name}; "
+                + (renamed or f"{PROFILES[profile].label} has no such {'task' if is_task else 'setting'}: "
+                              f"{'choose another task' if is_task else 'remove it'}"))
+    elif finding.code == "PL101":
+        hint = f"remove it: {PROFILES[profile].label} does not read it {_where(location)}"
+    return finding._replace(message=f"{finding.message}; {note}{suffix}", hint=hint)
+
+
+def _preference(profile: Any) -> tuple:
+    """Order in which hints name other releases: the default target, then
+    the newest."""
+    from ..profiles import DEFAULT
+
+    return profile.name != DEFAULT, [-int(x) for x in profile.name.split(".")]
+
+
+def _releases(profiles: list) -> str:
+    """``mindstudio-probe 26.0, 26.1 and 26.2``."""
+    names = [p.name for p in sorted(profiles, key=lambda p: [int(x) for x in p.name.split(".")])]
+    return "mindstudio-probe " + (", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else names[0])
+
+
+def _deprecations(profile: str) -> set[str]:
+    """``section.key`` (section by its task name) of the section keys
+    ``profile`` deprecates."""
+    from ..profiles import PROFILES
+
+    out = set()
+    for key in PROFILES[profile].deprecate:
+        ref, _, name = key.rpartition(".")
+        if ref:
+            out.add(_task_of(ref) + "." + name)
+    return out
+
+
+def _task_of(ref: str) -> str:
+    """``tensor`` for the ``$defs`` name ``tensorSection``."""
+    return re.sub(r"(?<!^)([A-Z])", r"_\1", ref[:-len("Section")]).lower()
+
+
+def _renamed(name: str, profile: str, location: str, is_task: bool) -> Optional[str]:
+    """What ``probe migrate`` does with ``name`` when converting a config to
+    ``profile``'s release line, as a hint, or None when it has no rename
+    for it."""
+    from ..profiles import RENAMES, line
+
+    target = line(profile)
+    for from_line, to_line, where, old, new, only_for in RENAMES:
+        for source, old_name, new_name in ((from_line, old, new), (to_line, new, old)):
+            if source == target or old_name != name:
+                continue
+            if (where == "task") != (is_task or location == ""):
+                continue
+            framework = f" --framework {only_for}" if only_for else ""
+            return f"probe migrate CONFIG --to {profile}{framework} renames it to {new_name!r}"
+    return None
+
+
+def _known_elsewhere(name: str, profile: str) -> Optional[str]:
+    """What ``name`` is in the releases and tools this project knows (when
+    this release has no place for it), e.g. ``'filter_level' is a key of
+    msprobe's ATB dump config``; None for a key nothing knows."""
+    from ..atb import LABEL
+    from ..profiles import PROFILES
+    from ..schema.keys import known_places
+
+    places = known_places(name)
+    if not places:
+        return None
+    by_location: dict[str, list] = {}
+    for release, location in places:
+        if release != ATB:
+            by_location.setdefault(location, []).append(PROFILES[release])
+    parts = [f"{_where(location)} by {_releases(releases)}" for location, releases in by_location.items()]
+    if any(release == ATB for release, _ in places):
+        parts.append(f"in msprobe's {LABEL}")
+    return f"{name!r} is read " + ", and ".join(parts)
+
+
+def _describe(code: str, error: Any, path: list, ptr: str, hint: Optional[str]) -> Finding:
+    name = _name(path)
+    value = error.instance
+    keyword = error.validator
+    if code == "PL104" and keyword == "required":
+        missing = [k for k in error.validator_value if k not in (value or {})]
+        where = _where(path[0] if path else "")
+        return Finding("PL104", f"required key {', '.join(map(repr, missing))} is missing {where}", pointer=ptr,
+                       at="key", hint=hint or ('add e.g. "dump_path": "/data/msprobe_dump", or pass dump_path= to '
+                                               "PrecisionDebugger(config_path=..., dump_path=...), which overrides "
+                                               "the config (lint with --script TRAIN.py to show it)"
+                                               if "dump_path" in missing else None))
+    if code == "PL104":
+        return Finding("PL104", f"{name} is empty", pointer=ptr,
+                       hint=hint or ("give an absolute path such as /data/msprobe_dump, or pass dump_path= to "
+                                     "PrecisionDebugger, which overrides the config" if name == "dump_path" else None))
+    if code == "PL305":
+        return Finding("PL305", f"{name} holds {len(value)} name(s): it is not a filter list but a range, exactly two "
+                                "full dump names (the first and the last call to collect), or none", pointer=ptr,
+                       hint='to collect only some APIs or Cells, put their names in "list" and leave scope empty')
+    if code == "PL301":
+        return Finding("PL301", f"{name} entry {_json(value)} is neither an integer >= 0 nor an \"a-b\" range",
+                       pointer=ptr, hint=hint or _index_hint(value), fix=_as_integer(value, ptr))
+    if keyword == "type":
+        expected = error.validator_value
+        expected = " or ".join(expected) if isinstance(expected, list) else expected
+        article = "an" if expected[0] in "aeiou" else "a"
+        fix = hint
+        edit = _as_integer(value, ptr) if expected == "integer" else None
+        if fix is None and edit is not None:
+            fix = f"write {int(value)}" + (" without quotes" if isinstance(value, str) else "")
+        if expected == "array" and not isinstance(value, (dict, list)):
+            fix = fix or (f"write [{_json(value)}]" if value not in (None, "") else "write []")
+            edit = FixSpec(f"write {name} as a list", (("value", ptr, "[]"),) if value in (None, "")
+                           else (("wrap", ptr),))
+        elif expected.startswith("boolean") and isinstance(value, str) and value.strip().lower() in ("true", "false"):
+            edit = set_value(ptr, value.strip().lower() == "true", f"write {value.strip().lower()} without quotes")
+            fix = fix or edit.description
+        elif expected == "string" and isinstance(value, int) and not isinstance(value, bool) and \
+                isinstance(error.schema, dict) and error.schema.get("x-probe-quote"):
+            edit = set_value(ptr, str(value), f'write "{value}" in quotes')  # an id list taken as a number
+        return Finding("PL102", f"{name} must be {article} {expected}, not {describe_type(value)} {_json(value)}",
+                       pointer=ptr, hint=fix, fix=edit)
+    if keyword in ("enum", "const"):
+        allowed = error.validator_value if keyword == "enum" else [error.validator_value]
+        guess = suggest(value, [str(a) for a in allowed]) if isinstance(value, str) else None
+        fix = hint or (f"did you mean {guess!r}?" if guess else f"use one of: {', '.join(map(str, allowed))}")
+        # Only the case differs: plainly meant. A near spelling may be another value meant.
+        edit = set_value(ptr, guess, f"replace {value!r} with {guess!r}",
+                         safe=guess.lower() == value.lower()) if guess and guess in allowed else None
+        return Finding(code, f"{_json(value)} is not an allowed {name}; allowed: {', '.join(map(str, allowed))}",
+                       pointer=ptr, hint=fix, fix=edit)
+    if keyword == "pattern":
+        return Finding(code, f"{_json(value)} is not a valid {name}", pointer=ptr, hint=hint)
+    if keyword == "not":
+        return Finding(code, f"{name} {_json(value)} is out of range", pointer=ptr,
+                       hint=hint or ("use -1 (no limit) or a count >= 1" if name == "overflow_nums" else None))
+    if keyword in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
+        bound = {"minimum": ">=", "maximum": "<=", "exclusiveMinimum": ">", "exclusiveMaximum": "<"}[keyword]
+        extra = " (-1 means no limit)" if name == "overflow_nums" else ""
+        return Finding(code, f"{name} {_json(value)} is out of range: must be {bound} {error.validator_value}{extra}",
+                       pointer=ptr, hint=hint)
+    if keyword in ("minItems", "maxItems"):
+        return Finding(code, f"{name} has {len(value)} item(s): {error.message}", pointer=ptr, hint=hint)
+    if keyword in ("minLength", "maxLength"):
+        return Finding(code, f"{name} length is out of range: {error.message}", pointer=ptr, hint=hint)
+    return Finding(code, f"{name}: {error.message}", pointer=ptr, hint=hint)
+
+
+def _index_hint(value: Any) -> str:
+    """A fix for a bad rank/step entry."""
+    if isinstance(value, str) and _INTEGER.fullmatch(value.strip()) and not value.strip().startswith("-"):
+        return f"write {int(value)} (a bare number string is not accepted; ranges are \"a-b\")"
+    if isinstance(value, int) and not isinstance(value, bool) and value < 0:
+        return "ranks and steps count from 0"
+    if isinstance(value, float) and value.is_integer() and value >= 0:
+        return f"write {int(value)}"
+    return 'write an integer such as 3, or a range such as "2-5" (first <= last)'
+
+
+# ASCII digits only: str.isdigit() also accepts '¹' or '٣', which int() refuses or reads otherwise.
+_INTEGER = re.compile(r"-?[0-9]+")
+
+
+def _as_integer(value: Any, ptr: str) -> Optional[FixSpec]:
+    """The fix writing ``3.0`` or ``"3"`` as the integer 3 (safe: the
+    same number, in the type msprobe reads); None for anything else."""
+    number: Optional[int] = None
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
+        number = int(value)
+    elif isinstance(value, str) and _INTEGER.fullmatch(value.strip()) and len(value.strip()) < 19:
+        number = int(value)
+    if number is None:
+        return None
+    return set_value(ptr, number, f"write {number}")
+
+
+def _json(value: Any) -> str:
+    import json
+
+    try:
+        text = json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _unknown_keys(error: Any, path: list, profile: str, data: dict, active: Optional[str]) -> Iterator[Finding]:
+    """PL105 for a key this release reads elsewhere, PL101 for the others
+    (with a rename when the key reads as a slip of the keyboard)."""
+    location = path[0] if path else ""
+    index = key_index(profile)
+    here = index.get(location, {})
+    if profile == ATB:
+        tasks: tuple = ()
+    else:
+        from ..profiles import PROFILES
+
+        tasks = PROFILES[profile].tasks
+    for key in error.instance:
+        if key in here:
+            continue
+        ptr = make_pointer(*path, key)
+        places = [loc for loc, keys in index.items() if loc != location and key in keys and (loc == "" or loc in tasks)]
+        if places:
+            yield _misplaced(key, ptr, location, places, active, movable=len(path) <= 1)
+        else:
+            yield _unknown(key, ptr, location, error.instance, here, profile)
+
+
+def _misplaced(key: str, ptr: str, location: str, places: list[str], active: Optional[str],
+               movable: bool) -> Finding:
+    """PL105: ``key`` stands where msprobe does not read it; ``places`` are
+    where this release reads it. The move is offered (unsafe: the key then
+    takes effect) only from where msprobe reads keys (the top level, the
+    active task's section) to the other such place: a key moved into another
+    task's section would still do nothing (and PL206's fix would remove it
+    with that section), and a key in an inactive section is left to PL206."""
+    readable = location in ("", active)
+    target = "" if "" in places else (active if active in places else None)
+    if not readable:
+        target = None
+    top = location == "" or "" in places
+    sections = [p for p in places if p]
+    where = ([f"in the {_and(sections)} section" + ("s" if len(sections) > 1 else "")] if sections else []) + \
+        (["at the top level"] if "" in places else [])
+    if target and target == active:
+        where = [f"in the {active} section, the active task's"]
+    message = (f"{key!r} {'is not read' if top else 'has no effect'} {_where(location)}; msprobe "
+               f"{'reads' if top else 'uses'} it {' and '.join(where)}")
+    if readable and active and target is None:
+        message += f"; the active task is {active}"
+    if target is not None:
+        hint = f"move {key!r} {_move_hint(target)}"
+    elif not readable:
+        hint = f"the {location} section is not read" + (f" with task {active}" if active else "") + \
+            f": remove {key!r}, or move it where msprobe reads it"
+    elif len(sections) == 1:
+        hint = f"move {key!r} {_move_hint(sections[0])} if the config is for task {sections[0]}, or remove it"
+    else:
+        hint = f"move {key!r} into the section of the task it is for, or remove it"
+    move = FixSpec(f"move {key!r} {_move_hint(target)}", (("move", ptr, target),), safe=False) \
+        if target is not None and movable else None
+    return Finding("PL105", message, pointer=ptr, at="key", hint=hint, fix=move)
+
+
+def _and(names: list[str]) -> str:
+    return ", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else (names[0] if names else "")
+
+
+def _unknown(key: str, ptr: str, location: str, siblings: dict, here: dict, profile: str) -> Finding:
+    """PL101 with the did-you-mean. A rename is offered only when ``key``
+    reads as a slip of the keyboard for a key of this place
+    (schema/keys.py's plausible_misspelling) and is a key of no release,
+    section or tool this project knows (else it is that other setting,
+    not a typo: the release note says what it is). It is safe when the
+    match is clear (the same key in another case, or the only key that
+    close) and the value is valid for the new key; otherwise unsafe."""
+    import difflib
+
+    from ..schema.fast import fits
+    from ..schema.keys import known_places, plausible_misspelling
+
+    guess = None if key in MINDSPORE_DUMP_KEYS else suggest(key, list(here))
+    if guess is not None and (known_places(key) or not plausible_misspelling(key, guess)):
+        guess = None
+    fix = None
+    if guess and guess not in siblings:
+        clear = guess.lower() == key.lower() or len(difflib.get_close_matches(key, list(here), n=2, cutoff=0.6)) < 2
+        safe = clear and fits(siblings[key], here[guess], profile) is True
+        fix = FixSpec(f"rename {key!r} to {guess!r}", (("key", ptr, guess),), safe=safe)
+    if key in MINDSPORE_DUMP_KEYS:
+        message = f"unknown key {key!r} {_where(location)}: it belongs to MindSpore's own dump JSON, not msprobe's"
+    elif profile == ATB:
+        from ..atb import LABEL
+        from ..schema.keys import known_places
+
+        message = f"unknown key {key!r} in an {LABEL}; the ATB dump module ignores it" + (
+            "; it is a key of PrecisionDebugger's config" if known_places(key) else "")
+    else:
+        message = f"unknown key {key!r} {_where(location)}; msprobe ignores it"
+    return Finding("PL101", message, pointer=ptr, at="key", fix=fix,
+                   hint=f"did you mean {guess!r}?" if guess else f"known keys here: {', '.join(here)}")
+
+
+def _move_hint(target: str) -> str:
+    return "to the top level" if target == "" else f'into the "{target}" section'
+
+
+def _deprecated(data: dict, profile: str = "8.3") -> Iterator[Finding]:
+    """PL106 for each deprecated key. Removing it is safe when the release
+    ignores it, or when it holds the default that makes it inert; a
+    deprecated key the release still honours (8.x PyTorch's
+    ``"enable_dataloader": true``) is removed only as an unsafe fix."""
+    from ..profiles import STILL_READ
+
+    index = key_index(profile)
+    still_read = STILL_READ.get(profile, {})
+    for location, keys in index.items():
+        obj = data if location == "" else data.get(location)
+        if not isinstance(obj, dict):
+            continue
+        for key in obj:
+            schema = keys.get(key)
+            if schema and schema.get("deprecated"):
+                ptr = make_pointer(*([location] if location else []), key)
+                inert = location != "" or key not in still_read or obj[key] == still_read[key]
+                yield Finding("PL106", f"{key!r} is deprecated {_where(location)}: {schema.get('description', '')}".rstrip(": "),
+                              pointer=ptr, at="key", hint=f"remove {key!r}",
+                              fix=remove(ptr, f"remove the deprecated {key!r}", safe=inert))

@@ -1,0 +1,111 @@
+"""Static analysis of the training script given with ``--script``.
+
+The script is parsed with :mod:`ast`; it is never run or imported. The
+analysis gives two things:
+
+* context facts (:class:`~msprobe_lint.lint.context.Fact`, each with a
+  source such as ``"train.py:4"``): the execution ``mode`` and
+  ``jit_level`` from ``set_context``, and the ``framework`` from the
+  imports;
+* what the PL5xx rules (``rules/script.py``) judge: the PrecisionDebugger
+  objects and the start()/stop()/step() calls on them, function names
+  imported from intercepted namespaces, ``mindspore.jit`` code, and
+  ``Model.train`` calls.
+
+It reports only what it is sure of: a value it cannot read
+(``mode=args.mode``) leaves that fact unknown rather than guessed, and a
+debugger object whose every use cannot be seen is marked ``escapes`` (the
+rules that need every call then stay silent). The decisions behind each
+part are in docs/lint-design.md and docs/context.md.
+
+One module per part: ``names`` (the index of the parsed script and what
+its imports bind), ``context_flow`` (mode and jit_level), ``debuggers``,
+``framework`` (jit, Model.train, the framework), with the results in
+``model`` and the known namespaces as data in ``namespaces``.
+
+Example::
+
+    >>> from msprobe_lint.lint.script import analyse_source
+    >>> analysis = analyse_source("import mindspore as ms; ms.set_context(mode=ms.GRAPH_MODE)")
+    >>> analysis.facts["mode"].describe("mode")
+    'mode=graph from train.py:1'
+"""
+from __future__ import annotations
+
+import ast
+
+from .context_flow import resolve_context
+from .debuggers import collect_debuggers
+from .framework import collect_jit, infer_framework, model_train_line
+from .model import UNKNOWN, Debugger, DebuggerCall, DirectImport, JitUse, ScriptAnalysis, ScriptError
+from .names import Index
+from .namespaces import INTERCEPTED, MINDSPORE_NAMESPACES, NOT_FUNCTIONS, TORCH_NAMESPACES, is_function_name
+
+__all__ = ["analyse_script", "analyse_source", "read_source", "parse", "ScriptAnalysis", "ScriptError", "Debugger",
+           "DebuggerCall", "DirectImport", "JitUse", "UNKNOWN", "INTERCEPTED", "MINDSPORE_NAMESPACES",
+           "TORCH_NAMESPACES", "NOT_FUNCTIONS", "is_function_name"]
+
+
+def read_source(path: str) -> str:
+    """The script's text.
+
+    Raises:
+        ScriptError: missing, unreadable, a folder, or not UTF-8.
+    """
+    try:
+        with open(path, "rb") as handle:
+            raw = handle.read()
+    except FileNotFoundError:
+        raise ScriptError(f"--script {path}: no such file") from None
+    except IsADirectoryError:
+        raise ScriptError(f"--script {path}: is a directory, not a Python file") from None
+    except OSError as err:
+        raise ScriptError(f"--script {path}: cannot be read ({err.strerror or err})") from None
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        line = raw[:err.start].count(b"\n") + 1
+        raise ScriptError(f"{path}:{line}: not UTF-8 (byte 0x{raw[err.start]:02x}); "
+                          "save the script as UTF-8") from None
+
+
+def parse(source: str, path: str) -> ast.Module:
+    """Parse ``source``.
+
+    Raises:
+        ScriptError: ``"train.py:3:5: syntax error: ..."``.
+    """
+    try:
+        return ast.parse(source, filename=path)
+    except SyntaxError as err:
+        where = f"{path}:{err.lineno or 1}" + (f":{err.offset}" if err.offset else "")
+        raise ScriptError(f"{where}: syntax error in the training script: {err.msg}") from None
+    except (ValueError, RecursionError, MemoryError) as err:  # null bytes, absurd nesting
+        raise ScriptError(f"{path}: cannot be parsed: {err}") from None
+
+
+def analyse_script(path: str) -> ScriptAnalysis:
+    """Analyse the training script at ``path`` (never run or imported).
+
+    Raises:
+        ScriptError: see :func:`read_source` and :func:`parse`.
+    """
+    return analyse_source(read_source(path), path)
+
+
+def analyse_source(source: str, path: str = "train.py") -> ScriptAnalysis:
+    """Analyse script text; ``path`` is used in sources and findings.
+
+    Raises:
+        ScriptError: when ``source`` is not valid Python.
+    """
+    index = Index(parse(source, path), path)
+    result = ScriptAnalysis(path, direct_imports=index.direct_imports)
+    set_context_seen = resolve_context(index, result)
+    result.debuggers = collect_debuggers(index)
+    result.jit_uses = collect_jit(index)
+    result.model_train = model_train_line(index)
+    framework = infer_framework(index, set_context_seen)
+    if framework is not None:
+        result.facts["framework"] = framework
+    return result

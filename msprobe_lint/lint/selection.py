@@ -1,0 +1,99 @@
+"""Which rules run, and how they are graded: rule-code prefixes as
+``--select``/``--ignore``/``--extend-select`` and ``[tool.probe-lint]``
+give them, parsed, checked against the catalogue and matched.
+
+A prefix is ``ALL`` or ``PL`` and one to three digits (``PL2`` is the level
+family, ``PL201`` one rule); it must match at least one rule.
+
+Example::
+
+    >>> from msprobe_lint.lint.selection import Selection, parse_codes
+    >>> selection = Selection(select=parse_codes(["pl2, PL401"]))
+    >>> selection.enabled("PL204"), selection.enabled("PL101")
+    (True, False)
+"""
+from __future__ import annotations
+
+from collections import namedtuple
+from types import MappingProxyType
+
+TYPE_CHECKING = False  # typing is imported only by type checkers (start-up)
+if TYPE_CHECKING:
+    from typing import Iterable, Optional
+
+ALL = "ALL"
+
+
+class SelectionError(ValueError):
+    """A code prefix that is malformed or matches no rule; the message says
+    which and names the code."""
+
+
+def matches(code: str, patterns: Iterable[str]) -> bool:
+    """True when ``code`` starts with one of ``patterns`` (``PL2``,
+    ``PL201``, ``ALL``)."""
+    return any(p == ALL or code.startswith(p) for p in patterns)
+
+
+def known_codes(prefix: str) -> list[str]:
+    """The catalogue's codes that ``prefix`` matches, in order."""
+    from .rules import load_all
+
+    return [code for code in load_all() if matches(code, (prefix,))]
+
+
+def check_code(text: str) -> str:
+    """``text`` as a code prefix: stripped, upper case, and checked.
+
+    Raises:
+        SelectionError: not ``ALL`` nor ``PL`` and 1-3 digits, or a prefix
+            of no rule.
+    """
+    code = text.strip().upper()
+    if code != ALL and not (code.startswith("PL") and 3 <= len(code) <= 5 and code[2:].isdigit()):
+        raise SelectionError(f"{code!r} is not a rule code or prefix (e.g. PL201, PL2, ALL)")
+    if not known_codes(code):
+        raise SelectionError(f"{code!r} matches no rule; see `probe rules`")
+    return code
+
+
+def parse_codes(values: Iterable[str]) -> tuple[str, ...]:
+    """Comma-separated lists of code prefixes (as the command line repeats
+    them), split and checked by :func:`check_code`; empty items are
+    skipped.
+
+    Raises:
+        SelectionError: see :func:`check_code`.
+    """
+    return tuple(check_code(item) for value in values for item in value.split(",") if item.strip())
+
+
+class Selection(namedtuple("Selection", "select ignore severity pointer_ignores",
+                           defaults=((), (), MappingProxyType({}), ()))):
+    """Which rules run and how they are graded (immutable; a changed copy:
+    ``selection._replace(ignore=...)``).
+
+    Attributes:
+        select: code prefixes to run (empty = all).
+        ignore: code prefixes not to run.
+        severity: code -> Severity overrides.
+        pointer_ignores: (JSON pointer prefix, code prefixes) pairs:
+            findings at or under that pointer with those codes are dropped.
+    """
+
+    __slots__ = ()
+
+    def enabled(self, code: str) -> bool:
+        """True when ``code`` is selected and not ignored."""
+        if self.select and not matches(code, self.select):
+            return False
+        return not matches(code, self.ignore)
+
+    def keeps(self, code: str, pointer: Optional[str]) -> bool:
+        """False when a pointer-scoped ignore drops this finding."""
+        if pointer is None:
+            return True
+        for prefix, codes in self.pointer_ignores:
+            if (pointer == prefix or pointer.startswith(prefix.rstrip("/") + "/")) and matches(code, codes):
+                return False
+        return True

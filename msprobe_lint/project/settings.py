@@ -1,0 +1,233 @@
+"""``[tool.probe-lint]`` in the nearest pyproject.toml (or --config-file).
+
+Keys: ``select``, ``ignore``, ``extend-select`` (codes or prefixes),
+``severity`` (a table code -> error/warning/info), ``per-file-ignores``
+(glob -> codes; a glob may end in ``#/json/pointer`` to scope the ignore to
+part of a file), the default context: ``framework``, ``mode``,
+``jit-level``, ``mindspore-version``, ``world-size``, ``msprobe-version``,
+the training script to analyse (``script``, relative to the pyproject.toml's
+folder; ``--script`` replaces it), and which files a folder argument yields (discovery.py): ``include`` /
+``extend-include`` and ``exclude`` / ``extend-exclude`` (lists of
+.gitignore-style patterns, relative to the pyproject.toml's folder).
+"""
+from __future__ import annotations
+
+import os
+
+from ..lint.context import Fact, normalise
+from ..lint.diagnostic import Severity
+from ..lint.selection import SelectionError, check_code, known_codes
+
+TYPE_CHECKING = False  # typing is imported only by type checkers (start-up)
+if TYPE_CHECKING:  # pathlib is imported once a pyproject.toml is found
+    from pathlib import Path
+    from typing import Any, Optional
+
+
+class SettingsError(ValueError):
+    """A malformed ``[tool.probe-lint]`` table (exit status 2)."""
+
+
+class ProjectSettings:
+    """The parsed ``[tool.probe-lint]`` table of ``path``.
+
+    Attributes:
+        path: the pyproject.toml (or --config-file) it was read from.
+        facts: the default context (``mode``, ``jit_level``...).
+        select, ignore, extend_select: code prefixes.
+        severity: code -> Severity (prefix keys expanded to codes).
+        per_file_ignores: (glob, JSON pointer or None, code prefixes).
+        include, exclude: patterns replacing the defaults (None: the
+            default, ``*.json`` and hidden entries, virtual environments...).
+        extend_include, extend_exclude: patterns added to them.
+        script: the training script to analyse (an absolute path), or None.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.facts: dict[str, Fact] = {}
+        self.select: tuple[str, ...] = ()
+        self.ignore: tuple[str, ...] = ()
+        self.extend_select: tuple[str, ...] = ()
+        self.severity: dict[str, Severity] = {}
+        self.per_file_ignores: tuple[tuple[str, Optional[str], tuple[str, ...]], ...] = ()
+        self.include: Optional[tuple[str, ...]] = None
+        self.extend_include: tuple[str, ...] = ()
+        self.exclude: Optional[tuple[str, ...]] = None
+        self.extend_exclude: tuple[str, ...] = ()
+        self.script: Optional[str] = None
+
+    def __repr__(self) -> str:
+        return f"ProjectSettings({str(self.path)!r})"
+
+    def selection_for(self, config_path: str, base: Any) -> Any:
+        """``base`` (a lint.selection.Selection) plus the per-file ignores whose
+        glob matches ``config_path`` (relative to the pyproject folder)."""
+        import fnmatch
+
+        try:
+            relative = os.path.relpath(os.path.abspath(config_path), self.path.parent)
+        except ValueError:
+            relative = config_path
+        ignore = list(base.ignore)
+        pointer_ignores = list(base.pointer_ignores)
+        for glob, ptr, codes in self.per_file_ignores:
+            if fnmatch.fnmatch(relative, glob) or fnmatch.fnmatch(config_path, glob):
+                if ptr is None:
+                    ignore.extend(codes)
+                else:
+                    pointer_ignores.append((ptr, codes))
+        return base._replace(ignore=tuple(ignore), pointer_ignores=tuple(pointer_ignores))
+
+
+def _toml(path: Path) -> dict:
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python < 3.11
+        import tomli as tomllib  # type: ignore[no-redef]
+    try:
+        with open(path, "rb") as handle:
+            return tomllib.load(handle)
+    except OSError as err:
+        raise SettingsError(f"{path}: cannot be read ({err.strerror or err})") from None
+    except tomllib.TOMLDecodeError as err:
+        raise SettingsError(f"{path}: not valid TOML: {err}") from None
+    except UnicodeDecodeError as err:
+        raise SettingsError(f"{path}: not UTF-8 (byte 0x{err.object[err.start]:02x} at offset {err.start}); "
+                            "TOML files are UTF-8") from None
+
+
+def _code_list(path: Path, key: str, value: Any) -> tuple[str, ...]:
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise SettingsError(f"{path}: [tool.probe-lint] {key} must be a list of rule codes, e.g. [\"PL2\"]")
+    try:
+        return tuple(check_code(v) for v in value)
+    except SelectionError as err:
+        raise SettingsError(f"{path}: [tool.probe-lint] {key}: {err}") from None
+
+
+CONTEXT_KEYS = {"framework": "framework", "mode": "mode", "jit-level": "jit_level", "jit_level": "jit_level",
+                "mindspore-version": "mindspore_version", "mindspore_version": "mindspore_version",
+                "world-size": "world_size", "world_size": "world_size",
+                "msprobe-version": "msprobe_version", "msprobe_version": "msprobe_version"}
+PATTERN_KEYS = {"include": "include", "extend-include": "extend_include", "extend_include": "extend_include",
+                "exclude": "exclude", "extend-exclude": "extend_exclude", "extend_exclude": "extend_exclude"}
+KNOWN = set(CONTEXT_KEYS) | set(PATTERN_KEYS) | {"select", "ignore", "extend-select", "extend_select", "severity",
+                                                 "per-file-ignores", "per_file_ignores", "script"}
+
+
+def _pattern_list(path: Path, key: str, value: Any) -> tuple[str, ...]:
+    """A list of .gitignore-style patterns (a lone string is taken as one)."""
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
+        raise SettingsError(f"{path}: [tool.probe-lint] {key} must be a list of non-empty file patterns, "
+                            f"e.g. [\"build/\", \"*.tmp.json\"]")
+    return tuple(v.strip() for v in value)
+
+
+def load(path: Path) -> Optional[ProjectSettings]:
+    """Parse ``[tool.probe-lint]`` of ``path``; None when the table is absent.
+
+    Raises:
+        SettingsError: unreadable file, bad TOML, unknown keys or bad values.
+    """
+    tool = _toml(path).get("tool", {})
+    table = tool.get("probe-lint") if isinstance(tool, dict) else None
+    if table is None:
+        return None
+    if not isinstance(table, dict):
+        raise SettingsError(f"{path}: [tool.probe-lint] must be a table")
+    unknown = sorted(set(table) - KNOWN)
+    if unknown:
+        raise SettingsError(f"{path}: [tool.probe-lint] has unknown key(s) {', '.join(unknown)}; "
+                            f"known: {', '.join(sorted(KNOWN))}")
+    settings = ProjectSettings(path=path)
+    for key, name in CONTEXT_KEYS.items():
+        if key in table:
+            try:
+                settings.facts[name] = normalise(name, table[key], f"{path.name} [tool.probe-lint]")
+            except ValueError as err:
+                raise SettingsError(f"{path}: [tool.probe-lint] {key}: {err}") from None
+    settings.select = _code_list(path, "select", table.get("select", []))
+    settings.ignore = _code_list(path, "ignore", table.get("ignore", []))
+    settings.extend_select = _code_list(path, "extend-select",
+                                        table.get("extend-select", table.get("extend_select", [])))
+    severity = table.get("severity", {})
+    if not isinstance(severity, dict):
+        raise SettingsError(f"{path}: [tool.probe-lint] severity must be a table of code = \"error\"|\"warning\"|\"info\"")
+    # A prefix key ("PL2" = "warning") re-grades every code it matches; an
+    # exact code wins over a prefix whatever the order they are written in.
+    for code, level in sorted(severity.items(), key=lambda item: len(item[0].strip())):
+        (prefix,) = _code_list(path, f"severity.{code}", [code])
+        if not isinstance(level, str):
+            raise SettingsError(f"{path}: [tool.probe-lint] severity.{code} must be \"error\", \"warning\" or "
+                                f"\"info\", not {level!r}")
+        try:
+            grade = Severity(level.strip().lower())
+        except ValueError:
+            raise SettingsError(f"{path}: [tool.probe-lint] severity.{code} must be error, warning or info, "
+                                f"not {level!r}") from None
+        for known in known_codes(prefix):
+            settings.severity[known] = grade
+    per_file = table.get("per-file-ignores", table.get("per_file_ignores", {}))
+    if not isinstance(per_file, dict):
+        raise SettingsError(f"{path}: [tool.probe-lint] per-file-ignores must be a table of glob = [codes]")
+    entries = []
+    for key, codes in per_file.items():
+        glob, sep, ptr = key.partition("#")
+        if not glob:
+            raise SettingsError(f"{path}: [tool.probe-lint] per-file-ignores: {key!r} has no file glob before '#'")
+        if sep and ptr and not ptr.startswith("/"):
+            raise SettingsError(f"{path}: [tool.probe-lint] per-file-ignores: {key!r}: the part after '#' must be "
+                                "a JSON pointer such as #/overflow_check")
+        entries.append((glob, ptr or None, _code_list(path, f"per-file-ignores.{key!r}", codes)))
+    settings.per_file_ignores = tuple(entries)
+    for key, name in PATTERN_KEYS.items():
+        if key in table:
+            setattr(settings, name, _pattern_list(path, key, table[key]))
+    if "script" in table:
+        script = table["script"]
+        if not isinstance(script, str) or not script.strip():
+            raise SettingsError(f"{path}: [tool.probe-lint] script must be the path of the training script, "
+                                "e.g. \"train.py\"")
+        settings.script = os.path.join(os.path.dirname(os.path.abspath(path)), script.strip())
+    return settings
+
+
+def find(start: Optional[str] = None) -> Optional[Path]:
+    """The nearest pyproject.toml at or above ``start`` (a file or folder;
+    default the current folder)."""
+    here = os.path.realpath(start) if start else os.getcwd()
+    if not os.path.isdir(here):
+        here = os.path.dirname(here)
+    while True:
+        candidate = os.path.join(here, "pyproject.toml")
+        if os.path.isfile(candidate):
+            from pathlib import Path
+
+            return Path(candidate)
+        parent = os.path.dirname(here)
+        if parent == here:
+            return None
+        here = parent
+
+
+def find_and_load(config_file: Optional[str], *, start: Optional[str] = None) -> Optional[ProjectSettings]:
+    """``--config-file`` when given (must exist), else the nearest
+    pyproject.toml with a ``[tool.probe-lint]`` table.
+
+    Raises:
+        SettingsError: see :func:`load`, or a missing --config-file.
+    """
+    if config_file:
+        from pathlib import Path
+
+        path = Path(config_file)
+        if not path.is_file():
+            raise SettingsError(f"--config-file {config_file}: no such file")
+        return load(path)
+    found = find(start)
+    return load(found) if found else None

@@ -1,1 +1,0 @@
-"""Rule families, one module each; see registry.py."""

@@ -1,0 +1,36 @@
+"""The environment ``probe run`` starts CMD with.
+
+Example::
+
+    >>> env = child_environment("config.json", {"PATH": "/usr/bin"}, executable="/venv/bin/python",
+    ...                         prefix="/venv", base_prefix="/usr")
+    >>> env["PATH"], env["VIRTUAL_ENV"], env["PROBE_CONFIG"].endswith("/config.json")
+    ('/venv/bin:/usr/bin', '/venv', True)
+"""
+from __future__ import annotations
+
+import os
+import sys
+from typing import Mapping, Optional
+
+
+def child_environment(config: str, environ: Optional[Mapping[str, str]] = None, *,
+                      executable: Optional[str] = None, prefix: Optional[str] = None,
+                      base_prefix: Optional[str] = None) -> dict[str, str]:
+    """The environment CMD runs with: ``environ`` (default os.environ) plus
+    ``PROBE_CONFIG`` = the config's absolute path, the running interpreter's
+    bin folder first on ``PATH`` (not resolved through symlinks: a venv's
+    ``bin/python`` is a link to the base interpreter) and, in a virtual
+    environment, ``VIRTUAL_ENV``."""
+    env = dict(os.environ if environ is None else environ)
+    env["PROBE_CONFIG"] = os.path.abspath(config)
+    executable = executable if executable is not None else sys.executable
+    if executable:
+        bindir = os.path.dirname(os.path.abspath(executable))
+        parts = [p for p in env.get("PATH", "").split(os.pathsep) if p and os.path.normpath(p) != bindir]
+        env["PATH"] = os.pathsep.join([bindir] + parts)
+    prefix = sys.prefix if prefix is None else prefix
+    base_prefix = getattr(sys, "base_prefix", sys.prefix) if base_prefix is None else base_prefix
+    if prefix != base_prefix:
+        env["VIRTUAL_ENV"] = prefix
+    return env

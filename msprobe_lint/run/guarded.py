@@ -1,0 +1,106 @@
+"""``probe run CONFIG -- CMD ARGS...``: lint CONFIG (filesystem checks on,
+probe_runtime's view, CMD's script when it runs one) and start CMD only
+when the lint passed. Everything probe itself prints goes to stderr, so
+CMD's stdout stays the job's own. The lint is imported when it runs.
+
+Example::
+
+    from msprobe_lint.run import guarded_run
+    status = guarded_run("config.json", ["python", "train.py"])
+"""
+from __future__ import annotations
+
+import os
+import shlex
+import sys
+from pathlib import Path
+from typing import Callable, Optional, Sequence, TextIO
+
+from ..exit import ExitStatus
+from .environment import child_environment
+from .launchers import parse_command
+from .process import CommandError, run_command
+
+
+def _script_analysis_available() -> bool:
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec("msprobe_lint.lint.script") is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def guarded_run(config: str, command: Sequence[str], options=None, *, stream: Optional[TextIO] = None,
+                color: bool = False, runner: Optional[Callable[..., int]] = None) -> int:
+    """Lint ``config`` (and CMD's script) and run CMD only when no error
+    (nor, with ``options.strict``, warning) was found.
+
+    Args:
+        config: the msprobe config.json.
+        command: CMD ARGS...
+        options: :class:`msprobe_lint.lint.api.LintOptions` (``check_fs`` and
+            ``runtime`` are forced on; ``script`` defaults to CMD's script;
+            the launcher's world size fills ``world_size`` unless given).
+        stream: where probe's own output goes (default stderr).
+    Returns:
+        CMD's exit status; 1 when the lint found errors, 2 for a usage
+        error (``PROBE_CHECKS`` not ``exact``, ``auto`` or ``sentinel``
+        included), an unreadable config or a missing script; 126/127 when CMD
+        cannot be started.
+    """
+    from ..lint.api import LintOptions, UsageError, lint_paths
+    from ..lint.reporters import get
+
+    stream = stream if stream is not None else sys.stderr
+    options = options or LintOptions()
+    if not command:
+        stream.write("probe: error: no command given; usage: probe run CONFIG [options] -- CMD ARGS...\n")
+        return ExitStatus.USAGE
+    if not config.endswith(".json"):
+        # msprobe accepts only a .json config_path; this is also what
+        # `probe run -- python train.py` (CONFIG forgotten) looks like.
+        stream.write(f"probe: error: CONFIG must be the msprobe config (a .json file), given before `--`; "
+                     f"got {config!r}; usage: probe run CONFIG [options] -- CMD ARGS...\n")
+        return ExitStatus.USAGE
+    checks = os.environ.get("PROBE_CHECKS")
+    if checks and checks not in ("exact", "auto", "sentinel"):  # probe_runtime.PrecisionDebugger would refuse it
+        stream.write(f"probe: error: PROBE_CHECKS must be 'exact', 'auto' or 'sentinel', not {checks!r}; not starting "
+                     f"`{shlex.join(command)}`\n")
+        return ExitStatus.USAGE
+    plan = parse_command(command)  # CMD runs here, so its script is relative to here (not --cwd)
+    script = options.script
+    if script is None and plan.script is not None:
+        script_path = Path(plan.script)
+        if not script_path.is_file():
+            stream.write(f"probe: error: {plan.script}: no such file; `{shlex.join(command)}` would fail\n")
+            return ExitStatus.USAGE
+        script = str(script_path)
+    if script is not None and not _script_analysis_available():
+        stream.write(f"probe: note: script analysis is not installed; {script} is not checked\n")
+        script = None
+    extra = dict(options.extra_facts)
+    if plan.world_size is not None and options.world_size is None:
+        extra.setdefault("world_size", plan.world_size)
+    options = options._replace(script=script, check_fs=True, runtime=True, extra_facts=extra)
+    try:
+        run = lint_paths([config], options, walk=False)  # one config file, never a folder walk
+    except UsageError as err:
+        stream.write(f"probe: error: {err}\n")
+        return ExitStatus.USAGE
+    has_findings = any(result.diagnostics for result in run.results)
+    if has_findings or run.status:
+        stream.write(get("text")(run.results, color=color))
+    if run.status:
+        stream.write(f"probe: not starting `{shlex.join(command)}`: fix the problems above"
+                     + (" (--strict: warnings count)" if options.strict and run.status == 1 else "") + "\n")
+        return run.status
+    stream.write(f"probe: {config} passed; starting: {shlex.join(command)}\n")
+    stream.flush()
+    env = child_environment(config)
+    runner = runner or run_command
+    try:
+        return runner(list(command), env, launcher=plan.launcher)
+    except CommandError as err:
+        stream.write(f"probe: error: {err}\n")
+        return ExitStatus.USAGE

@@ -1,0 +1,128 @@
+"""The `probe` command line as a user meets it: output formats, exit
+statuses, several files, usage errors without tracebacks."""
+from __future__ import annotations
+
+import json
+import os
+
+from conftest import config, run_probe, write_config
+
+
+def test_text_output_has_location_code_caret_and_help(tmp_path):
+    path = write_config(tmp_path, config(overflow_check={"overflow_number": 3}))
+    proc = run_probe("lint", str(path), "--isolated", env={"NO_COLOR": "1"})
+    assert proc.returncode == 1
+    lines = proc.stdout.splitlines()
+    assert lines[0] == (f"{path}:8:9: PL101 [*] error: unknown key 'overflow_number' in the overflow_check "
+                        "section; msprobe ignores it")
+    assert lines[1] == '   8 |         "overflow_number": 3'
+    assert lines[2] == "     |         " + "^" * len('"overflow_number"')
+    assert lines[3] == "     = help: did you mean 'overflow_nums'?"
+    assert lines[4] == "     = fix: rename 'overflow_number' to 'overflow_nums'"
+    assert lines[-2:] == ["Found 1 error in 1 file.", "[*] 1 fixable with --fix."]
+    assert "\x1b[" not in proc.stdout  # no colour when not a terminal
+
+
+def test_json_output_shape(tmp_path):
+    path = write_config(tmp_path, config(level="l1", dump_path="rel"))
+    proc = run_probe("lint", str(path), "--isolated", "--format", "json")
+    assert proc.returncode == 1
+    out = json.loads(proc.stdout)
+    assert out["summary"]["error"] == 2 and out["summary"]["files"] == 1
+    first = out["diagnostics"][0]
+    assert set(first) >= {"path", "line", "column", "code", "severity", "message", "hint", "pointer"}
+    assert [(d["code"], d["pointer"]) for d in out["diagnostics"]] == [("PL401", "/dump_path"), ("PL103", "/level")]
+    assert out["diagnostics"][0]["line"] < out["diagnostics"][1]["line"]  # sorted by position
+
+
+def test_clean_config_exits_zero_and_warnings_only_fail_with_strict(tmp_path):
+    clean = write_config(tmp_path, config(), "clean.json")
+    assert run_probe("lint", str(clean), "--isolated").returncode == 0
+    warn = write_config(tmp_path, config(seed=1), "warn.json")
+    assert run_probe("lint", str(warn), "--isolated").returncode == 0
+    assert run_probe("lint", str(warn), "--isolated", "--strict").returncode == 1
+
+
+def test_several_files_in_one_run(tmp_path):
+    good = write_config(tmp_path, config(), "a.json")
+    bad = write_config(tmp_path, config(level="L9"), "b.json")
+    proc = run_probe("lint", str(good), str(bad), "--isolated", "--format", "json")
+    out = json.loads(proc.stdout)
+    assert proc.returncode == 1 and out["summary"]["files"] == 2
+    assert {d["path"] for d in out["diagnostics"]} == {str(bad)}
+
+
+def test_unreadable_file_exits_two_without_traceback(tmp_path):
+    proc = run_probe("lint", str(tmp_path / "nope.json"), "--isolated")
+    assert proc.returncode == 2
+    assert "PL006" in proc.stdout and "Traceback" not in proc.stderr
+    big = tmp_path / "big.json"
+    big.write_bytes(b" " * (10 * 1024 * 1024 + 1))
+    proc = run_probe("lint", str(big), "--isolated", "--format", "json")
+    assert proc.returncode == 2
+    messages = [d["message"] for d in json.loads(proc.stdout)["diagnostics"]]
+    assert any("10 MiB" in m for m in messages)
+
+
+def test_usage_errors_exit_two(tmp_path):
+    path = write_config(tmp_path, config())
+    for args in (["--mode", "eager"], ["--mindspore-version", "two"], ["--world-size", "0"],
+                 ["--select", "XY1"], ["--format", "xml"]):
+        proc = run_probe("lint", str(path), "--isolated", *args)
+        assert proc.returncode == 2, args
+        assert "Traceback" not in proc.stderr + proc.stdout, args
+    assert run_probe("lint").returncode == 2
+
+
+def test_select_and_ignore(tmp_path):
+    path = write_config(tmp_path, config(levle="x", dump_path="rel"))
+    out = json.loads(run_probe("lint", str(path), "--isolated", "--format", "json", "--ignore", "PL4").stdout)
+    assert [d["code"] for d in out["diagnostics"]] == ["PL101"]
+    out = json.loads(run_probe("lint", str(path), "--isolated", "--format", "json", "--select", "PL401").stdout)
+    assert [d["code"] for d in out["diagnostics"]] == ["PL401"]
+
+
+def test_output_goes_to_file_and_exit_status_is_kept(tmp_path):
+    path = write_config(tmp_path, config(level="bad"))
+    report = tmp_path / "report.json"
+    proc = run_probe("lint", str(path), "--isolated", "--format", "json", "--output", str(report))
+    assert proc.returncode == 1 and proc.stdout == ""
+    assert json.loads(report.read_text())["diagnostics"][0]["code"] == "PL103"
+
+
+def test_rules_explain_schema_commands():
+    rules = run_probe("rules")
+    assert rules.returncode == 0 and "PL201" in rules.stdout and "PL601" in rules.stdout
+    explain = run_probe("explain", "pl204")
+    assert explain.returncode == 0
+    assert "Bad:" in explain.stdout and "Good:" in explain.stdout and "2.3.0" in explain.stdout
+    unknown = run_probe("explain", "PL999")
+    assert unknown.returncode == 2 and "unknown rule" in unknown.stderr
+    prefix = run_probe("explain", "PL1")  # a --select prefix, not a near miss of PL601
+    assert prefix.returncode == 2 and "'PL1' is a prefix of 7 rules (PL101," in prefix.stderr
+    schema = run_probe("schema")
+    assert json.loads(schema.stdout)["$schema"].endswith("2020-12/schema")
+
+
+def test_colour_respects_no_color(tmp_path):
+    from msprobe_lint.lint.engine import lint_file
+    from msprobe_lint.lint.reporters import get
+
+    path = write_config(tmp_path, config(level="bad"))
+    result = lint_file(str(path))
+    assert "\x1b[" in get("text")([result], color=True)
+    import os
+
+    os.environ["NO_COLOR"] = "1"
+    try:
+        assert "\x1b[" not in get("text")([result], color=True)
+    finally:
+        del os.environ["NO_COLOR"]
+
+
+def test_a_named_pipe_is_pl006_at_once_in_the_text_report(tmp_path):
+    """The text report quotes no line of an unreadable file: opening a pipe
+    to read one would block for ever."""
+    os.mkfifo(tmp_path / "pipe.json")
+    proc = run_probe("lint", "--isolated", "pipe.json", cwd=tmp_path, timeout=60)
+    assert proc.returncode == 2 and "PL006 error: config is not a regular file" in proc.stdout

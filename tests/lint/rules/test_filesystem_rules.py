@@ -1,0 +1,243 @@
+"""--check-fs (PL406-PL408) in temporary folders: soft links anywhere on
+the path, dump_path as a file, a parent that is not writable, files and
+folders writable by others or owned by another user; relative paths
+resolved against --cwd, the resolved path shown.
+
+The tests run as root, for whom os.access says everything is writable. The
+"not writable" and "owned by another user" cases are therefore checked
+for real in a forked child that drops to the unprivileged ``nobody`` user
+before linting (skipped when that is not possible), plus one unit test
+with os.access replaced, for the message."""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from conftest import as_nobody, codes, config, write_config
+from msprobe_lint.lint.api import LintOptions, lint_paths
+
+
+def lint_fs(path: Path, **options):
+    options.setdefault("isolated", True)
+    return lint_paths([str(path)], LintOptions(check_fs=True, **options)).results[0].diagnostics
+
+
+def only(diagnostics, code):
+    return [d for d in diagnostics if d.code == code]
+
+
+@pytest.fixture
+def base(open_tmp):
+    return open_tmp
+
+
+def test_rules_do_not_run_without_check_fs(base):
+    os.symlink(base, base / "link")
+    cfg = write_config(base, config(dump_path=str(base / "link" / "dump")))
+    found = lint_paths([str(cfg)], LintOptions(isolated=True)).results[0].diagnostics
+    assert not {"PL406", "PL407", "PL408"} & set(codes(found))
+
+
+# ---------------------------------------------------------------- PL406
+
+
+def test_soft_link_as_the_dump_path_itself(base):
+    (base / "real").mkdir()
+    os.symlink(base / "real", base / "dump")
+    found = only(lint_fs(write_config(base, config(dump_path=str(base / "dump")))), "PL406")
+    assert len(found) == 1 and f"{base}/dump -> {base}/real" in found[0].message
+    assert found[0].pointer == "/dump_path" and found[0].line == 3
+
+
+def test_soft_link_in_a_parent_of_a_path_not_yet_created(base):
+    (base / "real").mkdir()
+    os.symlink(base / "real", base / "link")
+    found = only(lint_fs(write_config(base, config(dump_path=str(base / "link" / "a" / "b")))), "PL406")
+    assert len(found) == 1 and f"soft link {base}/link" in found[0].message
+    assert found[0].hint == f"use the real path: {base}/real/a/b"
+
+
+def test_dangling_soft_link_is_reported(base):
+    os.symlink(base / "nowhere", base / "dump")
+    assert only(lint_fs(write_config(base, config(dump_path=str(base / "dump")))), "PL406")
+
+
+def test_soft_link_is_not_hidden_by_dotdot(base):
+    (base / "real" / "x").mkdir(parents=True)
+    os.symlink(base / "real" / "x", base / "link")
+    found = lint_fs(write_config(base, config(dump_path=str(base / "link" / ".." / "dump"))))
+    assert only(found, "PL406")
+
+
+def test_config_file_through_a_soft_link(base):
+    (base / "real").mkdir()
+    write_config(base / "real", config(dump_path=str(base / "dumps")))
+    os.symlink(base / "real", base / "cfg")
+    found = only(lint_fs(base / "cfg" / "config.json"), "PL406")
+    assert len(found) == 1 and found[0].message.startswith("config ") and found[0].pointer is None
+
+
+def test_no_soft_link_no_pl406(base):
+    (base / "real").mkdir()
+    assert not only(lint_fs(write_config(base, config(dump_path=str(base / "real" / "dump")))), "PL406")
+
+
+# ---------------------------------------------------------------- PL407
+
+
+def test_dump_path_is_a_file(base):
+    (base / "dumpfile").write_text("x")
+    found = only(lint_fs(write_config(base, config(dump_path=str(base / "dumpfile")))), "PL407")
+    assert len(found) == 1 and "exists and is not a directory" in found[0].message
+
+
+def test_dump_path_under_a_file(base):
+    (base / "dumpfile").write_text("x")
+    found = only(lint_fs(write_config(base, config(dump_path=str(base / "dumpfile" / "sub")))), "PL407")
+    assert len(found) == 1 and f"{base}/dumpfile is a file" in found[0].message
+
+
+def test_dump_path_existing_folder_or_creatable_is_fine(base):
+    (base / "dump").mkdir()
+    assert not only(lint_fs(write_config(base, config(dump_path=str(base / "dump")))), "PL407")
+    assert not only(lint_fs(write_config(base, config(dump_path=str(base / "new" / "deep")))), "PL407")
+
+
+def test_not_writable_message_with_os_access_replaced(base, monkeypatch):
+    """Unit check of the message; the real permission check is below."""
+    (base / "ro").mkdir()
+    monkeypatch.setattr(os, "access", lambda path, mode: Path(path) != base / "ro")
+    found = only(lint_fs(write_config(base, config(dump_path=str(base / "ro" / "dump")))), "PL407")
+    assert len(found) == 1
+    assert f"its nearest existing parent {base}/ro is not writable by this user" in found[0].message
+
+
+def _as_nobody(cfg: Path, **options) -> list[dict]:
+    """Lint ``cfg`` as the user nobody; the diagnostics come back as dicts."""
+    data = as_nobody(lambda: [d.to_dict() for d in lint_fs(cfg, **options)])
+    assert isinstance(data, list), data
+    return data
+
+
+@pytest.mark.skipif(not hasattr(os, "fork") or os.geteuid() != 0, reason="needs root to switch to nobody")
+def test_read_only_parent_for_a_real_unprivileged_user(base):
+    (base / "ro").mkdir(mode=0o755)              # root's folder: nobody cannot write in it
+    (base / "mine").mkdir(mode=0o755)
+    import pwd
+
+    nobody = pwd.getpwnam("nobody")
+    os.chown(base / "mine", nobody.pw_uid, nobody.pw_gid)
+    cfg = write_config(base, config(dump_path=str(base / "ro" / "dump")))
+    os.chmod(cfg, 0o644)
+    found = [d for d in _as_nobody(cfg) if d["code"] == "PL407"]
+    assert len(found) == 1 and f"{base}/ro is not writable" in found[0]["message"]
+    ro_itself = write_config(base, config(dump_path=str(base / "ro")), "c2.json")
+    found = [d for d in _as_nobody(ro_itself) if d["code"] == "PL407"]
+    assert len(found) == 1 and "dump_path is not writable" in found[0]["message"]
+    ok = write_config(base, config(dump_path=str(base / "mine" / "dump")), "c3.json")
+    assert not [d for d in _as_nobody(ok) if d["code"] == "PL407"]
+
+
+@pytest.mark.skipif(not hasattr(os, "fork") or os.geteuid() != 0, reason="needs root to switch to nobody")
+def test_owned_by_another_user_for_a_real_unprivileged_user(base):
+    import pwd
+
+    nobody = pwd.getpwnam("nobody")
+    other = base / "other"
+    other.mkdir(mode=0o755)
+    os.chown(other, 4242, 4242)                  # neither nobody nor root
+    cfg = write_config(base, config(dump_path=str(other)))
+    found = [d for d in _as_nobody(cfg) if d["code"] == "PL408"]
+    assert len(found) == 1 and "belongs to another user (uid 4242)" in found[0]["message"]
+    mine = base / "mine"
+    mine.mkdir(mode=0o755)
+    os.chown(mine, nobody.pw_uid, nobody.pw_gid)
+    cfg = write_config(base, config(dump_path=str(mine)), "c2.json")
+    assert not [d for d in _as_nobody(cfg) if d["code"] == "PL408"]
+
+
+# ---------------------------------------------------------------- PL408
+
+
+def test_world_writable_dump_folder(base):
+    (base / "open").mkdir()
+    os.chmod(base / "open", 0o777)
+    found = only(lint_fs(write_config(base, config(dump_path=str(base / "open")))), "PL408")
+    assert len(found) == 1 and "writable by other users" in found[0].message and "drwxrwxrwx" in found[0].message
+    assert found[0].hint == f"chmod o-w {base}/open"
+
+
+def test_world_writable_parent_of_a_new_dump_path(base):
+    (base / "open").mkdir()
+    os.chmod(base / "open", 0o777)
+    found = only(lint_fs(write_config(base, config(dump_path=str(base / "open" / "new")))), "PL408")
+    assert len(found) == 1 and "nearest existing parent" in found[0].message
+
+
+def test_sticky_shared_parent_is_fine(base):
+    (base / "shared").mkdir()
+    os.chmod(base / "shared", 0o1777)          # like /tmp
+    assert not only(lint_fs(write_config(base, config(dump_path=str(base / "shared" / "mine")))), "PL408")
+
+
+def test_world_writable_config_file(base):
+    cfg = write_config(base, config(dump_path=str(base / "dump")))
+    os.chmod(cfg, 0o666)
+    found = only(lint_fs(cfg), "PL408")
+    assert len(found) == 1 and found[0].message.startswith("config ") and found[0].line == 1
+
+
+def test_private_folder_is_fine(base):
+    (base / "dump").mkdir()
+    os.chmod(base / "dump", 0o750)
+    assert not only(lint_fs(write_config(base, config(dump_path=str(base / "dump")))), "PL408")
+
+
+# ---------------------------------------------------------------- relative paths and --cwd
+
+
+def test_relative_dump_path_resolved_against_cwd_and_shown(base, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)                  # somewhere else entirely
+    (base / "job").mkdir()
+    (base / "job" / "real").mkdir()
+    os.symlink(base / "job" / "real", base / "job" / "out")
+    cfg = write_config(base, config(dump_path="out/dump"))
+    found = only(lint_fs(cfg, cwd=str(base / "job")), "PL406")
+    assert len(found) == 1 and f"out/dump (resolved to {base}/job/out/dump)" in found[0].message
+    assert not only(lint_fs(cfg), "PL406")      # against the real current folder: no link there
+
+
+def test_relative_config_path_is_resolved_against_here_not_cwd(base, monkeypatch):
+    monkeypatch.chdir(base)
+    cfg = write_config(base, config(dump_path=str(base / "dump")))
+    os.chmod(cfg, 0o666)
+    (base / "elsewhere").mkdir()
+    found = only(lint_fs(Path("config.json"), cwd=str(base / "elsewhere")), "PL408")
+    assert len(found) == 1 and f"resolved to {base}/config.json" in found[0].message
+
+
+def test_cli_check_fs(base):
+    from conftest import run_probe
+
+    (base / "dumpfile").write_text("x")
+    cfg = write_config(base, config(dump_path="dumpfile"))
+    proc = run_probe("lint", str(cfg), "--isolated", "--check-fs", "--cwd", str(base), "--format", "json")
+    found = {d["code"]: d for d in json.loads(proc.stdout)["diagnostics"]}
+    assert "PL407" in found and f"resolved to {base}/dumpfile" in found["PL407"]["message"]
+    assert proc.returncode == 1
+
+
+def test_unreachable_path_does_not_crash(base, monkeypatch):
+    real_stat = os.stat
+
+    def denied(path, *args, **kwargs):
+        if str(path).startswith(str(base / "locked")):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_stat(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "stat", denied)
+    found = lint_fs(write_config(base, config(dump_path=str(base / "locked" / "dump"))))
+    assert not [d for d in found if "internal error" in d.message]

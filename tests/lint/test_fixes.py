@@ -1,0 +1,531 @@
+"""``probe lint --fix``: every rule that attaches a fix, applied to a file
+laid out unusually; the result no longer has the finding, and everything
+else in the file is the same byte for byte (the expected text is the
+original with only the fixed token replaced). Also: idempotence, CRLF and
+no-final-newline files, files that do not parse, soft links, ``--diff``,
+removal of members and items with their commas, the CLI output."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+from typing import Optional
+
+import pytest
+from conftest import as_nobody, probe_command, run_probe
+
+from msprobe_lint.lint.api import LintOptions, fix_paths
+from msprobe_lint.lint.rules import load_all
+
+BASE = ('{\n  "task":   "overflow_check",\n\t"dump_path" : "/home/data_dump",\n  "rank": [],  "step": [],\n'
+        '  "level": "L1",\n  "overflow_check": {"overflow_nums": 1}\n}\n')
+
+
+def case(code: str, old: str, bad: str, fixed: str, *, unsafe: bool = False, base: str = BASE, **options):
+    """A file that is BASE with ``old`` replaced by ``bad``; after the fix
+    it must be BASE with ``old`` replaced by ``fixed``."""
+    assert old in base, old
+    return pytest.param(code, base.replace(old, bad, 1), base.replace(old, fixed, 1), unsafe, options,
+                        id=f"{code}-{bad.strip()[:30]}")
+
+
+def moved(bad: str, fixed: str, base: str = BASE):
+    """A PL105 case: BASE with ``bad`` as replacements (old, new) before the
+    fix and ``fixed`` after it."""
+    before, after = base, base
+    for old, new in bad:
+        assert old in before
+        before = before.replace(old, new, 1)
+    for old, new in fixed:
+        assert old in after
+        after = after.replace(old, new, 1)
+    return pytest.param("PL105", before, after, True, {}, id=f"PL105-{len(CASES)}")
+
+
+HOME = os.path.expanduser("~")
+CASES = [
+    case("PL002", '  "level": "L1",\n', '  "level": "L0",\n  "level": "L1",\n', '  "level": "L1",\n', unsafe=True),
+    case("PL101", '"overflow_nums": 1', '"overflow_numbr": 1', '"overflow_nums": 1'),
+    case("PL101", '  "task":   "overflow_check",\n', '  "Task":   "overflow_check",\n',
+         '  "task":   "overflow_check",\n'),
+    case("PL101", '  "task":   "overflow_check",\n', '  "tansk":   "overflow_check",\n',
+         '  "task":   "overflow_check",\n', unsafe=True),  # as close to rank: not a clear match
+    case("PL102", '"rank": []', '"rank": 0', '"rank": [0]'),
+    case("PL102", '"rank": []', '"rank": null', '"rank": []'),
+    case("PL102", '"overflow_nums": 1', '"overflow_nums": 3.0', '"overflow_nums": 3'),
+    case("PL102", '"overflow_nums": 1', '"overflow_nums": "3"', '"overflow_nums": 3'),
+    case("PL102", '  "level": "L1",\n', '  "level": "L1",\n  "async_dump": "false",\n',
+         '  "level": "L1",\n  "async_dump": false,\n'),
+    case("PL103", '"level": "L1"', '"level": "l1"', '"level": "L1"'),
+    case("PL103", '"task":   "overflow_check"', '"task":   "overflow_chek"', '"task":   "overflow_check"',
+         unsafe=True),
+    case("PL106", '  "level": "L1",\n', '  "level": "L1",\n  "seed": 1234,\n', '  "level": "L1",\n'),
+    # still honoured by 8.x PyTorch when true: removing it changes the job
+    case("PL106", '  "level": "L1",\n', '  "level": "L1",\n  "enable_dataloader": true,\n', '  "level": "L1",\n',
+         unsafe=True),
+    case("PL008", '[],  "step"', '[]\uff0c  "step"', '[],  "step"'),
+    case("PL008", '  "level": "L1",\n', '  \u201clevel\u201d\uff1a "L1",\n', '  "level": "L1",\n'),
+    case("PL201", '"level": "L1"', '"level": "L1"', '"level": "L2"', unsafe=True, mode="graph", jit_level="O2"),
+    case("PL201", '"level": "L1"', '"level": "L2"', '"level": "L1"', unsafe=True, mode="pynative"),
+    case("PL204", '{"overflow_nums": 1}', '{"overflow_nums": 1, "check_mode": "all"}', '{"overflow_nums": 1}',
+         unsafe=True, mode="pynative"),
+    case("PL206", '  "overflow_check": {"overflow_nums": 1}\n',
+         '  "overflow_check": {"overflow_nums": 1},\n  "statistics": {\n    "summary_mode": "md5"\n  }\n',
+         '  "overflow_check": {"overflow_nums": 1}\n', unsafe=True),
+    case("PL207", '  "level": "L1",\n', '  "async_dump": true,\n  "level": "L1",\n', '  "level": "L1",\n',
+         unsafe=True),
+    case("PL207", '  "level": "L1",\n', '  "precision": "high",\n  "level": "L1",\n', '  "level": "L1",\n',
+         unsafe=True),
+    case("PL301", '"step": []', '"step": ["5-2"]', '"step": ["2-5"]'),
+    case("PL301", '"rank": []', '"rank": ["3"]', '"rank": [3]'),
+    case("PL302", '"rank": []', '"rank": [1, 2, 1]', '"rank": [1, 2]'),
+    case("PL302", '"rank": []', '"rank": ["0-3", 1]', '"rank": ["0-3"]', unsafe=True),
+    case("PL304", '"rank": []', '"rank": [0]', '"rank": []', unsafe=True, world_size=1),
+    case("PL402", '"/home/data_dump"', '"/home/data dump"', '"/home/data_dump"', unsafe=True),
+    case("PL404", '"/home/data_dump"', '"/home/run/../data_dump"', '"/home/data_dump"', unsafe=True),
+    case("PL405", '"/home/data_dump"', '"~/data_dump"', json.dumps(os.path.join(HOME, "data_dump")), unsafe=True),
+]
+CASES += [
+    # into the section, after its last member, laid out as that member
+    moved([('  "level": "L1",\n', '  "check_mode": "all",\n  "level": "L1",\n')],
+          [('{"overflow_nums": 1}', '{"overflow_nums": 1, "check_mode": "all"}')]),
+    moved([('{"overflow_nums": 1}', '{\n    "overflow_nums": 1\n  }'),
+           ('  "level": "L1",\n', '  "level": "L1", "check_mode": "all",\n')],
+          [('{"overflow_nums": 1}', '{\n    "overflow_nums": 1,\n    "check_mode": "all"\n  }')]),
+    # no such section yet: the member becomes it, in place
+    moved([('  "overflow_check": {"overflow_nums": 1}\n', '  "overflow_nums": 2\n')],
+          [('  "overflow_check": {"overflow_nums": 1}\n', '  "overflow_check": {"overflow_nums": 2}\n')]),
+    # out of a section, to the top level
+    moved([('{"overflow_nums": 1}', '{"overflow_nums": 1, "async_dump": false}')],
+          [('{"overflow_nums": 1}\n', '{"overflow_nums": 1},\n  "async_dump": false\n')]),
+]
+
+
+def fix(path: Path, *, unsafe: bool = False, write: bool = True, **options):
+    options.setdefault("isolated", True)
+    run, (outcome,) = fix_paths([str(path)], LintOptions(**options), unsafe=unsafe, write=write)
+    return run, outcome
+
+
+def test_every_rule_with_a_fix_has_a_case():
+    declared = {code for code, info in load_all().items() if info.fix}
+    tested = {p.values[0] for p in CASES} | {"PL004", "PL401", "PL406"}  # those three: tests of their own below
+    assert declared == tested
+    for code in declared:
+        kinds = {p.values[3] for p in CASES if p.values[0] == code}
+        if load_all()[code].fix == "safe/unsafe":
+            assert kinds == {False, True}, code
+
+
+@pytest.mark.parametrize("code, bad, fixed, unsafe, options", CASES)
+def test_fix_resolves_the_finding_and_keeps_the_rest(tmp_path, code, bad, fixed, unsafe, options):
+    options = {"select": (code,), **options}  # only this rule's fix: the expected text changes one place
+    path = tmp_path / "config.json"
+    path.write_bytes(bad.encode("utf-8"))
+    run, outcome = fix(path, **options)
+    if unsafe:  # --fix alone leaves an unsafe fix alone
+        assert not any(d.code == code for d in outcome.applied)
+        assert code in [d.code for d in run.results[0].diagnostics]
+        run, outcome = fix(path, unsafe=True, **options)
+    assert code in [d.code for d in outcome.applied]
+    assert path.read_bytes() == fixed.encode("utf-8")
+    assert code not in [d.code for d in run.results[0].diagnostics]
+    json.loads(fixed)
+    # Idempotent: nothing left for a second run to change.
+    again_run, again = fix(path, unsafe=True, **options)
+    assert again.applied == [] and path.read_bytes() == fixed.encode("utf-8")
+
+
+def test_byte_order_mark_removed(tmp_path):
+    path = tmp_path / "config.json"
+    path.write_bytes(b"\xef\xbb\xbf" + BASE.replace('"L1"', '"l1"').encode())
+    run, outcome = fix(path)
+    assert sorted(d.code for d in outcome.applied) == ["PL004", "PL103"]
+    assert path.read_bytes() == BASE.encode()
+    assert run.status == 0
+
+
+def test_byte_order_mark_has_a_range_in_json_output(tmp_path):
+    """PL004's range is the mark itself, which columns do not count: the
+    empty range before line 1, column 1, the same as its fix's edit (whose
+    offsets do count it: 0-1). Not-UTF-8 PL004 spans the bad byte's column."""
+    (tmp_path / "config.json").write_bytes(b"\xef\xbb\xbf" + BASE.encode())
+    proc = run_probe("lint", "--isolated", "--format", "json", "config.json", cwd=tmp_path)
+    (bom,) = json.loads(proc.stdout)["diagnostics"]
+    assert bom["code"] == "PL004"
+    assert (bom["line"], bom["column"], bom["end_line"], bom["end_column"]) == (1, 1, 1, 1)
+    (edit,) = bom["fix"]["edits"]
+    assert (edit["start"], edit["end"], edit["line"], edit["column"], edit["end_line"], edit["end_column"]) == \
+        (0, 1, 1, 1, 1, 1)
+    (tmp_path / "config.json").write_bytes(b'{\n  "task": "\xc3x"}')
+    proc = run_probe("lint", "--isolated", "--format", "json", "config.json", cwd=tmp_path)
+    (bad,) = json.loads(proc.stdout)["diagnostics"]
+    assert bad["code"] == "PL004" and "byte 0xc3" in bad["message"]
+    assert (bad["line"], bad["column"], bad["end_line"], bad["end_column"]) == (2, 12, 2, 13)
+
+
+def test_relative_dump_path_made_absolute_against_cwd(tmp_path):
+    path = tmp_path / "config.json"
+    relative = BASE.replace('"/home/data_dump"', '"./dump"')
+    path.write_text(relative)
+    fix(path, cwd=str(tmp_path))
+    assert path.read_text() == relative  # --fix alone: unsafe, untouched
+    run, outcome = fix(path, unsafe=True, cwd=str(tmp_path))
+    assert [d.code for d in outcome.applied] == ["PL401"]
+    assert path.read_text() == BASE.replace('"/home/data_dump"', json.dumps(str(tmp_path / "dump")))
+
+
+def test_soft_link_in_dump_path_replaced_by_the_real_path(tmp_path):
+    (tmp_path / "real").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "real")
+    path = tmp_path / "config.json"
+    path.write_text(BASE.replace('"/home/data_dump"', json.dumps(str(tmp_path / "link" / "dump"))))
+    run, outcome = fix(path, unsafe=True, check_fs=True)
+    assert "PL406" in [d.code for d in outcome.applied]
+    assert json.loads(path.read_text())["dump_path"] == str((tmp_path / "real").resolve() / "dump")
+    assert "PL406" not in [d.code for d in run.results[0].diagnostics]
+
+
+MESSY = BASE.replace('"rank": []', '"rank": 0').replace('"L1"', '"l1"').replace(
+    '"overflow_nums"', '"overflow_number"')
+FIXED = BASE.replace('"rank": []', '"rank": [0]')
+
+
+@pytest.mark.parametrize("ending", ["\r\n", "\n"])
+@pytest.mark.parametrize("final", [True, False])
+def test_line_endings_and_final_newline_kept(tmp_path, ending, final):
+    def shaped(text: str) -> bytes:
+        text = text.rstrip("\n").replace("\n", ending) + (ending if final else "")
+        return text.encode()
+
+    path = tmp_path / "config.json"
+    path.write_bytes(shaped(MESSY))
+    run, outcome = fix(path)
+    assert len(outcome.applied) == 3 and run.status == 0
+    assert path.read_bytes() == shaped(FIXED)
+
+
+def test_file_that_does_not_parse_is_left_untouched(tmp_path):
+    path = tmp_path / "config.json"
+    broken = MESSY.replace('"level": "l1"', '"level": "l1",}')
+    path.write_text(broken)
+    before = path.stat()
+    proc = run_probe("lint", "--isolated", "--fix", "--unsafe-fixes", str(path))
+    assert proc.returncode == 1
+    assert "PL001" in proc.stdout
+    assert "does not parse" in proc.stderr
+    assert path.read_text() == broken and path.stat().st_mtime_ns == before.st_mtime_ns
+
+
+def test_soft_linked_config_is_not_written_through(tmp_path):
+    target = tmp_path / "real.json"
+    target.write_text(MESSY)
+    link = tmp_path / "config.json"
+    link.symlink_to(target)
+    proc = run_probe("lint", "--isolated", "--fix", str(link))
+    assert proc.returncode == 1
+    assert "soft link" in proc.stderr
+    assert link.is_symlink() and target.read_text() == MESSY
+    assert "PL103" in proc.stdout  # still reported
+
+
+def test_diff_writes_nothing(tmp_path):
+    path = tmp_path / "config.json"
+    path.write_text(MESSY)
+    proc = run_probe("lint", "--isolated", "--diff", "config.json", cwd=tmp_path)
+    assert proc.returncode == 1
+    assert path.read_text() == MESSY
+    assert proc.stdout.startswith("--- config.json\n+++ config.json (fixed)\n")
+    assert '\n-  "rank": 0,  "step": [],\n' in proc.stdout and '\n+  "rank": [0],  "step": [],\n' in proc.stdout
+    assert "Would fix 3 findings in 1 file." in proc.stderr
+    clean = tmp_path / "clean.json"
+    clean.write_text(BASE)
+    proc = run_probe("lint", "--isolated", "--diff", str(clean))
+    assert (proc.returncode, proc.stdout) == (0, "")
+
+
+def test_fix_cli_reports_what_was_fixed_and_what_is_left(tmp_path):
+    path = tmp_path / "config.json"
+    path.write_text(MESSY.replace('"/home/data_dump"', '"dump"'))
+    os.chmod(path, 0o640)
+    proc = run_probe("lint", "--isolated", "--fix", "config.json", cwd=tmp_path, env={"NO_COLOR": "1"})
+    assert proc.returncode == 1  # PL401 is left: its fix is unsafe
+    assert proc.stderr.startswith("config.json: fixed 3: PL102 write rank as a list, ")
+    assert "PL401 error" in proc.stdout and "PL103" not in proc.stdout
+    assert "= unsafe fix: make dump_path absolute against this folder" in proc.stdout
+    assert proc.stdout.endswith("Found 1 error in 1 file.\n1 fixable with --fix --unsafe-fixes "
+                                "(review those: they may not be what you meant).\n")
+    assert oct(path.stat().st_mode & 0o777) == oct(0o640)
+    assert not [p for p in tmp_path.iterdir() if p.name != "config.json"]  # no temporary left
+    proc = run_probe("lint", "--isolated", "--fix", "--unsafe-fixes", "config.json", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert json.loads(path.read_text())["dump_path"] == str(tmp_path.resolve() / "dump")
+
+
+def test_unsafe_fixes_needs_fix_or_diff(tmp_path):
+    path = tmp_path / "config.json"
+    path.write_text(MESSY)
+    proc = run_probe("lint", "--isolated", "--unsafe-fixes", str(path))
+    assert proc.returncode == 2 and "--unsafe-fixes goes with --fix or --diff" in proc.stderr
+    assert path.read_text() == MESSY
+
+
+def test_json_output_carries_the_edits(tmp_path):
+    path = tmp_path / "config.json"
+    path.write_text(MESSY)
+    out = json.loads(run_probe("lint", "--isolated", "-f", "json", str(path)).stdout)
+    assert out["summary"]["fixable"] == 3 and out["summary"]["unsafe_fixable"] == 0
+    (rank,) = [d for d in out["diagnostics"] if d["code"] == "PL102"]
+    start = MESSY.index('"rank": 0') + len('"rank": ')
+    assert rank["fix"] == {"description": "write rank as a list", "applicability": "safe", "edits": [
+        {"pointer": "/rank", "start": start, "end": start + 1, "line": 4, "column": 11, "end_line": 4,
+         "end_column": 12, "text": "[0]"}]}
+
+
+def _remove(text: str, ptr: str) -> Optional[str]:
+    from msprobe_lint.lint.diagnostic import FixSpec
+    from msprobe_lint.lint.fixes.edits import resolve
+    from msprobe_lint.lint.loader import load
+
+    doc = load("x.json", text.encode())
+    found = resolve(FixSpec("remove", (("remove", ptr),)), doc)
+    if found is None:
+        return None
+    (edit,) = found.edits
+    return text[:edit.start] + edit.text + text[edit.end:]
+
+
+@pytest.mark.parametrize("text, ptr, expected", [
+    ('{"a": 1, "b": 2, "c": 3}', "/a", '{"b": 2, "c": 3}'),
+    ('{"a": 1, "b": 2, "c": 3}', "/b", '{"a": 1, "c": 3}'),
+    ('{"a": 1, "b": 2, "c": 3}', "/c", '{"a": 1, "b": 2}'),
+    ('{"a": 1}', "/a", "{}"),
+    ('{\n    "a": 1,\n    "b": {"x": [1]},\n    "c": 3\n}', "/b", '{\n    "a": 1,\n    "c": 3\n}'),
+    ('{\r\n  "a": 1,\r\n  "b": 2\r\n}', "/b", '{\r\n  "a": 1\r\n}'),
+    ('{\n  "a": 1\n}\n', "/a", "{\n}\n"),
+    ('{"r": [1 , 2 ,3]}', "/r/1", '{"r": [1 ,3]}'),
+    ('{\n  "a": 1, "b": 2,\n  "c": 3\n}', "/b", '{\n  "a": 1,\n  "c": 3\n}'),
+    ('{"r": [1, 2, 3]}', "/r/2", '{"r": [1, 2]}'),
+    ('{"r": [ 7 ]}', "/r/0", '{"r": [ ]}'),
+    ('{"s": {"k": "a,b}"}, "t": 1}', "/s/k", '{"s": {}, "t": 1}'),
+])
+def test_removal_takes_its_comma_and_leaves_valid_json(text, ptr, expected):
+    assert _remove(text, ptr) == expected
+    json.loads(expected)
+
+
+def test_fixes_of_one_list_overlap_and_take_two_rounds(tmp_path):
+    path = tmp_path / "config.json"
+    path.write_text(BASE.replace('"rank": []', '"rank": [1, 1, 1]'))
+    run, outcome = fix(path)
+    assert [d.code for d in outcome.applied] == ["PL302", "PL302"]
+    assert path.read_text() == BASE.replace('"rank": []', '"rank": [1]')
+    assert run.status == 0
+
+
+def test_override_values_get_no_fix(tmp_path):
+    """A value given in code (probe_runtime's keyword arguments) is not in
+    the file: no edit of the file could fix it."""
+    from msprobe_lint import Context, lint_file
+
+    path = tmp_path / "config.json"
+    path.write_text(BASE)
+    (level,) = [d for d in lint_file(str(path), Context(), overrides={"level": "l1"}).diagnostics
+                if d.code == "PL103"]
+    assert level.fix is None
+
+
+def test_file_changed_meanwhile_is_not_overwritten(tmp_path, monkeypatch):
+    """Someone saves the config between the read and the write: theirs
+    is kept, nothing is fixed, and the findings are of the file as read."""
+    import msprobe_lint.lint.fixes.edits as fixes_module
+
+    path = tmp_path / "config.json"
+    path.write_text(MESSY)
+    real = fixes_module.fix_text
+
+    def saved_meanwhile(*args, **kwargs):
+        out = real(*args, **kwargs)
+        path.write_text(BASE)
+        return out
+
+    monkeypatch.setattr(fixes_module, "fix_text", saved_meanwhile)
+    run, outcome = fix(path)
+    assert path.read_text() == BASE
+    assert outcome.applied == [] and "changed while it was being fixed" in (outcome.skipped or "")
+    assert "PL103" in [d.code for d in run.results[0].diagnostics]
+
+
+def test_diff_applies_with_patch_even_without_a_final_newline(tmp_path):
+    import shutil
+    import subprocess
+
+    if shutil.which("patch") is None:
+        pytest.skip("no patch program")
+    messy = MESSY.rstrip("\n").replace("\n", "\r\n")
+    path = tmp_path / "config.json"
+    path.write_bytes(messy.encode())
+    diff = subprocess.run(probe_command() + ["lint", "--isolated", "--diff", "config.json"], cwd=tmp_path,
+                          capture_output=True).stdout  # bytes: the \r\n of the lines kept
+    assert diff.endswith(b"}\n\\ No newline at end of file\n")
+    subprocess.run(["patch", "-s", "config.json"], input=diff, cwd=tmp_path, check=True)
+    assert path.read_bytes() == FIXED.rstrip("\n").replace("\n", "\r\n").encode()
+
+
+def test_fix_on_standard_input_prints_the_fixed_text_and_reports_on_stderr(tmp_path):
+    """`probe lint --fix -` is a filter: the fixed config on stdout, what is
+    left on stderr; no file (not even one named by --stdin-filename) is written."""
+    named = tmp_path / "config.json"
+    named.write_text("untouched")
+    proc = run_probe("lint", "--isolated", "--fix", "-", "--stdin-filename", "config.json", input=MESSY,
+                     cwd=tmp_path, env={"NO_COLOR": "1"})
+    assert proc.returncode == 0, proc.stderr
+    fixed = json.loads(proc.stdout)
+    assert fixed["rank"] == [0]
+    assert proc.stderr.startswith("config.json: fixed 3: PL102 write rank as a list, ")
+    assert named.read_text() == "untouched" and sorted(p.name for p in tmp_path.iterdir()) == ["config.json"]
+    again = run_probe("lint", "--isolated", "-", input=proc.stdout)
+    assert again.returncode == 0, again.stdout
+
+
+@pytest.mark.parametrize("data", ['{"task": "overflow_check",', "\xff{}"])
+def test_fix_on_standard_input_passes_what_it_cannot_fix_through(data):
+    proc = subprocess.run(probe_command() + ["lint", "--isolated", "--fix", "-"], capture_output=True,
+                          input=data.encode("latin-1"), timeout=120)
+    assert proc.returncode == 1 and proc.stdout == data.encode("latin-1")
+    assert b"PL00" in proc.stderr and b"Traceback" not in proc.stderr
+
+
+def test_fix_walks_a_folder_as_lint_does(tmp_path):
+    """--fix over a folder fixes the msprobe configs the walk finds and
+    leaves every other JSON file, and the ignored ones, as they were."""
+    (tmp_path / ".gitignore").write_text("ignored/\n")
+    for sub in ("a", "ignored"):
+        (tmp_path / sub).mkdir()
+        (tmp_path / sub / "config.json").write_text(MESSY)
+    other = '{"name": "pkg", "rank": 0}\n'
+    (tmp_path / "a" / "package.json").write_text(other)
+    proc = run_probe("lint", "--isolated", "--fix", ".", cwd=tmp_path, env={"NO_COLOR": "1"})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert json.loads((tmp_path / "a" / "config.json").read_text())["rank"] == [0]
+    assert (tmp_path / "ignored" / "config.json").read_text() == MESSY
+    assert (tmp_path / "a" / "package.json").read_text() == other
+
+
+TOP = '{\n    "task": "overflow_check",\n    "dump_path": "/tmp/d",\n    "level": "L1",\n%s\n}\n'
+
+
+@pytest.mark.parametrize("members, section", [
+    # two members moved into a section that is not there: the first creates it, the second joins it
+    ('    "overflow_nums": 7,\n    "check_mode": "all"', {"overflow_nums": 7, "check_mode": "all"}),
+    # a move and a rename to the same key: only one of them can be applied; no value is dropped
+    ('    "overflow_nums": 7,\n    "overflow_check": {"overflow_number": 3}', None),
+    # two misspellings of one key: one rename, the other left for the user
+    ('    "overflow_check": {"overflow_number": 3, "Overflow_Nums": 5}', None),
+])
+def test_fixes_of_one_round_never_make_a_duplicate_key(tmp_path, members, section):
+    path = tmp_path / "config.json"
+    path.write_text(TOP % members)
+    before = json.loads(path.read_text())
+    numbers = sorted(v for v in (before.get("overflow_nums"), *(before.get("overflow_check") or {}).values())
+                     if isinstance(v, int))
+    run, outcome = fix(path, unsafe=True)
+    assert outcome.applied
+    assert "PL002" not in [d.code for d in run.results[0].diagnostics]
+    pairs = json.loads(path.read_text(), object_pairs_hook=lambda p: p)  # every member, duplicates too
+    keys = [k for k, _ in pairs]
+    assert len(keys) == len(set(keys))
+    after = json.loads(path.read_text())
+    kept = sorted(v for v in (after.get("overflow_nums"), *after["overflow_check"].values()) if isinstance(v, int))
+    assert kept == numbers  # nothing the user wrote is lost
+    if section is not None:
+        assert after["overflow_check"] == section and run.status == 0
+
+
+def test_fix_refuses_files_a_rename_would_not_edit_as_a_write_does(tmp_path):
+    """A read-only file and a file with another hard link are reported,
+    not replaced; the owner and group of a rewritten file are kept."""
+    read_only = tmp_path / "ro.json"
+    read_only.write_text(MESSY)
+    read_only.chmod(0o444)
+    linked = tmp_path / "linked.json"
+    linked.write_text(MESSY)
+    os.link(linked, tmp_path / "other-name.json")
+    proc = run_probe("lint", "--isolated", "--fix", "ro.json", "linked.json", cwd=tmp_path)
+    assert proc.returncode == 2  # fixes were due and could not be written: not "findings remain" (1)
+    assert "probe: ro.json: not rewritten: it is read-only" in proc.stderr
+    assert "probe: linked.json: not rewritten: it has 1 other hard link(s)" in proc.stderr
+    assert read_only.read_text() == MESSY and linked.read_text() == MESSY
+    assert (tmp_path / "other-name.json").read_text() == MESSY and linked.stat().st_nlink == 2
+
+
+@pytest.mark.skipif(not hasattr(os, "fork") or os.geteuid() != 0, reason="needs root to switch to nobody")
+def test_fix_in_a_folder_that_cannot_be_written_says_so_and_exits_2(open_tmp):
+    folder = open_tmp / "locked"
+    folder.mkdir()
+    path = folder / "config.json"
+    path.write_text(MESSY)
+    path.chmod(0o666)
+    folder.chmod(0o555)  # the file is writable, its folder is not: no new file can replace it
+
+    def fix_as_nobody():
+        run, (outcome,) = fix_paths([str(path)], LintOptions(isolated=True))
+        return {"status": run.status, "skipped": outcome.skipped, "failed": outcome.failed}
+
+    got = as_nobody(fix_as_nobody)
+    assert got["status"] == 2 and got["failed"], got
+    assert got["skipped"].startswith("not rewritten: Permission denied (the file and its folder must be writable")
+    assert path.read_text() == MESSY
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="giving a file away needs root")
+def test_fix_keeps_the_owner_and_group(tmp_path):
+    path = tmp_path / "config.json"
+    path.write_text(MESSY)
+    os.chown(path, 65534, 65534)
+    run_probe("lint", "--isolated", "--fix", str(path))
+    info = path.stat()
+    assert (info.st_uid, info.st_gid) == (65534, 65534) and json.loads(path.read_text())["rank"] == [0]
+
+
+def test_fix_of_a_folder_reports_a_soft_link_as_its_target_now_reads(tmp_path):
+    (tmp_path / "a.json").write_text(MESSY)
+    (tmp_path / "b.json").symlink_to("a.json")
+    proc = run_probe("lint", "--isolated", "--fix", ".", cwd=tmp_path, env={"NO_COLOR": "1"})
+    assert proc.returncode == 0, proc.stdout + proc.stderr  # b.json: the target is fixed, nothing is left
+    assert "b.json: not rewritten" not in proc.stderr and json.loads((tmp_path / "a.json").read_text())["rank"] == [0]
+
+
+def test_fix_report_quotes_the_fixed_text(tmp_path):
+    path = tmp_path / "config.json"
+    path.write_text(MESSY.replace('"/home/data_dump"', '"dump"'))
+    proc = run_probe("lint", "--isolated", "--fix", "-", "--stdin-filename", "config.json", cwd=tmp_path,
+                     input=path.read_text(), env={"NO_COLOR": "1"})
+    assert '"dump_path" : "dump",' in proc.stderr and "PL401" in proc.stderr  # the snippet, from the input
+
+
+def test_diff_with_nothing_to_show_says_what_is_left(tmp_path):
+    path = tmp_path / "config.json"
+    path.write_text(BASE.replace('"/home/data_dump"', '"dump"'))
+    proc = run_probe("lint", "--isolated", "--diff", str(path))
+    assert (proc.returncode, proc.stdout) == (1, "")
+    assert "No fix to show; 1 finding left (run probe lint without --diff to see them)." in proc.stderr
+    proc = run_probe("lint", "--isolated", "--diff", "-f", "json", str(path))
+    assert proc.returncode == 2 and "--format json does not apply" in proc.stderr
+
+
+def test_output_dash_is_stdout_and_a_config_is_never_the_output(tmp_path):
+    config = tmp_path / "config.json"
+    config.write_text(MESSY)
+    other = tmp_path / "other.json"
+    other.write_text(BASE)
+    proc = run_probe("lint", "--isolated", "config.json", "--output", "-", cwd=tmp_path)
+    assert "PL102" in proc.stdout and not (tmp_path / "-").exists()
+    proc = run_probe("lint", "--isolated", "config.json", "--output", "other.json", cwd=tmp_path)
+    assert proc.returncode == 2 and "holds an msprobe config" in proc.stderr and other.read_text() == BASE
+    for fmt in ("json", "text"):  # a report from an earlier run is replaced
+        report = tmp_path / f"report.{fmt}"
+        for _ in range(2):
+            proc = run_probe("lint", "--isolated", "config.json", "-f", fmt, "--output", str(report), cwd=tmp_path)
+            assert proc.returncode == 1, proc.stderr

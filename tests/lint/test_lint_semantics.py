@@ -1,0 +1,171 @@
+"""Behaviour of the engine and the semantic rules beyond one bad/good
+pair: positions, one diagnostic per fault, unknown context, suggestions."""
+from __future__ import annotations
+
+from conftest import codes, config
+
+
+def test_reports_every_problem_at_once(lint):
+    found = lint(config(levle="L1", rank=0, dump_path="./d", overflow_check={"overflow_number": 2}))
+    assert sorted(codes(found)) == ["PL101", "PL101", "PL102", "PL401"]
+
+
+def test_typo_suggestions(lint):
+    (top,) = lint(config(levle="L1"))
+    assert top.hint == "did you mean 'level'?"
+    (inner,) = lint(config(overflow_check={"overflow_number": 3}))
+    assert inner.hint == "did you mean 'overflow_nums'?"
+    assert inner.pointer == "/overflow_check/overflow_number"
+
+
+def test_enum_suggestion_is_case_insensitive_then_closest(lint):
+    (lower,) = lint(config(level="l0"))
+    assert lower.code == "PL103" and lower.hint == "did you mean 'L0'?"
+    (close,) = lint(config(task="overflow_chek"))
+    assert close.hint == "did you mean 'overflow_check'?"
+
+
+def test_integers_are_strict(lint):
+    for value in (3.0, 1e2, True, "3"):
+        (found,) = lint(config(overflow_check={"overflow_nums": value}))
+        assert found.code == "PL102", value
+    (text,) = lint('{"task": "overflow_check", "dump_path": "/d", "overflow_check": {"overflow_nums": 1e2}}')
+    assert text.code == "PL102" and text.hint == "write 100"
+
+
+def test_positions_point_at_key_or_value(lint):
+    text = '{\n  "dump_path": "/d",\n  "task": "overflow_check",\n  "levle": "L1",\n  "rank": [0, "3-1"]\n}\n'
+    found = {d.code: d for d in lint(text)}
+    assert (found["PL101"].line, found["PL101"].column) == (4, 3)  # the key
+    assert (found["PL301"].line, found["PL301"].column) == (5, 15)  # the item value
+
+
+def test_nan_is_pl005_not_pl102(lint):
+    found = lint('{"task": "overflow_check", "dump_path": "/d", "overflow_check": {"overflow_nums": NaN}, '
+                 '"step": [-Infinity]}')
+    assert codes(found) == ["PL005", "PL005"]
+
+
+def test_duplicate_key_reported_at_each_repeat_and_last_value_wins(lint):
+    text = '{\n"dump_path": "/d",\n"level": "L1",\n"level": "L0",\n"level": "mix",\n"task": "overflow_check"\n}'
+    found = lint(text, mode="pynative")
+    dups = [d for d in found if d.code == "PL002"]
+    assert [d.line for d in dups] == [4, 5]
+    assert "PL201" in codes(found)  # the last value, mix, is what the rules see
+
+
+def test_bad_value_is_not_passed_to_semantic_rules(lint):
+    # check_mode fails the enum: PL103 only, no PL204 on top
+    found = lint(config(level="L2", overflow_check={"check_mode": "ai_core"}),
+                 mode="graph", jit_level="O2", mindspore_version="2.6.0")
+    assert codes(found) == ["PL103"]
+    # an invalid rank item is PL301 once, not also PL302/PL303
+    assert codes(lint(config(rank=[-1, -1]), world_size=2)) == ["PL301", "PL301"]
+
+
+def test_unknown_context_only_pl202_pl203_warn(lint):
+    found = lint(config(level="L2"))
+    assert sorted(codes(found)) == ["PL202", "PL203"]
+    assert all(d.severity.value == "warning" for d in found)
+    assert lint(config(level="L1")) == []  # mode unknown: no PL201
+    assert lint(config(overflow_check={"check_mode": "all"})) == []  # no PL204 without context
+    assert lint(config(rank=[9])) == []  # no world size: no PL303
+
+
+def test_mix_and_debug_never_valid_for_overflow_check(lint):
+    assert codes(lint(config(level="mix"))) == ["PL201"]
+    assert codes(lint(config(level="debug"))) == ["PL201"]
+    assert lint(config(task="statistics", level="mix")) == []
+
+
+def test_graph_mode_implies_mindspore_and_level_defaults_to_l1(lint):
+    found = lint(config(level=None), mode="graph")
+    assert codes(found) == ["PL201"] and "defaults to L1" in found[0].message
+
+
+def test_context_provenance_in_messages(lint):
+    (found,) = lint(config(level="L1"), mode="graph")
+    assert "mode=graph from --mode" in found.message
+    (rank,) = lint(config(rank=[5]), world_size=4)
+    assert "world_size=4 from --world-size" in rank.message
+
+
+def test_pl204_reasons(lint):
+    (found,) = [d for d in lint(config(level="L2", overflow_check={"check_mode": "all", "overflow_nums": 1}),
+                                mode="graph", jit_level="O2", mindspore_version="2.2.0") if d.code == "PL204"]
+    assert found.pointer == "/overflow_check/overflow_nums"  # 2.2 honours check_mode; overflow_nums inert
+    both = lint(config(overflow_check={"check_mode": "atomic"}), mode="pynative", mindspore_version="2.6.0")
+    assert codes(both) == ["PL204"] and "static graph" in both[0].message and "2.3.0" in both[0].message
+
+
+def test_l2_pynative_and_frameworks(lint):
+    assert codes(lint(config(level="L2"), framework="pytorch")) == ["PL201"]
+    assert codes(lint(config(level="L0"), framework="msadapter")) == []
+    assert codes(lint(config(task="grad_probe"), framework="msadapter")) == ["PL205"]
+
+
+def test_rank_rules(lint):
+    assert codes(lint(config(rank=[0, "0-1"]), world_size=8)) == ["PL302"]
+    assert codes(lint(config(rank=["6-9"]), world_size=8)) == ["PL303"]
+    assert codes(lint(config(rank=[]), world_size=1)) == []
+    assert codes(lint(config(rank="0"))) == ["PL102"]
+    assert codes(lint(config(step=["a-b", "1-2-3", "2"]))) == ["PL301", "PL301", "PL301"]
+
+
+def test_path_rules(lint):
+    (tilde,) = lint(config(dump_path="~/dump"))
+    assert tilde.code == "PL405"  # not PL401/PL402 as well
+    # a '~' after the start is no shell expansion, only a rejected character
+    assert codes(lint(config(dump_path="/data/~/dump"))) == ["PL402"]
+    assert codes(lint(config(dump_path="/data/$RUN/dump"))) == ["PL405"]
+    (space,) = lint(config(dump_path="/home/my data/dump"))
+    assert space.hint.endswith("/home/my_data/dump")
+    assert codes(lint(config(dump_path="/" + "a/" * 2100))) == ["PL403"]
+    # other path keys: PL401 is a warning; inactive sections are not judged
+    found = lint(config(task="run_ut", run_ut={"error_data_path": "./err"}), framework="pytorch")
+    assert [(d.code, d.severity.value) for d in found] == [("PL401", "warning")]
+    assert codes(lint(config(run_ut={"error_data_path": "./err"}))) == ["PL206"]
+
+
+def test_pl105_vs_pl101(lint):
+    assert codes(lint(config(overflow_check={"data_mode": ["all"]}))) == ["PL105"]
+    assert codes(lint(config(statistics={"level": "L1"}, task="statistics"))) == ["PL105"]
+    (ms_key,) = lint(config(iteration="all"))
+    assert ms_key.code == "PL101" and "MindSpore's own dump" in ms_key.message
+
+
+def test_schema_ranges(lint):
+    assert codes(lint(config(task="statistics", statistics={"scope": ["a"]}))) == ["PL305"]  # a filter list
+    assert codes(lint(config(task="statistics", statistics={"scope": ["a", "b"]}))) == ["PL305"]  # not dump names
+    assert codes(lint(config(task="statistics", statistics={"scope": ["Tensor.add.0.forward",
+                                                                     "Functional.relu.2.backward"]}))) == []
+    assert codes(lint(config(task="statistics", statistics={"data_mode": ["all", "forward"]}))) == ["PL107"]
+    assert codes(lint(config(task="tensor", step=[0], tensor={"port": 70000}))) == ["PL107"]
+    assert codes(lint(config(task="statistics", statistics={"summary_mode": ["max", "l3"]}))) == ["PL103"]
+    assert codes(lint(config(task="statistics", statistics={"summary_mode": 3}))) == ["PL102"]
+
+
+def test_mindspore_dump_config_stops_everything(lint):
+    found = lint({"common_dump_settings": {"dump_mode": 0, "path": "rel path"}, "e2e_dump_settings": {}})
+    assert codes(found) == ["PL007"]
+
+
+def test_root_and_syntax_stop_everything(lint):
+    assert codes(lint('"just a string"')) == ["PL003"]
+    (empty,) = lint("")
+    assert empty.code == "PL001" and "empty" in empty.message
+    (comment,) = lint('{"dump_path": "/d" // where\n}')
+    assert comment.code == "PL001" and comment.hint == "JSON has no comments; remove them"
+    (utf,) = lint(b'{"dump_path": "/d\xff"}')
+    assert utf.code == "PL004" and (utf.line, utf.column) == (1, 18)
+
+
+def test_runtime_context_refuses_what_probe_runtime_cannot_run():
+    from msprobe_lint.lint.config_view import ConfigView
+    from msprobe_lint.lint.context import Context, Fact
+    from msprobe_lint.lint.rules.levels import task_not_available
+
+    runtime = Context(facts={"device": Fact("CPU", "get_context")}, runtime=True)
+    assert [f.code for f in task_not_available(ConfigView(config(task="statistics")), runtime)] == ["PL205"]
+    assert [f.code for f in task_not_available(ConfigView(config(level="L2")), runtime)] == ["PL205"]
+    assert list(task_not_available(ConfigView(config()), runtime)) == []

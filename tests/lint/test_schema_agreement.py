@@ -1,0 +1,167 @@
+"""The JSON Schema on its own (what an editor or check-jsonschema sees)
+agrees with ``probe lint --isolated`` on every golden lint case
+(tests/cases) whose findings JSON Schema can express, and on every such
+case of ../shared/cases/lint when it is present (an extra).
+
+A case takes part when every code probe reports is a schema finding
+(PL101-PL104, PL107, PL301), or when it reports nothing (then both must
+call the file valid). Left out, as SPEC section 3 says JSON Schema cannot
+express them: duplicate keys (PL002), NaN/Infinity (PL005), a byte-order
+mark (PL004), syntax errors (PL001), a non-object root (PL003), integral
+floats such as ``3.0`` and reversed ``"a-b"`` ranges.
+"""
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import REPO, SHARED_CASES, run_probe
+
+import golden
+
+SCHEMA = REPO / "schema" / "msprobe-config.schema.json"
+EXPRESSIBLE = {"PL101", "PL102", "PL103", "PL104", "PL107", "PL301"}
+RANGE = re.compile(r"^([0-9]+)-([0-9]+)$")
+
+
+def check_jsonschema() -> list[str]:
+    beside = Path(sys.executable).parent / "check-jsonschema"
+    return [str(beside)] if beside.exists() else [sys.executable, "-m", "check_jsonschema"]
+
+
+def inexpressible(raw: bytes) -> str | None:
+    """Why JSON Schema cannot judge this file the way probe does, or None."""
+    if raw.startswith(b"\xef\xbb\xbf"):
+        return "byte-order mark"
+    floats: list[float] = []
+    try:
+        data = json.loads(raw.decode("utf-8"), parse_float=lambda t: floats.append(float(t)) or float(t),
+                          parse_constant=lambda t: (_ for _ in ()).throw(ValueError(t)))
+    except (ValueError, RecursionError):
+        return "not strict JSON"
+    if any(f.is_integer() for f in floats):
+        return "integral float"
+    if isinstance(data, dict):
+        for key in ("rank", "step"):
+            for item in data.get(key) or [] if isinstance(data.get(key), list) else []:
+                match = RANGE.match(item) if isinstance(item, str) else None
+                if match and int(match.group(1)) > int(match.group(2)):
+                    return "reversed range"
+    return None
+
+
+def shared_verdicts() -> list[tuple[Path, set[str]]]:
+    """(config, codes probe reports) for each case of ../shared/cases/lint."""
+    out = []
+    for case in sorted(p.parent for p in (SHARED_CASES / "lint").glob("*/expect.json")):
+        expect = json.loads((case / "expect.json").read_text(encoding="utf-8"))
+        args = ["lint", str(case / "config.json"), "--isolated", "--format", "json", *expect.get("args", [])]
+        if expect.get("script"):
+            args += ["--script", str(case / expect["script"])]
+        proc = run_probe(*args)
+        assert proc.returncode in (0, 1, 2), proc.stderr
+        out.append((case / "config.json", {d["code"] for d in json.loads(proc.stdout)["diagnostics"]}))
+    return out
+
+
+# Options that change only the context, never the schema findings or which
+# are reported (--select, --ignore and --msprobe-version do).
+CONTEXT_OPTIONS = {"--mode", "--framework", "--jit-level", "--mindspore-version", "--world-size", "--script"}
+
+
+def golden_verdicts() -> list[tuple[Path, set[str]]]:
+    """(config, codes) for each isolated single-config golden case; the
+    codes are its expected diagnostics, which tests/lint/test_cases.py keeps
+    current."""
+    out = []
+    for case in golden.discover():
+        if case.format or case.make or case.env or case.pythonpath or not case.isolated:
+            continue
+        paths, options, args = [], set(), iter(case.args)
+        for arg in args:
+            if arg in CONTEXT_OPTIONS:
+                next(args)
+            elif arg.startswith("-"):
+                options.add(arg)
+            else:
+                paths.append(arg)
+        expected = golden.load_expected(case)
+        if paths != ["config.json"] or options - {"--isolated", "--check-fs"} or expected is None or expected.exit == 2:
+            continue
+        out.append((case.folder / "config.json", {line.split(": ", 1)[1].split()[0] for line in expected.diagnostics}))
+    return out
+
+
+def participants(verdicts: list[tuple[Path, set[str]]]) -> list[tuple[Path, bool]]:
+    from msprobe_lint.lint.atb import is_atb_config
+
+    out = []
+    for config, codes in verdicts:
+        if inexpressible(config.read_bytes()):
+            continue
+        try:
+            if is_atb_config(json.loads(config.read_bytes())):
+                continue  # msprobe's ATB dump config: its own schema, not this one
+        except ValueError:
+            pass
+        if not codes or codes <= EXPRESSIBLE:
+            out.append((config, not codes))
+    return out
+
+
+def assert_check_jsonschema_agrees(cases: list[tuple[Path, bool]]) -> None:
+    assert len(cases) >= 15
+    assert any(valid for _, valid in cases) and any(not valid for _, valid in cases)
+    files = [str(config) for config, _ in cases]
+    proc = subprocess.run(check_jsonschema() + ["-o", "json", "--schemafile", str(SCHEMA), *files],
+                          capture_output=True, text=True, timeout=300)
+    report = json.loads(proc.stdout)
+    assert report["parse_errors"] == []
+    failing = {error["filename"] for error in report["errors"]}
+    disagree = [(config.parent.name, "probe: " + ("valid" if valid else "invalid"))
+                for config, valid in cases if (str(config) in failing) == valid]
+    assert not disagree
+
+
+def test_check_jsonschema_agrees_with_probe_on_the_golden_cases():
+    assert_check_jsonschema_agrees(participants(golden_verdicts()))
+
+
+@pytest.mark.shared
+def test_check_jsonschema_agrees_with_probe_on_the_shared_cases():
+    assert_check_jsonschema_agrees(participants(shared_verdicts()))
+
+
+def test_the_schema_is_a_valid_2020_12_schema_with_editor_annotations():
+    from jsonschema import Draft202012Validator
+
+    schema = json.loads(SCHEMA.read_text(encoding="utf-8"))
+    Draft202012Validator.check_schema(schema)
+    assert schema["title"] and schema["description"] and schema["markdownDescription"]
+    top = schema["properties"]
+    for key in ("task", "dump_path", "rank", "step", "level", "async_dump", "precision"):
+        assert top[key].get("title") and top[key].get("description") and top[key].get("markdownDescription"), key
+    for key in ("task", "level", "rank", "step"):
+        assert "default" in top[key] and top[key].get("examples"), key
+    for key in ("seed", "is_deterministic", "enable_dataloader"):
+        assert top[key]["deprecated"] is True, key
+    for name, section in schema["$defs"].items():
+        if name.endswith("Section") and name != "emptySection":  # titled where it is used
+            assert section.get("title") and section.get("description") and section.get("examples"), name
+            for key, sub in section["properties"].items():
+                assert sub.get("title") or sub.get("$ref"), (name, key)
+
+
+def test_deprecated_keys_are_accepted_by_the_schema_alone():
+    """check-jsonschema (like an editor) only strikes deprecated keys
+    through; probe reports them as PL106 warnings, not errors."""
+    from jsonschema import Draft202012Validator
+
+    schema = json.loads(SCHEMA.read_text(encoding="utf-8"))
+    config = {"task": "overflow_check", "dump_path": "/d", "seed": 1, "is_deterministic": True,
+              "overflow_check": {"overflow_nums": 1, "backward_input": ["x"]}}
+    assert Draft202012Validator(schema).is_valid(config)

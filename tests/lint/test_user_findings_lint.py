@@ -1,0 +1,111 @@
+"""Findings of a first-time user's session (bad input must give a clear
+message and exit 2, never a traceback; nothing the user had is lost)."""
+from __future__ import annotations
+
+import json
+import os
+
+from conftest import config, run_probe, write_config
+
+
+def test_non_utf8_pyproject_is_a_usage_error(tmp_path):
+    (tmp_path / "pyproject.toml").write_bytes(b"\xff\xfe[tool]")
+    path = write_config(tmp_path, config())
+    proc = run_probe("lint", str(path), cwd=tmp_path)
+    assert proc.returncode == 2 and "not UTF-8" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_probe_run_without_config_is_a_usage_error(tmp_path):
+    marker = tmp_path / "started"
+    proc = run_probe("run", "--", "touch", str(marker), cwd=tmp_path)
+    assert proc.returncode == 2 and "CONFIG must be the msprobe config" in proc.stderr
+    assert not marker.exists()
+
+
+def test_output_never_overwrites_an_input(tmp_path):
+    path = write_config(tmp_path, config(levle="L1"))
+    before = path.read_bytes()
+    proc = run_probe("lint", str(path), "--isolated", "--format", "json", "--output", str(path))
+    assert proc.returncode == 2 and "would be overwritten" in proc.stderr
+    assert path.read_bytes() == before
+
+
+def test_unknown_codes_and_versions_and_folders_are_usage_errors(tmp_path):
+    path = write_config(tmp_path, config())
+    for args in (["--select", "PL999"], ["--ignore", "PL9"], ["--msprobe-version", "9.0"],
+                 ["--msprobe-version", "25.1"], ["--cwd", str(tmp_path / "nowhere")]):
+        proc = run_probe("lint", str(path), "--isolated", *args)
+        assert proc.returncode == 2, args
+        assert "Traceback" not in proc.stderr, args
+    later = run_probe("lint", str(path), "--isolated", "--msprobe-version", "27.0")  # judged as the newest 26.x
+    assert later.returncode == 1 and "mindstudio-probe 26.2" in later.stdout
+
+
+def test_messages_and_hints(lint):
+    (rank,) = lint(config(rank=["0"]))
+    assert rank.code == "PL301" and rank.hint.startswith("write 0")
+    (step,) = lint(config(step=[-1]))
+    assert step.hint == "ranks and steps count from 0"
+    (control,) = lint('{"dump_path": "/a\tb"}')
+    assert control.code == "PL001" and control.message.endswith("in a string (write it escaped, e.g. \\n or \\t)")
+    (single,) = lint(config(rank=[1]), world_size=1, select=("PL303",))
+    assert "the only rank is 0" in single.message
+
+
+def test_explain_takes_a_rule_name():
+    proc = run_probe("explain", "level-not-allowed")
+    assert proc.returncode == 0 and proc.stdout.startswith("PL201 level-not-allowed")
+
+
+def test_migrate_says_what_has_no_equivalent(tmp_path):
+    path = write_config(tmp_path, {"task": "nan_check", "dump_path": "/d", "extra_info": True, "nan_check": {}})
+    proc = run_probe("migrate", str(path), "--to", "8.3")
+    assert proc.returncode == 0
+    assert "'extra_info' has no equivalent in mindstudio-probe 8.3" in proc.stderr
+    assert "'nan_check' has no equivalent" in proc.stderr
+
+
+def _earlier_run(tmp_path):
+    dump = tmp_path / "dump"
+    (dump / "step0" / "rank").mkdir(parents=True)
+    (dump / "step0" / "rank" / "dump.json").write_text("{}")
+    os.chmod(dump, 0o750)
+    return dump
+
+
+def test_dump_of_an_earlier_run_warns_in_lint_and_blocks_a_guarded_launch(tmp_path):
+    dump = _earlier_run(tmp_path)
+    path = write_config(tmp_path, config(dump_path=str(dump)))
+    os.chmod(path, 0o640)
+    out = json.loads(run_probe("lint", str(path), "--isolated", "--check-fs", "--format", "json").stdout)
+    (found,) = [d for d in out["diagnostics"] if d["code"] == "PL407"]
+    assert found["severity"] == "warning" and "step0/rank" in found["message"]
+    marker = tmp_path / "started"
+    proc = run_probe("run", str(path), "--isolated", "--", "touch", str(marker), cwd=tmp_path)
+    assert proc.returncode == 1 and "PL407" in proc.stderr and not marker.exists()
+    assert (dump / "step0" / "rank" / "dump.json").read_text() == "{}"
+
+
+def test_runtime_gate_counts_only_its_own_rank_folder(tmp_path):
+    from msprobe_lint.lint.context import Context, Fact
+    from msprobe_lint.lint.engine import lint_file
+
+    dump = _earlier_run(tmp_path)
+    (dump / "step0" / "rank").rename(dump / "step0" / "rank0")
+    path = write_config(tmp_path, config(dump_path=str(dump)))
+    os.chmod(path, 0o640)
+
+    def pl407(rank_dir):
+        ctx = Context(facts={"rank_dir": Fact(rank_dir, "test")}, check_fs=True, runtime=True)
+        return [d for d in lint_file(str(path), ctx).diagnostics if d.code == "PL407"]
+
+    assert pl407("rank1") == []  # another worker of the same job already wrote rank0
+    (mine,) = pl407("rank0")
+    assert mine.severity.value == "error"
+
+
+def test_context_flags_are_case_insensitive_like_pyproject(tmp_path):
+    path = write_config(tmp_path, config(level="L1"))
+    proc = run_probe("lint", str(path), "--isolated", "--mode", "Graph", "--jit-level", "o2", "--format", "json")
+    assert proc.returncode == 1
+    assert [d["code"] for d in json.loads(proc.stdout)["diagnostics"]] == ["PL201"]

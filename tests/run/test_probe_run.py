@@ -1,0 +1,270 @@
+"""`probe run`: the guarded launch (msprobe_lint/run/ and the `run`
+command). Unit tests of the command parsing, then real launches of small
+Python children through the `probe` console script."""
+from __future__ import annotations
+
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from msprobe_lint.lint.api import LintOptions
+from msprobe_lint.run import guarded_run
+from msprobe_lint.run.environment import child_environment
+from msprobe_lint.run.launchers import parse_command
+from msprobe_lint.run.process import exit_status
+
+from conftest import probe_command, run_probe
+
+PY = sys.executable
+
+
+def config(directory: Path, **extra) -> Path:
+    data = {"task": "overflow_check", "dump_path": str(directory / "dump"), "level": "L1",
+            "overflow_check": {"overflow_nums": 1}}
+    data.update(extra)
+    path = directory / "config.json"
+    path.write_text(json.dumps(data, indent=2))
+    return path
+
+
+# ------------------------------------------------------------ parse_command
+
+@pytest.mark.parametrize("argv, script", [
+    (["python", "train.py", "--lr", "1"], "train.py"),
+    (["python3", "-u", "train.py"], "train.py"),
+    (["/venv/bin/python3.11", "-uB", "-X", "dev", "-W", "ignore", "train.py"], "train.py"),
+    (["python", "-Wignore", "-Xdev", "sub/train.py"], "sub/train.py"),
+    (["python", "-c", "print(1)"], None),
+    (["python"], None),
+    (["python", "-", "x"], None),
+    (["env", "A=1", "B=2", "python", "train.py"], "train.py"),
+    (["./train.py", "--x"], "./train.py"),
+    (["bash", "run.sh"], None),
+])
+def test_parse_python_script(argv, script):
+    assert parse_command(argv).script == script
+
+
+def test_parse_python_module_resolves_under_cwd(tmp_path, monkeypatch):
+    (tmp_path / "pkg" / "app").mkdir(parents=True)
+    (tmp_path / "pkg" / "train.py").write_text("")
+    (tmp_path / "pkg" / "app" / "__main__.py").write_text("")
+    monkeypatch.chdir(tmp_path)
+    assert parse_command(["python", "-m", "pkg.train", "--x"]).script == os.path.join("pkg", "train.py")
+    assert parse_command(["python", "-u", "-m", "pkg.app"]).script == os.path.join("pkg", "app", "__main__.py")
+    plan = parse_command(["python", "-m", "json.tool"])
+    assert plan.script is None and plan.module == "json.tool" and plan.notes
+
+
+@pytest.mark.parametrize("argv, world, source, script", [
+    (["msrun", "--worker_num=2", "--local_worker_num=2", "--master_addr=127.0.0.1", "--master_port=8118",
+      "--join=True", "train.py", "--epochs", "1"], 2, "msrun --worker_num", "train.py"),
+    (["msrun", "--worker_num", "4", "--log_dir", "logs", "python", "-u", "train.py"], 4, "msrun --worker_num",
+     "train.py"),
+    (["msrun", "--worker_n", "3", "train.py"], 3, "msrun --worker_num", "train.py"),  # argparse prefix
+    (["msrun", "train.py"], 8, "msrun default --worker_num 8", "train.py"),
+    (["python", "-m", "mindspore.parallel.cluster.run", "--worker_num=2", "t.py"], 2, "msrun --worker_num", "t.py"),
+    (["torchrun", "--nproc_per_node", "4", "--nnodes", "2", "train.py"], 8,
+     "torchrun --nproc_per_node --nnodes", "train.py"),
+    (["torchrun", "--standalone", "--nproc-per-node=2", "train.py"], 2, "torchrun --nproc_per_node", "train.py"),
+    (["python", "-m", "torch.distributed.run", "--nproc_per_node=2", "t.py"], 2,
+     "python -m torch.distributed.run --nproc_per_node", "t.py"),
+    (["mpirun", "-n", "3", "--host", "a,b", "python", "-u", "train.py"], 3, "mpirun -n", "train.py"),
+    (["mpiexec", "-np", "2", "train.py"], 2, "mpiexec -np", "train.py"),
+])
+def test_parse_launcher_world_size(argv, world, source, script):
+    plan = parse_command(argv)
+    assert plan.world_size is not None, plan.notes
+    assert (plan.world_size.value, plan.world_size.source) == (world, source)
+    assert plan.script == script
+
+
+def test_parse_unknown_world_size():
+    plan = parse_command(["torchrun", "--nnodes", "1:4", "--nproc_per_node", "2", "train.py"])
+    assert plan.world_size is None and plan.script == "train.py" and "elastic" in plan.notes[0]
+    assert parse_command(["torchrun", "--nproc_per_node", "auto", "t.py"]).world_size is None
+    assert parse_command(["python", "train.py"]).world_size is None
+
+
+def test_child_environment_puts_interpreter_first(tmp_path):
+    env = child_environment("cfg.json", {"PATH": "/usr/bin:/bin"}, executable="/opt/venv/bin/python",
+                            prefix="/opt/venv", base_prefix="/usr")
+    assert env["PATH"].split(os.pathsep) == ["/opt/venv/bin", "/usr/bin", "/bin"]
+    assert env["PROBE_CONFIG"] == os.path.abspath("cfg.json")
+    assert env["VIRTUAL_ENV"] == "/opt/venv"
+    again = child_environment("cfg.json", {"PATH": "/usr/bin:/opt/venv/bin"}, executable="/opt/venv/bin/python")
+    assert again["PATH"].split(os.pathsep) == ["/opt/venv/bin", "/usr/bin"]  # moved first, not repeated
+
+
+def test_exit_status_convention():
+    assert [exit_status(c) for c in (0, 3, -15, -9)] == [0, 3, 143, 137]
+
+
+# --------------------------------------------- guarded_run with a fake runner
+
+class FakeRunner:
+    def __init__(self, status=0):
+        self.calls = []
+        self.status = status
+
+    def __call__(self, argv, env, launcher=None):
+        self.calls.append((argv, env, launcher))
+        return self.status
+
+
+def guarded(cfg, command, **options):
+    stream, runner = io.StringIO(), FakeRunner(5)
+    status = guarded_run(str(cfg), command, LintOptions(isolated=True, **options), stream=stream, runner=runner)
+    return status, stream.getvalue(), runner.calls
+
+
+def test_world_size_from_msrun_feeds_pl303(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "t.py").write_text("")
+    cfg = config(tmp_path, rank=[1, 3])
+    msrun = ["msrun", "--worker_num=2", "--local_worker_num=2", "--join=True", "t.py"]
+    status, out, calls = guarded(cfg, msrun)
+    assert "PL303" in out and "world_size=2 from msrun --worker_num" in out, out
+    assert status == 5 and calls and calls[0][2] == "msrun"  # a warning: rank 1 still collects
+    status, out, calls = guarded(cfg, msrun, strict=True)
+    assert status == 1 and not calls  # --strict: the warning blocks
+    nothing = config(tmp_path, rank=[3])
+    status, out, calls = guarded(nothing, msrun)
+    assert status == 1 and not calls and "PL303 error" in out  # no rank left: the job would collect nothing
+
+
+def test_world_size_from_launcher_feeds_pl304(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "t.py").write_text("")
+    cfg = config(tmp_path, rank=[0])
+    status, out, calls = guarded(cfg, ["torchrun", "--nproc_per_node", "1", "t.py"])
+    assert status == 1 and not calls and "PL304" in out and "torchrun --nproc_per_node" in out, out
+    status, out, calls = guarded(cfg, ["mpirun", "-n", "4", "hostname"])
+    assert status == 5 and calls and "PL30" not in out, out
+
+
+def test_world_size_flag_wins_over_launcher(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "t.py").write_text("")
+    cfg = config(tmp_path, rank=[3])
+    status, out, calls = guarded(cfg, ["msrun", "--worker_num=2", "t.py"], world_size=4)
+    assert status == 5 and "PL303" not in out
+
+
+def test_missing_script_is_refused(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    cfg = config(tmp_path)
+    status, out, calls = guarded(cfg, ["python", "nope.py"])
+    assert status == 2 and not calls and "nope.py: no such file" in out
+
+
+def test_no_command_is_usage_error(tmp_path):
+    status, out, calls = guarded(config(tmp_path), [])
+    assert status == 2 and not calls and "no command" in out
+
+
+# ------------------------------------------------------- real child process
+
+def test_refuses_bad_config_and_does_not_start(tmp_path):
+    cfg = config(tmp_path, dump_path="dump")  # relative dump_path: PL401 error
+    marker = tmp_path / "started"
+    proc = run_probe("run", str(cfg), "--", PY, "-c", f"open({str(marker)!r}, 'w').close()", cwd=tmp_path)
+    assert proc.returncode == 1, proc.stderr
+    assert not marker.exists()
+    assert "PL401" in proc.stderr and "not starting" in proc.stderr
+    assert proc.stdout == ""
+
+
+def test_bad_probe_checks_exits_2_before_starting(tmp_path):
+    cfg = config(tmp_path)
+    marker = tmp_path / "started"
+    proc = run_probe("run", str(cfg), "--", PY, "-c", f"open({str(marker)!r}, 'w').close()", cwd=tmp_path,
+                     env={"PROBE_CHECKS": "bogus"})
+    assert proc.returncode == 2 and not marker.exists()
+    assert "PROBE_CHECKS must be 'exact', 'auto' or 'sentinel', not 'bogus'" in proc.stderr and "passed" not in proc.stderr
+    proc = run_probe("run", str(cfg), "--", PY, "-c", f"open({str(marker)!r}, 'w').close()", cwd=tmp_path,
+                     env={"PROBE_CHECKS": "sentinel"})
+    assert proc.returncode == 0 and marker.exists()
+
+
+def test_unreadable_config_exits_2(tmp_path):
+    marker = tmp_path / "started"
+    proc = run_probe("run", str(tmp_path / "missing.json"), "--", PY, "-c",
+                     f"open({str(marker)!r}, 'w').close()", cwd=tmp_path)
+    assert proc.returncode == 2 and not marker.exists() and "PL006" in proc.stderr
+
+
+def test_runs_command_with_env_and_passes_status(tmp_path):
+    cfg = config(tmp_path)
+    script = tmp_path / "child.py"
+    script.write_text("import json, os, sys\n"
+                      "json.dump({'cfg': os.environ['PROBE_CONFIG'], 'path': os.environ['PATH'],\n"
+                      "           'argv': sys.argv[1:]}, open('seen.json', 'w'))\n"
+                      "sys.exit(7)\n")
+    proc = run_probe("run", "config.json", "--", "python", "-u", "child.py", "--flag", "x", cwd=tmp_path,
+                     env={"PATH": "/usr/bin:/bin"})
+    assert proc.returncode == 7, proc.stderr
+    seen = json.loads((tmp_path / "seen.json").read_text())
+    assert seen["cfg"] == str(cfg) and seen["argv"] == ["--flag", "x"]
+    assert seen["path"].split(os.pathsep)[0] == os.path.dirname(os.path.abspath(sys.executable))
+    assert "passed; starting" in proc.stderr
+
+
+def test_child_killed_by_signal_gives_128_plus_n(tmp_path):
+    config(tmp_path)
+    proc = run_probe("run", "config.json", "--", PY, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGKILL)",
+                     cwd=tmp_path)
+    assert proc.returncode == 128 + signal.SIGKILL
+
+
+def test_command_not_found_is_127(tmp_path):
+    config(tmp_path)
+    proc = run_probe("run", "config.json", "--", "no-such-program-xyz", cwd=tmp_path)
+    assert proc.returncode == 127 and "command not found" in proc.stderr
+
+
+@pytest.mark.skipif(os.name != "posix", reason="POSIX signals")
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_forwards_signal_to_child(tmp_path, signum):
+    config(tmp_path)
+    child = tmp_path / "child.py"
+    child.write_text(
+        "import signal, sys, time, pathlib\n"
+        "def bye(n, f):\n"
+        "    pathlib.Path('got').write_text(str(n))\n"
+        "    sys.exit(42)\n"
+        "signal.signal(signal.SIGTERM, bye)\n"
+        "signal.signal(signal.SIGINT, bye)\n"
+        "pathlib.Path('ready').write_text('1')\n"
+        "time.sleep(60)\n")
+    proc = subprocess.Popen(probe_command() + ["run", "config.json", "--", PY, "child.py"], cwd=tmp_path,
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 30
+        while not (tmp_path / "ready").exists():
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        proc.send_signal(signum)
+        assert proc.wait(timeout=30) == 42
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert (tmp_path / "got").read_text() == str(int(signum))  # delivered once, as sent
+
+
+def test_script_of_the_command_is_linted(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "train.py").write_text("from probe_runtime import PrecisionDebugger\n"
+                                       "debugger = PrecisionDebugger()\n")  # never started: PL502
+    cfg = config(tmp_path)
+    for command in (["python", "-u", "train.py"], ["msrun", "--worker_num=1", "train.py"]):
+        status, out, calls = guarded(cfg, command)
+        assert status == 1 and not calls and "train.py:2" in out and "PL502" in out, out
