@@ -60,7 +60,12 @@ class PrecisionDebugger:
             ``"sentinel"`` (only what gradient computations return, until
             something is not finite; exact checks from the next ``start()``
             on). None falls back to the ``PROBE_CHECKS`` environment
-            variable, then :data:`DEFAULT_CHECKS`. Not an msprobe argument.
+            variable, then :data:`DEFAULT_CHECKS`, except in a job of
+            several ranks (MindSpore's communication initialised when the
+            first window starts), where it is ``"exact"``: a replay never
+            issues a collective, so under auto checks a rank that received
+            inf/nan through one would not have that call named (choose
+            ``"auto"`` explicitly to have it there). Not an msprobe argument.
             What each one sees and costs: ``docs/checks.md``.
 
     Raises:
@@ -104,6 +109,7 @@ class PrecisionDebugger:
         if config_path is None:
             config_path = os.environ.get(CONFIG_VARIABLE) or None
         source = "checks" if checks is not None else CHECKS_VARIABLE
+        self._checks_defaulted = checks is None and not os.environ.get(CHECKS_VARIABLE)
         checks = checks if checks is not None else (os.environ.get(CHECKS_VARIABLE) or DEFAULT_CHECKS)
         if checks not in CHECKS:
             raise ValueError(f"{source} must be 'exact', 'auto' or 'sentinel', not {checks!r}")
@@ -164,6 +170,7 @@ class PrecisionDebugger:
         from .l1.interceptor import ApiInterceptor
         from .l1.optimizer import OptimizerWatch
         from .replay import Replayer, capture_state
+        from .state_watch import StateWatch
 
         self.checker = Checker(self.state, dump_path=self.dump_path, task=self.task, level=self.level,
                                on_exhausted=self._unpatch, library_roots=library_roots(), carry_batch=True)
@@ -180,6 +187,7 @@ class PrecisionDebugger:
         self.grads.on_computation = self._on_computation
         if self.checks == "auto":
             self.grads.capture = capture_state
+        self.states = StateWatch(self.grads.judge)
         self._replayer_type = Replayer
         self._replayer: Any = None
 
@@ -213,11 +221,14 @@ class PrecisionDebugger:
         try:
             if not self.checker.begin():
                 return
+            self._settle_checks()
             kind = self._next_window()
             self._model = model
             self._window_found, self._window_updated, self._replayed = self.state.found, False, set()
             self._window_notes = self._notes
             self.grads.begin_window(keep=kind == "watched")
+            if kind == "watched":
+                self.states.begin_window()
             self.window = kind
             if kind == "exact":
                 self._open_exact(model)
@@ -278,6 +289,19 @@ class PrecisionDebugger:
             self._started = False
 
     # -- windows -----------------------------------------------------------------------
+    def _settle_checks(self) -> None:
+        """At the first window: the default checks of a job of several
+        ranks are exact (see ``checks`` in the class docstring)."""
+        if not self._checks_defaulted:
+            return
+        self._checks_defaulted = False
+        if self.checks == "auto" and self._distributed():
+            self.checks = "exact"
+            self.grads.capture = None
+            LOGGER.info("probe_runtime: a job of several ranks runs exact checks by default (a replay of auto checks "
+                        "never issues a collective, so inf/nan received through one would not be named at the call); "
+                        "checks='auto' or PROBE_CHECKS=auto chooses auto checks")
+
     def _next_window(self) -> str:
         """The kind of the window ``start()`` opens: ``sentinel`` (sentinel
         checks until they find something), ``watched`` (auto checks after a
@@ -324,6 +348,7 @@ class PrecisionDebugger:
         self.window = kind  # the computations judged now still belong to it
         try:
             self.grads.end_window()
+            self.states.end_window()
         finally:
             self.window = None
         if kind == "sentinel":
@@ -389,10 +414,30 @@ class PrecisionDebugger:
         nested in another is left to the outer one's replay, which runs it
         too; what no replay covers is said when the window closes."""
         computation.step = self.state.step
+        if self.checks == "auto" and computation.complete and not computation.nested:
+            self._judge_state(computation)
         if not computation.nonfinite or self.window != "watched" or self._explained_for_good():
             return
         if computation.complete and not computation.nested:
             self._replay(computation)
+
+    def _judge_state(self, computation: Any) -> None:
+        """Auto checks: learn the state Parameters of the computation's
+        function (every window) and, in a watched window where it returned
+        finite values, judge them: one that turned inf/nan in the window
+        (a training BatchNorm's moving variance) is what the computation
+        got wrong, and its replay names the call that wrote it."""
+        try:
+            if self.window != "watched" or computation.nonfinite or self._explained_for_good():
+                self.states.learn(computation.fn)
+                return
+            turned = self.states.turned_nonfinite(computation.fn)
+        except Exception as err:  # a Cell without MindSpore's usual attributes
+            self.checker.on_error("while judging the state Parameters of a gradient computation", err)
+            return
+        if turned:
+            computation.nonfinite = turned
+            self.grads.findings.append(computation)
 
     def _explained_for_good(self) -> bool:
         return self.state.exhausted or self.checker.disabled
@@ -417,7 +462,7 @@ class PrecisionDebugger:
                 self._replayer = self._replayer_type(self.grads.originals, self.grads.judge,
                                                      distributed=self.state.rank is not None)
             outcome = self._replayer.run(pending, open_checks=self._open_replay, close_checks=self._close_replay,
-                                         model=self._model)
+                                         model=self._model, start_values=self.states.start_values())
         finally:
             self.checker.records.marks = {}
             self._replayed.update(id(c) for c in pending)

@@ -135,9 +135,28 @@ def reachable_parameters(roots: list, depth: int = REACH_DEPTH) -> list:
     lists, tuples, dicts and plain objects hold, ``depth`` references deep.
     Modules, classes and tensors other than Parameters are not entered.
     In the order found, each once."""
+    found: dict[int, Any] = {}
+    for obj in _reach(roots, depth):
+        if hasattr(obj, "parameters_and_names"):  # a Cell
+            for _, param in obj.parameters_and_names():
+                found.setdefault(id(param), param)
+        else:
+            found.setdefault(id(obj), obj)
+    return list(found.values())
+
+
+def reachable_cells(roots: list, depth: int = REACH_DEPTH) -> list:
+    """The ``mindspore.nn.Cell`` objects reachable from ``roots`` as
+    :func:`reachable_parameters` follows references (not their sub-Cells),
+    in the order found, each once."""
+    return [obj for obj in _reach(roots, depth) if hasattr(obj, "parameters_and_names")]
+
+
+def _reach(roots: list, depth: int) -> list:
+    """The Cells and Parameters reachable from ``roots`` (neither entered)."""
     from mindspore import Parameter, Tensor, nn
 
-    found: dict[int, Any] = {}
+    found: list = []
     seen: set[int] = set()
     stack = [(root, 0) for root in reversed(roots)]
     while stack:
@@ -145,17 +164,13 @@ def reachable_parameters(roots: list, depth: int = REACH_DEPTH) -> list:
         if id(obj) in seen or obj is None:
             continue
         seen.add(id(obj))
-        if isinstance(obj, Parameter):
-            found.setdefault(id(obj), obj)
-            continue
-        if isinstance(obj, nn.Cell):
-            for _, param in obj.parameters_and_names():
-                found.setdefault(id(param), param)
+        if isinstance(obj, (Parameter, nn.Cell)):
+            found.append(obj)
             continue
         if level >= depth or isinstance(obj, (Tensor, types.ModuleType, type, str, bytes, int, float, bool)):
             continue
         stack.extend((child, level + 1) for child in _children(obj))
-    return list(found.values())
+    return found
 
 
 def _children(obj: Any) -> list:
@@ -232,11 +247,14 @@ class Replayer:
         self._guard_plan: Optional[list] = None
 
     def run(self, computations: list, *, open_checks: Callable[[], None], close_checks: Callable[[], None],
-            model: Any = None) -> Outcome:
+            model: Any = None, start_values: Optional[list] = None) -> Outcome:
         """Run ``computations`` (``grad_watch.Computation``, complete, in
         their original order; the last is the one that overflowed) again
         between ``open_checks()`` and ``close_checks()``, then put back the
-        Parameters, the random state and the flags they changed. Never
+        Parameters, the random state and the flags they changed.
+        ``start_values``: (Parameter, copy) pairs set before the replay runs
+        (the state Parameters as the window started, ``state_watch``), put
+        back afterwards with the rest. Never
         raises (a failure is in ``Outcome.error``), except that
         ``KeyboardInterrupt``/``SystemExit`` are raised again once
         everything was put back."""
@@ -247,6 +265,13 @@ class Replayer:
             roots.extend((c.fn, c.weights, c.args, c.kwargs, c.run_args))
         with tool_section():
             saved = [(p, _copy(p)) for p in reachable_parameters(roots)]
+            if start_values:
+                from mindspore import ops
+
+                known = {id(p) for p, _ in saved}
+                saved.extend((p, _copy(p)) for p, _ in start_values if id(p) not in known)
+                for param, value in start_values:
+                    ops.assign(param, value)
         flags = self._flags(computations)
         guards = Patches()
         clones: dict[int, Any] = {}

@@ -197,6 +197,25 @@ def test_windows_exact_first_then_watched_and_exact_after_one_without_gradients(
     assert kinds == ["exact", "watched", "watched", "exact", "watched"]
 
 
+@pytest.mark.parametrize("given, distributed, expected", [
+    (None, False, "auto"), (None, True, "exact"), ("auto", True, "auto"), ("sentinel", True, "sentinel"),
+    ("env:auto", True, "auto")])
+def test_the_default_is_auto_checks_except_in_a_job_of_several_ranks(work, monkeypatch, given, distributed,
+                                                                     expected):
+    """A replay never issues a collective: in a job of several ranks the
+    default is exact checks, so a rank that received inf/nan through a
+    collective has that call named (issue 25); a choice made by argument
+    or PROBE_CHECKS is kept."""
+    _, make = work
+    if given == "env:auto":
+        monkeypatch.setenv("PROBE_CHECKS", "auto")
+    debugger = make(checks=None if given in (None, "env:auto") else given)
+    debugger._distributed = lambda: distributed
+    debugger.start()
+    debugger.stop()
+    assert debugger.checks == expected
+
+
 def test_a_watched_window_patches_only_the_gradient_and_optimizer_entry_points(work):
     """No API wrapper, no Cell hook, no synchronous switch in a watched
     window: what auto checks cost while nothing overflows."""
