@@ -47,8 +47,9 @@ KIND = "kind"            #: one of KINDS
 STEP = "step"            #: the step number
 RANK = "rank"            #: the rank, or null when not distributed
 ENTERED = "entered"      #: where a carried overflow came in (the ENTERED_* keys), first record of a step
-MESSAGE = "message"      #: a sentence for people (sentinel and communication records)
-NONFINITE = "nonfinite"  #: sentinel records: labels of what held inf/nan
+MESSAGE = "message"      #: a sentence for people (records that name no call, communication records)
+NONFINITE = "nonfinite"  #: records that name no call: labels of what held inf/nan
+REPLAY = "replay"        #: auto checks: found by running the gradient computation at this file:line again
 COLLECTIVE = "collective"  #: collective calls: the COLLECTIVE_* keys
 #: a call made inside another intercepted call (L1): that outer call's entry name, e.g.
 #: ``Functional.clip_by_global_norm.0.forward``. The outer call's inputs and result were finite (it is
@@ -65,7 +66,15 @@ BACKWARD = "backward"
 PARAMETERS_GRAD = "parameters_grad"
 SENTINEL = "sentinel"              #: inf/nan seen by sentinel checks: no call named, no dump.json entry
 COMMUNICATION = "communication"    #: a collective call whose local inputs were finite and output not
-KINDS = (FORWARD, BACKWARD, PARAMETERS_GRAD, SENTINEL, COMMUNICATION)
+#: a gradient computation (or the optimizer) received inf/nan that no checked call or Cell explains: the
+#: overflow lies outside what the level checks (L0: the loss code outside the model); no dump.json entry
+OUTSIDE = "outside"
+#: Parameters held inf/nan right after an optimizer step whose gradients were finite; no dump.json entry
+UPDATE = "update"
+KINDS = (FORWARD, BACKWARD, PARAMETERS_GRAD, SENTINEL, COMMUNICATION, OUTSIDE, UPDATE)
+#: kinds of records that name no call (no dump.json entry; ``name`` is the kind itself; ``message`` and
+#: ``nonfinite`` say what held inf/nan and where)
+NOTE_KINDS = (SENTINEL, OUTSIDE, UPDATE)
 #: the ``name`` of a sentinel record
 SENTINEL_NAME = "sentinel"
 

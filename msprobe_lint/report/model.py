@@ -6,7 +6,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from .dumpformat import BROADCAST, RECEIVE, SENTINEL, direction_of
+from .dumpformat import BROADCAST, NOTE_KINDS, OUTSIDE, RECEIVE, SENTINEL, UPDATE, direction_of
 
 
 @dataclass
@@ -92,8 +92,10 @@ class Record:
     record_kind: Optional[str] = None
     #: overflow.json's ``collective`` for a collective call, else None
     collective: Optional[Collective] = None
-    #: overflow.json's ``message`` (communication records), else None
+    #: overflow.json's ``message`` (communication records, and the records that name no call), else None
     message: Optional[str] = None
+    #: auto checks: the file:line of the gradient computation whose replay found this record, else None
+    replay: Optional[str] = None
     #: overflow.json's ``inside``: the call this one was made in, whose inputs and result were finite
     inside: Optional[str] = None
     #: overflow.json's ``written``: the Parameters the call wrote inf/nan into in place
@@ -115,10 +117,18 @@ class Record:
 
     @property
     def kind(self) -> str:
-        """``API``, ``Cell`` or ``sentinel``: what the record names."""
+        """``API``, ``Cell``, or for a record that names no call its kind
+        (``sentinel``, ``outside``, ``update``): what the record names."""
         if self.sentinel is not None:
             return SENTINEL
+        if self.record_kind in (OUTSIDE, UPDATE):
+            return self.record_kind
         return "Cell" if self.name.startswith("Cell.") else "API"
+
+    @property
+    def names_call(self) -> bool:
+        """The record names a call or Cell (not one of ``NOTE_KINDS``)."""
+        return self.sentinel is None and self.record_kind not in NOTE_KINDS
 
     @property
     def direction(self) -> Optional[str]:

@@ -22,7 +22,8 @@ from .discover import RankFolder
 from .dumpformat import (BACKWARD, COLLECTIVE, COLLECTIVE_API, COLLECTIVE_DIRECTION, COLLECTIVE_GROUP,
                          COLLECTIVE_INDEX, COLLECTIVE_INPUTS_FINITE, COLLECTIVE_PEER, COLLECTIVE_RANKS,
                          COLLECTIVE_ROOT, CONSTRUCT_FILE, DATA, DUMP_FILE, ENTERED, FORWARD, INSIDE, KIND, MESSAGE,
-                         NAME, NONFINITE, ORIGIN, OVERFLOW_FILE, SENTINEL, STACK_FILE, STATS, WHERE, WRITTEN)
+                         NAME, NONFINITE, NOTE_KINDS, ORIGIN, OVERFLOW_FILE, REPLAY, SENTINEL, STACK_FILE, STATS,
+                         WHERE, WRITTEN)
 from .model import Collective, Constant, RankDump, Record, Tensor
 
 #: files larger than this are not read (a dump file is a few MB at most)
@@ -343,7 +344,7 @@ def read_collective(value: Any, ranks: Optional[RanksTable] = None) -> Optional[
 
 
 #: one overflow.json record, interpreted: (index, name, origin, where, entered, sentinel, nonfinite, kind,
-#: collective, message, inside, written), the arguments of a Record after its step, rank and folder
+#: collective, message, replay, inside, written), the arguments of a Record after its step, rank and folder
 Item = tuple
 
 def _masked(data: bytes, step: Optional[int], rank: Optional[int]) -> bytes:
@@ -411,11 +412,11 @@ def signature(items: list[Item]) -> tuple:
     by count and ends), ``inside`` and ``written`` (not its statistics,
     nor the rank)."""
     out = []
-    for _, name, origin, where, entered, sentinel, nonfinite, kind, c, _message, inside, written in items:
+    for _, name, origin, where, entered, sentinel, nonfinite, kind, c, message, replay, inside, written in items:
         call = None if c is None else (c.api, c.group, c.index, c.direction, c.inputs_finite, c.peer, c.root,
                                        None if c.ranks is None else (len(c.ranks), c.ranks[:1], c.ranks[-1:]))
         out.append((name, origin, where, kind, entered.get(MESSAGE) if entered else None, sentinel,
-                    tuple(nonfinite), call, inside, tuple(written)))
+                    tuple(nonfinite), call, message if kind in NOTE_KINDS else None, replay, inside, tuple(written)))
     return tuple(out)
 
 
@@ -430,16 +431,18 @@ def _interpret(overflow: list, ranks: RanksTable) -> tuple[list[Item], list[str]
         name = item[NAME]
         origin, where, entered, kind = item.get(ORIGIN), item.get(WHERE), item.get(ENTERED), item.get(KIND)
         sentinel = sentinel_message(item)
+        note = kind in NOTE_KINDS  # names no call: no dump.json entry, and no collective
         collective = None
-        if COLLECTIVE in item and not sentinel:
+        if COLLECTIVE in item and not note:
             collective = read_collective(item[COLLECTIVE], ranks)
             if collective is None:
                 notes.append(f"record {index} ({name}): malformed \"collective\" object; read as a plain record")
-        message, inside, written = item.get(MESSAGE), item.get(INSIDE), item.get(WRITTEN)
+        message, replay, inside, written = item.get(MESSAGE), item.get(REPLAY), item.get(INSIDE), item.get(WRITTEN)
         items.append((index, name, origin if isinstance(origin, bool) else None, str(where) if where else None,
-                      entered if _entered_ok(entered) else None, sentinel, _labels(item) if sentinel else [],
+                      entered if _entered_ok(entered) else None, sentinel, _labels(item) if note else [],
                       kind if isinstance(kind, str) else None, collective,
                       message if isinstance(message, str) and message else None,
+                      str(replay) if replay and not note else None,
                       inside if isinstance(inside, str) and inside else None,
                       [str(w) for w in written] if isinstance(written, list) else []))
     return items, notes
@@ -487,20 +490,21 @@ def read_folder(folder: RankFolder, *, statistics: bool = True, construct: bool 
                 problems.append((str(dump_file), "not an msprobe dump.json (no \"data\" object)"))
         except Unreadable as err:
             problems.append((str(dump_file), str(err)))
-    if items and not has_dump and not all(item[5] for item in items):
+    if items and not has_dump and not all(item[7] in NOTE_KINDS for item in items):
         problems.append((str(dump_file), "missing: the records of overflow.json have no statistics"))
     out.readable = readable
     if not readable:
         return out
     step, rank, records = folder.step, folder.rank, out.records
     if items is not None:
-        for index, name, origin, where, entered, sentinel, nonfinite, kind, collective, message, inside, written \
-                in items:
-            entry = None if sentinel or not statistics else data.get(name)
+        for index, name, origin, where, entered, sentinel, nonfinite, kind, collective, message, replay, inside, \
+                written in items:
+            note = kind in NOTE_KINDS
+            entry = None if note or not statistics else data.get(name)
             records.append(Record(step, rank, folder_text, index, name, origin, where,
                                   entry_tensors(entry) if entry is not None else [],
-                                  entry is not None if statistics else has_dump and not sentinel,
-                                  entered, sentinel, nonfinite, kind, collective, message, inside, written,
+                                  entry is not None if statistics else has_dump and not note,
+                                  entered, sentinel, nonfinite, kind, collective, message, replay, inside, written,
                                   entry_constants(entry) if entry is not None else []))
     else:
         stack = None

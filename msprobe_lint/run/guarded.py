@@ -45,7 +45,7 @@ def guarded_run(config: str, command: Sequence[str], options=None, *, stream: Op
         stream: where probe's own output goes (default stderr).
     Returns:
         CMD's exit status; 1 when the lint found errors, 2 for a usage
-        error (``PROBE_CHECKS`` neither ``exact`` nor ``sentinel``
+        error (``PROBE_CHECKS`` not ``exact``, ``auto`` or ``sentinel``
         included), an unreadable config or a missing script; 126/127 when CMD
         cannot be started.
     """
@@ -64,8 +64,8 @@ def guarded_run(config: str, command: Sequence[str], options=None, *, stream: Op
                      f"got {config!r}; usage: probe run CONFIG [options] -- CMD ARGS...\n")
         return ExitStatus.USAGE
     checks = os.environ.get("PROBE_CHECKS")
-    if checks and checks not in ("exact", "sentinel"):  # probe_runtime.PrecisionDebugger would refuse it in CMD
-        stream.write(f"probe: error: PROBE_CHECKS must be 'exact' or 'sentinel', not {checks!r}; not starting "
+    if checks and checks not in ("exact", "auto", "sentinel"):  # probe_runtime.PrecisionDebugger would refuse it
+        stream.write(f"probe: error: PROBE_CHECKS must be 'exact', 'auto' or 'sentinel', not {checks!r}; not starting "
                      f"`{shlex.join(command)}`\n")
         return ExitStatus.USAGE
     plan = parse_command(command)  # CMD runs here, so its script is relative to here (not --cwd)

@@ -3,8 +3,9 @@
 :class:`Recorder` describes an entry's tensors as dump.json does (dtype,
 shape, Max/Min/Mean/Norm, the ``.npy`` file of each), adds its stack lines,
 ``where`` and, at L0, its construct.json links, and has the record written
-(``dump.writer.StepWriter``) before returning; it also notes sentinel
-findings in ``overflow.json``. It judges nothing.
+(``dump.writer.StepWriter``) before returning; it also writes the records
+that name no call (sentinel findings, an overflow outside the checked
+calls, an optimizer update: :meth:`Recorder.note`). It judges nothing.
 
 Example::
 
@@ -22,7 +23,7 @@ from typing import Any, Callable, Optional
 import numpy as np
 
 from msprobe_lint.report.dumpformat import (COLLECTIVE, COMMUNICATION, ENTERED, INSIDE, KIND, MESSAGE, NAME,
-                                            NONFINITE, ORIGIN, RANK, SENTINEL, SENTINEL_NAME, STEP, WHERE, WRITTEN,
+                                            NONFINITE, ORIGIN, RANK, SENTINEL, STEP, WHERE, WRITTEN,
                                             WRITTEN_ENTRY, received_message)
 
 from ..dump.writer import Record, StepWriter
@@ -59,6 +60,8 @@ class Recorder:
         self.turn_off = turn_off
         self._writers: dict[int, StepWriter] = {}
         self._stats_off = False
+        #: keys added to every record written while set (auto checks: ``{"replay": "train.py:52"}``)
+        self.marks: dict = {}
 
     def writer(self, step: int) -> StepWriter:
         """The writer of ``step`` for this rank."""
@@ -143,32 +146,43 @@ class Recorder:
             extra[INSIDE] = inside
         if written:
             extra[WRITTEN] = list(written)
+        extra.update(self.marks)
         self.writer(call.step).write(record, **extra)
         notes = "".join([f" inside {inside}" if inside is not None else "",
-                         f"; it wrote inf/nan into Parameter {', '.join(written)}" if written else ""])
+                         f"; it wrote inf/nan into Parameter {', '.join(written)}" if written else "",
+                         " (found by a replay)" if self.marks else ""])
         LOGGER.warning("probe_runtime: overflow in %s (%s) at %s%s", name, mark, where, notes)
 
-    def note_sentinel(self, found: dict) -> None:
-        """Write a sentinel finding (``sentinel.GradSentinel.resolve``) of
-        the current step to its ``overflow.json`` as an item of kind
-        ``sentinel`` (``name`` ``"sentinel"``, ``origin`` false, ``where``,
-        ``nonfinite``: the labels of what held inf/nan, ``message``) and
-        log it. It has no dump.json entry and does not count towards
-        ``overflow_nums``. A write failure turns detection off (as for a
-        record)."""
+    def note_sentinel(self, found: dict) -> bool:
+        """Write a sentinel finding (``grad_watch.GradWatch.resolve``) of the
+        current step (see :meth:`note`); its message says that exact checks
+        run from the next ``start()`` on."""
         labels = found["nonfinite"]
         where = user_where(found["frames"], self.library_roots)
-        shown = ", ".join(labels[:4]) + (f" and {len(labels) - 4} more" if len(labels) > 4 else "")
-        message = (f"inf/nan in {shown}, returned by the gradient computation at {where}; sentinel checks name "
-                   f"no call: exact {self.level} checks run from the next start() on")
-        item = {NAME: SENTINEL_NAME, ORIGIN: False, WHERE: where, KIND: SENTINEL, STEP: self.state.step,
-                RANK: self.state.rank, NONFINITE: labels, MESSAGE: message}
+        message = (f"inf/nan in {shown_labels(labels)}, returned by the gradient computation at {where}; sentinel "
+                   f"checks name no call: exact {self.level} checks run from the next start() on")
+        return self.note(SENTINEL, labels, where, message)
+
+    def note(self, kind: str, labels: list, where: Optional[str], message: str) -> bool:
+        """Write a record that names no call to the current step's
+        ``overflow.json`` (``kind`` one of ``dumpformat.NOTE_KINDS``, also its
+        ``name``; ``origin`` false; ``where``; ``nonfinite``: the labels of
+        what held inf/nan; ``message``) and log it; False when it could not
+        be written (detection is then turned off, as for a record). It has
+        no dump.json entry and does not count towards ``overflow_nums``."""
+        item = {NAME: kind, ORIGIN: False, WHERE: where, KIND: kind, STEP: self.state.step, RANK: self.state.rank,
+                NONFINITE: list(labels), MESSAGE: message}
         try:
             self.writer(self.state.step).note(item)
         except Exception as err:
             self.turn_off(f"cannot write the dump ({type(err).__name__}: {err})")
-            return
-        LOGGER.warning("probe_runtime: sentinel: step %s: %s", self.state.step, message)
+            return False
+        LOGGER.warning("probe_runtime: %s: step %s: %s", kind, self.state.step, message)
+        return True
+
+    def where(self, frames: tuple) -> Optional[str]:
+        """The user's ``file:line`` among ``frames``."""
+        return user_where(frames, self.library_roots)
 
     def _describe(self, obj: Any, prefix: str, cache: HostCache, arrays: dict, depth: int = 0) -> Any:
         if is_tensor(obj):
@@ -208,6 +222,12 @@ class Recorder:
                 self.on_error("in the statistics code (statistics are no longer computed; records are still "
                               "written)", err)
         return {"Max": None, "Min": None, "Mean": None, "Norm": None}
+
+
+def shown_labels(labels: list, limit: int = 4) -> str:
+    """``labels`` joined for a message, the first ``limit`` of them:
+    ``"forward output 0, gradient of fc.weight and 3 more"``."""
+    return ", ".join(labels[:limit]) + (f" and {len(labels) - limit} more" if len(labels) > limit else "")
 
 
 def _file_part(key: str) -> str:

@@ -10,8 +10,10 @@ Example::
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable
+import sys
+from typing import Any, Callable, Optional
 
+from ..hooks.frames import capture_frames
 from ..hooks.guard import GUARD
 from ..hooks.patching import Patches
 
@@ -39,11 +41,20 @@ class OptimizerWatch:
         sink: has ``live``, ``before_update()`` and ``on_error``.
         on_update: called after ``before_update`` (e.g. forget the Parameter
             probes of the window).
+        before_step, after_step: called before an optimizer call (before
+            ``before_update``) and once it returned, with the optimizer, its
+            positional arguments (the gradients) and the caller's frames
+            (the gradient watch judges the Parameters then); None: nothing
+            is called. Never with the guard held: what they run is checked.
     """
 
-    def __init__(self, sink: Any, on_update: Callable[[], None] = lambda: None) -> None:
+    def __init__(self, sink: Any, on_update: Callable[[], None] = lambda: None,
+                 before_step: Optional[Callable[[Any, tuple, tuple], None]] = None,
+                 after_step: Optional[Callable[[Any, tuple, tuple], None]] = None) -> None:
         self.sink = sink
         self.on_update = on_update
+        self.before_step = before_step
+        self.after_step = after_step
         self._patches = Patches()
 
     @property
@@ -51,15 +62,15 @@ class OptimizerWatch:
         """True while the patches are in place."""
         return bool(self._patches)
 
-    def install(self) -> None:
-        """Patch ``nn.Optimizer.__call__`` and ``Parameter.set_data`` (no-op
-        when already installed)."""
+    def install(self, set_data: bool = True) -> None:
+        """Patch ``nn.Optimizer.__call__`` and (``set_data``)
+        ``Parameter.set_data`` (no-op when already installed)."""
         if self._patches:
             return
         import mindspore
         from mindspore import nn
 
-        targets = [(nn.Optimizer, "__call__"), (mindspore.Parameter, "set_data")]
+        targets = [(nn.Optimizer, "__call__")] + ([(mindspore.Parameter, "set_data")] if set_data else [])
         try:  # the optimizers of mindspore.mint.optim (torch-style) derive from this one, not nn.Optimizer
             from mindspore.experimental.optim import Optimizer as TorchStyleOptimizer
 
@@ -74,9 +85,17 @@ class OptimizerWatch:
 
     def _wrap(self, original: Callable, what: str) -> Callable:
         sink, on_update = self.sink, self.on_update
+        before_step, after_step = (self.before_step, self.after_step) if what == "__call__" else (None, None)
 
         @functools.wraps(original)
         def wrapper(owner: Any, *args: Any, **kwargs: Any) -> Any:
+            frames = None
+            if before_step is not None and not GUARD.depth:
+                frames = capture_frames(sys._getframe(1))
+                try:
+                    before_step(owner, args, frames)
+                except Exception as err:
+                    sink.on_error("before an optimizer step", err)
             if not GUARD.depth and sink.live:
                 GUARD.depth += 1
                 try:
@@ -86,7 +105,13 @@ class OptimizerWatch:
                     sink.on_error(f"before a Parameter update ({what})", err)
                 finally:
                     GUARD.depth -= 1
-            return original(owner, *args, **kwargs)
+            result = original(owner, *args, **kwargs)
+            if after_step is not None and not GUARD.depth:
+                try:
+                    after_step(owner, args, frames or capture_frames(sys._getframe(1)))
+                except Exception as err:
+                    sink.on_error("after an optimizer step", err)
+            return result
 
         wrapper.__probe_original__ = original  # type: ignore[attr-defined]
         return wrapper

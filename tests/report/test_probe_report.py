@@ -422,3 +422,57 @@ def test_a_sentinel_record_is_shown_with_what_held_inf_and_the_exact_step_after_
     assert payload["started"]["name"] == "Functional.exp.0.forward"  # the first step that names a call
     status, out, _ = report(tmp_path, "html")
     assert f"sentinel: {message}" in out
+
+
+def test_records_that_name_no_call_outside_and_update(tmp_path):
+    """probe_runtime's ``outside`` record (a gradient computation returned
+    inf/nan that no checked Cell explains: the loss outside the model at
+    L0) and ``update`` record (an optimizer step wrote inf/nan) have no
+    dump.json entry; the report shows their message and the summary names
+    them as where the overflow came from."""
+    outside = ("inf/nan in forward output 0, returned by the gradient computation at train.py:20, and no checked "
+               "Cell made it: the overflow lies outside the Cells given to start() (in the loss function, or other "
+               "code outside the model): use level L1, or pass the loss Cell to start() too")
+    folder = tmp_path / "step1" / "rank"
+    folder.mkdir(parents=True)
+    (folder / "overflow.json").write_text(json.dumps([
+        {"name": "outside", "origin": False, "where": "train.py:20", "kind": "outside", "step": 1, "rank": None,
+         "nonfinite": ["forward output 0"], "message": outside}]))
+    status, out, err = report(tmp_path)
+    assert status == 0 and err == ""                         # no "dump.json missing"
+    assert f"  OUTSIDE  train.py:20\n           {outside}\n           held inf/nan: forward output 0\n" in out
+    assert out.rstrip().endswith(f"Overflow outside the checked calls in step1/rank: {outside}.")
+    payload = strict_json(report(tmp_path, "json")[1])
+    assert payload["records"][0]["kind"] == "outside" and payload["records"][0]["message"] == outside
+    assert payload["summary"]["message"].startswith("Overflow outside the checked calls in step1/rank")
+    assert f"outside: {outside}" in report(tmp_path, "html")[1]
+
+    update = ("Parameter fc.weight held inf/nan right after the optimizer step SGD at train.py:22, although the "
+              "gradients it got were finite: the update made it")
+    (folder / "overflow.json").write_text(json.dumps([
+        {"name": "update", "origin": False, "where": "train.py:22", "kind": "update", "step": 1, "rank": None,
+         "nonfinite": ["Parameter fc.weight"], "message": update}]))
+    status, out, err = report(tmp_path)
+    assert status == 0 and err == "" and f"  UPDATE  train.py:22\n           {update}\n" in out
+    assert out.rstrip().endswith(f"Overflow made by an optimizer step in step1/rank: {update}.")
+
+
+def test_a_record_found_by_a_replay_says_so(tmp_path):
+    """Auto checks mark the records of a replayed gradient computation with
+    ``replay`` (its file:line); the report shows it under the record."""
+    folder = tmp_path / "step2" / "rank"
+    folder.mkdir(parents=True)
+    stats = {"type": "mindspore.Tensor", "dtype": "Float32", "shape": [2], "Max": float("inf"), "Min": 0.0,
+             "Mean": float("inf"), "Norm": float("inf")}
+    finite = dict(stats, Max=1.0, Mean=0.5, Norm=1.0)
+    (folder / "dump.json").write_text(json.dumps({"task": "overflow_check", "data": {
+        "Functional.exp.0.forward": {"input_args": [finite], "input_kwargs": {}, "output": [stats]}}}))
+    (folder / "overflow.json").write_text(json.dumps([
+        {"name": "Functional.exp.0.forward", "origin": True, "where": "net.py:8", "kind": "forward", "step": 2,
+         "rank": None, "replay": "train.py:31"}]))
+    status, out, err = report(tmp_path)
+    assert status == 0 and err == ""
+    assert "  ORIGIN   Functional.exp.0  API  forward  net.py:8\n           found by running the gradient " \
+           "computation at train.py:31 again (auto checks)\n" in out
+    assert strict_json(report(tmp_path, "json")[1])["records"][0]["replay"] == "train.py:31"
+    assert "found by running the gradient computation at train.py:31 again" in report(tmp_path, "html")[1]

@@ -15,6 +15,7 @@ import pytest
 from conftest import run_probe
 
 TRAIN = Path(__file__).resolve().parents[1] / "data" / "msrun" / "train_two_ranks.py"
+COLLECTIVE_IN_GRAD = TRAIN.parent / "collective_in_grad.py"
 
 pytestmark = [pytest.mark.mindspore, pytest.mark.slow]
 
@@ -25,17 +26,20 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def test_two_workers_with_rank_filter(tmp_path):
+def run_two_workers(tmp_path, script: Path, ranks: list, checks: str = "") -> tuple:
+    """``probe run config.json -- msrun`` with 2 workers on loopback running
+    ``script`` (as train.py), the config's rank filter ``ranks``; (the
+    completed process, the workers' logs, the dump path)."""
     pytest.importorskip("mindspore")
     runtime = pytest.importorskip("probe_runtime")
     if not hasattr(runtime, "PrecisionDebugger"):
         pytest.skip("probe_runtime.PrecisionDebugger is not there yet")
-    shutil.copy(TRAIN, tmp_path / "train.py")
+    shutil.copy(script, tmp_path / "train.py")
     dump = tmp_path / "dump"
     (tmp_path / "config.json").write_text(json.dumps({
-        "task": "overflow_check", "dump_path": str(dump), "rank": [1], "level": "L1",
+        "task": "overflow_check", "dump_path": str(dump), "rank": ranks, "level": "L1",
         "overflow_check": {"overflow_nums": -1}}, indent=2))
-    env = {"PATH": "/usr/bin:/bin"}  # probe run must put the venv's bin first for msrun's bare `python`
+    env = {"PATH": "/usr/bin:/bin", "PROBE_CHECKS": checks}  # probe run puts the venv's bin first for msrun
     for name in ("RANK_ID", "RANK_SIZE", "WORLD_SIZE", "MS_WORKER_NUM", "PROBE_CONFIG"):
         env[name] = ""
     proc = run_probe("run", "config.json", "--", os.path.join(os.path.dirname(sys.executable), "msrun"),
@@ -43,6 +47,11 @@ def test_two_workers_with_rank_filter(tmp_path):
                      f"--master_port={free_port()}", "--join=True", "--log_dir=logs", "--cluster_time_out=120",
                      "train.py", cwd=tmp_path, env=env, timeout=300)
     logs = "\n".join(p.read_text(errors="replace")[-3000:] for p in sorted((tmp_path / "logs").glob("*.log")))
+    return proc, logs, dump
+
+
+def test_two_workers_with_rank_filter(tmp_path):
+    proc, logs, dump = run_two_workers(tmp_path, TRAIN, [1])
     assert proc.returncode == 0, proc.stderr[-3000:] + logs
     assert "worker rank 0 of 2 done" in logs and "worker rank 1 of 2 done" in logs, logs
     folders = sorted(str(p.relative_to(dump)) for p in dump.glob("step*/rank*"))
@@ -56,3 +65,21 @@ def test_two_workers_with_rank_filter(tmp_path):
     assert report.stdout.splitlines()[0].startswith("step0/rank1")
     assert "Overflow started in step0/rank1: Functional.exp.0.forward (API, forward)" in report.stdout
     assert not (tmp_path / "rank_0").exists()
+
+
+def test_a_replay_never_issues_a_collective(tmp_path):
+    """Auto checks in a 2-worker job whose differentiated function calls
+    AllReduce: the replay of step 1 (inf on both ranks after the AllReduce)
+    stops before the collective on each rank, which writes the sentinel
+    record saying why, and the job ends (a replay that sent an AllReduce
+    alone would leave the other rank waiting)."""
+    proc, logs, dump = run_two_workers(tmp_path, COLLECTIVE_IN_GRAD, [], checks="auto")
+    assert proc.returncode == 0, proc.stderr[-3000:] + logs
+    assert "worker rank 0 of 2 done" in logs and "worker rank 1 of 2 done" in logs, logs
+    assert sorted(str(p.relative_to(dump)) for p in dump.glob("step*/rank*")) == ["step1/rank0", "step1/rank1"]
+    for rank in (0, 1):
+        (record,) = json.loads((dump / "step1" / f"rank{rank}" / "overflow.json").read_text())
+        assert record["kind"] == "sentinel" and record["where"].endswith("train.py:30"), record
+        assert "its replay stopped before the collective AllReduce: a replay never issues a collective" in \
+            record["message"]
+    assert "exact L1 checks run from the next start() on" in record["message"]

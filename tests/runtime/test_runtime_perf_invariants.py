@@ -44,8 +44,8 @@ def make(tmp_path, monkeypatch):
     isolate(monkeypatch, tmp_path)
     made = []
 
-    def build(**changes):
-        debugger = PrecisionDebugger(config_path=str(write_config(tmp_path, **changes)))
+    def build(**changes):  # exact checks: what these invariants are about (auto checks: test_runtime_auto.py)
+        debugger = PrecisionDebugger(config_path=str(write_config(tmp_path, **changes)), checks="exact")
         made.append(debugger)
         return debugger
 

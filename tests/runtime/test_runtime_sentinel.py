@@ -17,7 +17,7 @@ from mindspore import Tensor, nn, ops  # noqa: E402
 from mindspore.ops.composite import base as composite_base  # noqa: E402
 
 from probe_runtime import PrecisionDebugger  # noqa: E402
-from probe_runtime.sentinel import BACKWARD, FORWARD, label_gradients  # noqa: E402
+from probe_runtime.grad_watch import BACKWARD, FORWARD, label_gradients  # noqa: E402
 from probe_runtime.dump.writer import read_json  # noqa: E402
 import runtime_support  # noqa: E402
 from runtime_support import (PatchedState, assert_origin_invariant, assert_same_training, isolate,  # noqa: E402
@@ -182,12 +182,12 @@ def test_checks_from_the_environment_and_a_bad_value(tmp_path, monkeypatch):
     assert PrecisionDebugger(config_path=config).checks == "sentinel"
     assert PrecisionDebugger(config_path=config, checks="exact").checks == "exact"  # the argument wins
     monkeypatch.setenv("PROBE_CHECKS", "fast")
-    with pytest.raises(ValueError, match="PROBE_CHECKS must be 'exact' or 'sentinel', not 'fast'"):
+    with pytest.raises(ValueError, match="PROBE_CHECKS must be 'exact', 'auto' or 'sentinel', not 'fast'"):
         PrecisionDebugger(config_path=config)
-    with pytest.raises(ValueError, match="checks must be 'exact' or 'sentinel'"):
+    with pytest.raises(ValueError, match="checks must be 'exact', 'auto' or 'sentinel'"):
         PrecisionDebugger(config_path=config, checks="Sentinel")
     monkeypatch.delenv("PROBE_CHECKS")
-    assert PrecisionDebugger(config_path=config).checks == "exact"
+    assert PrecisionDebugger(config_path=config).checks == "auto"  # the default
 
 
 def test_gradients_are_labelled_by_parameter_and_input_position():
@@ -242,21 +242,21 @@ def test_a_second_debugger_is_refused_while_one_watches(work, tmp_path, caplog):
 
 
 def test_many_gradient_computations_in_one_window_are_judged_as_they_come(work, monkeypatch):
-    """Gradient accumulation: at most HOLD_CAP results are held at a time;
-    an inf in an early micro batch is still reported, once, with its line."""
-    from probe_runtime import sentinel
-
+    """Gradient accumulation: each result is judged when it returns and let
+    go (no tensor is held); an inf in an early micro batch is still
+    reported, once, with its line."""
     tmp_path, make = work
     debugger = make()
     w = ms.Parameter(Tensor(np.ones(4, np.float32)), name="w")
     grad_fn = ms.value_and_grad(lambda x: (x * w).sum(), None, [w])
-    held = []
+    judged = []
     debugger.start()
     for micro in range(10):
         grad_fn(Tensor(np.full(4, np.inf if micro == 1 else 1.0, np.float32)))
-        held.append(len(debugger.sentinel.held))
+        judged.append(debugger.grads.computations)
     debugger.stop()
-    assert max(held) < sentinel.HOLD_CAP
+    assert judged == list(range(1, 11))                     # judged at return, one by one
+    assert all(c.output is None and c.gradients is None for c in debugger.grads.findings)
     (record,) = index(tmp_path, 0)
     assert record["nonfinite"] == ["forward output 0", "gradient of w"]
 
@@ -268,7 +268,7 @@ def test_the_device_path_judges_as_the_host_path(work, overflow, monkeypatch):
     CPU, the records are those of the host path."""
     tmp_path, make = work
     debugger = make()
-    debugger.sentinel.on_device = True
+    debugger.grads.on_device = True
     reads = []
     from probe_runtime.check import verdict
 
@@ -280,4 +280,4 @@ def test_the_device_path_judges_as_the_host_path(work, overflow, monkeypatch):
         assert "gradient of 0.weight" in record["nonfinite"] and reads
     else:
         assert not list((tmp_path / "dump").glob("step*"))
-        assert not reads and debugger.sentinel.on_device      # nothing read on the host, the path kept
+        assert not reads and debugger.grads.on_device      # nothing read on the host, the path kept

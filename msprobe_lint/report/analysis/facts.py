@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional
 
-from ..dumpformat import P2P_APIS
+from ..dumpformat import OUTSIDE, P2P_APIS, UPDATE
 from ..model import Collective, RankDump, Record
 
 #: a collective call within one step: (group, index, direction) or, for
@@ -30,10 +30,15 @@ class RecordRef:
     message: Optional[str] = None
     inside: Optional[str] = None
     written: tuple[str, ...] = ()
+    #: overflow.json's ``kind`` of an ``outside`` or ``update`` record (it names no call), else None
+    kind: Optional[str] = None
 
 
 def ref(record: Record) -> RecordRef:
     """The :class:`RecordRef` of a record."""
+    if record.record_kind in (OUTSIDE, UPDATE):
+        return RecordRef(record.folder, record.step, record.rank, record.index, record.name, record.where,
+                         record.message, kind=record.record_kind)
     message = record.entered.get("message") if record.entered else None
     return RecordRef(record.folder, record.step, record.rank, record.index, record.name, record.where, message,
                      record.inside, tuple(record.written))
@@ -53,10 +58,12 @@ def call_key(rank: Optional[int], collective: Collective) -> CallKey:
 class RankFacts:
     """The facts of one rank folder that the cross-rank analysis needs.
 
-    ``first`` is the first record that names a call; ``origin`` the first
-    origin (a received record never is one); ``received`` the first record
-    of a collective whose local inputs were finite, with its call;
-    ``entered`` the first record with an ``entered`` message. ``received_keys``
+    ``first`` is the first record that names a call (or says the overflow
+    lies outside the checked calls or came from an optimizer update);
+    ``origin`` the first origin (a received record never is one);
+    ``received`` the first record of a collective whose local inputs were
+    finite, with its call; ``entered`` the first record with an ``entered``
+    message, or an ``outside``/``update`` record. ``received_keys``
     holds every received record as (index, call), ``records`` counts them all.
     """
 
@@ -75,6 +82,10 @@ def rank_facts(dump: RankDump) -> RankFacts:
     facts = RankFacts(dump.rank, dump.folder, len(dump.records))
     for record in dump.records:
         if record.sentinel is not None:
+            continue
+        if record.record_kind in (OUTSIDE, UPDATE):  # names no call, but says where the overflow came from
+            facts.first = facts.first or ref(record)
+            facts.entered = facts.entered or ref(record)
             continue
         if facts.first is None:
             facts.first = ref(record)
@@ -107,5 +118,6 @@ def fingerprint(dump: RankDump) -> tuple:
                                        None if c.ranks is None else (len(c.ranks), c.ranks[:1], c.ranks[-1:]))
         out.append((record.name, record.origin, record.where, record.record_kind,
                     record.entered.get("message") if record.entered else None, record.sentinel,
-                    tuple(record.nonfinite), call, record.inside, tuple(record.written)))
+                    tuple(record.nonfinite), call, record.message if record.record_kind in (OUTSIDE, UPDATE) else None,
+                    record.replay, record.inside, tuple(record.written)))
     return tuple(out)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Iterable, Optional
 
-from ..dumpformat import direction_of, rank_ranges
+from ..dumpformat import OUTSIDE, UPDATE, direction_of, rank_ranges
 from ..fmt import place_of, step_text
 from .collectives import COLLECTIVE, ENTERED, ORIGIN, Start
 from .facts import RecordRef
@@ -55,6 +55,10 @@ def _start_sentence(start: Start, why_unknown: str) -> str:
                     f"overflowed ({start.record.name} at {start.record.where or 'file:line unknown'}).")
         return (f"Overflow came in through {call} in {here}: {describe_ref(start.record)}; best guess: "
                 f"{start.reason}.")
+    if start.how == ENTERED and start.record.kind == OUTSIDE and start.record.message:
+        return f"Overflow outside the checked calls in {here}: {start.record.message}."
+    if start.how == ENTERED and start.record.kind == UPDATE and start.record.message:
+        return f"Overflow made by an optimizer step in {here}: {start.record.message}."
     if start.how == ENTERED and start.record.message:
         return f"Overflow entered in {here}: {start.record.message}."
     return (f"First recorded overflow in {here}: {describe_ref(start.record)}; where it started is not known "

@@ -49,6 +49,8 @@ def record_dict(record: Record, group: Optional[ShownGroup] = None) -> dict:
         "sentinel": record.sentinel,
         "nonfinite": record.nonfinite,
         "record_kind": record.record_kind,
+        "message": record.message,
+        "replay": record.replay,
         "collective": collective_dict(record.collective),
         "received": None,
         "inside": record.inside,

@@ -25,9 +25,9 @@ def _header(group: ShownGroup, step) -> str:
 
 
 def _record_lines(record: Record, note: str | None) -> Iterator[str]:
-    if record.sentinel is not None:  # names no call: what held inf/nan, and the user's gradient line
-        yield f"  SENTINEL  {record.where or 'file:line unknown'}"
-        yield f"{INDENT}{record.sentinel}"
+    if not record.names_call:  # what held inf/nan, and the user's line (gradient computation, optimizer)
+        yield f"  {record.kind.upper()}  {record.where or 'file:line unknown'}"
+        yield f"{INDENT}{record.sentinel or record.message or ''}"
         if record.nonfinite:
             yield f"{INDENT}held inf/nan: {', '.join(record.nonfinite)}"
         return
@@ -40,6 +40,8 @@ def _record_lines(record: Record, note: str | None) -> Iterator[str]:
         yield f"{INDENT}{line}"
     if record.entered is not None:
         yield f"{INDENT}entered: {record.entered['message']}"
+    if record.replay is not None:
+        yield f"{INDENT}found by running the gradient computation at {record.replay} again (auto checks)"
     bad = record.offending()
     for tensor in bad:
         stats = " ".join(f"{k}={fmt(v)}" for k, v in tensor.stats.items())

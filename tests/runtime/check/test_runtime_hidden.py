@@ -56,8 +56,9 @@ def work(tmp_path, monkeypatch):
     isolate(monkeypatch, tmp_path)
     made = []
 
-    def make(level):
-        debugger = PrecisionDebugger(config_path=str(write_runtime_config(tmp_path, level=level, nums=-1)))
+    def make(level, checks="exact"):  # every step under exact checks; auto checks have their own tests below
+        debugger = PrecisionDebugger(config_path=str(write_runtime_config(tmp_path, level=level, nums=-1)),
+                                     checks=checks)
         made.append(debugger)
         return debugger
 
@@ -258,7 +259,7 @@ def train_with_remainder(debugger, level, evaluate_first=False):
             net.set_train(False)
             net(x)
         net.set_train(True)
-        loss, grads = grad_fn(x, y)
+        loss, grads = grad_fn(x, y)  # <grad call>
         optimizer(grads)
         debugger.stop()
         debugger.step()
@@ -273,6 +274,41 @@ def train_with_remainder(debugger, level, evaluate_first=False):
 
 
 EXPECTED_WRITER = {"L1": "Primitive.BatchNorm.0.forward", "L0": "Cell.bn.BatchNorm1d.forward.0"}
+
+
+@pytest.mark.parametrize("evaluate_first", [False, True])
+@pytest.mark.parametrize("level", ["L1", "L0"])
+def test_auto_checks_name_the_call_that_writes_nan_into_moving_variance(work, level, evaluate_first):
+    """Auto checks (the default): step 1 is a watched window, whose
+    gradient computation returns a finite loss and finite gradients while
+    the BatchNorm writes NaN into its moving variance. The state watch sees
+    the Parameter turn NaN when the computation returns, and the replay,
+    started from the moving statistics as the window began, names the same
+    call as exact checks, in the same step; training is unchanged."""
+    tmp_path, make = work
+    exact_dir = tmp_path / "dump"
+    losses, out, variances = train_with_remainder(make(level, checks="auto"), level, evaluate_first)
+    assert all(np.isfinite(losses)) and np.isnan(variances[1]).all()
+    assert not records(tmp_path, 0)
+    step, first = first_record(tmp_path)
+    assert (step, first["name"], first["origin"], first["where"], first["written"]) == \
+        (1, EXPECTED_WRITER[level], True, line_of("bn call"), ["bn.moving_variance"])
+    assert first["replay"] == line_of("grad call")
+    entry = read_json(str(exact_dir / "step1" / "rank" / "dump.json"))["data"][first["name"]]
+    before = entry["input_args"][4] if level == "L1" else entry["parameters"]["moving_variance"]
+    assert np.isfinite(before["Max"])  # the replay started from the statistics the window began with
+    plain = train_with_remainder(_Off(), level, evaluate_first)
+    assert plain[0] == losses and np.array_equal(plain[1], out, equal_nan=True)
+    assert all(np.array_equal(a, b, equal_nan=True) for a, b in zip(plain[2], variances))
+
+
+class _Off:
+    """A debugger that does nothing (the same training without one)."""
+
+    def start(self, *args):
+        pass
+
+    stop = step = start
 
 
 @pytest.mark.parametrize("sync", ["auto", "0"])  # L0's snapshots: host copies, or device copies
