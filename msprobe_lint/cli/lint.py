@@ -123,7 +123,8 @@ def report(paths: list[str], run: Any, outcomes: list, *, format: str, output: O
     status = run.status
     report_on_stderr = fix and not diff and output is None and any(o.stdin for o in outcomes)
     if (fix or diff) and not (report_on_stderr and format != "text"):  # keep a JSON report parseable
-        _say_fixed(outcomes, diff, remaining=sum(len(r.diagnostics) for r in run.results))
+        left = [d for r in run.results for d in r.diagnostics]
+        _say_fixed(outcomes, diff, remaining=len(left), unsafe=sum(d.fix is not None and not d.fix.safe for d in left))
     if diff:
         if any(o.applied for o in outcomes) and status != ExitStatus.USAGE:
             status = ExitStatus.PROBLEMS
@@ -187,10 +188,11 @@ def _holds_a_config(output: str) -> bool:
         return False
 
 
-def _say_fixed(outcomes: list, diff: bool, remaining: int = 0) -> None:
+def _say_fixed(outcomes: list, diff: bool, remaining: int = 0, unsafe: int = 0) -> None:
     """On stderr: per file, what ``--fix`` fixed (or why not); for
     ``--diff``, how many findings it would fix, or that it has nothing to
-    show while ``remaining`` findings are left."""
+    show while ``remaining`` findings are left (``unsafe`` of them with an
+    unsafe fix not asked for)."""
     for outcome in outcomes:
         if outcome.skipped:
             sys.stderr.write(f"probe: {outcome.path}: {outcome.skipped}\n")
@@ -202,6 +204,10 @@ def _say_fixed(outcomes: list, diff: bool, remaining: int = 0) -> None:
     if diff and changed:
         sys.stderr.write(f"Would fix {fixes} finding{'s' if fixes != 1 else ''} in {changed} "
                          f"file{'s' if changed != 1 else ''}.\n")
+    elif diff and unsafe:
+        sys.stderr.write(f"No safe fix to show; {unsafe} finding{'s' if unsafe != 1 else ''} "
+                         f"{'have' if unsafe != 1 else 'has'} an unsafe fix (add --unsafe-fixes to see "
+                         f"{'them' if unsafe != 1 else 'it'}).\n")
     elif diff and remaining:
         sys.stderr.write(f"No fix to show; {remaining} finding{'s' if remaining != 1 else ''} left "
                          "(run probe lint without --diff to see them).\n")

@@ -515,6 +515,17 @@ def test_diff_with_nothing_to_show_says_what_is_left(tmp_path):
     assert proc.returncode == 2 and "--format json does not apply" in proc.stderr
 
 
+def test_diff_with_only_unsafe_fixes_says_how_to_see_them(tmp_path):
+    path = tmp_path / "config.json"  # task tensor with its keys at the top level: PL105 moves them (unsafe)
+    path.write_text('{"task": "tensor", "dump_path": "/home/d", "level": "L1", "step": [0], "list": [], '
+                    '"data_mode": ["all"]}\n')
+    proc = run_probe("lint", "--isolated", "--diff", str(path))
+    assert proc.stdout == ""
+    assert "No safe fix to show; 2 findings have an unsafe fix (add --unsafe-fixes to see them)." in proc.stderr
+    proc = run_probe("lint", "--isolated", "--diff", "--unsafe-fixes", str(path))
+    assert '"tensor": {"list":[], "data_mode":["all"]}' in proc.stdout.replace(": [", ":[")
+
+
 def test_output_dash_is_stdout_and_a_config_is_never_the_output(tmp_path):
     config = tmp_path / "config.json"
     config.write_text(MESSY)
