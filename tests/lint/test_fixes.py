@@ -506,11 +506,15 @@ def test_fix_report_quotes_the_fixed_text(tmp_path):
 
 
 def test_diff_with_nothing_to_show_says_what_is_left(tmp_path):
-    path = tmp_path / "config.json"
-    path.write_text(BASE.replace('"/home/data_dump"', '"dump"'))
-    proc = run_probe("lint", "--isolated", "--diff", str(path))
+    path = tmp_path / "config.json"  # L2 on MindSpore 2.5.0: a finding no fix can answer
+    path.write_text('{"task": "overflow_check", "dump_path": "/tmp/d", "level": "L2", "rank": [], "step": []}\n')
+    proc = run_probe("lint", "--isolated", "--diff", "--mindspore-version", "2.5.0", "--jit-level", "O2", str(path))
     assert (proc.returncode, proc.stdout) == (1, "")
     assert "No fix to show; 1 finding left (run probe lint without --diff to see them)." in proc.stderr
+    path.write_text(BASE.replace('"/home/data_dump"', '"dump"'))  # a relative dump_path: its fix is unsafe
+    proc = run_probe("lint", "--isolated", "--diff", str(path))
+    assert (proc.returncode, proc.stdout) == (1, "")
+    assert "No safe fix to show; 1 finding has an unsafe fix (add --unsafe-fixes to see it)." in proc.stderr
     proc = run_probe("lint", "--isolated", "--diff", "-f", "json", str(path))
     assert proc.returncode == 2 and "--format json does not apply" in proc.stderr
 
