@@ -40,6 +40,23 @@ class _Command(TyperCommand):
         return _without_types(super().get_params(ctx))
 
 
+class _RunCommand(_Command):
+    """``probe run``: probe's own options end at ``--``; an option it does
+    not know before that is a usage error, never the start of CMD."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        try:
+            return super().parse_args(ctx, args)
+        except Exception as err:  # typer's click (vendored in typer._click): NoSuchOption
+            name = getattr(err, "option_name", None)
+            if name is None or "--" in args or not hasattr(err, "message"):
+                raise
+            err.message = (f"No such option: {name}; put -- between probe's options and the command: probe run "
+                           "CONFIG [options] -- CMD ARGS...")
+            err.possibilities = None  # type: ignore[attr-defined]
+            raise
+
+
 class _Group(TyperGroup):
     def get_params(self, ctx: Any) -> list:
         return _without_types(super().get_params(ctx))
@@ -166,7 +183,7 @@ def schema() -> None:
     raise typer.Exit(main())
 
 
-@app.command(cls=_Command, context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+@app.command(cls=_RunCommand, context_settings={"allow_extra_args": True})
 def run(
     config: str = typer.Argument(..., metavar="CONFIG", help="The msprobe config.json the job will use."),
     command: Optional[List[str]] = typer.Argument(None, metavar="-- CMD ARGS...", show_default=False,

@@ -53,6 +53,9 @@ CASES = [
          '  "task":   "overflow_check",\n', unsafe=True),  # as close to rank: not a clear match
     case("PL102", '"rank": []', '"rank": 0', '"rank": [0]'),
     case("PL102", '"rank": []', '"rank": null', '"rank": []'),
+    # a rank or step string is written as the list msprobe reads, never as ["0"] (PL301 again)
+    case("PL102", '"rank": []', '"rank": "0"', '"rank": [0]'),
+    case("PL102", '"step": []', '"step": "0, 2-3"', '"step": [0, "2-3"]'),
     case("PL102", '"overflow_nums": 1', '"overflow_nums": 3.0', '"overflow_nums": 3'),
     case("PL102", '"overflow_nums": 1', '"overflow_nums": "3"', '"overflow_nums": 3'),
     case("PL102", '  "level": "L1",\n', '  "level": "L1",\n  "async_dump": "false",\n',
@@ -251,7 +254,7 @@ def test_fix_cli_reports_what_was_fixed_and_what_is_left(tmp_path):
     os.chmod(path, 0o640)
     proc = run_probe("lint", "--isolated", "--fix", "config.json", cwd=tmp_path, env={"NO_COLOR": "1"})
     assert proc.returncode == 1  # PL401 is left: its fix is unsafe
-    assert proc.stderr.startswith("config.json: fixed 3: PL102 write rank as a list, ")
+    assert proc.stderr.startswith("config.json: fixed 3: PL102 write rank as [0], ")
     assert "PL401 error" in proc.stdout and "PL103" not in proc.stdout
     assert "= unsafe fix: make dump_path absolute against this folder" in proc.stdout
     assert proc.stdout.endswith("Found 1 error in 1 file.\n1 fixable with --fix --unsafe-fixes "
@@ -261,6 +264,14 @@ def test_fix_cli_reports_what_was_fixed_and_what_is_left(tmp_path):
     proc = run_probe("lint", "--isolated", "--fix", "--unsafe-fixes", "config.json", cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert json.loads(path.read_text())["dump_path"] == str(tmp_path.resolve() / "dump")
+
+
+def test_a_rank_string_that_is_no_id_list_gets_a_hint_and_no_fix(tmp_path):
+    path = tmp_path / "config.json"
+    path.write_text(BASE.replace('"rank": []', '"rank": "all"'))
+    out = json.loads(run_probe("lint", "--isolated", "-f", "json", str(path)).stdout)
+    (rank,) = [d for d in out["diagnostics"] if d["code"] == "PL102"]
+    assert rank["fix"] is None and 'e.g. [0, "2-3"]' in rank["hint"]
 
 
 def test_unsafe_fixes_needs_fix_or_diff(tmp_path):
@@ -278,7 +289,7 @@ def test_json_output_carries_the_edits(tmp_path):
     assert out["summary"]["fixable"] == 3 and out["summary"]["unsafe_fixable"] == 0
     (rank,) = [d for d in out["diagnostics"] if d["code"] == "PL102"]
     start = MESSY.index('"rank": 0') + len('"rank": ')
-    assert rank["fix"] == {"description": "write rank as a list", "applicability": "safe", "edits": [
+    assert rank["fix"] == {"description": "write rank as [0]", "applicability": "safe", "edits": [
         {"pointer": "/rank", "start": start, "end": start + 1, "line": 4, "column": 11, "end_line": 4,
          "end_column": 12, "text": "[0]"}]}
 
@@ -383,7 +394,7 @@ def test_fix_on_standard_input_prints_the_fixed_text_and_reports_on_stderr(tmp_p
     assert proc.returncode == 0, proc.stderr
     fixed = json.loads(proc.stdout)
     assert fixed["rank"] == [0]
-    assert proc.stderr.startswith("config.json: fixed 3: PL102 write rank as a list, ")
+    assert proc.stderr.startswith("config.json: fixed 3: PL102 write rank as [0], ")
     assert named.read_text() == "untouched" and sorted(p.name for p in tmp_path.iterdir()) == ["config.json"]
     again = run_probe("lint", "--isolated", "-", input=proc.stdout)
     assert again.returncode == 0, again.stdout

@@ -476,3 +476,26 @@ def test_a_record_found_by_a_replay_says_so(tmp_path):
            "computation at train.py:31 again (auto checks)\n" in out
     assert strict_json(report(tmp_path, "json")[1])["records"][0]["replay"] == "train.py:31"
     assert "found by running the gradient computation at train.py:31 again" in report(tmp_path, "html")[1]
+
+
+@pytest.mark.parametrize("corrupt, said", [
+    ("step0/rank1/overflow.json", True),  # the records of the start's own step: it may hide an earlier origin
+    ("stepX", False),  # an empty folder that is no step folder: nothing unread
+])
+def test_an_unread_folder_up_to_the_start_is_named_in_the_summary(tmp_path, corrupt, said):
+    """The summary names where the overflow started among what was read;
+    a folder up to that step that could not be read may hold an earlier
+    start, and the summary line says so (a later one cannot)."""
+    shutil.copytree(DATA / "ours", tmp_path / "dump")
+    root = tmp_path / "dump"
+    target = root / corrupt
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text("garbage") if target.suffix else target.mkdir()
+    (root / "step9").mkdir()
+    (root / "step9" / "rank1").mkdir()
+    (root / "step9" / "rank1" / "overflow.json").write_text("garbage")  # after the start: never named
+    status, out, err = report(root)
+    last = out.splitlines()[-1]
+    assert status == 0 and "step9" not in last
+    assert ("Not read (see the warnings): step0/rank1; the overflow may have started there." in last) == said
+    assert "step9/rank1/overflow.json" in err

@@ -201,6 +201,20 @@ def test_unreadable_config_exits_2(tmp_path):
     assert proc.returncode == 2 and not marker.exists() and "PL006" in proc.stderr
 
 
+@pytest.mark.parametrize("before, hint", [
+    (["--mindspore-versoin", "2.5.0", "--"], False),  # a misspelt probe option is not the command
+    (["--format", "json", "--"], False),  # a lint option probe run does not take
+    ([], True),  # no -- at all: CMD's own options would be read as probe's
+])
+def test_an_option_probe_does_not_know_is_a_usage_error_not_the_command(tmp_path, before, hint):
+    config(tmp_path)
+    marker = tmp_path / "started"
+    proc = run_probe("run", "config.json", *before, PY, "-c", f"open({str(marker)!r}, 'w').close()", cwd=tmp_path)
+    assert proc.returncode == 2 and not marker.exists(), proc.stderr
+    assert "No such option" in proc.stderr and "starting" not in proc.stderr
+    assert ("put -- between probe's options and the command" in " ".join(proc.stderr.split())) == hint
+
+
 def test_runs_command_with_env_and_passes_status(tmp_path):
     cfg = config(tmp_path)
     script = tmp_path / "child.py"

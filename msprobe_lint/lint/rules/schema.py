@@ -440,7 +440,14 @@ def _describe(code: str, error: Any, path: list, ptr: str, hint: Optional[str]) 
         edit = _as_integer(value, ptr) if expected == "integer" else None
         if fix is None and edit is not None:
             fix = f"write {int(value)}" + (" without quotes" if isinstance(value, str) else "")
-        if expected == "array" and not isinstance(value, (dict, list)):
+        ids = _as_id_list(value) if name in ("rank", "step") else None
+        if expected == "array" and ids is not None:  # "0" -> [0], "0,2-3" -> [0, "2-3"]: what msprobe accepts
+            edit = set_value(ptr, ids, f"write {name} as {_json(ids)}")
+            fix = fix or f"write {_json(ids)}"
+        elif expected == "array" and name in ("rank", "step") and value not in (None, ""):
+            edit = None  # wrapped as it is, it would be a list entry msprobe refuses (PL301)
+            fix = fix or 'write a list of integers >= 0 and "a-b" ranges, e.g. [0, "2-3"]'
+        elif expected == "array" and not isinstance(value, (dict, list)):
             fix = fix or (f"write [{_json(value)}]" if value not in (None, "") else "write []")
             edit = FixSpec(f"write {name} as a list", (("value", ptr, "[]"),) if value in (None, "")
                            else (("wrap", ptr),))
@@ -491,6 +498,27 @@ def _index_hint(value: Any) -> str:
 
 # ASCII digits only: str.isdigit() also accepts '¹' or '٣', which int() refuses or reads otherwise.
 _INTEGER = re.compile(r"-?[0-9]+")
+
+
+def _as_id_list(value: Any) -> Optional[list]:
+    """A rank or step given as one value, as the list msprobe accepts:
+    ``3`` or ``"3"`` -> ``[3]``, ``"0, 2-3"`` -> ``[0, "2-3"]``; None when
+    some part is neither an integer >= 0 nor an ``"a-b"`` range with
+    a <= b."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return [value] if value >= 0 else None
+    if not isinstance(value, str) or not value.strip():
+        return None
+    out: list = []
+    for part in value.replace(",", " ").split():
+        if _INTEGER.fullmatch(part) and not part.startswith("-") and len(part) < 19:
+            out.append(int(part))
+            continue
+        first, dash, last = part.partition("-")
+        if not (dash and _INTEGER.fullmatch(first) and _INTEGER.fullmatch(last) and int(first) <= int(last)):
+            return None
+        out.append(f"{int(first)}-{int(last)}")
+    return out
 
 
 def _as_integer(value: Any, ptr: str) -> Optional[FixSpec]:

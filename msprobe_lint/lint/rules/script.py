@@ -68,13 +68,16 @@ def _because(why: str) -> str:
       "(script) Function imported by name from an intercepted namespace bypasses L1 interception")
 def direct_import(config: ConfigView, context: Context) -> Iterator[Finding]:
     """
-    At L1, msprobe (and probe_runtime) intercept APIs by replacing the
+    At L1, msprobe and probe_runtime intercept APIs by replacing the
     functions on their modules (mindspore.ops, mindspore.mint,
     mindspore.mint.nn.functional, torch, torch.nn.functional). A name bound
     with `from mindspore.ops import relu` keeps the original function, so
-    every call through it is invisible to the overflow check. Importing
-    modules or classes (`from mindspore import nn, ops, Tensor`) is fine.
-    Reported at the import; only at levels that intercept APIs (L1, mix).
+    no call through it is recorded under the API's name: probe_runtime
+    still records the Primitive calls inside it (`Primitive.ReLU`), without
+    the API's name and arguments; a tool that intercepts only the module
+    functions records nothing. Importing modules or classes
+    (`from mindspore import nn, ops, Tensor`) is fine. Reported at the
+    import; only at levels that intercept APIs (L1, mix).
 
     Bad:
         from mindspore.ops import relu
@@ -99,13 +102,13 @@ def direct_import(config: ConfigView, context: Context) -> Iterator[Finding]:
         if item.name == "*":
             yield _at(script, "PL501", item.line, item.column,
                       f"`from {item.module} import *` binds its functions by name: calls through them bypass "
-                      f"level {config.level} API interception",
+                      f"level {config.level} API interception (at most the Primitive calls inside are recorded)",
                       hint=f"{use_module} and call {leaf}.<function>(...)")
             continue
         used = f" (first called at line {item.first_use})" if item.first_use else ""
         yield _at(script, "PL501", item.line, item.column,
                   f"{item.name} is bound directly from {item.module}: calls through {item.bound}{used} bypass "
-                  f"level {config.level} API interception",
+                  f"level {config.level} API interception (at most the Primitive calls inside are recorded)",
                   hint=f"{use_module} and call {leaf}.{item.name}(...)")
 
 

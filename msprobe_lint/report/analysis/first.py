@@ -10,6 +10,8 @@ Sentinel findings of an earlier step come first (``Then: ...``).
 """
 from __future__ import annotations
 
+import os
+import re
 from typing import Iterable, Optional
 
 from ..dumpformat import OUTSIDE, UPDATE, direction_of, rank_ranges
@@ -65,6 +67,35 @@ def _start_sentence(start: Start, why_unknown: str) -> str:
             f"({start.reason or why_unknown}).")
 
 
+_STEP_FOLDER = re.compile(r"step(\d+)")
+
+
+def _unread_up_to(summary: Summary, step: Optional[int]) -> list[str]:
+    """The folders (``step3/rank``, or ``step3``) of the files and folders
+    that could not be read in a step up to ``step`` (any step when the
+    start's step is unknown), where records may be hidden; a problem
+    outside a step folder counts too, a dump.json beside a readable
+    overflow.json does not (only statistics are missing there)."""
+    out: list[str] = []
+    root = os.path.normpath(summary.root) if summary.root else ""
+    unread = {os.path.normpath(path) for path, _ in summary.problems}
+    for path, _ in summary.problems:
+        records = os.path.join(os.path.dirname(path), "overflow.json")
+        if os.path.basename(path) == "dump.json" and os.path.normpath(records) not in unread \
+                and os.path.isfile(records):  # the records were read; only their statistics are missing
+            continue
+        rel = os.path.relpath(os.path.normpath(path), root) if root else path
+        parts = rel.split(os.sep)
+        match = _STEP_FOLDER.fullmatch(parts[0]) if parts else None
+        if match is not None and step is not None and int(match.group(1)) > step:
+            continue
+        if match is not None and len(parts) > 2:  # a file in a rank folder: name the folder
+            rel = os.path.join(parts[0], parts[1])
+        if rel not in out:
+            out.append(rel)
+    return out
+
+
 def summary_line(summary: Summary) -> str:
     """One sentence (or a few) naming where the overflow started.
 
@@ -84,6 +115,11 @@ def summary_line(summary: Summary) -> str:
     why = "no record is marked as the origin" if summary.origins_known else \
         "no overflow.json: a dump without origin marks"
     sentence = _start_sentence(start, why)
+    unread = _unread_up_to(summary, start.record.step)
+    if unread:
+        sentence += (f" Not read (see the warnings): {', '.join(unread[:3])}"
+                     f"{f' and {len(unread) - 3:,} more' if len(unread) > 3 else ''}; the overflow may have "
+                     "started there.")
     if summary.also:
         sentence += f" It also started on its own on {ranks_text(summary.also)}."
     receivers = [r.rank for r in summary.received]
