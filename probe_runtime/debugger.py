@@ -185,6 +185,9 @@ class PrecisionDebugger:
         self.sync = SyncWindows()
         self.grads = GradWatch(self.checker.on_error, on_device=_device_target() not in ("CPU", None))
         self.grads.on_computation = self._on_computation
+        nested = lambda: self.grads.depth > 1  # noqa: E731 - grad of grad: no backward hooks (wrappers.py)
+        self.interceptor.wrappers.nested_gradient = self.cells.nested_gradient = nested
+        self.collectives.wrappers.nested_gradient = nested
         if self.checks == "auto":
             self.grads.capture = capture_state
         self.states = StateWatch(self.grads.judge)

@@ -309,6 +309,12 @@ class GradWatch:
         if GradWatch._active is self:
             GradWatch._active = None
 
+    @property
+    def depth(self) -> int:
+        """How many watched forward passes are running now (2 and more: a
+        gradient computation inside another's forward pass)."""
+        return self._depth
+
     # -- wrappers -------------------------------------------------------------------
     def _passes(self) -> bool:
         return self.replaying or inside_tool()

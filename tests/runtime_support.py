@@ -36,29 +36,6 @@ def missing_kernel(function: str, dtype: str, arity: int = 2) -> Optional[str]:
     return None
 
 
-@functools.lru_cache(maxsize=None)
-def second_order_hook_error() -> Optional[str]:
-    """None when this MindSpore differentiates through
-    ``ops.HookBackward`` twice (a gradient of a gradient of a hooked
-    tensor, what L1's backward checks make of grad-of-grad code); otherwise
-    why not, for a skip reason. MindSpore 2.7.0 refuses it ("Bprop cut run
-    must in the following format: dout"), 2.10.0 runs it. Tried once."""
-    import mindspore as ms
-    import numpy as np
-
-    def hooked(t: Any) -> Any:
-        return ms.ops.exp(ms.ops.HookBackward(lambda *grads: None)(t) ** 2).sum()
-
-    inner = ms.grad(hooked)
-    try:
-        ms.grad(lambda t: inner(t).sum())(ms.Tensor(np.full(2, 0.1, np.float32))).asnumpy()
-    except Exception as err:
-        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        return (f"MindSpore {ms.__version__} cannot differentiate through HookBackward twice ({first}): L1's "
-                "backward checks break grad-of-grad code there (docs/mindspore-releases.md)")
-    return None
-
-
 def isolate(monkeypatch: Any, folder: Path) -> None:
     """Run in ``folder`` with no launcher variables and no PROBE_CONFIG, so
     the debugger sees a single process (rank folder ``rank``)."""

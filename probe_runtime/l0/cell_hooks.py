@@ -25,7 +25,7 @@ import logging
 import sys
 import threading
 import weakref
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from ..check.probes import launch_sum, probe_now, snapshot
 from ..check.verdict import framework_error, is_tensor, iter_tensors
@@ -75,6 +75,9 @@ class CellHooks:
         #: the window runs synchronously: Parameters are checked on the host at install
         self.synchronous = False
         self._boxes: list = []  # what this window's HookBackward hooks refer to (see through_hook)
+        #: True inside a gradient computation nested in another's forward pass: no backward hooks there
+        #: (as ``l1.wrappers.Wrappers.nested_gradient``)
+        self.nested_gradient: Callable[[], bool] = lambda: False
         self._cells: dict[str, Any] = {}  # prefix -> Cell, for the window
         #: prefix -> {name: snapshot}: the latest values of the Parameters a Cell may write in place
         #: (``Target.written``), taken at ``start()``, after each of its calls and after an update
@@ -299,7 +302,7 @@ class CellHooks:
                 call.seq = self._seq
                 stack.append(call)
                 self._calls_by_prefix.setdefault(prefix, []).append(call)
-                if "backward" not in self.broken and self._executor.grad_flag():
+                if "backward" not in self.broken and self._executor.grad_flag() and not self.nested_gradient():
                     call.grad_mode = True
                     if self._fed_by_previous(target, call, args):
                         return None

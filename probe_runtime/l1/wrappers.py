@@ -58,6 +58,11 @@ class Wrappers:
         broken: APIs whose wrapper failed: called straight through from then on.
         enclosing: at L0, returns the hooked Cell's call running now (the
             ``parent`` of each call), else None.
+        nested_gradient: returns True while a gradient computation runs
+            inside another's forward pass (grad of grad): the backward
+            hooks are left out there (the forward checks stay), because
+            MindSpore 2.7.0 cannot differentiate through ``HookBackward``
+            twice ("Bprop cut run must in the following format: dout").
     """
 
     def __init__(self, sink: Sink) -> None:
@@ -74,6 +79,7 @@ class Wrappers:
         self.broken: set[str] = set()
         self._fault_causes: set[str] = set()
         self.enclosing: Optional[Callable[[], Any]] = None
+        self.nested_gradient: Callable[[], bool] = lambda: False
 
     def bind(self) -> None:
         """Look up what the wrappers call in MindSpore (``HookBackward``,
@@ -284,7 +290,7 @@ class Wrappers:
                     self._copy_inputs(call, args, kwargs)
                 else:
                     self._probe_parameters(call, args)
-                    if self._grad_flag():
+                    if self._grad_flag() and not self.nested_gradient():
                         backward = True
                         call_args = self._hook_inputs(call, args)
             except Exception as err:
