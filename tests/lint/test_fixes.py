@@ -231,6 +231,7 @@ def test_soft_linked_config_is_not_written_through(tmp_path):
     assert "soft link" in proc.stderr
     assert link.is_symlink() and target.read_text() == MESSY
     assert "PL103" in proc.stdout  # still reported
+    assert "fixable with --fix" not in proc.stdout and "= fix:" not in proc.stdout  # --fix cannot fix it here
 
 
 def test_diff_writes_nothing(tmp_path):

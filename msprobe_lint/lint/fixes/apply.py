@@ -117,7 +117,7 @@ def fix_paths(paths: list[str], options: Optional[LintOptions] = None, *, unsafe
         if not item.stdin and os.path.islink(path):
             outcome.after = text
             outcome.skipped = "is a soft link; not rewritten (fix the file it points to)"
-            remaining = lint(text)
+            remaining = _unfixable(lint(text))
         else:
             outcome.after, outcome.applied, remaining = fix_text(text, lint, unsafe=unsafe)
             if any(d.code in ("PL001", "PL003", "PL007") for d in remaining) and not outcome.applied:
@@ -133,10 +133,17 @@ def fix_paths(paths: list[str], options: Optional[LintOptions] = None, *, unsafe
                 if err.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
                     outcome.skipped += " (the file and its folder must be writable: it is replaced by a new file)"
                 outcome.failed = True
-                remaining = lint(text)
+                remaining = _unfixable(lint(text))
                 outcome.after, outcome.applied = text, []
         results.append(Result(path, remaining, source=outcome.after))
     status = exit_status(results, strict=options.strict)
     if any(o.failed for o in outcomes):
         status = ExitStatus.USAGE  # could not write: an I/O error, as for a file that cannot be read
     return LintRun(results, status), outcomes
+
+
+def _unfixable(diagnostics: list) -> list:
+    """``diagnostics`` without their fixes: ``--fix`` could not write the
+    file, so none of them is fixable by it (the report says why, not
+    "[*] N fixable with --fix")."""
+    return [d._replace(fix=None) if d.fix is not None else d for d in diagnostics]
