@@ -135,6 +135,7 @@ class PrecisionDebugger:
         self._exact_next = False  # auto: a finding asks for exact checks in the next window
         self._notes = 0  # records that name no call (sentinel, outside, update) written
         self._sentinel_empty_said = False
+        self._watched_empty_said = False  # a watched window without gradients was said
         self._model: Any = None  # what the open window's start() got
         self._window_found = 0  # state.found when the window opened
         self._window_notes = 0  # self._notes when the window opened
@@ -395,7 +396,16 @@ class PrecisionDebugger:
         """A watched window closed: inf/nan that no replay covered (a
         computation nested in another one that returned finite, a forward
         pass whose gradients never came) gets the sentinel record saying
-        why, and exact checks in the next window."""
+        why, and exact checks in the next window. A watched window that
+        computed no gradients (an evaluation step after a training step)
+        checked nothing: said once (logger ``probe_runtime``, warning)."""
+        if not self.grads.computations and not self._watched_empty_said:
+            self._watched_empty_said = True
+            message = (f"probe_runtime: step {self.state.step} computed no gradients, so auto checks, which watch "
+                       "gradient computations after the first step, checked nothing in it (evaluation or "
+                       "forward-only code); every checked step after one without gradients runs exact checks, and "
+                       "checks='exact' (PROBE_CHECKS=exact) checks every step")
+            LOGGER.warning(message)
         if not self.grads.findings or self._explained() or self._notes > self._window_notes:
             return
         first = self.grads.findings[0]

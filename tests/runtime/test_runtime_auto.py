@@ -179,7 +179,7 @@ def test_dropout_and_batchnorm_train_bit_identically(work, overflow):
 
 
 # -- the windows --------------------------------------------------------------------------------
-def test_windows_exact_first_then_watched_and_exact_after_one_without_gradients(work):
+def test_windows_exact_first_then_watched_and_exact_after_one_without_gradients(work, caplog):
     _, make = work
     debugger = make()
     w = ms.Parameter(Tensor(np.ones(2, np.float32)), name="w")
@@ -195,6 +195,8 @@ def test_windows_exact_first_then_watched_and_exact_after_one_without_gradients(
         debugger.stop()
         debugger.step()
     assert kinds == ["exact", "watched", "watched", "exact", "watched"]
+    said = [r.getMessage() for r in caplog.records if "computed no gradients" in r.getMessage()]
+    assert len(said) == 1 and said[0].startswith("probe_runtime: step 2 computed no gradients, so auto checks")
 
 
 @pytest.mark.parametrize("given, distributed, expected", [
