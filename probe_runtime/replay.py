@@ -53,7 +53,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
 from .hooks.guard import tool_section
-from .hooks.patching import Patches
+from .hooks.patching import Patches, subclasses
 
 #: words in a Primitive class's name that make it a collective call
 COLLECTIVE_WORDS = ("AllReduce", "AllGather", "ReduceScatter", "AlltoAll", "AllToAll", "Barrier", "Isend", "Irecv",
@@ -467,18 +467,9 @@ def collective_classes() -> list:
     from mindspore.ops.primitive import Primitive
 
     import mindspore.ops.operations.comm_ops  # noqa: F401 - loads the classes
-    out, seen, stack = [], set(), [Primitive]
-    while stack:
-        klass = stack.pop()
-        if klass in seen:
-            continue
-        seen.add(klass)
-        stack.extend(klass.__subclasses__())
-        name = klass.__name__
-        if klass.__module__.endswith("comm_ops") or name.startswith(("DistComm", "InnerComm")) \
-                or any(word in name for word in COLLECTIVE_WORDS):
-            out.append(klass)
-    return out
+    return [klass for klass in subclasses(Primitive)
+            if klass.__module__.endswith("comm_ops") or klass.__name__.startswith(("DistComm", "InnerComm"))
+            or any(word in klass.__name__ for word in COLLECTIVE_WORDS)]
 
 
 def _graph_executors() -> list:

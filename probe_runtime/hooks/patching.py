@@ -104,3 +104,20 @@ def patched_module_class(base: type, table: dict[str, Callable]) -> type:
         return base_lookup(self, name)
 
     return type(f"Probe{base.__name__.capitalize()}", (base,), {"__getattribute__": __getattribute__})
+
+
+def subclasses(root: type) -> list[type]:
+    """``root`` and every class derived from it, each once, in depth-first
+    order (``mindspore.ops.primitive.Primitive``: every Primitive class
+    loaded so far)."""
+    out: list[type] = []
+    seen: set[type] = set()
+    stack = [root]
+    while stack:
+        klass = stack.pop()
+        if klass in seen:
+            continue
+        seen.add(klass)
+        out.append(klass)
+        stack.extend(klass.__subclasses__())
+    return out

@@ -20,7 +20,7 @@ import sys
 from typing import Any, Callable, Optional
 
 from ..hooks.collectives import FORMS, reducer_classes
-from ..hooks.patching import Patches, patched_module_class
+from ..hooks.patching import Patches, patched_module_class, subclasses
 from .calls import Sink
 from .namespaces import FUNCTION_INPLACE, FUNCTION_SKIP, PRIMITIVE_SKIP, TENSOR_MUTATORS, TENSOR_OPERATORS, TENSOR_SKIP
 from .wrappers import Wrappers
@@ -198,15 +198,8 @@ class ApiInterceptor:
                 if module_name.startswith("mindspore") and module is not None \
                         and vars(module).get("_run_op") is run_op:
                     self._set(module, "_run_op", wrapper)
-        seen = set()
-        stack = [Primitive]
         boosted: set[tuple[str, str]] = set()
-        while stack:
-            klass = stack.pop()
-            if klass in seen:
-                continue
-            seen.add(klass)
-            stack.extend(klass.__subclasses__())
+        for klass in subclasses(Primitive):
             call = vars(klass).get("__call__")
             if call is None or klass.__name__ in PRIMITIVE_SKIP or klass.__name__ in ("ProxyOp", "CompileOp"):
                 continue
@@ -231,14 +224,7 @@ class ApiInterceptor:
         class's type cache)."""
         from mindspore.ops.primitive import Primitive
 
-        seen: set = set()
-        stack = [Primitive]
-        while stack:
-            klass = stack.pop()
-            if klass in seen:
-                continue
-            seen.add(klass)
-            stack.extend(klass.__subclasses__())
+        for klass in subclasses(Primitive):
             if klass.__name__ not in FORMS:
                 continue
             own = vars(klass).get("__call__")
