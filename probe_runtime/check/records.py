@@ -30,7 +30,7 @@ from ..dump.writer import Record, StepWriter
 from ..hooks.frames import stack_lines, user_where
 from ..state import RunState
 from .provenance import parameters_seen
-from .verdict import HostCache, is_tensor, statistics
+from .verdict import HostCache, is_dtype, is_tensor, statistics
 
 LOGGER = logging.getLogger("probe_runtime")
 
@@ -203,7 +203,7 @@ class Recorder:
             return {"type": "slice", "value": parts}
         if isinstance(obj, np.generic):
             return {"type": type(obj).__name__, "value": obj.item()}
-        if _is_dtype(obj):  # as msprobe writes a dtype argument (a cast's target)
+        if is_dtype(obj):  # as msprobe writes a dtype argument (a cast's target)
             return {"type": "mindspore.dtype", "value": str(obj)}
         if isinstance(obj, (list, tuple)):
             return [self._describe(v, f"{prefix}.{i}", cache, arrays, depth + 1) for i, v in enumerate(obj)]
@@ -233,18 +233,3 @@ def shown_labels(labels: list, limit: int = 4) -> str:
 def _file_part(key: str) -> str:
     """A ``written`` key as part of an ``.npy`` file name: ``input_args[4]`` -> ``input_args.4``."""
     return ".".join(part for part in re.split(r"[^\w]+", key) if part) or "value"
-
-
-_DTYPE_CLASSES: dict[type, bool] = {}
-
-
-def _is_dtype(obj: Any) -> bool:
-    """``obj`` is a MindSpore number dtype (``mindspore.float16``: its
-    classes derive from ``mindspore._c_expression.typing.Number``);
-    decided once per class, without importing MindSpore."""
-    klass = type(obj)
-    known = _DTYPE_CLASSES.get(klass)
-    if known is None:
-        known = any(k.__name__ == "Number" and k.__module__.startswith("mindspore") for k in klass.__mro__)
-        _DTYPE_CLASSES[klass] = known
-    return known

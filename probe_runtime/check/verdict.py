@@ -185,18 +185,30 @@ def is_floating(tensor: Any) -> bool:
     return is_tensor(tensor) and dtype_name(tensor) in FLOAT_DTYPES
 
 
-_PARAMETER_TYPES: dict[type, bool] = {}
+#: (class, MindSpore base class name) -> whether the class derives from it
+_MINDSPORE_BASES: dict[tuple[type, str], bool] = {}
+
+
+def _derives(obj: Any, base: str) -> bool:
+    """``obj``'s class derives from MindSpore's class named ``base``
+    (decided once per class and name; no MindSpore import here)."""
+    key = (type(obj), base)
+    known = _MINDSPORE_BASES.get(key)
+    if known is None:
+        known = any(k.__name__ == base and k.__module__.startswith("mindspore") for k in key[0].__mro__)
+        _MINDSPORE_BASES[key] = known
+    return known
 
 
 def is_parameter(obj: Any) -> bool:
-    """``obj`` is a ``mindspore.Parameter`` (by class, decided once per type;
-    no MindSpore import here)."""
-    klass = type(obj)
-    known = _PARAMETER_TYPES.get(klass)
-    if known is None:
-        known = any(k.__name__ == "Parameter" and k.__module__.startswith("mindspore") for k in klass.__mro__)
-        _PARAMETER_TYPES[klass] = known
-    return known
+    """``obj`` is a ``mindspore.Parameter``."""
+    return _derives(obj, "Parameter")
+
+
+def is_dtype(obj: Any) -> bool:
+    """``obj`` is a MindSpore number dtype (``mindspore.float16``: its
+    classes derive from ``mindspore._c_expression.typing.Number``)."""
+    return _derives(obj, "Number")
 
 
 def to_host(tensor: Any, name: Optional[str] = None) -> HostTensor:
