@@ -53,9 +53,12 @@ class CellHooks:
         sink: the checker (``live``, ``next_index``, ``on_forward``,
             ``on_grad_outputs``, ``on_grad_inputs``, ``on_param_grad``,
             ``on_error``).
+        nested_gradient: returns True while a gradient computation runs
+            inside another's forward pass: no backward hooks there (as
+            ``l1.wrappers.Wrappers.nested_gradient``).
     """
 
-    def __init__(self, sink: Any) -> None:
+    def __init__(self, sink: Any, *, nested_gradient: Optional[Callable[[], bool]] = None) -> None:
         self.sink = sink
         self._handles: list = []
         self._plan_for: Any = None
@@ -75,9 +78,7 @@ class CellHooks:
         #: the window runs synchronously: Parameters are checked on the host at install
         self.synchronous = False
         self._boxes: list = []  # what this window's HookBackward hooks refer to (see through_hook)
-        #: True inside a gradient computation nested in another's forward pass: no backward hooks there
-        #: (as ``l1.wrappers.Wrappers.nested_gradient``)
-        self.nested_gradient: Callable[[], bool] = lambda: False
+        self.nested_gradient: Callable[[], bool] = nested_gradient or (lambda: False)
         self._cells: dict[str, Any] = {}  # prefix -> Cell, for the window
         #: prefix -> {name: snapshot}: the latest values of the Parameters a Cell may write in place
         #: (``Target.written``), taken at ``start()``, after each of its calls and after an update

@@ -65,7 +65,8 @@ class Wrappers:
             twice ("Bprop cut run must in the following format: dout").
     """
 
-    def __init__(self, sink: Sink) -> None:
+    def __init__(self, sink: Sink, *, enclosing: Optional[Callable[[], Any]] = None,
+                 nested_gradient: Optional[Callable[[], bool]] = None) -> None:
         self.sink = sink
         self._hook_backward: Any = None
         self._deepcopy: Any = None
@@ -78,8 +79,8 @@ class Wrappers:
         self._boxes: list = []  # what this window's HookBackward hooks refer to (see through_hook)
         self.broken: set[str] = set()
         self._fault_causes: set[str] = set()
-        self.enclosing: Optional[Callable[[], Any]] = None
-        self.nested_gradient: Callable[[], bool] = lambda: False
+        self.enclosing = enclosing
+        self.nested_gradient: Callable[[], bool] = nested_gradient or (lambda: False)
 
     def bind(self) -> None:
         """Look up what the wrappers call in MindSpore (``HookBackward``,

@@ -46,7 +46,7 @@ def work(tmp_path, monkeypatch):
     yield tmp_path, make
     for debugger in made:
         debugger.stop()
-        debugger._exit_said = True  # no "no overflow found" line from these at interpreter exit
+        debugger.windows.summary.said = True  # no "no overflow found" line from these at interpreter exit
         assert_origin_invariant(debugger.dump_path)
 
 

@@ -593,9 +593,10 @@ def test_l0_parameter_set_after_start_is_not_an_origin(work, monkeypatch, sync):
 
 def test_l0_weights_an_optimizer_made_non_finite_in_the_window_are_judged_again(work):
     """Two optimizer steps in one window: the first writes inf into the
-    weights (a huge learning rate); the second forward pass uses them. Its
-    first Cell is not an origin and names the Parameter, as changed in the
-    window."""
+    weights (a huge learning rate), which is said right after that step (an
+    ``update`` record, issue 33: not a step late); the second forward pass
+    uses them. Its first Cell is not an origin and names the Parameter, as
+    changed in the window."""
     tmp_path, make = work
     debugger = make("L0")
     ms.set_seed(1)
@@ -610,6 +611,9 @@ def test_l0_weights_an_optimizer_made_non_finite_in_the_window_are_judged_again(
     debugger.stop()
     assert not np.isfinite(net.fc1.weight.asnumpy()).all()
     records = _records(tmp_path, 0)
+    assert records[0]["name"] == "update" and "the update made it" in records[0]["message"]
+    assert any(label.startswith("Parameter fc1.") for label in records[0]["nonfinite"])
+    records = records[1:]
     assert records[0]["name"] == "Cell.fc1.Dense.forward.1"
     assert not [r["name"] for r in records if r["origin"]]
     assert_origin_invariant(tmp_path / "dump")

@@ -35,10 +35,10 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
-from .check.verdict import HostCache, is_floating, is_tensor, iter_tensors
-from .hooks.frames import capture_frames
-from .hooks.guard import inside_tool, tool_section
-from .hooks.patching import Patches
+from ..check.verdict import HostCache, is_floating, is_tensor, iter_tensors
+from ..hooks.frames import capture_frames
+from ..hooks.guard import inside_tool, tool_section
+from ..hooks.patching import Patches
 
 #: the MindSpore 2.10 functions every PyNative gradient computation runs through
 FORWARD, BACKWARD = "_pynative_func_grad_forward", "_pynative_func_grad_backward"
@@ -197,11 +197,12 @@ class GradWatch:
     #: wrappers would wrap the first one's, and their removal would cross)
     _active: Optional["GradWatch"] = None
 
-    def __init__(self, on_error: Callable[[str, BaseException], None], *, on_device: bool = False) -> None:
+    def __init__(self, on_error: Callable[[str, BaseException], None], *, on_device: bool = False,
+                 capture: Optional[Callable[[], Any]] = None) -> None:
         self.on_error = on_error
         self.on_device = on_device
         self.on_computation: Callable[[Computation], None] = lambda computation: None
-        self.capture: Optional[Callable[[], Any]] = None
+        self.capture: Optional[Callable[[], Any]] = capture
         self.keep = False
         self.window: list[Computation] = []
         self.computations = 0
@@ -236,6 +237,21 @@ class GradWatch:
         self.window, self._starts, self._depth, self.finite = [], [], 0, {}
         for computation in pending:
             self._finish(computation)
+
+    def complete_findings(self) -> list[Computation]:
+        """The window's computations that held inf/nan, those whose
+        gradients came first (all of them when none did)."""
+        return [c for c in self.findings if c.complete] or list(self.findings)
+
+    def add_finding(self, computation: Computation) -> None:
+        """Count ``computation`` among the window's findings (its state
+        turned inf/nan though its result was finite)."""
+        self.findings.append(computation)
+
+    def known_finite(self, tensor: Any) -> bool:
+        """``tensor`` is one of the gradients of the latest complete
+        computation judged finite (no need to read it again)."""
+        return self.finite.get(id(tensor)) is tensor
 
     # -- plan -----------------------------------------------------------------------
     def _build_plan(self) -> list[tuple[Any, str, Callable]]:
