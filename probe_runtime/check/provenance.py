@@ -34,10 +34,16 @@ from .verdict import HostCache, is_parameter, is_tensor, iter_tensors
 #: inf and nan included (seen with MindSpore 2.10 on CPU, differing from run
 #: to run): ``BatchNorm`` in training (``batch_mean``, ``batch_variance``,
 #: ``reserve_space_1/2`` after ``y``) and ``LSTM`` (``reserve`` and ``state``
-#: after ``output``, ``h_n``, ``c_n``). Only the leading outputs decide the
-#: verdict; every output is still dumped, as msprobe does.
+#: after ``output``, ``h_n``, ``c_n``). Others return, beside their result,
+#: a table that holds inf by design: ``ops.ctc_loss`` (``CTCLossV2``) returns
+#: the loss and ``log_alpha``, the log-probabilities of the alignment
+#: prefixes, which are ``-inf`` for every prefix no alignment reaches
+#: (MindSpore's own docstring example shows them); the loss and its
+#: gradients are what training sees, so only the loss is judged (issue 33).
+#: Only the leading outputs decide the verdict; every output is still
+#: dumped, as msprobe does.
 JUDGED_OUTPUTS = {"Primitive.BatchNorm": 1, "Primitive.BatchNormExt": 1, "Primitive.SyncBatchNorm": 1,
-                  "Primitive.LSTM": 3}
+                  "Primitive.LSTM": 3, "Functional.ctc_loss": 1, "Primitive.CTCLossV2": 1}
 
 
 def judged_outputs(call: Any) -> Any:

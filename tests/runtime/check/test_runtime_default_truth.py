@@ -1,0 +1,244 @@
+"""The default checks give exact checks' first record (issue 33).
+
+Each scenario is a small training script rebuilt from a public bug-report
+pattern (written here from its description). It runs twice, in fresh dump
+folders: under the default checks (no ``checks`` argument, no
+``PROBE_CHECKS``) and under ``checks="exact"``; both must write the same
+first record, in the same step, and that record must be the right one.
+"""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+pytestmark = pytest.mark.mindspore
+ms = pytest.importorskip("mindspore")
+np = pytest.importorskip("numpy")
+
+from mindspore import Parameter, Tensor, nn, ops  # noqa: E402
+
+from probe_runtime import PrecisionDebugger  # noqa: E402
+from runtime_support import PatchedState, isolate, write_runtime_config  # noqa: E402
+
+ms.set_context(mode=ms.PYNATIVE_MODE)
+ORIGINAL = PatchedState()
+
+
+def _records(dump):
+    """Every overflow.json record of ``dump``, in step order: [(step, record)]."""
+    out = []
+    for path in sorted(dump.glob("step*/rank/overflow.json"), key=lambda p: int(p.parent.parent.name[4:])):
+        step = int(path.parent.parent.name[4:])
+        out.extend((step, record) for record in json.loads(path.read_text()))
+    return out
+
+
+def _run_both(tmp_path, monkeypatch, scenario, level="L1"):
+    """(records under the default checks, records under exact checks)."""
+    isolate(monkeypatch, tmp_path)
+    monkeypatch.delenv("PROBE_CHECKS", raising=False)
+    results = []
+    for checks in (None, "exact"):
+        folder = tmp_path / (checks or "default")
+        folder.mkdir()
+        config = write_runtime_config(folder, level=level, nums=-1)
+        debugger = PrecisionDebugger(config_path=str(config), checks=checks)
+        try:
+            scenario(debugger)
+        finally:
+            debugger.stop()
+            debugger.windows.summary.said = True
+        results.append(_records(folder / "dump"))
+    ORIGINAL.assert_untouched()
+    return results
+
+
+def _first(records):
+    assert records, "nothing was recorded"
+    step, record = records[0]
+    return step, record["name"]
+
+
+def _loop(debugger, steps, body, model=None):
+    for step in range(steps):
+        debugger.start(model) if model is not None else debugger.start()
+        body(step)
+        debugger.stop()
+        debugger.step()
+
+
+def test_clip_by_global_norm_squares_overflow(tmp_path, monkeypatch):
+    """float16 gradients up to 300: the norm's squares overflow, every
+    gradient is clipped to 0 (the loss and gradients stay finite)."""
+    def scenario(debugger):
+        w = Parameter(Tensor(np.ones(4, np.float16)), name="w")
+        grad_fn = ms.value_and_grad(lambda x: (w * x).sum(), None, [w])
+
+        def body(step):
+            _, grads = grad_fn(Tensor(np.full(4, 300.0 if step else 1.0, np.float16)))
+            ops.clip_by_global_norm(grads, 1.0)
+        _loop(debugger, 2, body)
+
+    default, exact = _run_both(tmp_path, monkeypatch, scenario)
+    assert _first(default) == _first(exact)
+    step, name = _first(exact)
+    assert step == 1 and name.startswith("Primitive.Square"), name
+    assert exact[0][1].get("inside", "").startswith("Functional.clip_by_global_norm")
+
+
+def test_float16_rmsnorm_without_upcast(tmp_path, monkeypatch):
+    """h * h overflows in float16; rsqrt(inf) = 0 hides it before the loss."""
+    def scenario(debugger):
+        w = Parameter(Tensor(np.ones(8, np.float16)), name="w")
+
+        def loss_fn(h):
+            norm = ops.rsqrt((h * h).mean(-1, keep_dims=True) + 1e-6)
+            return (h * norm * w).sum()
+        grad_fn = ms.value_and_grad(loss_fn, None, [w])
+        _loop(debugger, 2, lambda step: grad_fn(Tensor(np.full((2, 8), 300.0 if step else 1.0, np.float16))))
+
+    default, exact = _run_both(tmp_path, monkeypatch, scenario)
+    assert _first(default) == _first(exact)
+    assert _first(exact) == (1, "Tensor.__mul__.0.forward")
+
+
+def test_gradient_accumulation_names_the_micro_batch_that_overflowed(tmp_path, monkeypatch):
+    """11 micro-batches in one step, the 11th overflows: its exp is call 10."""
+    def scenario(debugger):
+        w = Parameter(Tensor(np.ones(2, np.float32)), name="w")
+        grad_fn = ms.value_and_grad(lambda x: ops.exp(x * w).sum(), None, [w])
+
+        def body(step):
+            for micro in range(11):
+                grad_fn(Tensor(np.full(2, 200.0 if step and micro == 10 else 0.5, np.float32)))
+        _loop(debugger, 2, body)
+
+    default, exact = _run_both(tmp_path, monkeypatch, scenario)
+    assert _first(default) == _first(exact) == (1, "Functional.exp.10.forward")
+
+
+def test_adam_written_out_in_float16_divides_zero_by_zero(tmp_path, monkeypatch):
+    """eps 1e-8 rounds to 0 in float16: m / (sqrt(v) + eps) is 0/0 where a
+    gradient is 0 (here from step 1, when eps goes from 1e-3 to 1e-8). The
+    update is plain PyNative code."""
+    def scenario(debugger):
+        w = Parameter(Tensor(np.ones(4, np.float16)), name="w")
+        m = Tensor(np.zeros(4, np.float16))
+        v = Tensor(np.zeros(4, np.float16))
+        grad_fn = ms.value_and_grad(lambda x: (w * x).sum(), None, [w])
+
+        def body(step):
+            nonlocal m, v
+            _, (g,) = grad_fn(Tensor(np.array([1.0, 2.0, 0.0, 1.0], np.float16)))
+            m = 0.9 * m + 0.1 * g
+            v = 0.999 * v + 0.001 * g * g
+            update = m / (ops.sqrt(v) + Tensor(1e-8 if step else 1e-3, ms.float16))
+            ops.assign(w, w - 0.01 * update)
+        _loop(debugger, 2, body)
+
+    default, exact = _run_both(tmp_path, monkeypatch, scenario)
+    assert _first(default) == _first(exact)
+    step, name = _first(exact)
+    assert step == 1 and name.startswith("Tensor.__truediv__"), name
+
+
+def test_an_ema_teacher_outside_the_gradient_computation(tmp_path, monkeypatch):
+    """A float16 teacher, run outside value_and_grad, divides by a tiny
+    temperature: its division is named, not the student's first call."""
+    def scenario(debugger):
+        ms.set_seed(3)
+        student = nn.Dense(4, 2).to_float(ms.float16)
+        teacher = nn.Dense(4, 2).to_float(ms.float16)
+        grad_fn = ms.value_and_grad(lambda x, t: ((student(x) - t) ** 2).mean(), None, student.trainable_params())
+
+        def body(step):
+            x = Tensor(np.full((2, 4), 1.0, np.float16))
+            target = teacher(x) / Tensor(1e-7 if step else 1.0, ms.float16)
+            grad_fn(x, ops.stop_gradient(target))
+        _loop(debugger, 2, body)
+
+    default, exact = _run_both(tmp_path, monkeypatch, scenario)
+    assert _first(default) == _first(exact)
+    step, name = _first(exact)
+    assert step == 1 and "truediv" in name, name
+
+
+class _Inverse(nn.learning_rate_schedule.LearningRateSchedule):
+    """A learning rate of 0.1 / (2 - global_step): infinite at step 2."""
+
+    def construct(self, global_step):
+        return 0.1 / (2.0 - global_step.astype(ms.float32))
+
+
+def test_a_learning_rate_schedule_that_goes_infinite_is_named_in_its_step(tmp_path, monkeypatch):
+    """The update of a compiled optimizer (nn.SGD) writes inf/nan into the
+    weights in step 2: said in step 2 (an ``update`` record), not a step late."""
+    def scenario(debugger):
+        ms.set_seed(1)
+        net = nn.Dense(4, 1)
+        optimizer = nn.SGD(net.trainable_params(), learning_rate=_Inverse())
+        grad_fn = ms.value_and_grad(lambda x: net(x).sum(), None, optimizer.parameters)
+
+        def body(step):
+            _, grads = grad_fn(Tensor(np.ones((2, 4), np.float32)))
+            optimizer(grads)
+        _loop(debugger, 4, body)
+
+    default, exact = _run_both(tmp_path, monkeypatch, scenario)
+    assert _first(default) == _first(exact)
+    step, name = _first(exact)
+    assert step == 2, (step, name)
+    if name == "update":  # the optimizer's construct ran as a graph
+        assert "the update made it" in exact[0][1]["message"]
+    else:  # it ran in PyNative: the schedule's division is named
+        assert exact[0][1]["origin"] and "truediv" in name, name
+
+
+def test_a_resumed_adam_moment_holding_nan_is_named_as_state(tmp_path, monkeypatch):
+    """Resuming from a checkpoint whose Adam moment2 holds NaN: said in the
+    first checked step, as the optimizer's own state."""
+    def scenario(debugger):
+        ms.set_seed(1)
+        net = nn.Dense(4, 1)
+        optimizer = nn.Adam(net.trainable_params(), learning_rate=1e-3)
+        moment = optimizer.moment2[0]
+        moment.set_data(Tensor(np.full(moment.shape, np.nan, np.float32)))
+        grad_fn = ms.value_and_grad(lambda x: net(x).sum(), None, optimizer.parameters)
+        debugger.set_init_step(5)
+
+        def body(step):
+            _, grads = grad_fn(Tensor(np.ones((2, 4), np.float32)))
+            optimizer(grads)
+        _loop(debugger, 2, body)
+
+    default, exact = _run_both(tmp_path, monkeypatch, scenario)
+    assert _first(default) == _first(exact) == (5, "outside")
+    record = exact[0][1]
+    assert record["nonfinite"][0].startswith("Adam moment2 of "), record["nonfinite"]
+    assert "held inf/nan before the first optimizer step" in record["message"]
+
+
+def test_ctc_loss_log_alpha_holds_minus_inf_by_design(tmp_path, monkeypatch):
+    """ops.ctc_loss's second output (log_alpha) holds -inf by design; the
+    loss is finite until step 2, where no alignment fits (three repeated
+    labels need five frames, with blanks between them, and the input has
+    four): only step 2 is recorded."""
+    def scenario(debugger):
+        logits = Parameter(Tensor(np.random.default_rng(0).normal(size=(4, 1, 5)).astype(np.float32)), name="logits")
+
+        def loss_fn(target_length):
+            log_probs = ops.log_softmax(logits, axis=-1)
+            loss, _ = ops.ctc_loss(log_probs, Tensor(np.array([[1, 1, 1, 1]]), ms.int32),
+                                   Tensor(np.array([4]), ms.int32), target_length)
+            return loss
+        grad_fn = ms.value_and_grad(loss_fn, None, [logits])
+
+        def body(step):
+            grad_fn(Tensor(np.array([3 if step == 2 else 2]), ms.int32))
+        _loop(debugger, 3, body)
+
+    default, exact = _run_both(tmp_path, monkeypatch, scenario)
+    assert _first(default) == _first(exact)
+    step, name = _first(exact)
+    assert step == 2, (step, name)
