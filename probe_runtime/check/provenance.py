@@ -188,6 +188,11 @@ def own_parameters_finite(call: Any, cache: HostCache) -> tuple[bool, Optional[s
 
 
 # -- where the overflow came in ----------------------------------------------------
+#: ``entered["source"]`` at L0 when the model given to ``start()`` made the
+#: inf/nan in its own ``construct``, between its sub-Cells, from finite inputs
+OWN_CONSTRUCT = "own-construct"
+
+
 def entered(kind: str, call: Any, cache: HostCache) -> Optional[dict]:
     """Where the first overflow of a step came in, when its first
     overflowing entry is not an origin: the first non-finite input of
@@ -242,6 +247,12 @@ def entered(kind: str, call: Any, cache: HostCache) -> Optional[dict]:
             return _parameter_entry(name, label, parameter, bool(getattr(node, "params_at_start", False)) and bad_then)
         if maker is not None:  # L0: made inside an enclosing Cell from finite inputs
             return _own_parameter(maker, cache, f"{label} of {name}")
+        top = getattr(node, "top", None) if cell else None
+        if top is not None and all_finite((top.args, top.kwargs), cache):  # L0: the model's own construct made it
+            return {"entry": name, "input": label, "source": OWN_CONSTRUCT, "parameter": None, "at_start": False,
+                    "message": f"inf/nan started in {top.class_name}.construct itself, between its sub-Cells: "
+                               f"its inputs were finite and it handed {label} of {name} inf/nan (code that is not "
+                               "a sub-Cell, such as a mask or a scale built there); use level L1 to see the API"}
         return {"entry": name, "input": label, "source": "outside", "parameter": None, "at_start": False,
                 "message": f"non-finite input entered at the first checked {unit}: {label} of {name}, made "
                            f"outside {outside}"}

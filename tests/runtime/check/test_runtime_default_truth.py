@@ -242,3 +242,39 @@ def test_ctc_loss_log_alpha_holds_minus_inf_by_design(tmp_path, monkeypatch):
     assert _first(default) == _first(exact)
     step, name = _first(exact)
     assert step == 2, (step, name)
+
+
+class _Attention(nn.Cell):
+    """An additive float16 mask built in the model's own construct, between
+    its sub-Cells: ``scale`` 1000 makes it inf (1000 * 1000 in float16)."""
+
+    def __init__(self):
+        super().__init__()
+        self.q = nn.Dense(4, 4).to_float(ms.float16)
+        self.out = nn.Dense(4, 4).to_float(ms.float16)
+
+    def construct(self, x, scale):
+        h = self.q(x)
+        mask = ops.ones_like(h) * scale * scale
+        return self.out(h + mask)
+
+
+def test_l0_an_overflow_in_the_models_own_construct_is_said_in_the_record(tmp_path, monkeypatch):
+    """L0: the inf is made in Attention.construct itself; the record (not
+    only a warning on stderr) says so, with the hint to use level L1."""
+    def scenario(debugger):
+        ms.set_seed(2)
+        net = _Attention()
+        grad_fn = ms.value_and_grad(lambda x, s: net(x, s).astype(ms.float32).sum(), None, net.trainable_params())
+
+        def body(step):
+            grad_fn(Tensor(np.ones((2, 4), np.float16)), Tensor(1000.0 if step else 1.0, ms.float16))
+        _loop(debugger, 2, body, model=net)
+
+    default, exact = _run_both(tmp_path, monkeypatch, scenario, level="L0")
+    assert _first(default) == _first(exact)
+    step, record = exact[0]
+    assert step == 1 and record["name"] == "Cell.out.Dense.forward.0" and not record["origin"], record["name"]
+    assert record["entered"]["source"] == "own-construct"
+    assert "_Attention.construct itself" in record["entered"]["message"]
+    assert "use level L1" in record["entered"]["message"]
