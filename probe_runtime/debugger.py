@@ -55,17 +55,12 @@ class PrecisionDebugger:
         task, dump_path, level, step: override the file's values
             (``step``: list of ints >= 0 or ``"a-b"`` strings).
         checks: ``"exact"`` (the default: every call of every checked
-            step, forward and backward), ``"auto"`` (the first window and
-            windows after one without gradients run exact checks; the
-            others watch only the gradient computations and, when one
-            returns inf/nan, run it again at once under exact checks:
-            ``probe_runtime.grad.replay``; faster, but blind to an overflow
-            that never reaches a gradient computation's result) or
-            ``"sentinel"`` (only what gradient computations return, until
-            something is not finite; exact checks from the next ``start()``
-            on). None falls back to the ``PROBE_CHECKS`` environment
-            variable, then :data:`DEFAULT_CHECKS`. Not an msprobe argument.
-            What each one sees and costs: ``docs/checks.md``.
+            step, forward and backward), ``"auto"`` (gradient computations
+            watched, one that returns inf/nan run again under exact checks:
+            faster, but blind to an overflow that never reaches their
+            result) or ``"sentinel"``. None falls back to ``PROBE_CHECKS``,
+            then :data:`DEFAULT_CHECKS`. Not an msprobe argument; what each
+            sees and costs: ``docs/checks.md``.
 
     Raises:
         ValueError: ``checks`` (or ``PROBE_CHECKS``) is not one of
@@ -77,31 +72,14 @@ class PrecisionDebugger:
             Nothing has been patched or written then.
 
     Once the gate passes, dump_path is created (0o750, never through a
-    soft link), as msprobe does, so a run without overflow leaves it empty
-    and ``probe report`` says nothing was found. At interpreter exit, when
-    ``start()`` was called and nothing was recorded, one line goes to
-    stderr (and the logger, at INFO): ``probe_runtime: no overflow found in
-    N checked step(s); dump_path: ...`` (at L0 followed by what that level
-    does not see: an overflow that starts and ends inside one Cell).
+    soft link), as msprobe does. At exit, when nothing was recorded, one
+    line says so (:mod:`probe_runtime.windows.summary`). L1 intercepts API
+    calls (:mod:`probe_runtime.l1`), L0 hooks the Cells of the model given
+    to ``start(model)`` (:mod:`probe_runtime.l0`); calls are queued and
+    resolved in batches, records on disk before the resolving call returns
+    (:mod:`probe_runtime.check.queue`).
 
-    Level L1 intercepts API calls (``probe_runtime.l1``); level L0 hooks
-    the sub-Cells of the model given to ``start(model)``
-    (``probe_runtime.l0``). What is checked when: see
-    ``probe_runtime.check.queue`` (calls are queued and resolved in
-    batches; records are on disk before the resolving call returns;
-    everything is resolved by ``stop()``/``step()``).
-
-    Example::
-
-        debugger = PrecisionDebugger(config_path="config.json")
-        for batch in dataset:
-            debugger.start()          # level L0: debugger.start(net)
-            loss, grads = grad_fn(*batch)
-            optimizer(grads)
-            debugger.stop()
-            debugger.step()
     """
-
 
     def __init__(self, config_path: Optional[str] = None, task: Optional[str] = None,
                  dump_path: Optional[str] = None, level: Optional[str] = None,
@@ -127,18 +105,9 @@ class PrecisionDebugger:
         lifecycle.register(self)
 
     def _build_parts(self, policy: WindowPolicy) -> None:
-        """Build the parts and hand each its collaborators: the checker, the
-        L1 interceptor, the L0 Cell hooks and their collective interceptor
-        (L0 sees the collective calls of a distributed job too), the
-        synchronous windows, the gradient and state watches, the optimizer
-        watch, and the checked windows over them.
-
-        Their modules are imported here, not at the top of this module:
-        they need numpy and, once they run, MindSpore (the ``runtime``
-        extra), so ``import probe_runtime`` stays light (its error classes
-        and the gate import neither) and a config the gate refuses costs
-        none of those imports.
-        """
+        """Build the parts, each handed its collaborators, and the windows
+        over them. Imported here: they need numpy and MindSpore (the
+        ``runtime`` extra), which a config the gate refuses never costs."""
         from .check.queue import Checker
         from .execution import SyncWindows
         from .grad.replay import Replayer, capture_state
