@@ -385,6 +385,14 @@ def top_output_overflowed(top: Any, cache: HostCache) -> bool:
     return False
 
 
+def own_construct_message(top: Any) -> str:
+    """The record's message when a model's own ``construct`` made the
+    overflow (its output not finite, its inputs finite, no sub-Cell in it
+    overflowed)."""
+    return (f"inf/nan started in {top.class_name}.construct itself, not in a sub-Cell: its inputs were finite "
+            "and its output is not (code that is not a sub-Cell made it); use level L1 to see the API")
+
+
 def top_hint(top: Any) -> str:
     """The warning that an overflow started in the top Cell's own code."""
     return (f"probe_runtime: overflow inside {top.class_name}.construct itself (not in a sub-Cell): "

@@ -29,9 +29,9 @@ from typing import Any, Callable, Optional
 from ..hooks.guard import tool_section
 from ..state import RunState
 from .collective import collective_of, collective_tensors, pass_up, through_collective
-from .provenance import (entered, entry_tensors, forward_clean, inner_origin, mark_parent, masked_call,
-                         own_parameters_finite, stale_parameters, top_hint, top_output_overflowed, top_overflow,
-                         written_nonfinite)
+from .provenance import (OWN_CONSTRUCT, entered, entry_tensors, forward_clean, inner_origin, mark_parent,
+                         masked_call, own_construct_message, own_parameters_finite, stale_parameters, top_hint,
+                         top_output_overflowed, top_overflow, written_nonfinite)
 from .records import Recorder
 from .verdict import HostCache, Verdict, is_parameter, iter_tensors, judge
 
@@ -177,6 +177,7 @@ class Checker:
         (``l0.calls.TopCall``): queued, not counted towards the batch; only
         its output is read, to say when the overflow is in its own code."""
         if self.live and not self.state.exhausted:
+            top.step = self.state.step
             self.pending.append(("top", top))
 
     def before_mutation(self, tensors: list) -> None:
@@ -279,7 +280,8 @@ class Checker:
             if self.state.exhausted or self.disabled:
                 break
             if kind == "top":
-                self._check_top(call, cache)
+                if not self._check_top(call, cache, batch):
+                    break
                 continue
             if kind == "backward" and call.expects_input_grads and not call.grad_inputs and not final:
                 batch.keep.append((kind, call))
@@ -322,6 +324,9 @@ class Checker:
                     self.on_error("while finding where the overflow came in", err)
         if where_in is None and verdict.origin and not origin:
             where_in = through_collective(kind, call)  # L0: came in through a collective inside the Cell
+        if where_in is None and getattr(call, "own_construct", None):  # L0: a model's own construct made it
+            where_in = {"entry": call.name, "input": None, "source": OWN_CONSTRUCT, "parameter": None,
+                        "at_start": False, "message": call.own_construct}
         written = written_nonfinite(call, cache) if kind == "forward" else []
         if self.state.count_record():
             batch.counted = True
@@ -401,12 +406,22 @@ class Checker:
             self.pending = batch.keep + batch.entries[batch.resume:] + self.pending
 
     # -- L0: an overflow in the top Cell's own code ---------------------------------
-    def _check_top(self, top: Any, cache: HostCache) -> None:
+    def _check_top(self, top: Any, cache: HostCache, batch: _Batch) -> bool:
+        """A model given to ``start()`` returned inf/nan from finite inputs
+        and no sub-Cell in it overflowed: its own ``construct`` made it.
+        Said once on the logger and recorded (``Cell.<Class>.forward.<n>``,
+        an origin unless its own Parameters held inf/nan), with the hint
+        to use L1 in the record's ``entered``. False when writing failed."""
         try:
-            if top_output_overflowed(top, cache):
-                self._hint_top(top)
+            if not top_output_overflowed(top, cache):
+                return True
+            self._hint_top(top)
         except Exception as err:
             self.on_error("while checking the model's own output", err)
+            return True
+        if not top.prefix:
+            return True
+        return self._judge_entry("forward", top.as_cell_call(own_construct_message(top)), cache, batch)
 
     def _hint_top(self, top: Any) -> None:
         message = top_hint(top)

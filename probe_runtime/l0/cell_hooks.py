@@ -194,17 +194,25 @@ class CellHooks:
         return probes
 
     def _hook_tops(self, model: Any) -> None:
-        """Hooks on the models themselves (not recorded): their call and
-        output, for the hint when an overflow starts in their own code."""
+        """Hooks on the models themselves: their call and output, recorded
+        only when the overflow starts in their own code (``TopCall``)."""
         if "top" in self.broken:
             return
         sink = self.sink
         local = self._local
 
-        def top_pre_hook(cell: Any, args: tuple) -> None:
-            if sink.live and "top" not in self.broken:
-                local.top = TopCall(type(cell).__name__, args)
-                local.top_cell = id(cell)
+        def make_pre_hook(prefix: str) -> Callable:
+            def top_pre_hook(cell: Any, args: tuple) -> None:
+                if sink.live and "top" not in self.broken:
+                    try:
+                        params = {key.split(".")[-1]: value
+                                  for key, value in cell.parameters_dict(recurse=False).items()}
+                        local.top = TopCall(type(cell).__name__, args, prefix=prefix, index=sink.next_index(prefix),
+                                            frames=capture_frames(sys._getframe(1)), params=params)
+                        local.top_cell = id(cell)
+                    except Exception as err:
+                        self._fail("top", err)
+            return top_pre_hook
 
         def top_forward_hook(cell: Any, args: tuple, output: Any) -> None:
             try:
@@ -216,10 +224,11 @@ class CellHooks:
                 self._fail("top", err)
 
         try:
-            for _, root in models(model):
+            for index_prefix, root in models(model):
                 if is_jit_compiled(root):
                     continue
-                self._handles.append(root.register_forward_pre_hook(top_pre_hook))
+                prefix = f"Cell.{index_prefix}{type(root).__name__}"
+                self._handles.append(root.register_forward_pre_hook(make_pre_hook(prefix)))
                 if getattr(root, "has_bprop", False):
                     self._handles.append(force_forward_hook(root, top_forward_hook))
                 else:

@@ -278,3 +278,44 @@ def test_l0_an_overflow_in_the_models_own_construct_is_said_in_the_record(tmp_pa
     assert record["entered"]["source"] == "own-construct"
     assert "_Attention.construct itself" in record["entered"]["message"]
     assert "use level L1" in record["entered"]["message"]
+
+
+class _RatioLoss(nn.Cell):
+    """A loss Cell with no sub-Cells: sum(p) / sum(t), 0/0 when both are 0."""
+
+    def construct(self, p, t):
+        return (p * t).sum() / t.sum()
+
+
+def test_l0_a_loss_cell_given_to_start_is_itself_checked(tmp_path, monkeypatch):
+    """L0 with start([net, loss_cell]) and 0/0 in the loss Cell (which has
+    no sub-Cells): the loss Cell is named, as an origin, in its step."""
+    def scenario(debugger):
+        ms.set_seed(1)
+        net = nn.Dense(4, 2)
+        loss_cell = _RatioLoss()
+        grad_fn = ms.value_and_grad(lambda x, t: loss_cell(net(x), t), None, net.trainable_params())
+
+        def body(step):
+            grad_fn(Tensor(np.ones((2, 4), np.float32)), Tensor(np.full((2, 2), 0.0 if step else 1.0, np.float32)))
+        _loop(debugger, 2, body, model=[net, loss_cell])
+
+    default, exact = _run_both(tmp_path, monkeypatch, scenario, level="L0")
+    assert _first(default) == _first(exact) == (1, "Cell.1._RatioLoss.forward.0")
+    record = exact[0][1]
+    assert record["origin"] and record["entered"]["source"] == "own-construct"
+    assert "use level L1" in record["entered"]["message"]
+
+
+def test_l0_forward_only_the_root_cells_own_output(tmp_path, monkeypatch):
+    """L0, a forward-only loop over a Dense given to start() (no sub-Cells)
+    whose output overflows in float16: recorded, not 'no overflow found'."""
+    def scenario(debugger):
+        ms.set_seed(1)
+        net = nn.Dense(4, 2).to_float(ms.float16)
+        net.weight.set_data(Tensor(np.full((2, 4), 100.0, np.float32)))
+        _loop(debugger, 2, lambda step: net(Tensor(np.full((2, 4), 200.0 if step else 1.0, np.float16))), model=net)
+
+    default, exact = _run_both(tmp_path, monkeypatch, scenario, level="L0")
+    assert _first(default) == _first(exact) == (1, "Cell.Dense.forward.0")
+    assert exact[0][1]["origin"]

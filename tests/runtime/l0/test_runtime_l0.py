@@ -411,7 +411,8 @@ def test_error_in_a_hook_never_stops_training(work, caplog):
         debugger.stop()
     assert out.shape == (2, 4)
     messages = [r.getMessage() for r in caplog.records if "boom" in r.getMessage()]
-    assert len(messages) == 1 and "forward" in messages[0]
+    # once per broken part: the sub-Cells' forward hooks and the model's own (top) hooks
+    assert sorted(messages) == sorted(set(messages)) and any("forward hooks" in m for m in messages)
     assert "forward" in debugger.cells.broken and names(tmp_path) == []
     assert_unhooked(net)
 
