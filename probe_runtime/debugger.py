@@ -138,7 +138,7 @@ class PrecisionDebugger:
                                          level=self.level, dump_path=self.dump_path)
         windows.optimizers = OptimizerWatch(self.checker, on_update=windows.parameters_may_change,
                                             before_step=windows.before_step, after_step=windows.after_step)
-        grads.on_computation = windows.on_computation
+        grads.on_computation, grads.on_forward = windows.on_computation, windows.on_forward
         self.grads, self.cells, self.interceptor = grads, cells, interceptor
 
     @property

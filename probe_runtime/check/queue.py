@@ -95,6 +95,9 @@ class Checker:
         self.flushing = False
         self._limit_logged = False
         self.synchronous = False
+        #: the window's gradient computation returned a non-finite loss no checked Cell made (L0): no
+        #: backward entry of the window is an origin (set by ``windows.controller.Windows.on_forward``)
+        self.loss_nonfinite = False
         #: steps in which an overflowing entry was already judged (the first one gets ``entered``)
         self._overflow_steps: set[int] = set()
         self.deferred: Optional[Callable[[], None]] = None
@@ -103,6 +106,7 @@ class Checker:
     def begin(self) -> bool:
         """Open a ``start()`` window; returns True when calls are checked."""
         self.live = not self.disabled and self.state.selected()
+        self.loss_nonfinite = False
         if not self.carry_batch or not self._windows:
             self._threshold = 1
         self._since = 0  # everything was resolved when the last window closed
@@ -378,8 +382,10 @@ class Checker:
             if top is not None and verdict.overflow and top_overflow(call, top, verdict.origin, cache):
                 self._hint_top(top)
         elif origin:
-            # gradients computed from non-finite forward values carry that overflow
-            origin = forward_clean(call.owner_calls if kind == "parameters_grad" else (call,), cache)
+            # gradients computed from non-finite forward values carry that overflow, and so do all of them once
+            # the loss itself was not finite (L0: made outside the checked Cells, said by an ``outside`` record)
+            origin = not self.loss_nonfinite and \
+                forward_clean(call.owner_calls if kind == "parameters_grad" else (call,), cache)
         if verdict.origin:
             mark_parent(kind, call)
             pass_up(kind, call, origin, False)

@@ -202,6 +202,9 @@ class GradWatch:
         self.on_error = on_error
         self.on_device = on_device
         self.on_computation: Callable[[Computation], None] = lambda computation: None
+        #: called with each outermost forward pass as it returns, before its backward pass
+        #: (``output`` and ``frames`` set; never raises into the caller); None: nothing is called
+        self.on_forward: Optional[Callable[[Computation], None]] = None
         self.capture: Optional[Callable[[], Any]] = capture
         self.keep = False
         self.window: list[Computation] = []
@@ -408,7 +411,11 @@ class GradWatch:
 
     def _forward_done(self, fn: Any, args: tuple, kwargs: dict, output: Any, state: Any) -> None:
         try:
-            self._forwards[id(fn)] = Computation(fn, args, dict(kwargs), output, state=state, nested=self._depth > 0)
+            computation = Computation(fn, args, dict(kwargs), output, state=state, nested=self._depth > 0)
+            self._forwards[id(fn)] = computation
+            if self.on_forward is not None and not computation.nested:
+                computation.frames = capture_frames(sys._getframe(2))
+                self.on_forward(computation)
         except Exception as err:  # pragma: no cover - defensive
             self.on_error("in the gradient watch's forward wrapper", err)
 

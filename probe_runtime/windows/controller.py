@@ -24,6 +24,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+from ..check.verdict import iter_tensors
 from ..hooks.guard import keep_training
 from .exact import ExactChecks
 from .notes import Notes
@@ -185,6 +186,26 @@ class Windows:
         computation.step = self.state.step
         self.watched.on_computation(computation)
 
+    def on_forward(self, computation: Any) -> None:
+        """L0, exact window: a gradient computation's forward pass returned
+        (before its backward pass runs). When its output (the loss) holds
+        inf/nan and no checked Cell made it, the loss was computed outside
+        the Cells given to ``start()`` (a loss Cell ``Model.train`` adds):
+        said now, before any backward record, and no backward entry of the
+        window is an origin (they all derive from that loss)."""
+        window = self.current
+        if window is None or window.kind is not Kind.EXACT or self.level != "L0" or self.stopped():
+            return
+        labelled = [(f"forward output {i}", t) for i, t in enumerate(iter_tensors(computation.output))]
+        bad = self.grads.judge(labelled)
+        if not bad:
+            return
+        self.checker.flush()  # the forward entries of the Cells first: one may have made it
+        if self.explained(window):
+            return
+        self.checker.loss_nonfinite = True
+        self.notes.loss(bad, computation.frames)
+
     def _resolve_sentinel(self) -> None:
         """Sentinel checks: inf/nan in what the window's gradient
         computations returned gets its record, and exact checks for good."""
@@ -205,7 +226,7 @@ class Windows:
         inf/nan and no record of the window explains it: the overflow lies
         outside what the level checks."""
         findings = self.grads.complete_findings()
-        if not findings or self.explained(window):
+        if not findings or self.explained(window) or self.checker.loss_nonfinite:
             return
         labels = list(dict.fromkeys(label for c in findings for label in c.nonfinite))
         self.notes.outside(labels, findings[0].frames)

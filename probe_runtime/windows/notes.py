@@ -90,6 +90,16 @@ class Notes:
                    f"checked {self._checked} made it: the overflow lies outside {outside}")
         return self._write(OUTSIDE, labels, where, message)
 
+    def loss(self, labels: list, frames: tuple) -> bool:
+        """L0: a gradient computation's forward output (the loss) held
+        inf/nan before its backward pass, and no checked Cell made it."""
+        where = self.records.where(frames)
+        message = (f"inf/nan in {shown_labels(labels)} (the loss) of the gradient computation at {where}, before "
+                   "its backward pass, and no checked Cell made it: the loss was computed outside the Cells given "
+                   "to start() (a loss function or loss Cell, as Model.train adds one); use level L1, or pass the "
+                   "loss Cell to start() too, e.g. start([net, loss_fn])")
+        return self._write(OUTSIDE, labels, where, message)
+
     def given(self, labels: list, optimizer: str, frames: tuple) -> bool:
         """An optimizer got inf/nan gradients that no gradient computation
         returned and no checked call made (an unscale, a clip between them)."""

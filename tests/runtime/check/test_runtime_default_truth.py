@@ -319,3 +319,39 @@ def test_l0_forward_only_the_root_cells_own_output(tmp_path, monkeypatch):
     default, exact = _run_both(tmp_path, monkeypatch, scenario, level="L0")
     assert _first(default) == _first(exact) == (1, "Cell.Dense.forward.0")
     assert exact[0][1]["origin"]
+
+
+class _LogLoss(nn.LossBase):
+    """log(0) from step 1 on: the loss is -inf in the forward pass."""
+
+    def construct(self, logits, labels):
+        return ops.log(ops.abs(logits - labels) * labels.sum()).mean()
+
+
+def test_l0_model_train_a_loss_inf_in_the_forward_pass_is_named_first(tmp_path, monkeypatch):
+    """L0 with Model.train and the network given to the callback: the loss
+    Cell Model.train adds is not checked, so the -inf loss is said (an
+    ``outside`` record) before any backward record, and no backward record
+    of that step is an origin."""
+    import mindspore.dataset as ds
+    from mindspore.train import Model
+
+    from probe_runtime import OverflowCheckCallback
+
+    def scenario(debugger):
+        ms.set_seed(1)
+        net = nn.SequentialCell([nn.Dense(4, 4), nn.ReLU(), nn.Dense(4, 1)])
+
+        def generate():
+            for i in range(3):
+                yield np.ones((4, 4), np.float32), np.full((4, 1), 0.0 if i else 1.0, np.float32)
+
+        model = Model(net, _LogLoss(), nn.SGD(net.trainable_params(), 0.01))
+        model.train(1, ds.GeneratorDataset(generate, ["x", "y"], shuffle=False),
+                    callbacks=[OverflowCheckCallback(debugger, model=net)], dataset_sink_mode=False)
+
+    default, exact = _run_both(tmp_path, monkeypatch, scenario, level="L0")
+    assert _first(default) == _first(exact) == (1, "outside")
+    assert "(the loss)" in exact[0][1]["message"] and "before its backward pass" in exact[0][1]["message"]
+    step1 = [record for step, record in exact if step == 1]
+    assert len(step1) > 1 and not [r["name"] for r in step1 if r["origin"]]
