@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from typing import Any, Iterator, Optional
 
+from .by_design import may_defer, only_negative_infinity
 from .verdict import HostCache, is_parameter, is_tensor, iter_tensors
 
 
@@ -105,8 +106,13 @@ def masked_call(nested: list, cache: HostCache) -> Optional[Any]:
     it. Reads the nested results only (each tensor once per batch, through
     ``cache``)."""
     for inner in nested:
-        if not all_finite(judged_outputs(inner), cache):
-            return inner
+        outputs = judged_outputs(inner)
+        if all_finite(outputs, cache):
+            continue
+        if may_defer(getattr(inner, "api", ""), False) and \
+                all(cache.finite(t) or only_negative_infinity(t, cache) for t in iter_tensors(outputs)):
+            continue  # -inf by design (a mask) that the outer call's finite result consumed (by_design)
+        return inner
     return None
 
 

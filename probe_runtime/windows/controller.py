@@ -142,12 +142,16 @@ class Windows:
             self.states.end_window()
         finally:
             self.current = None
-        if window.kind is Kind.SENTINEL:
-            self._resolve_sentinel()
-        elif window.kind is Kind.EXACT:
-            self._explain(window)
-        else:
-            self.watched.cover(window)
+        try:
+            self.checker.release_by_design(unconsumed=True)  # -inf made by design that nothing took: a result
+            if window.kind is Kind.SENTINEL:
+                self._resolve_sentinel()
+            elif window.kind is Kind.EXACT:
+                self._explain(window)
+            else:
+                self.watched.cover(window)
+        finally:
+            self.checker.by_design.clear()  # the tensors of -inf made by design, held for the window
         self.policy.closed(self.grads.computations > 0)
 
     def parameters_may_change(self) -> None:
@@ -227,6 +231,8 @@ class Windows:
         outside what the level checks."""
         findings = self.grads.complete_findings()
         if not findings or self.explained(window) or self.checker.loss_nonfinite:
+            return
+        if self.checker.release_by_design():  # -inf made by design reached the result: its maker is named
             return
         labels = list(dict.fromkeys(label for c in findings for label in c.nonfinite))
         self.notes.outside(labels, findings[0].frames)

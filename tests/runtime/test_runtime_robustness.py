@@ -399,7 +399,8 @@ def test_fault_in_a_cell_hook_turns_that_part_off(work, plain, caplog, monkeypat
     with caplog.at_level(logging.WARNING, logger="probe_runtime"):
         probed = train(debugger, level="L0")
     assert_same(plain, probed)
-    assert len(boom_messages(caplog)) == 1 and part in debugger.cells.broken
+    # said once per part it turned off (a fault in capture_frames breaks the model's own hook too)
+    assert part in debugger.cells.broken and len(boom_messages(caplog)) == len(debugger.cells.broken)
 
 
 @pytest.mark.mindspore

@@ -355,3 +355,85 @@ def test_l0_model_train_a_loss_inf_in_the_forward_pass_is_named_first(tmp_path, 
     assert "(the loss)" in exact[0][1]["message"] and "before its backward pass" in exact[0][1]["message"]
     step1 = [record for step, record in exact if step == 1]
     assert len(step1) > 1 and not [r["name"] for r in step1 if r["origin"]]
+
+
+# -- -inf made by design (probe_runtime.check.by_design) ----------------------------------------
+def _attention(reaches):
+    """A training step whose scores get a -inf mask before a softmax; in
+    the steps where ``reaches(step)``, the masked scores also go into the
+    loss through a sum (a regulariser written on the wrong tensor), so the
+    -inf reaches it."""
+    def scenario(debugger):
+        w = Parameter(Tensor(np.ones((4, 4), np.float32)), name="w")
+
+        def loss_fn(x, keep, extra):
+            scores = ops.matmul(x, w)
+            masked = ops.masked_fill(scores, keep == 0, float("-inf"))
+            loss = ops.softmax(masked, axis=-1).sum()
+            return loss + masked.sum() if extra else loss
+        grad_fn = ms.value_and_grad(loss_fn, None, [w])
+
+        def body(step):
+            keep = np.ones((2, 4), np.int32)
+            keep[0, :2] = 0
+            grad_fn(Tensor(np.ones((2, 4), np.float32)), Tensor(keep), reaches(step))
+        _loop(debugger, 3, body)
+    return scenario
+
+
+def test_a_minus_inf_attention_mask_that_a_softmax_consumes_is_not_an_overflow(tmp_path, monkeypatch):
+    """masked_fill with -inf before a softmax, every step: the loss and
+    gradients are finite, so nothing is recorded (it was an ORIGIN in every
+    step before)."""
+    default, exact = _run_both(tmp_path, monkeypatch, _attention(lambda step: False))
+    assert default == exact == []
+
+
+def test_a_minus_inf_mask_that_reaches_the_loss_is_the_origin(tmp_path, monkeypatch):
+    """Step 2 also sums the masked scores into the loss: the -inf made by
+    design reached a judged result, so the masked_fill is the origin and
+    the sum carries it."""
+    default, exact = _run_both(tmp_path, monkeypatch, _attention(lambda step: step == 2))
+    assert _first(default) == _first(exact) == (2, "Functional.masked_fill.0.forward")
+    assert exact[0][1]["origin"]
+    assert "sum" in exact[1][1]["name"] and not exact[1][1]["origin"], exact[1][1]["name"]
+
+
+def test_log_of_zero_reaching_the_loss_is_named(tmp_path, monkeypatch):
+    """log(0) in step 1 reaches the loss through a mean: log is the origin."""
+    def scenario(debugger):
+        w = Parameter(Tensor(np.ones(4, np.float32)), name="w")
+        grad_fn = ms.value_and_grad(lambda x: ops.log(x * w).mean(), None, [w])
+        _loop(debugger, 2, lambda step: grad_fn(Tensor(np.array([1.0, 2.0, 0.0 if step else 1.0, 3.0], np.float32))))
+
+    default, exact = _run_both(tmp_path, monkeypatch, scenario)
+    assert _first(default) == _first(exact) == (1, "Functional.log.0.forward")
+    assert exact[0][1]["origin"]
+
+
+def test_a_forward_only_log_of_zero_is_still_recorded(tmp_path, monkeypatch):
+    """No gradient computation, nothing takes log's output: the -inf is the
+    result, so it is recorded when the window closes (never an all-clear)."""
+    def scenario(debugger):
+        _loop(debugger, 2, lambda step: ops.log(Tensor(np.array([0.0 if step else 1.0, 2.0], np.float32))))
+
+    default, exact = _run_both(tmp_path, monkeypatch, scenario)
+    assert _first(default) == _first(exact) == (1, "Functional.log.0.forward")
+
+
+def test_log_under_where_names_log_when_its_gradient_is_nan(tmp_path, monkeypatch):
+    """where(p > 0, p * log(p), 0): finite forward by design, but the
+    gradient of log at 0 times the where's zero is NaN: log is the origin."""
+    def scenario(debugger):
+        w = Parameter(Tensor(np.ones(3, np.float32)), name="w")
+
+        def entropy(p):
+            q = p * w
+            return ops.where(q > 0, q * ops.log(q), ops.zeros_like(q)).sum()
+        grad_fn = ms.value_and_grad(entropy, None, [w])
+        _loop(debugger, 2, lambda step: grad_fn(Tensor(np.array([0.5, 0.0 if step else 0.25, 0.25], np.float32))))
+
+    default, exact = _run_both(tmp_path, monkeypatch, scenario)
+    assert _first(default) == _first(exact)
+    step, name = _first(exact)
+    assert step == 1 and name == "Functional.log.0.forward", (step, name)
