@@ -29,7 +29,7 @@ from typing import Any, Callable, Optional
 
 from ..check.probes import launch_sum, probe_now, snapshot
 from ..check.verdict import framework_error, is_tensor, iter_tensors
-from ..hooks.backward import release, through_hook
+from ..hooks.backward import hook_gradients, release
 from ..hooks.frames import capture_frames
 from .calls import CellCall, ParamGradCall, TopCall
 from .plan import Target, is_jit_compiled, jit_warning, models, plan_cells
@@ -424,14 +424,12 @@ class CellHooks:
             return None
         sink = self.sink
 
-        def input_hook(*grads: Any) -> None:
-            try:
-                if "backward" not in self.broken:
-                    sink.on_grad_inputs(call, list(iter_tensors(grads)))
-            except Exception as err:
-                self._fail("backward", err)
+        def deliver(grads: tuple) -> None:
+            if "backward" not in self.broken:
+                sink.on_grad_inputs(call, list(iter_tensors(grads)))
 
-        new_args = through_hook(self._hook_backward, input_hook, args, positions, self._boxes)
+        new_args = hook_gradients(self._hook_backward, args, positions, self._boxes, deliver,
+                                  lambda err: self._fail("backward", err))
         call.expects_input_grads = True
         return tuple(new_args)
 
@@ -445,17 +443,15 @@ class CellHooks:
             return None
         sink = self.sink
 
-        def output_hook(*grads: Any) -> None:
-            try:
-                if "backward" not in self.broken:
-                    tensors = list(iter_tensors(grads))
-                    if call.feeds is not None:  # the next Cell's input gradient (see _fed_by_previous)
-                        sink.on_grad_inputs(call.feeds, list(tensors))
-                    sink.on_grad_outputs(call, tensors)
-            except Exception as err:
-                self._fail("backward", err)
+        def deliver(grads: tuple) -> None:
+            if "backward" not in self.broken:
+                tensors = list(iter_tensors(grads))
+                if call.feeds is not None:  # the next Cell's input gradient (see _fed_by_previous)
+                    sink.on_grad_inputs(call.feeds, list(tensors))
+                sink.on_grad_outputs(call, tensors)
 
-        new_items = through_hook(self._hook_backward, output_hook, items, positions, self._boxes)
+        new_items = hook_gradients(self._hook_backward, items, positions, self._boxes, deliver,
+                                   lambda err: self._fail("backward", err))
         return new_items[0] if single else tuple(new_items)
 
     def _make_param_hook(self, target: Target, param_name: str):

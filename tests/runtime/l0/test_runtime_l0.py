@@ -520,8 +520,8 @@ def _sequential_backward_records(tmp_path, make, link: bool, monkeypatch):
     if not link:
         monkeypatch.setattr(cells_module.CellHooks, "_fed_by_previous", lambda self, target, call, args: False)
     made = []
-    real = backward.through_hook
-    monkeypatch.setattr(cells_module, "through_hook", lambda *a, **k: made.append(1) or real(*a, **k))
+    real = backward.hook_gradients
+    monkeypatch.setattr(cells_module, "hook_gradients", lambda *a, **k: made.append(1) or real(*a, **k))
     net = nn.SequentialCell([nn.Dense(2, 2), _ShiftCell(), _SqrtCell(), nn.Dense(2, 1)])
     net.to_float(ms.float32)
     inner = nn.SequentialCell([net, _ShiftCell()])  # the model given to start() is a sequence too
