@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from typing import Any, Iterator, Optional
 
+from .by_design import may_defer, only_negative_infinity
 from .verdict import HostCache, is_parameter, is_tensor, iter_tensors
 
 
@@ -34,10 +35,16 @@ from .verdict import HostCache, is_parameter, is_tensor, iter_tensors
 #: inf and nan included (seen with MindSpore 2.10 on CPU, differing from run
 #: to run): ``BatchNorm`` in training (``batch_mean``, ``batch_variance``,
 #: ``reserve_space_1/2`` after ``y``) and ``LSTM`` (``reserve`` and ``state``
-#: after ``output``, ``h_n``, ``c_n``). Only the leading outputs decide the
-#: verdict; every output is still dumped, as msprobe does.
+#: after ``output``, ``h_n``, ``c_n``). Others return, beside their result,
+#: a table that holds inf by design: ``ops.ctc_loss`` (``CTCLossV2``) returns
+#: the loss and ``log_alpha``, the log-probabilities of the alignment
+#: prefixes, which are ``-inf`` for every prefix no alignment reaches
+#: (MindSpore's own docstring example shows them); the loss and its
+#: gradients are what training sees, so only the loss is judged (issue 33).
+#: Only the leading outputs decide the verdict; every output is still
+#: dumped, as msprobe does.
 JUDGED_OUTPUTS = {"Primitive.BatchNorm": 1, "Primitive.BatchNormExt": 1, "Primitive.SyncBatchNorm": 1,
-                  "Primitive.LSTM": 3}
+                  "Primitive.LSTM": 3, "Functional.ctc_loss": 1, "Primitive.CTCLossV2": 1}
 
 
 def judged_outputs(call: Any) -> Any:
@@ -99,8 +106,13 @@ def masked_call(nested: list, cache: HostCache) -> Optional[Any]:
     it. Reads the nested results only (each tensor once per batch, through
     ``cache``)."""
     for inner in nested:
-        if not all_finite(judged_outputs(inner), cache):
-            return inner
+        outputs = judged_outputs(inner)
+        if all_finite(outputs, cache):
+            continue
+        if may_defer(getattr(inner, "api", ""), False) and \
+                all(cache.finite(t) or only_negative_infinity(t, cache) for t in iter_tensors(outputs)):
+            continue  # -inf by design (a mask) that the outer call's finite result consumed (by_design)
+        return inner
     return None
 
 
@@ -182,6 +194,11 @@ def own_parameters_finite(call: Any, cache: HostCache) -> tuple[bool, Optional[s
 
 
 # -- where the overflow came in ----------------------------------------------------
+#: ``entered["source"]`` at L0 when the model given to ``start()`` made the
+#: inf/nan in its own ``construct``, between its sub-Cells, from finite inputs
+OWN_CONSTRUCT = "own-construct"
+
+
 def entered(kind: str, call: Any, cache: HostCache) -> Optional[dict]:
     """Where the first overflow of a step came in, when its first
     overflowing entry is not an origin: the first non-finite input of
@@ -236,6 +253,12 @@ def entered(kind: str, call: Any, cache: HostCache) -> Optional[dict]:
             return _parameter_entry(name, label, parameter, bool(getattr(node, "params_at_start", False)) and bad_then)
         if maker is not None:  # L0: made inside an enclosing Cell from finite inputs
             return _own_parameter(maker, cache, f"{label} of {name}")
+        top = getattr(node, "top", None) if cell else None
+        if top is not None and all_finite((top.args, top.kwargs), cache):  # L0: the model's own construct made it
+            return {"entry": name, "input": label, "source": OWN_CONSTRUCT, "parameter": None, "at_start": False,
+                    "message": f"inf/nan started in {top.class_name}.construct itself, between its sub-Cells: "
+                               f"its inputs were finite and it handed {label} of {name} inf/nan (code that is not "
+                               "a sub-Cell, such as a mask or a scale built there); use level L1 to see the API"}
         return {"entry": name, "input": label, "source": "outside", "parameter": None, "at_start": False,
                 "message": f"non-finite input entered at the first checked {unit}: {label} of {name}, made "
                            f"outside {outside}"}
@@ -366,6 +389,14 @@ def top_output_overflowed(top: Any, cache: HostCache) -> bool:
         top.hinted = True
         return True
     return False
+
+
+def own_construct_message(top: Any) -> str:
+    """The record's message when a model's own ``construct`` made the
+    overflow (its output not finite, its inputs finite, no sub-Cell in it
+    overflowed)."""
+    return (f"inf/nan started in {top.class_name}.construct itself, not in a sub-Cell: its inputs were finite "
+            "and its output is not (code that is not a sub-Cell made it); use level L1 to see the API")
 
 
 def top_hint(top: Any) -> str:

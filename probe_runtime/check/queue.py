@@ -28,10 +28,11 @@ from typing import Any, Callable, Optional
 
 from ..hooks.guard import tool_section
 from ..state import RunState
+from .by_design import ByDesign, judge_excusing, may_defer, only_negative_infinity
 from .collective import collective_of, collective_tensors, pass_up, through_collective
-from .provenance import (entered, entry_tensors, forward_clean, inner_origin, mark_parent, masked_call,
-                         own_parameters_finite, stale_parameters, top_hint, top_output_overflowed, top_overflow,
-                         written_nonfinite)
+from .provenance import (OWN_CONSTRUCT, entered, entry_tensors, forward_clean, inner_origin, mark_parent,
+                         masked_call, own_construct_message, own_parameters_finite, stale_parameters, top_hint,
+                         top_output_overflowed, top_overflow, written_nonfinite)
 from .records import Recorder
 from .verdict import HostCache, Verdict, is_parameter, iter_tensors, judge
 
@@ -95,6 +96,11 @@ class Checker:
         self.flushing = False
         self._limit_logged = False
         self.synchronous = False
+        #: L1: the window's calls whose -inf output is by design, not recorded yet (:mod:`.by_design`)
+        self.by_design = ByDesign()
+        #: the window's gradient computation returned a non-finite loss no checked Cell made (L0): no
+        #: backward entry of the window is an origin (set by ``windows.controller.Windows.on_forward``)
+        self.loss_nonfinite = False
         #: steps in which an overflowing entry was already judged (the first one gets ``entered``)
         self._overflow_steps: set[int] = set()
         self.deferred: Optional[Callable[[], None]] = None
@@ -103,6 +109,8 @@ class Checker:
     def begin(self) -> bool:
         """Open a ``start()`` window; returns True when calls are checked."""
         self.live = not self.disabled and self.state.selected()
+        self.loss_nonfinite = False
+        self.by_design.clear()
         if not self.carry_batch or not self._windows:
             self._threshold = 1
         self._since = 0  # everything was resolved when the last window closed
@@ -177,6 +185,7 @@ class Checker:
         (``l0.calls.TopCall``): queued, not counted towards the batch; only
         its output is read, to say when the overflow is in its own code."""
         if self.live and not self.state.exhausted:
+            top.step = self.state.step
             self.pending.append(("top", top))
 
     def before_mutation(self, tensors: list) -> None:
@@ -279,7 +288,8 @@ class Checker:
             if self.state.exhausted or self.disabled:
                 break
             if kind == "top":
-                self._check_top(call, cache)
+                if not self._check_top(call, cache, batch):
+                    break
                 continue
             if kind == "backward" and call.expects_input_grads and not call.grad_inputs and not final:
                 batch.keep.append((kind, call))
@@ -304,7 +314,16 @@ class Checker:
         except Exception as err:
             self.on_error("while checking", err)
             return True
-        origin = self._origin(kind, call, verdict, cache)
+        carried = False
+        if verdict.overflow and collective is None and not hasattr(call, "ancestry"):  # L1: -inf by design?
+            try:
+                handled, carried = self._by_design(kind, call, inputs, outputs, verdict, cache, batch)
+            except Exception as err:
+                self.on_error("while judging -inf made by design", err)
+                handled = None
+            if handled is not None:
+                return handled
+        origin = self._origin(kind, call, verdict, cache) and not carried
         nested = getattr(call, "nested", None) if kind == "forward" else None
         if nested:
             call.nested = None  # read at most once; not held while the call waits for its backward pass
@@ -322,6 +341,9 @@ class Checker:
                     self.on_error("while finding where the overflow came in", err)
         if where_in is None and verdict.origin and not origin:
             where_in = through_collective(kind, call)  # L0: came in through a collective inside the Cell
+        if where_in is None and getattr(call, "own_construct", None):  # L0: a model's own construct made it
+            where_in = {"entry": call.name, "input": None, "source": OWN_CONSTRUCT, "parameter": None,
+                        "at_start": False, "message": call.own_construct}
         written = written_nonfinite(call, cache) if kind == "forward" else []
         if self.state.count_record():
             batch.counted = True
@@ -333,6 +355,89 @@ class Checker:
                 return False
             batch.counted = False
         return True
+
+    def _by_design(self, kind: str, call: Any, inputs: list, outputs: list, verdict: Verdict, cache: HostCache,
+                   batch: _Batch) -> tuple[Optional[bool], bool]:
+        """An L1 entry that overflowed, against the -inf made by design
+        (:mod:`.by_design`). Returns (handled, carried): ``handled`` True
+        when the entry needs no record (deferred, or it consumed a
+        by-design -inf and stayed finite), False when writing failed, None
+        to judge it as usual; ``carried``: it is judged carried (a maker
+        was recorded before it as the origin)."""
+        registry = self.by_design
+        if kind != "forward":
+            if registry.deferred(call):  # its own backward overflowed: the -inf it made reached the gradients
+                if not self._record_makers([call], cache, batch):
+                    return False, False
+                return None, True
+            return None, False
+        makers = registry.makers_of(inputs, cache)
+        nonfinite = [t for t in iter_tensors(outputs) if not cache.finite(t)]
+        only_minus_inf = all(only_negative_infinity(t, cache) for t in nonfinite)
+        if makers:
+            inputs_finite, outputs_finite = judge_excusing(inputs, outputs, cache, registry)
+            if inputs_finite and outputs_finite:  # consumed by design (a softmax over a -inf mask)
+                registry.consumed(makers)
+                self._settle_deferred(call)
+                return True, False
+            if inputs_finite and only_minus_inf and may_defer(call.api, True):  # passed on: deferred too
+                registry.defer(makers[0], nonfinite, on_behalf=call)
+                self._settle_deferred(call)
+                return True, False
+            # the -inf reached a judged result: its makers are the origin, recorded before this entry
+            if not self._record_makers(makers, cache, batch):
+                return False, False
+            return None, True
+        if verdict.origin and nonfinite and only_minus_inf and may_defer(call.api, False) and not registry.full():
+            registry.defer(call, nonfinite)
+            self._settle_deferred(call)
+            return True, False
+        return None, False
+
+    @staticmethod
+    def _settle_deferred(call: Any) -> None:
+        """A forward entry left unrecorded as by design: its backward entry
+        counts it as clean, and its nested calls are let go."""
+        call.forward_finite = True
+        call.nested = None
+
+    def _record_makers(self, makers: list, cache: HostCache, batch: _Batch) -> bool:
+        """Record the deferred makers among ``makers`` (their -inf reached a
+        judged result) as forward origins; False when writing failed."""
+        for maker in makers:
+            if not self.by_design.deferred(maker):
+                continue
+            self.by_design.recorded(maker)
+            if maker.step not in self._overflow_steps:
+                self._overflow_steps.add(maker.step)
+            if self.state.count_record():
+                batch.counted = True
+                try:
+                    self.records.write("forward", maker, True, cache, None, [])
+                except Exception as err:
+                    self.turn_off(f"cannot write the dump ({type(err).__name__}: {err})")
+                    return False
+                batch.counted = False
+        return True
+
+    def release_by_design(self, unconsumed: bool = False) -> bool:
+        """The window closes and the -inf of deferred makers reached a
+        result: a gradient computation's, holding inf/nan no record
+        explains (every maker), or no checked call ever took it
+        (``unconsumed``: only those makers). They are recorded now, as
+        origins, in the order they ran. True when one was recorded."""
+        makers = self.by_design.unconsumed() if unconsumed else list(self.by_design.makers)
+        if not makers or self.disabled:
+            return False
+        found = self.state.found
+        batch = _Batch([])
+        section = tool_section()
+        section.__enter__()
+        try:
+            self._record_makers(makers, HostCache(), batch)
+        finally:
+            section.__exit__()
+        return self.state.found > found
 
     def _judge_masked(self, call: Any, nested: list, cache: HostCache, batch: _Batch) -> bool:
         """An L1 call whose inputs and result were finite: judge the first
@@ -373,8 +478,10 @@ class Checker:
             if top is not None and verdict.overflow and top_overflow(call, top, verdict.origin, cache):
                 self._hint_top(top)
         elif origin:
-            # gradients computed from non-finite forward values carry that overflow
-            origin = forward_clean(call.owner_calls if kind == "parameters_grad" else (call,), cache)
+            # gradients computed from non-finite forward values carry that overflow, and so do all of them once
+            # the loss itself was not finite (L0: made outside the checked Cells, said by an ``outside`` record)
+            origin = not self.loss_nonfinite and \
+                forward_clean(call.owner_calls if kind == "parameters_grad" else (call,), cache)
         if verdict.origin:
             mark_parent(kind, call)
             pass_up(kind, call, origin, False)
@@ -401,12 +508,22 @@ class Checker:
             self.pending = batch.keep + batch.entries[batch.resume:] + self.pending
 
     # -- L0: an overflow in the top Cell's own code ---------------------------------
-    def _check_top(self, top: Any, cache: HostCache) -> None:
+    def _check_top(self, top: Any, cache: HostCache, batch: _Batch) -> bool:
+        """A model given to ``start()`` returned inf/nan from finite inputs
+        and no sub-Cell in it overflowed: its own ``construct`` made it.
+        Said once on the logger and recorded (``Cell.<Class>.forward.<n>``,
+        an origin unless its own Parameters held inf/nan), with the hint
+        to use L1 in the record's ``entered``. False when writing failed."""
         try:
-            if top_output_overflowed(top, cache):
-                self._hint_top(top)
+            if not top_output_overflowed(top, cache):
+                return True
+            self._hint_top(top)
         except Exception as err:
             self.on_error("while checking the model's own output", err)
+            return True
+        if not top.prefix:
+            return True
+        return self._judge_entry("forward", top.as_cell_call(own_construct_message(top)), cache, batch)
 
     def _hint_top(self, top: Any) -> None:
         message = top_hint(top)

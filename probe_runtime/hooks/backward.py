@@ -51,6 +51,30 @@ def through_hook(hook_backward: Any, hook: Callable[..., None], items: Sequence[
     return out
 
 
+def hook_gradients(hook_backward: Any, items: Sequence[Any], positions: list[int], boxes: Optional[list],
+                   deliver: Callable[[tuple], None], on_fault: Callable[[BaseException], None]) -> list:
+    """The gradient hook both levels put on a call's inputs or outputs:
+    :func:`through_hook` with a hook that hands the gradients (a tuple, as
+    ``HookBackward`` gives them) to ``deliver`` and a fault in it to
+    ``on_fault`` (the level's never-break-training policy: L1 turns that
+    API's checks off, L0 that part of its hooks), never into the backward
+    pass.
+
+    Example::
+
+        args = hook_gradients(ops.HookBackward, args, [0], boxes,
+                              deliver=lambda grads: sink.on_grad_inputs(call, list(grads)),
+                              on_fault=lambda err: log(err))
+    """
+    def hook(*grads: Any) -> None:
+        try:
+            deliver(grads)
+        except Exception as err:
+            on_fault(err)
+
+    return through_hook(hook_backward, hook, items, positions, boxes)
+
+
 def release(boxes: list) -> None:
     """Cut the hooks made through :func:`through_hook` with ``boxes`` off
     from what they refer to (they do nothing from now on)."""

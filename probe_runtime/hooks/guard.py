@@ -17,7 +17,7 @@ Example::
 from __future__ import annotations
 
 import threading
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 
 class ToolGuard(threading.local):
@@ -51,3 +51,44 @@ class tool_section:
     def __exit__(self, *exc: Any) -> None:
         GUARD.depth -= 1
         GUARD.nested = self._nested
+
+
+class keep_training:
+    """The never-break-training policy, named: a fault inside the tool in
+    the ``with`` block is reported (to ``report``, else logged as an error on
+    the ``probe_runtime`` logger) and swallowed, so the training script goes on. ``KeyboardInterrupt``
+    and ``SystemExit`` are never swallowed.
+
+    Args:
+        what: what the block does, for the message ("removing the Cell hooks").
+        report: called with ``(what, exception)`` (a checker's ``on_error``:
+            logged once, counted, detection off after too many).
+
+    Example::
+
+        with keep_training("removing the optimizer hook"):
+            watch.uninstall()
+    """
+
+    def __init__(self, what: str, report: "Optional[Callable[[str, BaseException], None]]" = None) -> None:
+        self.what = what
+        self.report = report
+
+    def __enter__(self) -> "keep_training":
+        return self
+
+    def __exit__(self, kind: Any, value: Any, tb: Any) -> bool:
+        if value is None or not isinstance(value, Exception):
+            return False
+        report = self.report
+        try:
+            if report is not None:
+                report(self.what, value)
+            else:
+                import logging
+
+                logging.getLogger("probe_runtime").error("probe_runtime: error %s: %s: %s; training goes on",
+                                                         self.what, type(value).__name__, value)
+        except Exception:  # pragma: no cover - a reporter that fails must not break training either
+            pass
+        return True

@@ -62,6 +62,8 @@ class CellCall:
     #: the next Cell's call in an ``nn.SequentialCell``, whose input gradient this call's output hook delivers
     feeds: Optional["CellCall"] = None
     written: Optional[list] = None
+    #: a model given to ``start()`` whose own ``construct`` made the overflow: the record's message
+    own_construct: Optional[str] = None
 
     @property
     def name(self) -> str:
@@ -91,9 +93,19 @@ class CellCall:
 
 @dataclass(eq=False)
 class TopCall:
-    """One call of a model given to ``start()`` (not recorded: only used
-    to say when an overflow starts in its own ``construct``, outside every
-    sub-Cell; see ``check.provenance.top_overflow``)."""
+    """One call of a model given to ``start()``. Read to say when an
+    overflow starts in its own ``construct``, outside every sub-Cell (see
+    ``check.provenance.top_overflow``), and recorded, as
+    ``Cell.<Class>.forward.<n>`` (``Cell.<i>.<Class>`` for the i-th of a
+    list), when its output is not finite though its inputs were and no
+    sub-Cell in it overflowed (:meth:`as_cell_call`).
+
+    Attributes:
+        prefix: ``Cell.<Class>`` or ``Cell.<i>.<Class>``; "" when unnamed.
+        index: call index of ``prefix`` in the step.
+        frames: the user's frames of the call.
+        params: the model's own Parameters (short name -> Parameter).
+    """
 
     class_name: str
     args: tuple
@@ -102,6 +114,20 @@ class TopCall:
     child_origin: bool = False
     child_overflow: bool = False
     hinted: bool = False
+    prefix: str = ""
+    index: int = 0
+    frames: tuple = ()
+    params: dict = field(default_factory=dict)
+    step: int = 0
+
+    def as_cell_call(self, message: str) -> "CellCall":
+        """This call as a Cell entry the checker judges and records, with
+        ``message`` (why its own ``construct`` is the place to look) kept
+        for the record's ``entered``."""
+        call = CellCall(self.prefix, self.index, None, self.args, self.kwargs, self.frames, dict(self.params),
+                        output=self.output, step=self.step)
+        call.own_construct = message
+        return call
 
 
 @dataclass(eq=False)

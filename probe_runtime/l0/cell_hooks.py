@@ -29,7 +29,7 @@ from typing import Any, Callable, Optional
 
 from ..check.probes import launch_sum, probe_now, snapshot
 from ..check.verdict import framework_error, is_tensor, iter_tensors
-from ..hooks.backward import release, through_hook
+from ..hooks.backward import hook_gradients, release
 from ..hooks.frames import capture_frames
 from .calls import CellCall, ParamGradCall, TopCall
 from .plan import Target, is_jit_compiled, jit_warning, models, plan_cells
@@ -53,9 +53,12 @@ class CellHooks:
         sink: the checker (``live``, ``next_index``, ``on_forward``,
             ``on_grad_outputs``, ``on_grad_inputs``, ``on_param_grad``,
             ``on_error``).
+        nested_gradient: returns True while a gradient computation runs
+            inside another's forward pass: no backward hooks there (as
+            ``l1.wrappers.Wrappers.nested_gradient``).
     """
 
-    def __init__(self, sink: Any) -> None:
+    def __init__(self, sink: Any, *, nested_gradient: Optional[Callable[[], bool]] = None) -> None:
         self.sink = sink
         self._handles: list = []
         self._plan_for: Any = None
@@ -75,9 +78,7 @@ class CellHooks:
         #: the window runs synchronously: Parameters are checked on the host at install
         self.synchronous = False
         self._boxes: list = []  # what this window's HookBackward hooks refer to (see through_hook)
-        #: True inside a gradient computation nested in another's forward pass: no backward hooks there
-        #: (as ``l1.wrappers.Wrappers.nested_gradient``)
-        self.nested_gradient: Callable[[], bool] = lambda: False
+        self.nested_gradient: Callable[[], bool] = nested_gradient or (lambda: False)
         self._cells: dict[str, Any] = {}  # prefix -> Cell, for the window
         #: prefix -> {name: snapshot}: the latest values of the Parameters a Cell may write in place
         #: (``Target.written``), taken at ``start()``, after each of its calls and after an update
@@ -193,17 +194,25 @@ class CellHooks:
         return probes
 
     def _hook_tops(self, model: Any) -> None:
-        """Hooks on the models themselves (not recorded): their call and
-        output, for the hint when an overflow starts in their own code."""
+        """Hooks on the models themselves: their call and output, recorded
+        only when the overflow starts in their own code (``TopCall``)."""
         if "top" in self.broken:
             return
         sink = self.sink
         local = self._local
 
-        def top_pre_hook(cell: Any, args: tuple) -> None:
-            if sink.live and "top" not in self.broken:
-                local.top = TopCall(type(cell).__name__, args)
-                local.top_cell = id(cell)
+        def make_pre_hook(prefix: str) -> Callable:
+            def top_pre_hook(cell: Any, args: tuple) -> None:
+                if sink.live and "top" not in self.broken:
+                    try:
+                        params = {key.split(".")[-1]: value
+                                  for key, value in cell.parameters_dict(recurse=False).items()}
+                        local.top = TopCall(type(cell).__name__, args, prefix=prefix, index=sink.next_index(prefix),
+                                            frames=capture_frames(sys._getframe(1)), params=params)
+                        local.top_cell = id(cell)
+                    except Exception as err:
+                        self._fail("top", err)
+            return top_pre_hook
 
         def top_forward_hook(cell: Any, args: tuple, output: Any) -> None:
             try:
@@ -215,10 +224,11 @@ class CellHooks:
                 self._fail("top", err)
 
         try:
-            for _, root in models(model):
+            for index_prefix, root in models(model):
                 if is_jit_compiled(root):
                     continue
-                self._handles.append(root.register_forward_pre_hook(top_pre_hook))
+                prefix = f"Cell.{index_prefix}{type(root).__name__}"
+                self._handles.append(root.register_forward_pre_hook(make_pre_hook(prefix)))
                 if getattr(root, "has_bprop", False):
                     self._handles.append(force_forward_hook(root, top_forward_hook))
                 else:
@@ -414,14 +424,12 @@ class CellHooks:
             return None
         sink = self.sink
 
-        def input_hook(*grads: Any) -> None:
-            try:
-                if "backward" not in self.broken:
-                    sink.on_grad_inputs(call, list(iter_tensors(grads)))
-            except Exception as err:
-                self._fail("backward", err)
+        def deliver(grads: tuple) -> None:
+            if "backward" not in self.broken:
+                sink.on_grad_inputs(call, list(iter_tensors(grads)))
 
-        new_args = through_hook(self._hook_backward, input_hook, args, positions, self._boxes)
+        new_args = hook_gradients(self._hook_backward, args, positions, self._boxes, deliver,
+                                  lambda err: self._fail("backward", err))
         call.expects_input_grads = True
         return tuple(new_args)
 
@@ -435,17 +443,15 @@ class CellHooks:
             return None
         sink = self.sink
 
-        def output_hook(*grads: Any) -> None:
-            try:
-                if "backward" not in self.broken:
-                    tensors = list(iter_tensors(grads))
-                    if call.feeds is not None:  # the next Cell's input gradient (see _fed_by_previous)
-                        sink.on_grad_inputs(call.feeds, list(tensors))
-                    sink.on_grad_outputs(call, tensors)
-            except Exception as err:
-                self._fail("backward", err)
+        def deliver(grads: tuple) -> None:
+            if "backward" not in self.broken:
+                tensors = list(iter_tensors(grads))
+                if call.feeds is not None:  # the next Cell's input gradient (see _fed_by_previous)
+                    sink.on_grad_inputs(call.feeds, list(tensors))
+                sink.on_grad_outputs(call, tensors)
 
-        new_items = through_hook(self._hook_backward, output_hook, items, positions, self._boxes)
+        new_items = hook_gradients(self._hook_backward, items, positions, self._boxes, deliver,
+                                   lambda err: self._fail("backward", err))
         return new_items[0] if single else tuple(new_items)
 
     def _make_param_hook(self, target: Target, param_name: str):

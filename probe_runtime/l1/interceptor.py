@@ -42,10 +42,12 @@ class ApiInterceptor:
 
     _active: Optional["ApiInterceptor"] = None
 
-    def __init__(self, sink: Sink, *, namespaces: Optional[tuple[str, ...]] = None) -> None:
+    def __init__(self, sink: Sink, *, namespaces: Optional[tuple[str, ...]] = None,
+                 enclosing: Optional[Callable[[], Any]] = None,
+                 nested_gradient: Optional[Callable[[], bool]] = None) -> None:
         self.sink = sink
         self.namespaces = namespaces or ("ops", "mint", "mint.nn.functional", "Tensor", "Primitive")
-        self.wrappers = Wrappers(sink)
+        self.wrappers = Wrappers(sink, enclosing=enclosing, nested_gradient=nested_gradient)
         self._patches = Patches()
         self._plan: Optional[list[tuple[Any, str, Callable]]] = None  # (owner, attr, wrapper)
 

@@ -31,7 +31,7 @@ from typing import Any, Callable, Optional
 
 from ..check.probes import launch_sum, probe_now
 from ..check.verdict import framework_error, is_floating, is_parameter, is_tensor, iter_tensors, surfaced
-from ..hooks.backward import release, through_hook
+from ..hooks.backward import hook_gradients, release
 from ..hooks.collectives import REDUCER_FORM, Form, collective_form, describe
 from ..hooks.frames import capture_frames
 from ..hooks.guard import GUARD
@@ -65,7 +65,8 @@ class Wrappers:
             twice ("Bprop cut run must in the following format: dout").
     """
 
-    def __init__(self, sink: Sink) -> None:
+    def __init__(self, sink: Sink, *, enclosing: Optional[Callable[[], Any]] = None,
+                 nested_gradient: Optional[Callable[[], bool]] = None) -> None:
         self.sink = sink
         self._hook_backward: Any = None
         self._deepcopy: Any = None
@@ -78,8 +79,8 @@ class Wrappers:
         self._boxes: list = []  # what this window's HookBackward hooks refer to (see through_hook)
         self.broken: set[str] = set()
         self._fault_causes: set[str] = set()
-        self.enclosing: Optional[Callable[[], Any]] = None
-        self.nested_gradient: Callable[[], bool] = lambda: False
+        self.enclosing = enclosing
+        self.nested_gradient: Callable[[], bool] = nested_gradient or (lambda: False)
 
     def bind(self) -> None:
         """Look up what the wrappers call in MindSpore (``HookBackward``,
@@ -462,14 +463,12 @@ class Wrappers:
             return args
         sink = self.sink
 
-        def input_hook(*grads: Any) -> None:
-            try:
-                self.forget_probes()
-                sink.on_grad_inputs(call, list(iter_tensors(grads)))
-            except Exception as err:
-                self._fault(call.api, "in the backward input hook", err)
+        def deliver(grads: tuple) -> None:
+            self.forget_probes()
+            sink.on_grad_inputs(call, list(iter_tensors(grads)))
 
-        new_args = through_hook(self._hook_backward, input_hook, args, positions, self._boxes)
+        new_args = hook_gradients(self._hook_backward, args, positions, self._boxes, deliver,
+                                  lambda err: self._fault(call.api, "in the backward input hook", err))
         call.expects_input_grads = True
         return tuple(new_args)
 
@@ -486,11 +485,17 @@ class Wrappers:
         """
         sink = self.sink
 
-        def output_hook(*grads: Any) -> None:
+        def deliver(grads: tuple) -> None:
+            sink.on_grad_outputs(call, list(iter_tensors(grads)))
+
+        def on_fault(err: BaseException) -> None:
+            self._fault(call.api, "in the backward output hook", err)
+
+        def output_hook(*grads: Any) -> None:  # for register_hook on other containers' items
             try:
-                sink.on_grad_outputs(call, list(iter_tensors(grads)))
+                deliver(grads)
             except Exception as err:
-                self._fault(call.api, "in the backward output hook", err)
+                on_fault(err)
 
         kind = type(output)
         if kind is tuple or kind is list:
@@ -506,7 +511,7 @@ class Wrappers:
         positions = [i for i, item in enumerate(items) if is_tensor(item)]
         if not positions:
             return None
-        new_items = through_hook(self._hook_backward, output_hook, items, positions, self._boxes)
+        new_items = hook_gradients(self._hook_backward, items, positions, self._boxes, deliver, on_fault)
         if kind is not tuple and kind is not list:
             return new_items[0]
         return kind(new_items)

@@ -135,7 +135,7 @@ def test_constants_in_a_dump_written_by_the_runtime(tmp_path, monkeypatch):
         debugger.stop()
     finally:
         debugger.stop()
-        debugger._exit_said = True
+        debugger.windows.summary.said = True
     assert np.isinf(masked.asnumpy()).all() and np.isinf(cast.asnumpy()).all()
     text = report(tmp_path / "dump")
     assert "  ORIGIN   Tensor.__mul__.0  API  forward" in text

@@ -228,7 +228,7 @@ def test_a_synchronous_process_stays_synchronous(make, monkeypatch, sync):
     try:
         debugger = make()
         debugger.start()
-        assert debugger.sync.active
+        assert debugger.windows.exact.sync.active
         ops.exp(Tensor(np.ones((2,), np.float32)))
         debugger.stop()
         assert synchronous()
@@ -240,7 +240,7 @@ def test_probe_sync_0_keeps_the_pipeline(make, monkeypatch):
     monkeypatch.setenv("PROBE_SYNC", "0")
     debugger = make()
     debugger.start()
-    assert not synchronous() and not debugger.sync.active
+    assert not synchronous() and not debugger.windows.exact.sync.active
     ops.exp(Tensor(np.ones((2,), np.float32)))
     debugger.stop()
 

@@ -399,7 +399,10 @@ def test_fault_in_a_cell_hook_turns_that_part_off(work, plain, caplog, monkeypat
     with caplog.at_level(logging.WARNING, logger="probe_runtime"):
         probed = train(debugger, level="L0")
     assert_same(plain, probed)
-    assert len(boom_messages(caplog)) == 1 and part in debugger.cells.broken
+    # said once per part the fault turned off (a fault in capture_frames breaks the model's own hook too)
+    messages = boom_messages(caplog)
+    assert part in debugger.cells.broken and len(messages) == len(set(messages)) >= 1
+    assert all(f"L0 {part} hooks" in m or "L0 top hooks" in m for m in messages), messages
 
 
 @pytest.mark.mindspore

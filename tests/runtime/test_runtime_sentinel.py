@@ -17,7 +17,7 @@ from mindspore import Tensor, nn, ops  # noqa: E402
 from mindspore.ops.composite import base as composite_base  # noqa: E402
 
 from probe_runtime import PrecisionDebugger  # noqa: E402
-from probe_runtime.grad_watch import BACKWARD, FORWARD, label_gradients  # noqa: E402
+from probe_runtime.grad.watch import BACKWARD, FORWARD, label_gradients  # noqa: E402
 from probe_runtime.dump.writer import read_json  # noqa: E402
 import runtime_support  # noqa: E402
 from runtime_support import (PatchedState, assert_origin_invariant, assert_same_training, isolate,  # noqa: E402
@@ -128,7 +128,7 @@ def test_clean_training_writes_nothing_and_is_bit_identical(work, capsys):
     probed = train(debugger, "L1", overflow_steps=set())
     assert_same_training(plain, probed)
     assert not list((tmp_path / "dump").glob("step*"))
-    assert debugger.sentinel_armed                          # never switched to exact checks
+    assert debugger.windows.policy.sentinel_armed                          # never switched to exact checks
 
 
 def test_training_with_overflow_is_bit_identical(work):
@@ -187,7 +187,7 @@ def test_checks_from_the_environment_and_a_bad_value(tmp_path, monkeypatch):
     with pytest.raises(ValueError, match="checks must be 'exact', 'auto' or 'sentinel'"):
         PrecisionDebugger(config_path=config, checks="Sentinel")
     monkeypatch.delenv("PROBE_CHECKS")
-    assert PrecisionDebugger(config_path=config).checks == "auto"  # the default
+    assert PrecisionDebugger(config_path=config).checks == "exact"  # the default (issue 33)
 
 
 def test_gradients_are_labelled_by_parameter_and_input_position():

@@ -65,7 +65,7 @@ def work(tmp_path, monkeypatch):
     yield tmp_path, make
     for debugger in made:
         debugger.stop()
-        debugger._exit_said = True  # no line at interpreter exit from these
+        debugger.windows.summary.said = True  # no line at interpreter exit from these
     ORIGINAL.assert_untouched()
 
 

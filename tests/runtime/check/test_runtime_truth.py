@@ -507,14 +507,20 @@ def test_l0_gradient_made_by_the_loss_is_named_as_entering_from_outside(work, lo
     records = _records(tmp_path, 0)
     assert records and not [r["name"] for r in records if r["origin"]]
     assert_origin_invariant(tmp_path / "dump")
+    if loss_kind == "div":  # the loss itself is inf in the forward pass: said first, before any backward record
+        loss, records = records[0], records[1:]
+        assert loss["kind"] == "outside" and "(the loss)" in loss["message"]
     entered = records[0].get("entered")
     assert entered is not None, records[0]
     assert entered["source"] == "outside" and entered["parameter"] is None and not entered["at_start"]
     assert entered["entry"] == "Cell.fc2.Dense.backward.0" and entered["input"] == "input[0]"
     assert "gradient" in entered["message"] and "the model's output" in entered["message"]
     _, payload, text = _report(tmp_path)
-    assert payload["entered"]["step"] == 0
-    assert f"Overflow entered in step0/rank: {entered['message']}." in text
+    if loss_kind == "div":
+        assert f"Overflow outside the checked calls in step0/rank: {loss['message']}." in text
+    else:
+        assert payload["entered"]["step"] == 0
+        assert f"Overflow entered in step0/rank: {entered['message']}." in text
 
 
 class _SqrtAfter(nn.Cell):
@@ -593,9 +599,10 @@ def test_l0_parameter_set_after_start_is_not_an_origin(work, monkeypatch, sync):
 
 def test_l0_weights_an_optimizer_made_non_finite_in_the_window_are_judged_again(work):
     """Two optimizer steps in one window: the first writes inf into the
-    weights (a huge learning rate); the second forward pass uses them. Its
-    first Cell is not an origin and names the Parameter, as changed in the
-    window."""
+    weights (a huge learning rate), which is said right after that step (an
+    ``update`` record, issue 33: not a step late); the second forward pass
+    uses them. Its first Cell is not an origin and names the Parameter, as
+    changed in the window."""
     tmp_path, make = work
     debugger = make("L0")
     ms.set_seed(1)
@@ -610,6 +617,9 @@ def test_l0_weights_an_optimizer_made_non_finite_in_the_window_are_judged_again(
     debugger.stop()
     assert not np.isfinite(net.fc1.weight.asnumpy()).all()
     records = _records(tmp_path, 0)
+    assert records[0]["name"] == "update" and "the update made it" in records[0]["message"]
+    assert any(label.startswith("Parameter fc1.") for label in records[0]["nonfinite"])
+    records = records[1:]
     assert records[0]["name"] == "Cell.fc1.Dense.forward.1"
     assert not [r["name"] for r in records if r["origin"]]
     assert_origin_invariant(tmp_path / "dump")

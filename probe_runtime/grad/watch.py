@@ -35,10 +35,10 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
-from .check.verdict import HostCache, is_floating, is_tensor, iter_tensors
-from .hooks.frames import capture_frames
-from .hooks.guard import inside_tool, tool_section
-from .hooks.patching import Patches
+from ..check.verdict import HostCache, is_floating, is_tensor, iter_tensors
+from ..hooks.frames import capture_frames
+from ..hooks.guard import inside_tool, tool_section
+from ..hooks.patching import Patches
 
 #: the MindSpore 2.10 functions every PyNative gradient computation runs through
 FORWARD, BACKWARD = "_pynative_func_grad_forward", "_pynative_func_grad_backward"
@@ -197,11 +197,15 @@ class GradWatch:
     #: wrappers would wrap the first one's, and their removal would cross)
     _active: Optional["GradWatch"] = None
 
-    def __init__(self, on_error: Callable[[str, BaseException], None], *, on_device: bool = False) -> None:
+    def __init__(self, on_error: Callable[[str, BaseException], None], *, on_device: bool = False,
+                 capture: Optional[Callable[[], Any]] = None) -> None:
         self.on_error = on_error
         self.on_device = on_device
         self.on_computation: Callable[[Computation], None] = lambda computation: None
-        self.capture: Optional[Callable[[], Any]] = None
+        #: called with each outermost forward pass as it returns, before its backward pass
+        #: (``output`` and ``frames`` set; never raises into the caller); None: nothing is called
+        self.on_forward: Optional[Callable[[Computation], None]] = None
+        self.capture: Optional[Callable[[], Any]] = capture
         self.keep = False
         self.window: list[Computation] = []
         self.computations = 0
@@ -236,6 +240,21 @@ class GradWatch:
         self.window, self._starts, self._depth, self.finite = [], [], 0, {}
         for computation in pending:
             self._finish(computation)
+
+    def complete_findings(self) -> list[Computation]:
+        """The window's computations that held inf/nan, those whose
+        gradients came first (all of them when none did)."""
+        return [c for c in self.findings if c.complete] or list(self.findings)
+
+    def add_finding(self, computation: Computation) -> None:
+        """Count ``computation`` among the window's findings (its state
+        turned inf/nan though its result was finite)."""
+        self.findings.append(computation)
+
+    def known_finite(self, tensor: Any) -> bool:
+        """``tensor`` is one of the gradients of the latest complete
+        computation judged finite (no need to read it again)."""
+        return self.finite.get(id(tensor)) is tensor
 
     # -- plan -----------------------------------------------------------------------
     def _build_plan(self) -> list[tuple[Any, str, Callable]]:
@@ -392,7 +411,11 @@ class GradWatch:
 
     def _forward_done(self, fn: Any, args: tuple, kwargs: dict, output: Any, state: Any) -> None:
         try:
-            self._forwards[id(fn)] = Computation(fn, args, dict(kwargs), output, state=state, nested=self._depth > 0)
+            computation = Computation(fn, args, dict(kwargs), output, state=state, nested=self._depth > 0)
+            self._forwards[id(fn)] = computation
+            if self.on_forward is not None and not computation.nested:
+                computation.frames = capture_frames(sys._getframe(2))
+                self.on_forward(computation)
         except Exception as err:  # pragma: no cover - defensive
             self.on_error("in the gradient watch's forward wrapper", err)
 

@@ -1,0 +1,291 @@
+"""The checked windows: what ``start()`` opens and ``stop()`` closes.
+
+:class:`Windows` owns the window of the moment (:class:`Window`) and the
+rules of what is judged in it, at every kind (:mod:`.policy`):
+
+* opening: the kind from the policy, the gradient watch's window, exact
+  checks on (:mod:`.exact`) in an exact window, the optimizer watch;
+* around each optimizer step, in every window: the optimizer's own state
+  (Adam's moments, accumulators, ``global_step``) the first time it is
+  seen in a window, and, after the step, what it was given and what it
+  left in its Parameters and its state (:meth:`Windows.before_step`,
+  :meth:`Windows.after_step`);
+* closing: what the gradient watch still holds, then per kind: the
+  sentinel's record, an exact window's ``outside`` note when a gradient
+  computation returned inf/nan that no record explains, a watched window's
+  cover (:mod:`.watched`); then the policy learns what the window computed.
+
+What is written when no call is named: :mod:`.notes`. The closing
+summary: :mod:`.summary`.
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from ..check.verdict import iter_tensors
+from ..hooks.guard import keep_training
+from .exact import ExactChecks
+from .notes import Notes
+from .optimizers import labelled_inputs, optimizer_parameters, optimizer_state
+from .policy import Checks, Kind, WindowPolicy
+from .summary import Summary
+from .watched import WatchedWindow
+
+LOGGER = logging.getLogger("probe_runtime")
+
+
+@dataclass
+class Window:
+    """One open window.
+
+    Attributes:
+        kind: its :class:`~.policy.Kind`.
+        model: what ``start()`` got (L0's network; replays hook it too).
+        found: ``RunState.found`` when it opened (records written since
+            explain what it saw).
+        notes: ``Notes.count`` when it opened.
+        updated: an optimizer step or ``Parameter.set_data`` ran in it.
+        replayed: ``id()`` of the gradient computations run again.
+        bad_before: the optimizer being called had Parameters holding
+            inf/nan (its replay said so).
+        optimizers: ``id()`` of the optimizers whose state was judged in it.
+    """
+
+    kind: Kind
+    model: Any = None
+    found: int = 0
+    notes: int = 0
+    updated: bool = False
+    replayed: set = field(default_factory=set)
+    bad_before: bool = False
+    optimizers: set = field(default_factory=set)
+
+
+class Windows:
+    """Opens, judges and closes the checked windows of one debugger.
+
+    Args:
+        policy: the :class:`~.policy.WindowPolicy`.
+        exact: the :class:`~.exact.ExactChecks` switch.
+        checker: the ``Checker`` (its ``records``, ``flush``, ``on_error``).
+        state: the ``RunState`` (``found``, ``exhausted``, ``step``).
+        grads: the ``GradWatch``.
+        states: the ``StateWatch`` (auto checks' written state).
+        optimizers: the ``OptimizerWatch`` (installed in every window but
+            the sentinel's).
+        replayer: builds the ``Replayer`` (called once, when the first
+            replay runs).
+        level: ``"L0"`` or ``"L1"``.
+        dump_path: for the closing summary.
+    """
+
+    def __init__(self, policy: WindowPolicy, exact: ExactChecks, *, checker: Any, state: Any, grads: Any, states: Any,
+                 optimizers: Any, replayer: Any, level: str, dump_path: str) -> None:
+        self.policy = policy
+        self.exact = exact
+        self.checker, self.state, self.grads, self.states = checker, state, grads, states
+        self.optimizers = optimizers
+        self.level = level
+        self.notes = Notes(checker.records, level)
+        self.summary = Summary(level, dump_path)
+        self.current: Optional[Window] = None
+        self.watched = WatchedWindow(self, replayer)
+        self._sentinel_empty_said = False
+
+    # -- what the facade calls ---------------------------------------------------
+    @property
+    def kind(self) -> Optional[Kind]:
+        """The open window's kind; None between windows."""
+        return self.current.kind if self.current is not None else None
+
+    def open(self, model: Any) -> None:
+        """Open the next window (``start()``, once the checker said the step
+        and rank are checked).
+
+        Raises:
+            Exception: what installing a part raises (another debugger's
+                gradient watch is installed ...): the caller logs it and
+                turns everything off.
+        """
+        if self.policy.settle(self.exact.distributed()):
+            self.grads.capture = None
+            LOGGER.info("probe_runtime: a job of several ranks runs exact checks by default (a replay of auto checks "
+                        "never issues a collective, so inf/nan received through one would not be named at the call); "
+                        "checks='auto' or PROBE_CHECKS=auto chooses auto checks")
+        kind = self.policy.next_kind()
+        self.current = Window(kind, model, found=self.state.found, notes=self.notes.count)
+        self.grads.begin_window(keep=kind is Kind.WATCHED)
+        if kind is Kind.WATCHED:
+            self.states.begin_window()
+        if kind is Kind.EXACT:
+            self.exact.open(model)
+        if kind is not Kind.SENTINEL:
+            self.optimizers.install()
+        self.grads.install()  # raises when another debugger's watch is installed
+        self.summary.checked(self.state.step, exact=kind is Kind.EXACT)
+
+    def abandon(self) -> None:
+        """``open`` failed: no window is open."""
+        self.current = None
+
+    def close(self) -> None:
+        """The window's checks are resolved (``stop()``, ``step()``, exit):
+        judge what the gradient watch still holds, write what the kind asks
+        for, and let the policy choose the next kind."""
+        window = self.current
+        if window is None:
+            return
+        try:  # the computations judged now still belong to the window
+            self.grads.end_window()
+            self.states.end_window()
+        finally:
+            self.current = None
+        try:
+            self.checker.release_by_design(unconsumed=True)  # -inf made by design that nothing took: a result
+            if window.kind is Kind.SENTINEL:
+                self._resolve_sentinel()
+            elif window.kind is Kind.EXACT:
+                self._explain(window)
+            else:
+                self.watched.cover(window)
+        finally:
+            self.checker.by_design.clear()  # the tensors of -inf made by design, held for the window
+        self.policy.closed(self.grads.computations > 0)
+
+    def parameters_may_change(self) -> None:
+        """An optimizer step or ``Parameter.set_data`` is about to run (the
+        queue is resolved): Parameters are probed again at their next use."""
+        if self.current is not None:
+            self.current.updated = True
+        self.exact.forget_probes()
+
+    def uninstall(self) -> None:
+        """Remove every installed part (exact checks, the optimizer watch,
+        the gradient watch), each in its own guard."""
+        self.exact.close()
+        for part, what in ((self.optimizers, "the optimizer hook"), (self.grads, "the gradient watch")):
+            with keep_training(f"removing {what}"):
+                part.uninstall()
+
+    def say_nothing_found(self) -> None:
+        """At exit: the all-clear, when nothing was recorded (:mod:`.summary`)."""
+        self.summary.say(found=self.state.found, disabled=self.checker.disabled, notes=self.notes.count,
+                         auto=self.policy.checks is Checks.AUTO)
+
+    # -- judging -------------------------------------------------------------------
+    def explained(self, window: Optional[Window] = None) -> bool:
+        """A record was written in the window (or detection stopped)."""
+        window = window or self.current
+        found = window.found if window is not None else self.state.found
+        return self.state.found > found or self.stopped()
+
+    def stopped(self) -> bool:
+        """Detection stopped for good (``overflow_nums`` reached, or turned off)."""
+        return self.state.exhausted or self.checker.disabled
+
+    def on_computation(self, computation: Any) -> None:
+        """A gradient computation returned (the gradient watch judged it)."""
+        computation.step = self.state.step
+        self.watched.on_computation(computation)
+
+    def on_forward(self, computation: Any) -> None:
+        """L0, exact window: a gradient computation's forward pass returned
+        (before its backward pass runs). When its output (the loss) holds
+        inf/nan and no checked Cell made it, the loss was computed outside
+        the Cells given to ``start()`` (a loss Cell ``Model.train`` adds):
+        said now, before any backward record, and no backward entry of the
+        window is an origin (they all derive from that loss)."""
+        window = self.current
+        if window is None or window.kind is not Kind.EXACT or self.level != "L0" or self.stopped():
+            return
+        labelled = [(f"forward output {i}", t) for i, t in enumerate(iter_tensors(computation.output))]
+        bad = self.grads.judge(labelled)
+        if not bad:
+            return
+        self.checker.flush()  # the forward entries of the Cells first: one may have made it
+        if self.explained(window):
+            return
+        self.checker.loss_nonfinite = True
+        self.notes.loss(bad, computation.frames)
+
+    def _resolve_sentinel(self) -> None:
+        """Sentinel checks: inf/nan in what the window's gradient
+        computations returned gets its record, and exact checks for good."""
+        found = self.grads.resolve()
+        if found is None:
+            if not self.grads.computations and not self._sentinel_empty_said:
+                self._sentinel_empty_said = True
+                LOGGER.warning("probe_runtime: sentinel checks saw no gradient computation in step %s: they judge "
+                               "only what mindspore.grad / value_and_grad compute in PyNative, so forward-only code "
+                               "and a training step compiled with mindspore.jit are not checked (use exact checks "
+                               "for forward-only code: checks='exact' or PROBE_CHECKS=exact)", self.state.step)
+            return
+        self.policy.sentinel_found()
+        self.notes.sentinel(found)
+
+    def _explain(self, window: Window) -> None:
+        """An exact window closed: a gradient computation in it returned
+        inf/nan and no record of the window explains it: the overflow lies
+        outside what the level checks."""
+        findings = self.grads.complete_findings()
+        if not findings or self.explained(window) or self.checker.loss_nonfinite:
+            return
+        if self.checker.release_by_design():  # -inf made by design reached the result: its maker is named
+            return
+        labels = list(dict.fromkeys(label for c in findings for label in c.nonfinite))
+        self.notes.outside(labels, findings[0].frames)
+
+    # -- around an optimizer step ----------------------------------------------------
+    def before_step(self, optimizer: Any, args: tuple, frames: tuple) -> None:
+        """An optimizer is about to update its Parameters (every window
+        but the sentinel's). The first time it is seen in the window, its
+        own state is judged: inf/nan there came in with it (a resumed
+        checkpoint), since no checked call wrote it. In a watched window,
+        its Parameters too (:meth:`.watched.WatchedWindow.before_step`)."""
+        window = self.current
+        if window is None:
+            return
+        window.bad_before = False
+        if id(optimizer) not in window.optimizers:
+            window.optimizers.add(id(optimizer))
+            if not self.stopped() and not self.explained(window):
+                bad = self.grads.judge(optimizer_state(optimizer))
+                if bad:
+                    window.bad_before = True
+                    self.notes.state_at_start(bad, type(optimizer).__name__, frames)
+                    self.policy.ask_exact()
+                    return
+        if window.kind is Kind.WATCHED:
+            self.watched.before_step(window, optimizer)
+
+    def after_step(self, optimizer: Any, args: tuple, frames: tuple) -> None:
+        """An optimizer call returned. Unless the window already explains
+        an inf/nan: inf/nan in the gradients it got that no gradient
+        computation returned is said (``outside``: the code between them
+        made it); else inf/nan its Parameters or its state hold now, though
+        they and the gradients were finite before, is said (``update``).
+        In every window, so an update that goes inf/nan is named in its
+        own step."""
+        window = self.current
+        if window is None or window.kind is Kind.SENTINEL or self.stopped() or window.bad_before:
+            return
+        if self.grads.findings:
+            return
+        self.checker.flush()  # calls the optimizer made (a PyNative update) explain it first
+        if self.explained(window):
+            return
+        params = optimizer_parameters(optimizer)
+        given = self.grads.judge([(label, t) for label, t in labelled_inputs(args, params)
+                                  if not self.grads.known_finite(t)])
+        name = type(optimizer).__name__
+        if given:
+            self.notes.given(given, name, frames)
+        else:
+            held = self.grads.judge([(f"Parameter {getattr(p, 'name', '?')}", p) for p in params]
+                                    + optimizer_state(optimizer))
+            if not held:
+                return
+            self.notes.update(held, name, frames)
+        self.policy.ask_exact()

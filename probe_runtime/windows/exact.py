@@ -1,0 +1,82 @@
+"""The exact-checks switch: the level's interception on, synchronous on CPU.
+
+Exact checks run in exact windows and in the replays of auto checks. On
+switches the execution to synchronous (``probe_runtime.execution``; on CPU
+the hooks drain the asynchronous pipeline anyway) and installs level L1's
+wrappers or level L0's Cell hooks on the model (plus, in a job of several
+ranks, L0's collective interceptor); off removes what on put there.
+
+Example::
+
+    exact = ExactChecks("L1", interceptor=api, cells=cells, collectives=comm, sync=sync,
+                        checker=checker, distributed=lambda: False)
+    exact.open(model=None)
+    ...                      # every API call checked
+    exact.close()
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from ..hooks.guard import keep_training
+
+
+class ExactChecks:
+    """Turns exact checks on and off at one level.
+
+    Args:
+        level: ``"L0"`` or ``"L1"``.
+        interceptor: L1's ``ApiInterceptor``.
+        cells: L0's ``CellHooks``.
+        collectives: the ``ApiInterceptor`` of collective calls L0 installs
+            in a job of several ranks.
+        sync: the ``SyncWindows`` that make a window synchronous.
+        checker: the ``Checker`` (told whether the window is synchronous).
+        distributed: returns True once MindSpore's communication is
+            initialised (a job of several ranks).
+    """
+
+    def __init__(self, level: str, *, interceptor: Any, cells: Any, collectives: Any, sync: Any, checker: Any,
+                 distributed: Callable[[], bool]) -> None:
+        self.level = level
+        self.interceptor, self.cells, self.collectives = interceptor, cells, collectives
+        self.sync, self.checker, self.distributed = sync, checker, distributed
+
+    @property
+    def parts(self) -> tuple:
+        """What :meth:`open` may install, in removal order."""
+        return (self.interceptor, self.cells, self.collectives)
+
+    def open(self, model: Any) -> None:
+        """Exact checks on: synchronous on CPU, then the L1 wrappers, or
+        the L0 hooks on ``model`` (and the collectives when distributed).
+
+        Raises:
+            Exception: what installing raises (the caller logs it and
+                turns everything off again: the tool never breaks training).
+        """
+        self.sync.enter()
+        active = self.sync.active
+        self.interceptor.synchronous = self.cells.synchronous = active
+        self.collectives.synchronous = self.checker.synchronous = active
+        if self.level == "L0":
+            self.cells.install(model)
+            if self.distributed():
+                self.collectives.install()
+        else:
+            self.interceptor.install()
+
+    def close(self) -> None:
+        """Exact checks off: every part removed, the execution mode put
+        back; a fault in one is logged and the others are still removed."""
+        for part in self.parts:
+            with keep_training(f"removing {type(part).__name__}"):
+                part.uninstall()
+        with keep_training("restoring the execution mode"):
+            self.sync.leave()
+
+    def forget_probes(self) -> None:
+        """Parameters may change (an optimizer step, ``Parameter.set_data``):
+        each part probes them again at their next use."""
+        for part in self.parts:
+            part.forget_probes()

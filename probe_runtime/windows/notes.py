@@ -1,0 +1,129 @@
+"""The records that name no call: what the windows say when no checked call
+or Cell explains an inf/nan.
+
+Each is one ``overflow.json`` record of a note kind (the dump format's
+``NOTE_KINDS``: ``sentinel``, ``outside``, ``update``), written by
+``check.records.Records.note`` with ``origin`` false, ``where`` (the
+user's line) and ``nonfinite`` (the labels of what held inf/nan). They do
+not count towards ``overflow_nums``. ``docs/checks.md`` lists when each is
+written.
+
+Example::
+
+    notes = Notes(checker.records, level="L1")
+    notes.outside(["forward output 0"], computation.frames)   # "... the overflow lies outside ..."
+    notes.count                                                # 1
+"""
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from ..check.records import shown_labels
+
+SENTINEL, OUTSIDE, UPDATE = "sentinel", "outside", "update"
+
+
+class Notes:
+    """Writes the records that name no call, and counts them.
+
+    Args:
+        records: the checker's ``Records`` (``note``, ``note_sentinel``, ``where``).
+        level: ``"L0"`` or ``"L1"`` (the wording: a checked Cell or call).
+
+    Attributes:
+        count: notes written so far.
+    """
+
+    def __init__(self, records: Any, level: str) -> None:
+        self.records = records
+        self.level = level
+        self.count = 0
+
+    @property
+    def _checked(self) -> str:
+        return "Cell" if self.level == "L0" else "call"
+
+    def _write(self, kind: str, labels: list, where: Optional[str], message: str) -> bool:
+        written = bool(self.records.note(kind, labels, where, message))
+        self.count += written
+        return written
+
+    def sentinel(self, found: dict) -> bool:
+        """Sentinel checks found inf/nan in a gradient computation's result
+        (``GradWatch.resolve``)."""
+        written = bool(self.records.note_sentinel(found))
+        self.count += written
+        return written
+
+    def fall_back(self, computation: Any, reason: str, labels: Optional[list] = None) -> bool:
+        """Auto checks could not name the call (``reason``): a sentinel
+        record saying why; exact checks run from the next ``start()`` on
+        (the caller tells the policy)."""
+        where = self.records.where(computation.frames)
+        source = "returned by" if not labels or labels is computation.nonfinite else "used by"
+        labels = labels or computation.nonfinite
+        message = (f"inf/nan in {shown_labels(labels)}, {source} the gradient computation at {where}; "
+                   f"{reason}: exact {self.level} checks run from the next start() on")
+        return self._write(SENTINEL, labels, where, message)
+
+    def masked(self, labels: list, computation: Any) -> bool:
+        """Parameters held inf/nan before an optimizer step, the window's
+        gradient computations returned finite values, and no checked call
+        or Cell used them with inf/nan (auto checks' replay)."""
+        where = self.records.where(computation.frames)
+        message = (f"{shown_labels(labels)} held inf/nan before the optimizer step, although the gradient "
+                   f"computation at {where} returned finite values and no checked {self._checked} used it with "
+                   "inf/nan: it was written outside the checked windows, or is not used by the computation")
+        return self._write(OUTSIDE, labels, where, message)
+
+    def outside(self, labels: list, frames: tuple) -> bool:
+        """A gradient computation returned inf/nan that no checked call or
+        Cell explains: where to look instead."""
+        where = self.records.where(frames)
+        if self.level == "L0":
+            outside = ("the Cells given to start() (in the loss function, or other code outside the model): use "
+                       "level L1, or pass the loss Cell to start() too, e.g. start([net, loss_fn])")
+        else:
+            outside = ("the calls level L1 checks (code compiled with mindspore.jit, a Cell run as one graph, or "
+                       "the inside of one kernel)")
+        message = (f"inf/nan in {shown_labels(labels)}, returned by the gradient computation at {where}, and no "
+                   f"checked {self._checked} made it: the overflow lies outside {outside}")
+        return self._write(OUTSIDE, labels, where, message)
+
+    def loss(self, labels: list, frames: tuple) -> bool:
+        """L0: a gradient computation's forward output (the loss) held
+        inf/nan before its backward pass, and no checked Cell made it."""
+        where = self.records.where(frames)
+        message = (f"inf/nan in {shown_labels(labels)} (the loss) of the gradient computation at {where}, before "
+                   "its backward pass, and no checked Cell made it: the loss was computed outside the Cells given "
+                   "to start() (a loss function or loss Cell, as Model.train adds one); use level L1, or pass the "
+                   "loss Cell to start() too, e.g. start([net, loss_fn])")
+        return self._write(OUTSIDE, labels, where, message)
+
+    def given(self, labels: list, optimizer: str, frames: tuple) -> bool:
+        """An optimizer got inf/nan gradients that no gradient computation
+        returned and no checked call made (an unscale, a clip between them)."""
+        where = self.records.where(frames)
+        message = (f"inf/nan in {shown_labels(labels)} given to the optimizer {optimizer} at {where}, which no "
+                   "gradient computation returned and no checked call made: the code between them (an unscale, "
+                   "a clip) made it")
+        return self._write(OUTSIDE, labels, where, message)
+
+    def update(self, labels: list, optimizer: str, frames: tuple) -> bool:
+        """Parameters (or the optimizer's own state) held inf/nan right
+        after an optimizer step though they and the gradients were finite
+        before it: the update made it."""
+        where = self.records.where(frames)
+        message = (f"{shown_labels(labels)} held inf/nan right after the optimizer step {optimizer} at {where}, "
+                   "although it and the gradients it got were finite before: the update made it")
+        return self._write(UPDATE, labels, where, message)
+
+    def state_at_start(self, labels: list, optimizer: str, frames: tuple) -> bool:
+        """The optimizer's own state (Adam's moments, accumulators,
+        ``global_step``) held inf/nan when it was first seen: it came in
+        with the state (a checkpoint resumed, an earlier run)."""
+        where = self.records.where(frames)
+        message = (f"{shown_labels(labels)} held inf/nan before the first optimizer step {optimizer} checked "
+                   f"(at {where}): it was there at start() (a resumed checkpoint, or written before the checked "
+                   "steps), not made by a checked call")
+        return self._write(OUTSIDE, labels, where, message)

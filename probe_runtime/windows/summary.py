@@ -1,0 +1,86 @@
+"""The closing summary: one line at exit when nothing was recorded.
+
+So a run without overflow is told apart from a wrong ``dump_path``, and an
+all-clear is never read as more than it is: it says how many steps were
+checked, how (exact or watched by auto checks) and, at L0, what that level
+does not see.
+
+Example::
+
+    summary = Summary("L1", "/data/dump")
+    summary.started()
+    summary.checked(0, exact=True)
+    summary.say(found=0, disabled=False, notes=0, auto=False)
+    # stderr: probe_runtime: no overflow found in 1 checked step(s); dump_path: /data/dump
+"""
+from __future__ import annotations
+
+import logging
+import sys
+
+LOGGER = logging.getLogger("probe_runtime")
+
+
+class Summary:
+    """Counts the checked steps and says the all-clear once.
+
+    Args:
+        level: ``"L0"`` or ``"L1"``.
+        dump_path: named in the line.
+
+    Attributes:
+        start_calls: ``start()`` calls (checked steps or not).
+        checked_steps: steps in which a window opened.
+        exact_steps: those with an exact window.
+        start_failed: a ``start()`` said why it could not check.
+        said: the line was written (or must not be: set by tests).
+    """
+
+    def __init__(self, level: str, dump_path: str) -> None:
+        self.level = level
+        self.dump_path = dump_path
+        self.start_calls = 0
+        self.checked_steps: set[int] = set()
+        self.exact_steps: set[int] = set()
+        self.start_failed = False
+        self.said = False
+
+    def started(self) -> None:
+        """``start()`` was called."""
+        self.start_calls += 1
+
+    def checked(self, step: int, exact: bool) -> None:
+        """A window opened in ``step``."""
+        self.checked_steps.add(step)
+        if exact:
+            self.exact_steps.add(step)
+
+    def line(self, auto: bool) -> str:
+        """The all-clear's text."""
+        watched = len(self.checked_steps - self.exact_steps)
+        how = ""
+        if auto and watched:
+            how = (f" ({len(self.exact_steps)} with exact checks, {watched} watched by auto checks: an inf/nan "
+                   "masked before the loss and the gradients is not seen there)")
+        message = (f"probe_runtime: no overflow found in {len(self.checked_steps)} checked step(s){how}; "
+                   f"dump_path: {self.dump_path}")
+        if self.level == "L0":  # what L0 cannot see, so the all-clear is not read as more than it is
+            message += (" (level L0 checks what the Cells take and return: an overflow that starts and ends inside "
+                        "one Cell, its outputs finite, is not seen; level L1 names the call)")
+        return message
+
+    def say(self, *, found: int, disabled: bool, notes: int, auto: bool) -> None:
+        """At exit, after at least one ``start()``: the line on stderr (and
+        the logger, at INFO) when no record or note was written and
+        detection was not turned off; once."""
+        if self.said or not self.start_calls or found or disabled or notes:
+            return
+        if self.start_failed and not self.checked_steps:  # it never checked; start() said why
+            return
+        self.said = True
+        message = self.line(auto)
+        LOGGER.info(message)
+        try:
+            print(message, file=sys.stderr, flush=True)
+        except Exception:  # pragma: no cover - stderr closed at exit
+            pass
