@@ -22,6 +22,7 @@ can import it without the report.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Optional
 
 # -- files -------------------------------------------------------------------------------
@@ -91,8 +92,8 @@ SOURCE_COLLECTIVE = "collective"
 
 # -- collective calls ---------------------------------------------------------------------
 #
-# The record of a collective call (AllReduce, AllGather, ReduceScatter, Broadcast, AlltoAll,
-# NeighborExchange, Send, Receive, whatever the MindSpore entry point: an ``ops`` Primitive,
+# The record of a collective call (one of, AllGather, ReduceScatter, Broadcast, AlltoAll,
+# NeighborExchange, Send, Receive, Reduce: COLLECTIVES below), whatever the MindSpore entry point: an ``ops`` Primitive,
 # ``communication.comm_func``, ``mint.distributed``) carries ``collective``:
 #
 #   {"api": "AllReduce", "group": "hccl_world_group", "ranks": [0, 1] or null when unknown,
@@ -132,11 +133,71 @@ ALL_TO_ALL = "AlltoAll"
 NEIGHBOR_EXCHANGE = "NeighborExchange"
 SEND = "Send"
 RECEIVE = "Receive"
-COLLECTIVE_APIS = (ALL_REDUCE, ALL_GATHER, REDUCE_SCATTER, BROADCAST, ALL_TO_ALL, NEIGHBOR_EXCHANGE, SEND, RECEIVE)
+#: MindSpore's Reduce (the result only on the destination rank; the runtime records no root for it)
+REDUCE = "Reduce"
+
+
+@dataclass(frozen=True)
+class CollectiveSemantics:
+    """What one collective does, as the runtime and the report need it.
+
+    Attributes:
+        api: its name in the dump (``collective.api``), e.g. ``AllReduce``.
+        reduces: it computes from the ranks' data (a sum of finite values
+            can overflow); the others only move data.
+        rooted: one root rank's data goes to the others; the record carries
+            ``root``, and a rank other than the root received what it output.
+        point_to_point: between two ranks; the record carries ``peer`` and
+            ``probe report`` matches the call on the pair of ranks.
+        receives: what it outputs is another rank's data, whatever its own
+            buffer held (a Receive).
+        class_words: words that mark a Primitive class issuing it wherever
+            it is defined (fused kernels: ``MatmulAllReduce...``; the auto
+            checks' replay refuses them). Empty where the name is also a
+            plain operator's (``Reduce`` in ``ReduceSum``, ``Broadcast`` in
+            ``BroadcastTo``).
+    """
+
+    api: str
+    reduces: bool = False
+    rooted: bool = False
+    point_to_point: bool = False
+    receives: bool = False
+    class_words: tuple[str, ...] = ()
+
+
+#: the collectives, by ``api``: the one table the API lists below, the runtime's primitive forms
+#: (probe_runtime.hooks.collectives) and the report's cross-rank analysis read
+COLLECTIVES: dict[str, CollectiveSemantics] = {s.api: s for s in (
+    CollectiveSemantics(ALL_REDUCE, reduces=True, class_words=("AllReduce",)),
+    CollectiveSemantics(ALL_GATHER, class_words=("AllGather",)),
+    CollectiveSemantics(REDUCE_SCATTER, reduces=True, class_words=("ReduceScatter",)),
+    CollectiveSemantics(BROADCAST, rooted=True),
+    CollectiveSemantics(ALL_TO_ALL, class_words=("AlltoAll", "AllToAll")),
+    CollectiveSemantics(NEIGHBOR_EXCHANGE, class_words=("NeighborExchange",)),
+    CollectiveSemantics(SEND, point_to_point=True, class_words=("Isend", "ISendIRecv")),
+    CollectiveSemantics(RECEIVE, point_to_point=True, receives=True, class_words=("Irecv", "ISendIRecv")),
+    CollectiveSemantics(REDUCE, reduces=True),
+)}
+#: what an ``api`` the table does not name is taken to do: move data, between the group's ranks
+_UNKNOWN = CollectiveSemantics("")
+
+
+def collective_semantics(api: str) -> CollectiveSemantics:
+    """The :data:`COLLECTIVES` row of ``api``; for a name it does not hold
+    (another release's collective) a row that only moves data."""
+    return COLLECTIVES.get(api) or _UNKNOWN
+
+
+COLLECTIVE_APIS = tuple(COLLECTIVES)
 #: collectives that compute (a sum of finite values can overflow); the others only move data
-REDUCING_APIS = (ALL_REDUCE, REDUCE_SCATTER, "Reduce")
+REDUCING_APIS = tuple(s.api for s in COLLECTIVES.values() if s.reduces)
 #: point-to-point calls: matched by the pair of ranks
-P2P_APIS = (SEND, RECEIVE)
+P2P_APIS = tuple(s.api for s in COLLECTIVES.values() if s.point_to_point)
+#: collectives with a root rank (the record's ``root``)
+ROOTED_APIS = tuple(s.api for s in COLLECTIVES.values() if s.rooted)
+#: words that mark a Primitive class issuing a collective, whatever module defines it
+COLLECTIVE_CLASS_WORDS = tuple(dict.fromkeys(w for s in COLLECTIVES.values() for w in s.class_words))
 
 
 def rank_ranges(ranks) -> str:

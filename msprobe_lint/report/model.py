@@ -6,7 +6,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Optional
 
-from .dumpformat import BROADCAST, MESSAGE, NOTE_KINDS, OUTSIDE, RECEIVE, SENTINEL, UPDATE, direction_of
+from .dumpformat import MESSAGE, NOTE_KINDS, OUTSIDE, SENTINEL, UPDATE, collective_semantics, direction_of
 
 
 @dataclass
@@ -113,12 +113,14 @@ class Record:
         """A collective call whose local inputs were finite and output not
         (this rank received the inf/nan, or the reduction made it); also a
         Receive, and a Broadcast on a rank other than its root, whatever
-        their own buffer held (what they output came from the other rank)."""
+        their own buffer held (what they output came from the other rank:
+        ``receives`` and ``rooted`` in ``dumpformat.COLLECTIVES``)."""
         c = self.collective
         if c is None:
             return False
-        return c.inputs_finite or c.api == RECEIVE or (c.api == BROADCAST and c.root is not None
-                                                      and self.rank != c.root)
+        semantics = collective_semantics(c.api)
+        return c.inputs_finite or semantics.receives or (semantics.rooted and c.root is not None
+                                                         and self.rank != c.root)
 
     @property
     def kind(self) -> str:

@@ -38,11 +38,9 @@ from typing import Any, Callable, Optional, Union
 from msprobe_lint.report.dumpformat import (ALL_GATHER, ALL_REDUCE, ALL_TO_ALL, BROADCAST, COLLECTIVE_API,
                                             COLLECTIVE_DIRECTION, COLLECTIVE_GROUP, COLLECTIVE_INDEX,
                                             COLLECTIVE_INPUTS_FINITE, COLLECTIVE_PEER, COLLECTIVE_RANKS,
-                                            COLLECTIVE_ROOT, NEIGHBOR_EXCHANGE, P2P_APIS, RECEIVE, REDUCE_SCATTER,
-                                            SEND)
+                                            COLLECTIVE_ROOT, NEIGHBOR_EXCHANGE, RECEIVE, REDUCE, REDUCE_SCATTER,
+                                            SEND, collective_semantics)
 
-#: the name of MindSpore's Reduce (the result only on the destination rank)
-REDUCE = "Reduce"
 #: the world group's name per communication backend (``GlobalComm.WORLD_COMM_GROUP`` after
 #: ``init()``: HCCL on Ascend, NCCL on GPU, MCCL, MindSpore's own, on CPU)
 WORLD_GROUPS = frozenset({"hccl_world_group", "nccl_world_group", "mccl_world_group"})
@@ -57,7 +55,8 @@ class Form:
     arguments the primitive's ``__call__`` takes, ``self`` left out).
 
     Attributes:
-        api: the collective's name in the dump (``AllReduce`` ...).
+        api: the collective's name in the dump (``AllReduce`` ...: a key of
+            ``dumpformat.COLLECTIVES``, which says what it does).
         group: where the group is: an argument position, or None for the
             primitive's ``group`` attribute.
         data: the arguments this rank contributes (its local inputs).
@@ -240,7 +239,7 @@ class CollectiveCall:
     def key(self, rank: Optional[int]) -> Union[str, tuple]:
         """What the call index is counted by in a step: the group, and for a
         Send/Receive the two ranks as well (``rank``: this process's)."""
-        if self.api in P2P_APIS and self.peer is not None and rank is not None:
+        if collective_semantics(self.api).point_to_point and self.peer is not None and rank is not None:
             low, high = sorted((rank, self.peer))
             return (self.group, low, high)
         return self.group
@@ -258,9 +257,10 @@ class CollectiveCall:
                       COLLECTIVE_RANKS: None if self.ranks is None else list(self.ranks),
                       COLLECTIVE_INDEX: self.index, COLLECTIVE_DIRECTION: direction,
                       COLLECTIVE_INPUTS_FINITE: bool(inputs_finite)}
-        if self.api in P2P_APIS and self.peer is not None:
+        semantics = collective_semantics(self.api)
+        if semantics.point_to_point and self.peer is not None:
             item[COLLECTIVE_PEER] = self.peer
-        if self.api == BROADCAST and self.root is not None:
+        if semantics.rooted and self.root is not None:
             item[COLLECTIVE_ROOT] = self.root
         return item
 

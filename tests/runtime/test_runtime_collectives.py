@@ -411,6 +411,6 @@ def test_group_ranks_unknown_is_asked_again(monkeypatch):
 def test_forms_name_only_the_dump_format_apis():
     from msprobe_lint.report.dumpformat import COLLECTIVE_APIS
 
-    assert {f.api for f in collectives.FORMS.values()} == set(COLLECTIVE_APIS) | {"Reduce"}
+    assert {f.api for f in collectives.FORMS.values()} == set(COLLECTIVE_APIS)
     for name, form in collectives.FORMS.items():
         assert set(form.copied) <= set(form.data) and set(form.copied) <= set(form.written), name

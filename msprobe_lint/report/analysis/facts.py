@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional
 
-from ..dumpformat import OUTSIDE, P2P_APIS, UPDATE
+from ..dumpformat import OUTSIDE, UPDATE, collective_semantics
 from ..model import Collective, RankDump, Record, signature
 
 #: a collective call within one step: (group, index, direction) or, for
@@ -48,7 +48,7 @@ def call_key(rank: Optional[int], collective: Collective) -> CallKey:
     """The key that matches the same collective call across ranks (the
     step is implied): (group, index, direction), and the two ranks for a
     Send/Receive with a ``peer``."""
-    if collective.api in P2P_APIS and collective.peer is not None and rank is not None:
+    if collective_semantics(collective.api).point_to_point and collective.peer is not None and rank is not None:
         low, high = sorted((rank, collective.peer))
         return (collective.group, collective.index, collective.direction, low, high)
     return (collective.group, collective.index, collective.direction)
