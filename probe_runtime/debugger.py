@@ -462,7 +462,7 @@ class PrecisionDebugger:
         found holding inf/nan before an optimizer step although the
         computations returned finite values (the replay then looks for the
         calls that used them)."""
-        from msprobe_lint.report.dumpformat import REPLAY
+        from probe_format.layout import REPLAY
 
         pending = [c for c in self.grads.window if id(c) not in self._replayed]
         if not pending or pending[-1] is not computation:

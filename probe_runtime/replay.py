@@ -52,13 +52,13 @@ import types
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
-from msprobe_lint.report.dumpformat import COLLECTIVE_CLASS_WORDS
+from probe_format.collectives import COLLECTIVE_CLASS_WORDS
 
 from .hooks.guard import tool_section
 from .hooks.patching import Patches, subclasses
 
 #: words in a Primitive class's name that make it a collective call: the format's table's
-#: (``dumpformat.COLLECTIVES``) and ``Barrier``, which moves no data but waits for every rank
+#: (``probe_format.collectives.COLLECTIVES``) and ``Barrier``, which moves no data but waits for every rank
 COLLECTIVE_WORDS = COLLECTIVE_CLASS_WORDS + ("Barrier",)
 #: how deep :func:`reachable_parameters` follows references from the computations
 REACH_DEPTH = 4

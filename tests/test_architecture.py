@@ -1,6 +1,6 @@
 """The architecture holds (issue 24): the import contracts of
 pyproject.toml's [tool.importlinter] are kept (and a deliberate violation
-breaks each one: lint-*, runtime-* and report-*), no module of msprobe_lint or probe_runtime
+breaks each one: lint-*, runtime-*, report-* and format-*), no module of msprobe_lint, probe_runtime or probe_format
 imports another's private name, and msprobe_lint has no import cycle.
 Imports inside functions count (grimp sees them)."""
 from __future__ import annotations
@@ -17,7 +17,7 @@ from conftest import REPO
 
 grimp = pytest.importorskip("grimp", reason="import-linter (the test extra) brings grimp")
 
-PACKAGES = ("msprobe_lint", "probe_runtime")
+PACKAGES = ("msprobe_lint", "probe_runtime", "probe_format")
 
 
 if sys.version_info >= (3, 11):
@@ -45,7 +45,7 @@ VIOLATIONS = {
     "runtime-lint-never-imports-runtime": ("msprobe_lint/textsafe.py", "import probe_runtime as _runtime  # noqa"),
     "report-layers": ("msprobe_lint/report/reader.py", "from .analysis import scan"),
     "report-no-circles": ("msprobe_lint/report/analysis/facts.py", "from . import first"),
-    "report-dumpformat-leaf": ("msprobe_lint/report/dumpformat.py", "from . import model"),
+    "format-leaf": ("probe_format/records.py", "from msprobe_lint.report import model as _model  # noqa"),
 }
 
 

@@ -9,7 +9,7 @@ import pytest
 from conftest import REPO
 
 
-@pytest.mark.parametrize("package", ["msprobe_lint", "probe_runtime"])
+@pytest.mark.parametrize("package", ["msprobe_lint", "probe_runtime", "probe_format"])
 def test_mypy_is_clean(package):
     pytest.importorskip("mypy")
     proc = subprocess.run([sys.executable, "-m", "mypy", "--ignore-missing-imports", "--no-error-summary", package],

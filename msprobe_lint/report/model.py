@@ -6,7 +6,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Optional
 
-from .dumpformat import MESSAGE, NOTE_KINDS, OUTSIDE, SENTINEL, UPDATE, collective_semantics, direction_of
+from probe_format.collectives import collective_semantics
+from probe_format.layout import MESSAGE, NOTE_KINDS, OUTSIDE, SENTINEL, UPDATE, direction_of
 
 
 @dataclass
@@ -114,7 +115,7 @@ class Record:
         (this rank received the inf/nan, or the reduction made it); also a
         Receive, and a Broadcast on a rank other than its root, whatever
         their own buffer held (what they output came from the other rank:
-        ``receives`` and ``rooted`` in ``dumpformat.COLLECTIVES``)."""
+        ``receives`` and ``rooted`` in ``probe_format.collectives.COLLECTIVES``)."""
         c = self.collective
         if c is None:
             return False

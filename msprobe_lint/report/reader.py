@@ -19,12 +19,14 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Iterator, Optional, Union
 
+from probe_format.collectives import (COLLECTIVE_API, COLLECTIVE_DIRECTION, COLLECTIVE_GROUP, COLLECTIVE_INDEX,
+                                      COLLECTIVE_INPUTS_FINITE, COLLECTIVE_PEER, COLLECTIVE_RANKS, COLLECTIVE_ROOT)
+from probe_format.layout import (BACKWARD, COLLECTIVE, CONSTRUCT_FILE, DATA, DUMP_FILE, ENTERED, FORWARD, INSIDE, KIND,
+                                 MESSAGE, NAME, NONFINITE, NOTE_KINDS, ORIGIN, OVERFLOW_FILE, REPLAY, SENTINEL,
+                                 STACK_FILE, STATS, VERSION, WHERE, WRITTEN, INPUT_ARGS, INPUT_KWARGS)
+from probe_format.records import version_problem
+
 from .discover import RankFolder
-from .dumpformat import (BACKWARD, COLLECTIVE, COLLECTIVE_API, COLLECTIVE_DIRECTION, COLLECTIVE_GROUP,
-                         COLLECTIVE_INDEX, COLLECTIVE_INPUTS_FINITE, COLLECTIVE_PEER, COLLECTIVE_RANKS,
-                         COLLECTIVE_ROOT, CONSTRUCT_FILE, DATA, DUMP_FILE, ENTERED, FORWARD, INSIDE, KIND, MESSAGE,
-                         NAME, NONFINITE, NOTE_KINDS, ORIGIN, OVERFLOW_FILE, REPLAY, SENTINEL, STACK_FILE, STATS,
-                         WHERE, WRITTEN)
 from .model import Collective, Constant, RankDump, Record, Tensor, signature
 
 #: files larger than this are not read (a dump file is a few MB at most)
@@ -272,7 +274,7 @@ def entry_constants(entry: Any) -> list[Constant]:
             for i, item in enumerate(value):
                 walk(item, f"{where}[{i}]", depth + 1)
 
-    for key in ("input_args", "input_kwargs"):
+    for key in (INPUT_ARGS, INPUT_KWARGS):
         walk(entry.get(key), key, 0)
     return out
 
@@ -408,13 +410,22 @@ class ReadCache:
 
 
 def _interpret(overflow: list, ranks: RanksTable) -> tuple[list[Item], list[str]]:
-    """The records of an overflow.json list, and what is wrong with them."""
+    """The records of an overflow.json list, and what is wrong with them.
+
+    Raises:
+        Unreadable: a record written in a newer major version of the format
+            (``format_version``; records without it predate versioning and
+            are read as version 1.0).
+    """
     items: list[Item] = []
     notes: list[str] = []
     for index, item in enumerate(overflow):
         if not isinstance(item, dict) or not isinstance(item.get(NAME), str):
             notes.append(f"record {index} has no name; skipped")
             continue
+        newer = version_problem(item.get(VERSION))
+        if newer is not None:
+            raise Unreadable(f"{newer}; its records are not read")
         name = item[NAME]
         origin, where, entered, kind = item.get(ORIGIN), item.get(WHERE), item.get(ENTERED), item.get(KIND)
         sentinel = sentinel_message(item)

@@ -20,7 +20,7 @@ which no Primitive wrapper sees: its whole call is one collective call
 (:func:`group_ranks`, from ``mindspore.communication``, cached per group),
 the root of a Broadcast and the peer of a Send/Receive as global ranks.
 The names written to the dump come from
-:mod:`msprobe_lint.report.dumpformat`, the record contract ``probe report``
+:mod:`probe_format`, the record contract ``probe report``
 reads with. Nothing here knows an entry, a verdict or a level.
 
 Example::
@@ -35,11 +35,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Union
 
-from msprobe_lint.report.dumpformat import (ALL_GATHER, ALL_REDUCE, ALL_TO_ALL, BROADCAST, COLLECTIVE_API,
-                                            COLLECTIVE_DIRECTION, COLLECTIVE_GROUP, COLLECTIVE_INDEX,
-                                            COLLECTIVE_INPUTS_FINITE, COLLECTIVE_PEER, COLLECTIVE_RANKS,
-                                            COLLECTIVE_ROOT, NEIGHBOR_EXCHANGE, RECEIVE, REDUCE, REDUCE_SCATTER,
-                                            SEND, collective_semantics)
+from probe_format.collectives import (ALL_GATHER, ALL_REDUCE, ALL_TO_ALL, BROADCAST, NEIGHBOR_EXCHANGE, RECEIVE,
+                                      REDUCE, REDUCE_SCATTER, SEND, collective_object, collective_semantics)
 
 #: the world group's name per communication backend (``GlobalComm.WORLD_COMM_GROUP`` after
 #: ``init()``: HCCL on Ascend, NCCL on GPU, MCCL, MindSpore's own, on CPU)
@@ -56,7 +53,7 @@ class Form:
 
     Attributes:
         api: the collective's name in the dump (``AllReduce`` ...: a key of
-            ``dumpformat.COLLECTIVES``, which says what it does).
+            ``probe_format.collectives.COLLECTIVES``, which says what it does).
         group: where the group is: an argument position, or None for the
             primitive's ``group`` attribute.
         data: the arguments this rank contributes (its local inputs).
@@ -218,7 +215,7 @@ class CollectiveCall:
     """One collective call, as the records describe it.
 
     Attributes:
-        api: ``AllReduce`` ... (dumpformat's names).
+        api: ``AllReduce`` ... (probe_format.collectives's names).
         group: the communication group's name.
         ranks: the group's global ranks, None when unknown.
         form: how the call's arguments are read.
@@ -253,16 +250,8 @@ class CollectiveCall:
         (docs/report-format.md): ``{"api", "group", "ranks", "index",
         "direction", "inputs_finite"}``, plus ``peer`` (Send/Receive) or
         ``root`` (Broadcast) when known."""
-        item: dict = {COLLECTIVE_API: self.api, COLLECTIVE_GROUP: self.group,
-                      COLLECTIVE_RANKS: None if self.ranks is None else list(self.ranks),
-                      COLLECTIVE_INDEX: self.index, COLLECTIVE_DIRECTION: direction,
-                      COLLECTIVE_INPUTS_FINITE: bool(inputs_finite)}
-        semantics = collective_semantics(self.api)
-        if semantics.point_to_point and self.peer is not None:
-            item[COLLECTIVE_PEER] = self.peer
-        if semantics.rooted and self.root is not None:
-            item[COLLECTIVE_ROOT] = self.root
-        return item
+        return collective_object(self.api, self.group, None if self.ranks is None else list(self.ranks), self.index,
+                                 direction, inputs_finite, peer=self.peer, root=self.root)
 
 
 def describe(form: Form, prim: Any, args: tuple) -> CollectiveCall:

@@ -73,3 +73,28 @@ def test_signature_tells_apart_what_the_report_shows():
     assert signature([base]) != signature([dataclasses.replace(base, message="the optimizer update")])
     call = dataclasses.replace(base, name="Functional.exp.0.forward", record_kind="forward", message="m")
     assert signature([call]) == signature([dataclasses.replace(call, message="another")])  # not shown for a call
+
+
+def test_an_unversioned_dump_is_read_as_today():
+    """tests/data/report/probe-l0: probe_runtime's dump from before the format had a version."""
+    from conftest import REPO
+
+    folder = REPO / "tests" / "data" / "report" / "probe-l0" / "step0" / "rank"
+    assert "format_version" not in (folder / "overflow.json").read_text()
+    dump = read_folder(RankFolder(0, None, str(folder)))
+    assert dump.problems == [] and dump.records
+    assert dump.records[0].origin is True and dump.records[0].name == "Cell.block.act.Scale.forward.0"
+
+
+def test_a_newer_major_version_is_refused_with_a_reason(tmp_path):
+    items = [dict(ITEMS[1], format_version="2.0")]
+    dump = read_folder(write_folder(tmp_path / "step0" / "rank0", items))
+    (path, problem), = dump.problems
+    assert path.endswith("overflow.json") and "dump format 2.0" in problem and "upgrade msprobe-lint" in problem
+    # dump.json is still read as msprobe's own dump would be: its entries, origin unknown
+    assert [(r.name, r.origin) for r in dump.records] == [("Functional.exp.0.forward", None)]
+
+
+def test_a_newer_minor_version_is_read(tmp_path):
+    dump = read_folder(write_folder(tmp_path / "step0" / "rank0", [dict(ITEMS[1], format_version="1.9", extra=1)]))
+    assert dump.problems == [] and dump.records[0].origin is True

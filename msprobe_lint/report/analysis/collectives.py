@@ -34,7 +34,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import NamedTuple, Optional
 
-from ..dumpformat import collective_semantics, rank_ranges
+from probe_format.collectives import collective_semantics, rank_ranges
+
 from ..model import Collective, Record
 from .facts import CallKey, RankFacts, RecordRef, call_key, ref
 

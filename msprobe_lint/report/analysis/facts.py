@@ -6,7 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional
 
-from ..dumpformat import OUTSIDE, UPDATE, collective_semantics
+from probe_format.collectives import collective_semantics
+from probe_format.layout import OUTSIDE, UPDATE
+
 from ..model import Collective, RankDump, Record, signature
 
 #: a collective call within one step: (group, index, direction) or, for

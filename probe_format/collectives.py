@@ -1,100 +1,19 @@
-"""The overflow dump layout: folder and file names, the keys of
-``overflow.json`` records and their kinds.
-
-probe_runtime's writer writes with these names and ``probe report`` reads
-with them; docs/report-format.md describes the layout for people. The
-statistics files follow msprobe's format (mindstudio-probe 8.x, "dump.json
-file description" in its MindSpore dump docs); ``overflow.json`` is this
-project's own index of the overflowing entries.
-
-Layout::
-
-    DUMP_PATH/[graph|pynative/]step{N}/rank{R}/   (``rank`` alone: not distributed)
-        dump.json        {"task", "level", "framework", "dump_data_dir", "data": {entry name: statistics}}
-        stack.json       {"0": [[entry name], [stack lines]], ...}
-        construct.json   {entry name: parent Cell entry or null}   ({} at L1)
-        overflow.json    [record, ...] in detection order
-        dump_tensor_data/{entry name}.{input|output}.{n}.npy
-
-This module is a leaf: it imports nothing of the project, so the runtime
-can import it without the report.
-"""
+"""Collective calls in the dump: the keys of a record's ``collective``
+object, the names of the collectives, and the one table of what each does
+(:data:`COLLECTIVES`: reduces, rooted, point-to-point), read by the
+runtime's primitive forms and the replay and by the report's cross-rank
+analysis alike; the ``message`` of a ``communication`` record."""
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Optional
 
-# -- files -------------------------------------------------------------------------------
-
-DUMP_FILE = "dump.json"
-STACK_FILE = "stack.json"
-CONSTRUCT_FILE = "construct.json"
-OVERFLOW_FILE = "overflow.json"
-TENSOR_DATA_DIR = "dump_tensor_data"
-#: msprobe puts mindspore.jit parts of a run under ``graph/`` and the rest under ``pynative/``
-MODE_DIRS = ("graph", "pynative")
-
-STEP_PATTERN = re.compile(r"^step(\d+)$")
-#: ``rank`` alone (no number) is the folder of a job that was not distributed
-RANK_PATTERN = re.compile(r"^rank(\d*)$")
-
-# -- overflow.json: one record per overflowing entry (or sentinel finding) ---------------
-
-NAME = "name"            #: the dump.json key, e.g. ``Functional.exp.0.forward``
-ORIGIN = "origin"        #: true: inputs finite, output not (the overflow started there)
-WHERE = "where"          #: the user's ``file:line`` that made the call, or null
-KIND = "kind"            #: one of KINDS
-STEP = "step"            #: the step number
-RANK = "rank"            #: the rank, or null when not distributed
-ENTERED = "entered"      #: where a carried overflow came in (the ENTERED_* keys), first record of a step
-MESSAGE = "message"      #: a sentence for people (records that name no call, communication records)
-NONFINITE = "nonfinite"  #: records that name no call: labels of what held inf/nan
-REPLAY = "replay"        #: auto checks: found by running the gradient computation at this file:line again
-COLLECTIVE = "collective"  #: collective calls: the COLLECTIVE_* keys
-#: a call made inside another intercepted call (L1): that outer call's entry name, e.g.
-#: ``Functional.clip_by_global_norm.0.forward``. The outer call's inputs and result were finite (it is
-#: not in dump.json): it masked the overflow this call made
-INSIDE = "inside"
-#: the names of the Parameters the call (L1) or Cell (L0) wrote inf/nan into in place (finite before
-#: it, not after), e.g. ``["bn.moving_variance"]``; dump.json's entry has their values after the call
-#: under WRITTEN_ENTRY
-WRITTEN = "written"
-
-# record kinds (``kind``)
-FORWARD = "forward"
-BACKWARD = "backward"
-PARAMETERS_GRAD = "parameters_grad"
-SENTINEL = "sentinel"              #: inf/nan seen by sentinel checks: no call named, no dump.json entry
-COMMUNICATION = "communication"    #: a collective call whose local inputs were finite and output not
-#: a gradient computation (or the optimizer) received inf/nan that no checked call or Cell explains: the
-#: overflow lies outside what the level checks (L0: the loss code outside the model); no dump.json entry
-OUTSIDE = "outside"
-#: Parameters held inf/nan right after an optimizer step whose gradients were finite; no dump.json entry
-UPDATE = "update"
-KINDS = (FORWARD, BACKWARD, PARAMETERS_GRAD, SENTINEL, COMMUNICATION, OUTSIDE, UPDATE)
-#: kinds of records that name no call (no dump.json entry; ``name`` is the kind itself; ``message`` and
-#: ``nonfinite`` say what held inf/nan and where)
-NOTE_KINDS = (SENTINEL, OUTSIDE, UPDATE)
-#: the ``name`` of a sentinel record
-SENTINEL_NAME = "sentinel"
-
-# ``entered``: {"entry", "input", "source", "parameter", "at_start", "message"}
-ENTERED_ENTRY = "entry"            #: the entry whose input held inf/nan
-ENTERED_INPUT = "input"            #: which input, e.g. ``input_args[0]``, or null
-ENTERED_SOURCE = "source"          #: ``outside`` (made outside the checked window), ``parameter`` or ``collective``
-ENTERED_PARAMETER = "parameter"    #: the Parameter's name, or null
-ENTERED_AT_START = "at_start"      #: the Parameter held inf/nan at start()
-SOURCE_OUTSIDE = "outside"
-SOURCE_PARAMETER = "parameter"
-#: L0: a Cell's inf/nan came in through a collective call inside it (``entry`` names that call)
-SOURCE_COLLECTIVE = "collective"
-
 # -- collective calls ---------------------------------------------------------------------
 #
-# The record of a collective call (one of, AllGather, ReduceScatter, Broadcast, AlltoAll,
-# NeighborExchange, Send, Receive, Reduce: COLLECTIVES below), whatever the MindSpore entry point: an ``ops`` Primitive,
-# ``communication.comm_func``, ``mint.distributed``) carries ``collective``:
+# The record of a collective call (AllReduce, AllGather, ReduceScatter, Broadcast, AlltoAll,
+# NeighborExchange, Send, Receive, Reduce: :data:`COLLECTIVES`, whatever the MindSpore entry point:
+# an ``ops`` Primitive, ``communication.comm_func``, ``mint.distributed``) carries ``collective``
+# (:func:`collective_object` builds it):
 #
 #   {"api": "AllReduce", "group": "hccl_world_group", "ranks": [0, 1] or null when unknown,
 #    "index": <int>, "direction": "forward" | "backward", "inputs_finite": <bool>,
@@ -200,6 +119,25 @@ ROOTED_APIS = tuple(s.api for s in COLLECTIVES.values() if s.rooted)
 COLLECTIVE_CLASS_WORDS = tuple(dict.fromkeys(w for s in COLLECTIVES.values() for w in s.class_words))
 
 
+def collective_object(api: str, group: str, ranks: Optional[list[int]], index: int, direction: str,
+                      inputs_finite: bool, *, peer: Optional[int] = None, root: Optional[int] = None) -> dict:
+    """The ``collective`` object of a record: ``{"api", "group", "ranks",
+    "index", "direction", "inputs_finite"}``, plus ``peer`` for a
+    point-to-point call and ``root`` for a rooted one when known (the
+    table says which; others' are left out).
+
+    Example: ``collective_object("Send", "g", [0, 1], 0, "forward", True, peer=1)["peer"] == 1``.
+    """
+    item: dict = {COLLECTIVE_API: api, COLLECTIVE_GROUP: group, COLLECTIVE_RANKS: ranks, COLLECTIVE_INDEX: index,
+                  COLLECTIVE_DIRECTION: direction, COLLECTIVE_INPUTS_FINITE: bool(inputs_finite)}
+    semantics = collective_semantics(api)
+    if semantics.point_to_point and peer is not None:
+        item[COLLECTIVE_PEER] = peer
+    if semantics.rooted and root is not None:
+        item[COLLECTIVE_ROOT] = root
+    return item
+
+
 def rank_ranges(ranks) -> str:
     """Ranks as compact ranges, ascending: ``rank_ranges([0, 1, 2, 5, 7, 8]) == "0-2, 5, 7-8"``
     (duplicates dropped; an empty list gives ``""``)."""
@@ -227,49 +165,3 @@ def received_message(api: str, group: str, ranks: Optional[list[int]]) -> str:
     reduced = ", or the reduction itself overflowed" if api in REDUCING_APIS else ""
     return (f"received inf/nan through {api} (group {group}{members}) from another rank{reduced}: "
             "see `probe report` over all ranks")
-
-
-# -- dump.json (msprobe's format) --------------------------------------------------------
-
-DATA = "data"                                #: dump.json's object of entries
-#: probe_runtime's key in a forward entry (not msprobe's): the values an in-place call left in the
-#: Parameters it may write, after the call, keyed like their values before it (L1: ``input_args[4]``,
-#: the position of the copy made before the call; L0: the Parameter's name under ``parameters``)
-WRITTEN_ENTRY = "written"
-STATS = ("Max", "Min", "Mean", "Norm")       #: per-tensor statistics; null where msprobe has none
-DIRECTIONS = (FORWARD, BACKWARD, PARAMETERS_GRAD)  #: the last or second-to-last part of an entry name
-
-
-def step_dir(step: int) -> str:
-    """The folder name of a step: ``step_dir(3) == "step3"``."""
-    return f"step{step}"
-
-
-def rank_dir(rank: Optional[int]) -> str:
-    """The folder name of a rank: ``rank_dir(1) == "rank1"``, ``rank_dir(None) == "rank"`` (not distributed)."""
-    return "rank" if rank is None else f"rank{rank}"
-
-
-def parse_step(name: str) -> tuple[bool, Optional[int]]:
-    """(is a step folder name, its number): ``parse_step("step3") == (True, 3)``."""
-    match = STEP_PATTERN.match(name)
-    return (True, int(match.group(1))) if match else (False, None)
-
-
-def parse_rank(name: str) -> tuple[bool, Optional[int]]:
-    """(is a rank folder name, its number or None): ``parse_rank("rank") == (True, None)``."""
-    match = RANK_PATTERN.match(name)
-    if not match:
-        return False, None
-    return True, int(match.group(1)) if match.group(1) else None
-
-
-def direction_of(name: str) -> Optional[str]:
-    """``forward``, ``backward`` or ``parameters_grad`` from an entry name
-    (``Functional.exp.3.forward``, ``Cell.fc.Dense.backward.0``,
-    ``Cell.fc.Dense.parameters_grad``), else None."""
-    parts = name.split(".")
-    for part in reversed(parts[-2:]):
-        if part in DIRECTIONS:
-            return part
-    return None

@@ -1,11 +1,11 @@
-"""The dump format's table of collective semantics: what each collective
+"""probe_format.collectives: the dump format's table of collective semantics: what each collective
 does (reduces, rooted, point-to-point, receives), the API lists derived
 from it, and its readers in the report and the runtime (issue 32)."""
 from __future__ import annotations
 
 import pytest
 
-from msprobe_lint.report import dumpformat as fmt
+from probe_format import collectives as fmt
 from msprobe_lint.report.model import Collective, Record
 
 
