@@ -33,7 +33,8 @@ CONTRACTS = {c["id"]: c["name"] for c in
 VIOLATIONS = {
     "lint-layers": ("msprobe_lint/run/launchers.py", "from ..server import lsp as _lsp  # noqa"),
     "lint-library-alone": ("msprobe_lint/lint/engine.py", "from ..cli import app as _app  # noqa"),
-    "lint-project-no-lint-run": ("msprobe_lint/project/settings.py", "from ..lint import engine as _engine  # noqa"),
+    "lint-project-no-lint-run": ("msprobe_lint/project/sniff.py", "from ..lint import diagnostic as _diagnostic  # noqa"),
+    "lint-no-circles": ("msprobe_lint/lint/fixes/edits.py", "from .. import fixing as _fixing  # noqa"),
     "lint-fast-path": ("msprobe_lint/cli/lint.py", "import typer as _typer  # noqa"),
     "lint-report-no-engine": ("msprobe_lint/report/__init__.py", "from ..lint import engine as _engine  # noqa"),
     "runtime-layers": ("probe_runtime/gate.py", "from . import debugger"),

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import os
 
-from ..lint.context import Fact, normalise
-from ..lint.diagnostic import Severity
-from ..lint.selection import SelectionError, check_code, known_codes
+from .context import Fact, normalise
+from .diagnostic import Severity
+from .selection import SelectionError, check_code, known_codes
 
 TYPE_CHECKING = False  # typing is imported only by type checkers (start-up)
 if TYPE_CHECKING:  # pathlib is imported once a pyproject.toml is found
