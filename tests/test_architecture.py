@@ -33,7 +33,8 @@ CONTRACTS = {c["id"]: c["name"] for c in
 VIOLATIONS = {
     "lint-layers": ("msprobe_lint/run/launchers.py", "from ..server import lsp as _lsp  # noqa"),
     "lint-library-alone": ("msprobe_lint/lint/engine.py", "from ..cli import app as _app  # noqa"),
-    "lint-project-no-lint-run": ("msprobe_lint/project/sniff.py", "from ..lint import diagnostic as _diagnostic  # noqa"),
+    "lint-project-no-lint-run": ("msprobe_lint/project/sniff.py",
+                                 "from ..lint import diagnostic as _diagnostic  # noqa"),
     "lint-no-circles": ("msprobe_lint/lint/fixes/edits.py", "from .. import fixing as _fixing  # noqa"),
     "lint-fast-path": ("msprobe_lint/cli/lint.py", "import typer as _typer  # noqa"),
     "lint-report-no-engine": ("msprobe_lint/report/__init__.py", "from ..lint import engine as _engine  # noqa"),
@@ -194,12 +195,14 @@ def private_uses(package: str) -> list[str]:
                     if alias.name.startswith("_") and not alias.name.startswith("__"):
                         found.append(f"{path.relative_to(REPO)}:{node.lineno}: from {base} import {alias.name}")
                     full = f"{base}.{alias.name}"
-                    if (REPO / Path(*full.split("."))).is_dir() or (REPO / Path(*full.split("."))).with_suffix(".py").exists():
+                    where = REPO / Path(*full.split("."))
+                    if where.is_dir() or where.with_suffix(".py").exists():
                         bound[alias.asname or alias.name] = full
             elif isinstance(node, ast.Import):
                 for alias in node.names:
                     if alias.name.split(".")[0] in PACKAGES:
-                        bound[alias.asname or alias.name.split(".")[0]] = alias.name if alias.asname else alias.name.split(".")[0]
+                        top = alias.name.split(".")[0]
+                        bound[alias.asname or top] = alias.name if alias.asname else top
         for node in ast.walk(tree):
             if isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__") \
                     and isinstance(node.value, ast.Name) and node.value.id in bound and bound[node.value.id] != name:

@@ -34,7 +34,8 @@ def test_every_path_the_readme_and_docs_name_exists():
     texts.append((REPO / "benchmarks" / "README.md").read_text(encoding="utf-8"))
     named = set()
     for text in texts:
-        named |= set(re.findall(r"(?<![\w./-])((?:msprobe_lint|probe_runtime|tests|tools|benchmarks|schema|docs|examples)"
+        named |= set(re.findall(r"(?<![\w./-])((?:msprobe_lint|probe_runtime|probe_format|tests|tools|benchmarks|schema"
+                                r"|docs|examples)"
                                 r"/[\w./-]*\w/?)", text))
     missing = sorted(path for path in named if not list(REPO.glob(path + "*"))  # `schema/msprobe-config*.json`
                      and not path.startswith("msprobe_lint/schema"))  # the wheel's copy of schema/

@@ -100,7 +100,8 @@ class Recorder:
             outputs = call.output if isinstance(call.output, (tuple, list)) else (call.output,)
             entry = {
                 INPUT_ARGS: [self._describe(a, f"{name}.input.{i}", cache, arrays) for i, a in enumerate(call.args)],
-                INPUT_KWARGS: {k: self._describe(v, f"{name}.input.{k}", cache, arrays) for k, v in call.kwargs.items()},
+                INPUT_KWARGS: {k: self._describe(v, f"{name}.input.{k}", cache, arrays)
+                               for k, v in call.kwargs.items()},
                 OUTPUT: [self._describe(o, f"{name}.output.{i}", cache, arrays) for i, o in enumerate(outputs)],
             }
             parameters = parameters_seen(call)
@@ -119,7 +120,8 @@ class Recorder:
             name = call.backward_name
             entry = {
                 INPUT: [self._describe(g, f"{name}.input.{i}", cache, arrays) for i, g in enumerate(call.grad_outputs)],
-                OUTPUT: [self._describe(g, f"{name}.output.{i}", cache, arrays) for i, g in enumerate(call.grad_inputs)],
+                OUTPUT: [self._describe(g, f"{name}.output.{i}", cache, arrays)
+                         for i, g in enumerate(call.grad_inputs)],
             }
             stack = None
         where = user_where(call.frames, self.library_roots)

@@ -228,8 +228,8 @@ def test_report_and_run_do_not_load_the_lint_engine(tmp_path):
     (tmp_path / "dump").mkdir()
     code, modules = loaded_by("report", str(tmp_path / "dump"))
     assert code == 1  # no dump found
-    assert not {m for m in modules if m.startswith("msprobe_lint.lint")} - {"msprobe_lint.lint", "msprobe_lint.lint.context",
-                                                                         "msprobe_lint.lint.reporters"}
+    assert not {m for m in modules if m.startswith("msprobe_lint.lint")} - {
+        "msprobe_lint.lint", "msprobe_lint.lint.context", "msprobe_lint.lint.reporters"}
     import_run = ("import sys; import msprobe_lint.run; "
                   "print(sorted(m for m in sys.modules if m.startswith('msprobe_lint.lint')))")
     proc = subprocess.run([sys.executable, "-c", import_run], capture_output=True, text=True, timeout=60)

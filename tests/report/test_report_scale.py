@@ -28,7 +28,7 @@ from msprobe_lint.report.reader import ReadCache, read_folder
 from conftest import REPO, run_probe
 
 sys.path.insert(0, str(REPO / "benchmarks"))
-from make_rank_dump import make_dump  # noqa: E402
+from make_rank_dump import make_dump
 
 
 def run(path, fmt="text", *, show_all=False, **kwargs):

@@ -195,7 +195,8 @@ class StepCalls:
         # ranks with records in the step but none of this call: they had stopped checking there
         silent = tuple(sorted(r for r in members if r in present and r not in records)) if members else ()
         if info.pair is not None:
-            senders = [r for r, p in records.items() if not collective_semantics(p.api).receives and not p.inputs_finite]
+            senders = [r for r, p in records.items()
+                       if not collective_semantics(p.api).receives and not p.inputs_finite]
         elif collective_semantics(info.api).rooted:
             root = records.get(call.root) if call.root is not None else None
             senders = [call.root] if root is not None and not root.inputs_finite else []
