@@ -65,3 +65,22 @@ def test_every_command_of_the_usage_runs(tmp_path):
         args = [command] if command.startswith("-") else [command, "--help"]
         proc = run_probe(*args, cwd=tmp_path)
         assert proc.returncode == 0 and proc.stdout, (command, proc.stderr)
+
+
+def test_the_tests_layout_the_readme_states_holds():
+    """Unit tests sit at their module's place (tests/<package>/test_<module>.py;
+    tests/runtime/ for probe_runtime) and test file names are unique."""
+    import re
+    from collections import Counter
+
+    found = [p for p in (REPO / "tests").rglob("test_*.py") if not {"cases", "data"} & set(p.parts)]
+    twice = [name for name, n in Counter(p.name for p in found).items() if n > 1]
+    assert not twice, twice
+    unit = readme_section("Layout").split("unit tests of one module", 1)[1].split("scenario suites", 1)[0]
+    named = re.findall(r"`(tests/[\w/]+/test_\w+\.py)`", unit)
+    assert len(named) >= 4, unit
+    for test in named:
+        parts = test.split("/")[1:]
+        top = {"runtime": ["probe_runtime"], "probe_format": ["probe_format"]}.get(parts[0], ["msprobe_lint", parts[0]])
+        module = REPO.joinpath(*top, *parts[1:-1], parts[-1][len("test_"):])
+        assert (REPO / test).is_file() and module.is_file(), (test, module)
