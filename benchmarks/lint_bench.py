@@ -240,7 +240,8 @@ def startup(probe: str, runs: int, folder: Path, importtime: bool = False) -> di
             if line.startswith("import time:") and "self [us]" not in line:
                 self_us, cumulative, name = (part.strip() for part in line[len("import time:"):].split("|"))
                 rows.append((int(self_us), int(cumulative), name))
-        print(f"  most expensive imports of probe lint --isolated (self/cumulative, of {sum(r[0] for r in rows) / 1000:.1f} ms):")
+        total = sum(r[0] for r in rows) / 1000
+        print(f"  most expensive imports of probe lint --isolated (self/cumulative, of {total:.1f} ms):")
         for self_us, cumulative, name in sorted(rows, reverse=True)[:12]:
             print(f"    {self_us / 1000:5.1f} {cumulative / 1000:6.1f} ms  {name}")
     return medians

@@ -67,7 +67,7 @@ def backward(inputs: list, outputs: list) -> dict:
 
 def collective(index: int, ranks: list, inputs_finite: bool) -> dict:
     """The ``collective`` object of an AllReduce record (the contract in
-    msprobe_lint/report/dumpformat.py)."""
+    probe_format/)."""
     return {"api": "AllReduce", "group": GROUP, "ranks": ranks, "index": index, "direction": "forward",
             "inputs_finite": inputs_finite}
 

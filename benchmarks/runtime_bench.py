@@ -134,7 +134,7 @@ def build(model: str, dtype: str, seed: int = 0):
     """(net, loss function of (x, y), optimizer, batches, inf batch)."""
     import numpy as np
     import mindspore as ms
-    from mindspore import nn, ops, Tensor
+    from mindspore import nn, Tensor
 
     ms.set_seed(seed)
     rng = np.random.default_rng(seed)
@@ -182,7 +182,6 @@ def build(model: str, dtype: str, seed: int = 0):
 
 
 def _transformer_classes():
-    import mindspore as ms
     from mindspore import nn, ops
 
     class Attention(nn.Cell):

@@ -35,7 +35,7 @@ import time
 
 import numpy as np
 import mindspore as ms
-from mindspore import nn, ops, Tensor
+from mindspore import nn, Tensor
 
 from probe_runtime import PrecisionDebugger
 

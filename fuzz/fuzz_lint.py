@@ -360,7 +360,7 @@ def check_input(raw: bytes, flags: Optional[dict] = None, *, workdir: Optional[s
             run = lint_paths([path], LintOptions(isolated=True, cwd=directory, **flags))
         except UsageError:
             return []  # exit 2, a usage error: fine
-        except BaseException:  # noqa: BLE001 - that is what we look for
+        except BaseException:  # that is what we look for
             return ["exception: " + traceback.format_exc(limit=-6)]
         if run.status not in (0, 1, 2):
             problems.append(f"exit status {run.status}")
@@ -376,7 +376,7 @@ def check_input(raw: bytes, flags: Optional[dict] = None, *, workdir: Optional[s
                 if fmt in ("json", "sarif"):
                     with open(out, encoding="utf-8") as handle:
                         json.load(handle)
-            except BaseException:  # noqa: BLE001
+            except BaseException:
                 problems.append(f"format {fmt}: " + traceback.format_exc(limit=-4))
     finally:
         if owned:

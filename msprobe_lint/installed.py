@@ -100,7 +100,8 @@ def _index() -> tuple[dict[str, tuple[int, str, str]], Optional[int]]:
             for name in names:
                 low = name.lower()
                 if low.endswith((".dist-info", ".egg-info")):
-                    index.setdefault(normalise(low.rpartition(".")[0].partition("-")[0]), (position, entry or ".", name))
+                    index.setdefault(normalise(low.rpartition(".")[0].partition("-")[0]),
+                                     (position, entry or ".", name))
         _INDEX[key] = (index, defer_from)
     return _INDEX[key]
 

@@ -1,6 +1,6 @@
 """The architecture holds (issue 24): the import contracts of
 pyproject.toml's [tool.importlinter] are kept (and a deliberate violation
-breaks each one: lint-*, runtime-* and report-*), no module of msprobe_lint or probe_runtime
+breaks each one: lint-*, runtime-*, report-* and format-*), no module of msprobe_lint, probe_runtime or probe_format
 imports another's private name, and msprobe_lint has no import cycle.
 Imports inside functions count (grimp sees them)."""
 from __future__ import annotations
@@ -17,7 +17,7 @@ from conftest import REPO
 
 grimp = pytest.importorskip("grimp", reason="import-linter (the test extra) brings grimp")
 
-PACKAGES = ("msprobe_lint", "probe_runtime")
+PACKAGES = ("msprobe_lint", "probe_runtime", "probe_format")
 
 
 if sys.version_info >= (3, 11):
@@ -33,7 +33,9 @@ CONTRACTS = {c["id"]: c["name"] for c in
 VIOLATIONS = {
     "lint-layers": ("msprobe_lint/run/launchers.py", "from ..server import lsp as _lsp  # noqa"),
     "lint-library-alone": ("msprobe_lint/lint/engine.py", "from ..cli import app as _app  # noqa"),
-    "lint-project-no-lint-run": ("msprobe_lint/project/settings.py", "from ..lint import engine as _engine  # noqa"),
+    "lint-project-no-lint-run": ("msprobe_lint/project/sniff.py",
+                                 "from ..lint import diagnostic as _diagnostic  # noqa"),
+    "lint-no-circles": ("msprobe_lint/lint/fixes/edits.py", "from .. import fixing as _fixing  # noqa"),
     "lint-fast-path": ("msprobe_lint/cli/lint.py", "import typer as _typer  # noqa"),
     "lint-report-no-engine": ("msprobe_lint/report/__init__.py", "from ..lint import engine as _engine  # noqa"),
     "runtime-layers": ("probe_runtime/gate.py", "from . import debugger"),
@@ -45,7 +47,7 @@ VIOLATIONS = {
     "runtime-lint-never-imports-runtime": ("msprobe_lint/textsafe.py", "import probe_runtime as _runtime  # noqa"),
     "report-layers": ("msprobe_lint/report/reader.py", "from .analysis import scan"),
     "report-no-circles": ("msprobe_lint/report/analysis/facts.py", "from . import first"),
-    "report-dumpformat-leaf": ("msprobe_lint/report/dumpformat.py", "from . import model"),
+    "format-leaf": ("probe_format/records.py", "from msprobe_lint.report import model as _model  # noqa"),
 }
 
 
@@ -193,12 +195,14 @@ def private_uses(package: str) -> list[str]:
                     if alias.name.startswith("_") and not alias.name.startswith("__"):
                         found.append(f"{path.relative_to(REPO)}:{node.lineno}: from {base} import {alias.name}")
                     full = f"{base}.{alias.name}"
-                    if (REPO / Path(*full.split("."))).is_dir() or (REPO / Path(*full.split("."))).with_suffix(".py").exists():
+                    where = REPO / Path(*full.split("."))
+                    if where.is_dir() or where.with_suffix(".py").exists():
                         bound[alias.asname or alias.name] = full
             elif isinstance(node, ast.Import):
                 for alias in node.names:
                     if alias.name.split(".")[0] in PACKAGES:
-                        bound[alias.asname or alias.name.split(".")[0]] = alias.name if alias.asname else alias.name.split(".")[0]
+                        top = alias.name.split(".")[0]
+                        bound[alias.asname or top] = alias.name if alias.asname else top
         for node in ast.walk(tree):
             if isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__") \
                     and isinstance(node.value, ast.Name) and node.value.id in bound and bound[node.value.id] != name:

@@ -26,6 +26,7 @@ def test_wheel_carries_the_schema_and_lints_from_elsewhere(tmp_path):
         names = archive.namelist()
         assert "msprobe_lint/schema/msprobe-config.schema.json" in names
         assert "msprobe_lint/report/render/templates/report.html.j2" in names
+        assert "probe_format/records.py" in names  # the dump format both packages import
         archive.extractall(tmp_path / "site")
     cfg = write_config(tmp_path, config(level="l1"))
     env = dict(os.environ, PYTHONPATH=str(tmp_path / "site"))

@@ -34,7 +34,8 @@ def test_every_path_the_readme_and_docs_name_exists():
     texts.append((REPO / "benchmarks" / "README.md").read_text(encoding="utf-8"))
     named = set()
     for text in texts:
-        named |= set(re.findall(r"(?<![\w./-])((?:msprobe_lint|probe_runtime|tests|tools|benchmarks|schema|docs|examples)"
+        named |= set(re.findall(r"(?<![\w./-])((?:msprobe_lint|probe_runtime|probe_format|tests|tools|benchmarks|schema"
+                                r"|docs|examples)"
                                 r"/[\w./-]*\w/?)", text))
     missing = sorted(path for path in named if not list(REPO.glob(path + "*"))  # `schema/msprobe-config*.json`
                      and not path.startswith("msprobe_lint/schema"))  # the wheel's copy of schema/
@@ -64,3 +65,22 @@ def test_every_command_of_the_usage_runs(tmp_path):
         args = [command] if command.startswith("-") else [command, "--help"]
         proc = run_probe(*args, cwd=tmp_path)
         assert proc.returncode == 0 and proc.stdout, (command, proc.stderr)
+
+
+def test_the_tests_layout_the_readme_states_holds():
+    """Unit tests sit at their module's place (tests/<package>/test_<module>.py;
+    tests/runtime/ for probe_runtime) and test file names are unique."""
+    import re
+    from collections import Counter
+
+    found = [p for p in (REPO / "tests").rglob("test_*.py") if not {"cases", "data"} & set(p.parts)]
+    twice = [name for name, n in Counter(p.name for p in found).items() if n > 1]
+    assert not twice, twice
+    unit = readme_section("Layout").split("unit tests of one module", 1)[1].split("scenario suites", 1)[0]
+    named = re.findall(r"`(tests/[\w/]+/test_\w+\.py)`", unit)
+    assert len(named) >= 4, unit
+    for test in named:
+        parts = test.split("/")[1:]
+        top = {"runtime": ["probe_runtime"], "probe_format": ["probe_format"]}.get(parts[0], ["msprobe_lint", parts[0]])
+        module = REPO.joinpath(*top, *parts[1:-1], parts[-1][len("test_"):])
+        assert (REPO / test).is_file() and module.is_file(), (test, module)

@@ -51,7 +51,7 @@ def test_the_lint_modules_are_the_lint_tests():
     modules = lint_test_modules()
     assert {"lint/test_cases.py", "lint/test_sarif.py", "lint/test_profiles.py", "lint/test_schema_agreement.py",
             "lint/test_shared_lint_cases.py", "cli/test_cli.py", "lint/rules/test_catalogue.py",
-            "project/test_settings.py", "server/test_lsp_server.py"} <= set(modules)
+            "lint/test_settings.py", "server/test_lsp_server.py"} <= set(modules)
     assert not [m for m in modules if "runtime" in m or m.startswith(("run/", "report/"))]
 
 

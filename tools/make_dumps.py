@@ -36,7 +36,7 @@ import tempfile
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks"))
-from runtime_bench import patch_mint_norm  # noqa: E402  (the benchmark's msprobe workaround, shared)
+from runtime_bench import patch_mint_norm  # (the benchmark's msprobe workaround, shared)
 
 
 def build(ms):
@@ -83,7 +83,7 @@ def main(argv=None) -> int:
         parser.error("DUMP_PATH must be absolute and must not exist yet")
 
     import mindspore as ms
-    from mindspore import nn, ops
+    from mindspore import nn
 
     ms.set_context(mode=ms.PYNATIVE_MODE, device_target="CPU")
     config = {"task": args.task, "dump_path": args.dump_path, "rank": [], "step": [], "level": args.level}

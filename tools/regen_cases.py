@@ -25,7 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-import golden  # noqa: E402
+import golden
 
 
 def main(argv: list[str] | None = None) -> int:

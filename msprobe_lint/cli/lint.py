@@ -104,7 +104,7 @@ def lint_or_fix(paths: list[str], options: Any, *, fix: bool, unsafe: bool, diff
     """The LintRun, and the FixOutcome of each file when fixing
     (``--fix``, or ``--diff`` which writes nothing)."""
     if fix or diff:
-        from ..lint.fixes.apply import fix_paths
+        from ..lint.fixing import fix_paths
 
         return fix_paths(paths, options, unsafe=unsafe, write=not diff)
     from ..lint.api import lint_paths

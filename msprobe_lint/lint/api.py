@@ -63,7 +63,7 @@ def lint_text(text: str, path: str = "<text>", options: Optional[LintOptions] = 
 def fix_paths(paths: list[str], options: Optional[LintOptions] = None, *, unsafe: bool = False,
               write: bool = True) -> tuple[LintRun, list]:
     """Apply the fixes to every path (``probe lint --fix``; ``write=False``
-    is ``--diff``), then lint what is left: see fixes.apply.fix_paths
+    is ``--diff``), then lint what is left: see fixing.fix_paths
     (imported here only when fixing).
 
     Returns:
@@ -71,6 +71,6 @@ def fix_paths(paths: list[str], options: Optional[LintOptions] = None, *, unsafe
     Raises:
         UsageError: see :func:`prepare`.
     """
-    from .fixes.apply import fix_paths as apply_fixes
+    from .fixing import fix_paths as apply_fixes
 
     return apply_fixes(paths, options, unsafe=unsafe, write=write)

@@ -10,7 +10,7 @@ from enum import Enum
 
 TYPE_CHECKING = False  # typing is imported only by type checkers (start-up)
 if TYPE_CHECKING:
-    from typing import Any, Optional
+    from typing import Any
 
 
 class Severity(str, Enum):

@@ -3,6 +3,9 @@
 Stages, each feeding the next only what passed it (one diagnostic per
 fault): syntax (loader.py, PL001-PL007), schema (rules/schema.py,
 PL101-PL107), then every registered semantic rule over (config, context).
+A rule's finding drops the findings it declares it supersedes
+(``RuleInfo.supersedes``, e.g. PL601 over the 26.x schema's PL103 on the
+task): relations between rules live on the rule, not here.
 Positions are computed from the text only for what is reported.
 """
 from __future__ import annotations
@@ -154,11 +157,9 @@ def check_data(data: dict, context: Context, *, selection: Selection, path: str 
             findings.append(Finding(info.code, f"internal error in rule {info.code} ({info.name}): "
                                                f"{type(err).__name__}: {err}; please report it",
                                     severity=Severity.ERROR))
-    if any(f.code == "PL601" for f in findings):
-        # The installed 26.x has no overflow_check: PL601 says so once,
-        # instead of the 26.x schema's findings on the task and its section.
-        findings = [f for f in findings if not (
-            (f.code == "PL103" and f.pointer == "/task") or (f.code == "PL101" and f.pointer == "/overflow_check"))]
+    superseded = {pair for f in findings if f.code in rules for pair in rules[f.code].supersedes}
+    if superseded:  # a rule's precise diagnosis replaces the findings it declares (RuleInfo.supersedes)
+        findings = [f for f in findings if (f.code, f.pointer) not in superseded]
     return findings
 
 

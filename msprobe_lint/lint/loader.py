@@ -11,10 +11,10 @@ from __future__ import annotations
 import json
 import os
 import re
-import stat
 import sys
 from collections import namedtuple
 
+from ..project.files import MAX_BYTES, read_bytes
 from .diagnostic import Finding, FixSpec
 from .positions import PositionMap, line_col, pointer, split
 
@@ -22,7 +22,6 @@ TYPE_CHECKING = False  # typing is imported only by type checkers (start-up)
 if TYPE_CHECKING:
     from typing import Any, Optional
 
-MAX_BYTES = 10 * 1024 * 1024
 BOM = b"\xef\xbb\xbf"
 # Punctuation that Chinese (and other CJK) input methods type where JSON
 # needs ASCII, common in configs copied from Chinese docs: character ->
@@ -92,50 +91,6 @@ class Document:
         if self._positions is None:
             self._positions = PositionMap(self.text)
         return self._positions
-
-
-def read_bytes(path: str) -> tuple[Optional[bytes], Optional[str]]:
-    """Read at most MAX_BYTES of a regular file without following it into
-    something else. Returns (bytes, None) or (None, reason) for PL006."""
-    try:
-        info = os.stat(path)
-    except FileNotFoundError:
-        return None, "file not found"
-    except PermissionError:
-        return None, "permission denied"
-    except OSError as err:
-        return None, f"cannot be read ({err.strerror or err})"
-    if stat.S_ISDIR(info.st_mode):
-        return None, "is a directory, not a file"
-    if not stat.S_ISREG(info.st_mode):
-        return None, "is not a regular file"
-    if info.st_size > MAX_BYTES:
-        return None, f"is {info.st_size} bytes, over the 10 MiB limit for a config"
-    # os.read sized by the stat: a file object's read(MAX_BYTES + 1) sets
-    # up a 10 MiB buffer per file, which dominated `probe lint DIR`.
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
-    except PermissionError:
-        return None, "permission denied"
-    except OSError as err:
-        return None, f"cannot be read ({err.strerror or err})"
-    try:
-        chunks: list[bytes] = []
-        size = 0
-        while size <= MAX_BYTES:
-            want = MAX_BYTES + 1 - size if chunks else min(info.st_size + 1, MAX_BYTES + 1)
-            chunk = os.read(fd, want)
-            chunks.append(chunk)
-            size += len(chunk)
-            if len(chunk) < want:  # a regular file reads short only at its end
-                break
-    except OSError as err:
-        return None, f"cannot be read ({err.strerror or err})"
-    finally:
-        os.close(fd)
-    if size > MAX_BYTES:
-        return None, "grew over the 10 MiB limit while being read"
-    return chunks[0] if len(chunks) == 1 else b"".join(chunks), None
 
 
 class StdinSource(namedtuple("StdinSource", "name raw reason", defaults=(None,))):

@@ -94,7 +94,7 @@ def flag_facts(options: LintOptions) -> dict[str, Fact]:
 
 
 def find_project(options: LintOptions, start: Optional[str]) -> Any:
-    """The ``[tool.probe-lint]`` settings that apply (project.settings):
+    """The ``[tool.probe-lint]`` settings that apply (lint.settings):
     ``--config-file``, else those of the nearest pyproject.toml at or above
     ``start`` unless ``isolated``; None when there are none.
 
@@ -103,7 +103,7 @@ def find_project(options: LintOptions, start: Optional[str]) -> Any:
     """
     if options.isolated and not options.config_file:
         return None
-    from ..project import settings
+    from . import settings
 
     try:
         return settings.find_and_load(options.config_file, start=start)

@@ -1,5 +1,6 @@
-"""What the workspace says: ``[tool.probe-lint]`` settings (``settings``),
-which files a folder yields (``discovery``) and whether a JSON file is an
-msprobe config at all (``sniff``). These modules speak the linter's terms
-(rule codes, context facts, severities) and never run a lint.
+"""What the workspace holds: which files a folder yields (``discovery``),
+whether a JSON file is an msprobe config at all (``sniff``) and how a
+config file is read (``files``). It imports nothing of the linter, which
+builds on it (the ``[tool.probe-lint]`` settings, which speak the linter's
+terms, rule codes and severities, are ``lint.settings``): no package circle.
 """

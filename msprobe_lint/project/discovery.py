@@ -22,7 +22,7 @@ import os
 import re
 from collections import namedtuple
 
-from ..lint.loader import MAX_BYTES, read_bytes
+from .files import MAX_BYTES, read_bytes
 
 TYPE_CHECKING = False  # typing is imported only by type checkers (start-up)
 if TYPE_CHECKING:
@@ -452,7 +452,7 @@ _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOC
 
 
 def _read_entry(entry: os.DirEntry) -> tuple[Optional[bytes], Optional[str]]:
-    """loader.read_bytes for a walked file, in three system calls for the
+    """files.read_bytes for a walked file, in three system calls for the
     common case: a regular file (known from the folder listing, no stat)
     under 64 KiB, read in one short read. Anything else goes through
     read_bytes and its checks, except what a walk skips unread (a project's

@@ -8,7 +8,7 @@ specified in docs/report-format.md. Library use::
     status = main("dump", "json", output="report.json")   # ExitStatus: 0 records, 1 none, 2 unreadable
 
 The package never imports MindSpore nor the lint engine. Its parts:
-:mod:`.dumpformat` (the layout, shared with probe_runtime's writer),
+the layout is :mod:`probe_format` (shared with probe_runtime's writer);
 :mod:`.discover` (the step and rank folders, as a stream), :mod:`.reader`
 (one folder, tolerant of damage), :mod:`.model` (data), :mod:`.analysis`
 (where the overflow started, across ranks through collective calls),

@@ -16,7 +16,7 @@ import os
 from pathlib import Path
 from typing import Iterator, NamedTuple, Optional
 
-from .dumpformat import DUMP_FILE, MODE_DIRS, OVERFLOW_FILE, parse_rank, parse_step
+from probe_format.layout import DUMP_FILE, MODE_DIRS, OVERFLOW_FILE, parse_rank, parse_step
 
 MAX_DEPTH = 3
 

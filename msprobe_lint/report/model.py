@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any, Iterable, Optional
 
-from .dumpformat import BROADCAST, NOTE_KINDS, OUTSIDE, RECEIVE, SENTINEL, UPDATE, direction_of
+from probe_format.collectives import collective_semantics
+from probe_format.layout import MESSAGE, NOTE_KINDS, OUTSIDE, SENTINEL, UPDATE, direction_of
 
 
 @dataclass
@@ -70,6 +71,11 @@ class Record:
     ``index`` is its position in detection order in the folder; ``origin``
     is True (inputs finite, output not), False (carried) or None (unknown:
     a dump without overflow.json); ``where`` the user's ``file:line``.
+
+    Built with named fields (the reader: ``Record(step=..., rank=...,
+    folder=..., index=..., name=..., ...)``). A new overflow.json field is
+    a field here, its reading in ``reader._interpret`` and, when the report
+    shows it, a part of :func:`signature`.
     """
 
     step: Optional[int]
@@ -108,12 +114,14 @@ class Record:
         """A collective call whose local inputs were finite and output not
         (this rank received the inf/nan, or the reduction made it); also a
         Receive, and a Broadcast on a rank other than its root, whatever
-        their own buffer held (what they output came from the other rank)."""
+        their own buffer held (what they output came from the other rank:
+        ``receives`` and ``rooted`` in ``probe_format.collectives.COLLECTIVES``)."""
         c = self.collective
         if c is None:
             return False
-        return c.inputs_finite or c.api == RECEIVE or (c.api == BROADCAST and c.root is not None
-                                                      and self.rank != c.root)
+        semantics = collective_semantics(c.api)
+        return c.inputs_finite or semantics.receives or (semantics.rooted and c.root is not None
+                                                         and self.rank != c.root)
 
     @property
     def kind(self) -> str:
@@ -146,6 +154,27 @@ class Record:
         return [t for t in self.tensors if t.nonfinite]
 
 
+def signature(records: Iterable[Record]) -> tuple:
+    """What makes two rank folders show the same, as a hashable value
+    compared exactly: each record's name, origin, ``file:line``,
+    overflow.json kind, ``entered`` message, sentinel message, ``nonfinite``
+    labels, collective call (the group's ranks by count and ends), its
+    ``message`` when it names no call (what the report shows for it),
+    ``replay``, ``inside`` and ``written``; not its statistics (dump.json),
+    step or rank. The one grouping key of the report: the reader computes it
+    once per overflow.json content (:attr:`RankDump.signature`), the
+    analysis from the records when the reader did not."""
+    out = []
+    for r in records:
+        c = r.collective
+        call = None if c is None else (c.api, c.group, c.index, c.direction, c.inputs_finite, c.peer, c.root,
+                                       None if c.ranks is None else (len(c.ranks), c.ranks[:1], c.ranks[-1:]))
+        out.append((r.name, r.origin, r.where, r.record_kind, r.entered.get(MESSAGE) if r.entered else None,
+                    r.sentinel, tuple(r.nonfinite), call, None if r.names_call else r.message, r.replay, r.inside,
+                    tuple(r.written)))
+    return tuple(out)
+
+
 @dataclass
 class RankDump:
     """What one step and rank folder holds.
@@ -166,5 +195,5 @@ class RankDump:
     construct: Optional[dict] = None
     construct_problem: Optional[str] = None
     #: equal for two folders whose records are the same but for their step,
-    #: rank and statistics (see :func:`msprobe_lint.report.reader.signature`)
+    #: rank and statistics (see :func:`signature`)
     signature: Optional[tuple] = None

@@ -15,16 +15,19 @@ from __future__ import annotations
 import json
 import os
 import re
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Iterator, Optional, Union
 
+from probe_format.collectives import (COLLECTIVE_API, COLLECTIVE_DIRECTION, COLLECTIVE_GROUP, COLLECTIVE_INDEX,
+                                      COLLECTIVE_INPUTS_FINITE, COLLECTIVE_PEER, COLLECTIVE_RANKS, COLLECTIVE_ROOT)
+from probe_format.layout import (BACKWARD, COLLECTIVE, CONSTRUCT_FILE, DATA, DUMP_FILE, ENTERED, FORWARD, INSIDE, KIND,
+                                 MESSAGE, NAME, NONFINITE, NOTE_KINDS, ORIGIN, OVERFLOW_FILE, REPLAY, SENTINEL,
+                                 STACK_FILE, STATS, VERSION, WHERE, WRITTEN, INPUT_ARGS, INPUT_KWARGS)
+from probe_format.records import version_problem
+
 from .discover import RankFolder
-from .dumpformat import (BACKWARD, COLLECTIVE, COLLECTIVE_API, COLLECTIVE_DIRECTION, COLLECTIVE_GROUP,
-                         COLLECTIVE_INDEX, COLLECTIVE_INPUTS_FINITE, COLLECTIVE_PEER, COLLECTIVE_RANKS,
-                         COLLECTIVE_ROOT, CONSTRUCT_FILE, DATA, DUMP_FILE, ENTERED, FORWARD, INSIDE, KIND, MESSAGE,
-                         NAME, NONFINITE, NOTE_KINDS, ORIGIN, OVERFLOW_FILE, REPLAY, SENTINEL, STACK_FILE, STATS,
-                         WHERE, WRITTEN)
-from .model import Collective, Constant, RankDump, Record, Tensor
+from .model import Collective, Constant, RankDump, Record, Tensor, signature
 
 #: files larger than this are not read (a dump file is a few MB at most)
 MAX_FILE = 512 * 1024 * 1024
@@ -271,7 +274,7 @@ def entry_constants(entry: Any) -> list[Constant]:
             for i, item in enumerate(value):
                 walk(item, f"{where}[{i}]", depth + 1)
 
-    for key in ("input_args", "input_kwargs"):
+    for key in (INPUT_ARGS, INPUT_KWARGS):
         walk(entry.get(key), key, 0)
     return out
 
@@ -343,9 +346,10 @@ def read_collective(value: Any, ranks: Optional[RanksTable] = None) -> Optional[
                       _int(value.get(COLLECTIVE_ROOT)))
 
 
-#: one overflow.json record, interpreted: (index, name, origin, where, entered, sentinel, nonfinite, kind,
-#: collective, message, replay, inside, written), the arguments of a Record after its step, rank and folder
-Item = tuple
+#: one overflow.json record, interpreted: a :class:`~.model.Record` without its folder (``step`` and
+#: ``rank`` None, ``folder`` empty) nor statistics, shared by the folders whose overflow.json is the same
+Item = Record
+
 
 def _masked(data: bytes, step: Optional[int], rank: Optional[int]) -> bytes:
     """``data`` with ``"step": STEP`` and ``"rank": RANK`` (the folder's
@@ -405,29 +409,23 @@ class ReadCache:
         return items, complete, sign
 
 
-def signature(items: list[Item]) -> tuple:
-    """What makes two folders' records show the same, from their
-    interpreted records: each one's name, origin, ``file:line``, kind,
-    ``entered`` and sentinel messages, collective call (the group's ranks
-    by count and ends), ``inside`` and ``written`` (not its statistics,
-    nor the rank)."""
-    out = []
-    for _, name, origin, where, entered, sentinel, nonfinite, kind, c, message, replay, inside, written in items:
-        call = None if c is None else (c.api, c.group, c.index, c.direction, c.inputs_finite, c.peer, c.root,
-                                       None if c.ranks is None else (len(c.ranks), c.ranks[:1], c.ranks[-1:]))
-        out.append((name, origin, where, kind, entered.get(MESSAGE) if entered else None, sentinel,
-                    tuple(nonfinite), call, message if kind in NOTE_KINDS else None, replay, inside, tuple(written)))
-    return tuple(out)
-
-
 def _interpret(overflow: list, ranks: RanksTable) -> tuple[list[Item], list[str]]:
-    """The records of an overflow.json list, and what is wrong with them."""
+    """The records of an overflow.json list, and what is wrong with them.
+
+    Raises:
+        Unreadable: a record written in a newer major version of the format
+            (``format_version``; records without it predate versioning and
+            are read as version 1.0).
+    """
     items: list[Item] = []
     notes: list[str] = []
     for index, item in enumerate(overflow):
         if not isinstance(item, dict) or not isinstance(item.get(NAME), str):
             notes.append(f"record {index} has no name; skipped")
             continue
+        newer = version_problem(item.get(VERSION))
+        if newer is not None:
+            raise Unreadable(f"{newer}; its records are not read")
         name = item[NAME]
         origin, where, entered, kind = item.get(ORIGIN), item.get(WHERE), item.get(ENTERED), item.get(KIND)
         sentinel = sentinel_message(item)
@@ -438,13 +436,15 @@ def _interpret(overflow: list, ranks: RanksTable) -> tuple[list[Item], list[str]
             if collective is None:
                 notes.append(f"record {index} ({name}): malformed \"collective\" object; read as a plain record")
         message, replay, inside, written = item.get(MESSAGE), item.get(REPLAY), item.get(INSIDE), item.get(WRITTEN)
-        items.append((index, name, origin if isinstance(origin, bool) else None, str(where) if where else None,
-                      entered if _entered_ok(entered) else None, sentinel, _labels(item) if note else [],
-                      kind if isinstance(kind, str) else None, collective,
-                      message if isinstance(message, str) and message else None,
-                      str(replay) if replay and not note else None,
-                      inside if isinstance(inside, str) and inside else None,
-                      [str(w) for w in written] if isinstance(written, list) else []))
+        items.append(Record(
+            step=None, rank=None, folder="", index=index, name=name,
+            origin=origin if isinstance(origin, bool) else None, where=str(where) if where else None,
+            entered=entered if _entered_ok(entered) else None, sentinel=sentinel,
+            nonfinite=_labels(item) if note else [], record_kind=kind if isinstance(kind, str) else None,
+            collective=collective, message=message if isinstance(message, str) and message else None,
+            replay=str(replay) if replay and not note else None,
+            inside=inside if isinstance(inside, str) and inside else None,
+            written=[str(w) for w in written] if isinstance(written, list) else []))
     return items, notes
 
 
@@ -490,22 +490,20 @@ def read_folder(folder: RankFolder, *, statistics: bool = True, construct: bool 
                 problems.append((str(dump_file), "not an msprobe dump.json (no \"data\" object)"))
         except Unreadable as err:
             problems.append((str(dump_file), str(err)))
-    if items and not has_dump and not all(item[7] in NOTE_KINDS for item in items):
+    if items and not has_dump and any(item.names_call for item in items):
         problems.append((str(dump_file), "missing: the records of overflow.json have no statistics"))
     out.readable = readable
     if not readable:
         return out
     step, rank, records = folder.step, folder.rank, out.records
     if items is not None:
-        for index, name, origin, where, entered, sentinel, nonfinite, kind, collective, message, replay, inside, \
-                written in items:
-            note = kind in NOTE_KINDS
-            entry = None if note or not statistics else data.get(name)
-            records.append(Record(step, rank, folder_text, index, name, origin, where,
-                                  entry_tensors(entry) if entry is not None else [],
-                                  entry is not None if statistics else has_dump and not note,
-                                  entered, sentinel, nonfinite, kind, collective, message, replay, inside, written,
-                                  entry_constants(entry) if entry is not None else []))
+        for item in items:
+            note = not item.names_call
+            entry = None if note or not statistics else data.get(item.name)
+            records.append(replace(item, step=step, rank=rank, folder=folder_text,
+                                   tensors=entry_tensors(entry) if entry is not None else [],
+                                   has_entry=entry is not None if statistics else has_dump and not note,
+                                   constants=entry_constants(entry) if entry is not None else []))
     else:
         stack = None
         stack_file = os.path.join(folder_text, STACK_FILE)
@@ -516,9 +514,10 @@ def read_folder(folder: RankFolder, *, statistics: bool = True, construct: bool 
             except Unreadable:
                 stack = None
         for index, (name, entry) in enumerate(data.items()):
-            records.append(Record(step, rank, folder_text, index, str(name), None,
-                                  stack_where(stack, str(name)), entry_tensors(entry) if statistics else [],
-                                  has_entry=True, constants=entry_constants(entry) if statistics else []))
+            records.append(Record(step=step, rank=rank, folder=folder_text, index=index, name=str(name), origin=None,
+                                  where=stack_where(stack, str(name)),
+                                  tensors=entry_tensors(entry) if statistics else [], has_entry=True,
+                                  constants=entry_constants(entry) if statistics else []))
     if construct:
         _read_construct(out)
     return out

@@ -114,7 +114,8 @@ def _module(plan: LaunchPlan, module: str, rest: Sequence[str], cwd: Optional[st
         return
     path = resolve_module(module, cwd)
     if path is None:
-        plan.notes.append(f"module {module} is not a file under {cwd or 'the working folder'}; its script is not checked")
+        plan.notes.append(f"module {module} is not a file under {cwd or 'the working folder'}; "
+                          "its script is not checked")
     plan.script = path
 
 

@@ -72,7 +72,7 @@ def run_command(argv: Sequence[str], env: Optional[Mapping[str, str]] = None, *,
         except (ProcessLookupError, PermissionError):
             pass
 
-    def handler(signum, frame):  # noqa: ARG001
+    def handler(signum, frame):
         if child is None:
             pending.append(signum)
         else:

@@ -8,7 +8,7 @@ returned and what it wrote into. When those inputs were finite and the
 output is not, this rank received the inf/nan from another rank, or the
 reduction itself overflowed: the entry is never an origin on its own (only
 ``probe report`` over all ranks can tell which), and its record has kind
-``communication`` (``msprobe_lint.report.dumpformat``). At L0 the Cells
+``communication`` (``probe_format``). At L0 the Cells
 enclosing such a call carry the overflow: :func:`pass_up` tells each
 enclosing Cell's call what happened inside it, and :func:`through_collective`
 gives the ``entered`` of a Cell whose only non-finite result came in
@@ -24,18 +24,19 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from msprobe_lint.report.dumpformat import (ENTERED_AT_START, ENTERED_ENTRY, ENTERED_INPUT, ENTERED_PARAMETER,
-                                            ENTERED_SOURCE, MESSAGE, SOURCE_COLLECTIVE, received_message)
+from probe_format.collectives import received_message
+from probe_format.layout import BACKWARD, FORWARD, PARAMETERS_GRAD, SOURCE_COLLECTIVE
+from probe_format.records import entered_object
 
 #: attributes set on an L0 Cell's call (forward, backward): the first received collective entry
 #: inside it, and whether an overflow started inside it (an origin or a Cell that carried one)
-RECEIVED_INSIDE = {"forward": "received_inside", "backward": "received_inside_backward"}
-STARTED_INSIDE = {"forward": "started_inside", "backward": "started_inside_backward"}
+RECEIVED_INSIDE = {FORWARD: "received_inside", BACKWARD: "received_inside_backward"}
+STARTED_INSIDE = {FORWARD: "started_inside", BACKWARD: "started_inside_backward"}
 
 
 def collective_of(kind: str, call: Any) -> Any:
     """The ``CollectiveCall`` of a forward or backward entry, else None."""
-    if kind == "parameters_grad":
+    if kind == PARAMETERS_GRAD:
         return None
     return getattr(call, "collective", None)
 
@@ -51,7 +52,7 @@ def collective_tensors(call: Any) -> tuple[list, list]:
 
 def entry_name(kind: str, call: Any) -> str:
     """The dump.json name of ``call``'s ``kind`` entry."""
-    return call.name if kind == "forward" else call.backward_name
+    return call.name if kind == FORWARD else call.backward_name
 
 
 def pass_up(kind: str, call: Any, origin: bool, received: bool) -> None:
@@ -93,5 +94,4 @@ def through_collective(kind: str, call: Any) -> Optional[dict]:
     c = inner.collective
     message = (f"inf/nan came in through {name}, a collective call inside {entry_name(kind, call)}: "
                + received_message(c.api, c.group, None if c.ranks is None else list(c.ranks)))
-    return {ENTERED_ENTRY: name, ENTERED_INPUT: None, ENTERED_SOURCE: SOURCE_COLLECTIVE, ENTERED_PARAMETER: None,
-            ENTERED_AT_START: False, MESSAGE: message}
+    return entered_object(name, input=None, source=SOURCE_COLLECTIVE, message=message)

@@ -25,6 +25,10 @@ from __future__ import annotations
 
 from typing import Any, Iterator, Optional
 
+from probe_format.layout import (BACKWARD, FORWARD, INPUT, INPUT_ARGS, INPUT_KWARGS, MESSAGE, PARAMETERS_GRAD,
+                                 SOURCE_OUTSIDE, SOURCE_OWN_CONSTRUCT, SOURCE_PARAMETER)
+from probe_format.records import entered_object
+
 from .by_design import may_defer, only_negative_infinity
 from .verdict import HostCache, is_parameter, is_tensor, iter_tensors
 
@@ -65,7 +69,7 @@ def entry_tensors(kind: str, call: Any) -> tuple[list, list]:
     w.r.t. its outputs and those w.r.t. its inputs; a ``parameters_grad``
     entry: the gradients w.r.t. its Cell's outputs and its Parameters'
     gradients."""
-    if kind == "forward":
+    if kind == FORWARD:
         inputs: list = [call.args, call.kwargs]
         sums = getattr(call, "param_sums", None)
         if sums:  # Parameters: judged on their values when the call was made and now
@@ -75,7 +79,7 @@ def entry_tensors(kind: str, call: Any) -> tuple[list, list]:
         if written:  # Parameters the call may have written in place: what it left in them
             outputs.append([after for _, _, after, _ in written])
         return inputs, outputs
-    if kind == "backward":
+    if kind == BACKWARD:
         return list(call.grad_outputs), list(call.grad_inputs)
     # parameters_grad: against the gradients w.r.t. the Cell's outputs
     return [c.grad_outputs for c in call.owner_calls], list(call.grads.values())
@@ -138,9 +142,9 @@ def parameters_seen(call: Any) -> dict:
 # -- origin or carried ------------------------------------------------------------
 def inner_origin(kind: str, call: Any) -> bool:
     """An L0 Cell entry whose inner Cell already was the origin (same pass)."""
-    if kind == "forward":
+    if kind == FORWARD:
         return getattr(call, "child_overflow", False)
-    if kind == "backward":
+    if kind == BACKWARD:
         return getattr(call, "child_backward_overflow", False)
     return False
 
@@ -150,9 +154,9 @@ def mark_parent(kind: str, call: Any) -> None:
     parent = getattr(call, "parent", None)
     if parent is None:
         return
-    if kind == "forward":
+    if kind == FORWARD:
         parent.child_overflow = True
-    elif kind == "backward":
+    elif kind == BACKWARD:
         parent.child_backward_overflow = True
 
 
@@ -194,11 +198,6 @@ def own_parameters_finite(call: Any, cache: HostCache) -> tuple[bool, Optional[s
 
 
 # -- where the overflow came in ----------------------------------------------------
-#: ``entered["source"]`` at L0 when the model given to ``start()`` made the
-#: inf/nan in its own ``construct``, between its sub-Cells, from finite inputs
-OWN_CONSTRUCT = "own-construct"
-
-
 def entered(kind: str, call: Any, cache: HostCache) -> Optional[dict]:
     """Where the first overflow of a step came in, when its first
     overflowing entry is not an origin: the first non-finite input of
@@ -219,18 +218,18 @@ def entered(kind: str, call: Any, cache: HostCache) -> Optional[dict]:
     if getattr(call, "cells", False):  # a collective call checked at L0: the rest of the window is not
         outside = "the checked Cells"
     node, maker = call, None
-    if kind == "forward":
+    if kind == FORWARD:
         if cell and not all_finite((call.args, call.kwargs), cache):
             while node.parent is not None and not all_finite((node.parent.args, node.parent.kwargs), cache):
                 node = node.parent
             maker = node.parent  # its inputs were finite: its own code made what ``node`` got
         name = node.name
-        labelled = _labelled("input_args", node.args) + _labelled("input_kwargs", node.kwargs)
-    elif kind == "backward" and not cell:
+        labelled = _labelled(INPUT_ARGS, node.args) + _labelled(INPUT_KWARGS, node.kwargs)
+    elif kind == BACKWARD and not cell:
         name = call.backward_name
-        labelled = _labelled("input", call.grad_outputs)
-    elif cell and kind in ("backward", "parameters_grad"):
-        return _gradient_entered(call.owner_calls if kind == "parameters_grad" else (call,), cache)
+        labelled = _labelled(INPUT, call.grad_outputs)
+    elif cell and kind in (BACKWARD, PARAMETERS_GRAD):
+        return _gradient_entered(call.owner_calls if kind == PARAMETERS_GRAD else (call,), cache)
     else:
         return None
     sums = getattr(node, "param_sums", None) or {}
@@ -255,14 +254,15 @@ def entered(kind: str, call: Any, cache: HostCache) -> Optional[dict]:
             return _own_parameter(maker, cache, f"{label} of {name}")
         top = getattr(node, "top", None) if cell else None
         if top is not None and all_finite((top.args, top.kwargs), cache):  # L0: the model's own construct made it
-            return {"entry": name, "input": label, "source": OWN_CONSTRUCT, "parameter": None, "at_start": False,
-                    "message": f"inf/nan started in {top.class_name}.construct itself, between its sub-Cells: "
-                               f"its inputs were finite and it handed {label} of {name} inf/nan (code that is not "
-                               "a sub-Cell, such as a mask or a scale built there); use level L1 to see the API"}
-        return {"entry": name, "input": label, "source": "outside", "parameter": None, "at_start": False,
-                "message": f"non-finite input entered at the first checked {unit}: {label} of {name}, made "
-                           f"outside {outside}"}
-    if kind == "forward" and cell:  # inputs finite: the Cell's own Parameters, probed at start()
+            return entered_object(name, input=label, source=SOURCE_OWN_CONSTRUCT,
+                                  message=f"inf/nan started in {top.class_name}.construct itself, between its "
+                                          f"sub-Cells: its inputs were finite and it handed {label} of {name} "
+                                          "inf/nan (code that is not a sub-Cell, such as a mask or a scale built "
+                                          "there); use level L1 to see the API")
+        return entered_object(name, input=label, source=SOURCE_OUTSIDE,
+                              message=f"non-finite input entered at the first checked {unit}: {label} of {name}, "
+                                      f"made outside {outside}")
+    if kind == FORWARD and cell:  # inputs finite: the Cell's own Parameters, probed at start()
         return _own_parameter(node, cache, None, ancestors=False)
     return None
 
@@ -300,7 +300,7 @@ def _own_parameter(cell_call: Any, cache: HostCache, reached: Optional[str], anc
                 entry = _parameter_entry(node.name, None, getattr(param, "name", "?"),
                                          bool(getattr(node, "params_at_start", True)))
                 if reached:
-                    entry["message"] += f" (it reached {reached})"
+                    entry[MESSAGE] += f" (it reached {reached})"
                 return entry
         node = node.parent if ancestors else None
     return None
@@ -323,7 +323,7 @@ def _gradient_entered(calls: Any, cache: HostCache) -> Optional[dict]:
         node = node.parent
     if node.parent is not None:
         return None
-    label = next((lab for lab, t in _labelled("input", node.grad_outputs) if not cache.finite(t)), "input")
+    label = next((lab for lab, t in _labelled(INPUT, node.grad_outputs) if not cache.finite(t)), INPUT)
     name = node.backward_name
     top = getattr(node, "top", None)
     produced = [] if top is None else list(iter_tensors(top.output))
@@ -333,8 +333,8 @@ def _gradient_entered(calls: Any, cache: HostCache) -> Optional[dict]:
     else:
         what = ("(the gradient w.r.t. that Cell's output), made outside the checked Cells: by the loss or other "
                 "code after the model, or by the model's own code between its sub-Cells")
-    return {"entry": name, "input": label, "source": "outside", "parameter": None, "at_start": False,
-            "message": f"non-finite gradient entered at the first checked Cell: {label} of {name} {what}"}
+    return entered_object(name, input=label, source=SOURCE_OUTSIDE,
+                          message=f"non-finite gradient entered at the first checked Cell: {label} of {name} {what}")
 
 
 def _parameter_entry(name: str, label: Optional[str], parameter: str, at_start: bool) -> dict:
@@ -346,8 +346,8 @@ def _parameter_entry(name: str, label: Optional[str], parameter: str, at_start: 
         message = (f"Parameter {parameter} held inf/nan when first used after an update in the window, by {used} "
                    "(a backward pass, an optimizer step or an in-place write came before, so it may have been "
                    "finite at start())")
-    return {"entry": name, "input": label, "source": "parameter", "parameter": parameter, "at_start": at_start,
-            "message": message}
+    return entered_object(name, input=label, source=SOURCE_PARAMETER, parameter=parameter, at_start=at_start,
+                          message=message)
 
 
 def all_finite(obj: Any, cache: HostCache) -> bool:

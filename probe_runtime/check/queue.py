@@ -26,11 +26,14 @@ from __future__ import annotations
 import logging
 from typing import Any, Callable, Optional
 
+from probe_format.layout import SOURCE_OWN_CONSTRUCT
+from probe_format.records import entered_object
+
 from ..hooks.guard import tool_section
 from ..state import RunState
 from .by_design import ByDesign, judge_excusing, may_defer, only_negative_infinity
 from .collective import collective_of, collective_tensors, pass_up, through_collective
-from .provenance import (OWN_CONSTRUCT, entered, entry_tensors, forward_clean, inner_origin, mark_parent,
+from .provenance import (entered, entry_tensors, forward_clean, inner_origin, mark_parent,
                          masked_call, own_construct_message, own_parameters_finite, stale_parameters, top_hint,
                          top_output_overflowed, top_overflow, written_nonfinite)
 from .records import Recorder
@@ -342,8 +345,7 @@ class Checker:
         if where_in is None and verdict.origin and not origin:
             where_in = through_collective(kind, call)  # L0: came in through a collective inside the Cell
         if where_in is None and getattr(call, "own_construct", None):  # L0: a model's own construct made it
-            where_in = {"entry": call.name, "input": None, "source": OWN_CONSTRUCT, "parameter": None,
-                        "at_start": False, "message": call.own_construct}
+            where_in = entered_object(call.name, input=None, source=SOURCE_OWN_CONSTRUCT, message=call.own_construct)
         written = written_nonfinite(call, cache) if kind == "forward" else []
         if self.state.count_record():
             batch.counted = True

@@ -22,9 +22,10 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
-from msprobe_lint.report.dumpformat import (COLLECTIVE, COMMUNICATION, ENTERED, INSIDE, KIND, MESSAGE, NAME,
-                                            NONFINITE, ORIGIN, RANK, SENTINEL, STEP, WHERE, WRITTEN,
-                                            WRITTEN_ENTRY, received_message)
+from probe_format.collectives import received_message
+from probe_format.layout import (COMMUNICATION, FORWARD, INPUT, INPUT_ARGS, INPUT_KWARGS, OUTPUT, PARAMETERS,
+                                 PARAMETERS_GRAD, SENTINEL, STATS, WRITTEN_ENTRY)
+from probe_format.records import call_record, note_record
 
 from ..dump.writer import Record, StepWriter
 from ..hooks.frames import stack_lines, user_where
@@ -60,7 +61,8 @@ class Recorder:
         self.turn_off = turn_off
         self._writers: dict[int, StepWriter] = {}
         self._stats_off = False
-        #: keys added to every record written while set (auto checks: ``{"replay": "train.py:52"}``)
+        #: keys added to every record written while set (auto checks: ``{"replay": "train.py:52"}``;
+        #: keyword arguments of ``probe_format.records.call_record``)
         self.marks: dict = {}
 
     def writer(self, step: int) -> StepWriter:
@@ -87,37 +89,39 @@ class Recorder:
         this rank's local inputs were finite) for a collective call: the
         record gets the ``collective`` object and, when the inputs were
         finite, kind ``communication`` and a ``message``
-        (``msprobe_lint.report.dumpformat``).
+        (``probe_format``).
 
         Raises:
             WriterError, OSError: the dump cannot be written.
         """
         arrays: dict = {}
-        if kind == "forward":
+        if kind == FORWARD:
             name = call.name
             outputs = call.output if isinstance(call.output, (tuple, list)) else (call.output,)
             entry = {
-                "input_args": [self._describe(a, f"{name}.input.{i}", cache, arrays) for i, a in enumerate(call.args)],
-                "input_kwargs": {k: self._describe(v, f"{name}.input.{k}", cache, arrays) for k, v in call.kwargs.items()},
-                "output": [self._describe(o, f"{name}.output.{i}", cache, arrays) for i, o in enumerate(outputs)],
+                INPUT_ARGS: [self._describe(a, f"{name}.input.{i}", cache, arrays) for i, a in enumerate(call.args)],
+                INPUT_KWARGS: {k: self._describe(v, f"{name}.input.{k}", cache, arrays)
+                               for k, v in call.kwargs.items()},
+                OUTPUT: [self._describe(o, f"{name}.output.{i}", cache, arrays) for i, o in enumerate(outputs)],
             }
             parameters = parameters_seen(call)
             if parameters or hasattr(call, "ancestry"):  # an L0 Cell: msprobe writes "parameters": {} too
-                entry["parameters"] = {p: self._describe(v, f"{name}.parameters.{p}", cache, arrays)
+                entry[PARAMETERS] = {p: self._describe(v, f"{name}.parameters.{p}", cache, arrays)
                                        for p, v in parameters.items()}
             if getattr(call, "written", None):
                 entry[WRITTEN_ENTRY] = {key: self._describe(after, f"{name}.written.{_file_part(key)}", cache, arrays)
                                         for key, _, after, _ in call.written}
             stack = stack_lines(call.frames)
-        elif kind == "parameters_grad":
+        elif kind == PARAMETERS_GRAD:
             name = call.name
             entry = {p: [self._describe(g, f"{name}.{p}", cache, arrays)] for p, g in call.grads.items()}
             stack = None
         else:
             name = call.backward_name
             entry = {
-                "input": [self._describe(g, f"{name}.input.{i}", cache, arrays) for i, g in enumerate(call.grad_outputs)],
-                "output": [self._describe(g, f"{name}.output.{i}", cache, arrays) for i, g in enumerate(call.grad_inputs)],
+                INPUT: [self._describe(g, f"{name}.input.{i}", cache, arrays) for i, g in enumerate(call.grad_outputs)],
+                OUTPUT: [self._describe(g, f"{name}.output.{i}", cache, arrays)
+                         for i, g in enumerate(call.grad_inputs)],
             }
             stack = None
         where = user_where(call.frames, self.library_roots)
@@ -127,27 +131,23 @@ class Recorder:
             record.construct = call.ancestry(kind)
         elif getattr(call, "parent", None) is not None:  # a call inside an L0 Cell (a collective)
             cell = call.parent
-            record.parent = cell.name if kind == "forward" else cell.backward_name
+            record.parent = cell.name if kind == FORWARD else cell.backward_name
             record.construct = cell.ancestry(kind)
-        extra: dict = {KIND: kind, STEP: call.step, RANK: self.state.rank}
         mark = "origin" if origin else "carried"
+        written_kind, described_call, message = kind, None, None
         if collective is not None:
             described, inputs_finite = collective
-            extra[COLLECTIVE] = described.as_record(kind, inputs_finite)
+            described_call = described.as_record(kind, inputs_finite)
             if inputs_finite:
                 mark = "received"
-                extra[KIND] = COMMUNICATION
-                extra[MESSAGE] = received_message(described.api, described.group,
-                                                  None if described.ranks is None else list(described.ranks))
-        if entered is not None:
-            extra[ENTERED] = entered
+                written_kind = COMMUNICATION
+                message = received_message(described.api, described.group,
+                                           None if described.ranks is None else list(described.ranks))
         inside = getattr(call, "inside", None)
-        if inside is not None:
-            extra[INSIDE] = inside
-        if written:
-            extra[WRITTEN] = list(written)
-        extra.update(self.marks)
-        self.writer(call.step).write(record, **extra)
+        self.writer(call.step).write(record, **call_record(
+            name, origin=origin, where=where, kind=written_kind, step=call.step, rank=self.state.rank,
+            collective=described_call, message=message, entered=entered, inside=inside, written=written,
+            **self.marks))
         notes = "".join([f" inside {inside}" if inside is not None else "",
                          f"; it wrote inf/nan into Parameter {', '.join(written)}" if written else "",
                          " (found by a replay)" if self.marks else ""])
@@ -165,15 +165,14 @@ class Recorder:
 
     def note(self, kind: str, labels: list, where: Optional[str], message: str) -> bool:
         """Write a record that names no call to the current step's
-        ``overflow.json`` (``kind`` one of ``dumpformat.NOTE_KINDS``, also its
+        ``overflow.json`` (``kind`` one of ``probe_format.layout.NOTE_KINDS``, also its
         ``name``; ``origin`` false; ``where``; ``nonfinite``: the labels of
         what held inf/nan; ``message``) and log it; False when it could not
         be written (detection is then turned off, as for a record). It has
         no dump.json entry and does not count towards ``overflow_nums``."""
-        item = {NAME: kind, ORIGIN: False, WHERE: where, KIND: kind, STEP: self.state.step, RANK: self.state.rank,
-                NONFINITE: list(labels), MESSAGE: message}
         try:
-            self.writer(self.state.step).note(item)
+            self.writer(self.state.step).note(note_record(kind, step=self.state.step, rank=self.state.rank,
+                                                          where=where, nonfinite=labels, message=message))
         except Exception as err:
             self.turn_off(f"cannot write the dump ({type(err).__name__}: {err})")
             return False
@@ -221,7 +220,7 @@ class Recorder:
                 self._stats_off = True
                 self.on_error("in the statistics code (statistics are no longer computed; records are still "
                               "written)", err)
-        return {"Max": None, "Min": None, "Mean": None, "Norm": None}
+        return dict.fromkeys(STATS)
 
 
 def shown_labels(labels: list, limit: int = 4) -> str:

@@ -5,7 +5,7 @@
 distributed): ``dump.json``, ``stack.json``, ``construct.json``,
 ``overflow.json`` and ``dump_tensor_data/*.npy``, as msprobe lays them out
 (SPEC 2.5, 4; the layout: ``docs/runtime-design.md``; file and key names come
-from :mod:`msprobe_lint.report.dumpformat`, which ``probe report`` reads
+from :mod:`probe_format`, which ``probe report`` reads
 with). The contract:
 
 * every file goes to a temporary file beside it and is renamed over the
@@ -38,8 +38,8 @@ from typing import Any, Optional
 
 import numpy as np
 
-from msprobe_lint.report.dumpformat import (CONSTRUCT_FILE, DUMP_FILE, NAME, ORIGIN, OVERFLOW_FILE, STACK_FILE,
-                                            TENSOR_DATA_DIR, WHERE, step_dir)
+from probe_format.layout import (CONSTRUCT_FILE, DUMP_FILE, NAME, ORIGIN, OVERFLOW_FILE, STACK_FILE, TENSOR_DATA_DIR,
+                                 WHERE, step_dir)
 
 FILE_MODE = 0o640
 DIR_MODE = 0o750

@@ -52,13 +52,15 @@ import types
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
+from probe_format.collectives import COLLECTIVE_CLASS_WORDS
+
 from ..hooks.guard import tool_section
 from ..hooks.patching import Patches, subclasses
 from .reach import reachable_parameters
 
-#: words in a Primitive class's name that make it a collective call
-COLLECTIVE_WORDS = ("AllReduce", "AllGather", "ReduceScatter", "AlltoAll", "AllToAll", "Barrier", "Isend", "Irecv",
-                    "ISendIRecv")
+#: words in a Primitive class's name that make it a collective call: the format's table's
+#: (``probe_format.collectives.COLLECTIVES``) and ``Barrier``, which moves no data but waits for every rank
+COLLECTIVE_WORDS = COLLECTIVE_CLASS_WORDS + ("Barrier",)
 
 
 class ReplayRefused(Exception):

@@ -293,8 +293,9 @@ class GradWatch:
         executor = getattr(api, "_pynative_executor", None)
         self.originals["executor"] = executor
         plan: list[tuple[Any, str, Callable]] = []
-        wraps = {"check_run": self._wrap_check_run, "new_graph": self._wrap_new_graph, "end_graph": self._wrap_end_graph,
-                 "grad": lambda o: self._wrap_backward(o, "grad"), "grad_aux": lambda o: self._wrap_backward(o, "grad_aux")}
+        wraps = {"check_run": self._wrap_check_run, "new_graph": self._wrap_new_graph,
+                 "end_graph": self._wrap_end_graph, "grad": lambda o: self._wrap_backward(o, "grad"),
+                 "grad_aux": lambda o: self._wrap_backward(o, "grad_aux")}
         for attr in EXECUTOR_METHODS:
             original = getattr(executor, attr, None)
             if not callable(original):  # pragma: no cover - another MindSpore layout

@@ -20,7 +20,7 @@ which no Primitive wrapper sees: its whole call is one collective call
 (:func:`group_ranks`, from ``mindspore.communication``, cached per group),
 the root of a Broadcast and the peer of a Send/Receive as global ranks.
 The names written to the dump come from
-:mod:`msprobe_lint.report.dumpformat`, the record contract ``probe report``
+:mod:`probe_format`, the record contract ``probe report``
 reads with. Nothing here knows an entry, a verdict or a level.
 
 Example::
@@ -35,14 +35,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Union
 
-from msprobe_lint.report.dumpformat import (ALL_GATHER, ALL_REDUCE, ALL_TO_ALL, BROADCAST, COLLECTIVE_API,
-                                            COLLECTIVE_DIRECTION, COLLECTIVE_GROUP, COLLECTIVE_INDEX,
-                                            COLLECTIVE_INPUTS_FINITE, COLLECTIVE_PEER, COLLECTIVE_RANKS,
-                                            COLLECTIVE_ROOT, NEIGHBOR_EXCHANGE, P2P_APIS, RECEIVE, REDUCE_SCATTER,
-                                            SEND)
+from probe_format.collectives import (ALL_GATHER, ALL_REDUCE, ALL_TO_ALL, BROADCAST, NEIGHBOR_EXCHANGE, RECEIVE,
+                                      REDUCE, REDUCE_SCATTER, SEND, collective_object, collective_semantics)
 
-#: the name of MindSpore's Reduce (the result only on the destination rank)
-REDUCE = "Reduce"
 #: the world group's name per communication backend (``GlobalComm.WORLD_COMM_GROUP`` after
 #: ``init()``: HCCL on Ascend, NCCL on GPU, MCCL, MindSpore's own, on CPU)
 WORLD_GROUPS = frozenset({"hccl_world_group", "nccl_world_group", "mccl_world_group"})
@@ -57,7 +52,8 @@ class Form:
     arguments the primitive's ``__call__`` takes, ``self`` left out).
 
     Attributes:
-        api: the collective's name in the dump (``AllReduce`` ...).
+        api: the collective's name in the dump (``AllReduce`` ...: a key of
+            ``probe_format.collectives.COLLECTIVES``, which says what it does).
         group: where the group is: an argument position, or None for the
             primitive's ``group`` attribute.
         data: the arguments this rank contributes (its local inputs).
@@ -219,7 +215,7 @@ class CollectiveCall:
     """One collective call, as the records describe it.
 
     Attributes:
-        api: ``AllReduce`` ... (dumpformat's names).
+        api: ``AllReduce`` ... (probe_format.collectives's names).
         group: the communication group's name.
         ranks: the group's global ranks, None when unknown.
         form: how the call's arguments are read.
@@ -240,7 +236,7 @@ class CollectiveCall:
     def key(self, rank: Optional[int]) -> Union[str, tuple]:
         """What the call index is counted by in a step: the group, and for a
         Send/Receive the two ranks as well (``rank``: this process's)."""
-        if self.api in P2P_APIS and self.peer is not None and rank is not None:
+        if collective_semantics(self.api).point_to_point and self.peer is not None and rank is not None:
             low, high = sorted((rank, self.peer))
             return (self.group, low, high)
         return self.group
@@ -254,15 +250,8 @@ class CollectiveCall:
         (docs/report-format.md): ``{"api", "group", "ranks", "index",
         "direction", "inputs_finite"}``, plus ``peer`` (Send/Receive) or
         ``root`` (Broadcast) when known."""
-        item: dict = {COLLECTIVE_API: self.api, COLLECTIVE_GROUP: self.group,
-                      COLLECTIVE_RANKS: None if self.ranks is None else list(self.ranks),
-                      COLLECTIVE_INDEX: self.index, COLLECTIVE_DIRECTION: direction,
-                      COLLECTIVE_INPUTS_FINITE: bool(inputs_finite)}
-        if self.api in P2P_APIS and self.peer is not None:
-            item[COLLECTIVE_PEER] = self.peer
-        if self.api == BROADCAST and self.root is not None:
-            item[COLLECTIVE_ROOT] = self.root
-        return item
+        return collective_object(self.api, self.group, None if self.ranks is None else list(self.ranks), self.index,
+                                 direction, inputs_finite, peer=self.peer, root=self.root)
 
 
 def describe(form: Form, prim: Any, args: tuple) -> CollectiveCall:

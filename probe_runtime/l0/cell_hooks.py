@@ -412,7 +412,9 @@ class CellHooks:
             return False
         if args[0] is not last[1] or not is_tensor(args[0]) or last[2].feeds is not None:
             return False
-        if len(getattr(target.cell, "_forward_pre_hook", ())) != 1 or len(getattr(previous.cell, "_forward_hook", ())) != 1:
+        own_hooks = (len(getattr(target.cell, "_forward_pre_hook", ())),
+                     len(getattr(previous.cell, "_forward_hook", ())))
+        if own_hooks != (1, 1):
             return False
         last[2].feeds = call
         call.expects_input_grads = True

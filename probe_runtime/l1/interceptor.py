@@ -159,7 +159,8 @@ class ApiInterceptor:
                                                                 "builtin_function_or_method"):
                 continue
             method = getattr(tensor_cls, attr)
-            inplace = (attr.endswith("_") and not attr.startswith("__")) or attr.startswith("__i") or attr == "__setitem__"
+            inplace = ((attr.endswith("_") and not attr.startswith("__")) or attr.startswith("__i")
+                       or attr == "__setitem__")
             self._set(tensor_cls, attr, self.wrappers.wrap_function(f"Tensor.{attr}", method, inplace))
         for attr in TENSOR_MUTATORS:
             if hasattr(tensor_cls, attr):

@@ -1,11 +1,11 @@
 """The records that name no call: what the windows say when no checked call
 or Cell explains an inf/nan.
 
-Each is one ``overflow.json`` record of a note kind (the dump format's
-``NOTE_KINDS``: ``sentinel``, ``outside``, ``update``), written by
-``check.records.Records.note`` with ``origin`` false, ``where`` (the
-user's line) and ``nonfinite`` (the labels of what held inf/nan). They do
-not count towards ``overflow_nums``. ``docs/checks.md`` lists when each is
+Each is one ``overflow.json`` record of a note kind
+(``probe_format.layout.NOTE_KINDS``: ``sentinel``, ``outside``,
+``update``), written by ``check.records.Records.note`` with ``origin``
+false, ``where`` (the user's line) and ``nonfinite`` (the labels of what
+held inf/nan). They do not count towards ``overflow_nums``. ``docs/checks.md`` lists when each is
 written.
 
 Example::
@@ -18,9 +18,9 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from ..check.records import shown_labels
+from probe_format.layout import OUTSIDE, SENTINEL, UPDATE
 
-SENTINEL, OUTSIDE, UPDATE = "sentinel", "outside", "update"
+from ..check.records import shown_labels
 
 
 class Notes:

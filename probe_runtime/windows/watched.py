@@ -26,6 +26,8 @@ from __future__ import annotations
 import logging
 from typing import Any, Callable, Optional
 
+from probe_format.layout import REPLAY
+
 from .optimizers import optimizer_parameters
 from .policy import Checks, Kind
 
@@ -101,8 +103,6 @@ class WatchedWindow:
         found when its records do not. ``masked``: the labels of Parameters
         found holding inf/nan before an optimizer step although the
         computations returned finite values."""
-        from msprobe_lint.report.dumpformat import REPLAY
-
         w = self.windows
         window = w.current
         assert window is not None

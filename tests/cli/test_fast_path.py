@@ -209,11 +209,11 @@ def test_plain_lint_loads_no_typer_jsonschema_or_metadata(tmp_path):
     code, modules = loaded_by("lint", "--isolated", str(path))
     assert code == 0
     assert not top(modules) & set(NEVER), sorted(top(modules) & set(NEVER))
-    assert not {"importlib.metadata", "typing", "pathlib", "packaging", "msprobe_lint.project.settings"} & modules
+    assert not {"importlib.metadata", "typing", "pathlib", "packaging", "msprobe_lint.lint.settings"} & modules
     assert {"msprobe_lint.lint.engine", "msprobe_lint.lint.schema.fast"} <= modules  # it did lint
     # without --isolated it reads the settings and the installed versions, still without importlib.metadata
     code, modules = loaded_by("lint", str(path), cwd=tmp_path)
-    assert code == 0 and "msprobe_lint.project.settings" in modules
+    assert code == 0 and "msprobe_lint.lint.settings" in modules
     assert not top(modules) & set(NEVER) and "importlib.metadata" not in modules
     assert run_probe("lint", "--isolated", str(path)).returncode == 0
 
@@ -228,8 +228,8 @@ def test_report_and_run_do_not_load_the_lint_engine(tmp_path):
     (tmp_path / "dump").mkdir()
     code, modules = loaded_by("report", str(tmp_path / "dump"))
     assert code == 1  # no dump found
-    assert not {m for m in modules if m.startswith("msprobe_lint.lint")} - {"msprobe_lint.lint", "msprobe_lint.lint.context",
-                                                                         "msprobe_lint.lint.reporters"}
+    assert not {m for m in modules if m.startswith("msprobe_lint.lint")} - {
+        "msprobe_lint.lint", "msprobe_lint.lint.context", "msprobe_lint.lint.reporters"}
     import_run = ("import sys; import msprobe_lint.run; "
                   "print(sorted(m for m in sys.modules if m.startswith('msprobe_lint.lint')))")
     proc = subprocess.run([sys.executable, "-c", import_run], capture_output=True, text=True, timeout=60)

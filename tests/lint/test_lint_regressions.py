@@ -37,7 +37,8 @@ def test_negative_and_limit_sized_integers(tmp_path):
     assert "PL001" not in codes(ok)
     bad = write_config(tmp_path, BASE + '"overflow_check": {"overflow_nums": -' + "1" * 4301 + "}}", "bad.json")
     (diagnostic,) = lint_file(str(bad)).diagnostics
-    assert diagnostic.code == "PL001" and diagnostic.column == len(BASE) + len('"overflow_check": {"overflow_nums": ') + 1
+    assert diagnostic.code == "PL001"
+    assert diagnostic.column == len(BASE) + len('"overflow_check": {"overflow_nums": ') + 1
 
 
 def test_escaped_lone_surrogate_in_a_key_or_value_can_be_reported_in_every_format(tmp_path):

@@ -242,7 +242,8 @@ def test_escapes(body, reason):
 
 
 def test_debugger_inside_a_function_is_followed_there():
-    src = HEAD + "def main():\n    d = PrecisionDebugger()\n    for x in data:\n        d.start(net)\n        d.stop()\n"
+    src = HEAD + ("def main():\n    d = PrecisionDebugger()\n    for x in data:\n        d.start(net)\n"
+                  "        d.stop()\n")
     (debugger,) = analyse_source(src).debuggers
     assert debugger.escapes is None and [c.method for c in debugger.calls] == ["start", "stop"]
 

@@ -367,7 +367,8 @@ def test_unreadable_folder_is_reported_once_and_the_walk_goes_on(open_tmp):
 
     def lint_as_nobody():
         run = lint_paths([str(base)], LintOptions(isolated=True))
-        return {"status": run.status, "summary": [ln for ln in render(run.results).splitlines() if ln.startswith("Found")],
+        return {"status": run.status,
+                "summary": [ln for ln in render(run.results).splitlines() if ln.startswith("Found")],
                 "results": [(r.path, r.unreadable, [(d.code, d.message) for d in r.diagnostics])
                             for r in run.results],
                 "listing": [(c.path, c.action, c.reason)

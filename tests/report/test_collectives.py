@@ -1,7 +1,7 @@
 """`probe report` across ranks (issue 25): collective calls matched over
 the ranks' dumps to the rank where the overflow started, on the hand-made
 dumps of tests/data/report/multirank/ (make_multirank.py there says what
-each one holds), and the record contract of msprobe_lint/report/dumpformat.py."""
+each one holds), and the record contract of probe_format/."""
 from __future__ import annotations
 
 import io
@@ -14,7 +14,7 @@ import pytest
 from msprobe_lint.report import main
 from msprobe_lint.report.analysis.collectives import COLLECTIVE, ORIGIN
 from msprobe_lint.report.command import summarise
-from msprobe_lint.report.dumpformat import received_message
+from probe_format.collectives import received_message
 from msprobe_lint.report.reader import RanksTable, read_collective
 
 MULTI = Path(__file__).parents[1] / "data" / "report" / "multirank"

@@ -15,7 +15,7 @@ import pytest
 
 from msprobe_lint.report import main
 from msprobe_lint.report.command import summarise
-from msprobe_lint.report.dumpformat import direction_of
+from probe_format.layout import direction_of
 
 from conftest import as_nobody, run_probe
 

@@ -21,14 +21,14 @@ import pytest
 from msprobe_lint.report import main
 from msprobe_lint.report.analysis.scan import RankSet, scan
 from msprobe_lint.report.discover import iter_rank_folders
-from msprobe_lint.report.dumpformat import rank_ranges
+from probe_format.collectives import rank_ranges
 from msprobe_lint.report.progress import Progress
 from msprobe_lint.report.reader import ReadCache, read_folder
 
 from conftest import REPO, run_probe
 
 sys.path.insert(0, str(REPO / "benchmarks"))
-from make_rank_dump import make_dump  # noqa: E402
+from make_rank_dump import make_dump
 
 
 def run(path, fmt="text", *, show_all=False, **kwargs):

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 import time
 import xml.etree.ElementTree as ElementTree
 from pathlib import Path

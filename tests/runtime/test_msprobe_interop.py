@@ -110,7 +110,8 @@ def xlsx_rows(msprobe, path: Path) -> list[dict]:
     """The compare result's rows as dicts (read with openpyxl in msprobe's environment)."""
     script = ("import json, sys, openpyxl\n"
               "sheet = openpyxl.load_workbook(sys.argv[1]).active\n"
-              "rows = [[None if c is None else str(c).strip() for c in row] for row in sheet.iter_rows(values_only=True)]\n"
+              "rows = [[None if c is None else str(c).strip() for c in row]\n"
+              "        for row in sheet.iter_rows(values_only=True)]\n"
               "print(json.dumps([dict(zip(rows[0], row)) for row in rows[1:]]))\n")
     proc = subprocess.run([str(msprobe[0]), "-c", script, str(path)], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]

@@ -203,7 +203,8 @@ def test_allgather_carries_one_ranks_inf(l1):
     assert l1.records("allgather", 1)[1]["collective"]["inputs_finite"] is False
     last, data = l1.report("allgather")
     assert last == (f"5 records in 2 step/rank folders. Overflow started in step1/rank1: Functional.exp.0.forward "
-                    f"(API, forward) at {l1.where('allgather: rank 1 overflows here')}. 1 rank received inf/nan through "
+                    f"(API, forward) at {l1.where('allgather: rank 1 overflows here')}. "
+                    "1 rank received inf/nan through "
                     "collective calls: rank 0.")
     assert received(data) == [(0, "Primitive.AllGather.0.forward", "AllGather", 0, "forward", 1)]
 

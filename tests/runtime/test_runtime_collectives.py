@@ -25,7 +25,7 @@ from mindspore import Tensor, nn, ops  # noqa: E402
 
 import probe_runtime.hooks.collectives as collectives  # noqa: E402
 from msprobe_lint.report.command import summarise  # noqa: E402
-from msprobe_lint.report.dumpformat import received_message  # noqa: E402
+from probe_format.collectives import received_message  # noqa: E402
 from probe_runtime.check.queue import Checker  # noqa: E402
 from probe_runtime.hooks.frames import library_roots  # noqa: E402
 from probe_runtime.l0.cell_hooks import CellHooks  # noqa: E402
@@ -409,8 +409,8 @@ def test_group_ranks_unknown_is_asked_again(monkeypatch):
 
 
 def test_forms_name_only_the_dump_format_apis():
-    from msprobe_lint.report.dumpformat import COLLECTIVE_APIS
+    from probe_format.collectives import COLLECTIVE_APIS
 
-    assert {f.api for f in collectives.FORMS.values()} == set(COLLECTIVE_APIS) | {"Reduce"}
+    assert {f.api for f in collectives.FORMS.values()} == set(COLLECTIVE_APIS)
     for name, form in collectives.FORMS.items():
         assert set(form.copied) <= set(form.data) and set(form.copied) <= set(form.written), name

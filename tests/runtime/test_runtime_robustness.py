@@ -23,7 +23,7 @@ import pytest
 
 from runtime_support import assert_same_training, isolate, train_mlp, write_runtime_config
 
-from msprobe_lint.report.dumpformat import NOTE_KINDS
+from probe_format.layout import NOTE_KINDS
 from probe_runtime.dump import writer as writer_module
 from probe_runtime.dump.writer import Record, StepWriter, WriterError, read_json
 

@@ -40,8 +40,8 @@ if TYPE_CHECKING:
 RULES: dict[str, "RuleInfo"] = {}
 
 
-class RuleInfo(namedtuple("RuleInfo", "code name severity summary family raw_doc check filesystem fix",
-                          defaults=(None, False, ""))):
+class RuleInfo(namedtuple("RuleInfo", "code name severity summary family raw_doc check filesystem fix supersedes",
+                          defaults=(None, False, "", ()))):
     """Metadata of one rule code (immutable).
 
     Attributes:
@@ -58,6 +58,11 @@ class RuleInfo(namedtuple("RuleInfo", "code name severity summary family raw_doc
         filesystem: True for rules that only run with ``--check-fs``.
         fix: which fixes the rule attaches: ``"safe"``, ``"unsafe"``,
             ``"safe/unsafe"`` (which depends on the finding) or ``""``.
+        supersedes: the findings of other rules that a finding of this one
+            replaces, as (code, JSON pointer) pairs: when this rule reports
+            in a file, the engine drops those (one diagnostic per fault: the
+            precise diagnosis instead of its consequences). Declared on the
+            rule, read by the engine for every rule alike.
     """
 
     __slots__ = ()
@@ -100,29 +105,36 @@ class RuleInfo(namedtuple("RuleInfo", "code name severity summary family raw_doc
 
 def define(code: str, name: str, severity: str, summary: str, family: str, doc: str,
            *, check: Optional[Callable[..., Iterable[Finding]]] = None,
-           filesystem: bool = False, fix: str = "") -> RuleInfo:
-    """Register a code. Raises ValueError on a duplicate code or name, or
-    an unknown ``fix`` kind."""
+           filesystem: bool = False, fix: str = "", supersedes: tuple[tuple[str, str], ...] = ()) -> RuleInfo:
+    """Register a code. Raises ValueError on a duplicate code or name, an
+    unknown ``fix`` kind, or a ``supersedes`` entry that is not a
+    (another code, JSON pointer) pair."""
     if fix not in ("", "safe", "unsafe", "safe/unsafe"):
         raise ValueError(f"rule {code}: fix must be safe, unsafe or safe/unsafe, not {fix!r}")
+    for entry in supersedes:
+        if not (isinstance(entry, tuple) and len(entry) == 2 and entry[0] != code
+                and isinstance(entry[1], str) and (entry[1] == "" or entry[1].startswith("/"))):
+            raise ValueError(f"rule {code}: supersedes takes (another code, JSON pointer) pairs, not {entry!r}")
     if code in RULES:
         raise ValueError(f"rule code {code} defined twice")
     if any(r.name == name for r in RULES.values()):
         raise ValueError(f"rule name {name} defined twice")
     info = RuleInfo(code, name, Severity(severity), summary, family,
-                    doc, check, filesystem, fix)
+                    doc, check, filesystem, fix, tuple(supersedes))
     RULES[code] = info
     return info
 
 
-def rule(code: str, name: str, severity: str, summary: str, *, filesystem: bool = False, fix: str = ""):
+def rule(code: str, name: str, severity: str, summary: str, *, filesystem: bool = False, fix: str = "",
+         supersedes: tuple[tuple[str, str], ...] = ()):
     """Decorator registering a check function under ``code``; its docstring
-    is the rule's documentation and its module name the family."""
+    is the rule's documentation and its module name the family
+    (``supersedes``: see :class:`RuleInfo`)."""
 
     def wrap(func: Callable[..., Iterable[Finding]]):
         family = func.__module__.rsplit(".", 1)[-1]
         define(code, name, severity, summary, family, func.__doc__ or "", check=func,
-               filesystem=filesystem, fix=fix)
+               filesystem=filesystem, fix=fix, supersedes=supersedes)
         return func
 
     return wrap

@@ -14,7 +14,9 @@ FIRST_RELEASE_WITHOUT_MS_OVERFLOW = "26.1.0"
 
 
 @rule("PL601", "msprobe-without-overflow-check", "warning",
-      "Installed mindstudio-probe has no MindSpore overflow_check task (26.1 and later)")
+      "Installed mindstudio-probe has no MindSpore overflow_check task (26.1 and later)",
+      # the 26.x schema's findings on the task and its section: PL601 says it once, precisely
+      supersedes=(("PL103", "/task"), ("PL101", "/overflow_check")))
 def msprobe_without_overflow(config: ConfigView, context: Context) -> Iterator[Finding]:
     """
     mindstudio-probe 26.1 and later have no overflow_check task (26.0 kept

@@ -152,7 +152,8 @@ def l2_needs_new_mindspore(config: ConfigView, context: Context) -> Iterator[Fin
     at = config.where_level()
     if version is None:
         yield Finding("PL203", "level L2 needs MindSpore newer than 2.5.0; the version is unknown, verify it",
-                      pointer=at, severity=Severity.WARNING, hint="pass --mindspore-version or install MindSpore > 2.5.0")
+                      pointer=at, severity=Severity.WARNING,
+                      hint="pass --mindspore-version or install MindSpore > 2.5.0")
     elif version <= _version(L2_MIN_EXCLUSIVE):
         yield Finding("PL203", f"level L2 needs MindSpore newer than 2.5.0, not {version}"
                                f"{_because(context, 'mindspore_version')}",

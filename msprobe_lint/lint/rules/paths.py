@@ -103,11 +103,12 @@ def not_absolute(config: ConfigView, context: Context) -> Iterator[Finding]:
         if _expands(value) or value.startswith("/"):
             continue
         absolute = os.path.normpath(os.path.join(os.path.abspath(context.cwd or os.curdir), value))
+        against = context.cwd_label or ('--cwd' if context.cwd else 'this folder')
+        example = DISALLOWED_RUN.sub('_', value.lstrip('./')) or 'dump'
         yield Finding("PL401", f"{name} {value!r} is relative: it lands wherever the job starts", pointer=ptr,
                       severity=None if name == "dump_path" else Severity.WARNING,
-                      hint=f"give an absolute path, e.g. /home/user/{DISALLOWED_RUN.sub('_', value.lstrip('./')) or 'dump'}",
-                      fix=_rewrite(ptr, absolute, f"make {name} absolute against "
-                                                  f"{context.cwd_label or ('--cwd' if context.cwd else 'this folder')}"))
+                      hint=f"give an absolute path, e.g. /home/user/{example}",
+                      fix=_rewrite(ptr, absolute, f"make {name} absolute against {against}"))
 
 
 @rule("PL402", "path-bad-characters", "error", "Path has characters outside [A-Za-z0-9_./-]", fix="unsafe")

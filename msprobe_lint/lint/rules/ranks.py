@@ -260,8 +260,8 @@ def scope_not_range(config: ConfigView, context: Context) -> Iterator[Finding]:
     yield Finding("PL305", f"scope names {shown}, not {what} at level {level} (like {example}): scope marks a range "
                            "between two calls, it is not a filter list",
                   pointer=pointer(task, "scope"),
-                  hint=f'to collect some APIs or Cells by name, put them in "list" and leave scope empty; for a '
-                       f"range, copy the first and last names from a dump's dump.json")
+                  hint='to collect some APIs or Cells by name, put them in "list" and leave scope empty; for a '
+                       "range, copy the first and last names from a dump's dump.json")
 
 
 @rule("PL306", "tensor-dump-unfiltered", "warning", "Task tensor at L1 with no step, rank, scope or list")

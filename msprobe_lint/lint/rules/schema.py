@@ -664,6 +664,7 @@ def _deprecated(data: dict, profile: str = "8.3") -> Iterator[Finding]:
             if schema and schema.get("deprecated"):
                 ptr = make_pointer(*([location] if location else []), key)
                 inert = location != "" or key not in still_read or obj[key] == still_read[key]
-                yield Finding("PL106", f"{key!r} is deprecated {_where(location)}: {schema.get('description', '')}".rstrip(": "),
+                message = f"{key!r} is deprecated {_where(location)}: {schema.get('description', '')}".rstrip(": ")
+                yield Finding("PL106", message,
                               pointer=ptr, at="key", hint=f"remove {key!r}",
                               fix=remove(ptr, f"remove the deprecated {key!r}", safe=inert))

@@ -34,7 +34,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import NamedTuple, Optional
 
-from ..dumpformat import BROADCAST, REDUCING_APIS, SEND, rank_ranges
+from probe_format.collectives import collective_semantics, rank_ranges
+
 from ..model import Collective, Record
 from .facts import CallKey, RankFacts, RecordRef, call_key, ref
 
@@ -194,8 +195,9 @@ class StepCalls:
         # ranks with records in the step but none of this call: they had stopped checking there
         silent = tuple(sorted(r for r in members if r in present and r not in records)) if members else ()
         if info.pair is not None:
-            senders = [r for r, p in records.items() if p.api == SEND and not p.inputs_finite]
-        elif info.api == BROADCAST:
+            senders = [r for r, p in records.items()
+                       if not collective_semantics(p.api).receives and not p.inputs_finite]
+        elif collective_semantics(info.api).rooted:
             root = records.get(call.root) if call.root is not None else None
             senders = [call.root] if root is not None and not root.inputs_finite else []
         else:
@@ -221,7 +223,7 @@ class StepCalls:
                 many = len(missing) + len(silent) > 1
                 guess += f", so whether {'one of them' if many else 'it'} sent the inf/nan cannot be known"
             return Verdict((), tuple(sorted(missing + silent)), guess, silent)
-        if info.api in REDUCING_APIS:
+        if collective_semantics(info.api).reduces:
             return Verdict((), (), None)
         return Verdict((), (), f"no rank's input held inf/nan, and {info.api} only moves data: the record of the "
                                "rank that sent it is missing (was checking stopped by overflow_nums?)")

@@ -6,8 +6,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional
 
-from ..dumpformat import OUTSIDE, P2P_APIS, UPDATE
-from ..model import Collective, RankDump, Record
+from probe_format.collectives import collective_semantics
+from probe_format.layout import OUTSIDE, UPDATE
+
+from ..model import Collective, RankDump, Record, signature
 
 #: a collective call within one step: (group, index, direction) or, for
 #: Send/Receive, (group, index, direction, lower rank, higher rank)
@@ -48,7 +50,7 @@ def call_key(rank: Optional[int], collective: Collective) -> CallKey:
     """The key that matches the same collective call across ranks (the
     step is implied): (group, index, direction), and the two ranks for a
     Send/Receive with a ``peer``."""
-    if collective.api in P2P_APIS and collective.peer is not None and rank is not None:
+    if collective_semantics(collective.api).point_to_point and collective.peer is not None and rank is not None:
         low, high = sorted((rank, collective.peer))
         return (collective.group, collective.index, collective.direction, low, high)
     return (collective.group, collective.index, collective.direction)
@@ -102,22 +104,8 @@ def rank_facts(dump: RankDump) -> RankFacts:
 
 
 def fingerprint(dump: RankDump) -> tuple:
-    """What makes two rank folders show the same, as a hashable value: each
-    record's name, origin, ``file:line``, kind, ``entered`` and sentinel
-    messages, collective call, ``inside`` and ``written`` (not its
-    statistics, nor the rank).
-    Compared exactly (no digest), it is kept only while its step is read.
-    The reader's :attr:`~msprobe_lint.report.model.RankDump.signature` when
-    it has one (the same value, computed once per overflow.json content)."""
-    if dump.signature is not None:
-        return dump.signature
-    out = []
-    for record in dump.records:
-        c = record.collective
-        call = None if c is None else (c.api, c.group, c.index, c.direction, c.inputs_finite, c.peer, c.root,
-                                       None if c.ranks is None else (len(c.ranks), c.ranks[:1], c.ranks[-1:]))
-        out.append((record.name, record.origin, record.where, record.record_kind,
-                    record.entered.get("message") if record.entered else None, record.sentinel,
-                    tuple(record.nonfinite), call, record.message if record.record_kind in (OUTSIDE, UPDATE) else None,
-                    record.replay, record.inside, tuple(record.written)))
-    return tuple(out)
+    """What makes two rank folders show the same (:func:`~..model.signature`):
+    the reader's :attr:`~msprobe_lint.report.model.RankDump.signature` when
+    it has one (computed once per overflow.json content), else computed from
+    the records. Kept only while its step is read."""
+    return dump.signature if dump.signature is not None else signature(dump.records)

@@ -14,7 +14,9 @@ import os
 import re
 from typing import Iterable, Optional
 
-from ..dumpformat import OUTSIDE, UPDATE, direction_of, rank_ranges
+from probe_format.collectives import rank_ranges
+from probe_format.layout import OUTSIDE, UPDATE, direction_of
+
 from ..fmt import place_of, step_text
 from .collectives import COLLECTIVE, ENTERED, ORIGIN, Start
 from .facts import RecordRef

@@ -37,7 +37,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator, Optional
 
-from ..dumpformat import STATS
+from probe_format.layout import STATS
+
 from ..fmt import fmt, place, record_notes, shape, step_text
 from ..model import Record
 from ..view import Report, Section, ShownGroup

@@ -70,7 +70,8 @@ def _started(report: Report) -> Optional[dict]:
     if report.started is None or start is None:
         return None
     out = record_dict(report.started)
-    out.update({"how": start.how, "ranks": list(start.ranks), "call": None if start.call is None else start.call.as_dict(),
+    out.update({"how": start.how, "ranks": list(start.ranks),
+                "call": None if start.call is None else start.call.as_dict(),
                 "best_guess": start.best_guess, "missing_ranks": list(start.missing), "reason": start.reason,
                 "also": list(report.summary.also)})
     return out

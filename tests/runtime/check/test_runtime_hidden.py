@@ -76,7 +76,8 @@ def records(tmp_path, step):
 
 def first_record(tmp_path):
     """(step, the first record of the first step with records)."""
-    steps = sorted(int(p.name[4:]) for p in (tmp_path / "dump").glob("step*") if (p / "rank" / "overflow.json").exists())
+    steps = sorted(int(p.name[4:]) for p in (tmp_path / "dump").glob("step*")
+                   if (p / "rank" / "overflow.json").exists())
     assert steps, "nothing was recorded"
     return steps[0], records(tmp_path, steps[0])[0]
 

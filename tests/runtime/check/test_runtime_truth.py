@@ -24,7 +24,6 @@ import math
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 from conftest import DATA, SHARED_CASES, SHARED_TOOLS

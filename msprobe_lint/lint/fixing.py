@@ -4,7 +4,7 @@ atomically.
 
 Example::
 
-    from msprobe_lint.lint.fixes.apply import fix_paths
+    from msprobe_lint.lint.fixing import fix_paths
     run, outcomes = fix_paths(["config.json"], write=False)  # --diff
     print("".join(o.diff() for o in outcomes))
 """
@@ -12,12 +12,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ...exit import ExitStatus
-from ..diagnostic import Diagnostic
-from ..engine import LintRun, Result, exit_status, lint_file
-from ..inputs import Input, check_paths, lint_input, read_inputs, settings_start
-from ..options import LintOptions, prepare
-from ..selection import Selection
+from ..exit import ExitStatus
+from .diagnostic import Diagnostic
+from .engine import LintRun, Result, exit_status, lint_file
+from .inputs import Input, check_paths, lint_input, read_inputs, settings_start
+from .options import LintOptions, prepare
+from .selection import Selection
 
 TYPE_CHECKING = False  # typing is imported only by type checkers (start-up)
 if TYPE_CHECKING:
@@ -53,7 +53,7 @@ class FixOutcome:
 
     def diff(self) -> str:
         """Unified diff of the fixes ("" when nothing changes)."""
-        from .edits import unified_diff
+        from .fixes.edits import unified_diff
 
         return unified_diff(self.before, self.after, self.path, f"{self.path} (fixed)")
 
@@ -80,8 +80,8 @@ def fix_paths(paths: list[str], options: Optional[LintOptions] = None, *, unsafe
     import errno
     import os
 
-    from ..loader import read_bytes, write_atomic
-    from .edits import fix_text
+    from .fixes.edits import fix_text
+    from .loader import read_bytes, write_atomic
 
     options = options or LintOptions()
     paths = check_paths(paths, options)

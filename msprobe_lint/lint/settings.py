@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import os
 
-from ..lint.context import Fact, normalise
-from ..lint.diagnostic import Severity
-from ..lint.selection import SelectionError, check_code, known_codes
+from .context import Fact, normalise
+from .diagnostic import Severity
+from .selection import SelectionError, check_code, known_codes
 
 TYPE_CHECKING = False  # typing is imported only by type checkers (start-up)
 if TYPE_CHECKING:  # pathlib is imported once a pyproject.toml is found
@@ -157,7 +157,8 @@ def load(path: Path) -> Optional[ProjectSettings]:
                                         table.get("extend-select", table.get("extend_select", [])))
     severity = table.get("severity", {})
     if not isinstance(severity, dict):
-        raise SettingsError(f"{path}: [tool.probe-lint] severity must be a table of code = \"error\"|\"warning\"|\"info\"")
+        raise SettingsError(f"{path}: [tool.probe-lint] severity must be a table of "
+                            'code = "error"|"warning"|"info"')
     # A prefix key ("PL2" = "warning") re-grades every code it matches; an
     # exact code wins over a prefix whatever the order they are written in.
     for code, level in sorted(severity.items(), key=lambda item: len(item[0].strip())):

@@ -11,7 +11,7 @@ import pytest
 from conftest import codes, config, run_probe, write_config
 from msprobe_lint.lint.api import LintOptions, UsageError, lint_paths
 from msprobe_lint.lint import rules
-from msprobe_lint.project.settings import SettingsError, find, load
+from msprobe_lint.lint.settings import SettingsError, find, load
 
 # overflow_nums at top level (PL105), check_mode in pynative (PL204), a
 # statistics section (PL206), a relative dump_path (PL401)

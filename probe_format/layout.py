@@ -1,11 +1,12 @@
 """The overflow dump layout: folder and file names, the keys of
-``overflow.json`` records and their kinds.
+``overflow.json`` records and their kinds, dump.json's keys.
 
 probe_runtime's writer writes with these names and ``probe report`` reads
 with them; docs/report-format.md describes the layout for people. The
 statistics files follow msprobe's format (mindstudio-probe 8.x, "dump.json
 file description" in its MindSpore dump docs); ``overflow.json`` is this
-project's own index of the overflowing entries.
+project's own index of the overflowing entries (versioned:
+:mod:`probe_format.records`).
 
 Layout::
 
@@ -15,9 +16,6 @@ Layout::
         construct.json   {entry name: parent Cell entry or null}   ({} at L1)
         overflow.json    [record, ...] in detection order
         dump_tensor_data/{entry name}.{input|output}.{n}.npy
-
-This module is a leaf: it imports nothing of the project, so the runtime
-can import it without the report.
 """
 from __future__ import annotations
 
@@ -44,6 +42,9 @@ NAME = "name"            #: the dump.json key, e.g. ``Functional.exp.0.forward``
 ORIGIN = "origin"        #: true: inputs finite, output not (the overflow started there)
 WHERE = "where"          #: the user's ``file:line`` that made the call, or null
 KIND = "kind"            #: one of KINDS
+#: the dump format's version the record was written in (``"1.0"``; absent before versioning):
+#: :data:`probe_format.records.FORMAT_VERSION`
+VERSION = "format_version"
 STEP = "step"            #: the step number
 RANK = "rank"            #: the rank, or null when not distributed
 ENTERED = "entered"      #: where a carried overflow came in (the ENTERED_* keys), first record of a step
@@ -81,96 +82,29 @@ SENTINEL_NAME = "sentinel"
 # ``entered``: {"entry", "input", "source", "parameter", "at_start", "message"}
 ENTERED_ENTRY = "entry"            #: the entry whose input held inf/nan
 ENTERED_INPUT = "input"            #: which input, e.g. ``input_args[0]``, or null
-ENTERED_SOURCE = "source"          #: ``outside`` (made outside the checked window), ``parameter`` or ``collective``
+#: ``outside`` (made outside the checked window), ``parameter``, ``collective`` or ``own-construct``
+ENTERED_SOURCE = "source"
 ENTERED_PARAMETER = "parameter"    #: the Parameter's name, or null
 ENTERED_AT_START = "at_start"      #: the Parameter held inf/nan at start()
 SOURCE_OUTSIDE = "outside"
 SOURCE_PARAMETER = "parameter"
 #: L0: a Cell's inf/nan came in through a collective call inside it (``entry`` names that call)
 SOURCE_COLLECTIVE = "collective"
-
-# -- collective calls ---------------------------------------------------------------------
-#
-# The record of a collective call (AllReduce, AllGather, ReduceScatter, Broadcast, AlltoAll,
-# NeighborExchange, Send, Receive, whatever the MindSpore entry point: an ``ops`` Primitive,
-# ``communication.comm_func``, ``mint.distributed``) carries ``collective``:
-#
-#   {"api": "AllReduce", "group": "hccl_world_group", "ranks": [0, 1] or null when unknown,
-#    "index": <int>, "direction": "forward" | "backward", "inputs_finite": <bool>,
-#    "peer": <int, only for Send/Receive>, "root": <int, only for Broadcast>}
-#
-# * ``index``: the per-group call index in this step, counted from 0 in call order, the same
-#   on every rank for the same collective call. For Send/Receive it counts the calls between
-#   the same two ranks in the group in the step. ``probe report`` matches calls across ranks
-#   on (step, group, index, direction) (Send/Receive: step, group, the two ranks, index,
-#   direction), so a backward record may carry its forward call's index or a count of its
-#   own, as long as every rank does the same.
-# * ``inputs_finite``: this rank's local inputs were finite.
-# * ``peer``: the other rank (global rank) of a Send or Receive; ``root``: Broadcast's root.
-#
-# When ``inputs_finite`` is true and the output holds inf/nan, the record has ``kind``
-# ``communication``, ``origin`` false and a ``message`` such as "received inf/nan through
-# AllReduce (group hccl_world_group, ranks 0-1) from another rank, or the reduction itself
-# overflowed: see `probe report` over all ranks". When the inputs held inf/nan the record keeps
-# its usual kind (forward/backward) with ``origin`` false and the ``collective`` object.
-# Records without ``collective`` (msprobe's, older probe_runtime dumps) are plain records.
-
-COLLECTIVE_API = "api"                    #: e.g. ``AllReduce`` (one of COLLECTIVE_APIS, or another name)
-COLLECTIVE_GROUP = "group"                #: the communication group, e.g. ``hccl_world_group``
-COLLECTIVE_RANKS = "ranks"                #: the group's global ranks, or null when unknown
-COLLECTIVE_INDEX = "index"                #: per-group call index in the step (see above)
-COLLECTIVE_DIRECTION = "direction"        #: ``forward`` or ``backward``
-COLLECTIVE_INPUTS_FINITE = "inputs_finite"  #: this rank's local inputs were finite
-COLLECTIVE_PEER = "peer"                  #: Send/Receive: the other global rank
-COLLECTIVE_ROOT = "root"                  #: Broadcast: the root's global rank
-
-ALL_REDUCE = "AllReduce"
-ALL_GATHER = "AllGather"
-REDUCE_SCATTER = "ReduceScatter"
-BROADCAST = "Broadcast"
-ALL_TO_ALL = "AlltoAll"
-NEIGHBOR_EXCHANGE = "NeighborExchange"
-SEND = "Send"
-RECEIVE = "Receive"
-COLLECTIVE_APIS = (ALL_REDUCE, ALL_GATHER, REDUCE_SCATTER, BROADCAST, ALL_TO_ALL, NEIGHBOR_EXCHANGE, SEND, RECEIVE)
-#: collectives that compute (a sum of finite values can overflow); the others only move data
-REDUCING_APIS = (ALL_REDUCE, REDUCE_SCATTER, "Reduce")
-#: point-to-point calls: matched by the pair of ranks
-P2P_APIS = (SEND, RECEIVE)
-
-
-def rank_ranges(ranks) -> str:
-    """Ranks as compact ranges, ascending: ``rank_ranges([0, 1, 2, 5, 7, 8]) == "0-2, 5, 7-8"``
-    (duplicates dropped; an empty list gives ``""``)."""
-    ordered = sorted(set(ranks))
-    parts: list[str] = []
-    i = 0
-    while i < len(ordered):
-        j = i
-        while j + 1 < len(ordered) and ordered[j + 1] == ordered[j] + 1:
-            j += 1
-        parts.append(str(ordered[i]) if i == j else f"{ordered[i]}-{ordered[j]}")
-        i = j + 1
-    return ", ".join(parts)
-
-
-def received_message(api: str, group: str, ranks: Optional[list[int]]) -> str:
-    """The ``message`` of a ``communication`` record (``ranks``: the
-    group's, or None when unknown).
-
-    Example: ``received_message("AllReduce", "hccl_world_group", [0, 1])`` is "received inf/nan
-    through AllReduce (group hccl_world_group, ranks 0-1) from another rank, or the reduction
-    itself overflowed: see `probe report` over all ranks".
-    """
-    members = f", ranks {rank_ranges(ranks)}" if ranks else ""
-    reduced = ", or the reduction itself overflowed" if api in REDUCING_APIS else ""
-    return (f"received inf/nan through {api} (group {group}{members}) from another rank{reduced}: "
-            "see `probe report` over all ranks")
+#: L0: the model given to ``start()`` made the inf/nan in its own ``construct``, between its sub-Cells,
+#: from finite inputs (on that model's own record, or on the sub-Cell it handed the inf/nan to)
+SOURCE_OWN_CONSTRUCT = "own-construct"
 
 
 # -- dump.json (msprobe's format) --------------------------------------------------------
 
 DATA = "data"                                #: dump.json's object of entries
+# an entry's keys (msprobe's): a forward entry's inputs, keyword inputs, outputs and (a Cell's)
+# Parameters; a backward entry's input (the gradients w.r.t. the outputs) and output
+INPUT_ARGS = "input_args"
+INPUT_KWARGS = "input_kwargs"
+OUTPUT = "output"
+INPUT = "input"
+PARAMETERS = "parameters"
 #: probe_runtime's key in a forward entry (not msprobe's): the values an in-place call left in the
 #: Parameters it may write, after the call, keyed like their values before it (L1: ``input_args[4]``,
 #: the position of the copy made before the call; L0: the Parameter's name under ``parameters``)
