@@ -20,7 +20,7 @@ from ..exit import ExitStatus
 from ..textsafe import shown
 from .analysis.scan import Summary, scan
 from .discover import iter_rank_folders
-from .output import write_output
+from .output import inside_dump, write_output
 from .progress import Progress
 from .reader import ReadCache, read_folder
 from .render import RenderUnavailable
@@ -103,6 +103,10 @@ def run(dump_path: str, fmt: str = "text", out: Optional[IO[str]] = None, err: O
     """The body of :func:`msprobe_lint.report.main` (same arguments)."""
     out = out or sys.stdout
     err = err or sys.stderr
+    refused = inside_dump(output, dump_path) if output is not None else None
+    if refused:
+        err.write(shown(f"probe: error: {refused}") + "\n")
+        return ExitStatus.USAGE
     result = report(dump_path, html=fmt == "html", show_all=show_all, progress=Progress(err))
     status = ExitStatus(result.status)
     try:

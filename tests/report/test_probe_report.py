@@ -499,3 +499,23 @@ def test_an_unread_folder_up_to_the_start_is_named_in_the_summary(tmp_path, corr
     assert status == 0 and "step9" not in last
     assert ("Not read (see the warnings): step0/rank1; the overflow may have started there." in last) == said
     assert "step9/rank1/overflow.json" in err
+
+
+@pytest.mark.parametrize("where", ["step0/rank1/overflow.json", "step0/rank1/new.json", "report.txt", "."])
+def test_output_inside_the_dump_is_refused(tmp_path, where):
+    """--output inside the dump being read is refused (exit 2), even with
+    --force, and the dump's files stay as they were (as probe lint refuses
+    an --output that is one of the files it lints)."""
+    dump = tmp_path / "dump"
+    shutil.copytree(DATA / "ours", dump)
+    before = {p: p.read_bytes() for p in dump.rglob("*") if p.is_file()}
+    target = dump / where
+    proc = run_probe("report", str(dump), "-o", str(target), "--force")
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "is inside the dump being read" in proc.stderr
+    assert {p: p.read_bytes() for p in dump.rglob("*") if p.is_file()} == before
+    err = io.StringIO()
+    assert main(str(dump), "json", out=io.StringIO(), err=err, output=str(target), force=True) == 2
+    assert "inside the dump" in err.getvalue()
+    # beside the dump is fine
+    assert main(str(dump), "text", out=io.StringIO(), err=io.StringIO(), output=str(tmp_path / "r.txt")) == 0
