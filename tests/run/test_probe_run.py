@@ -282,3 +282,43 @@ def test_script_of_the_command_is_linted(tmp_path, monkeypatch):
     for command in (["python", "-u", "train.py"], ["msrun", "--worker_num=1", "train.py"]):
         status, out, calls = guarded(cfg, command)
         assert status == 1 and not calls and "train.py:2" in out and "PL502" in out, out
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
+def test_kill_9_of_probe_run_takes_the_child_with_it(tmp_path):
+    """kill -9 of `probe run` (no chance to forward anything): the training
+    process dies too instead of running on as an orphan."""
+    config(tmp_path)
+    child = tmp_path / "child.py"
+    child.write_text("import os, pathlib, time\n"
+                     "pathlib.Path('pid').write_text(str(os.getpid()))\n"
+                     "time.sleep(120)\n")
+    proc = subprocess.Popen(probe_command() + ["run", "config.json", "--", PY, "child.py"], cwd=tmp_path,
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    pid = None
+    try:
+        deadline = time.monotonic() + 30
+        while not (tmp_path / "pid").exists() or not (tmp_path / "pid").read_text():
+            assert proc.poll() is None and time.monotonic() < deadline
+            time.sleep(0.05)
+        pid = int((tmp_path / "pid").read_text())
+        proc.kill()
+        proc.wait(timeout=30)
+        deadline = time.monotonic() + 30
+        while _alive(pid):
+            assert time.monotonic() < deadline, f"child {pid} outlived probe run"
+            time.sleep(0.05)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        if pid is not None and _alive(pid):
+            os.kill(pid, signal.SIGKILL)
+
+
+def _alive(pid: int) -> bool:
+    """True while ``pid`` runs (a zombie counts as gone)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
