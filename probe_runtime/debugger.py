@@ -31,7 +31,7 @@ from typing import Any, Optional
 
 from . import lifecycle
 from .errors import UsageError
-from .gate import admit
+from .gate import admit, claim_dump_path
 from .state import RunState, expand_ids, live_rank_source
 
 LOGGER = logging.getLogger("probe_runtime")
@@ -117,6 +117,7 @@ class PrecisionDebugger:
                                         ("step", step)) if v is not None}
         rank = live_rank_source()
         config = admit(config_path, overrides, rank)
+        self._writer_claim = claim_dump_path(config_path, overrides, rank, config)  # one writer per rank folder
         self.config = config
         self.config_path = config_path
         self.task = config.get("task", "statistics")

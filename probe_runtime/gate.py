@@ -156,3 +156,34 @@ def dump_path_errors(config_path: Optional[str], overrides: dict, rank: tuple) -
         finding = Finding("PL407", f"dump_path {path} cannot be created: {err.strerror or err}",
                           pointer="/dump_path", hint="choose a folder you can write")
     return [d for d in lint_live(config_path, overrides, rank, extra=(finding,)) if d.severity is Severity.ERROR]
+
+
+def claim_dump_path(config_path: Optional[str], overrides: dict, rank: tuple, config: dict) -> Any:
+    """Mark this process as the writer of its rank folder in dump_path
+    (``msprobe_lint.live_writers``: a marker file held locked while the
+    process runs), once :func:`admit` let ``config`` through. Returns the
+    claim; the debugger keeps it (the lock goes when it is collected or
+    the process ends).
+
+    Raises:
+        ConfigLintError: another running process writes this rank folder
+            of dump_path (another job started with the same dump_path, or
+            the same job launched again while the first still runs), or a
+            process of another job writes another rank folder of it: PL407
+            at dump_path, naming that process (pid, host, start, command).
+            Nothing was patched or written.
+    """
+    from msprobe_lint.lint.diagnostic import Finding
+    from msprobe_lint.live_writers import WriterBusy, claim
+
+    path = os.path.abspath(config["dump_path"])
+    try:
+        return claim(path, rank_dir_name(rank[0]))
+    except WriterBusy as busy:
+        finding = Finding("PL407", str(busy), pointer="/dump_path",
+                          hint="give each run its own dump_path, or wait until the other one ends")
+    errors = [d for d in lint_live(config_path, overrides, rank, extra=(finding,)) if d.severity is Severity.ERROR]
+    if not errors:  # PL407 turned off in the project's settings: said, not refused
+        LOGGER.warning("probe_runtime: %s", finding.message)
+        return None
+    raise ConfigLintError(errors)

@@ -46,6 +46,7 @@ VIOLATIONS = {
     "report-layers": ("msprobe_lint/report/reader.py", "from .analysis import scan"),
     "report-no-circles": ("msprobe_lint/report/analysis/facts.py", "from . import first"),
     "report-dumpformat-leaf": ("msprobe_lint/report/dumpformat.py", "from . import model"),
+    "live-writers-leaf": ("msprobe_lint/live_writers.py", "from .report import dumpformat"),
 }
 
 

@@ -31,6 +31,30 @@ def _script_analysis_available() -> bool:
         return False
 
 
+def _live_writers(config: str) -> Optional[str]:
+    """Why CMD must not start because another running process writes the
+    config's dump_path (``msprobe_lint.live_writers``: its markers, held
+    locked while their process runs), or None."""
+    import json
+
+    from ..live_writers import read_writers
+
+    try:
+        with open(config, encoding="utf-8") as f:
+            dump_path = json.load(f).get("dump_path")
+    except (OSError, ValueError, AttributeError):
+        return None
+    if not isinstance(dump_path, str) or not os.path.isdir(dump_path):
+        return None
+    live = [w for w in read_writers(dump_path) if w.live]
+    if not live:
+        return None
+    folders = ", ".join(w.rank_dir for w in live)
+    return (f"dump_path {dump_path} is being written by another running job ({folders}: {live[0].describe()}); "
+            "the two would overwrite and mix each other's step*/rank* files: give this run its own dump_path, "
+            "or wait until that one ends")
+
+
 def guarded_run(config: str, command: Sequence[str], options=None, *, stream: Optional[TextIO] = None,
                 color: bool = False, runner: Optional[Callable[..., int]] = None) -> int:
     """Lint ``config`` (and CMD's script) and run CMD only when no error
@@ -46,7 +70,8 @@ def guarded_run(config: str, command: Sequence[str], options=None, *, stream: Op
     Returns:
         CMD's exit status; 1 when the lint found errors, 2 for a usage
         error (``PROBE_CHECKS`` not ``exact``, ``auto`` or ``sentinel``
-        included), an unreadable config or a missing script; 126/127 when CMD
+        included), an unreadable config or a missing script; 1 too when
+        another running process writes the config's dump_path; 126/127 when CMD
         cannot be started.
     """
     from ..lint.api import LintOptions, UsageError, lint_paths
@@ -95,6 +120,10 @@ def guarded_run(config: str, command: Sequence[str], options=None, *, stream: Op
         stream.write(f"probe: not starting `{shlex.join(command)}`: fix the problems above"
                      + (" (--strict: warnings count)" if options.strict and run.status == 1 else "") + "\n")
         return run.status
+    busy = _live_writers(config)
+    if busy:
+        stream.write(f"probe: not starting `{shlex.join(command)}`: {busy}\n")
+        return ExitStatus.PROBLEMS
     stream.write(f"probe: {config} passed; starting: {shlex.join(command)}\n")
     stream.flush()
     env = child_environment(config)

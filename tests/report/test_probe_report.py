@@ -519,3 +519,52 @@ def test_output_inside_the_dump_is_refused(tmp_path, where):
     assert "inside the dump" in err.getvalue()
     # beside the dump is fine
     assert main(str(dump), "text", out=io.StringIO(), err=io.StringIO(), output=str(tmp_path / "r.txt")) == 0
+
+
+HOLDER = """
+import sys, time
+from msprobe_lint.live_writers import claim
+held = claim(sys.argv[1], sys.argv[2])
+print("ready", flush=True)
+time.sleep(120)
+"""
+
+
+def _hold(tmp_path, dump, rank_dir, **env):
+    import subprocess
+    import sys
+
+    script = tmp_path / "holder.py"
+    script.write_text(HOLDER)
+    environ = {k: v for k, v in os.environ.items() if not k.startswith(("MS_SCHED", "MASTER_", "SLURM", "PMIX",
+                                                                         "TORCHELASTIC"))}
+    environ.update(PYTHONPATH=str(Path(__file__).parents[2]), **env)
+    proc = subprocess.Popen([sys.executable, str(script), str(dump), rank_dir], env=environ, stdout=subprocess.PIPE,
+                            text=True)
+    assert proc.stdout.readline().strip() == "ready"
+    return proc
+
+
+def test_report_says_a_dump_is_still_written_or_written_by_two_runs(tmp_path):
+    """Markers of two runs in one dump_path (two jobs launched with one
+    dump_path) and a rank folder still being written: warnings, the exit
+    status stays the records'."""
+    dump = tmp_path / "dump"
+    shutil.copytree(DATA / "ours", dump)
+    first = _hold(tmp_path, dump, "rank1", MS_SCHED_HOST="127.0.0.1", MS_SCHED_PORT="1")
+    try:
+        status, out, err = report(dump)
+        assert status == 0 and "rank1 is still being written by pid" in err and "different runs" not in err
+        status, _, err = report(dump / "step0" / "rank1")
+        assert status == 0 and "still being written" in err
+    finally:
+        first.kill()
+        first.wait()
+    second = _hold(tmp_path, dump, "rank0", MS_SCHED_HOST="127.0.0.1", MS_SCHED_PORT="2")
+    second.kill()
+    second.wait()
+    status, out, err = report(dump)
+    assert status == 0 and "still being written" not in err
+    assert "written by 2 different runs (rank0 by pid" in err and "are mixed" in err
+    status, out, _ = report(dump, "json")
+    assert any("different runs" in p["message"] for p in json.loads(out)["problems"])

@@ -322,3 +322,29 @@ def _alive(pid: int) -> bool:
             return f.read().rsplit(")", 1)[1].split()[0] != "Z"
     except FileNotFoundError:
         return False
+
+
+def test_not_started_into_a_dump_path_another_job_writes(tmp_path):
+    """A job already writing the config's dump_path (its marker is held
+    locked): probe run refuses to start a second one into it, naming it;
+    once that job is gone, the launch goes ahead."""
+    cfg = config(tmp_path)
+    dump = tmp_path / "dump"
+    dump.mkdir()
+    holder = subprocess.Popen([PY, "-c", "import sys, time\nfrom msprobe_lint.live_writers import claim\n"
+                               "held = claim(sys.argv[1], 'rank')\nprint('ready', flush=True)\ntime.sleep(120)\n",
+                               str(dump)], env=dict(os.environ, PYTHONPATH=str(Path(__file__).parents[2])),
+                              stdout=subprocess.PIPE, text=True)
+    marker = tmp_path / "started"
+    start = ["--", PY, "-c", f"open({str(marker)!r}, 'w').close()"]
+    try:
+        assert holder.stdout.readline().strip() == "ready"
+        proc = run_probe("run", str(cfg), *start, cwd=tmp_path)
+        assert proc.returncode == 1 and not marker.exists(), proc.stderr
+        assert f"is being written by another running job (rank: pid {holder.pid}" in proc.stderr
+        assert "passed; starting" not in proc.stderr
+    finally:
+        holder.kill()
+        holder.wait()
+    proc = run_probe("run", str(cfg), *start, cwd=tmp_path)
+    assert proc.returncode == 0 and marker.exists(), proc.stderr
