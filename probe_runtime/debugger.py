@@ -30,7 +30,7 @@ import sys
 from typing import Any, Optional
 
 from . import lifecycle
-from .errors import UsageError
+from .errors import RuntimeMissing, UsageError
 from .gate import admit, claim_dump_path
 from .state import RunState, expand_ids, live_rank_source
 
@@ -41,6 +41,22 @@ CHECKS_VARIABLE = "PROBE_CHECKS"
 CHECKS = ("exact", "sentinel", "auto")
 #: ``checks`` when neither the argument nor ``PROBE_CHECKS`` gives one
 DEFAULT_CHECKS = "auto"
+
+
+def require_runtime() -> None:
+    """Import numpy and MindSpore, what the debugger runs on (the
+    ``runtime`` extra).
+
+    Raises:
+        RuntimeMissing: one of them cannot be imported (an ``ImportError``
+            saying ``install the runtime extra: pip install
+            'msprobe-lint[runtime]'``).
+    """
+    for module in ("numpy", "mindspore"):
+        try:
+            __import__(module)
+        except ImportError as err:
+            raise RuntimeMissing(module, str(err) or type(err).__name__) from None
 
 
 class PrecisionDebugger:
@@ -69,6 +85,9 @@ class PrecisionDebugger:
             What each one sees and costs: ``docs/checks.md``.
 
     Raises:
+        RuntimeMissing: numpy or MindSpore cannot be imported (an
+            ``ImportError``: install the runtime extra, ``pip install
+            'msprobe-lint[runtime]'``).
         ValueError: ``checks`` (or ``PROBE_CHECKS``) is not one of
             :data:`CHECKS`.
         ConfigLintError: the lint found errors in this live context (bad
@@ -106,6 +125,7 @@ class PrecisionDebugger:
     def __init__(self, config_path: Optional[str] = None, task: Optional[str] = None,
                  dump_path: Optional[str] = None, level: Optional[str] = None,
                  step: Optional[list] = None, *, checks: Optional[str] = None) -> None:
+        require_runtime()  # RuntimeMissing without numpy or MindSpore, before anything else
         if config_path is None:
             config_path = os.environ.get(CONFIG_VARIABLE) or None
         source = "checks" if checks is not None else CHECKS_VARIABLE

@@ -1,11 +1,15 @@
 """The errors ``probe_runtime`` raises to the user.
 
-Both are ``ValueError``s whose message says what to change:
+Each message says what to change:
 
-* :class:`ConfigLintError`: ``PrecisionDebugger(...)`` refused to start,
-  the config does not pass the lint in this live environment;
-* :class:`UsageError`: the debugger was called in a way that cannot work
-  (``start()`` without a model at level L0).
+* :class:`ConfigLintError` (a ``ValueError``): ``PrecisionDebugger(...)``
+  refused to start, the config does not pass the lint in this live
+  environment;
+* :class:`UsageError` (a ``ValueError``): the debugger was called in a way
+  that cannot work (``start()`` without a model at level L0);
+* :class:`RuntimeMissing` (an ``ImportError``): numpy or MindSpore, the
+  ``runtime`` extra, is not installed (``pip install .`` installs the
+  linter alone).
 
 Example::
 
@@ -48,3 +52,23 @@ class ConfigLintError(ValueError):
         self.diagnostics = list(diagnostics)
         super().__init__("probe_runtime refuses to start; the config has errors:\n"
                          + "\n".join(format_diagnostic(d) for d in self.diagnostics))
+
+
+#: how to install what the debugger needs
+RUNTIME_EXTRA = "pip install 'msprobe-lint[runtime]'"
+
+
+class RuntimeMissing(ImportError):
+    """``PrecisionDebugger`` needs numpy and MindSpore (the ``runtime``
+    extra), and one of them cannot be imported. The message names it and
+    says ``install the runtime extra: pip install 'msprobe-lint[runtime]'``;
+    left uncaught it prints that message alone, without a traceback (as
+    :class:`ConfigLintError`).
+
+    Attributes:
+        name: the module that is missing (``numpy``, ``mindspore``).
+    """
+
+    def __init__(self, module: str, reason: str) -> None:
+        super().__init__(f"probe_runtime needs {module}, which cannot be imported ({reason}); install the runtime "
+                         f"extra: {RUNTIME_EXTRA}", name=module)
