@@ -31,6 +31,18 @@ def _script_analysis_available() -> bool:
         return False
 
 
+def _single_process(plan):
+    """World size 1 for a plain ``python`` CMD (no launcher: one process,
+    as probe_runtime's gate will see it) unless the environment already
+    carries a launcher's world size (``probe run`` started once per rank by
+    an outer launcher); else None."""
+    from ..lint.context import WORLD_SIZE_VARIABLES, Fact
+
+    if plan.launcher != "python" or any(os.environ.get(name) for name in WORLD_SIZE_VARIABLES):
+        return None
+    return Fact(1, f"{os.path.basename(plan.argv[0])} without a launcher: one process")
+
+
 def _live_writers(config: str) -> Optional[str]:
     """Why CMD must not start because another running process writes the
     config's dump_path (``msprobe_lint.live_writers``: its markers, held
@@ -65,7 +77,8 @@ def guarded_run(config: str, command: Sequence[str], options=None, *, stream: Op
         command: CMD ARGS...
         options: :class:`msprobe_lint.lint.api.LintOptions` (``check_fs`` and
             ``runtime`` are forced on; ``script`` defaults to CMD's script;
-            the launcher's world size fills ``world_size`` unless given).
+            the launcher's world size fills ``world_size`` unless given, 1
+            for a plain ``python`` CMD outside a launcher's environment).
         stream: where probe's own output goes (default stderr).
     Returns:
         CMD's exit status; 1 when the lint found errors, 2 for a usage
@@ -105,8 +118,9 @@ def guarded_run(config: str, command: Sequence[str], options=None, *, stream: Op
         stream.write(f"probe: note: script analysis is not installed; {script} is not checked\n")
         script = None
     extra = dict(options.extra_facts)
-    if plan.world_size is not None and options.world_size is None:
-        extra.setdefault("world_size", plan.world_size)
+    world = plan.world_size if plan.world_size is not None else _single_process(plan)
+    if world is not None and options.world_size is None:
+        extra.setdefault("world_size", world)
     options = options._replace(script=script, check_fs=True, runtime=True, extra_facts=extra)
     try:
         run = lint_paths([config], options, walk=False)  # one config file, never a folder walk

@@ -348,3 +348,35 @@ def test_not_started_into_a_dump_path_another_job_writes(tmp_path):
         holder.wait()
     proc = run_probe("run", str(cfg), *start, cwd=tmp_path)
     assert proc.returncode == 0 and marker.exists(), proc.stderr
+
+
+@pytest.mark.parametrize("ranks, codes", [([0], {"PL304"}), ([3], {"PL303", "PL304"})])
+def test_plain_python_is_one_process_before_the_start(tmp_path, monkeypatch, ranks, codes):
+    """`probe run cfg -- python train.py` with "rank": [0] or [3]: world
+    size 1 is known before the start, so the refusal the in-process gate
+    would make after MindSpore was imported comes first; PL303 with no rank
+    left is graded as the gate grades it (an error)."""
+    monkeypatch.chdir(tmp_path)
+    for name in ("RANK_SIZE", "WORLD_SIZE", "MS_WORKER_NUM"):
+        monkeypatch.delenv(name, raising=False)
+    (tmp_path / "t.py").write_text("")
+    cfg = config(tmp_path, rank=ranks)
+    status, out, calls = guarded(cfg, ["python", "t.py"])
+    assert status == 1 and not calls, out
+    assert {code for code in ("PL303", "PL304") if f"{code} error" in out} == codes, out
+    assert "python without a launcher: one process" in out
+    # an outer launcher's environment gives the world size: not one process then
+    monkeypatch.setenv("RANK_SIZE", "4")
+    status, out, calls = guarded(config(tmp_path, rank=[3]), ["python", "t.py"])
+    assert status == 5 and calls and "PL30" not in out, out
+
+
+def test_pl303_severity_is_the_same_in_the_catalogue_and_the_gate():
+    """PL303 is a warning, and the catalogue says when it is an error (no
+    rank left in a guarded launch), as the gate and probe run grade it."""
+    from msprobe_lint.lint.rules import load_all
+
+    rule = load_all()["PL303"]
+    assert rule.severity.value == "warning" and "an error in probe run and the runtime gate" in rule.summary
+    readme = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
+    assert rule.summary in readme
