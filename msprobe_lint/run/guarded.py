@@ -43,6 +43,31 @@ def _single_process(plan):
     return Fact(1, f"{os.path.basename(plan.argv[0])} without a launcher: one process")
 
 
+def _configs_read_instead(script: str, config: str, stream: TextIO) -> list[str]:
+    """The configs the script's debuggers read instead of ``config``: a
+    string literal ``PrecisionDebugger(config_path="other.json")`` (the
+    debugger reads it, not PROBE_CONFIG), resolved where CMD runs. Each is
+    said once on ``stream`` as a warning; a script that cannot be analysed
+    gives [] (the lint said why)."""
+    from ..lint.script import analyse_script
+    from ..lint.script.model import ScriptError
+
+    try:
+        debuggers = analyse_script(script).debuggers
+    except ScriptError:
+        return []
+    found: list[str] = []
+    for debugger in debuggers:
+        path = debugger.config_path
+        if not path or (os.path.exists(path) and os.path.exists(config) and os.path.samefile(path, config)) \
+                or os.path.abspath(path) == os.path.abspath(config) or path in found:
+            continue
+        stream.write(f"probe: warning: {script}:{debugger.line}: PrecisionDebugger(config_path={path!r}) ignores "
+                     f"{config} (PROBE_CONFIG): the job reads {path}; linting it too\n")
+        found.append(path)
+    return found
+
+
 def _live_writers(config: str) -> Optional[str]:
     """Why CMD must not start because another running process writes the
     config's dump_path (``msprobe_lint.live_writers``: its markers, held
@@ -122,23 +147,27 @@ def guarded_run(config: str, command: Sequence[str], options=None, *, stream: Op
     if world is not None and options.world_size is None:
         extra.setdefault("world_size", world)
     options = options._replace(script=script, check_fs=True, runtime=True, extra_facts=extra)
-    try:
-        run = lint_paths([config], options, walk=False)  # one config file, never a folder walk
-    except UsageError as err:
-        stream.write(f"probe: error: {err}\n")
-        return ExitStatus.USAGE
-    has_findings = any(result.diagnostics for result in run.results)
-    if has_findings or run.status:
-        stream.write(get("text")(run.results, color=color))
-    if run.status:
-        stream.write(f"probe: not starting `{shlex.join(command)}`: fix the problems above"
-                     + (" (--strict: warnings count)" if options.strict and run.status == 1 else "") + "\n")
-        return run.status
-    busy = _live_writers(config)
-    if busy:
-        stream.write(f"probe: not starting `{shlex.join(command)}`: {busy}\n")
-        return ExitStatus.PROBLEMS
-    stream.write(f"probe: {config} passed; starting: {shlex.join(command)}\n")
+    instead = _configs_read_instead(script, config, stream) if script is not None else []
+    for checked in [config] + instead:
+        try:
+            run = lint_paths([checked], options, walk=False)  # one config file, never a folder walk
+        except UsageError as err:
+            stream.write(f"probe: error: {err}\n")
+            return ExitStatus.USAGE
+        has_findings = any(result.diagnostics for result in run.results)
+        if has_findings or run.status:
+            stream.write(get("text")(run.results, color=color))
+        if run.status:
+            stream.write(f"probe: not starting `{shlex.join(command)}`: fix the problems above"
+                         + (" (--strict: warnings count)" if options.strict and run.status == 1 else "") + "\n")
+            return run.status
+    for checked in [config] + instead:
+        busy = _live_writers(checked)
+        if busy:
+            stream.write(f"probe: not starting `{shlex.join(command)}`: {busy}\n")
+            return ExitStatus.PROBLEMS
+    also = f" ({', '.join(instead)}, which {script} reads instead, passed too)" if instead else ""
+    stream.write(f"probe: {config} passed{also}; starting: {shlex.join(command)}\n")
     stream.flush()
     env = child_environment(config)
     runner = runner or run_command

@@ -380,3 +380,35 @@ def test_pl303_severity_is_the_same_in_the_catalogue_and_the_gate():
     assert rule.severity.value == "warning" and "an error in probe run and the runtime gate" in rule.summary
     readme = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
     assert rule.summary in readme
+
+
+def test_a_script_that_reads_another_config_is_said_and_that_config_linted(tmp_path, monkeypatch):
+    """`probe run CONFIG` with a script that hard-codes
+    PrecisionDebugger(config_path="other.json"): the job reads other.json,
+    not CONFIG. Said as a warning, other.json linted too; an error there
+    refuses the start."""
+    monkeypatch.chdir(tmp_path)
+    cfg = config(tmp_path)
+    (tmp_path / "train.py").write_text("from probe_runtime import PrecisionDebugger\n"
+                                       "debugger = PrecisionDebugger(config_path='other.json')\n"
+                                       "debugger.start()\ndebugger.stop()\ndebugger.step()\n")
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps({"task": "overflow_check", "dump_path": "dump", "level": "L1"}))  # PL401
+    status, out, calls = guarded(cfg, ["python", "train.py"])
+    assert status == 1 and not calls, out
+    assert ("probe: warning: train.py:2: PrecisionDebugger(config_path='other.json') ignores "
+            f"{cfg} (PROBE_CONFIG): the job reads other.json; linting it too") in out
+    assert "other.json:1:" in out and "PL401 error" in out and "not starting" in out
+    other.write_text(json.dumps({"task": "overflow_check", "dump_path": str(tmp_path / "d2"), "level": "L1"}))
+    status, out, calls = guarded(cfg, ["python", "train.py"])
+    assert status == 5 and calls and "ignores" in out, out
+    assert "(other.json, which train.py reads instead, passed too); starting" in out
+    other.unlink()  # the job would fail reading it
+    status, out, calls = guarded(cfg, ["python", "train.py"])
+    assert status == 2 and not calls and "PL006" in out, out
+    # the script reading CONFIG itself: nothing to say
+    (tmp_path / "train.py").write_text("from probe_runtime import PrecisionDebugger\n"
+                                       f"debugger = PrecisionDebugger({str(cfg)!r})\n"
+                                       "debugger.start()\ndebugger.stop()\ndebugger.step()\n")
+    status, out, calls = guarded(cfg, ["python", "train.py"])
+    assert status == 5 and calls and "ignores" not in out, out
