@@ -21,7 +21,7 @@ Example::
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Optional
 
 
 class UsageError(ValueError):
@@ -43,14 +43,15 @@ class ConfigLintError(ValueError):
         diagnostics: every error diagnostic (``msprobe_lint.Diagnostic``).
 
     The message lists them, one per line, as
-    ``path:line:col: CODE severity: message`` with the hint after it.
+    ``path:line:col: CODE severity: message`` with the hint after it, or,
+    given, ``message`` says what is wrong instead (no config at all).
     Left uncaught, it prints that message alone, without a traceback
     (probe_runtime sets ``sys.excepthook`` for this class only).
     """
 
-    def __init__(self, diagnostics: list) -> None:
+    def __init__(self, diagnostics: list, message: Optional[str] = None) -> None:
         self.diagnostics = list(diagnostics)
-        super().__init__("probe_runtime refuses to start; the config has errors:\n"
+        super().__init__(message or "probe_runtime refuses to start; the config has errors:\n"
                          + "\n".join(format_diagnostic(d) for d in self.diagnostics))
 
 

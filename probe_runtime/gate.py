@@ -33,6 +33,12 @@ from .state import live_rank_source, rank_dir_name
 LOGGER = logging.getLogger("probe_runtime")
 #: the path diagnostics name when the config is the keyword arguments alone
 ARGUMENTS_PATH = "<PrecisionDebugger arguments>"
+#: the refusal of a debugger given no config at all (no file, no task or dump_path)
+NO_CONFIG = ("probe_runtime refuses to start: no config was given (PrecisionDebugger() got no config_path and "
+             "the PROBE_CONFIG environment variable is not set). Give one: "
+             "PrecisionDebugger(config_path=\"/abs/config.json\"), PROBE_CONFIG=/abs/config.json python train.py, "
+             "or probe run config.json -- python train.py (it sets PROBE_CONFIG); or pass "
+             "task=\"overflow_check\" and dump_path=\"/abs/dump\" to PrecisionDebugger")
 
 
 def admit(config_path: Optional[str], overrides: dict[str, Any], rank: tuple[Optional[int], str]) -> dict:
@@ -49,10 +55,14 @@ def admit(config_path: Optional[str], overrides: dict[str, Any], rank: tuple[Opt
 
     Raises:
         ConfigLintError: the lint found errors in this live context, or
-            dump_path cannot be created. Nothing was patched or written.
+            dump_path cannot be created; with no config at all (no file,
+            neither ``task`` nor ``dump_path``) the message says that alone
+            and how to give one. Nothing was patched or written.
     """
     diagnostics = lint_live(config_path, overrides, rank)
     errors = [d for d in diagnostics if d.severity is Severity.ERROR]
+    if errors and config_path is None and not ({"task", "dump_path"} & set(overrides)):
+        raise ConfigLintError(errors, NO_CONFIG)
     if not errors:
         errors = dump_path_errors(config_path, overrides, rank)
     if errors:
