@@ -89,7 +89,8 @@ class PrecisionDebugger:
             ``ImportError``: install the runtime extra, ``pip install
             'msprobe-lint[runtime]'``).
         ValueError: ``checks`` (or ``PROBE_CHECKS``) is not one of
-            :data:`CHECKS`.
+            :data:`CHECKS`, or ``PROBE_SYNC`` is not ``0``, ``1`` or
+            ``auto`` (``probe_runtime.execution.check_sync_mode``).
         ConfigLintError: the lint found errors in this live context (bad
             config, a task other than overflow_check, L2 without Ascend, a
             graph-mode process, a dump_path that is relative, a soft link or
@@ -133,6 +134,9 @@ class PrecisionDebugger:
         checks = checks if checks is not None else (os.environ.get(CHECKS_VARIABLE) or DEFAULT_CHECKS)
         if checks not in CHECKS:
             raise ValueError(f"{source} must be 'exact', 'auto' or 'sentinel', not {checks!r}")
+        from .execution import check_sync_mode
+
+        check_sync_mode()  # ValueError for PROBE_SYNC=maybe, as for PROBE_CHECKS=foo
         overrides = {k: v for k, v in (("task", task), ("dump_path", dump_path), ("level", level),
                                         ("step", step)) if v is not None}
         rank = live_rank_source()

@@ -107,8 +107,8 @@ def guarded_run(config: str, command: Sequence[str], options=None, *, stream: Op
         stream: where probe's own output goes (default stderr).
     Returns:
         CMD's exit status; 1 when the lint found errors, 2 for a usage
-        error (``PROBE_CHECKS`` not ``exact``, ``auto`` or ``sentinel``
-        included), an unreadable config or a missing script; 1 too when
+        error (``PROBE_CHECKS`` not ``exact``, ``auto`` or ``sentinel``, or
+        ``PROBE_SYNC`` not ``0``, ``1`` or ``auto``, included), an unreadable config or a missing script; 1 too when
         another running process writes the config's dump_path; 126/127 when CMD
         cannot be started.
     """
@@ -130,6 +130,12 @@ def guarded_run(config: str, command: Sequence[str], options=None, *, stream: Op
     if checks and checks not in ("exact", "auto", "sentinel"):  # probe_runtime.PrecisionDebugger would refuse it
         stream.write(f"probe: error: PROBE_CHECKS must be 'exact', 'auto' or 'sentinel', not {checks!r}; not starting "
                      f"`{shlex.join(command)}`\n")
+        return ExitStatus.USAGE
+    sync = os.environ.get("PROBE_SYNC", "auto")
+    if sync.strip().lower() not in ("0", "off", "false", "no", "1", "on", "true", "yes", "auto", ""):
+        # probe_runtime.execution.check_sync_mode would refuse it
+        stream.write(f"probe: error: PROBE_SYNC must be '0', '1' or 'auto' (or off/on, false/true, no/yes), not "
+                     f"{sync!r}; not starting `{shlex.join(command)}`\n")
         return ExitStatus.USAGE
     plan = parse_command(command)  # CMD runs here, so its script is relative to here (not --cwd)
     script = options.script

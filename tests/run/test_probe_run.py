@@ -192,6 +192,11 @@ def test_bad_probe_checks_exits_2_before_starting(tmp_path):
     proc = run_probe("run", str(cfg), "--", PY, "-c", f"open({str(marker)!r}, 'w').close()", cwd=tmp_path,
                      env={"PROBE_CHECKS": "sentinel"})
     assert proc.returncode == 0 and marker.exists()
+    marker.unlink()
+    proc = run_probe("run", str(cfg), "--", PY, "-c", f"open({str(marker)!r}, 'w').close()", cwd=tmp_path,
+                     env={"PROBE_SYNC": "maybe"})
+    assert proc.returncode == 2 and not marker.exists() and "passed" not in proc.stderr
+    assert "PROBE_SYNC must be '0', '1' or 'auto' (or off/on, false/true, no/yes), not 'maybe'" in proc.stderr
 
 
 def test_unreadable_config_exits_2(tmp_path):
