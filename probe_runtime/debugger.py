@@ -43,6 +43,24 @@ CHECKS = ("exact", "sentinel", "auto")
 DEFAULT_CHECKS = "auto"
 
 
+def _outside_filter(unchecked: set, steps: Optional[frozenset]) -> str:
+    """What the all-clear adds about the steps that ran (start() was
+    called) outside the config's step filter: how many, which; "" when
+    none did (or there is no step filter)."""
+    outside = sorted(step for step in unchecked if steps is not None and step not in steps)
+    if not outside:
+        return ""
+    ranges: list[str] = []
+    for step in outside:
+        if ranges and ranges[-1].split("-")[-1] == str(step - 1):
+            ranges[-1] = f"{ranges[-1].split('-')[0]}-{step}"
+        else:
+            ranges.append(str(step))
+    shown = ", ".join(ranges[:6]) + (", ..." if len(ranges) > 6 else "")
+    return (f"; {len(outside)} step(s) ran outside the config's step filter and were not checked "
+            f"(step {shown}): an overflow there is not seen")
+
+
 def require_runtime() -> None:
     """Import numpy and MindSpore, what the debugger runs on (the
     ``runtime`` extra).
@@ -170,6 +188,7 @@ class PrecisionDebugger:
         self._started = False
         self._start_calls = 0
         self._checked_steps: set[int] = set()
+        self._run_steps: set[int] = set()  # steps in which start() was called, checked or not
         self._exact_steps: set[int] = set()  # steps with an exact window
         self._start_failed = False  # a start() said why it could not check (e.g. another debugger's window)
         self._exit_said = False
@@ -245,6 +264,7 @@ class PrecisionDebugger:
                                  "(a mindspore.nn.Cell or a list/tuple of Cells), not debugger.start()")
             self.cells.check_model(model)  # raises UsageError for a non-Cell
         self._start_calls += 1
+        self._run_steps.add(self.state.step)
         if self._started:
             return
         try:
@@ -654,6 +674,7 @@ class PrecisionDebugger:
                    "masked before the loss and the gradients is not seen there)")
         message = (f"probe_runtime: no overflow found in {len(self._checked_steps)} checked step(s){how}; "
                    f"dump_path: {self.dump_path}")
+        message += _outside_filter(self._run_steps - self._checked_steps, self.state.steps)
         if self.level == "L0":  # what L0 cannot see, so the all-clear is not read as more than it is
             message += (" (level L0 checks what the Cells take and return: an overflow that starts and ends inside "
                         "one Cell, its outputs finite, is not seen; level L1 names the call)")
