@@ -497,7 +497,10 @@ def test_an_unread_folder_up_to_the_start_is_named_in_the_summary(tmp_path, corr
     status, out, err = report(root)
     last = out.splitlines()[-1]
     assert status == 0 and "step9" not in last
-    assert ("Not read (see the warnings): step0/rank1; the overflow may have started there." in last) == said
+    # the overflow.json of the start's folder is not read; its dump.json entries are, without origin marks
+    assert ("Without origin marks (overflow.json not read, see the warnings): step0/rank1; the overflow may have "
+            "started there." in last) == said
+    assert "Not read" not in last
     assert "step9/rank1/overflow.json" in err
 
 
@@ -568,3 +571,23 @@ def test_report_says_a_dump_is_still_written_or_written_by_two_runs(tmp_path):
     assert "written by 2 different runs (rank0 by pid" in err and "are mixed" in err
     status, out, _ = report(dump, "json")
     assert any("different runs" in p["message"] for p in json.loads(out)["problems"])
+
+
+@pytest.mark.parametrize("content", ["garbage", "[1, 2]", '{"name": "x"}', '["a"]'])
+def test_an_unreadable_overflow_json_is_one_warning_and_dump_json_is_read(tmp_path, content):
+    """One policy for an overflow.json that is not JSON, not a list, or a
+    list with no record in it, beside a dump.json: said once as not read,
+    the folder falls back to dump.json's entries, exit 0 with the warning
+    (not 'no overflow.json' and 'not read' both, nor exit 2 for some)."""
+    folder = tmp_path / "dump" / "step0" / "rank"
+    folder.mkdir(parents=True)
+    shutil.copy(DATA / "msprobe" / "step0" / "rank" / "dump.json", folder)
+    (folder / "overflow.json").write_text(content)
+    status, out, err = report(tmp_path / "dump")
+    assert status == 0, err
+    warnings = [line for line in err.splitlines() if line.startswith("probe: warning:")]
+    assert len(warnings) == 1 and "overflow.json: not read (" in warnings[0]
+    assert warnings[0].endswith("the records are dump.json's entries, without origin marks")
+    assert "Functional.exp.3" in out and "Not read" not in out and "no overflow.json:" not in out
+    status, out, _ = report(tmp_path / "dump", "json")
+    assert status == 0 and len(json.loads(out)["problems"]) == 1
