@@ -32,7 +32,6 @@ from __future__ import annotations
 import errno
 import json
 import os
-import socket
 import sys
 import time
 from dataclasses import dataclass
@@ -51,6 +50,16 @@ RETRY_SECONDS = 0.5
 _FLAGS = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
 #: (real dump_path, rank dir) -> [descriptor, claims]: the markers this process holds
 _HELD: dict = {}
+
+
+def _host() -> str:
+    """This host's name (``os.uname``: socket is not loaded for it)."""
+    try:
+        return os.uname().nodename
+    except AttributeError:  # pragma: no cover - not POSIX
+        import socket
+
+        return socket.gethostname()
 
 
 def marker_name(rank_dir: str) -> str:
@@ -80,7 +89,7 @@ def job_identity(environ: Optional[Mapping[str, str]] = None) -> tuple[str, str]
         return f"slurm {env['SLURM_JOB_ID']}.{env.get('SLURM_STEP_ID', '')}", "SLURM_JOB_ID"
     if env.get("PMIX_NAMESPACE"):
         return f"pmix {env['PMIX_NAMESPACE']}", "PMIX_NAMESPACE"
-    return f"{socket.gethostname()} parent {os.getppid()}", "parent"
+    return f"{_host()} parent {os.getppid()}", "parent"
 
 
 @dataclass
@@ -216,7 +225,7 @@ def _read_open(fd: int, path: str, rank_dir: str) -> Writer:
 def _me(path: str, rank_dir: str, environ: Optional[Mapping[str, str]]) -> Writer:
     job, source = job_identity(environ)
     command = " ".join([sys.executable] + sys.argv) if sys.argv and sys.argv[0] else sys.executable
-    return Writer(path=path, rank_dir=rank_dir, pid=os.getpid(), host=socket.gethostname(),
+    return Writer(path=path, rank_dir=rank_dir, pid=os.getpid(), host=_host(),
                   started=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), command=command, job=job,
                   job_source=source, live=True)
 
