@@ -20,11 +20,9 @@ Usage:
     ... --clean --steps 200 --interleave                 (debugger on even steps only:
                                                           both medians and their ratio)
 
-``./run-example.sh`` writes the configs of ``example-dump/`` from the
-templates ``examples/config_l*.json`` (dump_path a placeholder) with a
-dump_path inside the clone. The config's dump_path must be absolute; nothing is deleted there, records
-of this run replace files of the same name. Ends with a short summary:
-what was found, where it started, where the dump is, and the step time.
+The config's dump_path must be absolute (./run-example.sh writes example-dump/
+configs with one inside the clone); nothing is deleted there. Ends with a
+short summary: what was found, where it started, the dump, the step time.
 """
 from __future__ import annotations
 
