@@ -47,7 +47,10 @@ SUFFIX = ".lock"
 #: how long a claimant retries a lock held by someone else before it counts
 #: as held (a reader testing a marker holds it for microseconds)
 RETRY_SECONDS = 0.5
-_FLAGS = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+# the held descriptor is read-only (a file open for writing would keep the file
+# system from being remounted read-only); who we are is written through another
+_FLAGS = os.O_RDONLY | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+_WRITE = os.O_WRONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
 #: (real dump_path, rank dir) -> [descriptor, claims]: the markers this process holds
 _HELD: dict = {}
 
@@ -289,8 +292,7 @@ def claim(dump_path: str, rank_dir: str, environ: Optional[Mapping[str, str]] = 
         me = _me(path, rank_dir, environ)
         payload = json.dumps({"pid": me.pid, "host": me.host, "started": me.started, "command": me.command,
                               "rank_dir": rank_dir, "job": me.job, "job_source": me.job_source}).encode("utf-8")
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, payload, 0)
+        _write(path, payload)
         for other in read_writers(root, skip=rank_dir):
             if other.live and other.pid != me.pid and not me.same_job(other):
                 raise WriterBusy(dump_path, other, same_rank=False)
@@ -299,6 +301,23 @@ def claim(dump_path: str, rank_dir: str, environ: Optional[Mapping[str, str]] = 
         raise
     _HELD[key] = [fd, 1]
     return Claim(key)
+
+
+def _write(path: str, payload: bytes) -> None:
+    """Replace the marker's content with ``payload`` through a descriptor of
+    its own, closed at once (the lock stays with the held one). A marker
+    that cannot be written keeps its lock, without who holds it."""
+    try:
+        fd = os.open(path, _WRITE)
+    except OSError:
+        return
+    try:
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, payload, 0)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
 
 
 def _lock(fd: int) -> bool:

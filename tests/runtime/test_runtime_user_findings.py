@@ -215,9 +215,9 @@ def test_sibling_rank_folders_block_a_single_process_not_a_worker(work, monkeypa
     first.stop()
     dump = tmp_path / "job"
     assert (dump / "step0" / "rank0" / "overflow.json").is_file()
-    before = snapshot(dump)
     monkeypatch.setenv("RANK_ID", "1")
-    make("L1", dump="job")  # a sibling worker
+    make("L1", dump="job")  # a sibling worker (its writer marker, .probe-writer-rank1.lock, is its only trace)
+    before = snapshot(dump)
     monkeypatch.delenv("RANK_ID")
     with pytest.raises(ConfigLintError) as caught:
         make("L1", dump="job")
