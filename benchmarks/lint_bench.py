@@ -2,7 +2,8 @@
 and ``probe``'s start-up against a bare interpreter (issue 24).
 
 First the start-up: ``probe lint --isolated`` and ``probe lint`` on one
-small clean config, and ``probe report`` on an empty folder, interleaved
+small clean config, and ``probe report`` on an empty folder and on a small
+dump (``tests/data/report/ours``), interleaved
 with ``python -c pass`` (the floor), each the median of ``--runs`` cold
 processes, printed side by side with their ratio to the bare interpreter
 (targets: under 50 ms and 70 ms where a bare interpreter takes 10 ms, i.e.
@@ -201,10 +202,15 @@ def timed(argv: list[str], cwd: str) -> float:
     return time.perf_counter() - start
 
 
+#: a small dump (2 step/rank folders, 4 records) for ``probe report``'s start-up
+SMALL_DUMP = Path(__file__).resolve().parents[1] / "tests" / "data" / "report" / "ours"
+
+
 def startup(probe: str, runs: int, folder: Path, importtime: bool = False) -> dict[str, float]:
     """Start-up medians (seconds) of ``probe lint`` (isolated and not) on
-    one small clean config and of ``probe report`` on an empty folder,
-    interleaved with a bare interpreter; prints them side by side."""
+    one small clean config and of ``probe report`` on an empty folder and
+    on :data:`SMALL_DUMP` (text), interleaved with a bare interpreter;
+    prints them side by side."""
     config = folder / "startup" / "config.json"
     config.parent.mkdir()
     config.write_text(json.dumps({"task": "overflow_check", "dump_path": str(folder / "dumps"), "level": "L1",
@@ -215,7 +221,8 @@ def startup(probe: str, runs: int, folder: Path, importtime: bool = False) -> di
     cases = {"bare interpreter": [sys.executable, "-c", "pass"],
              "probe lint --isolated": [probe, "lint", "--isolated", str(config)],
              "probe lint": [probe, "lint", str(config)],
-             "probe report (start)": [probe, "report", str(folder / "startup" / "dump")]}
+             "probe report (start)": [probe, "report", str(folder / "startup" / "dump")],
+             "probe report (small)": [probe, "report", str(SMALL_DUMP)]}
     times: dict[str, list[float]] = {label: [] for label in cases}
     for argv in cases.values():  # warm-up: the page cache and the bytecode cache
         subprocess.run(argv, cwd=config.parent, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

@@ -12,17 +12,17 @@ config. The loop
 calls ``debugger.start(net)``: level L0 needs the model, L1 ignores it.
 
 Usage:
-    PROBE_CONFIG=examples/config_l1.json python examples/train_overflow.py
-    python examples/train_overflow.py examples/config_l1.json
-    python examples/train_overflow.py examples/config_l0.json
+    PROBE_CONFIG=example-dump/config_l1.json python examples/train_overflow.py
+    python examples/train_overflow.py example-dump/config_l1.json
+    python examples/train_overflow.py example-dump/config_l0.json
     python examples/train_overflow.py --no-debugger      (timing baseline)
     ... --clean --steps 200                              (no outlier batch; timing)
     ... --clean --steps 200 --interleave                 (debugger on even steps only:
                                                           both medians and their ratio)
 
-The config's dump_path must be absolute; nothing is deleted there, records
-of this run replace files of the same name. Ends with a short summary:
-what was found, where it started, where the dump is, and the step time.
+The config's dump_path must be absolute (./run-example.sh writes example-dump/
+configs with one inside the clone); nothing is deleted there. Ends with a
+short summary: what was found, where it started, the dump, the step time.
 """
 from __future__ import annotations
 

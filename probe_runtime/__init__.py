@@ -8,9 +8,10 @@ outputs or gradients hold inf/nan and writes msprobe-compatible dumps plus
 ``mindspore.train.Model.train`` (imported on first use: it needs MindSpore).
 """
 from .debugger import PrecisionDebugger
-from .errors import ConfigLintError, UsageError
+from .errors import ConfigLintError, RuntimeMissing, UsageError
 
-__all__ = ["PrecisionDebugger", "ConfigLintError", "UsageError", "OverflowCheckCallback", "MsprobeStep"]
+__all__ = ["PrecisionDebugger", "ConfigLintError", "RuntimeMissing", "UsageError", "OverflowCheckCallback",
+           "MsprobeStep"]
 
 
 def __getattr__(name: str):

@@ -29,8 +29,8 @@ import os
 from typing import Any, Optional
 
 from . import lifecycle
-from .errors import UsageError
-from .gate import admit
+from .errors import RuntimeMissing, UsageError
+from .gate import admit, claim_dump_path
 from .state import RunState, expand_ids, live_rank_source
 from .windows.policy import DEFAULT_CHECKS, Checks, WindowPolicy, parse_checks
 
@@ -40,6 +40,22 @@ CHECKS_VARIABLE = "PROBE_CHECKS"
 #: the values of ``checks`` (and ``PROBE_CHECKS``)
 CHECKS = tuple(c.value for c in Checks)
 __all__ = ["PrecisionDebugger", "CHECKS", "DEFAULT_CHECKS"]
+
+
+def require_runtime() -> None:
+    """Import numpy and MindSpore, what the debugger runs on (the
+    ``runtime`` extra).
+
+    Raises:
+        RuntimeMissing: one of them cannot be imported (an ``ImportError``
+            saying ``install the runtime extra: pip install
+            'msprobe-lint[runtime]'``).
+    """
+    for module in ("numpy", "mindspore"):
+        try:
+            __import__(module)
+        except ImportError as err:
+            raise RuntimeMissing(module, str(err) or type(err).__name__) from None
 
 
 class PrecisionDebugger:
@@ -63,8 +79,9 @@ class PrecisionDebugger:
             sees and costs: ``docs/checks.md``.
 
     Raises:
+        RuntimeMissing: no numpy or MindSpore (an ``ImportError``).
         ValueError: ``checks`` (or ``PROBE_CHECKS``) is not one of
-            :data:`CHECKS`.
+            :data:`CHECKS`, or ``PROBE_SYNC`` not ``0``, ``1`` or ``auto``.
         ConfigLintError: the lint found errors in this live context (bad
             config, a task other than overflow_check, L2 without Ascend, a
             graph-mode process, a dump_path that is relative, a soft link or
@@ -84,14 +101,19 @@ class PrecisionDebugger:
     def __init__(self, config_path: Optional[str] = None, task: Optional[str] = None,
                  dump_path: Optional[str] = None, level: Optional[str] = None,
                  step: Optional[list] = None, *, checks: Optional[str] = None) -> None:
+        require_runtime()  # RuntimeMissing without numpy or MindSpore, before anything else
         if config_path is None:
             config_path = os.environ.get(CONFIG_VARIABLE) or None
         named = checks if checks is not None else os.environ.get(CHECKS_VARIABLE) or None
         mode = parse_checks(named, "checks" if checks is not None else CHECKS_VARIABLE)  # ValueError
+        from .execution import check_sync_mode
+
+        check_sync_mode()  # ValueError for PROBE_SYNC=maybe, as for PROBE_CHECKS=foo
         overrides = {k: v for k, v in (("task", task), ("dump_path", dump_path), ("level", level),
                                         ("step", step)) if v is not None}
         rank = live_rank_source()
         config = admit(config_path, overrides, rank)
+        self._writer_claim = claim_dump_path(config_path, overrides, rank, config)  # one writer per rank folder
         self.config = config
         self.config_path = config_path
         self.task = config.get("task", "statistics")
@@ -175,7 +197,7 @@ class PrecisionDebugger:
                 raise UsageError("level L0 checks the Cells of a model: call debugger.start(model) with the network "
                                  "(a mindspore.nn.Cell or a list/tuple of Cells), not debugger.start()")
             self.cells.check_model(model)  # raises UsageError for a non-Cell
-        self.windows.summary.started()
+        self.windows.summary.started(self.state.step)
         if self._started:
             return
         try:

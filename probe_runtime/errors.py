@@ -1,11 +1,15 @@
 """The errors ``probe_runtime`` raises to the user.
 
-Both are ``ValueError``s whose message says what to change:
+Each message says what to change:
 
-* :class:`ConfigLintError`: ``PrecisionDebugger(...)`` refused to start,
-  the config does not pass the lint in this live environment;
-* :class:`UsageError`: the debugger was called in a way that cannot work
-  (``start()`` without a model at level L0).
+* :class:`ConfigLintError` (a ``ValueError``): ``PrecisionDebugger(...)``
+  refused to start, the config does not pass the lint in this live
+  environment;
+* :class:`UsageError` (a ``ValueError``): the debugger was called in a way
+  that cannot work (``start()`` without a model at level L0);
+* :class:`RuntimeMissing` (an ``ImportError``): numpy or MindSpore, the
+  ``runtime`` extra, is not installed (``pip install .`` installs the
+  linter alone).
 
 Example::
 
@@ -17,7 +21,7 @@ Example::
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Optional
 
 
 class UsageError(ValueError):
@@ -39,12 +43,33 @@ class ConfigLintError(ValueError):
         diagnostics: every error diagnostic (``msprobe_lint.Diagnostic``).
 
     The message lists them, one per line, as
-    ``path:line:col: CODE severity: message`` with the hint after it.
+    ``path:line:col: CODE severity: message`` with the hint after it, or,
+    given, ``message`` says what is wrong instead (no config at all).
     Left uncaught, it prints that message alone, without a traceback
     (probe_runtime sets ``sys.excepthook`` for this class only).
     """
 
-    def __init__(self, diagnostics: list) -> None:
+    def __init__(self, diagnostics: list, message: Optional[str] = None) -> None:
         self.diagnostics = list(diagnostics)
-        super().__init__("probe_runtime refuses to start; the config has errors:\n"
+        super().__init__(message or "probe_runtime refuses to start; the config has errors:\n"
                          + "\n".join(format_diagnostic(d) for d in self.diagnostics))
+
+
+#: how to install what the debugger needs
+RUNTIME_EXTRA = "pip install 'msprobe-lint[runtime]'"
+
+
+class RuntimeMissing(ImportError):
+    """``PrecisionDebugger`` needs numpy and MindSpore (the ``runtime``
+    extra), and one of them cannot be imported. The message names it and
+    says ``install the runtime extra: pip install 'msprobe-lint[runtime]'``;
+    left uncaught it prints that message alone, without a traceback (as
+    :class:`ConfigLintError`).
+
+    Attributes:
+        name: the module that is missing (``numpy``, ``mindspore``).
+    """
+
+    def __init__(self, module: str, reason: str) -> None:
+        super().__init__(f"probe_runtime needs {module}, which cannot be imported ({reason}); install the runtime "
+                         f"extra: {RUNTIME_EXTRA}", name=module)

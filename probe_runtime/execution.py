@@ -27,6 +27,26 @@ from typing import Any, Optional
 
 LOGGER = logging.getLogger("probe_runtime")
 ENV = "PROBE_SYNC"
+#: the values of PROBE_SYNC: never, always, the CPU backend only ("" = unset)
+OFF = ("0", "off", "false", "no")
+ON = ("1", "on", "true", "yes")
+AUTO = ("auto", "")
+
+
+def check_sync_mode(value: Optional[str] = None) -> str:
+    """``value`` (default: the ``PROBE_SYNC`` environment variable)
+    normalised (stripped, lower case), once it is one of :data:`OFF`,
+    :data:`ON`, :data:`AUTO`.
+
+    Raises:
+        ValueError: any other value (``PROBE_SYNC=maybe``), as a bad
+            ``PROBE_CHECKS`` is refused.
+    """
+    raw = value if value is not None else os.environ.get(ENV, "auto")
+    mode = raw.strip().lower()
+    if mode not in OFF + ON + AUTO:
+        raise ValueError(f"{ENV} must be '0', '1' or 'auto' (or off/on, false/true, no/yes), not {raw!r}")
+    return mode
 
 
 def _context() -> Any:

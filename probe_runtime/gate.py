@@ -33,6 +33,12 @@ from .state import live_rank_source, rank_dir_name
 LOGGER = logging.getLogger("probe_runtime")
 #: the path diagnostics name when the config is the keyword arguments alone
 ARGUMENTS_PATH = "<PrecisionDebugger arguments>"
+#: the refusal of a debugger given no config at all (no file, no task or dump_path)
+NO_CONFIG = ("probe_runtime refuses to start: no config was given (PrecisionDebugger() got no config_path and "
+             "the PROBE_CONFIG environment variable is not set). Give one: "
+             "PrecisionDebugger(config_path=\"/abs/config.json\"), PROBE_CONFIG=/abs/config.json python train.py, "
+             "or probe run config.json -- python train.py (it sets PROBE_CONFIG); or pass "
+             "task=\"overflow_check\" and dump_path=\"/abs/dump\" to PrecisionDebugger")
 
 
 def admit(config_path: Optional[str], overrides: dict[str, Any], rank: tuple[Optional[int], str]) -> dict:
@@ -49,10 +55,14 @@ def admit(config_path: Optional[str], overrides: dict[str, Any], rank: tuple[Opt
 
     Raises:
         ConfigLintError: the lint found errors in this live context, or
-            dump_path cannot be created. Nothing was patched or written.
+            dump_path cannot be created; with no config at all (no file,
+            neither ``task`` nor ``dump_path``) the message says that alone
+            and how to give one. Nothing was patched or written.
     """
     diagnostics = lint_live(config_path, overrides, rank)
     errors = [d for d in diagnostics if d.severity is Severity.ERROR]
+    if errors and config_path is None and not ({"task", "dump_path"} & set(overrides)):
+        raise ConfigLintError(errors, NO_CONFIG)
     if not errors:
         errors = dump_path_errors(config_path, overrides, rank)
     if errors:
@@ -156,3 +166,34 @@ def dump_path_errors(config_path: Optional[str], overrides: dict, rank: tuple) -
         finding = Finding("PL407", f"dump_path {path} cannot be created: {err.strerror or err}",
                           pointer="/dump_path", hint="choose a folder you can write")
     return [d for d in lint_live(config_path, overrides, rank, extra=(finding,)) if d.severity is Severity.ERROR]
+
+
+def claim_dump_path(config_path: Optional[str], overrides: dict, rank: tuple, config: dict) -> Any:
+    """Mark this process as the writer of its rank folder in dump_path
+    (``msprobe_lint.live_writers``: a marker file held locked while the
+    process runs), once :func:`admit` let ``config`` through. Returns the
+    claim; the debugger keeps it (the lock goes when it is collected or
+    the process ends).
+
+    Raises:
+        ConfigLintError: another running process writes this rank folder
+            of dump_path (another job started with the same dump_path, or
+            the same job launched again while the first still runs), or a
+            process of another job writes another rank folder of it: PL407
+            at dump_path, naming that process (pid, host, start, command).
+            Nothing was patched or written.
+    """
+    from msprobe_lint.lint.diagnostic import Finding
+    from msprobe_lint.live_writers import WriterBusy, claim
+
+    path = os.path.abspath(config["dump_path"])
+    try:
+        return claim(path, rank_dir_name(rank[0]))
+    except WriterBusy as busy:
+        finding = Finding("PL407", str(busy), pointer="/dump_path",
+                          hint="give each run its own dump_path, or wait until the other one ends")
+    errors = [d for d in lint_live(config_path, overrides, rank, extra=(finding,)) if d.severity is Severity.ERROR]
+    if not errors:  # PL407 turned off in the project's settings: said, not refused
+        LOGGER.warning("probe_runtime: %s", finding.message)
+        return None
+    raise ConfigLintError(errors)

@@ -8,8 +8,9 @@
   does the same for every debugger, then hands the signal on (to the
   handler installed before, or, for the default action, by sending it
   again so the process still ends "killed by SIGTERM");
-* an uncaught :class:`~probe_runtime.errors.ConfigLintError` prints its
-  message alone, without a traceback (``sys.excepthook``, set on import).
+* an uncaught :class:`~probe_runtime.errors.ConfigLintError` (or
+  :class:`~probe_runtime.errors.RuntimeMissing`) prints its message alone,
+  without a traceback (``sys.excepthook``, set on import).
 
 Ctrl-C needs nothing here: Python raises ``KeyboardInterrupt`` and an
 unhandled one ends the interpreter through ``atexit``. The details:
@@ -29,7 +30,7 @@ import threading
 import weakref
 from typing import Any, Optional
 
-from .errors import ConfigLintError
+from .errors import ConfigLintError, RuntimeMissing
 
 _DEBUGGERS: "weakref.WeakSet[Any]" = weakref.WeakSet()
 _PREVIOUS_SIGTERM: Any = None
@@ -40,7 +41,7 @@ def _excepthook(kind: type, value: BaseException, tb: Any, _previous: Any = sys.
     """An uncaught ConfigLintError is the gate saying no: its message alone
     (the config's errors), no traceback; the exit status stays 1. Any
     other exception goes to the hook that was there before."""
-    if issubclass(kind, ConfigLintError):
+    if issubclass(kind, (ConfigLintError, RuntimeMissing)):
         print(value, file=sys.stderr, flush=True)
         return
     _previous(kind, value, tb)

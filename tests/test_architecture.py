@@ -48,6 +48,7 @@ VIOLATIONS = {
     "report-layers": ("msprobe_lint/report/reader.py", "from .analysis import scan"),
     "report-no-circles": ("msprobe_lint/report/analysis/facts.py", "from . import first"),
     "format-leaf": ("probe_format/records.py", "from msprobe_lint.report import model as _model  # noqa"),
+    "live-writers-leaf": ("msprobe_lint/live_writers.py", "from .report import model as _model  # noqa"),
 }
 
 

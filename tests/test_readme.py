@@ -1,9 +1,12 @@
-"""The README's rule table is generated from the rule catalogue, not written
-twice; it must be up to date."""
+"""The README against the code: its rule table is generated from the rule
+catalogue, not written twice, and must be up to date; the paths it names
+exist; its report sample of the bundled example is real output."""
 from __future__ import annotations
 
 import subprocess
 import sys
+
+import pytest
 
 from conftest import REPO
 
@@ -84,3 +87,61 @@ def test_the_tests_layout_the_readme_states_holds():
         top = {"runtime": ["probe_runtime"], "probe_format": ["probe_format"]}.get(parts[0], ["msprobe_lint", parts[0]])
         module = REPO.joinpath(*top, *parts[1:-1], parts[-1][len("test_"):])
         assert (REPO / test).is_file() and module.is_file(), (test, module)
+
+
+EXAMPLE_INTRO = "On the bundled example\n(`./run-example.sh`, real output):\n\n```\n"
+
+
+def _normalised(text: str, dump: str) -> list[str]:
+    """Lines of a report with the dump folder and the example's path
+    replaced (they differ per clone), trailing blanks dropped."""
+    import re
+
+    text = text.replace(dump, "DUMP")
+    text = re.sub(r"\S*/examples/train_overflow\.py", "SCRIPT", text)
+    return [line.rstrip() for line in text.strip("\n").splitlines()]
+
+
+@pytest.mark.slow
+@pytest.mark.mindspore
+def test_the_readme_report_sample_is_the_bundled_examples_real_output(tmp_path):
+    """The README's `probe report` sample of the bundled example (and
+    docs/report-format.md's, with its `--all` tail) is what `probe report`
+    prints on a fresh run of it (with whatever checks are the default),
+    compared line by line, the dump folder and the clone's path aside."""
+    pytest.importorskip("mindspore")
+    import json
+    import os
+
+    from conftest import run_probe
+
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    assert EXAMPLE_INTRO in readme, "the README's report sample of the bundled example moved"
+    block = readme.split(EXAMPLE_INTRO, 1)[1].split("\n```", 1)[0]
+    command, shown = block.split("\n", 1)
+    assert command.startswith("$ probe report ")
+    config = json.loads((REPO / "examples" / "config_l1.json").read_text(encoding="utf-8"))
+    config["dump_path"] = str(tmp_path / "dump")
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    os.chmod(path, 0o640)
+    env = {k: v for k, v in os.environ.items() if k not in ("PROBE_CHECKS", "PROBE_SYNC", "RANK_ID", "RANK",
+                                                            "RANK_SIZE", "WORLD_SIZE", "MS_WORKER_NUM")}
+    env.update(PROBE_CONFIG=str(path), PYTHONPATH=str(REPO))
+    trained = subprocess.run([sys.executable, str(REPO / "examples" / "train_overflow.py")], cwd=tmp_path, env=env,
+                             capture_output=True, text=True, timeout=600)
+    assert trained.returncode == 0, trained.stderr[-2000:]
+    report = run_probe("report", str(tmp_path / "dump"), cwd=tmp_path, env={"PYTHONPATH": str(REPO)})
+    assert report.returncode == 0, report.stderr
+    dump = command.split()[-1]
+    assert _normalised(shown, dump) == _normalised(report.stdout, str(tmp_path / "dump"))
+    # docs/report-format.md's "Real output": the same report, then the tail of --all (step 4)
+    docs = (REPO / "docs" / "report-format.md").read_text(encoding="utf-8")
+    plain = docs.split(f"$ probe report {dump}\n", 1)[1].split(f"$ probe report {dump} --all\n", 1)
+    assert _normalised(plain[0], dump) == _normalised(report.stdout, str(tmp_path / "dump"))
+    every = run_probe("report", str(tmp_path / "dump"), "--all", cwd=tmp_path, env={"PYTHONPATH": str(REPO)})
+    tail = plain[1].split("```", 1)[0]
+    assert tail.startswith("...\n")
+    real = _normalised(every.stdout, str(tmp_path / "dump"))
+    shown_tail = _normalised(tail[len("...\n"):], dump)
+    assert real[-len(shown_tail):] == shown_tail

@@ -7,7 +7,8 @@ time, and typer (which builds pydantic adapters for every option) costs
 more than the lint itself. So ``main`` reads a plain ``probe lint``
 command line itself (``cli.lint_args.parse_lint``, with the meaning click
 gives it) and runs ``cli.lint.run_lint``, the same body the typer command
-runs; anything else (other commands, ``--help``, an argument list it does
+runs; a plain ``probe report`` likewise (``cli.report_args.parse_report``,
+then ``cli.commands.report.main``); anything else (other commands, ``--help``, an argument list it does
 not recognise exactly, shell completion) goes to the typer application in
 ``cli.app``, loaded only then.
 
@@ -48,13 +49,22 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
 
 
 def _dispatch(args: list[str]) -> int:
-    """The exit status of ``probe ARGS``: the fast ``probe lint`` and
-    ``--version`` here, everything else through typer."""
+    """The exit status of ``probe ARGS``: the fast ``probe lint``,
+    ``probe report`` and ``--version`` here, everything else through typer."""
     if args in (["--version"], ["-V"]):
         from .messages import version_line
 
         sys.stdout.write(version_line() + "\n")
         return ExitStatus.OK
+    if args and args[0] == "report":
+        from .report_args import parse_report
+
+        report = parse_report(args)
+        if report is not None:
+            from .commands.report import main as run_report
+
+            dump_path, options = report
+            return run_report(dump_path, options.pop("format", "text"), **options)
     from .lint_args import parse_lint
 
     parsed = parse_lint(args)

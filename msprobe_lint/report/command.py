@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import itertools
 import os
+import re
 import sys
 from pathlib import Path
 from typing import IO, Iterable, Iterator, Optional
@@ -20,7 +21,7 @@ from ..exit import ExitStatus
 from ..textsafe import shown
 from .analysis.scan import Summary, scan
 from .discover import iter_rank_folders
-from .output import write_output
+from .output import inside_dump, write_output
 from .progress import Progress
 from .reader import ReadCache, read_folder
 from .render import RenderUnavailable
@@ -35,8 +36,47 @@ def summarise(dump_path: str, *, keep_received: bool = False, progress: Optional
 
     Never raises for bad input: a missing or unreadable dump path is exit
     status USAGE with its message, and every file or folder that could not
-    be read is in ``summary.problems``.
+    be read is in ``summary.problems``. So are, as warnings that change no
+    exit status, the signs of two writers (:func:`writer_problems`).
     """
+    summary, status, message = _summarise(dump_path, keep_received=keep_received, progress=progress, cache=cache)
+    if status != ExitStatus.USAGE or summary.folders:
+        summary.problems.extend(writer_problems(dump_path))
+    return summary, status, message
+
+
+def writer_problems(dump_path: str) -> list[tuple[str, str]]:
+    """What the writer markers of the dump (``msprobe_lint.live_writers``,
+    in dump_path; for a step or rank folder given, in the dump_path above
+    it) say is wrong, as (path, problem): rank folders still being written
+    (the report may miss records), and markers of more than one run (two
+    jobs wrote into one dump_path: their records are mixed)."""
+    from ..live_writers import read_writers
+
+    root = Path(dump_path)
+    for _ in range(2):  # DUMP, DUMP/stepN or DUMP/stepN/rankR
+        if re.fullmatch(r"step\d+|rank\d*", root.name) and not any(root.glob(".probe-writer-*.lock")):
+            root = root.parent
+    writers = read_writers(str(root))
+    problems = [(w.path, f"{w.rank_dir} is still being written by {w.describe()}; the report may miss its "
+                         "latest records") for w in writers if w.live]
+    runs: list[list] = []
+    for writer in writers:
+        for run in runs:
+            if run[0].same_job(writer):
+                run.append(writer)
+                break
+        else:
+            runs.append([writer])
+    if len(runs) > 1:
+        told = "; ".join(f"{', '.join(w.rank_dir for w in run)} by {run[0].describe()}" for run in runs)
+        problems.append((str(root), f"written by {len(runs)} different runs ({told}); the records of different "
+                                    "runs are mixed in this report"))
+    return problems
+
+
+def _summarise(dump_path: str, *, keep_received: bool, progress: Optional[Progress],
+               cache: Optional[ReadCache]) -> tuple[Summary, ExitStatus, Optional[str]]:
     root = Path(dump_path)
     if not root.exists():
         return Summary(dump_path), ExitStatus.USAGE, f"{dump_path}: no such file or directory"
@@ -103,6 +143,10 @@ def run(dump_path: str, fmt: str = "text", out: Optional[IO[str]] = None, err: O
     """The body of :func:`msprobe_lint.report.main` (same arguments)."""
     out = out or sys.stdout
     err = err or sys.stderr
+    refused = inside_dump(output, dump_path) if output is not None else None
+    if refused:
+        err.write(shown(f"probe: error: {refused}") + "\n")
+        return ExitStatus.USAGE
     result = report(dump_path, html=fmt == "html", show_all=show_all, progress=Progress(err))
     status = ExitStatus(result.status)
     try:

@@ -6,6 +6,27 @@ from pathlib import Path
 from typing import Iterable, Optional, Union
 
 
+def inside_dump(output: str, dump_path: str) -> Optional[str]:
+    """Why ``output`` must not be written while ``dump_path`` is read
+    (a message for ``probe: error:``), or None.
+
+    ``output`` is refused when it is the dump folder itself or lies
+    anywhere inside it (through links: both are resolved), as ``probe
+    lint --output`` refuses one of the files it lints: ``--force`` would
+    replace a dump file (an ``overflow.json``, a ``dump.json``) with the
+    report, and a report left inside the dump would be read as part of
+    it the next time."""
+    try:
+        target = Path(output).resolve()
+        root = Path(dump_path).resolve()
+    except (OSError, RuntimeError):
+        return None
+    if target == root or root in target.parents:
+        return (f"--output {output} is inside the dump being read ({dump_path}); it would overwrite or mix with "
+                "the dump's files (choose a file outside it)")
+    return None
+
+
 def write_output(text: Union[str, Iterable[str]], output: str, *, force: bool = False) -> Optional[str]:
     """Write a report (a string, or its pieces) to the file ``output``;
     the reason it could not be written, or None.

@@ -29,6 +29,10 @@ from probe_format.records import version_problem
 from .discover import RankFolder
 from .model import Collective, Constant, RankDump, Record, Tensor, signature
 
+#: the end of the one warning about an overflow.json that cannot be read
+#: (not JSON, not a list, no record in it) beside a dump.json: the folder
+#: falls back to dump.json's entries, as a dump of msprobe's own
+FALLBACK = "the records are dump.json's entries, without origin marks"
 #: files larger than this are not read (a dump file is a few MB at most)
 MAX_FILE = 512 * 1024 * 1024
 _STACK_FILE_LINE = re.compile(r"File (?P<file>.*?), line (?P<line>\d+), in ")
@@ -397,6 +401,8 @@ class ReadCache:
             if not isinstance(value, list):
                 raise Unreadable("not a list of overflow records")
             items, notes = _interpret(value, self.ranks)
+            if value and not items:  # nothing in it is a record: not read, as a file that is not JSON
+                raise Unreadable(f"no overflow record in it ({len(value)} item(s), none an object with a \"name\")")
             hit = (items, notes, signature(items))
             if complete:
                 if len(self._seen) >= self.size:
@@ -479,7 +485,7 @@ def read_folder(folder: RankFolder, *, statistics: bool = True, construct: bool 
                 read_bytes(overflow_file), overflow_file, problems, folder.step, folder.rank)
             readable = complete or bool(items)
         except Unreadable as err:
-            problems.append((str(overflow_file), str(err)))
+            problems.append((str(overflow_file), f"not read ({err}); {FALLBACK}" if has_dump else str(err)))
     if has_dump and (statistics or items is None):
         try:
             parsed, complete = load_json(dump_file, problems, "dump")

@@ -31,6 +31,67 @@ def _script_analysis_available() -> bool:
         return False
 
 
+def _single_process(plan):
+    """World size 1 for a plain ``python`` CMD (no launcher: one process,
+    as probe_runtime's gate will see it) unless the environment already
+    carries a launcher's world size (``probe run`` started once per rank by
+    an outer launcher); else None."""
+    from ..lint.context import WORLD_SIZE_VARIABLES, Fact
+
+    if plan.launcher != "python" or any(os.environ.get(name) for name in WORLD_SIZE_VARIABLES):
+        return None
+    return Fact(1, f"{os.path.basename(plan.argv[0])} without a launcher: one process")
+
+
+def _configs_read_instead(script: str, config: str, stream: TextIO) -> list[str]:
+    """The configs the script's debuggers read instead of ``config``: a
+    string literal ``PrecisionDebugger(config_path="other.json")`` (the
+    debugger reads it, not PROBE_CONFIG), resolved where CMD runs. Each is
+    said once on ``stream`` as a warning; a script that cannot be analysed
+    gives [] (the lint said why)."""
+    from ..lint.script import analyse_script
+    from ..lint.script.model import ScriptError
+
+    try:
+        debuggers = analyse_script(script).debuggers
+    except ScriptError:
+        return []
+    found: list[str] = []
+    for debugger in debuggers:
+        path = debugger.config_path
+        if not path or (os.path.exists(path) and os.path.exists(config) and os.path.samefile(path, config)) \
+                or os.path.abspath(path) == os.path.abspath(config) or path in found:
+            continue
+        stream.write(f"probe: warning: {script}:{debugger.line}: PrecisionDebugger(config_path={path!r}) ignores "
+                     f"{config} (PROBE_CONFIG): the job reads {path}; linting it too\n")
+        found.append(path)
+    return found
+
+
+def _live_writers(config: str) -> Optional[str]:
+    """Why CMD must not start because another running process writes the
+    config's dump_path (``msprobe_lint.live_writers``: its markers, held
+    locked while their process runs), or None."""
+    import json
+
+    from ..live_writers import read_writers
+
+    try:
+        with open(config, encoding="utf-8") as f:
+            dump_path = json.load(f).get("dump_path")
+    except (OSError, ValueError, AttributeError):
+        return None
+    if not isinstance(dump_path, str) or not os.path.isdir(dump_path):
+        return None
+    live = [w for w in read_writers(dump_path) if w.live]
+    if not live:
+        return None
+    folders = ", ".join(w.rank_dir for w in live)
+    return (f"dump_path {dump_path} is being written by another running job ({folders}: {live[0].describe()}); "
+            "the two would overwrite and mix each other's step*/rank* files: give this run its own dump_path, "
+            "or wait until that one ends")
+
+
 def guarded_run(config: str, command: Sequence[str], options=None, *, stream: Optional[TextIO] = None,
                 color: bool = False, runner: Optional[Callable[..., int]] = None) -> int:
     """Lint ``config`` (and CMD's script) and run CMD only when no error
@@ -41,12 +102,14 @@ def guarded_run(config: str, command: Sequence[str], options=None, *, stream: Op
         command: CMD ARGS...
         options: :class:`msprobe_lint.lint.api.LintOptions` (``check_fs`` and
             ``runtime`` are forced on; ``script`` defaults to CMD's script;
-            the launcher's world size fills ``world_size`` unless given).
+            the launcher's world size fills ``world_size`` unless given, 1
+            for a plain ``python`` CMD outside a launcher's environment).
         stream: where probe's own output goes (default stderr).
     Returns:
         CMD's exit status; 1 when the lint found errors, 2 for a usage
-        error (``PROBE_CHECKS`` not ``exact``, ``auto`` or ``sentinel``
-        included), an unreadable config or a missing script; 126/127 when CMD
+        error (``PROBE_CHECKS`` not ``exact``, ``auto`` or ``sentinel``, or
+        ``PROBE_SYNC`` not ``0``, ``1`` or ``auto``, included), an unreadable config or a missing script; 1 too when
+        another running process writes the config's dump_path; 126/127 when CMD
         cannot be started.
     """
     from ..lint.api import LintOptions, UsageError, lint_paths
@@ -68,6 +131,12 @@ def guarded_run(config: str, command: Sequence[str], options=None, *, stream: Op
         stream.write(f"probe: error: PROBE_CHECKS must be 'exact', 'auto' or 'sentinel', not {checks!r}; not starting "
                      f"`{shlex.join(command)}`\n")
         return ExitStatus.USAGE
+    sync = os.environ.get("PROBE_SYNC", "auto")
+    if sync.strip().lower() not in ("0", "off", "false", "no", "1", "on", "true", "yes", "auto", ""):
+        # probe_runtime.execution.check_sync_mode would refuse it
+        stream.write(f"probe: error: PROBE_SYNC must be '0', '1' or 'auto' (or off/on, false/true, no/yes), not "
+                     f"{sync!r}; not starting `{shlex.join(command)}`\n")
+        return ExitStatus.USAGE
     plan = parse_command(command)  # CMD runs here, so its script is relative to here (not --cwd)
     script = options.script
     if script is None and plan.script is not None:
@@ -80,22 +149,31 @@ def guarded_run(config: str, command: Sequence[str], options=None, *, stream: Op
         stream.write(f"probe: note: script analysis is not installed; {script} is not checked\n")
         script = None
     extra = dict(options.extra_facts)
-    if plan.world_size is not None and options.world_size is None:
-        extra.setdefault("world_size", plan.world_size)
+    world = plan.world_size if plan.world_size is not None else _single_process(plan)
+    if world is not None and options.world_size is None:
+        extra.setdefault("world_size", world)
     options = options._replace(script=script, check_fs=True, runtime=True, extra_facts=extra)
-    try:
-        run = lint_paths([config], options, walk=False)  # one config file, never a folder walk
-    except UsageError as err:
-        stream.write(f"probe: error: {err}\n")
-        return ExitStatus.USAGE
-    has_findings = any(result.diagnostics for result in run.results)
-    if has_findings or run.status:
-        stream.write(get("text")(run.results, color=color))
-    if run.status:
-        stream.write(f"probe: not starting `{shlex.join(command)}`: fix the problems above"
-                     + (" (--strict: warnings count)" if options.strict and run.status == 1 else "") + "\n")
-        return run.status
-    stream.write(f"probe: {config} passed; starting: {shlex.join(command)}\n")
+    instead = _configs_read_instead(script, config, stream) if script is not None else []
+    for checked in [config] + instead:
+        try:
+            run = lint_paths([checked], options, walk=False)  # one config file, never a folder walk
+        except UsageError as err:
+            stream.write(f"probe: error: {err}\n")
+            return ExitStatus.USAGE
+        has_findings = any(result.diagnostics for result in run.results)
+        if has_findings or run.status:
+            stream.write(get("text")(run.results, color=color))
+        if run.status:
+            stream.write(f"probe: not starting `{shlex.join(command)}`: fix the problems above"
+                         + (" (--strict: warnings count)" if options.strict and run.status == 1 else "") + "\n")
+            return run.status
+    for checked in [config] + instead:
+        busy = _live_writers(checked)
+        if busy:
+            stream.write(f"probe: not starting `{shlex.join(command)}`: {busy}\n")
+            return ExitStatus.PROBLEMS
+    also = f" ({', '.join(instead)}, which {script} reads instead, passed too)" if instead else ""
+    stream.write(f"probe: {config} passed{also}; starting: {shlex.join(command)}\n")
     stream.flush()
     env = child_environment(config)
     runner = runner or run_command

@@ -1,6 +1,7 @@
 """Running CMD for ``probe run``: start it, forward SIGINT/SIGTERM/SIGHUP
 to it, wait, and give its exit status as a shell would (128+N for a
-signal N). The signal policy (process groups, an interactive terminal,
+signal N). On Linux CMD also gets SIGTERM (msrun: SIGINT) when probe
+itself dies, even of ``kill -9``. The signal policy (process groups, an interactive terminal,
 msrun) is in docs/guarded-launch.md.
 
 Example::
@@ -20,6 +21,50 @@ from ..exit import ExitStatus
 
 FORWARDED_SIGNALS = tuple(s for s in (getattr(signal, "SIGINT", None), getattr(signal, "SIGTERM", None),
                                       getattr(signal, "SIGHUP", None)) if s is not None)
+
+
+PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+
+
+def _prctl():
+    """libc's ``prctl`` on Linux (loaded in probe, before the fork: nothing
+    is imported in the child), else None."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        import ctypes
+
+        return ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+
+
+def die_with_parent(prctl, parent: int, signum: int) -> None:
+    """In the child, before exec (part of its ``preexec_fn``): ask the
+    kernel to send ``signum`` to this process when the thread that started
+    it dies (Linux ``prctl(PR_SET_PDEATHSIG)``; ``prctl`` from
+    :func:`_prctl`), so a ``kill -9`` of ``probe run`` does not leave CMD
+    running as an orphan. ``parent`` is probe's pid: when probe died before
+    the call took effect (``getppid()`` is no longer it), the signal is
+    sent at once. With ``prctl`` None (not Linux) nothing is done (see
+    docs/guarded-launch.md)."""
+    if prctl is None or prctl(PR_SET_PDEATHSIG, signum, 0, 0, 0) != 0:
+        return
+    if os.getppid() != parent:  # probe died between fork and prctl: the kernel will not tell us
+        os.kill(os.getpid(), signum)
+
+
+def _preexec(own_group: bool, parent: int, signum: int):
+    """The ``preexec_fn`` of CMD: its own process group (when asked, on
+    Python < 3.11) and :func:`die_with_parent`."""
+    prctl = _prctl()
+
+    def setup() -> None:
+        if own_group and sys.version_info < (3, 11):  # pragma: no cover
+            os.setpgrp()
+        die_with_parent(prctl, parent, signum)
+
+    return setup
 
 
 class CommandError(ValueError):
@@ -86,11 +131,12 @@ def run_command(argv: Sequence[str], env: Optional[Mapping[str, str]] = None, *,
             pass
     try:
         kwargs: dict = {}
-        if own_group:
-            if sys.version_info >= (3, 11):
-                kwargs["process_group"] = 0
-            else:  # pragma: no cover
-                kwargs["preexec_fn"] = os.setpgrp
+        if own_group and sys.version_info >= (3, 11):
+            kwargs["process_group"] = 0
+        if os.name == "posix":
+            # msrun cleans its workers up only on SIGINT (as forward() sends it)
+            death = signal.SIGINT if launcher == "msrun" else signal.SIGTERM
+            kwargs["preexec_fn"] = _preexec(own_group, os.getpid(), death)
         try:
             child = subprocess.Popen(list(argv), env=dict(env) if env is not None else None, cwd=cwd, **kwargs)
         except FileNotFoundError:

@@ -89,7 +89,7 @@ class Windows:
         self.optimizers = optimizers
         self.level = level
         self.notes = Notes(checker.records, level)
-        self.summary = Summary(level, dump_path)
+        self.summary = Summary(level, dump_path, state.steps)
         self.current: Optional[Window] = None
         self.watched = WatchedWindow(self, replayer)
         self._sentinel_empty_said = False

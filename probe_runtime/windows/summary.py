@@ -8,7 +8,7 @@ does not see.
 Example::
 
     summary = Summary("L1", "/data/dump")
-    summary.started()
+    summary.started(0)
     summary.checked(0, exact=True)
     summary.say(found=0, disabled=False, notes=0, auto=False)
     # stderr: probe_runtime: no overflow found in 1 checked step(s); dump_path: /data/dump
@@ -17,8 +17,27 @@ from __future__ import annotations
 
 import logging
 import sys
+from typing import Optional
 
 LOGGER = logging.getLogger("probe_runtime")
+
+
+def outside_filter(unchecked: set, steps: Optional[frozenset]) -> str:
+    """What the all-clear adds about the steps that ran (``start()`` was
+    called) outside the config's step filter: how many, which; "" when
+    none did (or there is no step filter)."""
+    outside = sorted(step for step in unchecked if steps is not None and step not in steps)
+    if not outside:
+        return ""
+    ranges: list[str] = []
+    for step in outside:
+        if ranges and ranges[-1].split("-")[-1] == str(step - 1):
+            ranges[-1] = f"{ranges[-1].split('-')[0]}-{step}"
+        else:
+            ranges.append(str(step))
+    shown = ", ".join(ranges[:6]) + (", ..." if len(ranges) > 6 else "")
+    return (f"; {len(outside)} step(s) ran outside the config's step filter and were not checked "
+            f"(step {shown}): an overflow there is not seen")
 
 
 class Summary:
@@ -27,27 +46,32 @@ class Summary:
     Args:
         level: ``"L0"`` or ``"L1"``.
         dump_path: named in the line.
+        steps: the config's step filter (None: every step is checked).
 
     Attributes:
         start_calls: ``start()`` calls (checked steps or not).
+        run_steps: steps in which ``start()`` was called, checked or not.
         checked_steps: steps in which a window opened.
         exact_steps: those with an exact window.
         start_failed: a ``start()`` said why it could not check.
         said: the line was written (or must not be: set by tests).
     """
 
-    def __init__(self, level: str, dump_path: str) -> None:
+    def __init__(self, level: str, dump_path: str, steps: Optional[frozenset] = None) -> None:
         self.level = level
         self.dump_path = dump_path
+        self.steps = steps
         self.start_calls = 0
+        self.run_steps: set[int] = set()
         self.checked_steps: set[int] = set()
         self.exact_steps: set[int] = set()
         self.start_failed = False
         self.said = False
 
-    def started(self) -> None:
-        """``start()`` was called."""
+    def started(self, step: int) -> None:
+        """``start()`` was called in ``step``."""
         self.start_calls += 1
+        self.run_steps.add(step)
 
     def checked(self, step: int, exact: bool) -> None:
         """A window opened in ``step``."""
@@ -64,6 +88,7 @@ class Summary:
                    "masked before the loss and the gradients is not seen there)")
         message = (f"probe_runtime: no overflow found in {len(self.checked_steps)} checked step(s){how}; "
                    f"dump_path: {self.dump_path}")
+        message += outside_filter(self.run_steps - self.checked_steps, self.steps)
         if self.level == "L0":  # what L0 cannot see, so the all-clear is not read as more than it is
             message += (" (level L0 checks what the Cells take and return: an overflow that starts and ends inside "
                         "one Cell, its outputs finite, is not seen; level L1 names the call)")

@@ -6,16 +6,18 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from conftest import config, probe_command, run_probe, write_config
 
-from msprobe_lint.cli import lint_args
+from msprobe_lint.cli import lint_args, report_args
 
 
 # probe's main with the typer-free reader declining everything: typer parses
-TYPER_ONLY = ("import sys; from msprobe_lint import cli; from msprobe_lint.cli import lint_args; "
-              "lint_args.parse_lint = lambda args: None; cli.main(sys.argv[1:])")
+TYPER_ONLY = ("import sys; from msprobe_lint import cli; from msprobe_lint.cli import lint_args, report_args; "
+              "lint_args.parse_lint = lambda args: None; report_args.parse_report = lambda args: None; "
+              "cli.main(sys.argv[1:])")
 
 
 def typer_probe(*args: str, cwd, input=None) -> subprocess.CompletedProcess:
@@ -234,3 +236,80 @@ def test_report_and_run_do_not_load_the_lint_engine(tmp_path):
                   "print(sorted(m for m in sys.modules if m.startswith('msprobe_lint.lint')))")
     proc = subprocess.run([sys.executable, "-c", import_run], capture_output=True, text=True, timeout=60)
     assert proc.stdout.strip() == "['msprobe_lint.lint', 'msprobe_lint.lint.context']", proc.stdout + proc.stderr
+
+
+REPORT_DATA = Path(__file__).resolve().parents[1] / "data" / "report"
+REPORT_ARGVS = [
+    ["report", str(REPORT_DATA / "ours")],
+    ["report", str(REPORT_DATA / "ours"), "--all", "-f", "json"],
+    ["report", "--format=html", str(REPORT_DATA / "msprobe")],
+    ["report", str(REPORT_DATA / "ours"), "-o", "out.txt"],
+    ["report", str(REPORT_DATA / "ours"), "-o", "exists.txt"],  # refused: exists
+    ["report", str(REPORT_DATA / "ours"), "--output", "exists.txt", "--force"],
+    ["report", "--", str(REPORT_DATA / "multirank" / "dp-allreduce")],
+    ["report", "missing"],  # exit 2 from the report
+    ["report", "."],  # nothing found: exit 1
+    # handed to typer: its own parsing and errors
+    ["report"],
+    ["report", "--help"],
+    ["report", "a", "b"],
+    ["report", str(REPORT_DATA / "ours"), "--format", "xml"],
+    ["report", str(REPORT_DATA / "ours"), "-fjson"],
+    ["report", str(REPORT_DATA / "ours"), "--all", "--all"],
+    ["report", str(REPORT_DATA / "ours"), "--force=yes"],
+    ["report", str(REPORT_DATA / "ours"), "--output"],
+    ["report", str(REPORT_DATA / "ours"), "--no-such-option"],
+]
+
+
+@pytest.mark.parametrize("argv", REPORT_ARGVS, ids=[" ".join(a[1:]).replace(str(REPORT_DATA), "DATA")
+                                                      for a in REPORT_ARGVS])
+def test_report_same_output_and_status_as_typer(tmp_path, argv):
+    """`probe report` without typer (cli/report_args.py) gives what the
+    typer command gives: output, files written, exit status, errors."""
+    outcomes = []
+    for route in ("fast", "typer"):
+        folder = tmp_path / route
+        folder.mkdir()
+        (folder / "exists.txt").write_text("keep")
+        proc = (subprocess.run(probe_command() + argv, capture_output=True, text=True, cwd=folder, timeout=120)
+                if route == "fast" else typer_probe(*argv, cwd=folder))
+        files = {p.name: p.read_text() for p in folder.iterdir()}
+        outcomes.append((proc.returncode, proc.stdout, proc.stderr, files))
+    assert outcomes[0] == outcomes[1]
+    assert "Traceback" not in outcomes[0][2]
+
+
+def test_parse_report_examples():
+    assert report_args.parse_report(["report", "d", "-f", "json", "--all", "-o", "r.json", "--force"]) == (
+        "d", {"format": "json", "show_all": True, "output": "r.json", "force": True})
+    assert report_args.parse_report(["report", "--", "-d"]) == ("-d", {})
+    for bad in (["report"], ["report", "a", "b"], ["report", "d", "-o", "-"], ["report", "d", "-o", ""],
+                ["report", "d", "--format", "JSON"], ["report", "d", "-x"], ["lint", "d"]):
+        assert report_args.parse_report(bad) is None, bad
+
+
+def test_report_option_table_matches_the_typer_command():
+    import typer.main
+
+    from msprobe_lint.cli.app import app
+
+    command = typer.main.get_command(app).commands["report"]
+    declared: dict[str, tuple] = {}
+    for param in command.params:
+        if param.param_type_name != "option":
+            continue
+        choices = getattr(param.type_descriptor, "choices", None)
+        kind = "flag" if param.is_flag else tuple(getattr(c, "value", c) for c in choices) if choices else "str"
+        for opt in param.opts:
+            declared[opt] = ({"show_all": "show_all"}.get(param.name, param.name), kind)
+    assert declared == report_args.OPTIONS
+
+
+def test_a_plain_report_loads_neither_typer_nor_jinja2():
+    """A text report of a small dump loads no typer, click, rich, pydantic,
+    Jinja2 (only the HTML page needs it) and no lint engine."""
+    code, modules = loaded_by("report", str(REPORT_DATA / "ours"))
+    assert code == 0
+    heavy = {"typer", "click", "pydantic", "rich", "jinja2", "markupsafe", "jsonschema", "msprobe_lint.lint"}
+    assert not heavy & modules, sorted(heavy & modules)

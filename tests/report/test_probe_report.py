@@ -497,5 +497,97 @@ def test_an_unread_folder_up_to_the_start_is_named_in_the_summary(tmp_path, corr
     status, out, err = report(root)
     last = out.splitlines()[-1]
     assert status == 0 and "step9" not in last
-    assert ("Not read (see the warnings): step0/rank1; the overflow may have started there." in last) == said
+    # the overflow.json of the start's folder is not read; its dump.json entries are, without origin marks
+    assert ("Without origin marks (overflow.json not read, see the warnings): step0/rank1; the overflow may have "
+            "started there." in last) == said
+    assert "Not read" not in last
     assert "step9/rank1/overflow.json" in err
+
+
+@pytest.mark.parametrize("where", ["step0/rank1/overflow.json", "step0/rank1/new.json", "report.txt", "."])
+def test_output_inside_the_dump_is_refused(tmp_path, where):
+    """--output inside the dump being read is refused (exit 2), even with
+    --force, and the dump's files stay as they were (as probe lint refuses
+    an --output that is one of the files it lints)."""
+    dump = tmp_path / "dump"
+    shutil.copytree(DATA / "ours", dump)
+    before = {p: p.read_bytes() for p in dump.rglob("*") if p.is_file()}
+    target = dump / where
+    proc = run_probe("report", str(dump), "-o", str(target), "--force")
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "is inside the dump being read" in proc.stderr
+    assert {p: p.read_bytes() for p in dump.rglob("*") if p.is_file()} == before
+    err = io.StringIO()
+    assert main(str(dump), "json", out=io.StringIO(), err=err, output=str(target), force=True) == 2
+    assert "inside the dump" in err.getvalue()
+    # beside the dump is fine
+    assert main(str(dump), "text", out=io.StringIO(), err=io.StringIO(), output=str(tmp_path / "r.txt")) == 0
+
+
+HOLDER = """
+import sys, time
+from msprobe_lint.live_writers import claim
+held = claim(sys.argv[1], sys.argv[2])
+print("ready", flush=True)
+time.sleep(120)
+"""
+
+
+def _hold(tmp_path, dump, rank_dir, **env):
+    import subprocess
+    import sys
+
+    script = tmp_path / "holder.py"
+    script.write_text(HOLDER)
+    environ = {k: v for k, v in os.environ.items() if not k.startswith(("MS_SCHED", "MASTER_", "SLURM", "PMIX",
+                                                                         "TORCHELASTIC"))}
+    environ.update(PYTHONPATH=str(Path(__file__).parents[2]), **env)
+    proc = subprocess.Popen([sys.executable, str(script), str(dump), rank_dir], env=environ, stdout=subprocess.PIPE,
+                            text=True)
+    assert proc.stdout.readline().strip() == "ready"
+    return proc
+
+
+def test_report_says_a_dump_is_still_written_or_written_by_two_runs(tmp_path):
+    """Markers of two runs in one dump_path (two jobs launched with one
+    dump_path) and a rank folder still being written: warnings, the exit
+    status stays the records'."""
+    dump = tmp_path / "dump"
+    shutil.copytree(DATA / "ours", dump)
+    first = _hold(tmp_path, dump, "rank1", MS_SCHED_HOST="127.0.0.1", MS_SCHED_PORT="1")
+    try:
+        status, out, err = report(dump)
+        assert status == 0 and "rank1 is still being written by pid" in err and "different runs" not in err
+        status, _, err = report(dump / "step0" / "rank1")
+        assert status == 0 and "still being written" in err
+    finally:
+        first.kill()
+        first.wait()
+    second = _hold(tmp_path, dump, "rank0", MS_SCHED_HOST="127.0.0.1", MS_SCHED_PORT="2")
+    second.kill()
+    second.wait()
+    status, out, err = report(dump)
+    assert status == 0 and "still being written" not in err
+    assert "written by 2 different runs (rank0 by pid" in err and "are mixed" in err
+    status, out, _ = report(dump, "json")
+    assert any("different runs" in p["message"] for p in json.loads(out)["problems"])
+
+
+@pytest.mark.parametrize("content", ["garbage", "[1, 2]", '{"name": "x"}', '["a"]'])
+def test_an_unreadable_overflow_json_is_one_warning_and_dump_json_is_read(tmp_path, content):
+    """One policy for an overflow.json that is not JSON, not a list, or a
+    list with no record in it, beside a dump.json: said once as not read,
+    the folder falls back to dump.json's entries, exit 0 with the warning
+    (not 'no overflow.json' and 'not read' both, nor exit 2 for some)."""
+    folder = tmp_path / "dump" / "step0" / "rank"
+    folder.mkdir(parents=True)
+    shutil.copy(DATA / "msprobe" / "step0" / "rank" / "dump.json", folder)
+    (folder / "overflow.json").write_text(content)
+    status, out, err = report(tmp_path / "dump")
+    assert status == 0, err
+    warnings = [line for line in err.splitlines() if line.startswith("probe: warning:")]
+    assert len(warnings) == 1 and "overflow.json: not read (" in warnings[0]
+    assert warnings[0].endswith("the records are dump.json's entries, without origin marks")
+    assert "Functional.exp.3" in out and "Not read" not in out and "no overflow.json:" not in out
+    status, out, _ = report(tmp_path / "dump", "json")
+    assert status == 0 and len(json.loads(out)["problems"]) == 1

@@ -193,6 +193,11 @@ def test_bad_probe_checks_exits_2_before_starting(tmp_path):
     proc = run_probe("run", str(cfg), "--", PY, "-c", f"open({str(marker)!r}, 'w').close()", cwd=tmp_path,
                      env={"PROBE_CHECKS": "sentinel"})
     assert proc.returncode == 0 and marker.exists()
+    marker.unlink()
+    proc = run_probe("run", str(cfg), "--", PY, "-c", f"open({str(marker)!r}, 'w').close()", cwd=tmp_path,
+                     env={"PROBE_SYNC": "maybe"})
+    assert proc.returncode == 2 and not marker.exists() and "passed" not in proc.stderr
+    assert "PROBE_SYNC must be '0', '1' or 'auto' (or off/on, false/true, no/yes), not 'maybe'" in proc.stderr
 
 
 def test_unreadable_config_exits_2(tmp_path):
@@ -283,3 +288,133 @@ def test_script_of_the_command_is_linted(tmp_path, monkeypatch):
     for command in (["python", "-u", "train.py"], ["msrun", "--worker_num=1", "train.py"]):
         status, out, calls = guarded(cfg, command)
         assert status == 1 and not calls and "train.py:2" in out and "PL502" in out, out
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
+def test_kill_9_of_probe_run_takes_the_child_with_it(tmp_path):
+    """kill -9 of `probe run` (no chance to forward anything): the training
+    process dies too instead of running on as an orphan."""
+    config(tmp_path)
+    child = tmp_path / "child.py"
+    child.write_text("import os, pathlib, time\n"
+                     "pathlib.Path('pid').write_text(str(os.getpid()))\n"
+                     "time.sleep(120)\n")
+    proc = subprocess.Popen(probe_command() + ["run", "config.json", "--", PY, "child.py"], cwd=tmp_path,
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    pid = None
+    try:
+        deadline = time.monotonic() + 30
+        while not (tmp_path / "pid").exists() or not (tmp_path / "pid").read_text():
+            assert proc.poll() is None and time.monotonic() < deadline
+            time.sleep(0.05)
+        pid = int((tmp_path / "pid").read_text())
+        proc.kill()
+        proc.wait(timeout=30)
+        deadline = time.monotonic() + 30
+        while _alive(pid):
+            assert time.monotonic() < deadline, f"child {pid} outlived probe run"
+            time.sleep(0.05)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        if pid is not None and _alive(pid):
+            os.kill(pid, signal.SIGKILL)
+
+
+def _alive(pid: int) -> bool:
+    """True while ``pid`` runs (a zombie counts as gone)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def test_not_started_into_a_dump_path_another_job_writes(tmp_path):
+    """A job already writing the config's dump_path (its marker is held
+    locked): probe run refuses to start a second one into it, naming it;
+    once that job is gone, the launch goes ahead."""
+    cfg = config(tmp_path)
+    dump = tmp_path / "dump"
+    dump.mkdir()
+    holder = subprocess.Popen([PY, "-c", "import sys, time\nfrom msprobe_lint.live_writers import claim\n"
+                               "held = claim(sys.argv[1], 'rank')\nprint('ready', flush=True)\ntime.sleep(120)\n",
+                               str(dump)], env=dict(os.environ, PYTHONPATH=str(Path(__file__).parents[2])),
+                              stdout=subprocess.PIPE, text=True)
+    marker = tmp_path / "started"
+    start = ["--", PY, "-c", f"open({str(marker)!r}, 'w').close()"]
+    try:
+        assert holder.stdout.readline().strip() == "ready"
+        proc = run_probe("run", str(cfg), *start, cwd=tmp_path)
+        assert proc.returncode == 1 and not marker.exists(), proc.stderr
+        assert f"is being written by another running job (rank: pid {holder.pid}" in proc.stderr
+        assert "passed; starting" not in proc.stderr
+    finally:
+        holder.kill()
+        holder.wait()
+    proc = run_probe("run", str(cfg), *start, cwd=tmp_path)
+    assert proc.returncode == 0 and marker.exists(), proc.stderr
+
+
+@pytest.mark.parametrize("ranks, codes", [([0], {"PL304"}), ([3], {"PL303", "PL304"})])
+def test_plain_python_is_one_process_before_the_start(tmp_path, monkeypatch, ranks, codes):
+    """`probe run cfg -- python train.py` with "rank": [0] or [3]: world
+    size 1 is known before the start, so the refusal the in-process gate
+    would make after MindSpore was imported comes first; PL303 with no rank
+    left is graded as the gate grades it (an error)."""
+    monkeypatch.chdir(tmp_path)
+    for name in ("RANK_SIZE", "WORLD_SIZE", "MS_WORKER_NUM"):
+        monkeypatch.delenv(name, raising=False)
+    (tmp_path / "t.py").write_text("")
+    cfg = config(tmp_path, rank=ranks)
+    status, out, calls = guarded(cfg, ["python", "t.py"])
+    assert status == 1 and not calls, out
+    assert {code for code in ("PL303", "PL304") if f"{code} error" in out} == codes, out
+    assert "python without a launcher: one process" in out
+    # an outer launcher's environment gives the world size: not one process then
+    monkeypatch.setenv("RANK_SIZE", "4")
+    status, out, calls = guarded(config(tmp_path, rank=[3]), ["python", "t.py"])
+    assert status == 5 and calls and "PL30" not in out, out
+
+
+def test_pl303_severity_is_the_same_in_the_catalogue_and_the_gate():
+    """PL303 is a warning, and the catalogue says when it is an error (no
+    rank left in a guarded launch), as the gate and probe run grade it."""
+    from msprobe_lint.lint.rules import load_all
+
+    rule = load_all()["PL303"]
+    assert rule.severity.value == "warning" and "an error in probe run and the runtime gate" in rule.summary
+    readme = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
+    assert rule.summary in readme
+
+
+def test_a_script_that_reads_another_config_is_said_and_that_config_linted(tmp_path, monkeypatch):
+    """`probe run CONFIG` with a script that hard-codes
+    PrecisionDebugger(config_path="other.json"): the job reads other.json,
+    not CONFIG. Said as a warning, other.json linted too; an error there
+    refuses the start."""
+    monkeypatch.chdir(tmp_path)
+    cfg = config(tmp_path)
+    (tmp_path / "train.py").write_text("from probe_runtime import PrecisionDebugger\n"
+                                       "debugger = PrecisionDebugger(config_path='other.json')\n"
+                                       "debugger.start()\ndebugger.stop()\ndebugger.step()\n")
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps({"task": "overflow_check", "dump_path": "dump", "level": "L1"}))  # PL401
+    status, out, calls = guarded(cfg, ["python", "train.py"])
+    assert status == 1 and not calls, out
+    assert ("probe: warning: train.py:2: PrecisionDebugger(config_path='other.json') ignores "
+            f"{cfg} (PROBE_CONFIG): the job reads other.json; linting it too") in out
+    assert "other.json:1:" in out and "PL401 error" in out and "not starting" in out
+    other.write_text(json.dumps({"task": "overflow_check", "dump_path": str(tmp_path / "d2"), "level": "L1"}))
+    status, out, calls = guarded(cfg, ["python", "train.py"])
+    assert status == 5 and calls and "ignores" in out, out
+    assert "(other.json, which train.py reads instead, passed too); starting" in out
+    other.unlink()  # the job would fail reading it
+    status, out, calls = guarded(cfg, ["python", "train.py"])
+    assert status == 2 and not calls and "PL006" in out, out
+    # the script reading CONFIG itself: nothing to say
+    (tmp_path / "train.py").write_text("from probe_runtime import PrecisionDebugger\n"
+                                       f"debugger = PrecisionDebugger({str(cfg)!r})\n"
+                                       "debugger.start()\ndebugger.stop()\ndebugger.step()\n")
+    status, out, calls = guarded(cfg, ["python", "train.py"])
+    assert status == 5 and calls and "ignores" not in out, out

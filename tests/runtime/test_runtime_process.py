@@ -113,3 +113,82 @@ def test_example_finds_the_overflow(tmp_path):
     assert "overflow starts at" in proc.stdout and str(tmp_path / "dump") in proc.stdout
     records = json.loads((tmp_path / "dump" / "step3" / "rank" / "overflow.json").read_text())
     assert records[0]["origin"] is True
+
+
+HOLDS = """
+import os, sys, time
+from probe_runtime import PrecisionDebugger
+debugger = PrecisionDebugger(config_path=sys.argv[1])
+print("ready", flush=True)
+time.sleep(120)
+"""
+
+SECOND = """
+import sys
+from probe_runtime import ConfigLintError, PrecisionDebugger
+try:
+    PrecisionDebugger(config_path=sys.argv[1])
+except ConfigLintError as err:
+    print(err)
+    sys.exit(3)
+print("constructed")
+"""
+
+
+def _start_holder(tmp_path, cfg, env):
+    holder = tmp_path / "holds.py"
+    holder.write_text(HOLDS)
+    proc = subprocess.Popen([sys.executable, str(holder), str(cfg)], cwd=tmp_path, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    line = proc.stdout.readline()
+    assert line.strip() == "ready", proc.stderr.read()[-2000:] if proc.poll() is not None else line
+    return proc
+
+
+def _second(tmp_path, cfg, env):
+    second = tmp_path / "second.py"
+    second.write_text(SECOND)
+    return subprocess.run([sys.executable, str(second), str(cfg)], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=300)
+
+
+def test_a_second_writer_of_the_same_rank_folder_is_refused(tmp_path):
+    """Two jobs started with one dump_path (a config with a fixed path, a
+    relaunch while the first runs): the second PrecisionDebugger is refused
+    at construction, naming the first; once the first is gone (kill -9:
+    its marker is stale) a new run starts."""
+    cfg = config(tmp_path)
+    first = _start_holder(tmp_path, cfg, child_env())
+    try:
+        proc = _second(tmp_path, cfg, child_env())
+        assert proc.returncode == 3, proc.stdout + proc.stderr[-2000:]
+        assert "PL407" in proc.stdout and f"pid {first.pid}" in proc.stdout and "holds.py" in proc.stdout
+        assert "being written by another process" in proc.stdout
+        # another rank of another job (a second msrun launch with other ranks) is refused too
+        other_job = dict(child_env(), RANK_ID="1", MS_SCHED_HOST="127.0.0.1", MS_SCHED_PORT="9")
+        proc = _second(tmp_path, cfg, other_job)
+        assert proc.returncode == 3 and f"pid {first.pid}" in proc.stdout and "another job" in proc.stdout
+    finally:
+        first.kill()
+        first.wait()
+    proc = _second(tmp_path, cfg, child_env())
+    assert proc.returncode == 0 and "constructed" in proc.stdout, proc.stdout + proc.stderr[-2000:]
+
+
+def test_ranks_of_one_job_share_a_dump_path(tmp_path):
+    """The ranks of one launch (msrun's scheduler address in their
+    environment) each claim their own rank folder: no conflict."""
+    cfg = config(tmp_path)
+    job = {"MS_SCHED_HOST": "127.0.0.1", "MS_SCHED_PORT": "8118"}
+    first = _start_holder(tmp_path, cfg, dict(child_env(), RANK_ID="0", **job))
+    try:
+        proc = _second(tmp_path, cfg, dict(child_env(), RANK_ID="1", **job))
+        assert proc.returncode == 0 and "constructed" in proc.stdout, proc.stdout + proc.stderr[-2000:]
+        markers = sorted(p.name for p in (tmp_path / "dump").glob(".probe-writer-*"))
+        assert markers == [".probe-writer-rank0.lock", ".probe-writer-rank1.lock"]
+        # a third process on rank 0 of the same job is still refused (two writers of one folder)
+        proc = _second(tmp_path, cfg, dict(child_env(), RANK_ID="0", **job))
+        assert proc.returncode == 3 and "its folder rank0" in proc.stdout
+    finally:
+        first.kill()
+        first.wait()

@@ -188,6 +188,13 @@ def test_checks_from_the_environment_and_a_bad_value(tmp_path, monkeypatch):
         PrecisionDebugger(config_path=config, checks="Sentinel")
     monkeypatch.delenv("PROBE_CHECKS")
     assert PrecisionDebugger(config_path=config).checks == "exact"  # the default (issue 33)
+    # PROBE_SYNC is refused the same way, not taken silently
+    for good in ("0", "1", "auto", " ON ", ""):
+        monkeypatch.setenv("PROBE_SYNC", good)
+        PrecisionDebugger(config_path=config)
+    monkeypatch.setenv("PROBE_SYNC", "maybe")
+    with pytest.raises(ValueError, match="PROBE_SYNC must be '0', '1' or 'auto' .*, not 'maybe'"):
+        PrecisionDebugger(config_path=config)
 
 
 def test_gradients_are_labelled_by_parameter_and_input_position():

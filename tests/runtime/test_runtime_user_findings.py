@@ -117,6 +117,28 @@ def test_l0_cell_backward_and_parameters_grad_of_nan_forward_are_carried(work):
 
 
 # -- 2. dump_path created; a run without overflow says so ----------------------------------
+def test_the_all_clear_counts_the_steps_outside_the_step_filter(tmp_path, monkeypatch, capsys):
+    """A step filter that leaves steps unchecked while the loss turns NaN
+    in them: the all-clear does not read as a bare 'no overflow found', it
+    says how many steps ran outside the filter and were not checked."""
+    isolate(monkeypatch, tmp_path)
+    path = write_runtime_config(tmp_path, step=[0, 1])
+    debugger = PrecisionDebugger(config_path=str(path))
+    for step in range(6):
+        debugger.start()
+        value = 100.0 if step >= 3 else 1.0  # exp overflows float32 from step 3 on: outside the filter
+        ops.exp(Tensor(np.full(3, value, np.float32)))
+        debugger.stop()
+        debugger.step()
+    capsys.readouterr()
+    lifecycle.at_exit(weakref.ref(debugger))
+    err = capsys.readouterr().err
+    assert "no overflow found in 2 checked step(s)" in err
+    assert ("4 step(s) ran outside the config's step filter and were not checked (step 2-5): an overflow there "
+            "is not seen") in err
+    assert not list((tmp_path / "dump").glob("step*"))
+
+
 def test_no_overflow_leaves_empty_dump_path_and_says_so(work, capsys):
     tmp_path, make = work
     debugger = make("L1")
@@ -193,9 +215,9 @@ def test_sibling_rank_folders_block_a_single_process_not_a_worker(work, monkeypa
     first.stop()
     dump = tmp_path / "job"
     assert (dump / "step0" / "rank0" / "overflow.json").is_file()
-    before = snapshot(dump)
     monkeypatch.setenv("RANK_ID", "1")
-    make("L1", dump="job")  # a sibling worker
+    make("L1", dump="job")  # a sibling worker (its writer marker, .probe-writer-rank1.lock, is its only trace)
+    before = snapshot(dump)
     monkeypatch.delenv("RANK_ID")
     with pytest.raises(ConfigLintError) as caught:
         make("L1", dump="job")

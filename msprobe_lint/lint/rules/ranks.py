@@ -161,7 +161,8 @@ def _parts(ptr: str) -> tuple:
     return key, int(index)
 
 
-@rule("PL303", "rank-beyond-world", "warning", "Rank >= world size (nothing collected on it)")
+@rule("PL303", "rank-beyond-world", "warning",
+      "Rank >= world size (nothing collected on it; an error in probe run and the runtime gate when no rank is left)")
 def rank_beyond_world(config: ConfigView, context: Context) -> Iterator[Finding]:
     """
     Ranks count from 0, so with N processes the highest rank is N-1. A rank

@@ -61,6 +61,9 @@ def _construction(index: Index, node: ast.Call, origin: str) -> Debugger:
         pass  # used through the class (a singleton in msprobe)
     else:
         debugger.escapes = f"the debugger is not bound to a plain variable (line {line})"
+    given = [k.value for k in node.keywords if k.arg == "config_path"] + node.args[:1]
+    if given and isinstance(given[0], ast.Constant) and isinstance(given[0].value, str):
+        debugger.config_path = given[0].value
     for keyword in node.keywords:
         if keyword.arg == "dump_path":
             debugger.dump_path_given = not _is_none(keyword.value)

@@ -70,6 +70,10 @@ class Debugger:
             verl passes a folder per step this way.
         origin: the module it was imported from (``probe_runtime``,
             ``msprobe.mindspore``...).
+        config_path: the string literal the constructor gets as its
+            config_path (``config_path=`` or the first positional
+            argument), which the debugger reads instead of PROBE_CONFIG;
+            None when it gets none, or something that is not a literal.
     """
 
     line: int
@@ -84,6 +88,7 @@ class Debugger:
     level_given: bool = False
     step_given: bool = False
     dump_path_given: bool = False
+    config_path: Optional[str] = None
 
     def called(self, method: str) -> list[DebuggerCall]:
         """The calls of ``method``, in source order."""

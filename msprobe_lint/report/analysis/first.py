@@ -18,6 +18,7 @@ from probe_format.collectives import rank_ranges
 from probe_format.layout import OUTSIDE, UPDATE, direction_of
 
 from ..fmt import place_of, step_text
+from ..reader import FALLBACK
 from .collectives import COLLECTIVE, ENTERED, ORIGIN, Start
 from .facts import RecordRef
 from .scan import Summary
@@ -72,16 +73,21 @@ def _start_sentence(start: Start, why_unknown: str) -> str:
 _STEP_FOLDER = re.compile(r"step(\d+)")
 
 
-def _unread_up_to(summary: Summary, step: Optional[int]) -> list[str]:
+def _unread_up_to(summary: Summary, step: Optional[int], *, fallback: bool = False) -> list[str]:
     """The folders (``step3/rank``, or ``step3``) of the files and folders
     that could not be read in a step up to ``step`` (any step when the
     start's step is unknown), where records may be hidden; a problem
     outside a step folder counts too, a dump.json beside a readable
-    overflow.json does not (only statistics are missing there)."""
+    overflow.json does not (only statistics are missing there). With
+    ``fallback`` the folders of the overflow.json files that could not be
+    read beside a dump.json (whose entries were read instead, without
+    origin marks) instead; without, those are left out."""
     out: list[str] = []
     root = os.path.normpath(summary.root) if summary.root else ""
     unread = {os.path.normpath(path) for path, _ in summary.problems}
-    for path, _ in summary.problems:
+    for path, problem in summary.problems:
+        if problem.endswith(FALLBACK) != fallback:
+            continue
         records = os.path.join(os.path.dirname(path), "overflow.json")
         if os.path.basename(path) == "dump.json" and os.path.normpath(records) not in unread \
                 and os.path.isfile(records):  # the records were read; only their statistics are missing
@@ -114,9 +120,15 @@ def summary_line(summary: Summary) -> str:
         if not parts:
             return "No overflow recorded."
         return parts[0]
+    marks_lost = _unread_up_to(summary, start.record.step, fallback=True)
     why = "no record is marked as the origin" if summary.origins_known else \
+        "overflow.json not read, see the warnings; its records have no origin marks" if marks_lost else \
         "no overflow.json: a dump without origin marks"
     sentence = _start_sentence(start, why)
+    if marks_lost and summary.origins_known:
+        sentence += (f" Without origin marks (overflow.json not read, see the warnings): {', '.join(marks_lost[:3])}"
+                     f"{f' and {len(marks_lost) - 3:,} more' if len(marks_lost) > 3 else ''}; the overflow may "
+                     "have started there.")
     unread = _unread_up_to(summary, start.record.step)
     if unread:
         sentence += (f" Not read (see the warnings): {', '.join(unread[:3])}"

@@ -109,8 +109,14 @@ def test_keyword_overrides_and_probe_config(work, monkeypatch, caplog):
     assert from_env.dump_path == str(tmp_path / "dump")
     monkeypatch.delenv("PROBE_CONFIG")
     with pytest.raises(ConfigLintError) as info:
-        PrecisionDebugger()  # no file at all: dump_path is missing
+        PrecisionDebugger()  # no file at all: said as that, not as a missing dump_path and task statistics
     assert "PL104" in {d.code for d in info.value.diagnostics}
+    message = str(info.value)
+    assert message.startswith("probe_runtime refuses to start: no config was given") and "PROBE_CONFIG" in message
+    assert "PL104" not in message and "statistics" not in message and "config_path=" in message
+    with pytest.raises(ConfigLintError) as info:
+        PrecisionDebugger(task="overflow_check")  # arguments alone, one missing: the lint's findings
+    assert "PL104" in str(info.value) and "no config was given" not in str(info.value)
     no_file = PrecisionDebugger(task="overflow_check", dump_path=str(other), level="L1")
     assert no_file.config_path is None and no_file.state.overflow_nums == 1
 
@@ -292,7 +298,7 @@ def test_step_filter_and_set_init_step(work):
         ops.exp(inf32(100.0))
         debugger.stop()
         debugger.step()
-    assert sorted(p.name for p in (tmp_path / "dump").iterdir()) == ["step1", "step3", "step4"]
+    assert sorted(p.name for p in (tmp_path / "dump").glob("step*")) == ["step1", "step3", "step4"]
     debugger.set_init_step(1)
     debugger.start()
     ops.exp(inf32(100.0))
