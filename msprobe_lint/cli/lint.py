@@ -136,17 +136,58 @@ def report(paths: list[str], run: Any, outcomes: list, *, format: str, output: O
 
 def emit(text: str, output: Optional[str]) -> Optional[int]:
     """Print ``text``, or write it to ``output``; the exit status of a
-    usage error when the file cannot be written, else None."""
+    usage error when the file cannot be written, else None.
+
+    ``output`` is written through a temporary file in its folder, renamed
+    over it once complete (a failure leaves the old report as it was); a
+    lone surrogate (a file name's undecodable byte, a ``"\\ud800"`` in a
+    config) is written as its ``\\uXXXX`` escape, which JSON reads back.
+    A path that is not a regular file (``/dev/stdout``, a pipe) is written
+    in place."""
     if output is None:
         sys.stdout.write(text)
         sys.stdout.flush()
         return None
+    data = text.encode("utf-8", "backslashreplace")
     try:
-        with open(output, "w", encoding="utf-8") as handle:
-            handle.write(text)
+        if os.path.exists(output) and not os.path.isfile(output):
+            with open(output, "wb") as handle:
+                handle.write(data)
+        else:
+            _replace(output, data)
     except OSError as err:
         return fail(f"cannot write {output}: {err.strerror or err}")
     return None
+
+
+def _replace(path: str, data: bytes) -> None:
+    """Write ``data`` to ``path`` atomically: a temporary file in the same
+    folder (the mode of the file it replaces, else what the umask gives a
+    new file), then renamed over ``path`` (through a soft link, the file
+    it points to).
+
+    Raises:
+        OSError: the folder is not writable, the disk is full...
+    """
+    import tempfile
+
+    target = os.path.realpath(path)
+    try:
+        mode = os.stat(target).st_mode & 0o7777
+    except FileNotFoundError:
+        umask = os.umask(0)
+        os.umask(umask)
+        mode = 0o666 & ~umask
+    handle, temporary = tempfile.mkstemp(prefix=".probe-", suffix=".tmp", dir=os.path.dirname(target))
+    try:
+        with os.fdopen(handle, "wb") as out:
+            out.write(data)
+        os.chmod(temporary, mode)
+        os.replace(temporary, target)
+    except BaseException:
+        if os.path.exists(temporary):
+            os.unlink(temporary)
+        raise
 
 
 def _overwrites(path: str, output: Optional[str]) -> bool:
