@@ -112,12 +112,29 @@ def remove(ptr: str, description: str, *, safe: bool = True) -> FixSpec:
     return FixSpec(description, (("remove", ptr),), safe)
 
 
-def set_value(ptr: str, value: Any, description: str, *, safe: bool = True) -> FixSpec:
-    """The fix replacing the value at ``ptr`` with ``value`` (a Python
-    value, written as JSON with non-ASCII kept)."""
+def json_text(value: Any) -> str:
+    """``value`` as JSON text for a fix to write: non-ASCII kept as it is,
+    but a lone surrogate (``"\\ud800"`` in the file, or a byte a
+    surrogateescape decoding kept) written as its ``\\uXXXX`` escape, so the
+    text stays encodable as UTF-8 and reads back as the same value.
+
+    Raises:
+        TypeError, ValueError: as ``json.dumps`` for a value JSON cannot
+            hold.
+    """
     import json
 
-    return FixSpec(description, (("value", ptr, json.dumps(value, ensure_ascii=False)),), safe)
+    text = json.dumps(value, ensure_ascii=False)
+    if any("\ud800" <= c <= "\udfff" for c in text):
+        text = "".join(f"\\u{ord(c):04x}" if "\ud800" <= c <= "\udfff" else c for c in text)
+    return text
+
+
+def set_value(ptr: str, value: Any, description: str, *, safe: bool = True) -> FixSpec:
+    """The fix replacing the value at ``ptr`` with ``value`` (a Python
+    value, written as JSON with non-ASCII kept, lone surrogates escaped:
+    :func:`json_text`)."""
+    return FixSpec(description, (("value", ptr, json_text(value)),), safe)
 
 
 class Diagnostic(namedtuple("Diagnostic", "path line column code severity message hint pointer end_line end_column "

@@ -556,3 +556,22 @@ def test_output_dash_is_stdout_and_a_config_is_never_the_output(tmp_path):
         for _ in range(2):
             proc = run_probe("lint", "--isolated", "config.json", "-f", fmt, "--output", str(report), cwd=tmp_path)
             assert proc.returncode == 1, proc.stderr
+
+
+@pytest.mark.parametrize("diff", [False, True])
+def test_a_lone_surrogate_escape_is_kept_by_the_path_fix_and_later_files_are_fixed(tmp_path, diff):
+    """Issue 34: PL401's fix of ``"\\ud800x"`` crashed (UnicodeEncodeError)
+    and the files after it were never processed."""
+    for name in ("a.json", "b.json"):
+        (tmp_path / name).write_text('{"task": "overflow_check",\n "dump_path": "\\ud800x", "level": "L1"}\n')
+    args = ["lint", "--isolated", "--select", "PL401", "--unsafe-fixes", "--diff" if diff else "--fix",
+            "a.json", "b.json"]
+    proc = run_probe(*args, cwd=tmp_path)
+    assert "Traceback" not in proc.stderr, proc.stderr
+    expected = '{"task": "overflow_check",\n "dump_path": "' + str(tmp_path) + '/\\ud800x", "level": "L1"}\n'
+    for name in ("a.json", "b.json"):
+        if diff:
+            assert f'+ "dump_path": "{tmp_path}/\\ud800x", "level": "L1"}}' in proc.stdout
+        else:
+            assert (tmp_path / name).read_text() == expected
+            assert json.loads((tmp_path / name).read_text())["dump_path"] == f"{tmp_path}/\ud800x"

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 
-from ..diagnostic import Diagnostic, Edit, Fix, FixSpec
+from ..diagnostic import Diagnostic, Edit, Fix, FixSpec, json_text
 from ..positions import escape, line_col, split
 
 TYPE_CHECKING = False  # typing is imported only by type checkers (start-up)
@@ -80,7 +80,7 @@ def resolve(spec: FixSpec, doc) -> Optional[Fix]:
                 writes.append(op[1])
             elif kind == "key":
                 start, end = _offsets(doc, op[1], "key")
-                new = json.dumps(op[2], ensure_ascii=False)
+                new = json_text(op[2])
                 writes.append(op[1].rpartition("/")[0] + "/" + escape(op[2]))
             elif kind == "remove":
                 start, end = _member(doc, op[1])
@@ -165,7 +165,7 @@ def _move(doc, ptr: str, location: str) -> list[tuple[int, int, str]]:
     start, end = _member(doc, ptr)
     member = text[start:end]
     if location and location not in doc.data:
-        return [(start, end, json.dumps(location, ensure_ascii=False) + ": {" + member + "}")]
+        return [(start, end, json_text(location) + ": {" + member + "}")]
     node = doc.data.get(location) if location else doc.data
     if not isinstance(node, dict) or key in node:
         raise _Unresolvable(ptr)
