@@ -431,7 +431,7 @@ def _describe(code: str, error: Any, path: list, ptr: str, hint: Optional[str]) 
                        hint='to collect only some APIs or Cells, put their names in "list" and leave scope empty')
     if code == "PL301":
         return Finding("PL301", f"{name} entry {_json(value)} is neither an integer >= 0 nor an \"a-b\" range",
-                       pointer=ptr, hint=hint or _index_hint(value), fix=_as_integer(value, ptr))
+                       pointer=ptr, hint=hint or _index_hint(value), fix=_as_index(value, ptr))
     if keyword == "type":
         expected = error.validator_value
         expected = " or ".join(expected) if isinstance(expected, list) else expected
@@ -489,7 +489,9 @@ def _index_hint(value: Any) -> str:
     """A fix for a bad rank/step entry."""
     if isinstance(value, str) and _INTEGER.fullmatch(value.strip()) and not value.strip().startswith("-"):
         return f"write {int(value)} (a bare number string is not accepted; ranges are \"a-b\")"
-    if isinstance(value, int) and not isinstance(value, bool) and value < 0:
+    if isinstance(value, int) and not isinstance(value, bool) and value < 0 \
+            or isinstance(value, (str, float)) and str(value).strip().startswith("-") \
+            and _INTEGER.fullmatch(str(value).strip().removesuffix(".0")):
         return "ranks and steps count from 0"
     if isinstance(value, float) and value.is_integer() and value >= 0:
         return f"write {int(value)}"
@@ -519,6 +521,16 @@ def _as_id_list(value: Any) -> Optional[list]:
             return None
         out.append(f"{int(first)}-{int(last)}")
     return out
+
+
+def _as_index(value: Any, ptr: str) -> Optional[FixSpec]:
+    """The fix of a bad rank/step entry: ``_as_integer``'s, only when the
+    number is one msprobe accepts there (>= 0). ``"-1"`` written as ``-1``
+    would still be refused: no fix (a fix must not just move the error)."""
+    fix = _as_integer(value, ptr)
+    if fix is None or int(fix.ops[0][2]) < 0:
+        return None
+    return fix
 
 
 def _as_integer(value: Any, ptr: str) -> Optional[FixSpec]:
