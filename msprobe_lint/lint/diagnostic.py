@@ -61,8 +61,9 @@ class Fix(namedtuple("Fix", "description edits safe writes removes", defaults=(T
             (``probe lint --fix`` applies it); False when it changes what
             the job does (applied only with ``--unsafe-fixes``). A fix
             removing an object that holds anything is never safe.
-        writes: JSON pointers of the keys and values the fix writes (a
-            renamed or moved key, a new value).
+        writes: JSON pointers of the keys the fix creates (a renamed or
+            moved key; a value replaced in place is not listed: the key
+            stays the user's).
         removes: JSON pointers of the members or items it removes. ``--fix``
             never applies a removal covering what an earlier fix of the same
             run wrote (edits.fix_text).

@@ -575,3 +575,21 @@ def test_a_lone_surrogate_escape_is_kept_by_the_path_fix_and_later_files_are_fix
         else:
             assert (tmp_path / name).read_text() == expected
             assert json.loads((tmp_path / name).read_text())["dump_path"] == f"{tmp_path}/\ud800x"
+
+
+def test_unsafe_fixes_run_to_a_fixed_point(tmp_path):
+    """Issue 34: the safe fix of ``"async_dump": "true"`` (written true)
+    unlocked PL207's unsafe removal, which --fix --unsafe-fixes then left,
+    saying "1 fixable with --fix --unsafe-fixes" (the command just run)."""
+    path = tmp_path / "config.json"
+    path.write_text('{"task": "statistics", "dump_path": "/data/d", "level": "L2", "async_dump": "true"}\n')
+    proc = run_probe("lint", "--isolated", "--fix", "--unsafe-fixes", "config.json", cwd=tmp_path)
+    assert (proc.returncode, proc.stdout) == (0, "All checks passed (1 file).\n"), proc.stdout
+    assert json.loads(path.read_text()) == {"task": "statistics", "dump_path": "/data/d", "level": "L2"}
+
+
+def test_the_summary_names_the_working_command_for_unsafe_fixes(tmp_path):
+    path = tmp_path / "config.json"
+    path.write_text('{"task": "statistics", "dump_path": "data/d", "level": "l1"}\n')
+    proc = run_probe("lint", "--isolated", "config.json", cwd=tmp_path)
+    assert proc.stdout.endswith("[*] 1 fixable with --fix; 1 more with --fix --unsafe-fixes.\n"), proc.stdout

@@ -26,7 +26,7 @@ TYPE_CHECKING = False  # typing is imported only by type checkers (start-up)
 if TYPE_CHECKING:
     from typing import Callable, Iterable, Optional, Sequence
 
-MAX_ROUNDS = 5
+MAX_ROUNDS = 20  # bounded, as ruff bounds its fix loop; a config settles in two or three rounds
 _WHITESPACE = " \t\r\n"
 
 
@@ -70,14 +70,16 @@ def resolve(spec: FixSpec, doc) -> Optional[Fix]:
                 end_line, end_column = line_col(text, end)
                 edits.append(Edit(start + shift, end + shift, new, line, column, end_line, end_column, None))
                 continue
+            # A value replaced (or wrapped in a list) stays the user's key:
+            # not in ``writes``, so a later fix may still remove that key
+            # (``"async_dump": "true"`` written true, then removed by PL207
+            # as having no effect). What a rename or a move creates is kept.
             if kind == "value":
                 start, end = _offsets(doc, op[1], "value")
                 new = op[2]
-                writes.append(op[1])
             elif kind == "wrap":
                 start, end = _offsets(doc, op[1], "value")
                 new = "[" + text[start:end] + "]"
-                writes.append(op[1])
             elif kind == "key":
                 start, end = _offsets(doc, op[1], "key")
                 new = json_text(op[2])
@@ -300,7 +302,17 @@ def fix_text(text: str, lint: Callable[[str], list[Diagnostic]], *, unsafe: bool
         text, diagnostics = new, after
         applied.extend(chosen)
         written.extend(w for d in chosen for w in d.fix.writes)  # type: ignore[union-attr]
-    return text, applied, diagnostics
+    return text, applied, [_blocked(d, written) for d in diagnostics]
+
+
+def _blocked(diagnostic: Diagnostic, written: Sequence[str]) -> Diagnostic:
+    """``diagnostic`` without its fix when that fix would remove what an
+    earlier fix of the run wrote (it is never applied, so the report must
+    not count it as fixable)."""
+    fix = diagnostic.fix
+    if fix is not None and any(covers(r, w) for r in fix.removes for w in written):
+        return diagnostic._replace(fix=None)
+    return diagnostic
 
 
 def _broken(diagnostics: Iterable[Diagnostic]) -> bool:

@@ -96,7 +96,7 @@ def fix_summary(diagnostics: Iterable[Diagnostic]) -> Optional[str]:
         return None
     if not safe:
         return f"{unsafe} fixable with --fix --unsafe-fixes (review those: they may not be what you meant)."
-    more = f"; {unsafe} more with --unsafe-fixes" if unsafe else ""
+    more = f"; {unsafe} more with --fix --unsafe-fixes" if unsafe else ""
     return f"[*] {safe} fixable with --fix{more}."
 
 
