@@ -169,3 +169,19 @@ def test_runtime_context_refuses_what_probe_runtime_cannot_run():
     assert [f.code for f in task_not_available(ConfigView(config(task="statistics")), runtime)] == ["PL205"]
     assert [f.code for f in task_not_available(ConfigView(config(level="L2")), runtime)] == ["PL205"]
     assert list(task_not_available(ConfigView(config()), runtime)) == []
+
+
+def test_runtime_context_never_sends_a_graph_mode_config_to_l2():
+    """Issue 34: under probe run, PL201's fix/hint sent a graph-mode script to
+    L2, which PL205 then refused there (probe_runtime checks PyNative L0/L1)."""
+    from msprobe_lint.lint.config_view import ConfigView
+    from msprobe_lint.lint.context import Context, Fact
+    from msprobe_lint.lint.rules.levels import level_not_allowed
+
+    facts = {"device": Fact("CPU", "get_context"), "mode": Fact("graph", "get_context")}
+    for level in ("L1", "L0", "mix"):
+        (found,) = level_not_allowed(ConfigView(config(level=level)), Context(facts=facts, runtime=True))
+        assert found.fix is None and "L2" not in found.hint.split(";")[0], found
+        assert "probe_runtime checks PyNative at L0/L1 only" in found.hint
+    (outside,) = level_not_allowed(ConfigView(config(level="L1")), Context(facts=facts))
+    assert outside.fix is not None and '"L2"' in outside.hint  # msprobe itself: L2 in static graph
