@@ -280,7 +280,7 @@ def load(path: str, raw: Optional[bytes] = None) -> Document:
         doc.fatal = True
         return doc
     except RecursionError:
-        doc.findings.append(Finding("PL001", "not valid JSON: nested too deeply to parse", line=1, column=1))
+        doc.findings.append(_too_deep(text))
         doc.fatal = True
         return doc
     except ValueError as err:  # an integer over Python's int-string limit (4300 digits): json.load raises too
@@ -320,6 +320,27 @@ def load(path: str, raw: Optional[bytes] = None) -> Document:
                  "\"task\", \"dump_path\" and \"level\"", pointer="/common_dump_settings", at="key"))
         doc.fatal = True
     return doc
+
+
+def _too_deep(text: str) -> Finding:
+    """PL001 for a text nested deeper than Python's json can read in this
+    process (its recursion limit less the frames already in use): how deep
+    it is, where it gets too deep, and that this is a limit of the reader,
+    not a syntax error (json.load in a fresh interpreter may read it)."""
+    import sys
+
+    from .positions import nesting
+
+    frames, frame = 0, sys._getframe()
+    while frame is not None:
+        frames, frame = frames + 1, frame.f_back
+    limit = max(sys.getrecursionlimit() - frames, 1)
+    depth, offset = nesting(text, beyond=limit)
+    line, column = line_col(text, offset)
+    return Finding("PL001", f"nested {depth} levels deep, deeper than probe lint reads (about {limit} levels: "
+                            f"Python's recursion limit, {sys.getrecursionlimit()}, less what the linter uses); "
+                            "this is not a syntax error", line=line, column=column,
+                   hint="msprobe configs nest a few levels: check what generated this file")
 
 
 def _walk_nonfinite(value: Any, path: tuple = ()) -> list[tuple[str, NonFinite]]:

@@ -179,6 +179,29 @@ class PositionMap:
             tokens = tokens[:-1]
 
 
+def nesting(text: str, beyond: int = 0) -> tuple[int, int]:
+    """(the deepest nesting of arrays and objects in ``text``, the offset of
+    the first bracket deeper than ``beyond`` levels, or of the deepest one),
+    by the token scan (strings skipped; a text that is not valid JSON is
+    scanned as far as it goes).
+
+    Example: ``nesting('{"a": [[1]]}')`` is ``(3, 7)``; with ``beyond=1``,
+    ``(3, 6)``.
+    """
+    depth = deepest = where = 0
+    for match in _TOKEN.finditer(text):
+        token = match.group()
+        if token in "{[":
+            depth += 1
+            if depth > deepest:
+                if not (beyond and deepest > beyond):
+                    where = match.start()
+                deepest = depth
+        elif token in "}]":
+            depth -= 1
+    return deepest, where
+
+
 def line_col(text: str, offset: int) -> tuple[int, int]:
     """1-based line and column of a character offset in ``text``."""
     line = text.count("\n", 0, offset) + 1

@@ -185,3 +185,21 @@ def test_runtime_context_never_sends_a_graph_mode_config_to_l2():
         assert "probe_runtime checks PyNative at L0/L1 only" in found.hint
     (outside,) = level_not_allowed(ConfigView(config(level="L1")), Context(facts=facts))
     assert outside.fix is not None and '"L2"' in outside.hint  # msprobe itself: L2 in static graph
+
+
+def test_json_nested_deeper_than_the_linter_reads_is_no_syntax_error(lint):
+    """Issue 34: JSON nested ~990 deep, valid for json.loads, was reported
+    "not valid JSON"; it is a limit of the reader, and the message names it."""
+    import json
+    import sys
+
+    depth = sys.getrecursionlimit() + 10
+    text = '{"task": "overflow_check", "x": ' + "[" * depth + "]" * depth + "}"
+    (found,) = lint(text)
+    assert found.code == "PL001" and "not valid JSON" not in found.message
+    assert found.message.startswith(f"nested {depth + 1} levels deep, deeper than probe lint reads (about ")
+    assert "this is not a syntax error" in found.message
+    assert text[found.column - 1] == "["
+    shallow = '{"x": ' + "[" * 50 + "]" * 50 + "}"
+    json.loads(shallow)
+    assert [d.code for d in lint(shallow)] != ["PL001"]
