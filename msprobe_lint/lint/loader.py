@@ -239,6 +239,14 @@ def load(path: str, raw: Optional[bytes] = None) -> Document:
             doc.findings.append(Finding("PL006", f"config {reason}", hint=None))
             doc.fatal = doc.unreadable = True
             return doc
+    wide = wide_encoding(raw)
+    if wide:
+        doc.findings.append(Finding(
+            "PL004", f"the file is {wide}, not UTF-8 as an msprobe config must be",
+            hint=f"save it as UTF-8 (Notepad: Save As, Encoding: UTF-8; or iconv -f {wide.split()[0]} -t UTF-8)",
+            line=1, column=1, end_line=1, end_column=1))
+        doc.fatal = True
+        return doc
     if raw.startswith(BOM):
         doc.findings.append(Finding(
             "PL004", "file starts with a UTF-8 byte-order mark; Python's json.load, and so msprobe, rejects it",
@@ -320,6 +328,33 @@ def load(path: str, raw: Optional[bytes] = None) -> Document:
                  "\"task\", \"dump_path\" and \"level\"", pointer="/common_dump_settings", at="key"))
         doc.fatal = True
     return doc
+
+
+# Byte-order marks of the wide encodings (UTF-32's before UTF-16's: FF FE starts both).
+_WIDE_BOMS = ((b"\xff\xfe\x00\x00", "UTF-32 (little-endian, with a byte-order mark)"),
+              (b"\x00\x00\xfe\xff", "UTF-32 (big-endian, with a byte-order mark)"),
+              (b"\xff\xfe", "UTF-16 (little-endian, with a byte-order mark)"),
+              (b"\xfe\xff", "UTF-16 (big-endian, with a byte-order mark)"))
+
+
+def wide_encoding(raw: bytes) -> Optional[str]:
+    """The name of the UTF-16 or UTF-32 encoding ``raw`` is in (Windows
+    Notepad's "Unicode" is UTF-16 little-endian), or None: by its
+    byte-order mark, else by where the NUL bytes of its first four bytes
+    are (a JSON text starts with ASCII, so RFC 4627 section 3's pattern
+    tells the encoding: ``xx 00 xx 00`` is UTF-16LE, ``00 00 00 xx`` is
+    UTF-32BE...)."""
+    for mark, name in _WIDE_BOMS:
+        if raw.startswith(mark):
+            return name
+    head = raw[:4]
+    if len(head) < 2 or b"\x00" not in head:
+        return None
+    nul = tuple(b == 0 for b in head)
+    patterns = {(False, True, True, True): "UTF-32 (little-endian)", (True, True, True, False): "UTF-32 (big-endian)",
+                (False, True, False, True): "UTF-16 (little-endian)", (True, False, True, False): "UTF-16 (big-endian)",
+                (False, True): "UTF-16 (little-endian)", (True, False): "UTF-16 (big-endian)"}
+    return patterns.get(nul if len(head) == 4 else nul[:2])
 
 
 def _too_deep(text: str) -> Finding:

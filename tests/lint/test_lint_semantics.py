@@ -2,6 +2,7 @@
 pair: positions, one diagnostic per fault, unknown context, suggestions."""
 from __future__ import annotations
 
+import pytest
 from conftest import codes, config
 
 
@@ -203,3 +204,24 @@ def test_json_nested_deeper_than_the_linter_reads_is_no_syntax_error(lint):
     shallow = '{"x": ' + "[" * 50 + "]" * 50 + "}"
     json.loads(shallow)
     assert [d.code for d in lint(shallow)] != ["PL001"]
+
+
+@pytest.mark.parametrize("codec, name", [
+    ("utf-16", "UTF-16 (little-endian, with a byte-order mark)"), ("utf-16-le", "UTF-16 (little-endian)"),
+    ("utf-16-be", "UTF-16 (big-endian)"), ("utf-32", "UTF-32 (little-endian, with a byte-order mark)"),
+    ("utf-32-be", "UTF-32 (big-endian)"), ("utf-32-le", "UTF-32 (little-endian)"),
+])
+def test_a_utf16_or_utf32_file_is_named_as_such(lint, codec, name):
+    """Issue 34: Notepad's "Unicode" (UTF-16) got "not valid UTF-8: byte
+    0xff" or "Expecting property name"."""
+    (found,) = lint('{"task": "overflow_check", "dump_path": "/d", "level": "L1"}'.encode(codec))
+    assert found.code == "PL004" and found.message == f"the file is {name}, not UTF-8 as an msprobe config must be"
+    assert found.hint.startswith("save it as UTF-8") and f"iconv -f {name.split()[0]} -t UTF-8" in found.hint
+
+
+def test_the_text_report_quotes_no_utf16_noise(tmp_path):
+    from conftest import run_probe
+
+    (tmp_path / "config.json").write_bytes('{"task": "overflow_check"}'.encode("utf-16"))
+    proc = run_probe("lint", "--isolated", "config.json", cwd=tmp_path)
+    assert proc.stdout.splitlines()[1].startswith("     = help: save it as UTF-8"), proc.stdout

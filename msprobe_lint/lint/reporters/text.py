@@ -58,7 +58,10 @@ class _Sources:
             try:
                 with open(path, "rb") as handle:
                     raw = handle.read(10 * 1024 * 1024)
-                self._cache[path] = self._lines(raw.decode("utf-8", errors="replace"))
+                from ..loader import wide_encoding
+
+                # a UTF-16/32 file (PL004) read as UTF-8 is noise: nothing to quote
+                self._cache[path] = [] if wide_encoding(raw) else self._lines(raw.decode("utf-8", errors="replace"))
             except OSError:
                 self._cache[path] = []
         lines = self._cache[path]
