@@ -18,6 +18,7 @@ import os
 import sys
 
 from ..exit import ExitStatus
+from ..textsafe import shown
 from .messages import fail
 
 TYPE_CHECKING = False  # typing is imported only by type checkers (start-up)
@@ -118,7 +119,7 @@ def report(paths: list[str], run: Any, outcomes: list, *, format: str, output: O
     unified diff for ``--diff``; what was fixed goes to stderr."""
     folders = [p for p in paths if p != "-" and os.path.isdir(p)]
     if folders and not run.results:  # a mistyped path or an exclude too wide should not pass silently
-        sys.stderr.write(f"probe: warning: no msprobe config found in {', '.join(folders)}; "
+        sys.stderr.write(f"probe: warning: no msprobe config found in {shown(', '.join(folders))}; "
                          "--show-files lists what was skipped and why\n")
     status = run.status
     report_on_stderr = fix and not diff and output is None and any(o.stdin for o in outcomes)
@@ -236,10 +237,10 @@ def _say_fixed(outcomes: list, diff: bool, remaining: int = 0, unsafe: int = 0) 
     unsafe fix not asked for)."""
     for outcome in outcomes:
         if outcome.skipped:
-            sys.stderr.write(f"probe: {outcome.path}: {outcome.skipped}\n")
+            sys.stderr.write(f"probe: {shown(outcome.path)}: {shown(outcome.skipped)}\n")
         if outcome.applied and not diff:
-            codes = ", ".join(f"{d.code} {d.fix.description}" for d in outcome.applied)
-            sys.stderr.write(f"{outcome.path}: fixed {len(outcome.applied)}: {codes}\n")
+            codes = shown(", ".join(f"{d.code} {d.fix.description}" for d in outcome.applied))
+            sys.stderr.write(f"{shown(outcome.path)}: fixed {len(outcome.applied)}: {codes}\n")
     changed = sum(bool(o.applied) for o in outcomes)
     fixes = sum(len(o.applied) for o in outcomes)
     if diff and changed:

@@ -23,6 +23,7 @@ import re
 from collections import namedtuple
 
 from ..lint.loader import MAX_BYTES, read_bytes
+from ..textsafe import shown
 
 TYPE_CHECKING = False  # typing is imported only by type checkers (start-up)
 if TYPE_CHECKING:
@@ -617,5 +618,5 @@ def show_files(candidates: Sequence[Candidate]) -> str:
     lines = []
     for c in candidates:
         word = {LINT: "lint", SKIP: "skip", UNREADABLE: "error"}[c.action]
-        lines.append(f"{word:<5} {c.path}{'/' if c.folder else ''}  ({c.reason})")
+        lines.append(f"{word:<5} {shown(c.path)}{'/' if c.folder else ''}  ({shown(c.reason)})")
     return "\n".join(lines) + ("\n" if lines else "")

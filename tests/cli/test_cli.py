@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import os
 
+import pytest
+
 from conftest import config, run_probe, write_config
 
 
@@ -126,3 +128,35 @@ def test_a_named_pipe_is_pl006_at_once_in_the_text_report(tmp_path):
     os.mkfifo(tmp_path / "pipe.json")
     proc = run_probe("lint", "--isolated", "pipe.json", cwd=tmp_path, timeout=60)
     assert proc.returncode == 2 and "PL006 error: config is not a regular file" in proc.stdout
+
+
+NASTY_NAME = "a\x1b[31mb\nc.json"  # a terminal escape and a newline in a file name
+
+
+@pytest.mark.parametrize("args", [["-f", "text"], ["-f", "github"], ["--show-files"], ["--fix"]])
+def test_control_characters_of_a_file_name_never_reach_the_terminal(tmp_path, args):
+    """Issue 34: file names were printed raw (a newline or ESC in one wrote
+    them to the terminal; the github format escaped the newline only)."""
+    (tmp_path / NASTY_NAME).write_text('{"task": "overflow_check", "dump_path": "/tmp/x", "level": "l1"}')
+    proc = run_probe("lint", "--isolated", *args, ".", cwd=tmp_path)
+    printed = proc.stdout + proc.stderr
+    assert "\x1b" not in printed, printed
+    if args[1:] == ["github"]:  # the runner's escape of a newline names the real file
+        assert printed.startswith("::error file=a?[31mb%0Ac.json,"), printed
+        return
+    assert "a?[31mb?c.json" in printed, printed
+    assert all(line.startswith(("a?[31mb?c.json", " ", "lint ", "::error", "Found", "[*]", "All checks"))
+               for line in printed.splitlines()), printed
+
+
+@pytest.mark.parametrize("fmt", ["json", "sarif"])
+def test_json_formats_keep_the_real_file_name(tmp_path, fmt):
+    (tmp_path / NASTY_NAME).write_text('{"task": "overflow_check", "dump_path": "/tmp/x", "level": "l1"}')
+    proc = run_probe("lint", "--isolated", "-f", fmt, NASTY_NAME, cwd=tmp_path)
+    assert "\x1b" not in proc.stdout  # JSON-escaped
+    log = json.loads(proc.stdout)
+    if fmt == "json":
+        assert [d["path"] for d in log["diagnostics"]] == [NASTY_NAME]
+    else:
+        location = log["runs"][0]["results"][0]["locations"][0]["physicalLocation"]["artifactLocation"]
+        assert location["uri"] == "a%1B%5B31mb%0Ac.json"
