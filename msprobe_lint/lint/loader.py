@@ -360,7 +360,7 @@ def wide_encoding(raw: bytes) -> Optional[str]:
 def _too_deep(text: str) -> Finding:
     """PL001 for a text nested deeper than Python's json can read in this
     process (its recursion limit less the frames already in use): how deep
-    it is, where it gets too deep, and that this is a limit of the reader,
+    it is, where it is deepest, and that this is a limit of the reader,
     not a syntax error (json.load in a fresh interpreter may read it)."""
     import sys
 
@@ -370,7 +370,7 @@ def _too_deep(text: str) -> Finding:
     while frame is not None:
         frames, frame = frames + 1, frame.f_back
     limit = max(sys.getrecursionlimit() - frames, 1)
-    depth, offset = nesting(text, beyond=limit)
+    depth, offset = nesting(text)  # at the deepest bracket: the same place whatever the stack
     line, column = line_col(text, offset)
     return Finding("PL001", f"nested {depth} levels deep, deeper than probe lint reads (about {limit} levels: "
                             f"Python's recursion limit, {sys.getrecursionlimit()}, less what the linter uses); "
