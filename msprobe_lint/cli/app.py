@@ -176,11 +176,16 @@ def explain(code: str = typer.Argument(..., metavar="CODE",
 
 
 @app.command(cls=_Command)
-def schema() -> None:
+def schema(
+    msprobe_version: Optional[str] = option("msprobe_version", rich_help_panel=None,
+                                            help="mindstudio-probe release whose schema to print (8.1, 8.3, 26.0, "
+                                                 "26.1, 26.2; default 8.3), as probe lint reads it."),
+    atb: bool = typer.Option(False, "--atb", help="Print the schema of msprobe's ATB dump config instead."),
+) -> None:
     """Print the JSON Schema for msprobe config.json (for editors and check-jsonschema)."""
     from .commands.schema import main
 
-    raise typer.Exit(main())
+    raise typer.Exit(main(msprobe_version, atb=atb))
 
 
 @app.command(cls=_RunCommand, context_settings={"allow_extra_args": True})

@@ -160,3 +160,30 @@ def test_json_formats_keep_the_real_file_name(tmp_path, fmt):
     else:
         location = log["runs"][0]["results"][0]["locations"][0]["physicalLocation"]["artifactLocation"]
         assert location["uri"] == "a%1B%5B31mb%0Ac.json"
+
+
+@pytest.mark.parametrize("args, name", [
+    ([], "msprobe-config.schema.json"), (["--msprobe-version", "8.1"], "msprobe-config-8.1.schema.json"),
+    (["--msprobe-version", "8.3.0"], "msprobe-config.schema.json"),
+    (["--msprobe-version", "26"], "msprobe-config-26.0.schema.json"),
+    (["--msprobe-version", "26.1.0.post1"], "msprobe-config-26.1.schema.json"),
+    (["--msprobe-version", "27"], "msprobe-config-26.2.schema.json"), (["--atb"], "atb-dump-config.schema.json"),
+])
+def test_schema_of_a_release_or_of_the_atb_config(args, name):
+    """Issue 34: probe schema printed only the 8.3 schema, though the README
+    points editors at the 8.1/26.x variants."""
+    from msprobe_lint.lint.schema.files import schema_path
+
+    proc = run_probe("schema", *args)
+    assert proc.returncode == 0
+    with open(os.path.join(os.path.dirname(schema_path()), name), encoding="utf-8") as handle:
+        assert proc.stdout == handle.read()
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--msprobe-version", "x"], "probe: error: --msprobe-version x: not a mindstudio-probe version"),
+    (["--atb", "--msprobe-version", "8.1"], "probe: error: --atb prints the ATB dump config's schema"),
+])
+def test_schema_usage_errors(args, message):
+    proc = run_probe("schema", *args)
+    assert proc.returncode == 2 and proc.stderr.startswith(message)
