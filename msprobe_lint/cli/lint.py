@@ -79,6 +79,8 @@ def check_usage(paths: list[str], output: Optional[str], *, format: str, fix: bo
         return f"--output {output} holds an msprobe config; it would be overwritten (choose another file)"
     if show_files and (fix or diff):
         return "--show-files lints nothing; it does not go with --fix or --diff"
+    if show_files and format not in ("text", "json"):
+        return f"--show-files lists files as text or --format json; --format {format} reports findings"
     return None
 
 

@@ -300,12 +300,15 @@ def load(path: str, raw: Optional[bytes] = None) -> Document:
         return doc
     doc.data = data
     if flags["duplicates"]:
-        for (raw_ptr, span), earlier in zip(doc.positions.duplicates, doc.positions.previous):
+        positions = doc.positions
+        for (raw_ptr, span), earlier, first in zip(positions.duplicates, positions.previous, positions.first):
             key = split(raw_ptr)[-1]
+            first_line, first_column = line_col(text, first)
             doc.findings.append(Finding(
-                "PL002", f"duplicate key {key!r}: json.load keeps only the last value",
+                "PL002", f"duplicate key {key!r} (first at line {first_line} col {first_column}): json.load keeps "
+                         "only the last value",
                 hint="remove all but one occurrence of the key", line=span.line, column=span.column,
-                pointer=raw_ptr, fix=FixSpec(f"remove the earlier {key!r}, whose value json.load drops",
+                end_line=span.end_line, end_column=span.end_column, pointer=raw_ptr, fix=FixSpec(f"remove the earlier {key!r}, whose value json.load drops",
                                              (("remove-member-at", earlier),), safe=False)))
     if found_nonfinite:
         for ptr, value in _walk_nonfinite(data):

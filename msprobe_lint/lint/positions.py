@@ -68,7 +68,8 @@ class PositionMap:
     Built once per file, lazily. ``duplicates`` lists the key spans of every
     repeat of a key within one object (after its first occurrence), with the
     pointer of that key; ``previous[i]`` is the character offset of the key
-    of the occurrence before ``duplicates[i]`` (the one json.load drops).
+    of the occurrence before ``duplicates[i]`` (the one json.load drops),
+    ``first[i]`` that of its first occurrence.
 
     Never raises: a text the scan cannot read gets an empty map (every
     lookup falls back to line 1, column 1).
@@ -81,6 +82,7 @@ class PositionMap:
         self._values: dict[str, tuple[int, int]] = {}
         self.duplicates: list[tuple[str, Span]] = []
         self.previous: list[int] = []
+        self.first: list[int] = []
         try:
             self._scan(text)
         except Exception:  # the text is valid JSON (json.loads read it); stay silent if not
@@ -94,8 +96,8 @@ class PositionMap:
         keys, values = self._keys, self._values
         recorded = [0, 0]  # deeper entries, top-level ones: each up to MAX_RECORDED
         # One frame per open container: [is_object, pointer, index or key pointer,
-        # keys seen -> offset of their last occurrence (objects), start offset,
-        # expecting a key].
+        # keys seen -> offset of their first occurrence (objects), start offset,
+        # expecting a key, repeated keys -> offset of their last occurrence].
         stack: list[list] = []
         frame: Optional[list]
         for match in _TOKEN.finditer(text):
@@ -123,8 +125,11 @@ class PositionMap:
                 ptr = frame[1] + "/" + escape(key)
                 if key in frame[3]:
                     self.duplicates.append((ptr, self._span(start, end)))
-                    self.previous.append(frame[3][key])
-                frame[3][key] = start
+                    self.previous.append(frame[6].get(key, frame[3][key]))
+                    self.first.append(frame[3][key])
+                    frame[6][key] = start
+                else:
+                    frame[3][key] = start
                 frame[2] = ptr
                 frame[5] = False
                 shallow = len(stack) <= 1
@@ -139,7 +144,7 @@ class PositionMap:
             else:
                 ptr = frame[1] + "/" + str(frame[2])
             if first == "{" or first == "[":
-                stack.append([first == "{", ptr, 0, {}, start, first == "{"])
+                stack.append([first == "{", ptr, 0, {}, start, first == "{", {}])
                 continue
             shallow = len(stack) <= 1
             if recorded[shallow] < MAX_RECORDED or ptr in values:

@@ -187,3 +187,26 @@ def test_schema_of_a_release_or_of_the_atb_config(args, name):
 def test_schema_usage_errors(args, message):
     proc = run_probe("schema", *args)
     assert proc.returncode == 2 and proc.stderr.startswith(message)
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--world-size", "0"], "Invalid value for '--world-size': 0 is not an integer >= 1"),
+    (["--world-size", "x"], "Invalid value for '--world-size': 'x' is not an integer"),
+])
+def test_option_errors_are_worded_plainly(tmp_path, args, message):
+    """Issue 34: pydantic's wording (Input should be greater than or equal
+    to 1, Value error, ...) leaked into typer's messages."""
+    write_config(tmp_path, config(), "config.json")
+    proc = run_probe("lint", *args, "config.json", cwd=tmp_path, env={"COLUMNS": "200"})
+    assert proc.returncode == 2 and message in proc.stderr, proc.stderr
+    assert "Input should" not in proc.stderr and "Value error" not in proc.stderr
+
+
+@pytest.mark.parametrize("fmt", ["sarif", "github"])
+def test_show_files_refuses_a_format_it_cannot_honour(tmp_path, fmt):
+    """Issue 34: --show-files --format sarif printed text."""
+    write_config(tmp_path, config(), "config.json")
+    proc = run_probe("lint", "--show-files", "-f", fmt, "config.json", cwd=tmp_path)
+    assert (proc.returncode, proc.stdout) == (2, "")
+    assert proc.stderr == (f"probe: error: --show-files lists files as text or --format json; --format {fmt} "
+                           "reports findings\n")

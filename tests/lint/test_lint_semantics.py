@@ -225,3 +225,15 @@ def test_the_text_report_quotes_no_utf16_noise(tmp_path):
     (tmp_path / "config.json").write_bytes('{"task": "overflow_check"}'.encode("utf-16"))
     proc = run_probe("lint", "--isolated", "config.json", cwd=tmp_path)
     assert proc.stdout.splitlines()[1].startswith("     = help: save it as UTF-8"), proc.stdout
+
+
+def test_a_duplicate_key_is_underlined_whole_and_its_first_place_named(lint):
+    """Issue 34: PL002 underlined one character and did not say where the
+    first occurrence is."""
+    text = '{"task": "overflow_check",\n "dump_path": "/d", "level": "L1",\n "dump_path": "/e", "dump_path": "/f"}'
+    second, third = [d for d in lint(text) if d.code == "PL002"]
+    assert (second.line, second.column, second.end_line, second.end_column) == (3, 2, 3, 13)
+    assert (third.line, third.column, third.end_column) == (3, 21, 32)
+    for found in (second, third):
+        assert found.message == ("duplicate key 'dump_path' (first at line 2 col 2): json.load keeps only the "
+                                 "last value")
