@@ -303,7 +303,7 @@ def load(path: str, raw: Optional[bytes] = None) -> Document:
         positions = doc.positions
         for (raw_ptr, span), earlier, first in zip(positions.duplicates, positions.previous, positions.first):
             key = split(raw_ptr)[-1]
-            first_line, first_column = line_col(text, first)
+            first_line, first_column = positions.line_col(first)  # the map's newline index: no count per key
             doc.findings.append(Finding(
                 "PL002", f"duplicate key {key!r} (first at line {first_line} col {first_column}): json.load keeps "
                          "only the last value",
@@ -371,7 +371,7 @@ def _too_deep(text: str) -> Finding:
 
     frames, frame = 0, sys._getframe()
     while frame is not None:
-        frames, frame = frames + 1, frame.f_back
+        frames, frame = frames + 1, frame.f_back  # type: ignore[assignment]
     limit = max(sys.getrecursionlimit() - frames, 1)
     depth, offset = nesting(text)  # at the deepest bracket: the same place whatever the stack
     line, column = line_col(text, offset)

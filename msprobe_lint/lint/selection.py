@@ -80,7 +80,7 @@ def parse_codes(values: Iterable[str]) -> tuple[str, ...]:
     Raises:
         SelectionError: see :func:`check_code`.
     """
-    codes = []
+    codes: list[str] = []
     for value in values:
         items = [item for item in value.split(",") if item.strip()]
         if not items:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 
 from ..diagnostic import Diagnostic, Edit, Fix, FixSpec, json_text
-from ..positions import escape, line_col, split
+from ..positions import escape, split
 
 TYPE_CHECKING = False  # typing is imported only by type checkers (start-up)
 if TYPE_CHECKING:
@@ -50,6 +50,7 @@ def resolve(spec: FixSpec, doc) -> Optional[Fix]:
     if doc.fatal and any(op[0] not in ("text", "bom") for op in spec.ops):
         return None
     text = doc.text
+    line_col = _line_col_of(doc)
     shift = 1 if doc.bom else 0
     edits: list[Edit] = []
     writes: list[str] = []
@@ -66,8 +67,8 @@ def resolve(spec: FixSpec, doc) -> Optional[Fix]:
                 start, end, new = op[1], op[2], op[3]
                 if not 0 <= start <= end <= len(text):
                     raise _Unresolvable(kind)
-                line, column = line_col(text, start)
-                end_line, end_column = line_col(text, end)
+                line, column = line_col(start)
+                end_line, end_column = line_col(end)
                 edits.append(Edit(start + shift, end + shift, new, line, column, end_line, end_column, None))
                 continue
             # A value replaced (or wrapped in a list) stays the user's key:
@@ -97,15 +98,15 @@ def resolve(spec: FixSpec, doc) -> Optional[Fix]:
                 new = ""
             elif kind == "move":
                 for start, end, new in _move(doc, op[1], op[2]):
-                    line, column = line_col(text, start)
-                    end_line, end_column = line_col(text, end)
+                    line, column = line_col(start)
+                    end_line, end_column = line_col(end)
                     edits.append(Edit(start + shift, end + shift, new, line, column, end_line, end_column, op[1]))
                 writes.append(("/" + escape(op[2]) if op[2] else "") + "/" + escape(split(op[1])[-1]))
                 continue
             else:
                 raise _Unresolvable(kind)
-            line, column = line_col(text, start)
-            end_line, end_column = line_col(text, end)
+            line, column = line_col(start)
+            end_line, end_column = line_col(end)
             edits.append(Edit(start + shift, end + shift, new, line, column, end_line, end_column,
                               op[1] if isinstance(op[1], str) else None))
     except (_Unresolvable, ValueError, IndexError, RecursionError):
@@ -114,6 +115,17 @@ def resolve(spec: FixSpec, doc) -> Optional[Fix]:
     if _overlap(edits):
         return None
     return Fix(spec.description, tuple(edits), safe, tuple(writes), tuple(removes))
+
+
+def _line_col_of(doc):
+    """offset -> (line, column) in ``doc.text``: by the position map's
+    newline index when the text parsed (its map is built anyway), else by
+    counting (a text that did not parse: PL008's few edits)."""
+    if doc.data is not None and not doc.fatal:
+        return doc.positions.line_col
+    from ..positions import line_col
+
+    return lambda offset: line_col(doc.text, offset)
 
 
 def _holds_something(data, ptr: str) -> bool:

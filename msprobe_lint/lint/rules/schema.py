@@ -251,7 +251,7 @@ def validate(data: dict, *, skip: Iterable[str] = (), profile: str = "8.3",
     if is_valid(data, profile):
         return ([] if profile == ATB else [_release_note(f, profile, why) for f in _deprecated(data, profile)]), bad
     active = _active_task(data, profile)
-    for error in _validator(profile).iter_errors(data):
+    for error in _validator(profile).iter_errors(_shrunk(data, profile)):
         path = list(error.absolute_path)
         ptr = make_pointer(*path)
         if ptr in skipped:
@@ -276,6 +276,51 @@ def validate(data: dict, *, skip: Iterable[str] = (), profile: str = "8.3",
     if profile != ATB:
         findings.extend(_release_note(f, profile, why) for f in _deprecated(data, profile))
     return findings, bad
+
+
+# A list longer than this that its own schema accepts is cut to one item for jsonschema.
+_LONG = 1000
+
+
+def _shrunk(data: dict, profile: str) -> dict:
+    """``data`` for jsonschema's search for errors, with every long list
+    (a 600,000-entry rank list) that the fast validator finds valid under
+    its key's own schema replaced by its first item (jsonschema descends
+    into every item, about 10 us each, though none can be an error). Only
+    the top level and the task sections' keys are looked at; the schema
+    constrains a key by its own subschema alone (no condition at the top
+    level or in a section refers to another key's list), so the errors
+    found are the same, at the same places. Anything else, or a list the
+    fast validator cannot judge, is left as it is."""
+    from ..schema.fast import fits
+    from ..schema.files import load_schema, resolve
+
+    root = load_schema(profile)
+
+    def cut(node: dict, schema: Any) -> dict:
+        properties = schema.get("properties", {}) if isinstance(schema, dict) else {}
+        out = node
+        for key, value in node.items():
+            sub = properties.get(key)
+            if sub is None:
+                continue
+            if isinstance(value, list) and len(value) > _LONG:
+                short = value[:1]
+                if fits(value, sub, profile) and fits(short, sub, profile):
+                    out = dict(out) if out is node else out
+                    out[key] = short
+            elif isinstance(value, dict) and node is data and any(
+                    isinstance(v, list) and len(v) > _LONG for v in value.values()):
+                inner = cut(value, resolve(sub, root))
+                if inner is not value:
+                    out = dict(out) if out is node else out
+                    out[key] = inner
+        return out
+
+    try:
+        return cut(data, root)
+    except (KeyError, TypeError, AttributeError):  # a schema shape this does not know: look at everything
+        return data
 
 
 def _task_elsewhere(task: str) -> bool:
