@@ -154,9 +154,9 @@ def load(path: Path) -> Optional[ProjectSettings]:
             problems.append(str(err))
             return None
 
-    from difflib import get_close_matches
-
     for key in sorted(set(table) - KNOWN):
+        from difflib import get_close_matches  # only for a mistake: not on every start-up
+
         close = get_close_matches(key.replace("_", "-"), sorted(k for k in KNOWN if "_" not in k), n=1)
         problems.append(f"{path}: [tool.probe-lint] unknown key {key!r}"
                         + (f"; did you mean {close[0]!r}?" if close else
@@ -241,19 +241,41 @@ def _per_file_ignores(path: Path, per_file: Any) -> tuple[tuple[str, Optional[st
 def find(start: Optional[str] = None) -> Optional[Path]:
     """The nearest pyproject.toml at or above ``start`` (a file or folder;
     default the current folder)."""
+    found = _nearest(start)
+    if found is None:
+        return None
+    from pathlib import Path
+
+    return Path(found)
+
+
+def _nearest(start: Optional[str]) -> Optional[str]:
+    """:func:`find`'s answer as a string (no pathlib: start-up)."""
     here = os.path.realpath(start) if start else os.getcwd()
     if not os.path.isdir(here):
         here = os.path.dirname(here)
     while True:
         candidate = os.path.join(here, "pyproject.toml")
         if os.path.isfile(candidate):
-            from pathlib import Path
-
-            return Path(candidate)
+            return candidate
         parent = os.path.dirname(here)
         if parent == here:
             return None
         here = parent
+
+
+def _may_hold_the_table(path: str) -> bool:
+    """False when the file at ``path`` cannot hold a ``[tool.probe-lint]``
+    table: its bytes never spell ``probe-lint`` (nor a TOML escape that
+    could). Most projects' pyproject.toml has no such table, and parsing
+    it (tomllib, about 6 ms to import) is then skipped. True when it
+    cannot be read (load reports that)."""
+    try:
+        with open(path, "rb") as handle:
+            raw = handle.read()
+    except OSError:
+        return True
+    return b"probe-lint" in raw or b"\\u" in raw or b"\\U" in raw
 
 
 def find_and_load(config_file: Optional[str], *, start: Optional[str] = None) -> Optional[ProjectSettings]:
@@ -273,5 +295,9 @@ def find_and_load(config_file: Optional[str], *, start: Optional[str] = None) ->
         if settings is None:  # a typo'd file would otherwise change nothing, silently
             raise SettingsError(f"--config-file {config_file}: it has no [tool.probe-lint] table")
         return settings
-    found = find(start)
-    return load(found) if found else None
+    found = _nearest(start)
+    if found is None or not _may_hold_the_table(found):
+        return None
+    from pathlib import Path
+
+    return load(Path(found))
