@@ -269,12 +269,16 @@ def _may_hold_the_table(path: str) -> bool:
     table: its bytes never spell ``probe-lint`` (nor a TOML escape that
     could). Most projects' pyproject.toml has no such table, and parsing
     it (tomllib, about 6 ms to import) is then skipped. True when it
-    cannot be read (load reports that)."""
+    cannot be read or is not UTF-8 (load reports that)."""
     try:
         with open(path, "rb") as handle:
             raw = handle.read()
     except OSError:
         return True
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return True  # not UTF-8, as TOML must be: load says so
     return b"probe-lint" in raw or b"\\u" in raw or b"\\U" in raw
 
 
