@@ -217,28 +217,38 @@ def startup(probe: str, runs: int, folder: Path, importtime: bool = False) -> di
                                   "rank": [], "step": [], "overflow_check": {"overflow_nums": 3}}, indent=4) + "\n",
                       encoding="utf-8")
     (folder / "startup" / "dump").mkdir()
+    # Two projects: a pyproject.toml as most have (no [tool.probe-lint]) and one with the table.
+    projects = {"other tools": '[project]\nname = "train"\n\n[tool.ruff]\nline-length = 100\n',
+                "[tool.probe-lint]": '[project]\nname = "train"\n\n[tool.probe-lint]\nignore = ["PL206"]\n'}
+    for number, text in enumerate(projects.values()):
+        (folder / "startup" / f"project{number}").mkdir()
+        (folder / "startup" / f"project{number}" / "pyproject.toml").write_text(text, encoding="utf-8")
+        (folder / "startup" / f"project{number}" / "config.json").write_text(config.read_text(), encoding="utf-8")
     env = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
-    cases = {"bare interpreter": [sys.executable, "-c", "pass"],
-             "probe lint --isolated": [probe, "lint", "--isolated", str(config)],
-             "probe lint": [probe, "lint", str(config)],
-             "probe report (start)": [probe, "report", str(folder / "startup" / "dump")],
-             "probe report (small)": [probe, "report", str(SMALL_DUMP)]}
+    here = config.parent
+    cases = {"bare interpreter": ([sys.executable, "-c", "pass"], here),
+             "probe lint --isolated": ([probe, "lint", "--isolated", str(config)], here),
+             "probe lint": ([probe, "lint", str(config)], here),
+             **{f"probe lint, {what}": ([probe, "lint", "config.json"], here / f"project{number}")
+                for number, what in enumerate(projects)},
+             "probe report (start)": ([probe, "report", str(folder / "startup" / "dump")], here),
+             "probe report (small)": ([probe, "report", str(SMALL_DUMP)], here)}
     times: dict[str, list[float]] = {label: [] for label in cases}
-    for argv in cases.values():  # warm-up: the page cache and the bytecode cache
-        subprocess.run(argv, cwd=config.parent, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    for argv, cwd in cases.values():  # warm-up: the page cache and the bytecode cache
+        subprocess.run(argv, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     for run in range(runs):
         order = list(cases.items())
         if run % 2:
             order.reverse()
-        for label, argv in order:
+        for label, (argv, cwd) in order:
             start = time.perf_counter()
-            subprocess.run(argv, cwd=config.parent, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            subprocess.run(argv, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             times[label].append(time.perf_counter() - start)
     medians = {label: statistics.median(values) for label, values in times.items()}
     bare = medians["bare interpreter"]
     print(f"start-up (median of {runs} interleaved cold runs; one small clean config):")
     for label, median in medians.items():
-        print(f"  {label:<24} {median * 1000:7.1f} ms   x{median / bare:4.1f} a bare interpreter")
+        print(f"  {label:<40} {median * 1000:7.1f} ms   x{median / bare:4.1f} a bare interpreter")
     if importtime:
         proc = subprocess.run([sys.executable, "-X", "importtime", probe, "lint", "--isolated", str(config)],
                               env=env, capture_output=True, text=True)

@@ -145,3 +145,73 @@ def test_the_readme_report_sample_is_the_bundled_examples_real_output(tmp_path):
     real = _normalised(every.stdout, str(tmp_path / "dump"))
     shown_tail = _normalised(tail[len("...\n"):], dump)
     assert real[-len(shown_tail):] == shown_tail
+
+
+def _code_blocks(text: str) -> list[str]:
+    """The fenced code blocks of a Markdown text, without their fences."""
+    parts = text.split("```")
+    return [part.split("\n", 1)[1] if "\n" in part else "" for part in parts[1::2]]
+
+
+def _matches(expected: str, actual: str) -> bool:
+    """True when ``actual`` is ``expected``, a line ``...`` in it standing
+    for any number of lines."""
+    chunks = [chunk.strip("\n") for chunk in ("\n" + expected + "\n").split("\n...\n")]
+    lines = actual.rstrip("\n")
+    if not lines.startswith(chunks[0]) or not lines.endswith(chunks[-1]):
+        return False
+    at = len(chunks[0])
+    for chunk in chunks[1:-1]:
+        at = lines.find(chunk, at)
+        if at < 0:
+            return False
+        at += len(chunk)
+    return len(chunks) > 1 or lines == chunks[0]
+
+
+def test_the_readme_lint_samples_are_what_probe_prints(tmp_path):
+    """Issue 34: the README's lint samples had drifted (the --fix summary
+    wording). Each is run here: the sample in "Why", the --fix session of
+    "Fixing" (in a folder standing for /tmp/fixdemo, as it says), the diff
+    it shows and the release note of "Choosing the target release"."""
+    import difflib
+    import shlex
+    import shutil
+
+    from conftest import run_probe
+
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    blocks = _code_blocks(readme)
+    why = next(b for b in blocks if b.startswith("examples/lint/mistakes.json:"))
+    proc = run_probe("lint", "--isolated", "examples/lint/mistakes.json", cwd=REPO)
+    assert why in proc.stdout, proc.stdout
+
+    folder = tmp_path / "fixdemo"
+    folder.mkdir()
+    shutil.copy(REPO / "examples" / "lint" / "mistakes.json", folder / "config.json")
+    before = (folder / "config.json").read_text(encoding="utf-8")
+    session = next(b for b in blocks if b.startswith("$ probe lint --isolated config.json"))
+    status = None
+    for command in ("\n" + session).split("\n$ ")[1:]:
+        line, _, expected = command.partition("\n")
+        if line == "echo $?":
+            assert expected.strip() == str(status)
+            continue
+        args = shlex.split(line)
+        assert args[0] == "probe"
+        proc = run_probe(*args[1:], cwd=folder)
+        status = proc.returncode
+        printed = (proc.stderr + proc.stdout).replace(str(folder), "/tmp/fixdemo")
+        assert _matches(expected, printed), (line, printed)
+    after = (folder / "config.json").read_text(encoding="utf-8")
+    diff = next(b for b in blocks if b.startswith("-    \"rank\": 0,"))
+    changed = [line for line in difflib.unified_diff(before.splitlines(), after.splitlines(), lineterm="", n=0)
+               if line[:1] in "-+" and not line.startswith(("---", "+++"))]
+    assert changed == [line for line in diff.splitlines() if line[:1] in "-+"]
+
+    note = next(b for b in blocks if "acc_check" in b and b.startswith("config.json:20:5: PL101"))
+    (tmp_path / "acc.json").write_text('{"task": "overflow_check", "dump_path": "/d", "level": "L1",\n'
+                                       + '"x": 1,\n' * 18 + '    "acc_check": {}}\n', encoding="utf-8")
+    proc = run_probe("lint", "--isolated", "acc.json", cwd=tmp_path)
+    first = next(line for line in proc.stdout.splitlines() if "acc_check" in line)
+    assert first.replace("acc.json", "config.json") == " ".join(note.strip().splitlines())

@@ -56,6 +56,11 @@ def _dispatch(args: list[str]) -> int:
 
         sys.stdout.write(version_line() + "\n")
         return ExitStatus.OK
+    problem = _cwd_problem()
+    if problem:
+        from .messages import fail
+
+        return fail(problem)
     if args and args[0] == "report":
         from .report_args import parse_report
 
@@ -83,6 +88,23 @@ def _dispatch(args: list[str]) -> int:
         if key in values:
             values[key] = tuple(values[key])
     return run_lint(paths, LintOptions(**values), format=format, output=output, **fixing)
+
+
+def _cwd_problem() -> Optional[str]:
+    """What is wrong with the current folder (a message for ``probe:
+    error:``), or None: every command resolves relative paths (a config's
+    ``dump_path``, pyproject.toml's lookup) against it, so a folder deleted
+    under the shell (``mkdir x && cd x && rmdir ../x``) is a usage error,
+    not a traceback."""
+    import os
+
+    try:
+        os.getcwd()
+    except FileNotFoundError:
+        return "the current folder no longer exists (it was deleted); cd to an existing folder and run probe again"
+    except OSError as err:
+        return f"cannot read the current folder: {err.strerror or err}"
+    return None
 
 
 class _QuietFlush:

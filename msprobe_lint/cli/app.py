@@ -39,6 +39,40 @@ class _Command(TyperCommand):
     def get_params(self, ctx: Any) -> list:
         return _without_types(super().get_params(ctx))
 
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        try:
+            return super().parse_args(ctx, args)
+        except Exception as err:  # typer's click BadParameter, worded by pydantic
+            plain = _plain_validation_message(err.__cause__)
+            if plain is not None and hasattr(err, "message"):
+                err.message = plain
+            raise
+
+
+def _plain_validation_message(cause: Any) -> Optional[str]:
+    """A plain message for the pydantic ValidationError typer turned into a
+    BadParameter (``Input should be greater than or equal to 1``, ``Value
+    error, ...``), or None to keep the message as it is."""
+    errors = getattr(cause, "errors", None)
+    if not callable(errors):
+        return None
+    try:
+        first = errors()[0]
+    except Exception:
+        return None
+    kind, value, limits = first.get("type"), first.get("input"), first.get("ctx") or {}
+    shown = repr(value) if isinstance(value, str) and not value.lstrip("-").isdigit() else str(value)
+    if kind in ("greater_than_equal", "greater_than", "less_than_equal", "less_than"):
+        sign = {"greater_than_equal": ">=", "greater_than": ">", "less_than_equal": "<=", "less_than": "<"}[kind]
+        bound = next(iter(limits.values()), "?")
+        return f"{shown} is not an integer {sign} {bound}"
+    if kind in ("int_parsing", "int_type", "int_from_float"):
+        return f"{shown} is not an integer"
+    if kind == "value_error" and "error" in limits:
+        return str(limits["error"])
+    message = str(first.get("msg", ""))
+    return message.replace("Value error, ", "").replace("Input should be", "must be") or None
+
 
 class _RunCommand(_Command):
     """``probe run``: probe's own options end at ``--``; an option it does
@@ -176,11 +210,16 @@ def explain(code: str = typer.Argument(..., metavar="CODE",
 
 
 @app.command(cls=_Command)
-def schema() -> None:
+def schema(
+    msprobe_version: Optional[str] = option("msprobe_version", rich_help_panel=None,
+                                            help="mindstudio-probe release whose schema to print (8.1, 8.3, 26.0, "
+                                                 "26.1, 26.2; default 8.3), as probe lint reads it."),
+    atb: bool = typer.Option(False, "--atb", help="Print the schema of msprobe's ATB dump config instead."),
+) -> None:
     """Print the JSON Schema for msprobe config.json (for editors and check-jsonschema)."""
     from .commands.schema import main
 
-    raise typer.Exit(main())
+    raise typer.Exit(main(msprobe_version, atb=atb))
 
 
 @app.command(cls=_RunCommand, context_settings={"allow_extra_args": True})

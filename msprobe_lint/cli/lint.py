@@ -18,6 +18,7 @@ import os
 import sys
 
 from ..exit import ExitStatus
+from ..textsafe import shown
 from .messages import fail
 
 TYPE_CHECKING = False  # typing is imported only by type checkers (start-up)
@@ -78,6 +79,8 @@ def check_usage(paths: list[str], output: Optional[str], *, format: str, fix: bo
         return f"--output {output} holds an msprobe config; it would be overwritten (choose another file)"
     if show_files and (fix or diff):
         return "--show-files lints nothing; it does not go with --fix or --diff"
+    if show_files and format not in ("text", "json"):
+        return f"--show-files lists files as text or --format json; --format {format} reports findings"
     return None
 
 
@@ -118,7 +121,7 @@ def report(paths: list[str], run: Any, outcomes: list, *, format: str, output: O
     unified diff for ``--diff``; what was fixed goes to stderr."""
     folders = [p for p in paths if p != "-" and os.path.isdir(p)]
     if folders and not run.results:  # a mistyped path or an exclude too wide should not pass silently
-        sys.stderr.write(f"probe: warning: no msprobe config found in {', '.join(folders)}; "
+        sys.stderr.write(f"probe: warning: no msprobe config found in {shown(', '.join(folders))}; "
                          "--show-files lists what was skipped and why\n")
     status = run.status
     report_on_stderr = fix and not diff and output is None and any(o.stdin for o in outcomes)
@@ -136,17 +139,58 @@ def report(paths: list[str], run: Any, outcomes: list, *, format: str, output: O
 
 def emit(text: str, output: Optional[str]) -> Optional[int]:
     """Print ``text``, or write it to ``output``; the exit status of a
-    usage error when the file cannot be written, else None."""
+    usage error when the file cannot be written, else None.
+
+    ``output`` is written through a temporary file in its folder, renamed
+    over it once complete (a failure leaves the old report as it was); a
+    lone surrogate (a file name's undecodable byte, a ``"\\ud800"`` in a
+    config) is written as its ``\\uXXXX`` escape, which JSON reads back.
+    A path that is not a regular file (``/dev/stdout``, a pipe) is written
+    in place."""
     if output is None:
         sys.stdout.write(text)
         sys.stdout.flush()
         return None
+    data = text.encode("utf-8", "backslashreplace")
     try:
-        with open(output, "w", encoding="utf-8") as handle:
-            handle.write(text)
+        if os.path.exists(output) and not os.path.isfile(output):
+            with open(output, "wb") as handle:
+                handle.write(data)
+        else:
+            _replace(output, data)
     except OSError as err:
         return fail(f"cannot write {output}: {err.strerror or err}")
     return None
+
+
+def _replace(path: str, data: bytes) -> None:
+    """Write ``data`` to ``path`` atomically: a temporary file in the same
+    folder (the mode of the file it replaces, else what the umask gives a
+    new file), then renamed over ``path`` (through a soft link, the file
+    it points to).
+
+    Raises:
+        OSError: the folder is not writable, the disk is full...
+    """
+    import tempfile
+
+    target = os.path.realpath(path)
+    try:
+        mode = os.stat(target).st_mode & 0o7777
+    except FileNotFoundError:
+        umask = os.umask(0)
+        os.umask(umask)
+        mode = 0o666 & ~umask
+    handle, temporary = tempfile.mkstemp(prefix=".probe-", suffix=".tmp", dir=os.path.dirname(target))
+    try:
+        with os.fdopen(handle, "wb") as out:
+            out.write(data)
+        os.chmod(temporary, mode)
+        os.replace(temporary, target)
+    except BaseException:
+        if os.path.exists(temporary):
+            os.unlink(temporary)
+        raise
 
 
 def _overwrites(path: str, output: Optional[str]) -> bool:
@@ -195,10 +239,10 @@ def _say_fixed(outcomes: list, diff: bool, remaining: int = 0, unsafe: int = 0) 
     unsafe fix not asked for)."""
     for outcome in outcomes:
         if outcome.skipped:
-            sys.stderr.write(f"probe: {outcome.path}: {outcome.skipped}\n")
+            sys.stderr.write(f"probe: {shown(outcome.path)}: {shown(outcome.skipped)}\n")
         if outcome.applied and not diff:
-            codes = ", ".join(f"{d.code} {d.fix.description}" for d in outcome.applied)
-            sys.stderr.write(f"{outcome.path}: fixed {len(outcome.applied)}: {codes}\n")
+            codes = shown(", ".join(f"{d.code} {d.fix.description}" for d in outcome.applied))
+            sys.stderr.write(f"{shown(outcome.path)}: fixed {len(outcome.applied)}: {codes}\n")
     changed = sum(bool(o.applied) for o in outcomes)
     fixes = sum(len(o.applied) for o in outcomes)
     if diff and changed:

@@ -74,7 +74,7 @@ LINT_OPTIONS: tuple[LintOption, ...] = (
     LintOption(("--unsafe-fixes",), "unsafe_fixes", "flag", None,
                "With --fix or --diff: apply the unsafe fixes too (they may change what the job does).", OUTPUT),
     LintOption(("--diff",), "diff", "flag", None, "Print the fixes as a unified diff; write nothing.", OUTPUT),
-    LintOption(("--select",), "select", "multi", "CODES", "Only these codes or prefixes (comma-separated).",
+    LintOption(("--select",), "select", "multi", "CODES", "Only these codes, prefixes or rule names (comma-separated).",
                SELECTION),
     LintOption(("--ignore",), "ignore", "multi", "CODES", "Skip these codes or prefixes (comma-separated).",
                SELECTION),

@@ -8,13 +8,16 @@ from ..exit import ExitStatus
 
 
 def fail(message: str, status: int = ExitStatus.USAGE) -> int:
-    """Print ``probe: error: message`` on stderr; return ``status``.
+    """Print ``probe: error: message`` on stderr (control characters of a
+    file name in it shown as ``?``: textsafe.shown); return ``status``.
 
     Example::
 
         return fail("--unsafe-fixes goes with --fix or --diff")
     """
-    sys.stderr.write(f"probe: error: {message}\n")
+    from ..textsafe import shown
+
+    sys.stderr.write("probe: error: " + "\n".join(shown(line) for line in message.split("\n")) + "\n")
     sys.stderr.flush()
     return status
 

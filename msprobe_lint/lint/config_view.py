@@ -25,7 +25,9 @@ class ConfigView:
             profiles.py).
         given_in_code: top-level keys the training script passes to
             PrecisionDebugger (``dump_path``), whose config values are
-            therefore not used."""
+            therefore not used.
+        memo: what the rules compute once per config and share (a long
+            rank list read once for PL301-PL303), keyed by the rule family."""
 
     def __init__(self, data: dict, bad: set[str] | frozenset[str] = frozenset(), path: str = "<config>",
                  profile: str = "8.3", given_in_code: frozenset[str] = frozenset()):
@@ -34,6 +36,7 @@ class ConfigView:
         self.path = path
         self.profile = profile
         self.given_in_code = given_in_code
+        self.memo: dict = {}
 
     def get(self, *parts: Any, default: Any = None) -> Any:
         """The value at ``parts`` (keys/indices), or ``default`` when absent

@@ -61,8 +61,9 @@ class Fix(namedtuple("Fix", "description edits safe writes removes", defaults=(T
             (``probe lint --fix`` applies it); False when it changes what
             the job does (applied only with ``--unsafe-fixes``). A fix
             removing an object that holds anything is never safe.
-        writes: JSON pointers of the keys and values the fix writes (a
-            renamed or moved key, a new value).
+        writes: JSON pointers of the keys the fix creates (a renamed or
+            moved key; a value replaced in place is not listed: the key
+            stays the user's).
         removes: JSON pointers of the members or items it removes. ``--fix``
             never applies a removal covering what an earlier fix of the same
             run wrote (edits.fix_text).
@@ -112,12 +113,29 @@ def remove(ptr: str, description: str, *, safe: bool = True) -> FixSpec:
     return FixSpec(description, (("remove", ptr),), safe)
 
 
-def set_value(ptr: str, value: Any, description: str, *, safe: bool = True) -> FixSpec:
-    """The fix replacing the value at ``ptr`` with ``value`` (a Python
-    value, written as JSON with non-ASCII kept)."""
+def json_text(value: Any) -> str:
+    """``value`` as JSON text for a fix to write: non-ASCII kept as it is,
+    but a lone surrogate (``"\\ud800"`` in the file, or a byte a
+    surrogateescape decoding kept) written as its ``\\uXXXX`` escape, so the
+    text stays encodable as UTF-8 and reads back as the same value.
+
+    Raises:
+        TypeError, ValueError: as ``json.dumps`` for a value JSON cannot
+            hold.
+    """
     import json
 
-    return FixSpec(description, (("value", ptr, json.dumps(value, ensure_ascii=False)),), safe)
+    text = json.dumps(value, ensure_ascii=False)
+    if any("\ud800" <= c <= "\udfff" for c in text):
+        text = "".join(f"\\u{ord(c):04x}" if "\ud800" <= c <= "\udfff" else c for c in text)
+    return text
+
+
+def set_value(ptr: str, value: Any, description: str, *, safe: bool = True) -> FixSpec:
+    """The fix replacing the value at ``ptr`` with ``value`` (a Python
+    value, written as JSON with non-ASCII kept, lone surrogates escaped:
+    :func:`json_text`)."""
+    return FixSpec(description, (("value", ptr, json_text(value)),), safe)
 
 
 class Diagnostic(namedtuple("Diagnostic", "path line column code severity message hint pointer end_line end_column "

@@ -194,6 +194,14 @@ def load(path: str, raw: Optional[bytes] = None) -> Document:
             doc.findings.append(Finding("PL006", f"config {reason}", hint=None))
             doc.fatal = doc.unreadable = True
             return doc
+    wide = wide_encoding(raw)
+    if wide:
+        doc.findings.append(Finding(
+            "PL004", f"the file is {wide}, not UTF-8 as an msprobe config must be",
+            hint=f"save it as UTF-8 (Notepad: Save As, Encoding: UTF-8; or iconv -f {wide.split()[0]} -t UTF-8)",
+            line=1, column=1, end_line=1, end_column=1))
+        doc.fatal = True
+        return doc
     if raw.startswith(BOM):
         doc.findings.append(Finding(
             "PL004", "file starts with a UTF-8 byte-order mark; Python's json.load, and so msprobe, rejects it",
@@ -235,7 +243,7 @@ def load(path: str, raw: Optional[bytes] = None) -> Document:
         doc.fatal = True
         return doc
     except RecursionError:
-        doc.findings.append(Finding("PL001", "not valid JSON: nested too deeply to parse", line=1, column=1))
+        doc.findings.append(_too_deep(text))
         doc.fatal = True
         return doc
     except ValueError as err:  # an integer over Python's int-string limit (4300 digits): json.load raises too
@@ -247,13 +255,17 @@ def load(path: str, raw: Optional[bytes] = None) -> Document:
         return doc
     doc.data = data
     if flags["duplicates"]:
-        for (raw_ptr, span), earlier in zip(doc.positions.duplicates, doc.positions.previous):
+        positions = doc.positions
+        for (raw_ptr, span), earlier, first in zip(positions.duplicates, positions.previous, positions.first):
             key = split(raw_ptr)[-1]
+            first_line, first_column = positions.line_col(first)  # the map's newline index: no count per key
             doc.findings.append(Finding(
-                "PL002", f"duplicate key {key!r}: json.load keeps only the last value",
+                "PL002", f"duplicate key {key!r} (first at line {first_line} col {first_column}): json.load keeps "
+                         "only the last value",
                 hint="remove all but one occurrence of the key", line=span.line, column=span.column,
-                pointer=raw_ptr, fix=FixSpec(f"remove the earlier {key!r}, whose value json.load drops",
-                                             (("remove-member-at", earlier),), safe=False)))
+                end_line=span.end_line, end_column=span.end_column, pointer=raw_ptr,
+                fix=FixSpec(f"remove the earlier {key!r}, whose value json.load drops",
+                            (("remove-member-at", earlier),), safe=False)))
     if found_nonfinite:
         for ptr, value in _walk_nonfinite(data):
             doc.nonfinite.append(ptr)
@@ -275,6 +287,54 @@ def load(path: str, raw: Optional[bytes] = None) -> Document:
                  "\"task\", \"dump_path\" and \"level\"", pointer="/common_dump_settings", at="key"))
         doc.fatal = True
     return doc
+
+
+# Byte-order marks of the wide encodings (UTF-32's before UTF-16's: FF FE starts both).
+_WIDE_BOMS = ((b"\xff\xfe\x00\x00", "UTF-32 (little-endian, with a byte-order mark)"),
+              (b"\x00\x00\xfe\xff", "UTF-32 (big-endian, with a byte-order mark)"),
+              (b"\xff\xfe", "UTF-16 (little-endian, with a byte-order mark)"),
+              (b"\xfe\xff", "UTF-16 (big-endian, with a byte-order mark)"))
+
+
+def wide_encoding(raw: bytes) -> Optional[str]:
+    """The name of the UTF-16 or UTF-32 encoding ``raw`` is in (Windows
+    Notepad's "Unicode" is UTF-16 little-endian), or None: by its
+    byte-order mark, else by where the NUL bytes of its first four bytes
+    are (a JSON text starts with ASCII, so RFC 4627 section 3's pattern
+    tells the encoding: ``xx 00 xx 00`` is UTF-16LE, ``00 00 00 xx`` is
+    UTF-32BE...)."""
+    for mark, name in _WIDE_BOMS:
+        if raw.startswith(mark):
+            return name
+    head = raw[:4]
+    if len(head) < 2 or b"\x00" not in head:
+        return None
+    nul = tuple(b == 0 for b in head)
+    patterns = {(False, True, True, True): "UTF-32 (little-endian)", (True, True, True, False): "UTF-32 (big-endian)",
+                (False, True, False, True): "UTF-16 (little-endian)", (True, False, True, False): "UTF-16 (big-endian)",
+                (False, True): "UTF-16 (little-endian)", (True, False): "UTF-16 (big-endian)"}
+    return patterns.get(nul if len(head) == 4 else nul[:2])
+
+
+def _too_deep(text: str) -> Finding:
+    """PL001 for a text nested deeper than Python's json can read in this
+    process (its recursion limit less the frames already in use): how deep
+    it is, where it is deepest, and that this is a limit of the reader,
+    not a syntax error (json.load in a fresh interpreter may read it)."""
+    import sys
+
+    from .positions import nesting
+
+    frames, frame = 0, sys._getframe()
+    while frame is not None:
+        frames, frame = frames + 1, frame.f_back  # type: ignore[assignment]
+    limit = max(sys.getrecursionlimit() - frames, 1)
+    depth, offset = nesting(text)  # at the deepest bracket: the same place whatever the stack
+    line, column = line_col(text, offset)
+    return Finding("PL001", f"nested {depth} levels deep, deeper than probe lint reads (about {limit} levels: "
+                            f"Python's recursion limit, {sys.getrecursionlimit()}, less what the linter uses); "
+                            "this is not a syntax error", line=line, column=column,
+                   hint="msprobe configs nest a few levels: check what generated this file")
 
 
 def _walk_nonfinite(value: Any, path: tuple = ()) -> list[tuple[str, NonFinite]]:

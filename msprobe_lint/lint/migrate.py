@@ -16,6 +16,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Optional
 
+from .diagnostic import json_text
 from .fixes.edits import unified_diff
 from .loader import load, write_atomic
 from .positions import pointer
@@ -74,7 +75,7 @@ def plan(path: str, to: str, *, framework: Optional[str] = None) -> Migration:
     def rename(ptr: str, at: str, new: str) -> None:
         where = doc.positions.offsets(ptr, at)
         if where is not None:
-            edits.append((where[0], where[1], json.dumps(new, ensure_ascii=False), f"{ptr} ({at}) -> {new}"))
+            edits.append((where[0], where[1], json_text(new), f"{ptr} ({at}) -> {new}"))
 
     migration = Migration(path, doc.text, doc.text)
     source_line = "8" if target == "26" else "26"

@@ -144,12 +144,15 @@ def prepare(options: LintOptions, *, first_path: Optional[str] = None):
     context = build_context(layers, check_fs=options.check_fs, cwd=options.cwd or None,
                             cwd_label=options.cwd_label if options.cwd else None, runtime=options.runtime,
                             script=analysis)
-    try:
-        select = parse_codes(options.select) or (project.select if project else ())
-        ignore = parse_codes(options.ignore) + (project.ignore if project else ())
-        extend = parse_codes(options.extend_select) + (project.extend_select if project else ())
-    except SelectionError as err:
-        raise UsageError(str(err)) from None
+    parsed = {}
+    for flag, field in (("--select", "select"), ("--ignore", "ignore"), ("--extend-select", "extend_select")):
+        try:
+            parsed[field] = parse_codes(getattr(options, field))
+        except SelectionError as err:
+            raise UsageError(f"{flag}: {err}") from None
+    select = parsed["select"] or (project.select if project else ())
+    ignore = parsed["ignore"] + (project.ignore if project else ())
+    extend = parsed["extend_select"] + (project.extend_select if project else ())
     if extend:
         select = (select or ("ALL",)) + extend
     severity: dict[str, Severity] = dict(project.severity) if project else {}

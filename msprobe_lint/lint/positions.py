@@ -28,6 +28,8 @@ if TYPE_CHECKING:
 # punctuation, and runs of anything else (numbers, true, NaN, ...); JSON
 # whitespace in between is skipped.
 _TOKEN = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[{}\[\]:,]|[^ \t\n\r{}\[\]:,"]+')
+# The same without commas and colons, for the position scan.
+_VALUE_TOKEN = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[{}\[\]]|[^ \t\n\r{}\[\]:,"]+')
 # Keys and values whose positions are kept; past that only containers
 # already seen are updated and lookups fall back to an ancestor.
 MAX_RECORDED = 200_000
@@ -68,7 +70,8 @@ class PositionMap:
     Built once per file, lazily. ``duplicates`` lists the key spans of every
     repeat of a key within one object (after its first occurrence), with the
     pointer of that key; ``previous[i]`` is the character offset of the key
-    of the occurrence before ``duplicates[i]`` (the one json.load drops).
+    of the occurrence before ``duplicates[i]`` (the one json.load drops),
+    ``first[i]`` that of its first occurrence.
 
     Never raises: a text the scan cannot read gets an empty map (every
     lookup falls back to line 1, column 1).
@@ -81,6 +84,7 @@ class PositionMap:
         self._values: dict[str, tuple[int, int]] = {}
         self.duplicates: list[tuple[str, Span]] = []
         self.previous: list[int] = []
+        self.first: list[int] = []
         try:
             self._scan(text)
         except Exception:  # the text is valid JSON (json.loads read it); stay silent if not
@@ -94,57 +98,76 @@ class PositionMap:
         keys, values = self._keys, self._values
         recorded = [0, 0]  # deeper entries, top-level ones: each up to MAX_RECORDED
         # One frame per open container: [is_object, pointer, index or key pointer,
-        # keys seen -> offset of their last occurrence (objects), start offset,
-        # expecting a key].
+        # keys seen -> offset of their first occurrence (objects), start offset,
+        # expecting a key, repeated keys -> offset of their last occurrence].
         stack: list[list] = []
-        frame: Optional[list]
-        for match in _TOKEN.finditer(text):
+        frame: list = []
+        index = 0
+        # Commas and colons are not tokens here (finditer steps over them): an
+        # array's index counts its values, and in an object a string after a
+        # member's value is the next key. A third fewer tokens on a long list.
+        for match in _VALUE_TOKEN.finditer(text):
             token = match.group()
-            start, end = match.span()
             first = token[0]
-            if first in ",:":
-                if first == "," and stack:
-                    frame = stack[-1]
-                    if frame[0]:
-                        frame[5] = True
-                    else:
-                        frame[2] += 1
-                continue
-            if first in "}]":
+            if first == "}" or first == "]":
                 frame = stack.pop()
                 shallow = len(stack) <= 1
                 if frame[1] in values or recorded[shallow] < MAX_RECORDED:
-                    values[frame[1]] = (frame[4], end)
+                    values[frame[1]] = (frame[4], match.end())
                     recorded[shallow] += 1
                 continue
-            frame = stack[-1] if stack else None
-            if frame is not None and frame[0] and frame[5]:  # a key
-                key = json.loads(token)
-                ptr = frame[1] + "/" + escape(key)
-                if key in frame[3]:
-                    self.duplicates.append((ptr, self._span(start, end)))
-                    self.previous.append(frame[3][key])
-                frame[3][key] = start
-                frame[2] = ptr
-                frame[5] = False
-                shallow = len(stack) <= 1
-                if recorded[shallow] < MAX_RECORDED or ptr in keys:
-                    keys[ptr] = (start, end)
-                    recorded[shallow] += 1
-                continue
-            if frame is None:
-                ptr = ""
-            elif frame[0]:
-                ptr = frame[2]
+            start = match.start()
+            ptr: Optional[str]
+            if stack:
+                frame = stack[-1]
+                if frame[0]:
+                    if frame[5]:  # a key
+                        end = match.end()
+                        key = json.loads(token)
+                        ptr = frame[1] + "/" + escape(key)
+                        if key in frame[3]:
+                            self.duplicates.append((ptr, self._span(start, end)))
+                            self.previous.append(frame[6].get(key, frame[3][key]))
+                            self.first.append(frame[3][key])
+                            frame[6][key] = start
+                        else:
+                            frame[3][key] = start
+                        frame[2] = ptr
+                        frame[5] = False
+                        shallow = len(stack) <= 1
+                        if recorded[shallow] < MAX_RECORDED or ptr in keys:
+                            keys[ptr] = (start, end)
+                            recorded[shallow] += 1
+                        continue
+                    frame[5] = True  # the member's value: a key comes next
+                    ptr = frame[2]
+                else:
+                    index = frame[2]
+                    frame[2] = index + 1
+                    ptr = None  # an array item's pointer: built only when it is recorded
             else:
-                ptr = frame[1] + "/" + str(frame[2])
+                ptr = ""
             if first == "{" or first == "[":
-                stack.append([first == "{", ptr, 0, {}, start, first == "{"])
+                if ptr is None:
+                    ptr = frame[1] + "/" + str(index)
+                stack.append([first == "{", ptr, 0, {}, start, first == "{", {}])
                 continue
             shallow = len(stack) <= 1
-            if recorded[shallow] < MAX_RECORDED or ptr in values:
-                values[ptr] = (start, end)
+            if ptr is None:  # an array item's pointer is new: no need to look it up
+                if recorded[shallow] < MAX_RECORDED:
+                    values[frame[1] + "/" + str(index)] = (start, match.end())
+                    recorded[shallow] += 1
+            elif recorded[shallow] < MAX_RECORDED or ptr in values:
+                values[ptr] = (start, match.end())
                 recorded[shallow] += 1
+
+    def line_col(self, offset: int) -> tuple[int, int]:
+        """1-based line and column of a character offset of the text, as
+        :func:`line_col` gives them, by a binary search of the newlines
+        (a fix per entry of a 100,000-entry list must not count them each
+        time)."""
+        span = self._span(offset, offset)
+        return span.line, span.column
 
     def _span(self, start: int, end: int) -> Span:
         if self._newlines is None:
@@ -177,6 +200,29 @@ class PositionMap:
             if not tokens:
                 return Span(1, 1, 1, 1)
             tokens = tokens[:-1]
+
+
+def nesting(text: str, beyond: int = 0) -> tuple[int, int]:
+    """(the deepest nesting of arrays and objects in ``text``, the offset of
+    the first bracket deeper than ``beyond`` levels, or of the deepest one),
+    by the token scan (strings skipped; a text that is not valid JSON is
+    scanned as far as it goes).
+
+    Example: ``nesting('{"a": [[1]]}')`` is ``(3, 7)``; with ``beyond=1``,
+    ``(3, 6)``.
+    """
+    depth = deepest = where = 0
+    for match in _TOKEN.finditer(text):
+        token = match.group()
+        if token in "{[":
+            depth += 1
+            if depth > deepest:
+                if not (beyond and deepest > beyond):
+                    where = match.start()
+                deepest = depth
+        elif token in "}]":
+            depth -= 1
+    return deepest, where
 
 
 def line_col(text: str, offset: int) -> tuple[int, int]:

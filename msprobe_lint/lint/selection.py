@@ -43,29 +43,50 @@ def known_codes(prefix: str) -> list[str]:
 
 
 def check_code(text: str) -> str:
-    """``text`` as a code prefix: stripped, upper case, and checked.
+    """``text`` as a code prefix: stripped, upper case, and checked; a rule
+    name (``unknown-key``, as ``probe explain`` takes) is its code.
 
     Raises:
-        SelectionError: not ``ALL`` nor ``PL`` and 1-3 digits, or a prefix
-            of no rule.
+        SelectionError: empty, not ``ALL`` nor ``PL`` and 1-3 digits nor a
+            rule name, or a prefix of no rule.
     """
     code = text.strip().upper()
     if code != ALL and not (code.startswith("PL") and 3 <= len(code) <= 5 and code[2:].isdigit()):
-        raise SelectionError(f"{code!r} is not a rule code or prefix (e.g. PL201, PL2, ALL)")
+        from .rules import load_all
+
+        named = next((c for c, info in load_all().items() if info.name == text.strip().lower()), None)
+        if named is not None:  # a rule name, as `probe explain` takes: unknown-key is PL101
+            return named
+        if not code:
+            raise SelectionError("an empty code selects nothing (ruff refuses it too: `Unknown rule selector`); "
+                                 "give codes such as PL2 or PL201, or leave the option out")
+        from difflib import get_close_matches
+
+        close = get_close_matches(text.strip().lower(), [info.name for info in load_all().values()], n=1)
+        raise SelectionError(f"{code!r} is not a rule code, prefix or name (e.g. PL201, PL2, ALL, unknown-key)"
+                             + (f"; did you mean {close[0]}?" if close else ""))
     if not known_codes(code):
         raise SelectionError(f"{code!r} matches no rule; see `probe rules`")
     return code
 
 
 def parse_codes(values: Iterable[str]) -> tuple[str, ...]:
-    """Comma-separated lists of code prefixes (as the command line repeats
-    them), split and checked by :func:`check_code`; empty items are
-    skipped.
+    """Comma-separated lists of code prefixes or rule names (as the command
+    line repeats them), split and checked by :func:`check_code`; empty
+    items between commas (``PL1,,PL2``, a trailing comma) are skipped, but
+    a value with no code at all (``--select ""``) is refused: it would
+    otherwise select every rule.
 
     Raises:
         SelectionError: see :func:`check_code`.
     """
-    return tuple(check_code(item) for value in values for item in value.split(",") if item.strip())
+    codes: list[str] = []
+    for value in values:
+        items = [item for item in value.split(",") if item.strip()]
+        if not items:
+            check_code("")
+        codes.extend(check_code(item) for item in items)
+    return tuple(codes)
 
 
 class Selection(namedtuple("Selection", "select ignore severity pointer_ignores",

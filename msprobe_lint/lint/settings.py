@@ -131,6 +131,10 @@ def _pattern_list(path: Path, key: str, value: Any) -> tuple[str, ...]:
 def load(path: Path) -> Optional[ProjectSettings]:
     """Parse ``[tool.probe-lint]`` of ``path``; None when the table is absent.
 
+    Every problem of the table is reported at once (one line each, an
+    unknown key with the closest known one), as a lint reports every
+    finding of a config.
+
     Raises:
         SettingsError: unreadable file, bad TOML, unknown keys or bad values.
     """
@@ -140,22 +144,61 @@ def load(path: Path) -> Optional[ProjectSettings]:
         return None
     if not isinstance(table, dict):
         raise SettingsError(f"{path}: [tool.probe-lint] must be a table")
-    unknown = sorted(set(table) - KNOWN)
-    if unknown:
-        raise SettingsError(f"{path}: [tool.probe-lint] has unknown key(s) {', '.join(unknown)}; "
-                            f"known: {', '.join(sorted(KNOWN))}")
+    problems: list[str] = []
+
+    def check(step: Any, *args: Any) -> Any:
+        """``step(*args)``, or None with its SettingsError kept."""
+        try:
+            return step(*args)
+        except SettingsError as err:
+            problems.append(str(err))
+            return None
+
+    for key in sorted(set(table) - KNOWN):
+        from difflib import get_close_matches  # only for a mistake: not on every start-up
+
+        close = get_close_matches(key.replace("_", "-"), sorted(k for k in KNOWN if "_" not in k), n=1)
+        problems.append(f"{path}: [tool.probe-lint] unknown key {key!r}"
+                        + (f"; did you mean {close[0]!r}?" if close else
+                           f"; known: {', '.join(sorted(k for k in KNOWN if '_' not in k))}"))
     settings = ProjectSettings(path=path)
     for key, name in CONTEXT_KEYS.items():
         if key in table:
             try:
                 settings.facts[name] = normalise(name, table[key], f"{path.name} [tool.probe-lint]")
             except ValueError as err:
-                raise SettingsError(f"{path}: [tool.probe-lint] {key}: {err}") from None
-    settings.select = _code_list(path, "select", table.get("select", []))
-    settings.ignore = _code_list(path, "ignore", table.get("ignore", []))
-    settings.extend_select = _code_list(path, "extend-select",
-                                        table.get("extend-select", table.get("extend_select", [])))
-    severity = table.get("severity", {})
+                problems.append(f"{path}: [tool.probe-lint] {key}: {err}")
+    settings.select = check(_code_list, path, "select", table.get("select", [])) or ()
+    settings.ignore = check(_code_list, path, "ignore", table.get("ignore", [])) or ()
+    settings.extend_select = check(_code_list, path, "extend-select",
+                                   table.get("extend-select", table.get("extend_select", []))) or ()
+    check(_severity, path, table.get("severity", {}), settings)
+    settings.per_file_ignores = check(_per_file_ignores, path,
+                                      table.get("per-file-ignores", table.get("per_file_ignores", {}))) or ()
+    for key, name in PATTERN_KEYS.items():
+        if key in table:
+            setattr(settings, name, check(_pattern_list, path, key, table[key]))
+    if "script" in table:
+        script = table["script"]
+        if not isinstance(script, str) or not script.strip():
+            problems.append(f"{path}: [tool.probe-lint] script must be the path of the training script, "
+                            "e.g. \"train.py\"")
+        else:
+            settings.script = os.path.join(os.path.dirname(os.path.abspath(path)), script.strip())
+    if len(problems) == 1:
+        raise SettingsError(problems[0])
+    if problems:
+        raise SettingsError(f"{path}: {len(problems)} problems in [tool.probe-lint]:\n"
+                            + "\n".join("  " + p.removeprefix(f"{path}: [tool.probe-lint] ") for p in problems))
+    return settings
+
+
+def _severity(path: Path, severity: Any, settings: ProjectSettings) -> None:
+    """Fill ``settings.severity`` from the ``severity`` table.
+
+    Raises:
+        SettingsError: not a table, a bad code or grade.
+    """
     if not isinstance(severity, dict):
         raise SettingsError(f"{path}: [tool.probe-lint] severity must be a table of "
                             'code = "error"|"warning"|"info"')
@@ -173,7 +216,15 @@ def load(path: Path) -> Optional[ProjectSettings]:
                                 f"not {level!r}") from None
         for known in known_codes(prefix):
             settings.severity[known] = grade
-    per_file = table.get("per-file-ignores", table.get("per_file_ignores", {}))
+
+
+def _per_file_ignores(path: Path, per_file: Any) -> tuple[tuple[str, Optional[str], tuple[str, ...]], ...]:
+    """The ``per-file-ignores`` table as (glob, JSON pointer or None, codes).
+
+    Raises:
+        SettingsError: not a table, a key without a glob or with a bad
+            pointer, bad codes.
+    """
     if not isinstance(per_file, dict):
         raise SettingsError(f"{path}: [tool.probe-lint] per-file-ignores must be a table of glob = [codes]")
     entries = []
@@ -185,35 +236,51 @@ def load(path: Path) -> Optional[ProjectSettings]:
             raise SettingsError(f"{path}: [tool.probe-lint] per-file-ignores: {key!r}: the part after '#' must be "
                                 "a JSON pointer such as #/overflow_check")
         entries.append((glob, ptr or None, _code_list(path, f"per-file-ignores.{key!r}", codes)))
-    settings.per_file_ignores = tuple(entries)
-    for key, name in PATTERN_KEYS.items():
-        if key in table:
-            setattr(settings, name, _pattern_list(path, key, table[key]))
-    if "script" in table:
-        script = table["script"]
-        if not isinstance(script, str) or not script.strip():
-            raise SettingsError(f"{path}: [tool.probe-lint] script must be the path of the training script, "
-                                "e.g. \"train.py\"")
-        settings.script = os.path.join(os.path.dirname(os.path.abspath(path)), script.strip())
-    return settings
+    return tuple(entries)
 
 
 def find(start: Optional[str] = None) -> Optional[Path]:
     """The nearest pyproject.toml at or above ``start`` (a file or folder;
     default the current folder)."""
+    found = _nearest(start)
+    if found is None:
+        return None
+    from pathlib import Path
+
+    return Path(found)
+
+
+def _nearest(start: Optional[str]) -> Optional[str]:
+    """:func:`find`'s answer as a string (no pathlib: start-up)."""
     here = os.path.realpath(start) if start else os.getcwd()
     if not os.path.isdir(here):
         here = os.path.dirname(here)
     while True:
         candidate = os.path.join(here, "pyproject.toml")
         if os.path.isfile(candidate):
-            from pathlib import Path
-
-            return Path(candidate)
+            return candidate
         parent = os.path.dirname(here)
         if parent == here:
             return None
         here = parent
+
+
+def _may_hold_the_table(path: str) -> bool:
+    """False when the file at ``path`` cannot hold a ``[tool.probe-lint]``
+    table: its bytes never spell ``probe-lint`` (nor a TOML escape that
+    could). Most projects' pyproject.toml has no such table, and parsing
+    it (tomllib, about 6 ms to import) is then skipped. True when it
+    cannot be read or is not UTF-8 (load reports that)."""
+    try:
+        with open(path, "rb") as handle:
+            raw = handle.read()
+    except OSError:
+        return True
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return True  # not UTF-8, as TOML must be: load says so
+    return b"probe-lint" in raw or b"\\u" in raw or b"\\U" in raw
 
 
 def find_and_load(config_file: Optional[str], *, start: Optional[str] = None) -> Optional[ProjectSettings]:
@@ -229,6 +296,13 @@ def find_and_load(config_file: Optional[str], *, start: Optional[str] = None) ->
         path = Path(config_file)
         if not path.is_file():
             raise SettingsError(f"--config-file {config_file}: no such file")
-        return load(path)
-    found = find(start)
-    return load(found) if found else None
+        settings = load(path)
+        if settings is None:  # a typo'd file would otherwise change nothing, silently
+            raise SettingsError(f"--config-file {config_file}: it has no [tool.probe-lint] table")
+        return settings
+    found = _nearest(start)
+    if found is None or not _may_hold_the_table(found):
+        return None
+    from pathlib import Path
+
+    return load(Path(found))

@@ -22,6 +22,7 @@ import os
 import re
 from collections import namedtuple
 
+from ..textsafe import shown
 from .files import MAX_BYTES, read_bytes
 
 TYPE_CHECKING = False  # typing is imported only by type checkers (start-up)
@@ -617,5 +618,5 @@ def show_files(candidates: Sequence[Candidate]) -> str:
     lines = []
     for c in candidates:
         word = {LINT: "lint", SKIP: "skip", UNREADABLE: "error"}[c.action]
-        lines.append(f"{word:<5} {c.path}{'/' if c.folder else ''}  ({c.reason})")
+        lines.append(f"{word:<5} {shown(c.path)}{'/' if c.folder else ''}  ({shown(c.reason)})")
     return "\n".join(lines) + ("\n" if lines else "")

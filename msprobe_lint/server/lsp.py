@@ -69,6 +69,39 @@ def lsp_position(text: str, offset: int, encoding: str = "utf-16") -> tuple[int,
     return line, units
 
 
+class LspLines:
+    """Where each LSP line of ``text`` starts (lines end at ``\\n``,
+    ``\\r\\n`` or ``\\r``), found once, so the position of each of many
+    diagnostics is a binary search, not a count over the text before it
+    (a 200,000-entry list with a finding per entry)."""
+
+    def __init__(self, text: str):
+        import re
+
+        self.text = text
+        self.starts = [0] + [m.end() for m in re.finditer("\r\n|\n|\r", text)]
+
+    def position(self, offset: int, encoding: str = "utf-16") -> tuple[int, int]:
+        """As :func:`lsp_position`."""
+        import bisect
+
+        offset = max(0, min(offset, len(self.text)))
+        line = bisect.bisect_right(self.starts, offset) - 1
+        start = self.starts[line]
+        if offset > start and self.text[offset - 1] == "\r":
+            return line + 1, 0  # between the \r and \n of a pair: the \r ended the line (as lsp_position counts)
+        return line, _units(self.text[start:offset], encoding)
+
+
+def _units(part: str, encoding: str) -> int:
+    """The length of ``part`` in ``encoding``'s code units."""
+    if encoding == "utf-8":
+        return len(part.encode("utf-8", "surrogatepass"))
+    if encoding == "utf-32":
+        return len(part)
+    return len(part.encode("utf-16-le", "surrogatepass")) // 2
+
+
 def diagnostic_offsets(diagnostic: Diagnostic, starts: list[int], text: str) -> tuple[int, int]:
     """Code-point offsets (start, end) of a diagnostic's range in ``text``
     (a BOM not counted in its columns, as the linter's); a diagnostic
@@ -135,6 +168,7 @@ class ProbeLanguageServer:
 
         self.types = types
         self.options = options
+        self.hrefs: dict[str, Optional[str]] = {}  # code -> its explain_uri, for the lint being published
         self.documents: dict[str, tuple[str, list[Diagnostic]]] = {}
         self.server = LanguageServer(SOURCE, __version__, text_document_sync_kind=types.TextDocumentSyncKind.Full)
         server = self.server
@@ -235,30 +269,38 @@ class ProbeLanguageServer:
         text = document.source
         found = self.lint_source(uri, text)
         self.documents[uri] = (text, found)
-        self.publish(uri, [self.to_lsp(d, text) for d in found], document.version)
+        self.hrefs = {}  # looked at again on each lint (the cache folder may have been cleared)
+        starts, lines = to_offset_table(text), LspLines(text)  # once per lint, not per diagnostic
+        self.publish(uri, [self.to_lsp(d, text, starts, lines) for d in found], document.version)
 
     def publish(self, uri: str, diagnostics: list, version: Optional[int] = None) -> None:
         self.server.text_document_publish_diagnostics(self.types.PublishDiagnosticsParams(
             uri=uri, diagnostics=diagnostics, version=version))
 
-    def lsp_range(self, text: str, start: int, end: int) -> Any:
+    def lsp_range(self, text: str, start: int, end: int, lines: Optional[LspLines] = None) -> Any:
         types = self.types
-        first = lsp_position(text, start, self.encoding)
-        last = lsp_position(text, end, self.encoding)
+        lines = lines or LspLines(text)
+        encoding = self.encoding
+        first = lines.position(start, encoding)
+        last = lines.position(end, encoding)
         return types.Range(start=types.Position(*first), end=types.Position(*last))
 
-    def to_lsp(self, diagnostic: Diagnostic, text: str, starts: Optional[list[int]] = None) -> Any:
-        """The LSP Diagnostic for one of ours."""
+    def to_lsp(self, diagnostic: Diagnostic, text: str, starts: Optional[list[int]] = None,
+               lines: Optional[LspLines] = None) -> Any:
+        """The LSP Diagnostic for one of ours (``starts`` and ``lines``:
+        the text's line tables, built once for many diagnostics)."""
         types = self.types
         start, end = diagnostic_offsets(diagnostic, starts or to_offset_table(text), text)
         message = diagnostic.message + (f"\nhelp: {diagnostic.hint}" if diagnostic.hint else "")
         if diagnostic.fix is not None:
             message += f"\n{'fix' if diagnostic.fix.safe else 'unsafe fix'}: {diagnostic.fix.description}"
-        href = explain_uri(diagnostic.code)
+        if diagnostic.code not in self.hrefs:  # a file check per code, not per diagnostic
+            self.hrefs[diagnostic.code] = explain_uri(diagnostic.code)
+        href = self.hrefs[diagnostic.code]
         severity = {Severity.ERROR: types.DiagnosticSeverity.Error, Severity.WARNING: types.DiagnosticSeverity.Warning,
                     Severity.INFO: types.DiagnosticSeverity.Information}[diagnostic.severity]
         return types.Diagnostic(
-            range=self.lsp_range(text, start, end), message=message, severity=severity, code=diagnostic.code,
+            range=self.lsp_range(text, start, end, lines), message=message, severity=severity, code=diagnostic.code,
             code_description=types.CodeDescription(href=href) if href else None, source=SOURCE,
             data={"pointer": diagnostic.pointer, "explain": f"probe explain {diagnostic.code}",
                   "fix": diagnostic.fix.applicability if diagnostic.fix else None})
@@ -280,17 +322,17 @@ class ProbeLanguageServer:
         text, found = cached
         only = params.context.only
         wanted = lambda kind: not only or any(kind == k or kind.startswith(f"{k}.") for k in only)  # noqa: E731
-        starts = to_offset_table(text)
+        starts, lines = to_offset_table(text), LspLines(text)
         actions = []
         if wanted(types.CodeActionKind.QuickFix):
             requested = params.range
             for diagnostic in found:
                 if diagnostic.fix is None:
                     continue
-                lsp = self.to_lsp(diagnostic, text, starts)
+                lsp = self.to_lsp(diagnostic, text, starts, lines)
                 if not _intersects(lsp.range, requested):
                     continue
-                edits = [types.TextEdit(range=self.lsp_range(text, e.start, e.end), new_text=e.text)
+                edits = [types.TextEdit(range=self.lsp_range(text, e.start, e.end, lines), new_text=e.text)
                          for e in diagnostic.fix.edits]
                 title = f"{diagnostic.code}: {diagnostic.fix.description}"
                 if not diagnostic.fix.safe:
@@ -303,7 +345,7 @@ class ProbeLanguageServer:
 
             fixed, applied, _ = fix_text(text, lambda t: self.lint_source(uri, t))
             if applied and fixed != text:
-                whole = self.lsp_range(text, 0, len(text))
+                whole = self.lsp_range(text, 0, len(text), lines)
                 actions.append(types.CodeAction(
                     title=f"probe-lint: apply {len(applied)} safe fix{'es' if len(applied) != 1 else ''}",
                     kind=types.CodeActionKind.SourceFixAll,

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import os
 
+import pytest
+
 from conftest import config, run_probe, write_config
 
 
@@ -126,3 +128,85 @@ def test_a_named_pipe_is_pl006_at_once_in_the_text_report(tmp_path):
     os.mkfifo(tmp_path / "pipe.json")
     proc = run_probe("lint", "--isolated", "pipe.json", cwd=tmp_path, timeout=60)
     assert proc.returncode == 2 and "PL006 error: config is not a regular file" in proc.stdout
+
+
+NASTY_NAME = "a\x1b[31mb\nc.json"  # a terminal escape and a newline in a file name
+
+
+@pytest.mark.parametrize("args", [["-f", "text"], ["-f", "github"], ["--show-files"], ["--fix"]])
+def test_control_characters_of_a_file_name_never_reach_the_terminal(tmp_path, args):
+    """Issue 34: file names were printed raw (a newline or ESC in one wrote
+    them to the terminal; the github format escaped the newline only)."""
+    (tmp_path / NASTY_NAME).write_text('{"task": "overflow_check", "dump_path": "/tmp/x", "level": "l1"}')
+    proc = run_probe("lint", "--isolated", *args, ".", cwd=tmp_path)
+    printed = proc.stdout + proc.stderr
+    assert "\x1b" not in printed, printed
+    if args[1:] == ["github"]:  # the runner's escape of a newline names the real file
+        assert printed.startswith("::error file=a?[31mb%0Ac.json,"), printed
+        return
+    assert "a?[31mb?c.json" in printed, printed
+    assert all(line.startswith(("a?[31mb?c.json", " ", "lint ", "::error", "Found", "[*]", "All checks"))
+               for line in printed.splitlines()), printed
+
+
+@pytest.mark.parametrize("fmt", ["json", "sarif"])
+def test_json_formats_keep_the_real_file_name(tmp_path, fmt):
+    (tmp_path / NASTY_NAME).write_text('{"task": "overflow_check", "dump_path": "/tmp/x", "level": "l1"}')
+    proc = run_probe("lint", "--isolated", "-f", fmt, NASTY_NAME, cwd=tmp_path)
+    assert "\x1b" not in proc.stdout  # JSON-escaped
+    log = json.loads(proc.stdout)
+    if fmt == "json":
+        assert [d["path"] for d in log["diagnostics"]] == [NASTY_NAME]
+    else:
+        location = log["runs"][0]["results"][0]["locations"][0]["physicalLocation"]["artifactLocation"]
+        assert location["uri"] == "a%1B%5B31mb%0Ac.json"
+
+
+@pytest.mark.parametrize("args, name", [
+    ([], "msprobe-config.schema.json"), (["--msprobe-version", "8.1"], "msprobe-config-8.1.schema.json"),
+    (["--msprobe-version", "8.3.0"], "msprobe-config.schema.json"),
+    (["--msprobe-version", "26"], "msprobe-config-26.0.schema.json"),
+    (["--msprobe-version", "26.1.0.post1"], "msprobe-config-26.1.schema.json"),
+    (["--msprobe-version", "27"], "msprobe-config-26.2.schema.json"), (["--atb"], "atb-dump-config.schema.json"),
+])
+def test_schema_of_a_release_or_of_the_atb_config(args, name):
+    """Issue 34: probe schema printed only the 8.3 schema, though the README
+    points editors at the 8.1/26.x variants."""
+    from msprobe_lint.lint.schema.files import schema_path
+
+    proc = run_probe("schema", *args)
+    assert proc.returncode == 0
+    with open(os.path.join(os.path.dirname(schema_path()), name), encoding="utf-8") as handle:
+        assert proc.stdout == handle.read()
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--msprobe-version", "x"], "probe: error: --msprobe-version x: not a mindstudio-probe version"),
+    (["--atb", "--msprobe-version", "8.1"], "probe: error: --atb prints the ATB dump config's schema"),
+])
+def test_schema_usage_errors(args, message):
+    proc = run_probe("schema", *args)
+    assert proc.returncode == 2 and proc.stderr.startswith(message)
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--world-size", "0"], "Invalid value for '--world-size': 0 is not an integer >= 1"),
+    (["--world-size", "x"], "Invalid value for '--world-size': 'x' is not an integer"),
+])
+def test_option_errors_are_worded_plainly(tmp_path, args, message):
+    """Issue 34: pydantic's wording (Input should be greater than or equal
+    to 1, Value error, ...) leaked into typer's messages."""
+    write_config(tmp_path, config(), "config.json")
+    proc = run_probe("lint", *args, "config.json", cwd=tmp_path, env={"COLUMNS": "200"})
+    assert proc.returncode == 2 and message in proc.stderr, proc.stderr
+    assert "Input should" not in proc.stderr and "Value error" not in proc.stderr
+
+
+@pytest.mark.parametrize("fmt", ["sarif", "github"])
+def test_show_files_refuses_a_format_it_cannot_honour(tmp_path, fmt):
+    """Issue 34: --show-files --format sarif printed text."""
+    write_config(tmp_path, config(), "config.json")
+    proc = run_probe("lint", "--show-files", "-f", fmt, "config.json", cwd=tmp_path)
+    assert (proc.returncode, proc.stdout) == (2, "")
+    assert proc.stderr == (f"probe: error: --show-files lists files as text or --format json; --format {fmt} "
+                           "reports findings\n")

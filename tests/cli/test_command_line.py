@@ -9,7 +9,7 @@ import sys
 from importlib import metadata
 
 import pytest
-from conftest import config, run_probe, write_config
+from conftest import config, probe_command, run_probe, write_config
 
 from msprobe_lint.cli.lint_args import LINT_OPTIONS
 
@@ -101,3 +101,19 @@ def test_completion_for_an_unknown_shell_is_a_usage_error():
     assert proc.returncode == 2 and proc.stdout == ""
     assert "'tcsh' is not one of 'bash', 'zsh', 'fish'" in proc.stderr and "Traceback" not in proc.stderr
 
+
+
+@pytest.mark.parametrize("command", [["lint"], ["lint", "--isolated"], ["run"]])
+def test_a_deleted_current_folder_is_a_usage_error(tmp_path, command):
+    """Issue 34: ``mkdir x && cd x && rmdir ../x`` then ``probe lint`` gave
+    a FileNotFoundError traceback from os.getcwd()."""
+    path = write_config(tmp_path, config(), "config.json")
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    probe = " ".join(f"'{part}'" for part in probe_command())
+    rest = " ".join(command + [str(path)] + (["--", "true"] if command == ["run"] else []))
+    proc = subprocess.run(["sh", "-c", f"cd '{gone}' && rmdir '{gone}' && exec {probe} {rest}"],
+                          capture_output=True, text=True)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr == ("probe: error: the current folder no longer exists (it was deleted); cd to an existing "
+                           "folder and run probe again\n")

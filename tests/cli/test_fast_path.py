@@ -313,3 +313,18 @@ def test_a_plain_report_loads_neither_typer_nor_jinja2():
     assert code == 0
     heavy = {"typer", "click", "pydantic", "rich", "jinja2", "markupsafe", "jsonschema", "msprobe_lint.lint"}
     assert not heavy & modules, sorted(heavy & modules)
+
+
+def test_a_pyproject_without_the_table_is_not_parsed(tmp_path):
+    """Issue 34 (start-up): in a project whose pyproject.toml has no
+    [tool.probe-lint] (most projects), plain `probe lint` parsed it with
+    tomllib (about 6 ms to import) and built pathlib paths; the file's
+    bytes tell it holds no table, so neither is loaded. With the table it
+    is parsed and applied."""
+    path = write_config(tmp_path, config())
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "train"\n\n[tool.ruff]\nline-length = 100\n')
+    code, modules = loaded_by("lint", str(path), cwd=tmp_path)
+    assert code == 0 and not {"tomllib", "pathlib", "difflib"} & modules, sorted({"tomllib", "pathlib"} & modules)
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "train"\n\n[tool.probe-lint]\nselect = ["PL9"]\n')
+    code, modules = loaded_by("lint", str(path), cwd=tmp_path)
+    assert code == 2 and "tomllib" in modules  # read: PL9 is no rule

@@ -4,6 +4,7 @@ error (exit 2) without a traceback."""
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 from conftest import config, run_probe, write_config
@@ -55,3 +56,39 @@ def test_unreadable_config_still_exits_2_with_output(tmp_path):
     proc = run_probe("lint", "--isolated", "-f", "json", "-o", str(report), "missing.json", cwd=tmp_path)
     assert proc.returncode == 2
     assert [d["code"] for d in json.loads(report.read_text())["diagnostics"]] == ["PL006"]
+
+
+SURROGATE_CONFIG = '{"task": "overflow_check", "dump_path": "\\ud800", "level": "L1"}\n'
+
+
+@pytest.mark.parametrize("fmt", ["text", "json", "sarif", "github"])
+def test_a_lone_surrogate_in_a_config_is_written_escaped_and_the_old_report_kept_on_failure(tmp_path, fmt):
+    """Issue 34: ``"dump_path": "\\ud800"`` (json.dumps of a surrogateescape
+    file name) crashed the write of --output, leaving the file empty."""
+    (tmp_path / "config.json").write_text(SURROGATE_CONFIG)
+    report = tmp_path / f"report.{fmt}"
+    report.write_text("old report\n")
+    proc = run_probe("lint", "--isolated", "-f", fmt, "-o", str(report), "config.json", cwd=tmp_path)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+    written = report.read_text(encoding="utf-8")
+    assert "\\ud800" in written
+    if fmt in ("json", "sarif"):
+        assert "\ud800" in json.dumps(json.loads(written), ensure_ascii=False)
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".probe-")]
+
+
+def test_a_report_that_cannot_be_written_leaves_the_old_one(tmp_path):
+    (tmp_path / "config.json").write_text(SURROGATE_CONFIG)
+    out = tmp_path / "out"
+    out.mkdir()
+    report = out / "report.json"
+    report.write_text("old report\n")
+    out.chmod(0o500)
+    try:
+        proc = run_probe("lint", "--isolated", "-f", "json", "-o", str(report), "config.json", cwd=tmp_path)
+    finally:
+        out.chmod(0o700)
+    if os.geteuid() == 0:
+        pytest.skip("root writes into a read-only folder")
+    assert proc.returncode == 2 and proc.stderr.startswith("probe: error: cannot write ")
+    assert report.read_text() == "old report\n"

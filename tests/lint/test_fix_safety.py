@@ -272,3 +272,18 @@ def test_every_fix_keeps_the_properties(data, release, facts):
             carried = any(later.fix.writes and written in [op.pointer for op in later.fix.edits]
                           for later in applied[applied.index(diagnostic) + 1:])
             assert exists(final, written) or carried, (diagnostic.code, written, fixed)
+
+
+@pytest.mark.parametrize("entry", ['"-1"', "-1.0", '" -2 "', '"3"', "2.0", '" 4 "'])
+def test_a_rank_or_step_entry_fix_leaves_a_valid_entry_or_is_not_offered(tmp_path, entry):
+    """Issue 34: PL301's safe fix of ``"-1"`` wrote ``-1``, still a PL301."""
+    path = tmp_path / "config.json"
+    path.write_text('{"task": "statistics", "dump_path": "/data/d", "level": "L1", "step": [' + entry + "]}")
+    (found,) = [d for d in lint_file(str(path), Context()).diagnostics if d.code == "PL301"]
+    if found.fix is None:
+        assert "-" in entry and found.hint == "ranks and steps count from 0"
+        return
+    fixed, _ = apply_fixes(path.read_text(), [found])
+    path.write_text(fixed)
+    assert [d.code for d in lint_file(str(path), Context()).diagnostics] == []
+    assert json.loads(fixed)["step"][0] >= 0

@@ -556,3 +556,40 @@ def test_output_dash_is_stdout_and_a_config_is_never_the_output(tmp_path):
         for _ in range(2):
             proc = run_probe("lint", "--isolated", "config.json", "-f", fmt, "--output", str(report), cwd=tmp_path)
             assert proc.returncode == 1, proc.stderr
+
+
+@pytest.mark.parametrize("diff", [False, True])
+def test_a_lone_surrogate_escape_is_kept_by_the_path_fix_and_later_files_are_fixed(tmp_path, diff):
+    """Issue 34: PL401's fix of ``"\\ud800x"`` crashed (UnicodeEncodeError)
+    and the files after it were never processed."""
+    for name in ("a.json", "b.json"):
+        (tmp_path / name).write_text('{"task": "overflow_check",\n "dump_path": "\\ud800x", "level": "L1"}\n')
+    args = ["lint", "--isolated", "--select", "PL401", "--unsafe-fixes", "--diff" if diff else "--fix",
+            "a.json", "b.json"]
+    proc = run_probe(*args, cwd=tmp_path)
+    assert "Traceback" not in proc.stderr, proc.stderr
+    expected = '{"task": "overflow_check",\n "dump_path": "' + str(tmp_path) + '/\\ud800x", "level": "L1"}\n'
+    for name in ("a.json", "b.json"):
+        if diff:
+            assert f'+ "dump_path": "{tmp_path}/\\ud800x", "level": "L1"}}' in proc.stdout
+        else:
+            assert (tmp_path / name).read_text() == expected
+            assert json.loads((tmp_path / name).read_text())["dump_path"] == f"{tmp_path}/\ud800x"
+
+
+def test_unsafe_fixes_run_to_a_fixed_point(tmp_path):
+    """Issue 34: the safe fix of ``"async_dump": "true"`` (written true)
+    unlocked PL207's unsafe removal, which --fix --unsafe-fixes then left,
+    saying "1 fixable with --fix --unsafe-fixes" (the command just run)."""
+    path = tmp_path / "config.json"
+    path.write_text('{"task": "statistics", "dump_path": "/data/d", "level": "L2", "async_dump": "true"}\n')
+    proc = run_probe("lint", "--isolated", "--fix", "--unsafe-fixes", "config.json", cwd=tmp_path)
+    assert (proc.returncode, proc.stdout) == (0, "All checks passed (1 file).\n"), proc.stdout
+    assert json.loads(path.read_text()) == {"task": "statistics", "dump_path": "/data/d", "level": "L2"}
+
+
+def test_the_summary_names_the_working_command_for_unsafe_fixes(tmp_path):
+    path = tmp_path / "config.json"
+    path.write_text('{"task": "statistics", "dump_path": "data/d", "level": "l1"}\n')
+    proc = run_probe("lint", "--isolated", "config.json", cwd=tmp_path)
+    assert proc.stdout.endswith("[*] 1 fixable with --fix; 1 more with --fix --unsafe-fixes.\n"), proc.stdout

@@ -93,8 +93,8 @@ def test_keys_with_pointer_special_characters_are_located_and_named(tmp_path):
         ("PL002", "/a~1b"): (7, 2),
     }
     messages = [d.message for d in lint_file(str(path)).diagnostics if d.code == "PL002"]
-    assert sorted(messages) == ["duplicate key 'a/b': json.load keeps only the last value",
-                                "duplicate key 'x/~y': json.load keeps only the last value"]
+    assert sorted(messages) == ["duplicate key 'a/b' (first at line 2 col 2): json.load keeps only the last value",
+                                "duplicate key 'x/~y' (first at line 6 col 21): json.load keeps only the last value"]
 
 
 def test_duplicate_key_deep_in_a_deeply_nested_config_is_reported_at_its_place(tmp_path):
@@ -111,17 +111,37 @@ def test_duplicate_key_deep_in_a_deeply_nested_config_is_reported_at_its_place(t
     assert dup.column == len(' "deep": ') + len('{"a": ') * depth + len('{"k": 1, ') + 1
 
 
-def test_positions_in_a_large_config_are_fast_and_bounded(tmp_path):
+def test_positions_in_a_large_config_are_fast_and_bounded(tmp_path, monkeypatch):
     # A 1.5 MB config with one unknown key took 31 s and 775 MB with
-    # json-source-map (a 10 MiB one would take minutes and gigabytes).
-    import time
+    # json-source-map (a 10 MiB one would take minutes and gigabytes). The
+    # work is bounded, not timed (issue 34: a wall-clock bound failed on a
+    # loaded machine; the figures are in benchmarks/large_config_bench.py):
+    # one scan of the text, at most MAX_RECORDED positions per depth class
+    # kept, and no count of the text's lines per finding.
+    from msprobe_lint.lint import fixes, loader, positions
 
+    scans, counts = [], []
+    scan, count = positions.PositionMap._scan, positions.line_col
+
+    def counting_scan(self, text):
+        scans.append(len(text))
+        scan(self, text)
+
+    def counting_line_col(text, offset):
+        counts.append(offset)
+        return count(text, offset)
+
+    monkeypatch.setattr(positions.PositionMap, "_scan", counting_scan)
+    for module in (positions, loader, fixes.edits):
+        monkeypatch.setattr(module, "line_col", counting_line_col, raising=False)
     items = ",".join(["[1, 2]"] * 300_000)
     text = BASE + '"dump_path": "rel",\n "xx": [' + items + '],\n "bad": 1}'
     path = write_config(tmp_path, text)
-    started = time.monotonic()
-    found = {(d.code, d.line, d.column) for d in lint_file(str(path)).diagnostics}
-    assert time.monotonic() - started < 15
+    result = lint_file(str(path))
+    found = {(d.code, d.line, d.column) for d in result.diagnostics}
+    assert len(scans) == 1 and counts == []
+    doc = loader.load(str(path))
+    assert len(doc.positions._values) <= 2 * positions.MAX_RECORDED
     column = len(BASE) + 1
     assert found == {("PL002", 1, column), ("PL401", 1, column + len('"dump_path": ')),  # the repeat counts
                      ("PL101", 2, 2), ("PL101", 3, 2)}

@@ -2,6 +2,7 @@
 pair: positions, one diagnostic per fault, unknown context, suggestions."""
 from __future__ import annotations
 
+import pytest
 from conftest import codes, config
 
 
@@ -169,3 +170,70 @@ def test_runtime_context_refuses_what_probe_runtime_cannot_run():
     assert [f.code for f in task_not_available(ConfigView(config(task="statistics")), runtime)] == ["PL205"]
     assert [f.code for f in task_not_available(ConfigView(config(level="L2")), runtime)] == ["PL205"]
     assert list(task_not_available(ConfigView(config()), runtime)) == []
+
+
+def test_runtime_context_never_sends_a_graph_mode_config_to_l2():
+    """Issue 34: under probe run, PL201's fix/hint sent a graph-mode script to
+    L2, which PL205 then refused there (probe_runtime checks PyNative L0/L1)."""
+    from msprobe_lint.lint.config_view import ConfigView
+    from msprobe_lint.lint.context import Context, Fact
+    from msprobe_lint.lint.rules.levels import level_not_allowed
+
+    facts = {"device": Fact("CPU", "get_context"), "mode": Fact("graph", "get_context")}
+    for level in ("L1", "L0", "mix"):
+        (found,) = level_not_allowed(ConfigView(config(level=level)), Context(facts=facts, runtime=True))
+        assert found.fix is None and "L2" not in found.hint.split(";")[0], found
+        assert "probe_runtime checks PyNative at L0/L1 only" in found.hint
+    (outside,) = level_not_allowed(ConfigView(config(level="L1")), Context(facts=facts))
+    assert outside.fix is not None and '"L2"' in outside.hint  # msprobe itself: L2 in static graph
+
+
+def test_json_nested_deeper_than_the_linter_reads_is_no_syntax_error(lint):
+    """Issue 34: JSON nested ~990 deep, valid for json.loads, was reported
+    "not valid JSON"; it is a limit of the reader, and the message names it."""
+    import json
+    import sys
+
+    depth = sys.getrecursionlimit() + 10
+    text = '{"task": "overflow_check", "x": ' + "[" * depth + "]" * depth + "}"
+    (found,) = lint(text)
+    assert found.code == "PL001" and "not valid JSON" not in found.message
+    assert found.message.startswith(f"nested {depth + 1} levels deep, deeper than probe lint reads (about ")
+    assert "this is not a syntax error" in found.message
+    assert text[found.column - 1] == "["
+    shallow = '{"x": ' + "[" * 50 + "]" * 50 + "}"
+    json.loads(shallow)
+    assert [d.code for d in lint(shallow)] != ["PL001"]
+
+
+@pytest.mark.parametrize("codec, name", [
+    ("utf-16", "UTF-16 (little-endian, with a byte-order mark)"), ("utf-16-le", "UTF-16 (little-endian)"),
+    ("utf-16-be", "UTF-16 (big-endian)"), ("utf-32", "UTF-32 (little-endian, with a byte-order mark)"),
+    ("utf-32-be", "UTF-32 (big-endian)"), ("utf-32-le", "UTF-32 (little-endian)"),
+])
+def test_a_utf16_or_utf32_file_is_named_as_such(lint, codec, name):
+    """Issue 34: Notepad's "Unicode" (UTF-16) got "not valid UTF-8: byte
+    0xff" or "Expecting property name"."""
+    (found,) = lint('{"task": "overflow_check", "dump_path": "/d", "level": "L1"}'.encode(codec))
+    assert found.code == "PL004" and found.message == f"the file is {name}, not UTF-8 as an msprobe config must be"
+    assert found.hint.startswith("save it as UTF-8") and f"iconv -f {name.split()[0]} -t UTF-8" in found.hint
+
+
+def test_the_text_report_quotes_no_utf16_noise(tmp_path):
+    from conftest import run_probe
+
+    (tmp_path / "config.json").write_bytes('{"task": "overflow_check"}'.encode("utf-16"))
+    proc = run_probe("lint", "--isolated", "config.json", cwd=tmp_path)
+    assert proc.stdout.splitlines()[1].startswith("     = help: save it as UTF-8"), proc.stdout
+
+
+def test_a_duplicate_key_is_underlined_whole_and_its_first_place_named(lint):
+    """Issue 34: PL002 underlined one character and did not say where the
+    first occurrence is."""
+    text = '{"task": "overflow_check",\n "dump_path": "/d", "level": "L1",\n "dump_path": "/e", "dump_path": "/f"}'
+    second, third = [d for d in lint(text) if d.code == "PL002"]
+    assert (second.line, second.column, second.end_line, second.end_column) == (3, 2, 3, 13)
+    assert (third.line, third.column, third.end_column) == (3, 21, 32)
+    for found in (second, third):
+        assert found.message == ("duplicate key 'dump_path' (first at line 2 col 2): json.load keeps only the "
+                                 "last value")

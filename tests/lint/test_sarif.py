@@ -42,7 +42,7 @@ def test_log_validates_and_describes_every_rule(tmp_path, sarif_validator):
     assert log["version"] == "2.1.0" and len(log["runs"]) == 1
     driver = log["runs"][0]["tool"]["driver"]
     assert driver["name"] == "msprobe-lint" and driver["version"] == __version__
-    assert "informationUri" not in driver
+    assert driver["informationUri"] == "https://pypi.org/project/msprobe-lint/"  # issue 34: no project URL set
     rules = load_all()
     assert [r["id"] for r in driver["rules"]] == list(rules)
     levels = {"error": "error", "warning": "warning", "info": "note"}

@@ -128,3 +128,21 @@ def test_unknown_keywords_disable_the_shortcut():
         compiler.compile({"$ref": "other.json#/a"})
     check = fastschema._Compiler({"$defs": {"a": {"type": "integer"}}}).compile({"$ref": "#/$defs/a"})
     assert check(3) is True and check(3.0) is False and check(True) is False
+
+
+def test_long_valid_lists_are_cut_for_jsonschema_with_the_same_findings(monkeypatch):
+    """Issue 34: an invalid config with a 200,000-entry rank list took
+    seconds in jsonschema, which descends into every (valid) entry. A long
+    list its key's schema accepts is cut to one item; the findings stay."""
+    from msprobe_lint.lint.rules import schema as stage
+
+    data = {"task": "statistics", "dump_path": "/d", "level": "L1", "xx": 1,
+            "step": list(range(5000)), "rank": [*range(3000), "9-1", -1],
+            "statistics": {"list": [f"Functional.f{i}" for i in range(3000)], "scope": ["a"], "bad": 2}}
+    shrunk = stage._shrunk(data, "8.3")
+    assert shrunk["step"] == [0] and shrunk["statistics"]["list"] == ["Functional.f0"]
+    assert shrunk["rank"] is data["rank"] and data["step"] == list(range(5000))  # a list with an error: all of it
+    cut = stage.validate(data)
+    monkeypatch.setattr(stage, "_shrunk", lambda data, profile: data)
+    full = stage.validate(data)
+    assert cut == full and len(cut[0]) >= 4

@@ -229,7 +229,9 @@ def test_class_level_calls_count_for_the_singleton():
     ("d = PrecisionDebugger()\ncallbacks = [d]\n", "passed on"),
     ("self.d = PrecisionDebugger()\n", "not bound"),
     ("dbg = [PrecisionDebugger()]\n", "not bound"),
-    ("d = PrecisionDebugger()\ndef step_fn():\n    d.start()\n", "nested function"),
+    ("d = PrecisionDebugger()\ndef step_fn():\n    d.start()\nd.stop()\n", "both at module level"),
+    ("d = PrecisionDebugger()\ndef a():\n    d.start()\ndef b():\n    d.stop()\n", "several functions"),
+    ("d = PrecisionDebugger()\ndef a():\n    def inner():\n        d.start()\n", "nested function"),
     ("d = PrecisionDebugger()\nd = other()\n", "assigned again"),
     ("d = PrecisionDebugger()\nf = d.start\n", "other than by calling"),
     ("d = PrecisionDebugger()\nmodel.train(1, ds, callbacks=[MsprobeStep(d)])\n", "passed on"),
@@ -377,6 +379,44 @@ def test_pl502_order_needs_a_known_scenario(lint_script):
 def test_pl502_silent_when_driven_from_helpers(lint_script):
     src = PYN + "d = PrecisionDebugger()\ndef begin():\n    d.start(net)\nfor x in data:\n    begin()\n"
     assert codes(lint_script(src)) == []
+
+
+STOP_THEN_START = ("d = PrecisionDebugger()\nd.start(net)\nfor x in data:\n    d.stop()\n    d.step()\n"
+                   "    d.start(net)\n    net(x)\n")
+
+
+def test_pl502_accepts_stop_then_start_per_step_after_a_start_before_the_loop(lint_script):
+    """Issue 34: each step stops the previous one and starts the next: every
+    step is checked (the runtime agrees), so PL502 must not refuse it."""
+    assert codes(lint_script(PYN + STOP_THEN_START)) == []
+    # without the start() before the loop, the first step runs unchecked
+    assert codes(lint_script(PYN + STOP_THEN_START.replace("d.start(net)\nfor", "for"))) == ["PL502"]
+
+
+def _in_main(body: str) -> str:
+    """``body`` (after its first line, the construction) moved into main()."""
+    first, _, rest = body.partition("\n")
+    return first + "\ndef main():\n" + "".join(f"    {line}\n" for line in rest.splitlines()) + "main()\n"
+
+
+@pytest.mark.parametrize("body, expected", [
+    ("d = PrecisionDebugger()\nfor x in data:\n    d.stop()\n    d.start(net)\n    net(x)\n    d.step()\n",
+     ["PL502"]),
+    ("d = PrecisionDebugger()\nfor x in data:\n    d.start(net)\n    net(x)\n", ["PL502"]),
+    ("d = PrecisionDebugger()\nfor x in data:\n    d.start(net)\n    net(x)\n    d.stop()\n    d.step()\n", []),
+    (STOP_THEN_START, []),
+])
+def test_pl502_judges_a_loop_in_a_function_as_at_module_level(lint_script, body, expected):
+    """Issue 34: the same loop in main(), with the debugger at module level,
+    was not analysed at all."""
+    assert codes(lint_script(PYN + body)) == expected
+    assert codes(lint_script(PYN + _in_main(body))) == expected
+
+
+def test_pl502_a_parameter_of_the_same_name_is_another_variable(lint_script):
+    src = PYN + "d = PrecisionDebugger()\nd.start(net)\ndef f(d):\n    d.stop()\n"
+    (debugger,) = analyse_source(src).debuggers
+    assert debugger.escapes is None and [c.method for c in debugger.calls] == ["start"]
 
 
 def test_pl503_bad_and_good(lint_script):

@@ -8,15 +8,15 @@ from msprobe_lint.lint.selection import Selection, SelectionError, check_code, k
 
 
 def test_parse_splits_commas_strips_and_upper_cases():
-    assert parse_codes(["pl2, PL401", "", " ,PL1"]) == ("PL2", "PL401", "PL1")
+    assert parse_codes(["pl2, PL401", "PL3,", " ,PL1"]) == ("PL2", "PL401", "PL3", "PL1")
     assert parse_codes(["all"]) == ("ALL",)
 
 
 @pytest.mark.parametrize("text, message", [
-    ("E501", "'E501' is not a rule code or prefix (e.g. PL201, PL2, ALL)"),
-    ("PL", "'PL' is not a rule code or prefix (e.g. PL201, PL2, ALL)"),
-    ("PL2011", "'PL2011' is not a rule code or prefix (e.g. PL201, PL2, ALL)"),
-    ("PL2x", "'PL2X' is not a rule code or prefix (e.g. PL201, PL2, ALL)"),
+    ("E501", "'E501' is not a rule code, prefix or name (e.g. PL201, PL2, ALL, unknown-key)"),
+    ("PL", "'PL' is not a rule code, prefix or name (e.g. PL201, PL2, ALL, unknown-key)"),
+    ("PL2011", "'PL2011' is not a rule code, prefix or name (e.g. PL201, PL2, ALL, unknown-key)"),
+    ("PL2x", "'PL2X' is not a rule code, prefix or name (e.g. PL201, PL2, ALL, unknown-key)"),
     ("PL9", "'PL9' matches no rule; see `probe rules`"),
     ("PL209", "'PL209' matches no rule; see `probe rules`"),
 ])

@@ -144,10 +144,10 @@ def test_nearest_pyproject_is_used(tmp_path):
 @pytest.mark.parametrize("table, message", [
     ('select = "PL2', "not valid TOML"),
     ('select = 3\n', "select must be a list of rule codes"),
-    ('select = ["E501"]\n', "'E501' is not a rule code or prefix"),
+    ('select = ["E501"]\n', "'E501' is not a rule code, prefix or name"),
     ('select = ["PL9"]\n', "'PL9' matches no rule"),
     ('ignore = [1]\n', "ignore must be a list of rule codes"),
-    ('selct = ["PL2"]\n', "unknown key(s) selct"),
+    ('selct = ["PL2"]\n', "unknown key 'selct'; did you mean 'select'?"),
     ('mode = "eager"\n', "mode must be one of pynative, graph"),
     ('world-size = 0\n', "world_size must be an integer >= 1"),
     ('mindspore-version = "two"\n', "mindspore_version must be a version"),
@@ -191,3 +191,50 @@ def test_isolated_skips_the_pyproject_even_if_broken(project, tmp_path):
     path = project('select = [\n')
     proc = run_probe("lint", path, "--isolated", "--format", "json", cwd=tmp_path)
     assert proc.returncode == 1 and json.loads(proc.stdout)["diagnostics"]
+
+
+def test_every_problem_of_the_table_is_reported_at_once(project):
+    """Issue 34: [tool.probe-lint] errors came one at a time, with no "did
+    you mean" for an unknown key."""
+    path = project('selct = ["PL2"]\nmodes = "graph"\nworld-size = 0\nignore = ["E501"]\n')
+    proc = run_probe("lint", path)
+    assert proc.returncode == 2
+    lines = proc.stderr.splitlines()
+    assert lines[0].endswith("pyproject.toml: 4 problems in [tool.probe-lint]:"), proc.stderr
+    assert lines[1:] == ["  unknown key 'modes'; did you mean 'mode'?", "  unknown key 'selct'; did you mean 'select'?",
+                         "  world-size: world_size must be an integer >= 1, not 0",
+                         "  ignore: 'E501' is not a rule code, prefix or name (e.g. PL201, PL2, ALL, unknown-key)"]
+
+
+def test_a_config_file_without_the_table_is_a_usage_error(tmp_path):
+    """Issue 34: --config-file on a file with no [tool.probe-lint] was
+    silently ignored."""
+    (tmp_path / "other.toml").write_text('[tool.ruff]\nline-length = 100\n')
+    write_config(tmp_path, config(), "config.json")
+    proc = run_probe("lint", "--config-file", "other.toml", "config.json", cwd=tmp_path)
+    assert (proc.returncode, proc.stderr) == (
+        2, "probe: error: --config-file other.toml: it has no [tool.probe-lint] table\n")
+
+
+@pytest.mark.parametrize("flag", ["--select", "--ignore", "--extend-select"])
+def test_an_empty_code_list_is_a_usage_error(tmp_path, flag):
+    """Issue 34: --select "" selected everything. ruff refuses an empty
+    selector too."""
+    write_config(tmp_path, config(level="l1"), "config.json")
+    proc = run_probe("lint", "--isolated", flag, "", "config.json", cwd=tmp_path)
+    assert proc.returncode == 2 and proc.stderr.startswith(f"probe: error: {flag}: an empty code selects nothing")
+
+
+def test_rule_names_are_accepted_wherever_codes_are(tmp_path, monkeypatch):
+    """Issue 34: --select unknown-key refused the rule names probe explain
+    accepts."""
+    monkeypatch.chdir(tmp_path)
+    bad = write_config(tmp_path, {**config(level="l1"), "dump_pth": "/x"}, "config.json")
+    by_name = lint_paths([str(bad)], LintOptions(isolated=True, select=("unknown-key",)))
+    assert codes(by_name.results[0].diagnostics) == ["PL101"]
+    ignored = lint_paths([str(bad)], LintOptions(isolated=True, ignore=("unknown-key", "value-not-allowed")))
+    assert "PL101" not in codes(ignored.results[0].diagnostics)
+    (tmp_path / "pyproject.toml").write_text('[tool.probe-lint]\nselect = ["value-not-allowed"]\n')
+    assert codes(lint_paths([str(bad)], LintOptions()).results[0].diagnostics) == ["PL103"]
+    proc = run_probe("lint", "--isolated", "--select", "unknwn-key", str(bad))
+    assert proc.returncode == 2 and proc.stderr.endswith("; did you mean unknown-key?\n"), proc.stderr

@@ -19,14 +19,14 @@ from __future__ import annotations
 
 import json
 
-from ..diagnostic import Diagnostic, Edit, Fix, FixSpec
-from ..positions import escape, line_col, split
+from ..diagnostic import Diagnostic, Edit, Fix, FixSpec, json_text
+from ..positions import escape, split
 
 TYPE_CHECKING = False  # typing is imported only by type checkers (start-up)
 if TYPE_CHECKING:
     from typing import Callable, Iterable, Optional, Sequence
 
-MAX_ROUNDS = 5
+MAX_ROUNDS = 20  # bounded, as ruff bounds its fix loop; a config settles in two or three rounds
 _WHITESPACE = " \t\r\n"
 
 
@@ -50,6 +50,7 @@ def resolve(spec: FixSpec, doc) -> Optional[Fix]:
     if doc.fatal and any(op[0] not in ("text", "bom") for op in spec.ops):
         return None
     text = doc.text
+    line_col = _line_col_of(doc)
     shift = 1 if doc.bom else 0
     edits: list[Edit] = []
     writes: list[str] = []
@@ -66,21 +67,23 @@ def resolve(spec: FixSpec, doc) -> Optional[Fix]:
                 start, end, new = op[1], op[2], op[3]
                 if not 0 <= start <= end <= len(text):
                     raise _Unresolvable(kind)
-                line, column = line_col(text, start)
-                end_line, end_column = line_col(text, end)
+                line, column = line_col(start)
+                end_line, end_column = line_col(end)
                 edits.append(Edit(start + shift, end + shift, new, line, column, end_line, end_column, None))
                 continue
+            # A value replaced (or wrapped in a list) stays the user's key:
+            # not in ``writes``, so a later fix may still remove that key
+            # (``"async_dump": "true"`` written true, then removed by PL207
+            # as having no effect). What a rename or a move creates is kept.
             if kind == "value":
                 start, end = _offsets(doc, op[1], "value")
                 new = op[2]
-                writes.append(op[1])
             elif kind == "wrap":
                 start, end = _offsets(doc, op[1], "value")
                 new = "[" + text[start:end] + "]"
-                writes.append(op[1])
             elif kind == "key":
                 start, end = _offsets(doc, op[1], "key")
-                new = json.dumps(op[2], ensure_ascii=False)
+                new = json_text(op[2])
                 writes.append(op[1].rpartition("/")[0] + "/" + escape(op[2]))
             elif kind == "remove":
                 start, end = _member(doc, op[1])
@@ -95,15 +98,15 @@ def resolve(spec: FixSpec, doc) -> Optional[Fix]:
                 new = ""
             elif kind == "move":
                 for start, end, new in _move(doc, op[1], op[2]):
-                    line, column = line_col(text, start)
-                    end_line, end_column = line_col(text, end)
+                    line, column = line_col(start)
+                    end_line, end_column = line_col(end)
                     edits.append(Edit(start + shift, end + shift, new, line, column, end_line, end_column, op[1]))
                 writes.append(("/" + escape(op[2]) if op[2] else "") + "/" + escape(split(op[1])[-1]))
                 continue
             else:
                 raise _Unresolvable(kind)
-            line, column = line_col(text, start)
-            end_line, end_column = line_col(text, end)
+            line, column = line_col(start)
+            end_line, end_column = line_col(end)
             edits.append(Edit(start + shift, end + shift, new, line, column, end_line, end_column,
                               op[1] if isinstance(op[1], str) else None))
     except (_Unresolvable, ValueError, IndexError, RecursionError):
@@ -112,6 +115,17 @@ def resolve(spec: FixSpec, doc) -> Optional[Fix]:
     if _overlap(edits):
         return None
     return Fix(spec.description, tuple(edits), safe, tuple(writes), tuple(removes))
+
+
+def _line_col_of(doc):
+    """offset -> (line, column) in ``doc.text``: by the position map's
+    newline index when the text parsed (its map is built anyway), else by
+    counting (a text that did not parse: PL008's few edits)."""
+    if doc.data is not None and not doc.fatal:
+        return doc.positions.line_col
+    from ..positions import line_col
+
+    return lambda offset: line_col(doc.text, offset)
 
 
 def _holds_something(data, ptr: str) -> bool:
@@ -165,7 +179,7 @@ def _move(doc, ptr: str, location: str) -> list[tuple[int, int, str]]:
     start, end = _member(doc, ptr)
     member = text[start:end]
     if location and location not in doc.data:
-        return [(start, end, json.dumps(location, ensure_ascii=False) + ": {" + member + "}")]
+        return [(start, end, json_text(location) + ": {" + member + "}")]
     node = doc.data.get(location) if location else doc.data
     if not isinstance(node, dict) or key in node:
         raise _Unresolvable(ptr)
@@ -300,7 +314,17 @@ def fix_text(text: str, lint: Callable[[str], list[Diagnostic]], *, unsafe: bool
         text, diagnostics = new, after
         applied.extend(chosen)
         written.extend(w for d in chosen for w in d.fix.writes)  # type: ignore[union-attr]
-    return text, applied, diagnostics
+    return text, applied, [_blocked(d, written) for d in diagnostics]
+
+
+def _blocked(diagnostic: Diagnostic, written: Sequence[str]) -> Diagnostic:
+    """``diagnostic`` without its fix when that fix would remove what an
+    earlier fix of the run wrote (it is never applied, so the report must
+    not count it as fixable)."""
+    fix = diagnostic.fix
+    if fix is not None and any(covers(r, w) for r in fix.removes for w in written):
+        return diagnostic._replace(fix=None)
+    return diagnostic
 
 
 def _broken(diagnostics: Iterable[Diagnostic]) -> bool:

@@ -3,7 +3,9 @@
 ``::error file=F,line=L,col=C,endLine=L2,endColumn=C2,title=PL201 name::message``
 (``warning`` for warnings, ``notice`` for infos). The column pair is left
 out when a range spans lines. Data and property values are escaped as the
-runner requires (``%``, CR and LF; in properties also ``:`` and ``,``).
+runner requires (``%``, CR and LF; in properties also ``:`` and ``,``),
+after the other control characters of a file name or message (a terminal
+escape) are shown as ``?`` (textsafe.shown).
 Paths are relative to the working folder (where the checkout is) with
 forward slashes.
 """
@@ -12,6 +14,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from ...textsafe import shown
 from ..diagnostic import Diagnostic, Severity
 from ..engine import Result
 
@@ -32,6 +35,13 @@ def escape_property(text: str) -> str:
     return escape_data(text).replace(":", "%3A").replace(",", "%2C")
 
 
+def _shown(text: str) -> str:
+    """``text`` with its control characters shown as ``?`` (a terminal
+    escape would colour the workflow log), but for the line breaks, which
+    the runner's escaping carries (``%0A``)."""
+    return "\n".join("\r".join(shown(part) for part in line.split("\r")) for line in text.split("\n"))
+
+
 def display_path(path: str) -> str:
     """``path`` relative to the working folder when it lies under it,
     with forward slashes."""
@@ -47,7 +57,7 @@ def display_path(path: str) -> str:
 
 def command(diagnostic: Diagnostic, names: dict[str, str]) -> str:
     """One workflow command line."""
-    props = [("file", display_path(diagnostic.path)), ("line", str(diagnostic.line))]
+    props = [("file", _shown(display_path(diagnostic.path))), ("line", str(diagnostic.line))]
     one_line = diagnostic.end_line is None or diagnostic.end_line == diagnostic.line
     if one_line:
         props.append(("col", str(diagnostic.column)))
@@ -57,9 +67,9 @@ def command(diagnostic: Diagnostic, names: dict[str, str]) -> str:
             props.append(("endColumn", str(diagnostic.end_column)))
     name = names.get(diagnostic.code)
     props.append(("title", f"{diagnostic.code} {name}" if name else diagnostic.code))
-    message = diagnostic.message
+    message = _shown(diagnostic.message)
     if diagnostic.hint:
-        message += f"\nhelp: {diagnostic.hint}"
+        message += f"\nhelp: {_shown(diagnostic.hint)}"
     head = ",".join(f"{key}={escape_property(value)}" for key, value in props)
     return f"::{COMMANDS[diagnostic.severity]} {head}::{escape_data(message)}"
 

@@ -1,6 +1,7 @@
 """``--format sarif``: a SARIF 2.1.0 log for code-scanning UIs.
 
-One run: ``tool.driver`` names msprobe-lint with its version and lists
+One run: ``tool.driver`` names msprobe-lint with its version and its
+page (``informationUri``, the package index page) and lists
 every rule (id, name, short and full description, help with the bad and
 good examples, default level); each diagnostic is a result with ruleId,
 ruleIndex, level, message, a physical location (artifact URI relative to
@@ -18,6 +19,10 @@ from urllib.parse import quote
 
 from ..diagnostic import Diagnostic, Severity
 from ..engine import Result
+
+# The tool's page (SARIF tool.driver.informationUri): pyproject.toml names no
+# project URL, so its package index page.
+INFORMATION_URI = "https://pypi.org/project/msprobe-lint/"
 
 TYPE_CHECKING = False  # typing is imported only by type checkers (start-up)
 if TYPE_CHECKING:
@@ -128,6 +133,7 @@ def build_log(results: Iterable[Result], *, base: Optional[Path] = None) -> dict
         "version": "2.1.0",
         "runs": [{
             "tool": {"driver": {"name": "msprobe-lint", "version": __version__, "semanticVersion": __version__,
+                                "informationUri": INFORMATION_URI,
                                 "rules": [rule_descriptor(info) for info in rules]}},
             "originalUriBaseIds": {SRCROOT: {"uri": base.resolve().as_uri().rstrip("/") + "/"}},
             "columnKind": "unicodeCodePoints",

@@ -58,7 +58,10 @@ class _Sources:
             try:
                 with open(path, "rb") as handle:
                     raw = handle.read(10 * 1024 * 1024)
-                self._cache[path] = self._lines(raw.decode("utf-8", errors="replace"))
+                from ..loader import wide_encoding
+
+                # a UTF-16/32 file (PL004) read as UTF-8 is noise: nothing to quote
+                self._cache[path] = [] if wide_encoding(raw) else self._lines(raw.decode("utf-8", errors="replace"))
             except OSError:
                 self._cache[path] = []
         lines = self._cache[path]
@@ -80,10 +83,10 @@ def _snippet(diagnostic: Diagnostic, sources: _Sources) -> list[tuple[str, str]]
         pad, carets = _columns(before), max(1, _columns(source[len(before):len(before) + width]))
         out.append((" " * (len(gutter) - 2) + "| " + " " * pad + "^" * carets, STYLES[diagnostic.severity]))
     if diagnostic.hint:
-        out.append(("     = help: " + diagnostic.hint, "green"))
+        out.append(("     = help: " + shown(diagnostic.hint), "green"))
     if diagnostic.fix is not None:
         label = "fix" if diagnostic.fix.safe else "unsafe fix"
-        out.append((f"     = {label}: {diagnostic.fix.description}", "green"))
+        out.append((f"     = {label}: {shown(diagnostic.fix.description)}", "green"))
     return out
 
 
@@ -96,7 +99,7 @@ def fix_summary(diagnostics: Iterable[Diagnostic]) -> Optional[str]:
         return None
     if not safe:
         return f"{unsafe} fixable with --fix --unsafe-fixes (review those: they may not be what you meant)."
-    more = f"; {unsafe} more with --unsafe-fixes" if unsafe else ""
+    more = f"; {unsafe} more with --fix --unsafe-fixes" if unsafe else ""
     return f"[*] {safe} fixable with --fix{more}."
 
 
@@ -110,8 +113,8 @@ def render(results: Iterable[Result], *, color: bool = False) -> str:
         for d in result.diagnostics:
             counts[d.severity] += 1
             mark = " [*]" if d.fix is not None and d.fix.safe else ""
-            lines.append((f"{d.path}:{d.line}:{d.column}: {d.code}{mark} {d.severity.value}: {d.message}",
-                          STYLES[d.severity]))
+            lines.append((f"{shown(d.path)}:{d.line}:{d.column}: {d.code}{mark} {d.severity.value}: "
+                          f"{shown(d.message)}", STYLES[d.severity]))
             lines.extend(_snippet(d, sources))
     folders = sum(1 for r in results if r.folder)
     files = len(results) - folders

@@ -42,6 +42,11 @@ def _remove_here(ptr: str):
     return remove(ptr, f"remove {ptr.rpartition('/')[2]!r}, which has no effect here", safe=False)
 
 
+# What probe_runtime (probe run, its PrecisionDebugger) can run instead of a static-graph L2 check.
+_RUNTIME_NO_L2 = ("probe_runtime checks PyNative at L0/L1 only; the L2 check of static graph needs msprobe "
+                  "itself on an Ascend device")
+
+
 @rule("PL201", "level-not-allowed", "error", "overflow_check level not allowed in this framework/mode", fix="unsafe")
 def level_not_allowed(config: ConfigView, context: Context) -> Iterator[Finding]:
     """
@@ -52,7 +57,9 @@ def level_not_allowed(config: ConfigView, context: Context) -> Iterator[Finding]
     rule. Needs the framework or the mode; silent when both are unknown
     (except for mix/debug). Judged for mindstudio-probe 26.0, whose
     MindSpore overflow_check runs at L2 in static graph only (its PyNative
-    L0/L1 check is gone), L0 and L1 are reported whatever the mode.
+    L0/L1 check is gone), L0 and L1 are reported whatever the mode. Inside
+    probe_runtime (PrecisionDebugger, probe run), which checks PyNative at
+    L0/L1 only, the help never suggests L2.
 
     Bad:
         {"task": "overflow_check", "level": "L1"}    with mode=graph
@@ -88,14 +95,21 @@ def level_not_allowed(config: ConfigView, context: Context) -> Iterator[Finding]
                           hint="run in GRAPH_MODE with jit_level O2, or use probe_runtime at L1/L0 in PyNative")
         return  # PyTorch and MSAdapter: PL205
     if level in ("mix", "debug"):
-        yield Finding("PL201", f"level {level} is not valid for overflow_check{implied}", pointer=at,
-                      hint="use L0 (Cell) or L1 (API) in PyNative/MSAdapter/PyTorch, L2 in MindSpore static graph",
-                      fix=fit("L2") if mode == "graph" else fit("L1") if dynamic else None)
+        if context.runtime:  # probe_runtime checks PyNative at L0/L1 only: L2 would be refused (PL205)
+            hint, fix = f"use L0 (Cell) or L1 (API) in PyNative mode; {_RUNTIME_NO_L2}", fit("L1") if dynamic else None
+        else:
+            hint = "use L0 (Cell) or L1 (API) in PyNative/MSAdapter/PyTorch, L2 in MindSpore static graph"
+            fix = fit("L2") if mode == "graph" else fit("L1") if dynamic else None
+        yield Finding("PL201", f"level {level} is not valid for overflow_check{implied}", pointer=at, hint=hint,
+                      fix=fix)
         return
     if mode == "graph" and level in ("L0", "L1"):
+        if context.runtime:
+            hint, fix = f"run the script in PYNATIVE_MODE; {_RUNTIME_NO_L2}", None
+        else:
+            hint, fix = "use \"level\": \"L2\" (with jit_level O2), or run in PYNATIVE_MODE", fit("L2")
         yield Finding("PL201", f"level {level} does not work for overflow_check in MindSpore static graph"
-                               f"{implied}{_because(context, 'mode')}", pointer=at,
-                      hint="use \"level\": \"L2\" (with jit_level O2), or run in PYNATIVE_MODE", fix=fit("L2"))
+                               f"{implied}{_because(context, 'mode')}", pointer=at, hint=hint, fix=fix)
     elif level == "L2" and dynamic:
         scenario = "PyNative mode" if mode == "pynative" else framework
         yield Finding("PL201", f"level L2 (kernel) works for overflow_check only in MindSpore static graph, "

@@ -39,24 +39,65 @@ def parse_entry(item: object) -> Optional[tuple[int, int]]:
 def _too_long(*numbers: str) -> bool:
     """True when a digit string is over Python's int-string limit (int()
     raises ValueError on it)."""
+    if sum(map(len, numbers)) <= 640:  # the lowest limit Python allows: no need to ask
+        return False
     limit = getattr(sys, "get_int_max_str_digits", lambda: 0)()
     return any(0 < limit < len(n) for n in numbers)
 
 
 def entries(config: ConfigView, key: str) -> list[tuple[int, str, tuple[int, int]]]:
     """Valid (index, pointer, (first, last)) entries of ``key``'s list."""
+    return _scanned(config, key)[0]
+
+
+# An "a-b" range of ASCII digits (str.isdigit would also take '²', which int() refuses).
+_RANGE = re.compile(r"([0-9]+)-([0-9]+)").fullmatch
+
+
+def _scanned(config: ConfigView, key: str) -> tuple[list, list]:
+    """``key``'s list read once per config (PL301, PL302 and PL303 share
+    it; a list may hold 600,000 entries): (the valid entries as
+    :func:`entries` gives them, the (pointer, item) of every "a-b" range
+    that is reversed or has a number too long for int())."""
+    memo = config.memo.get(("ranks", key))
+    if memo is not None:
+        return memo
     items = config.get(key)
-    if not isinstance(items, list):
-        return []
-    out = []
-    for index, item in enumerate(items):
-        ptr = pointer(key, index)
-        if ptr in config.bad:
-            continue
-        span = parse_entry(item)
-        if span is not None:
-            out.append((index, ptr, span))
-    return out
+    valid: list = []
+    odd: list = []
+    if isinstance(items, list):
+        bad = _bad_indices(config, key)
+        for index, item in enumerate(items):
+            if bad and index in bad:
+                continue
+            kind = type(item)
+            if kind is int:
+                if item >= 0:
+                    valid.append((index, f"/{key}/{index}", (item, item)))  # rank, step: nothing to escape
+            elif kind is str:
+                match = _RANGE(item)
+                if match is None:
+                    continue
+                first, last = match.groups()
+                if len(first) + len(last) > 640 and _too_long(first, last):
+                    odd.append((f"/{key}/{index}", item))
+                    continue
+                low, high = int(first), int(last)
+                if low <= high:
+                    valid.append((index, f"/{key}/{index}", (low, high)))
+                else:
+                    odd.append((f"/{key}/{index}", item))
+    config.memo[("ranks", key)] = valid, odd
+    return valid, odd
+
+
+def _bad_indices(config: ConfigView, key: str) -> set[int]:
+    """The indices of ``key``'s list whose pointer the schema stage marked
+    bad (one pass over the few bad pointers, not a pointer built per
+    entry of a long list)."""
+    prefix = f"/{key}/"
+    return {int(ptr[len(prefix):]) for ptr in config.bad
+            if ptr.startswith(prefix) and ptr[len(prefix):].isdigit()}
 
 
 @rule("PL301", "bad-index-entry", "error", "Bad rank/step entry", fix="safe")
@@ -72,19 +113,13 @@ def bad_entry(config: ConfigView, context: Context) -> Iterator[Finding]:
         "rank": ["4-6"], "step": [0]
     """
     for key in ("rank", "step"):
-        items = config.get(key)
-        if not isinstance(items, list):
-            continue
-        for index, item in enumerate(items):
-            ptr = pointer(key, index)
-            if ptr in config.bad or not isinstance(item, str):
-                continue
-            first, sep, last = item.partition("-")
-            if sep and first.isdigit() and last.isdigit() and _too_long(first, last):
+        for ptr, item in _scanned(config, key)[1]:
+            first, _, last = item.partition("-")
+            if _too_long(first, last):
                 yield Finding("PL301", f"{key} range {item[:20]!r}... has a number of more than "
                                        f"{sys.get_int_max_str_digits()} digits: Python's int(), and so msprobe, "
                                        "refuses it", pointer=ptr, hint="write a smaller number")
-            elif sep and first.isdigit() and last.isdigit() and int(first) > int(last):
+            else:
                 yield Finding("PL301", f"{key} range {item!r} is reversed: the first value must not exceed the last",
                               pointer=ptr, hint=f'write "{last}-{first}"',
                               fix=set_value(ptr, f"{last}-{first}", f'write "{last}-{first}"'))
@@ -128,8 +163,15 @@ def _overlapping_long(config: ConfigView, key: str, found: list) -> Iterator[Fin
     starts: list[int] = []
     ends: list[int] = []
     shown_by: list = []
-    for _, ptr, (first, last) in found:
-        value = config.get(*_parts(ptr))
+    items = config.get(key)
+    for index, ptr, (first, last) in found:
+        value = items[index]
+        if not ends or first > ends[-1]:  # past every earlier entry (an ascending list): no search
+            exact.setdefault((first, last), value)
+            starts.append(first)
+            ends.append(last)
+            shown_by.append(value)
+            continue
         here = bisect.bisect_right(starts, last)
         if (first, last) in exact:
             yield Finding("PL302", f"{key} entry {value!r} repeats {exact[(first, last)]!r}", pointer=ptr,

@@ -251,7 +251,7 @@ def validate(data: dict, *, skip: Iterable[str] = (), profile: str = "8.3",
     if is_valid(data, profile):
         return ([] if profile == ATB else [_release_note(f, profile, why) for f in _deprecated(data, profile)]), bad
     active = _active_task(data, profile)
-    for error in _validator(profile).iter_errors(data):
+    for error in _validator(profile).iter_errors(_shrunk(data, profile)):
         path = list(error.absolute_path)
         ptr = make_pointer(*path)
         if ptr in skipped:
@@ -276,6 +276,51 @@ def validate(data: dict, *, skip: Iterable[str] = (), profile: str = "8.3",
     if profile != ATB:
         findings.extend(_release_note(f, profile, why) for f in _deprecated(data, profile))
     return findings, bad
+
+
+# A list longer than this that its own schema accepts is cut to one item for jsonschema.
+_LONG = 1000
+
+
+def _shrunk(data: dict, profile: str) -> dict:
+    """``data`` for jsonschema's search for errors, with every long list
+    (a 600,000-entry rank list) that the fast validator finds valid under
+    its key's own schema replaced by its first item (jsonschema descends
+    into every item, about 10 us each, though none can be an error). Only
+    the top level and the task sections' keys are looked at; the schema
+    constrains a key by its own subschema alone (no condition at the top
+    level or in a section refers to another key's list), so the errors
+    found are the same, at the same places. Anything else, or a list the
+    fast validator cannot judge, is left as it is."""
+    from ..schema.fast import fits
+    from ..schema.files import load_schema, resolve
+
+    root = load_schema(profile)
+
+    def cut(node: dict, schema: Any) -> dict:
+        properties = schema.get("properties", {}) if isinstance(schema, dict) else {}
+        out = node
+        for key, value in node.items():
+            sub = properties.get(key)
+            if sub is None:
+                continue
+            if isinstance(value, list) and len(value) > _LONG:
+                short = value[:1]
+                if fits(value, sub, profile) and fits(short, sub, profile):
+                    out = dict(out) if out is node else out
+                    out[key] = short
+            elif isinstance(value, dict) and node is data and any(
+                    isinstance(v, list) and len(v) > _LONG for v in value.values()):
+                inner = cut(value, resolve(sub, root))
+                if inner is not value:
+                    out = dict(out) if out is node else out
+                    out[key] = inner
+        return out
+
+    try:
+        return cut(data, root)
+    except (KeyError, TypeError, AttributeError):  # a schema shape this does not know: look at everything
+        return data
 
 
 def _task_elsewhere(task: str) -> bool:
@@ -431,7 +476,7 @@ def _describe(code: str, error: Any, path: list, ptr: str, hint: Optional[str]) 
                        hint='to collect only some APIs or Cells, put their names in "list" and leave scope empty')
     if code == "PL301":
         return Finding("PL301", f"{name} entry {_json(value)} is neither an integer >= 0 nor an \"a-b\" range",
-                       pointer=ptr, hint=hint or _index_hint(value), fix=_as_integer(value, ptr))
+                       pointer=ptr, hint=hint or _index_hint(value), fix=_as_index(value, ptr))
     if keyword == "type":
         expected = error.validator_value
         expected = " or ".join(expected) if isinstance(expected, list) else expected
@@ -489,7 +534,9 @@ def _index_hint(value: Any) -> str:
     """A fix for a bad rank/step entry."""
     if isinstance(value, str) and _INTEGER.fullmatch(value.strip()) and not value.strip().startswith("-"):
         return f"write {int(value)} (a bare number string is not accepted; ranges are \"a-b\")"
-    if isinstance(value, int) and not isinstance(value, bool) and value < 0:
+    if isinstance(value, int) and not isinstance(value, bool) and value < 0 \
+            or isinstance(value, (str, float)) and str(value).strip().startswith("-") \
+            and _INTEGER.fullmatch(str(value).strip().removesuffix(".0")):
         return "ranks and steps count from 0"
     if isinstance(value, float) and value.is_integer() and value >= 0:
         return f"write {int(value)}"
@@ -519,6 +566,16 @@ def _as_id_list(value: Any) -> Optional[list]:
             return None
         out.append(f"{int(first)}-{int(last)}")
     return out
+
+
+def _as_index(value: Any, ptr: str) -> Optional[FixSpec]:
+    """The fix of a bad rank/step entry: ``_as_integer``'s, only when the
+    number is one msprobe accepts there (>= 0). ``"-1"`` written as ``-1``
+    would still be refused: no fix (a fix must not just move the error)."""
+    fix = _as_integer(value, ptr)
+    if fix is None or int(fix.ops[0][2]) < 0:
+        return None
+    return fix
 
 
 def _as_integer(value: Any, ptr: str) -> Optional[FixSpec]:

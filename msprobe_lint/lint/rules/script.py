@@ -121,8 +121,11 @@ def not_started(config: ConfigView, context: Context) -> Iterator[Finding]:
     must call start() before stop(): a stop() first ends nothing and the
     step runs unchecked, and a start() with no stop() leaves the step's data
     unwritten. In graph mode or with Model.train only "never started"
-    applies. Silent when the debugger is passed to other functions, stored
-    elsewhere, or driven from helper functions.
+    applies. A step that begins with stop() and ends with start(), after a
+    start() before the loop, is fine (each step is stopped, the next one
+    started). A module-level debugger used in one function only is judged
+    in that function. Silent when the debugger is passed to other
+    functions, stored elsewhere, or driven from helper functions.
 
     Bad:
         debugger = PrecisionDebugger(config_path="./config.json")
@@ -175,6 +178,11 @@ def _loop_order(script: ScriptAnalysis, debugger: Debugger, starts: list[Debugge
                       hint="call debugger.stop() at the end of each step (then debugger.step())")
             continue
         first = min(in_loop, key=lambda c: c.order)
+        last = max(in_loop, key=lambda c: c.order)
+        started_before = any(c.method == "start" and loop not in c.loops and c.order < loop
+                             for c in debugger.calls)
+        if first.method == "stop" and last.method == "start" and started_before:
+            continue  # start() before the loop, then stop(); start() per step: every step is checked
         if first.method == "stop":
             reported.add(loop)
             yield _at(script, "PL502", first.line, first.column,

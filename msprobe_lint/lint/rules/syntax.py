@@ -40,6 +40,9 @@ define("PL003", "root-not-object", "error", "Top-level value is not an object", 
 define("PL004", "bad-encoding", "error", "Not UTF-8, or starts with a byte-order mark", "syntax", fix="safe", doc="""
     msprobe opens the config as UTF-8 and Python's json refuses a leading
     byte-order mark ("Unexpected UTF-8 BOM"). Editors on Windows often add one.
+    A file saved as UTF-16 or UTF-32 (Windows Notepad's "Unicode"), with or
+    without a byte-order mark, is named as such (by its mark, or by where
+    the NUL bytes of its first characters are): save it as UTF-8.
 
     Bad:
         <EF BB BF>{"task": "overflow_check", ...}

@@ -114,19 +114,33 @@ def _follow_name(index: Index, debugger: Debugger, construction: ast.Call, scope
     whether every use of it can be seen."""
     name = debugger.name
     own_target = index.parents[construction]
+    users: dict[ast.AST, int] = {}  # module-level functions using a module-level debugger: first line
+    here: Optional[int] = None  # the line of a method call in the construction's own scope
     for node in ast.walk(index.tree):
         if isinstance(node, (ast.Global, ast.Nonlocal)) and name in node.names:
             debugger.escapes = f"{name} is declared {type(node).__name__.lower()} (line {node.lineno})"
             return
         if not (isinstance(node, ast.Name) and node.id == name):
             continue
-        if index.scope_of[node] is not scope:
-            # A helper function (or a nested scope) uses it: its calls
-            # cannot be placed in the training loop.
-            if inside(scope, node, index.parents):
+        node_scope = index.scope_of[node]
+        if node_scope is not scope:
+            if isinstance(scope, ast.Module) and isinstance(node_scope, (ast.FunctionDef, ast.AsyncFunctionDef)) \
+                    and index.scope_of[node_scope] is scope:
+                if _is_parameter(node_scope, name):
+                    continue  # the function's own variable of that name
+                # A module-level debugger used in a module-level function (the
+                # training loop in main()): followed there, as long as that
+                # is the only place its methods are called (checked below).
+                users.setdefault(node_scope, node.lineno)
+            elif inside(scope, node, index.parents):
+                # A nested scope uses it: its calls cannot be placed in the
+                # training loop.
                 debugger.escapes = f"{name} is used in a nested function (line {node.lineno})"
                 return
-            continue
+            else:
+                continue
+        elif here is None and isinstance(index.parents.get(node), ast.Attribute):
+            here = node.lineno
         parent = index.parents.get(node)
         if isinstance(node.ctx, ast.Store):
             if parent is own_target:
@@ -148,3 +162,17 @@ def _follow_name(index: Index, debugger: Debugger, construction: ast.Call, scope
             return
         debugger.escapes = f"{name} is passed on or stored (line {node.lineno})"
         return
+    if len(users) > 1:
+        lines = sorted(users.values())
+        debugger.escapes = f"{name} is used in several functions (lines {lines[0]} and {lines[1]})"
+    elif users and here is not None:
+        line = next(iter(users.values()))
+        debugger.escapes = (f"{name} is used both at module level (line {here}) and in a function (line {line}): "
+                            "the order of their calls is not known")
+
+
+def _is_parameter(function: ast.AST, name: str) -> bool:
+    """True when ``name`` is a parameter of ``function`` (a FunctionDef)."""
+    args = function.args  # type: ignore[attr-defined]
+    every = [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]
+    return any(arg is not None and arg.arg == name for arg in every)
