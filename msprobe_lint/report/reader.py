@@ -484,6 +484,9 @@ def read_folder(folder: RankFolder, *, statistics: bool = True, construct: bool 
             items, complete, out.signature = (cache or ReadCache()).overflow(
                 read_bytes(overflow_file), overflow_file, problems, folder.step, folder.rank)
             readable = complete or bool(items)
+            if items == [] and has_dump:  # a list with no record in it, beside statistics: as one not read
+                problems.append((str(overflow_file), f"not read (an empty list); {FALLBACK}"))
+                items, readable = None, False
         except Unreadable as err:
             problems.append((str(overflow_file), f"not read ({err}); {FALLBACK}" if has_dump else str(err)))
     if has_dump and (statistics or items is None):

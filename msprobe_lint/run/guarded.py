@@ -58,6 +58,10 @@ def _configs_read_instead(script: str, config: str, stream: TextIO) -> list[str]
         return []
     found: list[str] = []
     for debugger in debuggers:
+        if debugger.config_path_expression:
+            stream.write(f"probe: warning: {script}:{debugger.line}: PrecisionDebugger(config_path="
+                         f"{debugger.config_path_expression}) may ignore {config} (PROBE_CONFIG): probe run cannot "
+                         "tell which config that expression names, and it is not linted before the start\n")
         path = debugger.config_path
         if not path or (os.path.exists(path) and os.path.exists(config) and os.path.samefile(path, config)) \
                 or os.path.abspath(path) == os.path.abspath(config) or path in found:
@@ -162,7 +166,11 @@ def guarded_run(config: str, command: Sequence[str], options=None, *, stream: Op
             return ExitStatus.USAGE
         has_findings = any(result.diagnostics for result in run.results)
         if has_findings or run.status:
-            stream.write(get("text")(run.results, color=color))
+            # `probe run` has no --fix: the fix summary names the command that has it
+            fix = f"with `probe lint --fix {shlex.quote(config)}`"
+            stream.write(get("text")(run.results, color=color).replace("with --fix --unsafe-fixes",
+                                                                        fix[:-1] + " --unsafe-fixes`")
+                         .replace("with --fix", fix))
         if run.status:
             stream.write(f"probe: not starting `{shlex.join(command)}`: fix the problems above"
                          + (" (--strict: warnings count)" if options.strict and run.status == 1 else "") + "\n")

@@ -25,6 +25,15 @@ takes one of them is judged as if it were finite there, so:
   checked call ever took (a forward-only loop returning ``log(0)``: the
   -inf is the result): the makers are recorded then.
 
+A -inf that no checked call made (a mask built with numpy before the
+loop, ``Tensor(np.triu(np.full(..., -inf)))``, added to the scores) is
+judged the same way: a call taking it that returns finite values
+consumes it; one passing it on elementwise is deferred, as the place it
+came in; when it reaches a judged result, that call is recorded then,
+carried, with ``entered`` saying the -inf came from outside. At L0, a Cell
+whose non-finite inputs hold -inf only and whose outputs are finite (an
+attention Cell given a -inf mask) consumed it: no record.
+
 Which APIs may make -inf by design, and which pass it on, is data
 (:data:`MAKERS`, :data:`PASS_ON`), keyed by the API's name without its
 prefix (``Functional.masked_fill`` and ``Tensor.masked_fill`` alike), as
@@ -96,25 +105,29 @@ class ByDesign:
         self._tensors: dict[int, tuple[Any, Any]] = {}  # id(tensor) -> (tensor, maker)
         self._calls: set[int] = set()
         self._consumed: set[int] = set()  # makers whose -inf a checked call took and turned finite
+        self._external: set[int] = set()  # deferred calls that passed on a -inf no checked call made
 
     def __bool__(self) -> bool:
         return bool(self.makers)
 
     def clear(self) -> None:
         """The window closed: let everything go."""
-        self.makers, self._tensors, self._calls, self._consumed = [], {}, set(), set()
+        self.makers, self._tensors, self._calls, self._consumed, self._external = [], {}, set(), set(), set()
 
     def full(self) -> bool:
         """No more makers are remembered in this window."""
         return len(self.makers) >= MAX_DEFERRED
 
-    def defer(self, maker: Any, tensors: list, on_behalf: Optional[Any] = None) -> None:
+    def defer(self, maker: Any, tensors: list, on_behalf: Optional[Any] = None, external: bool = False) -> None:
         """Remember ``tensors`` (-inf by design) as made by ``maker``; a
         call passing a maker's -inf on (``on_behalf``: that call) adds its
-        outputs under the same maker."""
+        outputs under the same maker. ``external``: ``maker`` passed on a
+        -inf no checked call made (recorded carried, not as the origin)."""
         if on_behalf is None and id(maker) not in self._calls:
             self.makers.append(maker)
             self._calls.add(id(maker))
+            if external:
+                self._external.add(id(maker))
         for tensor in tensors:
             self._tensors[id(tensor)] = (tensor, maker)
 
@@ -126,6 +139,10 @@ class ByDesign:
     def deferred(self, call: Any) -> bool:
         """``call`` is a deferred maker not recorded yet."""
         return id(call) in self._calls
+
+    def external(self, maker: Any) -> bool:
+        """``maker`` passed on a -inf that no checked call made."""
+        return id(maker) in self._external
 
     def consumed(self, makers: list) -> None:
         """A checked call took these makers' -inf and returned finite values."""
@@ -157,13 +174,29 @@ class ByDesign:
         return out
 
 
-def judge_excusing(inputs: list, outputs: list, cache: HostCache, registry: ByDesign) -> tuple[bool, bool]:
+def judge_excusing(inputs: list, outputs: list, cache: HostCache, registry: ByDesign,
+                   outside: frozenset = frozenset()) -> tuple[bool, bool]:
     """(inputs finite, outputs finite) of an entry, a by-design -inf input
-    counting as finite (:meth:`ByDesign.excused`)."""
+    counting as finite (:meth:`ByDesign.excused`), and so does each input
+    whose ``id`` is in ``outside`` (a -inf-only tensor no checked call made)."""
     finite = cache.finite
-    inputs_finite = all(finite(t) or registry.excused(t, cache) for t in iter_tensors(inputs))
+    inputs_finite = all(finite(t) or id(t) in outside or registry.excused(t, cache) for t in iter_tensors(inputs))
     outputs_finite = all(finite(t) for t in iter_tensors(outputs))
     return inputs_finite, outputs_finite
+
+
+def outside_minus_infinity(inputs: list, cache: HostCache, registry: ByDesign) -> Optional[frozenset]:
+    """The ``id`` of each non-finite input that no deferred maker made,
+    when every one of them holds -inf only (None when one holds NaN or
+    +inf; empty when there is none)."""
+    found = []
+    for tensor in iter_tensors(inputs):
+        if cache.finite(tensor) or registry.maker_of(tensor) is not None:
+            continue
+        if not only_negative_infinity(tensor, cache):
+            return None
+        found.append(id(tensor))
+    return frozenset(found)
 
 
 def may_defer(api: str, from_maker: bool) -> bool:

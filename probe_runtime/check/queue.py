@@ -31,7 +31,7 @@ from probe_format.records import entered_object
 
 from ..hooks.guard import tool_section
 from ..state import RunState
-from .by_design import ByDesign, judge_excusing, may_defer, only_negative_infinity
+from .by_design import ByDesign, judge_excusing, may_defer, only_negative_infinity, outside_minus_infinity
 from .collective import collective_of, collective_tensors, pass_up, through_collective
 from .provenance import (entered, entry_tensors, forward_clean, inner_origin, mark_parent,
                          masked_call, own_construct_message, own_parameters_finite, stale_parameters, top_hint,
@@ -318,6 +318,9 @@ class Checker:
             self.on_error("while checking", err)
             return True
         carried = False
+        if verdict.overflow and collective is None and kind == "forward" and hasattr(call, "ancestry") \
+                and self._consumed_by_cell(call, inputs, outputs, cache):  # L0: a Cell consumed a -inf by design
+            return True
         if verdict.overflow and collective is None and not hasattr(call, "ancestry"):  # L1: -inf by design?
             try:
                 handled, carried = self._by_design(kind, call, inputs, outputs, verdict, cache, batch)
@@ -374,27 +377,44 @@ class Checker:
                 return None, True
             return None, False
         makers = registry.makers_of(inputs, cache)
+        outside = outside_minus_infinity(inputs, cache, registry)
         nonfinite = [t for t in iter_tensors(outputs) if not cache.finite(t)]
         only_minus_inf = all(only_negative_infinity(t, cache) for t in nonfinite)
-        if makers:
-            inputs_finite, outputs_finite = judge_excusing(inputs, outputs, cache, registry)
+        if makers or outside:
+            inputs_finite, outputs_finite = (False, False) if outside is None else \
+                judge_excusing(inputs, outputs, cache, registry, outside)
             if inputs_finite and outputs_finite:  # consumed by design (a softmax over a -inf mask)
                 registry.consumed(makers)
                 self._settle_deferred(call)
                 return True, False
-            if inputs_finite and only_minus_inf and may_defer(call.api, True):  # passed on: deferred too
-                registry.defer(makers[0], nonfinite, on_behalf=call)
+            if inputs_finite and only_minus_inf and may_defer(call.api, True) and (makers or not registry.full()):
+                if makers:  # passed on: deferred too, for its maker
+                    registry.defer(makers[0], nonfinite, on_behalf=call)
+                else:  # a -inf no checked call made, passed on: this call is where it came in
+                    registry.defer(call, nonfinite, external=True)
                 self._settle_deferred(call)
                 return True, False
             # the -inf reached a judged result: its makers are the origin, recorded before this entry
-            if not self._record_makers(makers, cache, batch):
+            if makers and not self._record_makers(makers, cache, batch):
                 return False, False
-            return None, True
+            return None, bool(makers)
         if verdict.origin and nonfinite and only_minus_inf and may_defer(call.api, False) and not registry.full():
             registry.defer(call, nonfinite)
             self._settle_deferred(call)
             return True, False
         return None, False
+
+    def _consumed_by_cell(self, call: Any, inputs: list, outputs: list, cache: HostCache) -> bool:
+        """L0: a Cell whose non-finite inputs hold -inf only and whose
+        outputs are finite consumed a -inf made by design (an attention Cell
+        given a -inf mask): no record (:mod:`.by_design`)."""
+        if not all(cache.finite(t) for t in iter_tensors(outputs)):
+            return False
+        bad = [t for t in iter_tensors(inputs) if not cache.finite(t)]
+        if not bad or not all(only_negative_infinity(t, cache) for t in bad):
+            return False
+        self._settle_deferred(call)
+        return True
 
     @staticmethod
     def _settle_deferred(call: Any) -> None:
@@ -409,13 +429,17 @@ class Checker:
         for maker in makers:
             if not self.by_design.deferred(maker):
                 continue
+            external = self.by_design.external(maker)
             self.by_design.recorded(maker)
+            where_in = None
             if maker.step not in self._overflow_steps:
                 self._overflow_steps.add(maker.step)
+                if external:  # it passed on a -inf no checked call made: where that came in
+                    where_in = entered("forward", maker, cache)
             if self.state.count_record():
                 batch.counted = True
                 try:
-                    self.records.write("forward", maker, True, cache, None, [])
+                    self.records.write("forward", maker, not external, cache, where_in, [])
                 except Exception as err:
                     self.turn_off(f"cannot write the dump ({type(err).__name__}: {err})")
                     return False

@@ -93,6 +93,9 @@ class Windows:
         self.current: Optional[Window] = None
         self.watched = WatchedWindow(self, replayer)
         self._sentinel_empty_said = False
+        #: ``id()`` of the optimizers whose state may hold inf/nan an earlier record explains (it ran in a
+        #: window that recorded an overflow, or its state was said to hold inf/nan): not said again
+        self._tainted: set[int] = set()
 
     # -- what the facade calls ---------------------------------------------------
     @property
@@ -142,6 +145,8 @@ class Windows:
             self.states.end_window()
         finally:
             self.current = None
+        if self.explained(window) or self.notes.count > window.notes:  # its optimizers carry what was said
+            self._tainted.update(window.optimizers)
         try:
             self.checker.release_by_design(unconsumed=True)  # -inf made by design that nothing took: a result
             if window.kind is Kind.SENTINEL:
@@ -254,7 +259,10 @@ class Windows:
                 bad = self.grads.judge(optimizer_state(optimizer))
                 if bad:
                     window.bad_before = True
+                    if id(optimizer) in self._tainted:  # an overflow already recorded wrote it: carried
+                        return
                     self.notes.state_at_start(bad, type(optimizer).__name__, frames)
+                    self._tainted.add(id(optimizer))
                     self.policy.ask_exact()
                     return
         if window.kind is Kind.WATCHED:

@@ -123,7 +123,7 @@ class Notes:
         ``global_step``) held inf/nan when it was first seen: it came in
         with the state (a checkpoint resumed, an earlier run)."""
         where = self.records.where(frames)
-        message = (f"{shown_labels(labels)} held inf/nan before the first optimizer step {optimizer} checked "
-                   f"(at {where}): it was there at start() (a resumed checkpoint, or written before the checked "
-                   "steps), not made by a checked call")
+        message = (f"{shown_labels(labels)} held inf/nan before the first optimizer step {optimizer} of this "
+                   f"window (at {where}): it was there at start() (a resumed checkpoint, or written outside the "
+                   "checked steps), not made by a checked call")
         return self._write(OUTSIDE, labels, where, message)

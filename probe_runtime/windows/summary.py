@@ -84,8 +84,9 @@ class Summary:
         watched = len(self.checked_steps - self.exact_steps)
         how = ""
         if auto and watched:
-            how = (f" ({len(self.exact_steps)} with exact checks, {watched} watched by auto checks: an inf/nan "
-                   "masked before the loss and the gradients is not seen there)")
+            how = (f" ({len(self.exact_steps)} with exact checks, {watched} watched by auto checks, which judge "
+                   "only what the gradient computations return: an inf/nan that never reaches it, masked on the "
+                   "way or made in code outside them such as an evaluation pass, is not seen there)")
         message = (f"probe_runtime: no overflow found in {len(self.checked_steps)} checked step(s){how}; "
                    f"dump_path: {self.dump_path}")
         message += outside_filter(self.run_steps - self.checked_steps, self.steps)

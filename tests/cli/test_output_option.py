@@ -77,18 +77,26 @@ def test_a_lone_surrogate_in_a_config_is_written_escaped_and_the_old_report_kept
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".probe-")]
 
 
-def test_a_report_that_cannot_be_written_leaves_the_old_one(tmp_path):
+def test_a_report_that_cannot_be_written_leaves_the_old_one(tmp_path, monkeypatch, capsys):
+    """The write of the new report fails (here the rename, as a full disk
+    or a read-only folder would make it, also for root): exit 2, the old
+    report untouched, no temporary file left beside it."""
+    from msprobe_lint.cli import main
+
     (tmp_path / "config.json").write_text(SURROGATE_CONFIG)
     out = tmp_path / "out"
     out.mkdir()
     report = out / "report.json"
     report.write_text("old report\n")
-    out.chmod(0o500)
-    try:
-        proc = run_probe("lint", "--isolated", "-f", "json", "-o", str(report), "config.json", cwd=tmp_path)
-    finally:
-        out.chmod(0o700)
-    if os.geteuid() == 0:
-        pytest.skip("root writes into a read-only folder")
-    assert proc.returncode == 2 and proc.stderr.startswith("probe: error: cannot write ")
+    monkeypatch.chdir(tmp_path)
+
+    def full(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "replace", full)
+    with pytest.raises(SystemExit) as exit_:
+        main(["lint", "--isolated", "-f", "json", "-o", str(report), "config.json"])
+    monkeypatch.undo()
+    assert exit_.value.code == 2 and capsys.readouterr().err.startswith("probe: error: cannot write ")
     assert report.read_text() == "old report\n"
+    assert sorted(p.name for p in out.iterdir()) == ["report.json"]

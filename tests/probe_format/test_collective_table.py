@@ -63,7 +63,7 @@ def test_the_received_message_names_a_reduction_only_for_reducing_collectives():
 
 
 def test_the_runtime_reads_the_same_table():
-    from probe_runtime import replay
+    from probe_runtime.grad import replay
     from probe_runtime.hooks import collectives
 
     assert {form.api for form in collectives.FORMS.values()} <= set(fmt.COLLECTIVES)

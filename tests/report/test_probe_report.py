@@ -573,7 +573,7 @@ def test_report_says_a_dump_is_still_written_or_written_by_two_runs(tmp_path):
     assert any("different runs" in p["message"] for p in json.loads(out)["problems"])
 
 
-@pytest.mark.parametrize("content", ["garbage", "[1, 2]", '{"name": "x"}', '["a"]'])
+@pytest.mark.parametrize("content", ["garbage", "[1, 2]", '{"name": "x"}', '["a"]', "[]"])
 def test_an_unreadable_overflow_json_is_one_warning_and_dump_json_is_read(tmp_path, content):
     """One policy for an overflow.json that is not JSON, not a list, or a
     list with no record in it, beside a dump.json: said once as not read,

@@ -418,3 +418,35 @@ def test_a_script_that_reads_another_config_is_said_and_that_config_linted(tmp_p
                                        "debugger.start()\ndebugger.stop()\ndebugger.step()\n")
     status, out, calls = guarded(cfg, ["python", "train.py"])
     assert status == 5 and calls and "ignores" not in out, out
+
+
+def test_the_fix_summary_names_probe_lint_since_probe_run_has_no_fix(tmp_path):
+    """`probe run` has no --fix: its refusal names `probe lint --fix CONFIG`."""
+    config = tmp_path / "c.json"
+    config.write_text(json.dumps({"task": "overflow_check", "dump_path": str(tmp_path / "d"), "level": "L1",
+                                  "overflow_check": {"overflow_num": 1}}))
+    os.chmod(config, 0o640)
+    (tmp_path / "t.py").write_text("print(1)\n")
+    proc = run_probe("run", "c.json", "--", sys.executable, "t.py", cwd=tmp_path)
+    assert proc.returncode == 1
+    assert "[*] 1 fixable with `probe lint --fix c.json`." in proc.stderr + proc.stdout
+    assert "fixable with --fix" not in proc.stderr + proc.stdout
+
+
+@pytest.mark.parametrize("expression, warned", [('os.path.join("/tmp", "other.json")', True),
+                                                ('os.environ["PROBE_CONFIG"]', False),
+                                                ("None", False)])
+def test_a_config_path_the_analysis_cannot_read_is_said_before_the_start(tmp_path, expression, warned):
+    """A script passing config_path as an expression may read another
+    config than CONFIG: said before the start (not linted), unless the
+    expression reads PROBE_CONFIG, which probe run sets."""
+    config = tmp_path / "c.json"
+    config.write_text(json.dumps({"task": "overflow_check", "dump_path": str(tmp_path / "d"), "level": "L1"}))
+    os.chmod(config, 0o640)
+    (tmp_path / "t.py").write_text("import os\nfrom probe_runtime import PrecisionDebugger\n"
+                                   f"debugger = PrecisionDebugger(config_path={expression})\n"
+                                   "if False:\n    debugger.start()\n")
+    proc = run_probe("run", "c.json", "--", sys.executable, "t.py", cwd=tmp_path,
+                     env={"PYTHONPATH": str(Path(__file__).resolve().parents[2])})
+    said = "cannot tell which config that expression names" in proc.stderr
+    assert said is warned, proc.stderr

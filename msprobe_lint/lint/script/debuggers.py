@@ -64,6 +64,10 @@ def _construction(index: Index, node: ast.Call, origin: str) -> Debugger:
     given = [k.value for k in node.keywords if k.arg == "config_path"] + node.args[:1]
     if given and isinstance(given[0], ast.Constant) and isinstance(given[0].value, str):
         debugger.config_path = given[0].value
+    elif given and not _is_none(given[0]):
+        source = ast.unparse(given[0])
+        if "PROBE_CONFIG" not in source:  # os.environ["PROBE_CONFIG"] reads what probe run gives
+            debugger.config_path_expression = source
     for keyword in node.keywords:
         if keyword.arg == "dump_path":
             debugger.dump_path_given = not _is_none(keyword.value)

@@ -74,6 +74,10 @@ class Debugger:
             config_path (``config_path=`` or the first positional
             argument), which the debugger reads instead of PROBE_CONFIG;
             None when it gets none, or something that is not a literal.
+        config_path_expression: the source of the config_path given when
+            it is an expression the analysis cannot read (``os.path.join(
+            ...)``; not one naming ``PROBE_CONFIG``, which reads the
+            config ``probe run`` gives), else None.
     """
 
     line: int
@@ -89,6 +93,7 @@ class Debugger:
     step_given: bool = False
     dump_path_given: bool = False
     config_path: Optional[str] = None
+    config_path_expression: Optional[str] = None
 
     def called(self, method: str) -> list[DebuggerCall]:
         """The calls of ``method``, in source order."""

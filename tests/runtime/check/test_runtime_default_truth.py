@@ -216,7 +216,7 @@ def test_a_resumed_adam_moment_holding_nan_is_named_as_state(tmp_path, monkeypat
     assert _first(default) == _first(exact) == (5, "outside")
     record = exact[0][1]
     assert record["nonfinite"][0].startswith("Adam moment2 of "), record["nonfinite"]
-    assert "held inf/nan before the first optimizer step" in record["message"]
+    assert "held inf/nan before the first optimizer step Adam of this window" in record["message"]
 
 
 def test_ctc_loss_log_alpha_holds_minus_inf_by_design(tmp_path, monkeypatch):
@@ -437,3 +437,79 @@ def test_log_under_where_names_log_when_its_gradient_is_nan(tmp_path, monkeypatc
     assert _first(default) == _first(exact)
     step, name = _first(exact)
     assert step == 1 and name == "Functional.log.0.forward", (step, name)
+
+
+_CAUSAL = np.triu(np.full((4, 4), -np.inf, np.float32), 1)  # built with numpy, before any window
+
+
+def _additive_mask(level):
+    """An additive causal mask made with numpy (no checked call makes it),
+    added to the scores before a softmax in every step; a float16 exp
+    overflows in step 2 (the real overflow)."""
+    mask = Tensor(_CAUSAL)
+
+    class Attention(nn.Cell):
+        def __init__(self):
+            super().__init__()
+            self.q = nn.Dense(4, 4)
+
+        def construct(self, x, m):
+            s = ops.matmul(self.q(x), x.swapaxes(-1, -2)) + m
+            return ops.matmul(ops.softmax(s, axis=-1), x)
+
+    class Net(nn.Cell):
+        def __init__(self):
+            super().__init__()
+            self.attn = Attention()
+
+        def construct(self, x, scale):
+            h = self.attn(x, mask)
+            return ops.exp((h * scale).astype(ms.float16)).astype(ms.float32).mean()
+
+    def scenario(debugger):
+        ms.set_seed(4)
+        net = Net()
+        grad_fn = ms.value_and_grad(net, None, net.trainable_params())
+
+        def body(step):
+            grad_fn(Tensor(np.full((4, 4), 0.1, np.float32)), Tensor(1e4 if step == 2 else 1.0, ms.float32))
+        _loop(debugger, 3, body, model=net if level == "L0" else None)
+    return scenario
+
+
+@pytest.mark.parametrize("level", ["L1", "L0"])
+def test_an_additive_minus_inf_mask_made_outside_is_consumed_and_the_real_overflow_named(tmp_path, monkeypatch,
+                                                                                        level):
+    """A -inf mask no checked call made (a numpy constant) passed to an
+    attention Cell and added to its scores: consumed by the softmax, so
+    steps 0 and 1 have no record, and step 2's float16 exp is what is
+    named (it was hidden behind the mask's 'entered' record before)."""
+    default, exact = _run_both(tmp_path, monkeypatch, _additive_mask(level), level=level)
+    assert _first(default) == _first(exact)
+    step, name = _first(exact)
+    assert step == 2, (step, name)
+    expected = "Functional.exp.0.forward" if level == "L1" else "Cell.Net.forward.0"
+    assert name == expected and exact[0][1]["origin"], (name, exact[0][1]["origin"])
+
+
+def test_optimizer_state_an_earlier_overflow_wrote_is_not_called_resumed(tmp_path, monkeypatch):
+    """Step 1 divides by a float16 epsilon that rounds to 0: the division
+    is the origin, and Adam writes NaN into its moments from the NaN
+    gradients. Step 2's Adam state holds that NaN: carried from step 1,
+    not 'there at start() (a resumed checkpoint)'."""
+    def scenario(debugger):
+        ms.set_seed(1)
+        net = nn.Dense(4, 1)
+        optimizer = nn.Adam(net.trainable_params(), learning_rate=1e-3)
+        grad_fn = ms.value_and_grad(lambda x, e: (net(x) / e).sum(), None, optimizer.parameters)
+
+        def body(step):
+            eps = Tensor(1e-8 if step == 1 else 1.0, ms.float16).astype(ms.float32)
+            _, grads = grad_fn(Tensor(np.ones((2, 4), np.float32)), eps)
+            optimizer(grads)
+        _loop(debugger, 3, body)
+
+    default, exact = _run_both(tmp_path, monkeypatch, scenario)
+    assert _first(default) == _first(exact) == (1, "Tensor.__truediv__.0.forward")
+    later = [record for step, record in exact if step == 2]
+    assert later and not [r for r in later if r["name"] == "outside"], [r["name"] for r in later]
