@@ -26,6 +26,13 @@ def test_enum_suggestion_is_case_insensitive_then_closest(lint):
     assert close.hint == "did you mean 'overflow_check'?"
 
 
+@pytest.mark.parametrize("value", [["L1"], 1, {"L1": 1}])
+def test_a_value_of_the_wrong_type_is_one_diagnostic_not_also_not_allowed(lint, value):
+    """"level": ["L1"] is one mistake: PL102, not PL102 and PL103."""
+    (found,) = lint(config(level=value))
+    assert found.code == "PL102" and found.pointer == "/level"
+
+
 def test_integers_are_strict(lint):
     for value in (3.0, 1e2, True, "3"):
         (found,) = lint(config(overflow_check={"overflow_nums": value}))

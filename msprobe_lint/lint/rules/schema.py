@@ -273,6 +273,9 @@ def validate(data: dict, *, skip: Iterable[str] = (), profile: str = "8.3",
             finding = _release_note(finding, profile, why, name=error.instance)
         findings.append(finding)
         bad.add(ptr)
+    # one diagnostic per fault: a value of the wrong type ("level": ["L1"]) is not also "not allowed"
+    wrong_type = {f.pointer for f in findings if f.code == "PL102"}
+    findings = [f for f in findings if not (f.code == "PL103" and f.pointer in wrong_type)]
     if profile != ATB:
         findings.extend(_release_note(f, profile, why) for f in _deprecated(data, profile))
     return findings, bad
