@@ -6,9 +6,9 @@ rules of what is judged in it, at every kind (:mod:`.policy`):
 * opening: the kind from the policy, the gradient watch's window, exact
   checks on (:mod:`.exact`) in an exact window, the optimizer watch;
 * around each optimizer step, in every window: the optimizer's own state
-  (Adam's moments, accumulators, ``global_step``) the first time it is
-  seen in a window, and, after the step, what it was given and what it
-  left in its Parameters and its state (:meth:`Windows.before_step`,
+  (Adam's moments, accumulators, ``global_step``) when it is first seen,
+  or after a window it did not run in, and, after the step, what it was
+  given and what it left in its Parameters (:meth:`Windows.before_step`,
   :meth:`Windows.after_step`);
 * closing: what the gradient watch still holds, then per kind: the
   sentinel's record, an exact window's ``outside`` note when a gradient
@@ -96,6 +96,8 @@ class Windows:
         #: ``id()`` of the optimizers whose state may hold inf/nan an earlier record explains (it ran in a
         #: window that recorded an overflow, or its state was said to hold inf/nan): not said again
         self._tainted: set[int] = set()
+        #: ``id()`` of the optimizers that ran in the last window (their state was followed through it)
+        self._last_optimizers: set[int] = set()
 
     # -- what the facade calls ---------------------------------------------------
     @property
@@ -147,6 +149,7 @@ class Windows:
             self.current = None
         if self.explained(window) or self.notes.count > window.notes:  # its optimizers carry what was said
             self._tainted.update(window.optimizers)
+        self._last_optimizers = set(window.optimizers)
         try:
             self.checker.release_by_design(unconsumed=True)  # -inf made by design that nothing took: a result
             if window.kind is Kind.SENTINEL:
@@ -245,17 +248,21 @@ class Windows:
     # -- around an optimizer step ----------------------------------------------------
     def before_step(self, optimizer: Any, args: tuple, frames: tuple) -> None:
         """An optimizer is about to update its Parameters (every window
-        but the sentinel's). The first time it is seen in the window, its
-        own state is judged: inf/nan there came in with it (a resumed
-        checkpoint), since no checked call wrote it. In a watched window,
-        its Parameters too (:meth:`.watched.WatchedWindow.before_step`)."""
+        but the sentinel's). When it is first seen, or did not run in the
+        last window, its own state is judged: inf/nan there came in with
+        it (a resumed checkpoint) or was written in unchecked steps, since
+        no checked call wrote it. In a watched window, its Parameters too
+        (:meth:`.watched.WatchedWindow.before_step`)."""
         window = self.current
         if window is None:
             return
         window.bad_before = False
         if id(optimizer) not in window.optimizers:
             window.optimizers.add(id(optimizer))
-            if not self.stopped() and not self.explained(window):
+            # its state is read when first seen, and again after a window it did not run in (unchecked steps
+            # may have changed it); an update in a checked window that makes it inf/nan makes the Parameters
+            # inf/nan too, which the read after the step sees
+            if id(optimizer) not in self._last_optimizers and not self.stopped() and not self.explained(window):
                 bad = self.grads.judge(optimizer_state(optimizer))
                 if bad:
                     window.bad_before = True
@@ -272,8 +279,8 @@ class Windows:
         """An optimizer call returned. Unless the window already explains
         an inf/nan: inf/nan in the gradients it got that no gradient
         computation returned is said (``outside``: the code between them
-        made it); else inf/nan its Parameters or its state hold now, though
-        they and the gradients were finite before, is said (``update``).
+        made it); else inf/nan its Parameters hold now, though they and the
+        gradients were finite before, is said (``update``).
         In every window, so an update that goes inf/nan is named in its
         own step."""
         window = self.current
@@ -291,8 +298,7 @@ class Windows:
         if given:
             self.notes.given(given, name, frames)
         else:
-            held = self.grads.judge([(f"Parameter {getattr(p, 'name', '?')}", p) for p in params]
-                                    + optimizer_state(optimizer))
+            held = self.grads.judge([(f"Parameter {getattr(p, 'name', '?')}", p) for p in params])
             if not held:
                 return
             self.notes.update(held, name, frames)
