@@ -49,6 +49,7 @@ Example::
 """
 from __future__ import annotations
 
+import enum
 from typing import Any, Optional
 
 import numpy as np
@@ -204,3 +205,55 @@ def may_defer(api: str, from_maker: bool) -> bool:
     it is a maker, or it passes a maker's -inf on (``from_maker``)."""
     word = api_word(api)
     return word in MAKERS or (from_maker and word in PASS_ON)
+
+
+class Decision(enum.Enum):
+    """What the checker does with an entry that overflowed (:func:`decide`)."""
+
+    AS_USUAL = "as usual"        #: judge and record it as any other entry
+    SKIP = "skip"                #: no record: deferred, or it consumed a by-design -inf
+    AFTER_MAKERS = "after makers"  #: record the makers first (origins), then this entry, carried
+
+
+def decide(kind: str, call: Any, inputs: list, outputs: list, origin: bool, cache: HostCache,
+           registry: ByDesign) -> tuple[Decision, list]:
+    """The by-design verdict of an L1 entry that overflowed: (what to do,
+    the deferred makers to record first). ``origin``: its plain verdict
+    (finite inputs, non-finite output). May defer the entry in
+    ``registry`` (the rules: the module docstring)."""
+    if kind != "forward":
+        if registry.deferred(call):  # its own backward overflowed: the -inf it made reached the gradients
+            return Decision.AFTER_MAKERS, [call]
+        return Decision.AS_USUAL, []
+    makers = registry.makers_of(inputs, cache)
+    outside = outside_minus_infinity(inputs, cache, registry)
+    nonfinite = [t for t in iter_tensors(outputs) if not cache.finite(t)]
+    only_minus_inf = all(only_negative_infinity(t, cache) for t in nonfinite)
+    if makers or outside:
+        inputs_finite, outputs_finite = (False, False) if outside is None else \
+            judge_excusing(inputs, outputs, cache, registry, outside)
+        if inputs_finite and outputs_finite:  # consumed by design (a softmax over a -inf mask)
+            registry.consumed(makers)
+            return Decision.SKIP, []
+        if inputs_finite and only_minus_inf and may_defer(call.api, True) and (makers or not registry.full()):
+            if makers:  # passed on: deferred too, for its maker
+                registry.defer(makers[0], nonfinite, on_behalf=call)
+            else:  # a -inf no checked call made, passed on: this call is where it came in
+                registry.defer(call, nonfinite, external=True)
+            return Decision.SKIP, []
+        # the -inf reached a judged result: its makers are the origin, recorded before this entry
+        return (Decision.AFTER_MAKERS, makers) if makers else (Decision.AS_USUAL, [])
+    if origin and nonfinite and only_minus_inf and may_defer(call.api, False) and not registry.full():
+        registry.defer(call, nonfinite)
+        return Decision.SKIP, []
+    return Decision.AS_USUAL, []
+
+
+def consumed_by_cell(inputs: list, outputs: list, cache: HostCache) -> bool:
+    """L0: a Cell whose non-finite inputs hold -inf only and whose outputs
+    are finite consumed a -inf made by design (an attention Cell given a
+    -inf mask)."""
+    if not all(cache.finite(t) for t in iter_tensors(outputs)):
+        return False
+    bad = [t for t in iter_tensors(inputs) if not cache.finite(t)]
+    return bool(bad) and all(only_negative_infinity(t, cache) for t in bad)

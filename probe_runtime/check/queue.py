@@ -31,7 +31,7 @@ from probe_format.records import entered_object
 
 from ..hooks.guard import tool_section
 from ..state import RunState
-from .by_design import ByDesign, judge_excusing, may_defer, only_negative_infinity, outside_minus_infinity
+from .by_design import ByDesign, Decision, consumed_by_cell, decide
 from .collective import collective_of, collective_tensors, pass_up, through_collective
 from .provenance import (entered, entry_tensors, forward_clean, inner_origin, mark_parent,
                          masked_call, own_construct_message, own_parameters_finite, stale_parameters, top_hint,
@@ -364,54 +364,25 @@ class Checker:
     def _by_design(self, kind: str, call: Any, inputs: list, outputs: list, verdict: Verdict, cache: HostCache,
                    batch: _Batch) -> tuple[Optional[bool], bool]:
         """An L1 entry that overflowed, against the -inf made by design
-        (:mod:`.by_design`). Returns (handled, carried): ``handled`` True
-        when the entry needs no record (deferred, or it consumed a
+        (:func:`.by_design.decide`). Returns (handled, carried): ``handled``
+        True when the entry needs no record (deferred, or it consumed a
         by-design -inf and stayed finite), False when writing failed, None
         to judge it as usual; ``carried``: it is judged carried (a maker
         was recorded before it as the origin)."""
-        registry = self.by_design
-        if kind != "forward":
-            if registry.deferred(call):  # its own backward overflowed: the -inf it made reached the gradients
-                if not self._record_makers([call], cache, batch):
-                    return False, False
-                return None, True
-            return None, False
-        makers = registry.makers_of(inputs, cache)
-        outside = outside_minus_infinity(inputs, cache, registry)
-        nonfinite = [t for t in iter_tensors(outputs) if not cache.finite(t)]
-        only_minus_inf = all(only_negative_infinity(t, cache) for t in nonfinite)
-        if makers or outside:
-            inputs_finite, outputs_finite = (False, False) if outside is None else \
-                judge_excusing(inputs, outputs, cache, registry, outside)
-            if inputs_finite and outputs_finite:  # consumed by design (a softmax over a -inf mask)
-                registry.consumed(makers)
-                self._settle_deferred(call)
-                return True, False
-            if inputs_finite and only_minus_inf and may_defer(call.api, True) and (makers or not registry.full()):
-                if makers:  # passed on: deferred too, for its maker
-                    registry.defer(makers[0], nonfinite, on_behalf=call)
-                else:  # a -inf no checked call made, passed on: this call is where it came in
-                    registry.defer(call, nonfinite, external=True)
-                self._settle_deferred(call)
-                return True, False
-            # the -inf reached a judged result: its makers are the origin, recorded before this entry
-            if makers and not self._record_makers(makers, cache, batch):
-                return False, False
-            return None, bool(makers)
-        if verdict.origin and nonfinite and only_minus_inf and may_defer(call.api, False) and not registry.full():
-            registry.defer(call, nonfinite)
+        action, makers = decide(kind, call, inputs, outputs, verdict.origin, cache, self.by_design)
+        if action is Decision.SKIP:
             self._settle_deferred(call)
             return True, False
+        if action is Decision.AFTER_MAKERS:
+            if not self._record_makers(makers, cache, batch):
+                return False, False
+            return None, bool(makers)
         return None, False
 
     def _consumed_by_cell(self, call: Any, inputs: list, outputs: list, cache: HostCache) -> bool:
-        """L0: a Cell whose non-finite inputs hold -inf only and whose
-        outputs are finite consumed a -inf made by design (an attention Cell
-        given a -inf mask): no record (:mod:`.by_design`)."""
-        if not all(cache.finite(t) for t in iter_tensors(outputs)):
-            return False
-        bad = [t for t in iter_tensors(inputs) if not cache.finite(t)]
-        if not bad or not all(only_negative_infinity(t, cache) for t in bad):
+        """L0: a Cell that consumed a -inf made by design gets no record
+        (:func:`.by_design.consumed_by_cell`)."""
+        if not consumed_by_cell(inputs, outputs, cache):
             return False
         self._settle_deferred(call)
         return True
