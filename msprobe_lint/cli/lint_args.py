@@ -23,11 +23,11 @@ Example::
 """
 from __future__ import annotations
 
-import os
 import re
 
 from ..lint.context import FRAMEWORKS, JIT_LEVELS, MODES
 from ..lint.reporters import NAMES as FORMATS
+from .argv import read_argv
 
 TYPE_CHECKING = False  # typing is imported only by type checkers (start-up)
 if TYPE_CHECKING:
@@ -122,42 +122,14 @@ def parse_lint(args: Sequence[str]) -> Optional[tuple[list[str], dict[str, Any]]
     """``(paths, values)`` for a ``lint ...`` argument list read exactly as
     click would (values keyed by field; ``multi`` values as lists); None
     for anything this reader leaves to typer (see the module docstring)."""
-    if not args or args[0] != "lint" or os.name == "nt" or os.environ.get("_PROBE_COMPLETE"):
+    if not args or args[0] != "lint":
         return None
-    paths: list[str] = []
+    read = read_argv(args[1:], _kind_of)
+    if read is None:
+        return None
+    paths, options = read
     values: dict[str, Any] = {}
-    rest = list(args[1:])
-    index = 0
-    while index < len(rest):
-        arg = rest[index]
-        index += 1
-        if not _encodable(arg):
-            return None
-        if arg == "--":
-            paths.extend(rest[index:])
-            break
-        if arg == "-" or not arg.startswith("-"):
-            paths.append(arg)
-            continue
-        name, equals, value = arg.partition("=")
-        if equals and not name.startswith("--"):
-            return None
-        option = _BY_NAME.get(name)
-        if option is None:
-            return None
-        field, kind = option.field, option.kind
-        if kind == "flag":
-            if equals or field in values:
-                return None
-            values[field] = True
-            continue
-        if not equals:
-            if index >= len(rest):
-                return None
-            value = rest[index]
-            index += 1
-        if not value or value.startswith("-") or not _encodable(value):
-            return None
+    for field, kind, value in options:
         if kind == "multi":
             values.setdefault(field, []).append(value)
         elif field in values:
@@ -177,11 +149,7 @@ def parse_lint(args: Sequence[str]) -> Optional[tuple[list[str], dict[str, Any]]
     return paths, values
 
 
-def _encodable(arg: str) -> bool:
-    """False for an argument holding lone surrogates (bytes the file
-    system encoding could not decode), which click reports itself."""
-    try:
-        arg.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
+def _kind_of(name: str) -> Optional[tuple[str, Any]]:
+    """(field, kind) of the option ``name``, or None."""
+    option = _BY_NAME.get(name)
+    return None if option is None else (option.field, option.kind)

@@ -18,7 +18,7 @@ Example::
 """
 from __future__ import annotations
 
-import os
+from .argv import read_argv
 
 TYPE_CHECKING = False  # typing is imported only by type checkers (start-up)
 if TYPE_CHECKING:
@@ -40,56 +40,17 @@ def parse_report(args: Sequence[str]) -> Optional[tuple[str, dict[str, Any]]]:
     click would (values keyed as ``cli.commands.report.main`` takes them:
     ``format``, ``output``, ``force``, ``show_all``); None for anything left
     to typer (see the module docstring)."""
-    if not args or args[0] != "report" or os.name == "nt" or os.environ.get("_PROBE_COMPLETE"):
+    if not args or args[0] != "report":
         return None
-    paths: list[str] = []
+    read = read_argv(args[1:], OPTIONS.get)
+    if read is None:
+        return None
+    paths, options = read
     values: dict[str, Any] = {}
-    rest = list(args[1:])
-    index = 0
-    while index < len(rest):
-        arg = rest[index]
-        index += 1
-        if not _encodable(arg):
-            return None
-        if arg == "--":
-            paths.extend(rest[index:])
-            break
-        if arg == "-" or not arg.startswith("-"):
-            paths.append(arg)
-            continue
-        name, equals, value = arg.partition("=")
-        if equals and not name.startswith("--"):
-            return None
-        if name not in OPTIONS:
-            return None
-        key, kind = OPTIONS[name]
-        if key in values:
-            return None
-        if kind == "flag":
-            if equals:
-                return None
-            values[key] = True
-            continue
-        if not equals:
-            if index >= len(rest):
-                return None
-            value = rest[index]
-            index += 1
-        if not value or value.startswith("-") or not _encodable(value):
-            return None
-        if isinstance(kind, tuple) and value not in kind:
+    for key, kind, value in options:
+        if key in values or (isinstance(kind, tuple) and value not in kind):
             return None
         values[key] = value
     if len(paths) != 1 or not paths[0]:
         return None
     return paths[0], values
-
-
-def _encodable(arg: str) -> bool:
-    """False for an argument holding lone surrogates (bytes the file
-    system encoding could not decode), which click reports itself."""
-    try:
-        arg.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
