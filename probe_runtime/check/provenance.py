@@ -399,6 +399,14 @@ def own_construct_message(top: Any) -> str:
             "and its output is not (code that is not a sub-Cell made it); use level L1 to see the API")
 
 
+def own_construct_between_message(top: Any) -> str:
+    """The model's own record's message when its ``construct`` made the
+    inf/nan between its sub-Cells (a sub-Cell got it from finite inputs)."""
+    return (f"inf/nan started in {top.class_name}.construct itself, between its sub-Cells: its inputs were finite "
+            "and it handed a sub-Cell inf/nan (code that is not a sub-Cell, such as a mask or a scale built there); "
+            "use level L1 to see the API")
+
+
 def top_hint(top: Any) -> str:
     """The warning that an overflow started in the top Cell's own code."""
     return (f"probe_runtime: overflow inside {top.class_name}.construct itself (not in a sub-Cell): "

@@ -33,9 +33,9 @@ from ..hooks.guard import tool_section
 from ..state import RunState
 from .by_design import ByDesign, Decision, consumed_by_cell, decide
 from .collective import collective_of, collective_tensors, pass_up, through_collective
-from .provenance import (entered, entry_tensors, forward_clean, inner_origin, mark_parent,
-                         masked_call, own_construct_message, own_parameters_finite, stale_parameters, top_hint,
-                         top_output_overflowed, top_overflow, written_nonfinite)
+from .provenance import (entered, entry_tensors, forward_clean, inner_origin, mark_parent, masked_call,
+                         own_construct_between_message, own_construct_message, own_parameters_finite,
+                         stale_parameters, top_hint, top_output_overflowed, top_overflow, written_nonfinite)
 from .records import Recorder
 from .verdict import HostCache, Verdict, is_parameter, iter_tensors, judge
 
@@ -101,6 +101,8 @@ class Checker:
         self.synchronous = False
         #: L1: the window's calls whose -inf output is by design, not recorded yet (:mod:`.by_design`)
         self.by_design = ByDesign()
+        #: L0: model calls holding sub-Cell entries back until their own record is written (``TopCall.stash``)
+        self._stashed: list = []
         #: the window's gradient computation returned a non-finite loss no checked Cell made (L0): no
         #: backward entry of the window is an origin (set by ``windows.controller.Windows.on_forward``)
         self.loss_nonfinite = False
@@ -121,9 +123,12 @@ class Checker:
         return self.live
 
     def end(self) -> None:
-        """Close the window: stop queueing and resolve everything pending."""
+        """Close the window: stop queueing and resolve everything pending
+        (entries held back for a model call that never returned too)."""
         self.live = False
         self.flush(final=True)
+        for top in list(self._stashed):
+            self._release_stash(top, HostCache(), _Batch([]), record_top=False)
 
     # -- what the hooks hand on (l1.calls.Sink, and L0's on_param_grad/on_top) -----
     def next_index(self, api: str) -> int:
@@ -330,6 +335,10 @@ class Checker:
             if handled is not None:
                 return handled
         origin = self._origin(kind, call, verdict, cache) and not carried
+        top = getattr(call, "top", None) if kind == "forward" else None
+        if top is not None and top.stash is not None and not top.released:  # after the model's own record
+            top.stash.append((kind, call))
+            return True
         nested = getattr(call, "nested", None) if kind == "forward" else None
         if nested:
             call.nested = None  # read at most once; not held while the call waits for its backward pass
@@ -474,6 +483,9 @@ class Checker:
             top = getattr(call, "top", None)
             if top is not None and verdict.overflow and top_overflow(call, top, verdict.origin, cache):
                 self._hint_top(top)
+                if top.prefix and top.stash is None:  # the model's own record comes first: hold this one back
+                    top.stash = []
+                    self._stashed.append(top)
         elif origin:
             # gradients computed from non-finite forward values carry that overflow, and so do all of them once
             # the loss itself was not finite (L0: made outside the checked Cells, said by an ``outside`` record)
@@ -511,6 +523,8 @@ class Checker:
         Said once on the logger and recorded (``Cell.<Class>.forward.<n>``,
         an origin unless its own Parameters held inf/nan), with the hint
         to use L1 in the record's ``entered``. False when writing failed."""
+        if top.stash is not None and not top.released:
+            return self._release_stash(top, cache, batch, record_top=True)
         try:
             if not top_output_overflowed(top, cache):
                 return True
@@ -521,6 +535,36 @@ class Checker:
         if not top.prefix:
             return True
         return self._judge_entry("forward", top.as_cell_call(own_construct_message(top)), cache, batch)
+
+    def _release_stash(self, top: Any, cache: HostCache, batch: _Batch, record_top: bool) -> bool:
+        """A sub-Cell got inf/nan the model's own ``construct`` made between
+        its sub-Cells: the model's record (the origin, ``entered.source``
+        ``own-construct``) is written, then the sub-Cells' entries held back
+        since (carried). ``record_top`` False: the model's call never
+        returned (its output is unknown): the held entries alone. False
+        when writing failed."""
+        top.released = True
+        held, top.stash = top.stash or [], None
+        if top in self._stashed:
+            self._stashed.remove(top)
+        if record_top and not self.state.exhausted:
+            call = top.as_cell_call(own_construct_between_message(top))
+            self._overflow_steps.add(call.step)
+            if self.state.count_record():
+                batch.counted = True
+                try:
+                    self.records.write("forward", call, True, cache, entered_object(
+                        call.name, input=None, source=SOURCE_OWN_CONSTRUCT, message=call.own_construct), [])
+                except Exception as err:
+                    self.turn_off(f"cannot write the dump ({type(err).__name__}: {err})")
+                    return False
+                batch.counted = False
+        for kind, call in held:
+            if self.state.exhausted or self.disabled:
+                break
+            if not self._judge_entry(kind, call, cache, batch):
+                return False
+        return True
 
     def _hint_top(self, top: Any) -> None:
         message = top_hint(top)

@@ -119,6 +119,10 @@ class TopCall:
     frames: tuple = ()
     params: dict = field(default_factory=dict)
     step: int = 0
+    #: the forward entries of sub-Cells held back, once one got inf/nan this model's own code made, until this
+    #: call's own entry is judged (its record, the origin, comes first); None while nothing is held
+    stash: Optional[list] = None
+    released: bool = False
 
     def as_cell_call(self, message: str) -> "CellCall":
         """This call as a Cell entry the checker judges and records, with

@@ -274,10 +274,12 @@ def test_l0_an_overflow_in_the_models_own_construct_is_said_in_the_record(tmp_pa
     default, exact = _run_both(tmp_path, monkeypatch, scenario, level="L0")
     assert _first(default) == _first(exact)
     step, record = exact[0]
-    assert step == 1 and record["name"] == "Cell.out.Dense.forward.0" and not record["origin"], record["name"]
+    assert step == 1 and record["name"] == "Cell._Attention.forward.0" and record["origin"], record["name"]
     assert record["entered"]["source"] == "own-construct"
-    assert "_Attention.construct itself" in record["entered"]["message"]
+    assert "_Attention.construct itself, between its sub-Cells" in record["entered"]["message"]
     assert "use level L1" in record["entered"]["message"]
+    step, after = exact[1]
+    assert step == 1 and after["name"] == "Cell.out.Dense.forward.0" and not after["origin"]
 
 
 class _RatioLoss(nn.Cell):
