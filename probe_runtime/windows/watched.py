@@ -109,6 +109,12 @@ class WatchedWindow:
         pending = [c for c in w.grads.window if id(c) not in window.replayed]
         if not pending or pending[-1] is not computation:
             pending = [computation]
+        missing = w.grads.computations - len(window.replayed) - len(pending)
+        if missing > 0:  # their calls were never counted: the replay's call indices would not be the step's
+            self.fall_back(computation, f"{missing} earlier gradient computation(s) of this step are not held for "
+                           "a replay (gradient accumulation past the computations a window holds), so the replay "
+                           "could not number its calls as the step does", masked or computation.nonfinite)
+            return
         records = w.checker.records
         found = w.state.found
         records.marks = {REPLAY: records.where(computation.frames)}

@@ -475,3 +475,29 @@ def test_an_inf_weight_masked_before_the_loss_is_found_before_the_optimizer_step
     compare(f"masked-weight-{level}", recorded(tmp_path / "exact-0" / "dump"), got)
     assert "already held inf/nan at start()" in got["step1"][0]["entered"]["message"]
     assert not [r for r in got["step1"] if r["kind"] == "update"]
+
+
+@pytest.mark.parametrize("micro, expected", [(5, "Functional.exp.4.forward"), (11, "sentinel")])
+def test_a_replay_numbers_calls_as_the_step_or_says_why_it_cannot(tmp_path, monkeypatch, micro, expected):
+    """Gradient accumulation under auto checks, the last micro-batch
+    overflowing in a watched step: with every computation of the step held,
+    the replay runs them all and names the call with the step's index;
+    with more than a window holds, it names no call (a sentinel record
+    saying why, exact checks next) rather than a wrong index (issue 33)."""
+    from runtime_support import isolate, write_runtime_config
+
+    isolate(monkeypatch, tmp_path)
+    debugger = PrecisionDebugger(config_path=str(write_runtime_config(tmp_path, nums=-1)), checks="auto")
+    w = ms.Parameter(Tensor(np.ones(2, np.float32)), name="w")
+    grad_fn = ms.value_and_grad(lambda x: ops.exp(x * w).sum(), None, [w])
+    for step in range(2):
+        debugger.start()
+        for index in range(micro):
+            grad_fn(Tensor(np.full(2, 200.0 if step and index == micro - 1 else 0.5, np.float32)))
+        debugger.stop()
+        debugger.step()
+    debugger.windows.summary.said = True
+    records = json.loads((tmp_path / "dump" / "step1" / "rank" / "overflow.json").read_text())
+    assert records[0]["name"] == expected, [r["name"] for r in records]
+    if expected == "sentinel":
+        assert "could not number its calls as the step does" in records[0]["message"]
