@@ -24,7 +24,7 @@ from probe_format.collectives import (COLLECTIVE_API, COLLECTIVE_DIRECTION, COLL
 from probe_format.layout import (BACKWARD, COLLECTIVE, CONSTRUCT_FILE, DATA, DUMP_FILE, ENTERED, FORWARD, INSIDE, KIND,
                                  MESSAGE, NAME, NONFINITE, NOTE_KINDS, ORIGIN, OVERFLOW_FILE, REPLAY, SENTINEL,
                                  STACK_FILE, STATS, VERSION, WHERE, WRITTEN, INPUT_ARGS, INPUT_KWARGS)
-from probe_format.records import version_problem
+from probe_format.records import FORMAT_VERSION, parse_version, version_problem
 
 from .discover import RankFolder
 from .model import Collective, Constant, RankDump, Record, Tensor, signature
@@ -432,6 +432,9 @@ def _interpret(overflow: list, ranks: RanksTable) -> tuple[list[Item], list[str]
         newer = version_problem(item.get(VERSION))
         if newer is not None:
             raise Unreadable(f"{newer}; its records are not read")
+        if item.get(VERSION) is not None and parse_version(item.get(VERSION)) is None:
+            notes.append(f"record {index} has format_version {item.get(VERSION)!r}, not \"MAJOR.MINOR\"; "
+                         f"read as version {FORMAT_VERSION}")
         name = item[NAME]
         origin, where, entered, kind = item.get(ORIGIN), item.get(WHERE), item.get(ENTERED), item.get(KIND)
         sentinel = sentinel_message(item)

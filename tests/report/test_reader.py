@@ -98,3 +98,12 @@ def test_a_newer_major_version_is_refused_with_a_reason(tmp_path):
 def test_a_newer_minor_version_is_read(tmp_path):
     dump = read_folder(write_folder(tmp_path / "step0" / "rank0", [dict(ITEMS[1], format_version="1.9", extra=1)]))
     assert dump.problems == [] and dump.records[0].origin is True
+
+
+def test_a_malformed_version_is_read_as_this_one_and_said(tmp_path):
+    """"format_version": [1] is no version: the record is read (as 1.0),
+    and the folder's problems say so (it was accepted silently)."""
+    dump = read_folder(write_folder(tmp_path / "step0" / "rank0", [dict(ITEMS[1], format_version=[1])]))
+    assert dump.records[0].origin is True
+    (path, problem), = dump.problems
+    assert "format_version [1]" in problem and "read as version 1.0" in problem
