@@ -131,7 +131,8 @@ def guarded_run(config: str, command: Sequence[str], options=None, *, stream: Op
                      f"got {config!r}; usage: probe run CONFIG [options] -- CMD ARGS...\n")
         return ExitStatus.USAGE
     checks = os.environ.get("PROBE_CHECKS")
-    if checks and checks not in ("exact", "auto", "sentinel"):  # probe_runtime.PrecisionDebugger would refuse it
+    # probe_runtime.PrecisionDebugger would refuse it (case and white space do not matter)
+    if checks and checks.strip().lower() not in ("exact", "auto", "sentinel", ""):
         stream.write(f"probe: error: PROBE_CHECKS must be 'exact', 'auto' or 'sentinel', not {checks!r}; not starting "
                      f"`{shlex.join(command)}`\n")
         return ExitStatus.USAGE

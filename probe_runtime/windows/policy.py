@@ -60,15 +60,17 @@ DEFAULT_CHECKS = Checks.EXACT
 
 def parse_checks(value: Optional[str], source: str = "checks") -> Checks:
     """The :class:`Checks` named by ``value`` (None: :data:`DEFAULT_CHECKS`).
+    Case and surrounding white space do not matter (``PROBE_CHECKS=Exact``),
+    as for ``PROBE_SYNC``.
 
     Raises:
         ValueError: ``value`` names no mode; the message names ``source``
             (``"checks"`` or ``"PROBE_CHECKS"``) and the allowed values.
     """
-    if value is None or value == "":
+    if value is None or not value.strip():
         return DEFAULT_CHECKS
     try:
-        return Checks(value)
+        return Checks(value.strip().lower())
     except ValueError:
         names = [repr(c.value) for c in (Checks.EXACT, Checks.AUTO, Checks.SENTINEL)]
         allowed = ", ".join(names[:-1]) + " or " + names[-1]

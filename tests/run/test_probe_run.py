@@ -191,7 +191,7 @@ def test_bad_probe_checks_exits_2_before_starting(tmp_path):
     assert "PROBE_CHECKS must be 'exact', 'auto' or 'sentinel', not 'bogus'" in proc.stderr
     assert "passed" not in proc.stderr
     proc = run_probe("run", str(cfg), "--", PY, "-c", f"open({str(marker)!r}, 'w').close()", cwd=tmp_path,
-                     env={"PROBE_CHECKS": "sentinel"})
+                     env={"PROBE_CHECKS": "Sentinel"})  # case does not matter, as for PrecisionDebugger
     assert proc.returncode == 0 and marker.exists()
     marker.unlink()
     proc = run_probe("run", str(cfg), "--", PY, "-c", f"open({str(marker)!r}, 'w').close()", cwd=tmp_path,

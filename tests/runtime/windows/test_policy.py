@@ -17,6 +17,12 @@ def test_the_default_is_exact_checks():
     assert parse_checks("") is Checks.EXACT
 
 
+def test_a_mode_is_read_whatever_its_case_and_white_space():
+    assert parse_checks("Exact") is Checks.EXACT
+    assert parse_checks(" AUTO\n", "PROBE_CHECKS") is Checks.AUTO
+    assert parse_checks("  ") is Checks.EXACT
+
+
 def test_a_bad_mode_is_refused_naming_where_it_came_from():
     with pytest.raises(ValueError, match=r"PROBE_CHECKS must be 'exact', 'auto' or 'sentinel', not 'foo'"):
         parse_checks("foo", "PROBE_CHECKS")
