@@ -292,10 +292,14 @@ def _own_parameter(cell_call: Any, cache: HostCache, reached: Optional[str], anc
     description (``reached``: the input it became, e.g. the
     flattened weights an ``nn.LSTM`` hands its inner Cell); None when they
     were all finite (the Cell's own code then made the value: it is judged
-    an origin)."""
+    an origin). The model given to ``start()`` is not hooked and has no
+    probes: its own Parameters are read as they are when it is judged
+    (before any optimizer step of the window)."""
     node = cell_call
     while node is not None:
-        for param, value in zip(node.parameters.values(), node.param_probe or ()):
+        # the model given to start() has no probes (it is not hooked): its Parameters are read as they are
+        values = node.param_probe if node.param_probe is not None else list(node.parameters.values())
+        for param, value in zip(node.parameters.values(), values):
             if not cache.finite(value):
                 entry = _parameter_entry(node.name, None, getattr(param, "name", "?"),
                                          bool(getattr(node, "params_at_start", True)))

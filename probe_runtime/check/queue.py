@@ -33,7 +33,7 @@ from ..hooks.guard import tool_section
 from ..state import RunState
 from .by_design import ByDesign, Decision, consumed_by_cell, decide
 from .collective import collective_of, collective_tensors, pass_up, through_collective
-from .provenance import (entered, entry_tensors, forward_clean, inner_origin, mark_parent, masked_call,
+from .provenance import (all_finite, entered, entry_tensors, forward_clean, inner_origin, mark_parent, masked_call,
                          own_construct_between_message, own_construct_message, own_parameters_finite,
                          stale_parameters, top_hint, top_output_overflowed, top_overflow, written_nonfinite)
 from .records import Recorder
@@ -528,7 +528,8 @@ class Checker:
         try:
             if not top_output_overflowed(top, cache):
                 return True
-            self._hint_top(top)
+            if all_finite(list(top.params.values()), cache):  # else its own Parameter brought it: no L1 hint
+                self._hint_top(top)
         except Exception as err:
             self.on_error("while checking the model's own output", err)
             return True

@@ -118,6 +118,8 @@ class TopCall:
     index: int = 0
     frames: tuple = ()
     params: dict = field(default_factory=dict)
+    #: no update (backward pass, optimizer step, in-place write) came before this call in the window
+    params_at_start: bool = True
     step: int = 0
     #: the forward entries of sub-Cells held back, once one got inf/nan this model's own code made, until this
     #: call's own entry is judged (its record, the origin, comes first); None while nothing is held
@@ -131,6 +133,7 @@ class TopCall:
         call = CellCall(self.prefix, self.index, None, self.args, self.kwargs, self.frames, dict(self.params),
                         output=self.output, step=self.step)
         call.own_construct = message
+        call.params_at_start = self.params_at_start
         return call
 
 

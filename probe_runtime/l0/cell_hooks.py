@@ -208,7 +208,8 @@ class CellHooks:
                         params = {key.split(".")[-1]: value
                                   for key, value in cell.parameters_dict(recurse=False).items()}
                         local.top = TopCall(type(cell).__name__, args, prefix=prefix, index=sink.next_index(prefix),
-                                            frames=capture_frames(sys._getframe(1)), params=params)
+                                            frames=capture_frames(sys._getframe(1)), params=params,
+                                            params_at_start=not self.params_changed)
                         local.top_cell = id(cell)
                     except Exception as err:
                         self._fail("top", err)

@@ -280,6 +280,41 @@ def test_l0_overflow_in_top_cell_code_is_pointed_out(work, caplog, exp_at, nums)
     assert [r.getMessage() for r in caplog.records].count("probe_runtime: " + HINT) == 1
 
 
+class Scaled(nn.Cell):
+    """A model with a Parameter of its own (as ``pos_embed`` or ``cls_token``), used in its own construct."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Dense(4, 2, weight_init="ones", bias_init="zeros")
+        self.scale = ms.Parameter(Tensor(np.ones(2, np.float32)), name="scale")
+
+    def construct(self, x):
+        return self.fc(x) * self.scale
+
+
+@pytest.mark.parametrize("model", ["own parameter", "bare Dense"])
+def test_l0_a_nan_parameter_of_the_model_itself_is_named_not_its_construct(work, caplog, model):
+    """A fresh user's finding: inf/nan in a Parameter the model given to
+    start() owns directly was blamed on its construct ("use level L1"),
+    contradicting the record's own statistics. It is named as the Parameter,
+    as it is for a nested Cell, and no L1 hint is given."""
+    tmp_path, make = work
+    net = Scaled() if model == "own parameter" else nn.Dense(4, 2)
+    bad = net.scale if model == "own parameter" else net.weight
+    bad.set_data(Tensor(np.full(bad.shape, np.inf, np.float32)))  # between windows: no checked code wrote it
+    debugger = make("L0")
+    with caplog.at_level(logging.WARNING, logger="probe_runtime"):
+        debugger.start(net)
+        net(Tensor(np.ones((3, 4), np.float32)))
+        debugger.stop()
+    name = "Cell.Scaled.forward.0" if model == "own parameter" else "Cell.Dense.forward.0"
+    assert records(tmp_path) == {name: False}
+    record = read_json(str(tmp_path / "dump" / "step0" / "rank" / "overflow.json"))[0]
+    assert record["entered"]["source"] == "parameter", record
+    assert record["entered"]["message"].startswith(f"Parameter {bad.name} already held inf/nan at start()")
+    assert not any("construct itself" in r.getMessage() for r in caplog.records)
+
+
 def test_l0_no_hint_when_a_sub_cell_is_the_origin(work, caplog):
     tmp_path, make = work
     net = MLP()
