@@ -159,7 +159,18 @@ def guarded_run(config: str, command: Sequence[str], options=None, *, stream: Op
         extra.setdefault("world_size", world)
     options = options._replace(script=script, check_fs=True, runtime=True, extra_facts=extra)
     instead = _configs_read_instead(script, config, stream) if script is not None else []
+    # A job still writing the dump_path first: the lint would see its step folders as an earlier run's dump
+    # and advise moving them away, under the running job (a fresh user's try)
     for checked in [config] + instead:
+        busy = _live_writers(checked)
+        if busy:
+            stream.write(f"probe: not starting `{shlex.join(command)}`: {busy}\n")
+            return ExitStatus.PROBLEMS
+    # the world size probe run worked out from CMD, which `probe lint` cannot know: its --fix is told it
+    # when a fix depends on it (PL303, PL304), else that fix would find nothing to do
+    told = f" --world-size {getattr(world, 'value', world)}" if world is not None and options.world_size is None else ""
+    worst = ExitStatus.OK
+    for checked in [config] + instead:  # every config, so all their problems are said in one go
         try:
             run = lint_paths([checked], options, walk=False)  # one config file, never a folder walk
         except UsageError as err:
@@ -168,19 +179,16 @@ def guarded_run(config: str, command: Sequence[str], options=None, *, stream: Op
         has_findings = any(result.diagnostics for result in run.results)
         if has_findings or run.status:
             # `probe run` has no --fix: the fix summary names the command that has it
-            fix = f"with `probe lint --fix {shlex.quote(config)}`"
+            by_world = any(d.code in ("PL303", "PL304") for result in run.results for d in result.diagnostics)
+            fix = f"with `probe lint --fix {shlex.quote(checked)}{told if by_world else ''}`"
             stream.write(get("text")(run.results, color=color).replace("with --fix --unsafe-fixes",
                                                                         fix[:-1] + " --unsafe-fixes`")
                          .replace("with --fix", fix))
-        if run.status:
-            stream.write(f"probe: not starting `{shlex.join(command)}`: fix the problems above"
-                         + (" (--strict: warnings count)" if options.strict and run.status == 1 else "") + "\n")
-            return run.status
-    for checked in [config] + instead:
-        busy = _live_writers(checked)
-        if busy:
-            stream.write(f"probe: not starting `{shlex.join(command)}`: {busy}\n")
-            return ExitStatus.PROBLEMS
+        worst = max(worst, run.status)
+    if worst:
+        stream.write(f"probe: not starting `{shlex.join(command)}`: fix the problems above"
+                     + (" (--strict: warnings count)" if options.strict and worst == 1 else "") + "\n")
+        return worst
     also = f" ({', '.join(instead)}, which {script} reads instead, passed too)" if instead else ""
     stream.write(f"probe: {config} passed{also}; starting: {shlex.join(command)}\n")
     stream.flush()

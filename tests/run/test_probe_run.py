@@ -336,7 +336,7 @@ def test_not_started_into_a_dump_path_another_job_writes(tmp_path):
     once that job is gone, the launch goes ahead."""
     cfg = config(tmp_path)
     dump = tmp_path / "dump"
-    dump.mkdir()
+    (dump / "step0" / "rank").mkdir(parents=True)  # what the running job has written so far
     holder = subprocess.Popen([PY, "-c", "import sys, time\nfrom msprobe_lint.live_writers import claim\n"
                                "held = claim(sys.argv[1], 'rank')\nprint('ready', flush=True)\ntime.sleep(120)\n",
                                str(dump)], env=dict(os.environ, PYTHONPATH=str(Path(__file__).parents[2])),
@@ -349,9 +349,12 @@ def test_not_started_into_a_dump_path_another_job_writes(tmp_path):
         assert proc.returncode == 1 and not marker.exists(), proc.stderr
         assert f"is being written by another running job (rank: pid {holder.pid}" in proc.stderr
         assert "passed; starting" not in proc.stderr
+        # not the earlier-run advice to move the dump away: it would move it from under the running job
+        assert "PL407" not in proc.stderr and "mv " not in proc.stderr, proc.stderr
     finally:
         holder.kill()
         holder.wait()
+    (dump / "step0" / "rank").rmdir()
     proc = run_probe("run", str(cfg), *start, cwd=tmp_path)
     assert proc.returncode == 0 and marker.exists(), proc.stderr
 
@@ -431,6 +434,43 @@ def test_the_fix_summary_names_probe_lint_since_probe_run_has_no_fix(tmp_path):
     assert proc.returncode == 1
     assert "[*] 1 fixable with `probe lint --fix c.json`." in proc.stderr + proc.stdout
     assert "fixable with --fix" not in proc.stderr + proc.stdout
+
+
+def test_a_fix_that_needs_the_world_size_probe_run_found_is_told_it(tmp_path):
+    """A fresh user's finding: `probe run` found world size 1 (a plain
+    python) and said "fixable with `probe lint --fix c.json
+    --unsafe-fixes`", which found nothing to fix without that world size.
+    The command it names now carries it, and it does fix the file; the
+    two rank rules' hints agree ("rank": [])."""
+    config = tmp_path / "c.json"
+    config.write_text(json.dumps({"task": "overflow_check", "dump_path": str(tmp_path / "d"), "level": "L1",
+                                  "rank": [5]}))
+    os.chmod(config, 0o640)
+    (tmp_path / "t.py").write_text("print(1)\n")
+    proc = run_probe("run", "c.json", "--", sys.executable, "t.py", cwd=tmp_path)
+    out = proc.stderr + proc.stdout
+    assert proc.returncode == 1 and "PL304" in out and "PL303" in out, out
+    assert "use rank 0" not in out and out.count('write "rank": []') == 2, out
+    command = "probe lint --fix c.json --world-size 1 --unsafe-fixes"
+    assert f"fixable with `{command}`" in out, out
+    proc = run_probe(*command.split()[1:], cwd=tmp_path)
+    assert proc.returncode == 0 and json.loads(config.read_text())["rank"] == [], proc.stdout + proc.stderr
+
+
+def test_every_config_the_job_reads_is_reported_at_once(tmp_path, monkeypatch):
+    """A fresh user's finding: with CONFIG and the config the script reads
+    instead both wrong, only CONFIG's errors were shown; the other's came
+    after fixing it. Both are reported before the refusal."""
+    monkeypatch.chdir(tmp_path)
+    cfg = config(tmp_path, level="L9")
+    (tmp_path / "train.py").write_text("from probe_runtime import PrecisionDebugger\n"
+                                       "debugger = PrecisionDebugger(config_path='other.json')\n"
+                                       "debugger.start()\ndebugger.stop()\ndebugger.step()\n")
+    (tmp_path / "other.json").write_text(json.dumps({"task": "overflow_check", "dump_path": "dump", "level": "L1"}))
+    status, out, calls = guarded(cfg, ["python", "train.py"])
+    assert status == 1 and not calls, out
+    assert "PL103" in out and "other.json:1:" in out and "PL401 error" in out, out
+    assert out.count("not starting") == 1, out
 
 
 @pytest.mark.parametrize("expression, warned", [('os.path.join("/tmp", "other.json")', True),

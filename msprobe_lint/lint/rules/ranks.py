@@ -233,7 +233,9 @@ def rank_beyond_world(config: ConfigView, context: Context) -> Iterator[Finding]
             ranks = "the only rank is 0" if world == 1 else f"ranks are 0-{world - 1}"
             yield Finding("PL303", f"rank {config.get(*_parts(ptr))!r} does not exist with world size {world} "
                                    f"({said}); {ranks}", pointer=ptr, severity=severity,
-                          hint="use rank 0" if world == 1 else f"use ranks between 0 and {world - 1}")
+                          # one process: PL304 says what to write ("rank": []); a hint of rank 0 would contradict it
+                          hint='write "rank": [] (single-card training)' if world == 1 else
+                          f"use ranks between 0 and {world - 1}")
 
 
 @rule("PL304", "rank-in-single-card", "error", "Non-empty rank in single-card training", fix="unsafe")

@@ -106,6 +106,34 @@ def test_dump_path_existing_folder_or_creatable_is_fine(base):
     assert not only(lint_fs(write_config(base, config(dump_path=str(base / "new" / "deep")))), "PL407")
 
 
+def test_a_dump_being_written_is_not_taken_for_an_earlier_run(base):
+    """A fresh user's finding: a second job into the dump_path of one still
+    running was told the step folders were an earlier run's and to move
+    them away (under the running job). While their writer runs (its marker
+    held locked) PL407 names that job instead; once it ended, the folders
+    are an earlier run's again."""
+    import subprocess
+    import sys
+
+    dump = base / "dump"
+    (dump / "step0" / "rank").mkdir(parents=True)
+    cfg = write_config(base, config(dump_path=str(dump)))
+    holder = subprocess.Popen([sys.executable, "-c", "import sys, time\nfrom msprobe_lint.live_writers import claim\n"
+                               "held = claim(sys.argv[1], 'rank')\nprint('ready', flush=True)\ntime.sleep(120)\n",
+                               str(dump)], env=dict(os.environ, PYTHONPATH=str(Path(__file__).parents[3])),
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "ready"
+        (found,) = only(lint_fs(cfg), "PL407")
+        assert f"is being written by another running job (rank: pid {holder.pid}" in found.message, found.message
+        assert "mv " not in (found.hint or "") and "own dump_path" in (found.hint or "")
+    finally:
+        holder.kill()
+        holder.wait()
+    (found,) = only(lint_fs(cfg), "PL407")
+    assert "already holds a dump of an earlier run" in found.message and "mv " in (found.hint or "")
+
+
 def test_not_writable_message_with_os_access_replaced(base, monkeypatch):
     """Unit check of the message; the real permission check is below."""
     (base / "ro").mkdir()
