@@ -72,8 +72,8 @@ def main(argv: list[str]) -> int:
         steps = int(argv[argv.index("--steps") + 1])
         argv = argv[:argv.index("--steps")] + argv[argv.index("--steps") + 2:]
     args = [a for a in argv if not a.startswith("--")]
-    config_path = args[0] if args else os.environ.get("PROBE_CONFIG")
-    debugger = PrecisionDebugger(config_path=config_path) if use_debugger else None
+    os.environ.update({"PROBE_CONFIG": args[0]} if args else {})  # a config named here wins over PROBE_CONFIG
+    debugger = PrecisionDebugger() if use_debugger else None  # config_path falls back to PROBE_CONFIG
 
     net = build_model()
     loss_fn = nn.MSELoss()
