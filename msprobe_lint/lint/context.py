@@ -131,8 +131,12 @@ def normalise(name: str, raw: Any, source: str) -> Fact:
             value = Version(str(raw))
         except InvalidVersion:
             raise ValueError(f"{name} must be a version such as {example}, not {raw!r}") from None
-        if name == "msprobe_version" and not (value.major in (1, 8) or value.major >= 26):
-            raise ValueError(f"there is no mindstudio-probe {raw}: its release lines are 1.x, 8.x and 26.x")
+        if name == "msprobe_version":
+            from .profiles import no_release_line
+
+            wrong = no_release_line(value)
+            if wrong:
+                raise ValueError(wrong.replace(str(value), str(raw), 1))
     elif name == "world_size":
         if isinstance(raw, bool):
             raise ValueError(f"world_size must be an integer >= 1, not {raw!r}")

@@ -231,7 +231,8 @@ def for_version(version: Any) -> str:
     later as 26.2. A bare ``"26"`` is 26.0, as version numbers compare.
 
     Raises:
-        ValueError: for a string that is not a version.
+        ValueError: for a string that is not a version, or a version of no
+            release line (:func:`no_release_line`).
     """
     from packaging.version import InvalidVersion, Version
 
@@ -240,6 +241,9 @@ def for_version(version: Any) -> str:
             version = Version(str(version))
         except InvalidVersion:
             raise ValueError(f"not a mindstudio-probe version: {version!r}") from None
+    wrong = no_release_line(version)
+    if wrong:
+        raise ValueError(wrong)
     if version >= Version("26.2"):
         return "26.2"
     if version >= Version("26.1"):
@@ -316,3 +320,12 @@ def build_schema(base: dict, profile: Profile) -> dict:
 def _section(schema: dict, name: str) -> dict:
     ref = schema["properties"][name]["$ref"]
     return schema["$defs"][ref.rsplit("/", 1)[-1]]
+
+
+def no_release_line(version: Any) -> str:
+    """Why ``version`` (a packaging Version) names no mindstudio-probe
+    release: its release lines are 1.x, 8.x and 26.x and later (PyPI's
+    release history); "" for a version on one of them."""
+    if version.major in (1, 8) or version.major >= 26:
+        return ""
+    return f"there is no mindstudio-probe {version}: its release lines are 1.x, 8.x and 26.x"

@@ -183,6 +183,9 @@ def test_schema_of_a_release_or_of_the_atb_config(args, name):
 @pytest.mark.parametrize("args, message", [
     (["--msprobe-version", "x"], "probe: error: --msprobe-version x: not a mindstudio-probe version"),
     (["--atb", "--msprobe-version", "8.1"], "probe: error: --atb prints the ATB dump config's schema"),
+    # a release that never existed: refused as probe lint and probe migrate refuse it (a fresh user got 8.1's)
+    (["--msprobe-version", "7.0"], "probe: error: --msprobe-version 7.0: there is no mindstudio-probe 7.0"),
+    (["--msprobe-version", "9.9"], "probe: error: --msprobe-version 9.9: there is no mindstudio-probe 9.9"),
 ])
 def test_schema_usage_errors(args, message):
     proc = run_probe("schema", *args)
