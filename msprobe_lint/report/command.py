@@ -94,6 +94,14 @@ def _summarise(dump_path: str, *, keep_received: bool, progress: Optional[Progre
     if summary.problems:  # a file, or a folder that might hold one, could not be read
         return summary, ExitStatus.USAGE, f"{dump_path}: no dump could be read (see the warnings above)"
     if summary.folders == 0:
+        from ..live_writers import read_writers
+
+        ran = [w for w in read_writers(str(root)) if not w.live]
+        if ran:  # probe_runtime's markers: its job wrote here and recorded nothing (a fresh user's finding)
+            return summary, ExitStatus.PROBLEMS, (
+                f"{dump_path}: no overflow recorded: probe_runtime checked this dump_path "
+                f"({', '.join(w.rank_dir for w in ran)}; {ran[0].describe()}) and found nothing: nothing overflowed "
+                "in the steps it checked (its own last line says how many)")
         return summary, ExitStatus.PROBLEMS, (f"{dump_path}: no dump found (no step*/rank*/dump.json or "
                                               "overflow.json): nothing overflowed, or the job wrote elsewhere "
                                               "(check dump_path)")

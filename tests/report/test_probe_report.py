@@ -146,6 +146,22 @@ def test_empty_dump_path(tmp_path):
     assert data["records"] == [] and data["summary"]["status"] == 1
 
 
+def test_a_dump_path_probe_runtime_checked_and_left_empty_says_so(tmp_path):
+    """A fresh user's finding: after a clean run the report said "no dump
+    found ... or the job wrote elsewhere" though probe_runtime's marker shows
+    it wrote right there. With a finished writer's marker it says the
+    dump_path was checked and nothing overflowed (exit 1: no records)."""
+    from msprobe_lint.live_writers import claim
+
+    held = claim(str(tmp_path), "rank")
+    assert held is not None
+    held.release()  # the job ended: its marker stays, unlocked
+    status, out, err = report(tmp_path)
+    assert status == 1 and out == "", err
+    assert "no overflow recorded: probe_runtime checked this dump_path (rank; pid " in err
+    assert "nothing overflowed in the steps it checked" in err and "no dump found" not in err
+
+
 def test_missing_and_not_a_folder(tmp_path):
     status, _, err = report(tmp_path / "nope")
     assert status == 2 and "no such file or directory" in err
