@@ -100,8 +100,9 @@ def lint_file(path: str, context: Optional[Context] = None, *, selection: Option
         if overrides:
             data.update({k: v for k, v in overrides.items() if v is not None})
         found = check_data(data, context, selection=selection, path=path, skip=doc.nonfinite)
-        if overrides:  # a value given in code, not the file's: no edit of the file fixes it
-            found = [f._replace(fix=None) if f.fix and _overridden(f.pointer, overrides) else f for f in found]
+        if overrides:  # a value given in code, not the file's: no edit of the file fixes it, and its
+            # position is the file's key, whose value is not the one judged: the message says so
+            found = [_given_in_code(f, doc.data) if _overridden(f.pointer, overrides) else f for f in found]
         findings.extend(found)
     findings.extend(extra_findings)
     return Result(path, to_diagnostics(findings, doc, selection), unreadable=doc.unreadable,
@@ -114,6 +115,16 @@ def unreadable_result(path: str, message: str, *, selection: Optional[Selection]
     exits 2."""
     finding = Finding("PL006", message, path=path)
     return Result(path, to_diagnostics([finding], None, selection or Selection()), unreadable=True)
+
+
+def _given_in_code(finding: Finding, file_data: Any) -> Finding:
+    """A finding about a top-level key probe_runtime's caller gave as a
+    keyword argument: no fix of the file, and a message that says the value
+    judged is the keyword's (the position is the file's key, when it has
+    one)."""
+    key = split(finding.pointer or "")[0]
+    where = ", which replaces the file's value" if isinstance(file_data, dict) and key in file_data else ""
+    return finding._replace(fix=None, message=f"{finding.message} (the {key}= given to PrecisionDebugger{where})")
 
 
 def _overridden(ptr: Optional[str], overrides: Mapping[str, Any]) -> bool:

@@ -43,8 +43,13 @@ def test_every_output_format_and_release_profile_has_a_case():
     from msprobe_lint.lint.profiles import for_version
 
     assert {c.format for c in CASES} >= set(golden.FORMATS)
-    targeted = {for_version(c.args[c.args.index("--msprobe-version") + 1])
-                for c in CASES if "--msprobe-version" in c.args}
+    def target(case):
+        try:
+            return for_version(case.args[case.args.index("--msprobe-version") + 1])
+        except ValueError:  # a usage case: a release that never existed
+            return None
+
+    targeted = {target(c) for c in CASES if "--msprobe-version" in c.args}
     assert targeted >= {"8.1", "8.3", "26.0", "26.1", "26.2"}
 
 

@@ -109,3 +109,27 @@ def test_context_flags_are_case_insensitive_like_pyproject(tmp_path):
     proc = run_probe("lint", str(path), "--isolated", "--mode", "Graph", "--jit-level", "o2", "--format", "json")
     assert proc.returncode == 1
     assert [d["code"] for d in json.loads(proc.stdout)["diagnostics"]] == ["PL201"]
+
+
+def test_a_value_given_to_precisiondebugger_is_said_to_be_that_one(tmp_path):
+    """A fresh user's finding: PrecisionDebugger(config, dump_path="out dir")
+    was refused with PL401/PL402 at the config file's dump_path, whose own
+    value was fine. The finding is still placed at the file's key, and now
+    says the value judged is the keyword's, replacing the file's; without
+    the key in the file it says it was given to PrecisionDebugger."""
+    from msprobe_lint.lint.context import Context
+    from msprobe_lint.lint.engine import lint_file
+
+    path = write_config(tmp_path, config(dump_path="/abs/dump"))
+    found = [d for d in lint_file(str(path), Context(), overrides={"dump_path": "out dir"}).diagnostics
+             if d.code in ("PL401", "PL402")]
+    assert {d.code for d in found} == {"PL401", "PL402"}
+    assert all(d.message.endswith("(the dump_path= given to PrecisionDebugger, which replaces the file's value)")
+               for d in found), found
+    assert all(d.fix is None for d in found)
+    data = config()
+    del data["dump_path"]
+    path = write_config(tmp_path, data)
+    (relative,) = [d for d in lint_file(str(path), Context(), overrides={"dump_path": "out"}).diagnostics
+                   if d.code == "PL401"]
+    assert relative.message.endswith("(the dump_path= given to PrecisionDebugger)")

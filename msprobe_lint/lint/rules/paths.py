@@ -345,13 +345,13 @@ def not_writable(config: ConfigView, context: Context) -> Iterator[Finding]:
             continue
         earlier = _earlier_dump(resolved, context.value("rank_dir")) if existing == resolved else []
         if earlier:
+            shown = ", ".join(earlier[:4]) + (f" and {len(earlier) - 4} more" if len(earlier) > 4 else "")
             running = _running_writer(resolved, earlier)
             if running:  # its step folders are not an earlier run's: moving them away would split its dump
-                yield Finding("PL407", f"dump_path {_shown(resolved, value)} is being written by another running "
-                                       f"job ({running}); this run would overwrite and mix with it", pointer=ptr,
-                              hint="give this run its own dump_path, or wait until that job ends")
+                yield Finding("PL407", f"dump_path {_shown(resolved, value)} is being written by {running}, which "
+                                       f"has written {shown} so far; this run would overwrite and mix with it",
+                              pointer=ptr, hint="give this run its own dump_path, or wait until that job ends")
                 continue
-            shown = ", ".join(earlier[:4]) + (f" and {len(earlier) - 4} more" if len(earlier) > 4 else "")
             yield Finding("PL407", f"dump_path {_shown(resolved, value)} already holds a dump of an earlier run "
                                    f"({shown}); this run would overwrite and mix with it", pointer=ptr,
                           severity=None if context.runtime else Severity.WARNING,
@@ -364,12 +364,16 @@ STEP_DIR = re.compile(r"step[0-9]+$")
 def _running_writer(folder: Path, earlier: list[str]) -> str:
     """Who still writes one of the ``stepN/<rank folder>`` entries of
     ``earlier`` (a live marker of :mod:`msprobe_lint.live_writers`), as
-    ``rank: pid 12 on host h, ...``; "" when no such process runs."""
+    ``another running job (rank: pid 12 on host h, ...)``; "" when no such
+    process runs."""
     from ...live_writers import read_writers
 
     rank_dirs = {entry.rsplit("/", 1)[-1] for entry in earlier}
     live = [w for w in read_writers(str(folder)) if w.live and w.rank_dir in rank_dirs]
-    return f"{live[0].rank_dir}: {live[0].describe()}" if live else ""
+    if not live:
+        return ""
+    who = "another PrecisionDebugger of this process" if live[0].pid == os.getpid() else "another running job"
+    return f"{who} ({live[0].rank_dir}: {live[0].describe()})"
 
 
 def _earlier_dump(folder: Path, rank_dir: Optional[str]) -> list[str]:
