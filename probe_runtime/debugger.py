@@ -249,7 +249,7 @@ class PrecisionDebugger:
             self._unpatch()
             self.checker.live = False
             self.checker.flush(final=True)
-            self.windows.close()
+            self.windows.close(at_exit=True)
             self.windows.say_nothing_found()
         finally:
             self._started = False

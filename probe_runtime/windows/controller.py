@@ -135,13 +135,17 @@ class Windows:
         """``open`` failed: no window is open."""
         self.current = None
 
-    def close(self) -> None:
+    def close(self, at_exit: bool = False) -> None:
         """The window's checks are resolved (``stop()``, ``step()``, exit):
         judge what the gradient watch still holds, write what the kind asks
-        for, and let the policy choose the next kind."""
+        for, and let the policy choose the next kind. ``at_exit``: the
+        interpreter is exiting; a window still open then is a step whose
+        code never reached ``stop()``, which the all-clear says."""
         window = self.current
         if window is None:
             return
+        if at_exit:
+            self.summary.interrupted(self.state.step)
         try:  # the computations judged now still belong to the window
             self.grads.end_window()
             self.states.end_window()

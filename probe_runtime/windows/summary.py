@@ -67,6 +67,7 @@ class Summary:
         self.exact_steps: set[int] = set()
         self.start_failed = False
         self.said = False
+        self.unfinished: set[int] = set()
 
     def started(self, step: int) -> None:
         """``start()`` was called in ``step``."""
@@ -79,6 +80,12 @@ class Summary:
         if exact:
             self.exact_steps.add(step)
 
+    def interrupted(self, step: int) -> None:
+        """The window of ``step`` was still open at exit: its code never
+        reached ``stop()`` (an exception, or no ``stop()`` at all)."""
+        if step in self.checked_steps:
+            self.unfinished.add(step)
+
     def line(self, auto: bool) -> str:
         """The all-clear's text."""
         watched = len(self.checked_steps - self.exact_steps)
@@ -90,6 +97,10 @@ class Summary:
         message = (f"probe_runtime: no overflow found in {len(self.checked_steps)} checked step(s){how}; "
                    f"dump_path: {self.dump_path}")
         message += outside_filter(self.run_steps - self.checked_steps, self.steps)
+        if self.unfinished:  # a fresh user's finding: a step cut short by an exception was counted as checked
+            shown = ", ".join(str(step) for step in sorted(self.unfinished))
+            message += (f"; step {shown} did not reach stop() (still running at exit: an exception, or no stop()), "
+                        "so only its calls up to then were checked")
         if self.level == "L0":  # what L0 cannot see, so the all-clear is not read as more than it is
             message += (" (level L0 checks what the Cells take and return: an overflow that starts and ends inside "
                         "one Cell, its outputs finite, is not seen; level L1 names the call)")

@@ -185,7 +185,9 @@ def test_checks_from_the_environment_and_a_bad_value(tmp_path, monkeypatch):
     with pytest.raises(ValueError, match="PROBE_CHECKS must be 'exact', 'auto' or 'sentinel', not 'fast'"):
         PrecisionDebugger(config_path=config)
     with pytest.raises(ValueError, match="checks must be 'exact', 'auto' or 'sentinel'"):
-        PrecisionDebugger(config_path=config, checks="Sentinel")
+        PrecisionDebugger(config_path=config, checks="fastest")
+    monkeypatch.setenv("PROBE_CHECKS", "Sentinel")  # case does not matter, as for PROBE_SYNC
+    assert PrecisionDebugger(config_path=config).checks == "sentinel"
     monkeypatch.delenv("PROBE_CHECKS")
     assert PrecisionDebugger(config_path=config).checks == "exact"  # the default (issue 33)
     # PROBE_SYNC is refused the same way, not taken silently

@@ -1,0 +1,30 @@
+"""The all-clear (probe_runtime.windows.summary), tested without MindSpore:
+it must never say more than was checked."""
+from __future__ import annotations
+
+from probe_runtime.windows.summary import Summary
+
+
+def test_a_step_cut_short_is_said_not_counted_as_fully_checked():
+    """A fresh user's finding: a script that raised inside step 2 got "no
+    overflow found in 3 checked step(s)"; the step whose code never reached
+    stop() is now named as checked only up to then."""
+    summary = Summary("L1", "/d")
+    for step in range(3):
+        summary.started(step)
+        summary.checked(step, exact=True)
+    summary.interrupted(2)
+    line = summary.line(auto=False)
+    assert line.startswith("probe_runtime: no overflow found in 3 checked step(s); dump_path: /d")
+    assert line.endswith("; step 2 did not reach stop() (still running at exit: an exception, or no stop()), "
+                         "so only its calls up to then were checked")
+
+
+def test_a_step_never_checked_is_not_called_cut_short():
+    summary = Summary("L1", "/d", steps=frozenset({0}))
+    summary.started(0)
+    summary.checked(0, exact=True)
+    summary.started(1)  # outside the step filter: no window opened
+    summary.interrupted(1)
+    line = summary.line(auto=False)
+    assert "did not reach stop()" not in line and "outside the config's step filter" in line
