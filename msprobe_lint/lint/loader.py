@@ -272,7 +272,7 @@ def load(path: str, raw: Optional[bytes] = None) -> Document:
             doc.findings.append(Finding(
                 "PL005", f"{value.literal} is not JSON; Python's json accepts it but other tools do not, "
                          "and no msprobe option takes it", pointer=ptr,
-                hint="write a number (or remove the key to use the default)"))
+                hint="write a value the key accepts (or remove the key to use the default)"))
     if not isinstance(data, dict):
         kind = {list: "an array", str: "a string", bool: "a boolean", type(None): "null"}.get(type(data), "a number")
         doc.findings.append(Finding("PL003", f"the top-level value is {kind}; a config must be a JSON object",
