@@ -31,7 +31,7 @@ from ..dump.writer import Record, StepWriter
 from ..hooks.frames import stack_lines, user_where
 from ..state import RunState
 from .provenance import parameters_seen
-from .verdict import HostCache, is_dtype, is_tensor, statistics
+from .verdict import HostCache, dtype_label, is_dtype, is_tensor, statistics
 
 LOGGER = logging.getLogger("probe_runtime")
 
@@ -203,7 +203,7 @@ class Recorder:
         if isinstance(obj, np.generic):
             return {"type": type(obj).__name__, "value": obj.item()}
         if is_dtype(obj):  # as msprobe writes a dtype argument (a cast's target)
-            return {"type": "mindspore.dtype", "value": str(obj)}
+            return {"type": "mindspore.dtype", "value": dtype_label(obj)}
         if isinstance(obj, (list, tuple)):
             return [self._describe(v, f"{prefix}.{i}", cache, arrays, depth + 1) for i, v in enumerate(obj)]
         if isinstance(obj, dict):
