@@ -140,16 +140,23 @@ class PrecisionDebugger:
         from .l0.cell_hooks import CellHooks
         from .l1.interceptor import ApiInterceptor
         from .l1.optimizer import OptimizerWatch
+        from .l1.interceptor import MSADAPTER_NAMESPACES
+        from .scenario import detect
         from .windows.controller import Windows
         from .windows.exact import ExactChecks
 
+        scenario = detect()  # the gate let it through: plain MindSpore, or a layer checked at this level
+        adapter = scenario.framework == "msadapter"
+        layer_roots = (scenario.folder,) if adapter and scenario.folder else ()
         self.checker = Checker(self.state, dump_path=self.dump_path, task=self.task, level=self.level,
-                               on_exhausted=self._unpatch, library_roots=library_roots(), carry_batch=True)
+                               on_exhausted=self._unpatch, library_roots=library_roots(layer_roots),
+                               carry_batch=True, framework="mindtorch" if adapter else "mindspore")
         grads = GradWatch(self.checker.on_error, on_device=_device_target() not in ("CPU", None),
                           capture=capture_state if policy.checks is Checks.AUTO else None)
         nested = lambda: grads.depth > 1  # noqa: E731 - grad of grad: no backward hooks (l1/wrappers.py)
         cells = CellHooks(self.checker, nested_gradient=nested)
-        interceptor = ApiInterceptor(self.checker, nested_gradient=nested)
+        interceptor = ApiInterceptor(self.checker, nested_gradient=nested,
+                                     namespaces=MSADAPTER_NAMESPACES if adapter else None)
         # L0 sees the collective calls too (only those): a Cell's inf/nan may come from another rank
         collectives = ApiInterceptor(self.checker, namespaces=("Collective",), nested_gradient=nested,
                                      enclosing=cells.current_call)

@@ -42,7 +42,8 @@ class Recorder:
     Args:
         state: the current step and this process's rank.
         dump_path: absolute dump folder.
-        task, level: for dump.json's header.
+        task, level, framework: for dump.json's header (``framework``:
+            ``"mindspore"`` or ``"mindtorch"``, see ``dump.writer.StepWriter``).
         library_roots: folders whose frames are not the user's (``where``).
         on_error: called with (where, exception) for a fault in the
             statistics code (statistics are then left out for good).
@@ -51,8 +52,10 @@ class Recorder:
     """
 
     def __init__(self, state: RunState, *, dump_path: str, task: str, level: str, library_roots: tuple[str, ...],
-                 on_error: Callable[[str, BaseException], None], turn_off: Callable[[str], None]) -> None:
+                 on_error: Callable[[str, BaseException], None], turn_off: Callable[[str], None],
+                 framework: str = "mindspore") -> None:
         self.state = state
+        self.framework = framework
         self.dump_path = dump_path
         self.task = task
         self.level = level
@@ -69,7 +72,8 @@ class Recorder:
         """The writer of ``step`` for this rank."""
         writer = self._writers.get(step)
         if writer is None:
-            writer = StepWriter(self.dump_path, step, self.state.rank_dir, task=self.task, level=self.level)
+            writer = StepWriter(self.dump_path, step, self.state.rank_dir, task=self.task, level=self.level,
+                                framework=self.framework)
             self._writers[step] = writer
         return writer
 
