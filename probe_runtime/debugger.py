@@ -154,7 +154,7 @@ class PrecisionDebugger:
         grads = GradWatch(self.checker.on_error, on_device=_device_target() not in ("CPU", None),
                           capture=capture_state if policy.checks is Checks.AUTO else None)
         nested = lambda: grads.depth > 1  # noqa: E731 - grad of grad: no backward hooks (l1/wrappers.py)
-        cells = CellHooks(self.checker, nested_gradient=nested)
+        cells = CellHooks(self.checker, nested_gradient=nested, modules=adapter)
         interceptor = ApiInterceptor(self.checker, nested_gradient=nested,
                                      namespaces=MSADAPTER_NAMESPACES if adapter else None)
         # L0 sees the collective calls too (only those): a Cell's inf/nan may come from another rank

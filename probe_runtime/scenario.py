@@ -39,7 +39,7 @@ MINDSPORE, MSADAPTER = "mindspore", "msadapter"
 #: levels probe_runtime checks there. mindnlp 0.5.1's mindtorch imports
 #: only on MindSpore 2.7.0 (tools/make-msadapter-env.sh).
 CHECKED: dict[tuple[str, str, str, str], tuple[str, ...]] = {
-    ("mindtorch", "mindnlp", "0.5.1", "2.7.0"): ("L1",),
+    ("mindtorch", "mindnlp", "0.5.1", "2.7.0"): ("L1", "L0"),
 }
 #: what the refusal suggests instead
 INSTEAD = ("use mindstudio-probe 8.3 (msprobe's MSAdapter overflow check) for this model, or run it on "

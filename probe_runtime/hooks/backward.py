@@ -122,3 +122,24 @@ def release(boxes: list) -> None:
     for box in boxes:
         box.clear()
     boxes.clear()
+
+
+def register_grad_hook(tensor: Any, hook: Callable[[Any], Any]) -> Any:
+    """``tensor.register_hook(hook)`` (``hook(grad)`` in the backward
+    pass), through MindSpore's own mechanism when a layer replaced the
+    method: mindtorch's ``Tensor.register_hook`` forwards to a ``_data``
+    attribute its Parameters do not have (``AttributeError``), while the
+    layer's gradients are MindSpore's. Returns the handle (``remove()``).
+
+    Raises:
+        What MindSpore raises for a tensor that takes no hook.
+    """
+    method = getattr(type(tensor), "register_hook", None)
+    if method is not None and (getattr(method, "__module__", "") or "").startswith("mindspore"):
+        return tensor.register_hook(hook)
+    from mindspore._c_expression import TensorPy
+    from mindspore.common.hook_handle import _TensorHookHandle
+
+    handle = _TensorHookHandle(tensor)
+    handle.id = TensorPy.register_hook(tensor, hook)
+    return handle

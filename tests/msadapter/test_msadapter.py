@@ -138,22 +138,65 @@ def test_l1_records_follow_msprobes_names(python, tmp_path):
     assert [r["origin"] for r in records].count(True) == 1
 
 
+@pytest.mark.parametrize("checks", ["exact", "auto"])
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_l0_names_the_module_whose_own_code_overflowed(python, tmp_path, case, checks):
+    """The overflowing call is in the model's own ``forward`` (between its
+    Linear layers): L0 names that Module as the origin, at the user's line
+    that called it (msprobe 8.3.3 skips the root Module and names
+    ``Module.fc2.Linear`` first)."""
+    proc = run(python, tmp_path, CASE=case, LEVEL="L0", DUMP=str(tmp_path / "dump"), CHECKS=checks)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    record = first_record(tmp_path / "dump")
+    assert record is not None, proc.stderr[-4000:]
+    assert record["step"] == 3
+    assert record["name"] == "Module.Net.forward.0" and record["origin"] is True
+    assert record["where"] == f"{SCRIPT}:{user_line('F.cross_entropy(net(x, bad), y)')}"
+    assert "Net.forward itself (not in a sub-Module)" in proc.stderr
+    header = json.loads((tmp_path / "dump" / "step3" / "rank" / "dump.json").read_text())
+    assert header["framework"] == "mindtorch" and header["level"] == "L0"
+    assert report_last_line(tmp_path / "dump").startswith(
+        "1 record in 1 step/rank folder. Overflow started in step3/rank: Module.Net.forward.0 (Module, forward)")
+
+
+def test_l0_records_follow_msprobes_names(python, tmp_path):
+    """Module entries as msprobe names them: ``Module.<path>.<Class>``
+    forward/backward with the call index last, ``parameters_grad`` from the
+    layer's Parameters, in ``named_modules()`` order."""
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({"task": "overflow_check", "dump_path": str(tmp_path / "dump"), "level": "L0",
+                                  "step": [3], "overflow_check": {"overflow_nums": -1}}))
+    proc = run(python, tmp_path, CASE="exp", LEVEL="L0", CONFIG=str(config), CHECKS="exact")
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    records = json.loads((tmp_path / "dump" / "step3" / "rank" / "overflow.json").read_text())
+    assert [r["name"] for r in records] == [
+        "Module.Net.forward.0", "Module.fc2.Linear.forward.0", "Module.fc2.Linear.parameters_grad",
+        "Module.fc2.Linear.backward.0", "Module.fc1.Linear.parameters_grad", "Module.fc1.Linear.backward.0"]
+    assert [r["origin"] for r in records].count(True) == 1
+
+
 def test_nothing_overflowing_trains_bit_for_bit_as_without_the_debugger(python, tmp_path):
     plain = run(python, tmp_path, CASE="none")
     assert plain.returncode == 0, plain.stderr[-4000:]
-    for checks in ("exact", "auto"):
-        dump = tmp_path / f"dump-{checks}"
-        checked = run(python, tmp_path, CASE="none", LEVEL="L1", DUMP=str(dump), CHECKS=checks)
-        assert checked.returncode == 0, checked.stderr[-4000:]
-        assert losses(checked) == losses(plain) and len(losses(plain)) == 6
-        assert first_record(dump) is None
-        assert "no overflow found in 5 checked step(s)" in checked.stderr
+    assert len(losses(plain)) == 6
+    for level in ("L1", "L0"):
+        for checks in ("exact", "auto"):
+            dump = tmp_path / f"dump-{level}-{checks}"
+            checked = run(python, tmp_path, CASE="none", LEVEL=level, DUMP=str(dump), CHECKS=checks)
+            assert checked.returncode == 0, checked.stderr[-4000:]
+            assert losses(checked) == losses(plain), (level, checks)
+            assert first_record(dump) is None
+            assert "no overflow found in 5 checked step(s)" in checked.stderr
 
 
-def test_l0_is_refused_at_construction_not_run_blind(python, tmp_path):
-    proc = run(python, tmp_path, CASE="exp", LEVEL="L0", DUMP=str(tmp_path / "dump"))
-    assert proc.returncode != 0
-    assert "probe_runtime refuses to start" in proc.stderr and "PL205" in proc.stderr
-    assert "level L1 only, not L0" in proc.stderr
-    assert "no overflow found" not in proc.stderr.replace('false "no overflow found"', "")
-    assert not (tmp_path / "dump").exists()
+def test_l0_refuses_a_model_that_is_not_a_module(python, tmp_path):
+    script = tmp_path / "cell.py"
+    script.write_text("import mindtorch, torch, mindspore\n"
+                      "from probe_runtime import PrecisionDebugger\n"
+                      f"d = PrecisionDebugger(task='overflow_check', dump_path={str(tmp_path / 'dump')!r}, "
+                      "level='L0')\n"
+                      "try:\n    d.start(mindspore.nn.Dense(2, 2))\n"
+                      "except ValueError as err:\n    print('refused:', err)\n")
+    proc = subprocess.run([str(python), str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert "refused: level L0 hooks Modules: debugger.start(model) needs a torch.nn.Module" in proc.stdout, \
+        proc.stdout + proc.stderr[-3000:]
