@@ -74,6 +74,22 @@ class Scenario:
     folder: Optional[str] = None
 
     @property
+    def adapter(self) -> bool:
+        """PyTorch code runs on MindSpore (framework ``msadapter``)."""
+        return self.framework == MSADAPTER
+
+    @property
+    def dump_framework(self) -> str:
+        """dump.json's ``framework``, as msprobe writes it: ``"mindtorch"``
+        for PyTorch code on MindSpore, else ``"mindspore"``."""
+        return "mindtorch" if self.framework == MSADAPTER else "mindspore"
+
+    @property
+    def roots(self) -> tuple[str, ...]:
+        """Folders whose frames are the layer's, not the user's."""
+        return (self.folder,) if self.framework == MSADAPTER and self.folder else ()
+
+    @property
     def layer(self) -> Optional[str]:
         """``"mindtorch 0.5.1 (mindnlp) on MindSpore 2.7.0"``; None for plain MindSpore."""
         if self.framework != MSADAPTER:
@@ -102,6 +118,20 @@ class Scenario:
 
 
 _DETECTED: Optional[Scenario] = None
+
+
+def imported_late() -> Optional[str]:
+    """What to tell a user whose torch-on-MindSpore layer was imported
+    after the debugger was built for plain MindSpore (it would check
+    PyTorch code as MindSpore code; msprobe decides once too, at its
+    import), or None when the ``torch`` now loaded is not such a layer.
+    Decides the scenario again (:func:`detect`)."""
+    scenario = detect(refresh=True)
+    if scenario.framework != MSADAPTER:
+        return None
+    return (f"PyTorch code runs on MindSpore here (torch is {scenario.layer}), but torch was imported after "
+            "PrecisionDebugger was built, which set it up for plain MindSpore: import torch (and mindtorch) "
+            "before building the debugger")
 
 
 def detect(refresh: bool = False) -> Scenario:

@@ -62,8 +62,14 @@ def models(model: Any, modules: bool = False) -> list[tuple[str, Any]]:
     objects of the layer instead.
 
     Raises:
-        UsageError: ``model`` is not a Cell (a Module) or a list/tuple of them.
+        UsageError: ``model`` is None (``start()`` without a model), or not
+            a Cell (a Module) or a list/tuple of them.
     """
+    if model is None:
+        what = ("Modules of a model: call debugger.start(model) with the network (a torch.nn.Module or a list/tuple "
+                "of Modules)" if modules else "Cells of a model: call debugger.start(model) with the network (a "
+                "mindspore.nn.Cell or a list/tuple of Cells)")
+        raise UsageError(f"level L0 checks the {what}, not debugger.start()")
     if modules:
         import sys
 

@@ -49,6 +49,8 @@ class ApiInterceptor:
             (:data:`MSADAPTER_NAMESPACES`) ``"torch"`` and
             ``"torch.nn.functional"`` take the place of MindSpore's
             function namespaces (:data:`~.namespaces.TORCH_MODULES`).
+        torch: PyTorch code runs on MindSpore: the default namespaces are
+            :data:`MSADAPTER_NAMESPACES`.
 
     Only one interceptor can be installed at a time in a process.
     """
@@ -57,9 +59,10 @@ class ApiInterceptor:
 
     def __init__(self, sink: Sink, *, namespaces: Optional[tuple[str, ...]] = None,
                  enclosing: Optional[Callable[[], Any]] = None,
-                 nested_gradient: Optional[Callable[[], bool]] = None) -> None:
+                 nested_gradient: Optional[Callable[[], bool]] = None, torch: bool = False) -> None:
         self.sink = sink
-        self.namespaces = namespaces or ("ops", "mint", "mint.nn.functional", "Tensor", "Primitive")
+        default = MSADAPTER_NAMESPACES if torch else ("ops", "mint", "mint.nn.functional", "Tensor", "Primitive")
+        self.namespaces = namespaces or default
         self.wrappers = Wrappers(sink, enclosing=enclosing, nested_gradient=nested_gradient)
         self._patches = Patches()
         self._plan: Optional[list[tuple[Any, str, Callable]]] = None  # (owner, attr, wrapper)

@@ -200,3 +200,16 @@ def test_l0_refuses_a_model_that_is_not_a_module(python, tmp_path):
     proc = subprocess.run([str(python), str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert "refused: level L0 hooks Modules: debugger.start(model) needs a torch.nn.Module" in proc.stdout, \
         proc.stdout + proc.stderr[-3000:]
+
+
+def test_mindtorch_imported_after_the_debugger_is_refused_at_start(python, tmp_path):
+    script = tmp_path / "late.py"
+    script.write_text("from probe_runtime import PrecisionDebugger\n"
+                      f"d = PrecisionDebugger(task='overflow_check', dump_path={str(tmp_path / 'dump')!r})\n"
+                      "import mindtorch, torch\n"
+                      "try:\n    d.start()\n"
+                      "except ValueError as err:\n    print('refused:', err)\n")
+    proc = subprocess.run([str(python), str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert "refused: PyTorch code runs on MindSpore here (torch is mindtorch 0.5.1 (mindnlp) on MindSpore 2.7.0)" \
+        in proc.stdout, proc.stdout + proc.stderr[-3000:]
+    assert "import torch (and mindtorch) before building the debugger" in proc.stdout

@@ -103,3 +103,33 @@ def test_a_layer_whose_tensor_fails_is_not_taken_for_pytorch(as_torch, tmp_path)
 
     assert as_torch(fake_torch(tmp_path, "torch", boom)).framework == "mindspore"
     assert as_torch(fake_torch(tmp_path, "layer2", boom)).framework == "msadapter"
+
+
+def test_a_layer_imported_after_the_debugger_is_refused_at_start(as_torch, tmp_path, monkeypatch):
+    from probe_runtime import PrecisionDebugger
+    from probe_runtime.errors import UsageError
+
+    monkeypatch.delitem(sys.modules, "torch", raising=False)
+    scenario.detect(refresh=True)
+    debugger = PrecisionDebugger(task="overflow_check", dump_path=str(tmp_path / "dump"), level="L1")
+    try:
+        as_torch(fake_torch(tmp_path, "otherlayer", lambda v: ms.Tensor(v)))
+        with pytest.raises(UsageError, match="torch was imported after PrecisionDebugger was built"):
+            debugger.start()
+        assert debugger.window is None  # nothing was patched
+    finally:
+        debugger.finish()
+
+
+def test_real_pytorch_imported_after_the_debugger_is_fine(as_torch, tmp_path, monkeypatch):
+    from probe_runtime import PrecisionDebugger
+
+    monkeypatch.delitem(sys.modules, "torch", raising=False)
+    scenario.detect(refresh=True)
+    debugger = PrecisionDebugger(task="overflow_check", dump_path=str(tmp_path / "dump"), level="L1")
+    try:
+        as_torch(fake_torch(tmp_path, "torch", lambda v: [v]))
+        debugger.start()
+        debugger.stop()
+    finally:
+        debugger.finish()
