@@ -213,3 +213,26 @@ def test_mindtorch_imported_after_the_debugger_is_refused_at_start(python, tmp_p
     assert "refused: PyTorch code runs on MindSpore here (torch is mindtorch 0.5.1 (mindnlp) on MindSpore 2.7.0)" \
         in proc.stdout, proc.stdout + proc.stderr[-3000:]
     assert "import torch (and mindtorch) before building the debugger" in proc.stdout
+
+
+def test_l1_names_an_overflow_a_torch_call_masked_inside_it(python, tmp_path):
+    """``F.normalize`` of large float16 values: the norm it computes
+    underneath overflows to inf and the division masks it (the result is
+    finite zeros). Exact checks name the Primitive call inside the torch
+    call, as they do for ``ops.clip_by_global_norm`` on MindSpore."""
+    script = tmp_path / "masked.py"
+    script.write_text("import numpy as np\nimport mindtorch, torch\nimport torch.nn.functional as F\n"
+                      "from probe_runtime import PrecisionDebugger\n"
+                      f"d = PrecisionDebugger(task='overflow_check', dump_path={str(tmp_path / 'dump')!r}, "
+                      "level='L1', checks='exact')\n"
+                      "x = torch.tensor(np.full((2, 4), 60000, np.float16))\n"
+                      "d.start()\n"
+                      "y = F.normalize(x, dim=1)\n"
+                      "d.stop()\nd.step()\nprint('finite', bool(np.isfinite(y.asnumpy()).all()))\n")
+    proc = subprocess.run([str(python), str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert "finite True" in proc.stdout, proc.stdout + proc.stderr[-3000:]
+    record = first_record(tmp_path / "dump")
+    assert record is not None, proc.stderr[-3000:]
+    assert record["name"].startswith("Primitive.") and record["origin"] is True
+    assert record["inside"] == "Functional.normalize.0.forward"
+    assert record["where"] == f"{script}:8"
