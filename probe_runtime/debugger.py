@@ -26,11 +26,13 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 from typing import Any, Optional
 
 from . import lifecycle
 from .errors import RuntimeMissing, UsageError
 from .gate import admit, claim_dump_path
+from .scenario import detect, imported_late
 from .state import RunState, expand_ids, live_rank_source
 from .windows.policy import DEFAULT_CHECKS, Checks, WindowPolicy, parse_checks
 
@@ -143,13 +145,16 @@ class PrecisionDebugger:
         from .windows.controller import Windows
         from .windows.exact import ExactChecks
 
-        self.checker = Checker(self.state, dump_path=self.dump_path, task=self.task, level=self.level,
-                               on_exhausted=self._unpatch, library_roots=library_roots(), carry_batch=True)
+        scenario = detect()  # the gate let it through: plain MindSpore, or a layer checked at this level
+        self._torch_unseen = not scenario.adapter and "torch" not in sys.modules  # start() looks again once one is
+        self.checker = Checker(self.state, dump_path=self.dump_path, task=self.task, level=self.level, carry_batch=True,
+                               on_exhausted=self._unpatch, framework=scenario.dump_framework,
+                               library_roots=library_roots(scenario.roots))
         grads = GradWatch(self.checker.on_error, on_device=_device_target() not in ("CPU", None),
                           capture=capture_state if policy.checks is Checks.AUTO else None)
         nested = lambda: grads.depth > 1  # noqa: E731 - grad of grad: no backward hooks (l1/wrappers.py)
-        cells = CellHooks(self.checker, nested_gradient=nested)
-        interceptor = ApiInterceptor(self.checker, nested_gradient=nested)
+        cells = CellHooks(self.checker, nested_gradient=nested, modules=scenario.adapter)
+        interceptor = ApiInterceptor(self.checker, nested_gradient=nested, torch=scenario.adapter)
         # L0 sees the collective calls too (only those): a Cell's inf/nan may come from another rank
         collectives = ApiInterceptor(self.checker, namespaces=("Collective",), nested_gradient=nested,
                                      enclosing=cells.current_call)
@@ -179,24 +184,21 @@ class PrecisionDebugger:
         """Start checking the calls that follow.
 
         Args:
-            model: level L0: the network whose Cells are hooked (a
-                ``mindspore.nn.Cell`` or a list/tuple of Cells). Level L1
-                accepts and ignores it (msprobe's signature).
+            model: level L0: the network whose Cells are hooked (a Cell, a
+                ``torch.nn.Module`` for PyTorch code on MindSpore, or a
+                list/tuple of them). L1 ignores it (msprobe's signature).
 
         Does nothing when the current step or this rank is not selected or
         ``overflow_nums`` is reached. Never raises because of the tool.
 
         Raises:
-            UsageError: level L0 without a model, or a model that is not a
-                Cell (a ``ValueError``; the message says to call
-                ``debugger.start(model)``). Raised even in steps that are
-                not checked, so the mistake shows at the first step.
+            UsageError: L0 without a model or with a non-Cell (non-Module),
+                or torch on MindSpore imported after the debugger was built
+                (a ``ValueError``); even in unchecked steps, so it shows early.
         """
+        self._torch_unseen = self._torch_unseen and ("torch" not in sys.modules or _refuse_late_layer())
         if self.level == "L0":
-            if model is None:
-                raise UsageError("level L0 checks the Cells of a model: call debugger.start(model) with the network "
-                                 "(a mindspore.nn.Cell or a list/tuple of Cells), not debugger.start()")
-            self.cells.check_model(model)  # raises UsageError for a non-Cell
+            self.cells.check_model(model)  # raises UsageError for no model or a non-Cell
         self.windows.summary.started(self.state.step)
         if self._started:
             return
@@ -257,6 +259,19 @@ class PrecisionDebugger:
     def _unpatch(self) -> None:
         """Remove every installed part (also when ``overflow_nums`` is reached)."""
         self.windows.uninstall()
+
+
+def _refuse_late_layer() -> bool:
+    """False once a ``torch`` loaded after the debugger was built proved not
+    to be a torch-on-MindSpore layer (``scenario.imported_late``).
+
+    Raises:
+        UsageError: it is one: the message says to import it first.
+    """
+    late = imported_late()
+    if late:
+        raise UsageError(late)
+    return False
 
 
 def _device_target() -> Optional[str]:

@@ -59,10 +59,15 @@ def admit(config_path: Optional[str], overrides: dict[str, Any], rank: tuple[Opt
             neither ``task`` nor ``dump_path``) the message says that alone
             and how to give one. Nothing was patched or written.
     """
-    diagnostics = lint_live(config_path, overrides, rank)
+    refusal = layer_refusal(config_path, overrides)
+    diagnostics = lint_live(config_path, overrides, rank, extra=(refusal,) if refusal is not None else ())
     errors = [d for d in diagnostics if d.severity is Severity.ERROR]
     if errors and config_path is None and not ({"task", "dump_path"} & set(overrides)):
         raise ConfigLintError(errors, NO_CONFIG)
+    if refusal is not None and not any(d.code == refusal.code and d.message == refusal.message for d in errors):
+        # the project's settings turned PL205 off or down: a layer the runtime
+        # cannot check is refused all the same (never a false all-clear)
+        raise ConfigLintError(errors, f"probe_runtime refuses to start: {refusal.message} (hint: {refusal.hint})")
     if not errors:
         errors = dump_path_errors(config_path, overrides, rank)
     if errors:
@@ -78,13 +83,48 @@ def admit(config_path: Optional[str], overrides: dict[str, Any], rank: tuple[Opt
     return config
 
 
+def layer_refusal(config_path: Optional[str], overrides: dict[str, Any]) -> Optional[Any]:
+    """The PL205 finding (``msprobe_lint`` ``Finding``) that refuses a
+    torch-on-MindSpore layer probe_runtime cannot check at the config's
+    level (:mod:`probe_runtime.scenario`), or None. The level is the
+    override, else the file's ``level``, else msprobe's default L1; a file
+    that cannot be read leaves it to the lint."""
+    from msprobe_lint.lint.diagnostic import Finding
+
+    from .scenario import INSTEAD, detect
+
+    scenario = detect()
+    if scenario.framework == "mindspore":
+        return None
+    level = overrides.get("level")
+    if level is None and config_path is not None:
+        try:
+            with open(config_path, encoding="utf-8") as f:
+                data = json.load(f)
+            level = data.get("level") if isinstance(data, dict) else None
+        except (OSError, ValueError):
+            level = None
+    problem = scenario.problem(level if isinstance(level, str) else "L1")
+    if problem is None:
+        return None
+    return Finding("PL205", problem, pointer="/level" if level is not None else "", hint=INSTEAD)
+
+
 def live_facts() -> dict[str, Fact]:
     """Context facts read from the running MindSpore (each with its source;
-    the list: ``docs/runtime-design.md``).
+    the list: ``docs/runtime-design.md``). The framework is ``msadapter``
+    when PyTorch code runs on MindSpore in this process
+    (:func:`probe_runtime.scenario.detect`, as msprobe decides it), else
+    ``mindspore``.
 
     Values that cannot be read are left out (unknown), never guessed.
     """
-    facts: dict[str, Fact] = {"framework": Fact("mindspore", "probe_runtime")}
+    from .scenario import detect
+
+    scenario = detect()
+    framework = (Fact("msadapter", f"probe_runtime: torch is {scenario.layer} ({scenario.how})")
+                 if scenario.framework == "msadapter" else Fact("mindspore", "probe_runtime"))
+    facts: dict[str, Fact] = {"framework": framework}
     try:
         import mindspore as ms
     except Exception:  # pragma: no cover - the runtime extra is missing

@@ -125,13 +125,14 @@ class Record:
 
     @property
     def kind(self) -> str:
-        """``API``, ``Cell``, or for a record that names no call its kind
-        (``sentinel``, ``outside``, ``update``): what the record names."""
+        """``API``, ``Cell``, ``Module`` (L0 in the MSAdapter scenario), or
+        for a record that names no call its kind (``sentinel``, ``outside``,
+        ``update``): what the record names."""
         if self.sentinel is not None:
             return SENTINEL
         if self.record_kind in (OUTSIDE, UPDATE):
             return self.record_kind
-        return "Cell" if self.name.startswith("Cell.") else "API"
+        return "Cell" if self.name.startswith("Cell.") else "Module" if self.name.startswith("Module.") else "API"
 
     @property
     def names_call(self) -> bool:
@@ -194,6 +195,9 @@ class RankDump:
     readable: bool = True
     construct: Optional[dict] = None
     construct_problem: Optional[str] = None
+    #: dump.json's ``framework`` (``mindspore``; ``mindtorch`` for PyTorch
+    #: code on MindSpore, MSAdapter), None when not read or not given
+    framework: Optional[str] = None
     #: equal for two folders whose records are the same but for their step,
     #: rank and statistics (see :func:`signature`)
     signature: Optional[tuple] = None

@@ -497,6 +497,8 @@ def read_folder(folder: RankFolder, *, statistics: bool = True, construct: bool 
             parsed, complete = load_json(dump_file, problems, "dump")
             if isinstance(parsed, dict) and isinstance(parsed.get(DATA, {}), dict):
                 data = parsed.get(DATA) or {}
+                framework = parsed.get("framework")
+                out.framework = framework if isinstance(framework, str) else None
                 readable = readable or complete or bool(data)
             else:
                 problems.append((str(dump_file), "not an msprobe dump.json (no \"data\" object)"))

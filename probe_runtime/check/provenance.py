@@ -254,10 +254,11 @@ def entered(kind: str, call: Any, cache: HostCache) -> Optional[dict]:
             return _own_parameter(maker, cache, f"{label} of {name}")
         top = getattr(node, "top", None) if cell else None
         if top is not None and all_finite((top.args, top.kwargs), cache):  # L0: the model's own construct made it
+            method, unit = own_code(top)
             return entered_object(name, input=label, source=SOURCE_OWN_CONSTRUCT,
-                                  message=f"inf/nan started in {top.class_name}.construct itself, between its "
-                                          f"sub-Cells: its inputs were finite and it handed {label} of {name} "
-                                          "inf/nan (code that is not a sub-Cell, such as a mask or a scale built "
+                                  message=f"inf/nan started in {top.class_name}.{method} itself, between its "
+                                          f"{unit}s: its inputs were finite and it handed {label} of {name} "
+                                          f"inf/nan (code that is not a {unit}, such as a mask or a scale built "
                                           "there); use level L1 to see the API")
         return entered_object(name, input=label, source=SOURCE_OUTSIDE,
                               message=f"non-finite input entered at the first checked {unit}: {label} of {name}, "
@@ -403,15 +404,26 @@ def own_construct_message(top: Any) -> str:
             "and its output is not (code that is not a sub-Cell made it); use level L1 to see the API")
 
 
+def own_code(top: Any) -> tuple[str, str]:
+    """(the method that holds a model's own code, what its parts are
+    called): ``("construct", "sub-Cell")``, or ``("forward", "sub-Module")``
+    for a ``torch.nn.Module`` of the MSAdapter layer (prefix ``Module.``)."""
+    if str(getattr(top, "prefix", "")).startswith("Module."):
+        return "forward", "sub-Module"
+    return "construct", "sub-Cell"
+
+
 def own_construct_between_message(top: Any) -> str:
     """The model's own record's message when its ``construct`` made the
     inf/nan between its sub-Cells (a sub-Cell got it from finite inputs)."""
-    return (f"inf/nan started in {top.class_name}.construct itself, between its sub-Cells: its inputs were finite "
-            "and it handed a sub-Cell inf/nan (code that is not a sub-Cell, such as a mask or a scale built there); "
+    method, unit = own_code(top)
+    return (f"inf/nan started in {top.class_name}.{method} itself, between its {unit}s: its inputs were finite "
+            f"and it handed a {unit} inf/nan (code that is not a {unit}, such as a mask or a scale built there); "
             "use level L1 to see the API")
 
 
 def top_hint(top: Any) -> str:
     """The warning that an overflow started in the top Cell's own code."""
-    return (f"probe_runtime: overflow inside {top.class_name}.construct itself (not in a sub-Cell): "
+    method, unit = own_code(top)
+    return (f"probe_runtime: overflow inside {top.class_name}.{method} itself (not in a {unit}): "
             "use level L1 to see the API")

@@ -60,7 +60,8 @@ class Checker:
     Args:
         state: step/rank/overflow_nums bookkeeping.
         dump_path: absolute dump folder.
-        task, level: for dump.json's header.
+        task, level, framework: for dump.json's header (``"mindspore"``,
+            or ``"mindtorch"`` for PyTorch code on MindSpore).
         on_exhausted: called once detection stops for good (limit reached or
             turned off by errors); removes the patches.
         batch_cap: largest number of calls resolved in one batch.
@@ -80,13 +81,14 @@ class Checker:
 
     def __init__(self, state: RunState, *, dump_path: str, task: str = "overflow_check", level: str = "L1",
                  on_exhausted: Callable[[], None] = lambda: None, batch_cap: int = 64,
-                 library_roots: tuple[str, ...] = (), carry_batch: bool = False) -> None:
+                 library_roots: tuple[str, ...] = (), carry_batch: bool = False,
+                 framework: str = "mindspore") -> None:
         self.state = state
         self.on_exhausted = on_exhausted
         self.batch_cap = batch_cap
         self.carry_batch = carry_batch
         self.records = Recorder(state, dump_path=dump_path, task=task, level=level, library_roots=library_roots,
-                                on_error=self.on_error, turn_off=self.turn_off)
+                                on_error=self.on_error, turn_off=self.turn_off, framework=framework)
         self._windows = 0
         self.live = False
         self.disabled = False

@@ -31,7 +31,7 @@ from ..dump.writer import Record, StepWriter
 from ..hooks.frames import stack_lines, user_where
 from ..state import RunState
 from .provenance import parameters_seen
-from .verdict import HostCache, is_dtype, is_tensor, statistics
+from .verdict import HostCache, dtype_label, is_dtype, is_tensor, statistics
 
 LOGGER = logging.getLogger("probe_runtime")
 
@@ -42,7 +42,8 @@ class Recorder:
     Args:
         state: the current step and this process's rank.
         dump_path: absolute dump folder.
-        task, level: for dump.json's header.
+        task, level, framework: for dump.json's header (``framework``:
+            ``"mindspore"`` or ``"mindtorch"``, see ``dump.writer.StepWriter``).
         library_roots: folders whose frames are not the user's (``where``).
         on_error: called with (where, exception) for a fault in the
             statistics code (statistics are then left out for good).
@@ -51,8 +52,10 @@ class Recorder:
     """
 
     def __init__(self, state: RunState, *, dump_path: str, task: str, level: str, library_roots: tuple[str, ...],
-                 on_error: Callable[[str, BaseException], None], turn_off: Callable[[str], None]) -> None:
+                 on_error: Callable[[str, BaseException], None], turn_off: Callable[[str], None],
+                 framework: str = "mindspore") -> None:
         self.state = state
+        self.framework = framework
         self.dump_path = dump_path
         self.task = task
         self.level = level
@@ -69,7 +72,8 @@ class Recorder:
         """The writer of ``step`` for this rank."""
         writer = self._writers.get(step)
         if writer is None:
-            writer = StepWriter(self.dump_path, step, self.state.rank_dir, task=self.task, level=self.level)
+            writer = StepWriter(self.dump_path, step, self.state.rank_dir, task=self.task, level=self.level,
+                                framework=self.framework)
             self._writers[step] = writer
         return writer
 
@@ -203,7 +207,7 @@ class Recorder:
         if isinstance(obj, np.generic):
             return {"type": type(obj).__name__, "value": obj.item()}
         if is_dtype(obj):  # as msprobe writes a dtype argument (a cast's target)
-            return {"type": "mindspore.dtype", "value": str(obj)}
+            return {"type": "mindspore.dtype", "value": dtype_label(obj)}
         if isinstance(obj, (list, tuple)):
             return [self._describe(v, f"{prefix}.{i}", cache, arrays, depth + 1) for i, v in enumerate(obj)]
         if isinstance(obj, dict):

@@ -18,6 +18,13 @@ Rules (SPEC 4):
   float16 tensor whose L2 norm exceeds 65504 is finite: only the values
   themselves are tested, never derived quantities.
 
+A dtype is never judged by its string: a layer such as MSAdapter's
+``mindtorch`` changes what ``str(dtype)`` reads for the whole process
+(``'mindspore.float16'``), which once made every tensor look non-floating
+and every check pass. :func:`dtype_label` names a MindSpore dtype from the
+dtype object itself (:data:`FLOATING_DTYPES` by identity with MindSpore's
+own ``mindspore.float16``..., else its class and item size).
+
 Calling :func:`to_host` on a tensor that the device has not finished waits
 for it (a device sync); callers batch their calls (see ``queue.py``).
 """
@@ -29,11 +36,20 @@ from typing import Any, Iterable, Iterator, Optional
 
 import numpy as np
 
-#: MindSpore dtype names (``str(tensor.dtype)``) treated as floating point.
-FLOAT_DTYPES = frozenset({"Float16", "Float32", "Float64", "BFloat16", "Float8_e4m3fn", "Float8_e5m2",
-                          "HiFloat8", "float16", "float32", "float64", "bfloat16"})
+#: MindSpore's floating dtypes: attribute of ``mindspore`` -> the name the
+#: tool gives it (MindSpore's own spelling, what ``str`` reads in a process
+#: no layer has changed; MindSpore 2.7 to 2.10).
+FLOATING_DTYPES = {"float16": "Float16", "float32": "Float32", "float64": "Float64", "bfloat16": "BFloat16",
+                   "float8_e4m3fn": "Float8E4M3FN", "float8_e5m2": "Float8E5M2", "hifloat8": "HiFloat8"}
+#: dtype names (:func:`dtype_label`) treated as floating point. The
+#: lower-case and ``Float8_*`` spellings are for tensor-likes whose ``dtype``
+#: is already a name (host copies, other frameworks' stand-ins); ``Float8``
+#: is a one-byte floating dtype of a MindSpore release not listed above.
+FLOAT_DTYPES = frozenset(set(FLOATING_DTYPES.values()) | {
+    "Float8_e4m3fn", "Float8_e5m2", "Float8", "float16", "float32", "float64", "bfloat16"})
 #: dtypes numpy cannot hold directly; cast to float32 on the device first.
-CAST_TO_FLOAT32 = frozenset({"BFloat16", "bfloat16", "Float8_e4m3fn", "Float8_e5m2", "HiFloat8"})
+CAST_TO_FLOAT32 = frozenset({"BFloat16", "bfloat16", "Float8E4M3FN", "Float8E5M2", "Float8_e4m3fn", "Float8_e5m2",
+                             "HiFloat8", "Float8"})
 #: elements tested at a time by :meth:`HostTensor.finite` (a 1 MiB bool mask)
 FINITE_CHUNK = 1 << 20
 
@@ -138,17 +154,79 @@ def surfaced(err: BaseException) -> bool:
     return bool(getattr(err, "_probe_surfaced", False))
 
 
+#: id(dtype) -> (dtype, name): the dtype kept so its id cannot be reused
+_DTYPE_LABELS: dict[int, tuple[Any, str]] = {}
+#: at most this many dtype objects are remembered (MindSpore's are
+#: singletons: a dozen in practice)
+_DTYPE_LABELS_MAX = 512
+#: MindSpore dtype class name -> the prefix of its name (the item size in
+#: bits follows); ``Bool`` has no size in its name
+_NUMBER_CLASSES = {"Float": "Float", "BFloat": "BFloat", "Int": "Int", "UInt": "UInt", "Complex": "Complex"}
+
+
+def dtype_label(dtype: Any) -> str:
+    """The name of a dtype, decided from the object, never from its string.
+
+    A MindSpore dtype (its class comes from a ``mindspore`` module) is
+    named by identity with MindSpore's own floating dtypes
+    (:data:`FLOATING_DTYPES`: ``mindspore.float16`` -> ``"Float16"``), else
+    by its class and item size (``Int32``, ``UInt8``, ``Complex64``,
+    ``Bool``; a one-byte float not listed is ``"Float8"``). A string is
+    its own name (host copies carry one); anything else, from no MindSpore
+    module, is ``str(dtype)``. Remembered per dtype object.
+
+    Example::
+
+        dtype_label(mindspore.float16)    # "Float16", whatever str() reads
+        dtype_label(mindspore.int64)      # "Int64"
+    """
+    if type(dtype) is str:
+        return dtype
+    key = id(dtype)
+    hit = _DTYPE_LABELS.get(key)
+    if hit is not None and hit[0] is dtype:
+        return hit[1]
+    if not (type(dtype).__module__ or "").startswith("mindspore"):
+        return str(dtype)
+    name = _mindspore_label(dtype)
+    if len(_DTYPE_LABELS) < _DTYPE_LABELS_MAX:
+        _DTYPE_LABELS[key] = (dtype, name)
+    return name
+
+
+def _mindspore_label(dtype: Any) -> str:
+    """:func:`dtype_label` of a MindSpore dtype not seen yet."""
+    import sys
+
+    mindspore = sys.modules.get("mindspore")
+    for attr, name in FLOATING_DTYPES.items():
+        if mindspore is not None and getattr(mindspore, attr, None) is dtype:
+            return name
+    kind = type(dtype).__name__
+    if kind == "Bool":
+        return "Bool"
+    prefix = _NUMBER_CLASSES.get(kind)
+    try:
+        bits = 8 * int(dtype.itemsize)
+    except Exception:
+        bits = 0
+    if prefix is None or bits <= 0:
+        return kind
+    return f"{prefix}{bits}"
+
+
 def dtype_name(tensor: Any) -> str:
-    """``str(tensor.dtype)`` (MindSpore spells them ``Float16``...); ``""``
-    (not floating) for a type whose dtype cannot be read, which is then no
-    longer treated as a tensor.
+    """The dtype name of a tensor (:func:`dtype_label` of its ``dtype``:
+    ``Float16``...), never ``str(tensor.dtype)``; ``""`` (not floating) for
+    a type whose dtype cannot be read, which is then no longer treated as a
+    tensor.
 
     Raises:
         The error itself, marked (:func:`surfaced`), when MindSpore's
         runtime raised it (:func:`framework_error`).
     """
     try:
-        return str(getattr(tensor, "dtype", ""))
+        return dtype_label(getattr(tensor, "dtype", ""))
     except Exception as err:
         if framework_error(err):
             try:

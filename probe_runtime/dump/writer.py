@@ -238,13 +238,17 @@ class StepWriter:
         step: the step number (folder ``step<N>``).
         rank_dir: ``rank`` or ``rank<R>``.
         task, level: copied into dump.json's header.
+        framework: dump.json's ``framework``, as msprobe writes it:
+            ``"mindspore"``, or ``"mindtorch"`` when PyTorch code runs on
+            MindSpore (MSAdapter).
 
     Nothing touches the disk until the first record.
     """
 
     def __init__(self, dump_path: str, step: int, rank_dir: str, *, task: str = "overflow_check",
-                 level: str = "L1") -> None:
+                 level: str = "L1", framework: str = "mindspore") -> None:
         self.dump_path = os.path.abspath(dump_path)
+        self.framework = framework
         self.folder = os.path.join(self.dump_path, step_dir(step), rank_dir)
         self.data_dir = os.path.join(self.folder, TENSOR_DATA_DIR)
         self.task = task
@@ -256,7 +260,7 @@ class StepWriter:
         self.extra: dict[str, Any] = {}
 
     def _header(self) -> dict:
-        return {"task": self.task, "level": self.level, "framework": "mindspore",
+        return {"task": self.task, "level": self.level, "framework": self.framework,
                 "dump_data_dir": self.data_dir, "data": self.data}
 
     def write(self, record: Record, **index_extra: Any) -> None:

@@ -6,7 +6,9 @@ the gradients with respect to them. Values and gradients are unchanged (the
 hook returns None); the hook only keeps references. The hook is reached
 through a small list (a "box") that the owner empties when its window
 closes, so a ``HookBackward`` node MindSpore keeps alive does not keep the
-tool's entries alive. Why ``HookBackward`` and not ``Tensor.register_hook``,
+tool's entries alive. The tensors handed back keep the instance attributes
+of those they stand for (:func:`carry_attributes`: a layer such as
+MSAdapter's mindtorch needs its ``_device`` on every tensor). Why ``HookBackward`` and not ``Tensor.register_hook``,
 and what it costs: ``docs/runtime-design.md``.
 
 Example::
@@ -47,8 +49,47 @@ def through_hook(hook_backward: Any, hook: Callable[..., None], items: Sequence[
         hooked = (hooked,)
     out = list(items)
     for i, tensor in zip(positions, hooked):
+        carry_attributes(items[i], tensor)
         out[i] = tensor
     return out
+
+
+def carry_attributes(source: Any, target: Any) -> None:
+    """Give ``target`` (a tensor made by the tool, handed back to user code
+    in place of ``source``) the instance attributes of ``source`` it lacks.
+
+    A layer over MindSpore keeps its own state on each tensor: MSAdapter's
+    mindtorch sets ``_device`` on every tensor it makes and fails without it
+    (``ValueError: Tensor must have device``). Plain MindSpore tensors have
+    no instance attributes, so this costs one dictionary read. A
+    ``mindspore.Parameter``'s attributes (its name, its initialisation
+    state) describe the Parameter itself and are never copied onto the
+    tensor that stands for its value. Never raises.
+    """
+    try:
+        own = getattr(source, "__dict__", None)
+        if not own or source is target or _is_mindspore_parameter(source):
+            return
+        theirs = target.__dict__
+        for name, value in own.items():
+            if name not in theirs:
+                theirs[name] = value
+    except Exception:  # a tensor-like without a writable __dict__: nothing to carry
+        return
+
+
+_PARAMETER_CLASSES: dict[type, bool] = {}
+
+
+def _is_mindspore_parameter(obj: Any) -> bool:
+    """``obj``'s class is (or derives from) ``mindspore``'s ``Parameter``
+    (decided once per class)."""
+    klass = type(obj)
+    known = _PARAMETER_CLASSES.get(klass)
+    if known is None:
+        known = any(k.__name__ == "Parameter" and k.__module__.startswith("mindspore") for k in klass.__mro__)
+        _PARAMETER_CLASSES[klass] = known
+    return known
 
 
 def hook_gradients(hook_backward: Any, items: Sequence[Any], positions: list[int], boxes: Optional[list],
@@ -81,3 +122,24 @@ def release(boxes: list) -> None:
     for box in boxes:
         box.clear()
     boxes.clear()
+
+
+def register_grad_hook(tensor: Any, hook: Callable[[Any], Any]) -> Any:
+    """``tensor.register_hook(hook)`` (``hook(grad)`` in the backward
+    pass), through MindSpore's own mechanism when a layer replaced the
+    method: mindtorch's ``Tensor.register_hook`` forwards to a ``_data``
+    attribute its Parameters do not have (``AttributeError``), while the
+    layer's gradients are MindSpore's. Returns the handle (``remove()``).
+
+    Raises:
+        What MindSpore raises for a tensor that takes no hook.
+    """
+    method = getattr(type(tensor), "register_hook", None)
+    if method is not None and (getattr(method, "__module__", "") or "").startswith("mindspore"):
+        return tensor.register_hook(hook)
+    from mindspore._c_expression import TensorPy
+    from mindspore.common.hook_handle import _TensorHookHandle
+
+    handle = _TensorHookHandle(tensor)
+    handle.id = TensorPy.register_hook(tensor, hook)
+    return handle

@@ -53,9 +53,11 @@ def stack_lines(frames: tuple) -> list[str]:
     return lines
 
 
-def library_roots() -> tuple[str, ...]:
-    """Folders whose frames are not the user's: this package and MindSpore."""
-    roots = [TOOL_ROOT]
+def library_roots(extra: tuple[str, ...] = ()) -> tuple[str, ...]:
+    """Folders whose frames are not the user's: this package, MindSpore
+    and ``extra`` (the MSAdapter layer's package, whose frames run the
+    user's torch calls)."""
+    roots = [TOOL_ROOT, *extra]
     try:
         import mindspore
 

@@ -29,10 +29,10 @@ from typing import Any, Callable, Optional
 
 from ..check.probes import launch_sum, probe_now, snapshot
 from ..check.verdict import framework_error, is_tensor, iter_tensors
-from ..hooks.backward import hook_gradients, release
+from ..hooks.backward import hook_gradients, register_grad_hook, release
 from ..hooks.frames import capture_frames
 from .calls import CellCall, ParamGradCall, TopCall
-from .plan import Target, is_jit_compiled, jit_warning, models, plan_cells
+from .plan import Target, is_jit_compiled, jit_warning, models, own_parameters, plan_cells
 
 LOGGER = logging.getLogger("probe_runtime")
 
@@ -56,10 +56,18 @@ class CellHooks:
         nested_gradient: returns True while a gradient computation runs
             inside another's forward pass: no backward hooks there (as
             ``l1.wrappers.Wrappers.nested_gradient``).
+        modules: the models are ``torch.nn.Module`` objects of the
+            MSAdapter layer (``Module.<path>.<Class>`` entries, hooked with
+            the layer's own ``register_forward_pre_hook`` and
+            ``register_forward_hook``; gradients through MindSpore's
+            ``HookBackward``, which the layer's autograd is).
     """
 
-    def __init__(self, sink: Any, *, nested_gradient: Optional[Callable[[], bool]] = None) -> None:
+    def __init__(self, sink: Any, *, nested_gradient: Optional[Callable[[], bool]] = None,
+                 modules: bool = False) -> None:
         self.sink = sink
+        #: the models are ``torch.nn.Module`` objects (PyTorch code on MindSpore, MSAdapter)
+        self.modules = modules
         self._handles: list = []
         self._plan_for: Any = None
         self._plan: list[Target] = []
@@ -94,7 +102,7 @@ class CellHooks:
         """Raise :class:`~probe_runtime.errors.UsageError` unless ``model``
         is a Cell or a list/tuple of Cells (at every ``start()``, checked
         step or not)."""
-        models(model)
+        models(model, self.modules)
 
     def plan(self, model: Any) -> list[Target]:
         """The Cells to hook in ``model`` (built once per model object;
@@ -102,7 +110,7 @@ class CellHooks:
         ref = self._plan_for
         if ref is not None and ref() is model:
             return self._plan
-        targets, jit_cells = plan_cells(model)
+        targets, jit_cells = plan_cells(model, self.modules)
         if jit_cells and id(model) not in self._warned_jit:
             self._warned_jit.add(id(model))
             LOGGER.warning(jit_warning(jit_cells))
@@ -205,8 +213,7 @@ class CellHooks:
             def top_pre_hook(cell: Any, args: tuple) -> None:
                 if sink.live and "top" not in self.broken:
                     try:
-                        params = {key.split(".")[-1]: value
-                                  for key, value in cell.parameters_dict(recurse=False).items()}
+                        params = own_parameters(cell, self.modules)
                         local.top = TopCall(type(cell).__name__, args, prefix=prefix, index=sink.next_index(prefix),
                                             frames=capture_frames(sys._getframe(1)), params=params,
                                             params_at_start=not self.params_changed)
@@ -225,10 +232,10 @@ class CellHooks:
                 self._fail("top", err)
 
         try:
-            for index_prefix, root in models(model):
+            for index_prefix, root in models(model, self.modules):
                 if is_jit_compiled(root):
                     continue
-                prefix = f"Cell.{index_prefix}{type(root).__name__}"
+                prefix = f"{'Module' if self.modules else 'Cell'}.{index_prefix}{type(root).__name__}"
                 self._handles.append(root.register_forward_pre_hook(make_pre_hook(prefix)))
                 if getattr(root, "has_bprop", False):
                     self._handles.append(force_forward_hook(root, top_forward_hook))
@@ -249,7 +256,7 @@ class CellHooks:
         if "parameters" not in self.broken:
             for param_name, param in target.params.items():
                 if getattr(param, "requires_grad", False):
-                    self._handles.append(param.register_hook(self._make_param_hook(target, param_name)))
+                    self._handles.append(register_grad_hook(param, self._make_param_hook(target, param_name)))
 
     def uninstall(self) -> None:
         """Remove every hook (safe to call twice and at interpreter exit)."""

@@ -55,24 +55,46 @@ class Target:
     written: dict = field(default_factory=dict)
 
 
-def models(model: Any) -> list[tuple[str, Any]]:
+def models(model: Any, modules: bool = False) -> list[tuple[str, Any]]:
     """``(index prefix, Cell)`` for each model given to ``start()``: ``""``
-    for one Cell, ``"<i>."`` for each Cell of a list/tuple.
+    for one Cell, ``"<i>."`` for each Cell of a list/tuple. ``modules``:
+    PyTorch code on MindSpore (MSAdapter): the models are ``torch.nn.Module``
+    objects of the layer instead.
 
     Raises:
-        UsageError: ``model`` is not a Cell or a list/tuple of Cells.
+        UsageError: ``model`` is None (``start()`` without a model), or not
+            a Cell (a Module) or a list/tuple of them.
     """
-    from mindspore import nn
+    if model is None:
+        what = ("Modules of a model: call debugger.start(model) with the network (a torch.nn.Module or a list/tuple "
+                "of Modules)" if modules else "Cells of a model: call debugger.start(model) with the network (a "
+                "mindspore.nn.Cell or a list/tuple of Cells)")
+        raise UsageError(f"level L0 checks the {what}, not debugger.start()")
+    if modules:
+        import sys
 
+        kind: Any = sys.modules["torch"].nn.Module
+        what = "Modules: debugger.start(model) needs a torch.nn.Module or a list/tuple of Modules"
+    else:
+        from mindspore import nn
+
+        kind = nn.Cell
+        what = "Cells: debugger.start(model) needs a mindspore.nn.Cell or a list/tuple of Cells"
     if isinstance(model, (list, tuple)):
         pairs = [(f"{i}.", m) for i, m in enumerate(model)]
     else:
         pairs = [("", model)]
     for _, m in pairs:
-        if not isinstance(m, nn.Cell):
-            raise UsageError(f"level L0 hooks Cells: debugger.start(model) needs a mindspore.nn.Cell or a "
-                             f"list/tuple of Cells, not {type(m).__name__}")
+        if not isinstance(m, kind):
+            raise UsageError(f"level L0 hooks {what}, not {type(m).__name__}")
     return pairs
+
+
+def own_parameters(cell: Any, modules: bool = False) -> dict:
+    """A Cell's (a Module's) own Parameters, short name -> Parameter."""
+    if modules:
+        return dict(cell.named_parameters(recurse=False))
+    return {key.split(".")[-1]: value for key, value in cell.parameters_dict(recurse=False).items()}
 
 
 def is_jit_compiled(cell: Any) -> bool:
@@ -83,13 +105,18 @@ def is_jit_compiled(cell: Any) -> bool:
     return bool(getattr(function, "__wrapped_by_jit__", False))
 
 
-def plan_cells(model: Any) -> tuple[list[Target], list[tuple[str, Any, list[str]]]]:
+def plan_cells(model: Any, modules: bool = False) -> tuple[list[Target], list[tuple[str, Any, list[str]]]]:
     """The Cells to hook in ``model`` and the compiled Cells that hide
     others: ``(targets, [(path, compiled Cell, paths not seen inside)])``.
+    ``modules``: the model is a ``torch.nn.Module`` of the MSAdapter layer:
+    its sub-Modules in ``named_modules()`` order, named
+    ``Module.<path>.<Class>`` as msprobe names them.
 
     Raises:
-        UsageError: ``model`` is not a Cell or a list/tuple of Cells.
+        UsageError: ``model`` is not a Cell (Module) or a list/tuple of them.
     """
+    if modules:
+        return _plan_modules(model), []
     targets: list[Target] = []
     jit_cells: list[tuple[str, Any, list[str]]] = []  # (path, cell, paths not seen inside)
     for index_prefix, root in models(model):
@@ -116,6 +143,20 @@ def plan_cells(model: Any) -> tuple[list[Target], list[tuple[str, Any, list[str]
                 jit_cells.append((index_prefix + path, cell, jit_here[-1][1]))
     link_sequential(model, targets)
     return targets, jit_cells
+
+
+def _plan_modules(model: Any) -> list[Target]:
+    """:func:`plan_cells` for ``torch.nn.Module`` models (no jit, no custom
+    bprop, no in-place Parameter writes: a Module's running statistics are
+    buffers, not Parameters)."""
+    targets: list[Target] = []
+    for index_prefix, root in models(model, modules=True):
+        for path, module in root.named_modules():
+            if module is root:
+                continue
+            targets.append(Target(module, path, f"Module.{index_prefix}{path}.{type(module).__name__}",
+                                  own_parameters(module, modules=True), False))
+    return targets
 
 
 def jit_warning(jit_cells: list[tuple[str, Any, list[str]]]) -> str:

@@ -22,8 +22,18 @@ from typing import Any, Callable, Optional
 from ..hooks.collectives import FORMS, reducer_classes
 from ..hooks.patching import Patches, patched_module_class, subclasses
 from .calls import Sink
-from .namespaces import FUNCTION_INPLACE, FUNCTION_SKIP, PRIMITIVE_SKIP, TENSOR_MUTATORS, TENSOR_OPERATORS, TENSOR_SKIP
+from .namespaces import (
+    FUNCTION_INPLACE, FUNCTION_SKIP, PRIMITIVE_SKIP, TENSOR_MUTATORS, TENSOR_OPERATORS, TENSOR_SKIP, TORCH_MODULES,
+    TORCH_SKIP, TORCH_TENSOR_SKIP,
+)
 from .wrappers import Wrappers
+
+
+#: what L1 patches when PyTorch code runs on MindSpore (MSAdapter): the torch
+#: namespaces, the Tensor methods (``torch.Tensor`` is ``mindspore.Tensor``
+#: there) and the Primitive calls, which run nested inside the torch-level
+#: calls (only one made outside any of them is an entry of its own)
+MSADAPTER_NAMESPACES = ("torch", "torch.nn.functional", "Tensor", "Primitive")
 
 
 class ApiInterceptor:
@@ -35,7 +45,12 @@ class ApiInterceptor:
             ``"mint.nn.functional"``, ``"Tensor"``, ``"Primitive"`` (all by
             default), or ``"Collective"``: only the collective calls
             (``hooks.collectives.FORMS`` and the gradient reducer Cells),
-            what L0 intercepts.
+            what L0 intercepts. In the MSAdapter scenario
+            (:data:`MSADAPTER_NAMESPACES`) ``"torch"`` and
+            ``"torch.nn.functional"`` take the place of MindSpore's
+            function namespaces (:data:`~.namespaces.TORCH_MODULES`).
+        torch: PyTorch code runs on MindSpore: the default namespaces are
+            :data:`MSADAPTER_NAMESPACES`.
 
     Only one interceptor can be installed at a time in a process.
     """
@@ -44,9 +59,10 @@ class ApiInterceptor:
 
     def __init__(self, sink: Sink, *, namespaces: Optional[tuple[str, ...]] = None,
                  enclosing: Optional[Callable[[], Any]] = None,
-                 nested_gradient: Optional[Callable[[], bool]] = None) -> None:
+                 nested_gradient: Optional[Callable[[], bool]] = None, torch: bool = False) -> None:
         self.sink = sink
-        self.namespaces = namespaces or ("ops", "mint", "mint.nn.functional", "Tensor", "Primitive")
+        default = MSADAPTER_NAMESPACES if torch else ("ops", "mint", "mint.nn.functional", "Tensor", "Primitive")
+        self.namespaces = namespaces or default
         self.wrappers = Wrappers(sink, enclosing=enclosing, nested_gradient=nested_gradient)
         self._patches = Patches()
         self._plan: Optional[list[tuple[Any, str, Callable]]] = None  # (owner, attr, wrapper)
@@ -128,6 +144,9 @@ class ApiInterceptor:
                 table[attr] = self.wrappers.wrap_function(f"{prefix}.{attr}", value, inplace)
             if table:
                 self._set(module, "__class__", patched_module_class(type(module), table))
+        for name, prefix in TORCH_MODULES:
+            if name in self.namespaces:
+                self._patch_torch_module(name, prefix)
         if "Tensor" in self.namespaces:
             self._patch_tensor(mindspore.Tensor)
         if "Primitive" in self.namespaces:
@@ -138,10 +157,33 @@ class ApiInterceptor:
             for klass in reducer_classes():  # their AllReduces run in compiled code: the Cell's call is the collective
                 self._set(klass, "__call__", self.wrappers.wrap_reducer(klass.__call__))
 
+    def _patch_torch_module(self, name: str, prefix: str) -> None:
+        """Patch a torch namespace of the MSAdapter layer: every module
+        object user or layer code reaches it through (:func:`torch_modules`),
+        with the public functions of the layer's own module behind it
+        (``Torch.exp``, ``Functional.linear``)."""
+        modules = torch_modules(name)
+        if not modules:
+            return
+        table: dict[str, Callable] = {}
+        for attr, value in list(vars(modules[-1]).items()):
+            if attr.startswith("_") or attr in FUNCTION_SKIP or attr in TORCH_SKIP or isinstance(value, type):
+                continue
+            if not callable(value) or type(value).__name__ not in ("function", "builtin_function_or_method"):
+                continue
+            if hasattr(value, "__probe_original__"):
+                continue
+            inplace = attr.endswith("_") or attr.startswith("inplace_")
+            table[attr] = self.wrappers.wrap_function(f"{prefix}.{attr}", value, inplace)
+        if table:
+            for module in modules:
+                self._set(module, "__class__", patched_module_class(type(module), table))
+
     def _patch_tensor(self, tensor_cls: type) -> None:
         names = set(TENSOR_OPERATORS)
+        torch = "torch" in self.namespaces
         for attr in dir(tensor_cls):
-            if attr.startswith("_") or attr in TENSOR_SKIP:
+            if attr.startswith("_") or attr in TENSOR_SKIP or (torch and attr in TORCH_TENSOR_SKIP):
                 continue
             names.add(attr)
         for attr in sorted(names):
@@ -247,3 +289,35 @@ class ApiInterceptor:
         self._patches.remove()
         if ApiInterceptor._active is self:
             ApiInterceptor._active = None
+
+
+def torch_modules(name: str) -> list[Any]:
+    """The module objects of the MSAdapter layer's namespace ``name``
+    (``"torch"``, ``"torch.nn.functional"``), each once, the layer's own
+    module last: what ``sys.modules`` holds under that name (mindtorch
+    puts a proxy there that forwards attribute lookups to its own module),
+    what attribute access from ``torch`` reaches, and the module the proxy
+    forwards to (``mindtorch.nn.functional``, whose functions the layer's
+    own Modules call). [] when ``torch`` is not loaded."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return []
+    found: list[Any] = []
+    candidates: list[Any] = [sys.modules.get(name)]
+    try:
+        reached: Any = torch
+        for part in name.split(".")[1:]:
+            reached = getattr(reached, part)
+        candidates.append(reached)
+    except Exception:
+        pass
+    for module in list(candidates):
+        target = getattr(getattr(getattr(module, "__spec__", None), "loader", None), "target_name", None)
+        if isinstance(target, str) and sys.modules.get(target) is not None:
+            candidates.append(sys.modules[target])
+    for module in candidates:
+        if module is not None and not any(module is seen for seen in found):
+            found.append(module)
+    # the layer's own module (the one with the functions in its __dict__) last
+    found.sort(key=lambda m: len(vars(m)))
+    return found

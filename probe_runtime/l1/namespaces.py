@@ -52,3 +52,30 @@ PRIMITIVE_SKIP = frozenset({
 GENERIC_PRIMITIVES = frozenset({"Primitive", "PrimitiveWithInfer", "PrimitiveWithCheck"})
 #: functional names that change their first arguments in place.
 FUNCTION_INPLACE = frozenset({"assign", "assign_add", "assign_sub"})
+
+#: MSAdapter (PyTorch code on MindSpore): the torch namespaces L1 patches,
+#: ``(module name, entry prefix)``, named as msprobe names them there
+#: (``Torch.exp.0.forward``, ``Functional.cross_entropy.0.forward``).
+#: ``torch.Tensor`` is ``mindspore.Tensor`` under mindtorch: its methods are
+#: patched as for MindSpore (``Tensor.__mul__``).
+TORCH_MODULES = (("torch", "Torch"), ("torch.nn.functional", "Functional"))
+#: functions of the torch namespaces that are not computations, or that
+#: make tensors of uninitialised memory (``empty``: any bits, inf and nan
+#: included, which would read as an overflow that never happened)
+TORCH_SKIP = frozenset({
+    "tensor", "as_tensor", "from_numpy", "frombuffer", "is_tensor", "is_grad_enabled", "set_grad_enabled",
+    "manual_seed", "seed", "initial_seed", "get_rng_state", "set_rng_state", "set_default_dtype",
+    "get_default_dtype", "get_default_device", "set_default_device", "get_autocast_dtype", "set_autocast_dtype",
+    "is_autocast_enabled", "set_autocast_enabled", "use_deterministic_algorithms", "compile", "load", "save",
+    "typename", "dtype_to_nptype", "dtype_to_pytype", "get_py_obj_dtype", "pytype_to_dtype",
+    "initialize_torch_proxy", "enable_mindspore_patch", "setup_metadata_patch", "set_pyboost", "finfo", "iinfo",
+    "broadcast_shapes", "empty", "empty_like", "npu_clear_float_status_v2", "npu_get_float_status_v2",
+    "no_grad", "enable_grad", "inference_mode", "is_inference_mode_enabled", "get_device",
+})
+#: torch Tensor methods that are not computations (besides :data:`TENSOR_SKIP`):
+#: ``backward`` runs the whole backward pass, the rest move or describe a tensor
+TORCH_TENSOR_SKIP = frozenset({
+    "backward", "cpu", "cuda", "npu", "type", "element_size", "get_device", "pin_memory", "record_stream",
+    "new", "data", "is_leaf", "is_meta", "is_nested", "is_sparse", "is_pinned", "is_cuda", "tolist",
+    "requires_grad_", "register_post_accumulate_grad_hook", "share_memory_", "untyped_storage",
+})

@@ -41,7 +41,7 @@ def describe_ref(record: RecordRef) -> str:
     (API, forward) inside Functional.clip_by_global_norm.0.forward at
     train.py:40``), a call that wrote inf/nan into Parameters names them
     (``..., writing inf/nan into Parameter bn.moving_variance``)."""
-    kind = "Cell" if record.name.startswith("Cell.") else "API"
+    kind = "Cell" if record.name.startswith("Cell.") else "Module" if record.name.startswith("Module.") else "API"
     inside = f" inside {record.inside}" if record.inside else ""
     where = f" at {record.where}" if record.where else ""
     written = f", writing inf/nan into Parameter {', '.join(record.written)}" if record.written else ""

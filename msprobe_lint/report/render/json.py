@@ -45,6 +45,8 @@ def record_dict(record: Record, group: Optional[ShownGroup] = None) -> dict:
         "kind": record.kind, "direction": record.direction, "origin": record.origin, "where": record.where,
         "tensors": [{"where": t.where, "dtype": t.dtype, "shape": t.shape, **strict(t.stats),
                      "nonfinite": t.nonfinite} for t in record.offending()],
+        **({"framework": group.dump.framework} if group is not None and group.dump.framework
+           and group.dump.framework != "mindspore" else {}),
         "entered": record.entered,
         "sentinel": record.sentinel,
         "nonfinite": record.nonfinite,

@@ -14,14 +14,20 @@ MARKS = {True: "ORIGIN ", False: "carried", None: "?      "}
 INDENT = " " * 11
 
 
+#: dump.json frameworks said in the folder header (MindSpore's own is not)
+FRAMEWORK_NOTES = {"mindtorch": "PyTorch code on MindSpore (MSAdapter, framework mindtorch)"}
+
+
 def _header(group: ShownGroup, step) -> str:
     info = group.info
     variant = f"{info.variant}/" if info.variant else ""
+    framework = FRAMEWORK_NOTES.get(group.dump.framework or "")
+    said = f"  {framework}" if framework else ""
     if len(info.ranks) == 1:
-        return f"{variant}{place_of(step, info.rank)}  ({info.folder})"
+        return f"{variant}{place_of(step, info.rank)}  ({info.folder}){said}"
     count = len(info.ranks)
     return (f"{variant}{step_text(step)}/ranks {info.ranks.text()}  ({count:,} ranks with the same records; "
-            f"statistics of rank {info.rank}: {info.folder})")
+            f"statistics of rank {info.rank}: {info.folder}){said}")
 
 
 def _record_lines(record: Record, note: str | None) -> Iterator[str]:

@@ -1,0 +1,238 @@
+"""The MSAdapter scenario (issue #36): PyTorch code on MindSpore, checked.
+
+Runs ``train_torch.py`` (PyTorch-style training on mindnlp 0.5.1's
+mindtorch) in the environment ``tools/make-msadapter-env.sh`` builds
+(``.mindspore-envs/msadapter``, or ``MSADAPTER_PYTHON``), one case per
+process: the layer changes MindSpore's Tensor methods and what ``str``
+reads on its dtypes for the whole process. Skipped, with the reason, when
+that environment is absent (a plain clone); .ci/run builds it.
+
+Each case checks what a user reads: the first record (name, origin,
+``where`` at the user's line), dump.json's ``framework``, and the last line
+of ``probe report``; a run where nothing overflows must train bit for bit
+as without the debugger.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+from typing import Optional
+
+import pytest
+
+from conftest import REPO, probe_command
+
+pytestmark = pytest.mark.slow
+
+HERE = Path(__file__).resolve().parent
+SCRIPT = HERE / "train_torch.py"
+#: the user's line of each case's overflowing call in train_torch.py
+CASES = {
+    "exp": ("Torch.exp.0.forward", "torch.exp("),
+    "log0": ("Torch.log.0.forward", "torch.log("),
+    "div0": ("Tensor.__truediv__.0.forward", "/ (h * 0 + 1 - bad)"),
+}
+
+
+def env_python() -> Path:
+    """The MSAdapter environment's python, or skip saying why."""
+    given = os.environ.get("MSADAPTER_PYTHON")
+    python = Path(given) if given else REPO / ".mindspore-envs" / "msadapter" / "bin" / "python"
+    if not python.exists():
+        pytest.skip("no MSAdapter environment (MindSpore 2.7.0 + mindnlp 0.5.1's mindtorch): build it with "
+                    "tools/make-msadapter-env.sh (or point MSADAPTER_PYTHON at one); .ci/run does")
+    probe = subprocess.run([str(python), "-c", "import mindtorch, torch, mindspore, probe_runtime; "
+                            "assert isinstance(torch.tensor(0.0), mindspore.Tensor); print(probe_runtime.__file__)"],
+                           capture_output=True, text=True, timeout=300)
+    if probe.returncode != 0:
+        pytest.skip(f"{python} cannot import mindtorch and probe_runtime: rebuild it with "
+                    f"tools/make-msadapter-env.sh ({probe.stderr.strip()[-300:]})")
+    if not Path(probe.stdout.strip().splitlines()[-1]).resolve().is_relative_to(REPO.resolve()):
+        pytest.skip(f"{python} runs another checkout's probe_runtime: rebuild it here with tools/make-msadapter-env.sh")
+    return python
+
+
+@pytest.fixture(scope="module")
+def python() -> Path:
+    return env_python()
+
+
+def run(python: Path, cwd: Path, **env: str) -> subprocess.CompletedProcess:
+    """train_torch.py in its own process, in ``cwd`` (a failed graph
+    compile writes rank_0/ into the current folder)."""
+    full = {k: v for k, v in os.environ.items() if not k.startswith("PROBE_")}
+    full.update(env)
+    proc = subprocess.run([str(python), str(SCRIPT)], cwd=cwd, env=full, capture_output=True, text=True,
+                          timeout=600)
+    assert "Traceback" not in proc.stderr, proc.stderr[-4000:]
+    return proc
+
+
+def losses(proc: subprocess.CompletedProcess) -> list[str]:
+    """The ``step``/``params`` lines (bytes of each loss, hash of the weights)."""
+    return [line for line in proc.stdout.splitlines() if line.startswith(("step ", "params "))]
+
+
+def first_record(dump: Path) -> Optional[dict]:
+    """The first record of overflow.json over the steps, in step order."""
+    steps = sorted(dump.glob("step*/rank/overflow.json"), key=lambda p: int(p.parent.parent.name[4:]))
+    for path in steps:
+        records = json.loads(path.read_text())
+        if records:
+            return dict(records[0], step=int(path.parent.parent.name[4:]))
+    return None
+
+
+def report_last_line(dump: Path) -> str:
+    proc = subprocess.run([*probe_command(), "report", str(dump)], capture_output=True, text=True, timeout=300)
+    lines = [line for line in proc.stdout.splitlines() if line.strip()]
+    assert lines, proc.stdout + proc.stderr
+    return lines[-1]
+
+
+def user_line(snippet: str) -> int:
+    """The line of train_torch.py holding ``snippet``."""
+    for number, line in enumerate(SCRIPT.read_text().splitlines(), 1):
+        if snippet in line:
+            return number
+    raise AssertionError(snippet)
+
+
+@pytest.mark.parametrize("checks", ["exact", "auto"])
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_l1_names_the_torch_call_that_overflowed(python, tmp_path, case, checks):
+    proc = run(python, tmp_path, CASE=case, LEVEL="L1", DUMP=str(tmp_path / "dump"), CHECKS=checks)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    record = first_record(tmp_path / "dump")
+    name, snippet = CASES[case]
+    assert record is not None, proc.stderr[-4000:]
+    assert record["step"] == 3
+    assert record["name"] == name and record["origin"] is True
+    assert record["where"] == f"{SCRIPT}:{user_line(snippet)}"
+    header = json.loads((tmp_path / "dump" / "step3" / "rank" / "dump.json").read_text())
+    assert header["framework"] == "mindtorch" and header["level"] == "L1"
+    assert name in header["data"]
+    assert report_last_line(tmp_path / "dump").startswith("1 record in 1 step/rank folder. Overflow started in "
+                                                          f"step3/rank: {name} (API, forward)")
+
+
+def test_l1_records_follow_msprobes_names(python, tmp_path):
+    """Every record of the overflowing step (overflow_nums -1), named as
+    msprobe 8.3.3 names them on this layer: the torch call first, then what
+    carried it (``Tensor.float``, ``Functional.cross_entropy``), backward
+    records too; Primitive calls run nested inside those and are not
+    entries of their own."""
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({"task": "overflow_check", "dump_path": str(tmp_path / "dump"), "level": "L1",
+                                  "step": [3], "overflow_check": {"overflow_nums": -1}}))
+    proc = run(python, tmp_path, CASE="exp", LEVEL="L1", CONFIG=str(config), CHECKS="exact")
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    records = json.loads((tmp_path / "dump" / "step3" / "rank" / "overflow.json").read_text())
+    names = [r["name"] for r in records]
+    assert names[:4] == ["Torch.exp.0.forward", "Tensor.float.0.forward", "Functional.linear.1.forward",
+                         "Functional.cross_entropy.0.forward"]
+    assert "Functional.cross_entropy.0.backward" in names and "Torch.exp.0.backward" in names
+    assert not [n for n in names if n.startswith(("Primitive.", "Functional.exp", "Mint"))]
+    assert [r["origin"] for r in records].count(True) == 1
+
+
+@pytest.mark.parametrize("checks", ["exact", "auto"])
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_l0_names_the_module_whose_own_code_overflowed(python, tmp_path, case, checks):
+    """The overflowing call is in the model's own ``forward`` (between its
+    Linear layers): L0 names that Module as the origin, at the user's line
+    that called it (msprobe 8.3.3 skips the root Module and names
+    ``Module.fc2.Linear`` first)."""
+    proc = run(python, tmp_path, CASE=case, LEVEL="L0", DUMP=str(tmp_path / "dump"), CHECKS=checks)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    record = first_record(tmp_path / "dump")
+    assert record is not None, proc.stderr[-4000:]
+    assert record["step"] == 3
+    assert record["name"] == "Module.Net.forward.0" and record["origin"] is True
+    assert record["where"] == f"{SCRIPT}:{user_line('F.cross_entropy(net(x, bad), y)')}"
+    assert "Net.forward itself (not in a sub-Module)" in proc.stderr
+    header = json.loads((tmp_path / "dump" / "step3" / "rank" / "dump.json").read_text())
+    assert header["framework"] == "mindtorch" and header["level"] == "L0"
+    assert report_last_line(tmp_path / "dump").startswith(
+        "1 record in 1 step/rank folder. Overflow started in step3/rank: Module.Net.forward.0 (Module, forward)")
+
+
+def test_l0_records_follow_msprobes_names(python, tmp_path):
+    """Module entries as msprobe names them: ``Module.<path>.<Class>``
+    forward/backward with the call index last, ``parameters_grad`` from the
+    layer's Parameters, in ``named_modules()`` order."""
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({"task": "overflow_check", "dump_path": str(tmp_path / "dump"), "level": "L0",
+                                  "step": [3], "overflow_check": {"overflow_nums": -1}}))
+    proc = run(python, tmp_path, CASE="exp", LEVEL="L0", CONFIG=str(config), CHECKS="exact")
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    records = json.loads((tmp_path / "dump" / "step3" / "rank" / "overflow.json").read_text())
+    assert [r["name"] for r in records] == [
+        "Module.Net.forward.0", "Module.fc2.Linear.forward.0", "Module.fc2.Linear.parameters_grad",
+        "Module.fc2.Linear.backward.0", "Module.fc1.Linear.parameters_grad", "Module.fc1.Linear.backward.0"]
+    assert [r["origin"] for r in records].count(True) == 1
+
+
+def test_nothing_overflowing_trains_bit_for_bit_as_without_the_debugger(python, tmp_path):
+    plain = run(python, tmp_path, CASE="none")
+    assert plain.returncode == 0, plain.stderr[-4000:]
+    assert len(losses(plain)) == 6
+    for level in ("L1", "L0"):
+        for checks in ("exact", "auto"):
+            dump = tmp_path / f"dump-{level}-{checks}"
+            checked = run(python, tmp_path, CASE="none", LEVEL=level, DUMP=str(dump), CHECKS=checks)
+            assert checked.returncode == 0, checked.stderr[-4000:]
+            assert losses(checked) == losses(plain), (level, checks)
+            assert first_record(dump) is None
+            assert "no overflow found in 5 checked step(s)" in checked.stderr
+
+
+def test_l0_refuses_a_model_that_is_not_a_module(python, tmp_path):
+    script = tmp_path / "cell.py"
+    script.write_text("import mindtorch, torch, mindspore\n"
+                      "from probe_runtime import PrecisionDebugger\n"
+                      f"d = PrecisionDebugger(task='overflow_check', dump_path={str(tmp_path / 'dump')!r}, "
+                      "level='L0')\n"
+                      "try:\n    d.start(mindspore.nn.Dense(2, 2))\n"
+                      "except ValueError as err:\n    print('refused:', err)\n")
+    proc = subprocess.run([str(python), str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert "refused: level L0 hooks Modules: debugger.start(model) needs a torch.nn.Module" in proc.stdout, \
+        proc.stdout + proc.stderr[-3000:]
+
+
+def test_mindtorch_imported_after_the_debugger_is_refused_at_start(python, tmp_path):
+    script = tmp_path / "late.py"
+    script.write_text("from probe_runtime import PrecisionDebugger\n"
+                      f"d = PrecisionDebugger(task='overflow_check', dump_path={str(tmp_path / 'dump')!r})\n"
+                      "import mindtorch, torch\n"
+                      "try:\n    d.start()\n"
+                      "except ValueError as err:\n    print('refused:', err)\n")
+    proc = subprocess.run([str(python), str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert "refused: PyTorch code runs on MindSpore here (torch is mindtorch 0.5.1 (mindnlp) on MindSpore 2.7.0)" \
+        in proc.stdout, proc.stdout + proc.stderr[-3000:]
+    assert "import torch (and mindtorch) before building the debugger" in proc.stdout
+
+
+def test_l1_names_an_overflow_a_torch_call_masked_inside_it(python, tmp_path):
+    """``F.normalize`` of large float16 values: the norm it computes
+    underneath overflows to inf and the division masks it (the result is
+    finite zeros). Exact checks name the Primitive call inside the torch
+    call, as they do for ``ops.clip_by_global_norm`` on MindSpore."""
+    script = tmp_path / "masked.py"
+    script.write_text("import numpy as np\nimport mindtorch, torch\nimport torch.nn.functional as F\n"
+                      "from probe_runtime import PrecisionDebugger\n"
+                      f"d = PrecisionDebugger(task='overflow_check', dump_path={str(tmp_path / 'dump')!r}, "
+                      "level='L1', checks='exact')\n"
+                      "x = torch.tensor(np.full((2, 4), 60000, np.float16))\n"
+                      "d.start()\n"
+                      "y = F.normalize(x, dim=1)\n"
+                      "d.stop()\nd.step()\nprint('finite', bool(np.isfinite(y.asnumpy()).all()))\n")
+    proc = subprocess.run([str(python), str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert "finite True" in proc.stdout, proc.stdout + proc.stderr[-3000:]
+    record = first_record(tmp_path / "dump")
+    assert record is not None, proc.stderr[-3000:]
+    assert record["name"].startswith("Primitive.") and record["origin"] is True
+    assert record["inside"] == "Functional.normalize.0.forward"
+    assert record["where"] == f"{script}:8"
