@@ -59,7 +59,8 @@ def require_runtime() -> None:
 
 
 class PrecisionDebugger:
-    """msprobe-compatible overflow detector for MindSpore PyNative (L0, L1).
+    """msprobe-compatible overflow detector for MindSpore: PyNative at L0
+    and L1, static graph (GRAPH_MODE) at L2.
 
     The facade only wires the parts; what each window checks lives in
     :mod:`probe_runtime.windows`.
@@ -82,9 +83,14 @@ class PrecisionDebugger:
         RuntimeMissing: no numpy or MindSpore (an ``ImportError``).
         ValueError: ``checks`` (or ``PROBE_CHECKS``) is not one of
             :data:`CHECKS`, or ``PROBE_SYNC`` not ``0``, ``1`` or ``auto``.
+        L2Unavailable: level L2 on CPU and this MindSpore lacks the private
+            dump switch it needs (a ``ValueError`` naming it); or the
+            temporary folder's path holds a ``.``, which MindSpore's dump
+            refuses (set ``TMPDIR``).
         ConfigLintError: the lint found errors in this live context (bad
-            config, a task other than overflow_check, L2 without Ascend, a
-            graph-mode process, a dump_path that is relative, a soft link or
+            config, a task other than overflow_check, L2 on GPU or in
+            PyNative, L0/L1 in a graph-mode process, a dump_path that is
+            relative, a soft link or
             not writable, or holding an earlier run's dump of this rank ...).
             Nothing has been patched or written then.
 
@@ -94,7 +100,12 @@ class PrecisionDebugger:
     calls (:mod:`probe_runtime.l1`), L0 hooks the Cells of the model given
     to ``start(model)`` (:mod:`probe_runtime.l0`); calls are queued and
     resolved in batches, records on disk before the resolving call returns
-    (:mod:`probe_runtime.check.queue`).
+    (:mod:`probe_runtime.check.queue`). L2 on the CPU backend checks each
+    compiled step run between ``start()`` and ``stop()`` and replays an
+    overflowing one under MindSpore's kernel dump (:mod:`probe_runtime.l2`;
+    MindSpore's dump config is set when the debugger is built, so build it
+    before the first graph compiles); on Ascend it sets MindSpore's
+    overflow dump as msprobe 8.1.2 does (untested here).
 
     """
 
@@ -123,6 +134,9 @@ class PrecisionDebugger:
         self.state = RunState(steps=expand_ids(config.get("step")), ranks=expand_ids(config.get("rank")),
                               rank=rank[0], overflow_nums=int(section.get("overflow_nums", 1)))
         self._build_parts(WindowPolicy(mode, defaulted=named is None))
+        self.graph_checks: Any = None  # level L2 on CPU: the compiled steps' checks (:mod:`.l2`)
+        if self.level == "L2":
+            self.graph_checks = self._build_l2(config)
         self._started = False
         lifecycle.register(self)
 
@@ -163,6 +177,31 @@ class PrecisionDebugger:
         grads.on_computation, grads.on_forward = windows.on_computation, windows.on_forward
         self.grads, self.cells, self.interceptor = grads, cells, interceptor
 
+    def _build_l2(self, config: dict) -> Any:
+        """Level L2: write MindSpore's dump config (before the first graph
+        compiles) and, on the CPU backend, build the compiled steps' checks
+        (:mod:`.l2`); on Ascend, MindSpore's own overflow dump as msprobe
+        8.1.2 configures it (None returned)."""
+        from .hooks.frames import library_roots
+        from .l2 import dump_config
+        from .l2.graph import GraphChecks
+        from .l2.private import dump_switch
+        from .l2.records import KernelRecords
+
+        if str(_device_target()).lower() == "ascend":
+            ranks = sorted(self.state.ranks) if self.state.ranks is not None else None
+            dump_config.install(dump_config.ascend_config(self.dump_path, rank=ranks,
+                                                          check_mode=dump_config.check_mode_of(config)),
+                                self.dump_path, dump_config.ASCEND_FILE)
+            return None
+        switch = dump_switch()  # L2Unavailable when this MindSpore lacks the private function
+        scratch = dump_config.scratch_folder()
+        dump_config.install(dump_config.cpu_config(scratch, "1"), scratch, "dump_config.json")
+        switch.off()
+        records = KernelRecords(self.state, dump_path=self.dump_path)
+        return GraphChecks(self.state, records, switch, scratch=scratch, library_roots=library_roots(),
+                           on_exhausted=self._unpatch, on_error=self.checker.on_error)
+
     @property
     def checks(self) -> str:
         """The checks mode in force (``"exact"``, ``"auto"`` or ``"sentinel"``)."""
@@ -200,6 +239,12 @@ class PrecisionDebugger:
         self.windows.summary.started(self.state.step)
         if self._started:
             return
+        if self.level == "L2":
+            if self.graph_checks is not None and self.state.selected():
+                self.graph_checks.install()
+                self.windows.summary.checked(self.state.step, exact=True)
+                self._started = True
+            return
         try:
             if not self.checker.begin():
                 return
@@ -216,6 +261,8 @@ class PrecisionDebugger:
         (records are on disk when it returns)."""
         self._unpatch()
         self._started = False
+        if self.level == "L2":
+            return
         try:
             self.checker.end()
             self.windows.close()
@@ -251,11 +298,15 @@ class PrecisionDebugger:
             self.checker.flush(final=True)
             self.windows.close()
             self.windows.say_nothing_found()
+            if self.graph_checks is not None:
+                self.graph_checks.remove_scratch()
         finally:
             self._started = False
 
     def _unpatch(self) -> None:
         """Remove every installed part (also when ``overflow_nums`` is reached)."""
+        if self.graph_checks is not None:
+            self.graph_checks.uninstall()
         self.windows.uninstall()
 
 
