@@ -241,7 +241,7 @@ class PrecisionDebugger:
             return
         if self.level == "L2":
             if self.graph_checks is not None and self.state.selected():
-                self.graph_checks.install()
+                self.graph_checks.open()
                 self.windows.summary.checked(self.state.step, exact=True)
                 self._started = True
             return
@@ -259,10 +259,13 @@ class PrecisionDebugger:
     def stop(self) -> None:
         """Stop checking, remove the patches and resolve every pending check
         (records are on disk when it returns)."""
+        if self.level == "L2":
+            if self.graph_checks is not None:
+                self.graph_checks.close()
+            self._started = False
+            return
         self._unpatch()
         self._started = False
-        if self.level == "L2":
-            return
         try:
             self.checker.end()
             self.windows.close()
