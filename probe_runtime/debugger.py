@@ -12,6 +12,20 @@ the windows; each is *exact* (every call checked), *watched* (auto checks:
 only the gradient computations, a replay under exact checks when one
 returns inf/nan) or a *sentinel* window (``docs/checks.md``).
 
+Once the gate passes, dump_path is created (0o750, never through a soft
+link), as msprobe does. At exit, when nothing was recorded, one line says
+so (:mod:`probe_runtime.windows.summary`). L1 intercepts API calls
+(:mod:`probe_runtime.l1`), L0 hooks the Cells of the model given to
+``start(model)`` (:mod:`probe_runtime.l0`); calls are queued and resolved
+in batches, records on disk before the resolving call returns
+(:mod:`probe_runtime.check.queue`). Level L2 (static graph) checks each
+compiled step run between ``start()`` and ``stop()`` and, on the CPU
+backend, replays an overflowing one under MindSpore's kernel dump; at
+L1/L0 on CPU a ``mindspore.jit`` region that returns inf/nan from finite
+inputs is replayed so (:mod:`probe_runtime.l2`, ``docs/l2.md``). The
+debugger sets MindSpore's dump config: build it before the first graph
+compiles.
+
 Example::
 
     from probe_runtime import PrecisionDebugger
@@ -59,8 +73,7 @@ def require_runtime() -> None:
 
 
 class PrecisionDebugger:
-    """msprobe-compatible overflow detector for MindSpore: PyNative at L0
-    and L1, static graph (GRAPH_MODE) at L2.
+    """msprobe-compatible overflow detector for MindSpore: PyNative (L0, L1), static graph (L2).
 
     The facade only wires the parts; what each window checks lives in
     :mod:`probe_runtime.windows`.
@@ -83,30 +96,12 @@ class PrecisionDebugger:
         RuntimeMissing: no numpy or MindSpore (an ``ImportError``).
         ValueError: ``checks`` (or ``PROBE_CHECKS``) is not one of
             :data:`CHECKS`, or ``PROBE_SYNC`` not ``0``, ``1`` or ``auto``.
-        L2Unavailable: level L2 on CPU and this MindSpore lacks the private
-            dump switch it needs (a ``ValueError`` naming it); or the
-            temporary folder's path holds a ``.``, which MindSpore's dump
-            refuses (set ``TMPDIR``).
         ConfigLintError: the lint found errors in this live context (bad
-            config, a task other than overflow_check, L2 on GPU or in
-            PyNative, L0/L1 in a graph-mode process, a dump_path that is
-            relative, a soft link or
+            config, a task other than overflow_check, L2 on GPU, L0/L1 in a
+            graph-mode process, a dump_path that is relative, a soft link or
             not writable, or holding an earlier run's dump of this rank ...).
             Nothing has been patched or written then.
-
-    Once the gate passes, dump_path is created (0o750, never through a
-    soft link), as msprobe does. At exit, when nothing was recorded, one
-    line says so (:mod:`probe_runtime.windows.summary`). L1 intercepts API
-    calls (:mod:`probe_runtime.l1`), L0 hooks the Cells of the model given
-    to ``start(model)`` (:mod:`probe_runtime.l0`); calls are queued and
-    resolved in batches, records on disk before the resolving call returns
-    (:mod:`probe_runtime.check.queue`). L2 on the CPU backend checks each
-    compiled step run between ``start()`` and ``stop()`` and replays an
-    overflowing one under MindSpore's kernel dump (:mod:`probe_runtime.l2`;
-    MindSpore's dump config is set when the debugger is built, so build it
-    before the first graph compiles); on Ascend it sets MindSpore's
-    overflow dump as msprobe 8.1.2 does (untested here).
-
+        L2Unavailable: L2 on CPU, no private dump switch in this MindSpore or a ``.`` in TMPDIR (ValueError)
     """
 
     def __init__(self, config_path: Optional[str] = None, task: Optional[str] = None,
@@ -133,14 +128,11 @@ class PrecisionDebugger:
         section = config.get("overflow_check") or {}
         self.state = RunState(steps=expand_ids(config.get("step")), ranks=expand_ids(config.get("rank")),
                               rank=rank[0], overflow_nums=int(section.get("overflow_nums", 1)))
-        self._build_parts(WindowPolicy(mode, defaulted=named is None))
-        self.graph_checks: Any = None  # level L2 on CPU: the compiled steps' checks (:mod:`.l2`)
-        if self.level == "L2":
-            self.graph_checks = self._build_l2(config)
+        self._build_parts(WindowPolicy(mode, defaulted=named is None), config)  # L2Unavailable (l2.parts)
         self._started = False
         lifecycle.register(self)
 
-    def _build_parts(self, policy: WindowPolicy) -> None:
+    def _build_parts(self, policy: WindowPolicy, config: dict) -> None:
         """Build the parts, each handed its collaborators, and the windows
         over them. Imported here: they need numpy and MindSpore (the
         ``runtime`` extra), which a config the gate refuses never costs."""
@@ -154,6 +146,7 @@ class PrecisionDebugger:
         from .l0.cell_hooks import CellHooks
         from .l1.interceptor import ApiInterceptor
         from .l1.optimizer import OptimizerWatch
+        from .l2.parts import compiled_parts
         from .windows.controller import Windows
         from .windows.exact import ExactChecks
 
@@ -176,31 +169,8 @@ class PrecisionDebugger:
                                             before_step=windows.before_step, after_step=windows.after_step)
         grads.on_computation, grads.on_forward = windows.on_computation, windows.on_forward
         self.grads, self.cells, self.interceptor = grads, cells, interceptor
-
-    def _build_l2(self, config: dict) -> Any:
-        """Level L2: write MindSpore's dump config (before the first graph
-        compiles) and, on the CPU backend, build the compiled steps' checks
-        (:mod:`.l2`); on Ascend, MindSpore's own overflow dump as msprobe
-        8.1.2 configures it (None returned)."""
-        from .hooks.frames import library_roots
-        from .l2 import dump_config
-        from .l2.graph import GraphChecks
-        from .l2.private import dump_switch
-        from .l2.records import KernelRecords
-
-        if str(_device_target()).lower() == "ascend":
-            ranks = sorted(self.state.ranks) if self.state.ranks is not None else None
-            dump_config.install(dump_config.ascend_config(self.dump_path, rank=ranks,
-                                                          check_mode=dump_config.check_mode_of(config)),
-                                self.dump_path, dump_config.ASCEND_FILE)
-            return None
-        switch = dump_switch()  # L2Unavailable when this MindSpore lacks the private function
-        scratch = dump_config.scratch_folder()
-        dump_config.install(dump_config.cpu_config(scratch, "1"), scratch, "dump_config.json")
-        switch.off()
-        records = KernelRecords(self.state, dump_path=self.dump_path)
-        return GraphChecks(self.state, records, switch, scratch=scratch, library_roots=library_roots(),
-                           on_exhausted=self._unpatch, on_error=self.checker.on_error)
+        self.compiled = compiled_parts(self.level, config, self.state, self.dump_path, self.checker,
+                                       on_exhausted=self._unpatch, summary=windows.summary)  # L2, mindspore.jit
 
     @property
     def checks(self) -> str:
@@ -237,18 +207,14 @@ class PrecisionDebugger:
                                  "(a mindspore.nn.Cell or a list/tuple of Cells), not debugger.start()")
             self.cells.check_model(model)  # raises UsageError for a non-Cell
         self.windows.summary.started(self.state.step)
-        if self._started:
-            return
-        if self.level == "L2":
-            if self.graph_checks is not None and self.state.selected():
-                self.graph_checks.open()
-                self.windows.summary.checked(self.state.step, exact=True)
-                self._started = True
+        if self._started or self.level == "L2":  # L2: compiled steps checked (probe_runtime.l2)
+            self._started = self._started or self.compiled.open()
             return
         try:
             if not self.checker.begin():
                 return
             self.windows.open(model)
+            self.compiled.open()  # mindspore.jit regions
             self._started = True
         except Exception as err:
             self.windows.abandon()
@@ -259,11 +225,7 @@ class PrecisionDebugger:
     def stop(self) -> None:
         """Stop checking, remove the patches and resolve every pending check
         (records are on disk when it returns)."""
-        if self.level == "L2":
-            if self.graph_checks is not None:
-                self.graph_checks.close()
-            self._started = False
-            return
+        self.compiled.close()
         self._unpatch()
         self._started = False
         try:
@@ -281,6 +243,7 @@ class PrecisionDebugger:
             self.checker.flush(final=True)
         self.state.next_step()
         self.cells.new_step()
+        self.compiled.new_step()
 
     def set_init_step(self, step: int) -> None:
         """Set the number of the current step (e.g. when resuming).
@@ -301,15 +264,12 @@ class PrecisionDebugger:
             self.checker.flush(final=True)
             self.windows.close()
             self.windows.say_nothing_found()
-            if self.graph_checks is not None:
-                self.graph_checks.remove_scratch()
         finally:
             self._started = False
 
     def _unpatch(self) -> None:
         """Remove every installed part (also when ``overflow_nums`` is reached)."""
-        if self.graph_checks is not None:
-            self.graph_checks.uninstall()
+        self.compiled.uninstall()
         self.windows.uninstall()
 
 

@@ -109,3 +109,27 @@ def check_mode_of(config: dict[str, Any]) -> str:
     """The config's ``overflow_check.check_mode`` (default ``all``)."""
     section = config.get("overflow_check") or {}
     return str(section.get("check_mode", "all"))
+
+
+_PROCESS_SCRATCH: dict[str, str] = {}
+
+
+def process_scratch() -> str:
+    """The CPU replay dump's folder of this process, its config installed
+    (:func:`install`) the first time: MindSpore reads the config once, at
+    its first compile, so every debugger of a process shares the folder.
+    Removed at interpreter exit.
+
+    Raises:
+        L2Unavailable: as :func:`scratch_folder`.
+    """
+    folder = _PROCESS_SCRATCH.get("path")
+    if folder is None or not os.path.isdir(folder):
+        import atexit
+        import shutil
+
+        folder = scratch_folder()
+        _PROCESS_SCRATCH["path"] = folder
+        install(cpu_config(folder, "1"), folder, "dump_config.json")
+        atexit.register(shutil.rmtree, folder, True)
+    return folder

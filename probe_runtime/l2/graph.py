@@ -27,11 +27,13 @@ Example::
 """
 from __future__ import annotations
 
+import atexit
 import glob
 import logging
 import os
 import shutil
 import sys
+import weakref
 from types import FrameType
 from typing import Any, Callable, Optional
 
@@ -109,7 +111,8 @@ class GraphChecks:
         self.on_error = on_error
         self.checked = 0
         self.replays = 0
-        self._snapshots: dict[int, StateSnapshot] = {}
+        self._snapshots: dict[int, tuple[Callable[[], Any], StateSnapshot]] = {}
+        self._noted: set[str] = set()
         self._original: Optional[Callable] = None
         self._depth = 0
         #: a window is open: Cell calls are checked
@@ -119,8 +122,8 @@ class GraphChecks:
     def open(self) -> None:
         """Check the compiled steps run from now on (``start()``). The
         patch of ``Cell.__call__`` is installed at the first window and
-        stays until :meth:`uninstall`: setting a class attribute of
-        ``Cell`` costs about 0.5 ms (every subclass's cache), twice a step."""
+        stays until :meth:`remove`: setting a class attribute of ``Cell``
+        costs about 0.5 ms (every subclass's cache), twice a step."""
         self.active = True
         self.install()
 
@@ -146,9 +149,17 @@ class GraphChecks:
         checked_call.__wrapped__ = original  # type: ignore[attr-defined]
         self._original = original
         nn.Cell.__call__ = checked_call
+        atexit.register(self.remove)
 
     def uninstall(self) -> None:
-        """Put ``Cell.__call__`` back (at exit, or once ``overflow_nums`` is reached)."""
+        """Stop checking (the debugger removes its patches: ``stop()``,
+        ``overflow_nums`` reached, exit). The patch stays, passing calls
+        through, until interpreter exit (:meth:`remove`): putting the class
+        attribute back each step would cost what :meth:`open` saves."""
+        self.active = False
+
+    def remove(self) -> None:
+        """Put ``Cell.__call__`` back (registered for interpreter exit)."""
         self.active = False
         if self._original is None:
             return
@@ -164,9 +175,11 @@ class GraphChecks:
     # -- one compiled step -----------------------------------------------------------------
     def snapshot(self, cell: Any) -> StateSnapshot:
         """The (reused) snapshot of ``cell``'s state."""
-        snapshot = self._snapshots.get(id(cell))
-        if snapshot is None:
-            snapshot = self._snapshots[id(cell)] = StateSnapshot(cell)
+        held = self._snapshots.get(id(cell))
+        snapshot = held[1] if held is not None and held[0]() is cell else None
+        if snapshot is None:  # a new Cell (or a collected one's id reused)
+            snapshot = StateSnapshot(cell)
+            self._snapshots[id(cell)] = (weakref.ref(cell), snapshot)
             if snapshot.skipped:
                 LOGGER.warning("probe_runtime: level L2 cannot copy Parameters %s to the host (dtype): a replay "
                                "starts from their values after the step", ", ".join(snapshot.skipped[:4]))
@@ -229,10 +242,14 @@ class GraphChecks:
         return result
 
     def _note(self, labels: list[str], where: Optional[str], message: str) -> None:
-        self.state.count_record()
+        """A record of kind ``outside`` (no kernel named; it does not count
+        towards ``overflow_nums``), once per kind of finding: Parameters
+        that stay inf/nan would say it again every step."""
+        kind = message.split(" ", 1)[0]
+        if kind in self._noted:
+            return
+        self._noted.add(kind)
         self.records.note(OUTSIDE, labels, where, message)
-        if self.state.exhausted:
-            self.on_exhausted()
 
     def _clear_scratch(self) -> None:
         """Remove the tensors MindSpore dumped; its graphs (``.ir``) and
@@ -240,7 +257,3 @@ class GraphChecks:
         for path in glob.glob(os.path.join(self.scratch, "rank_*", NET_NAME)):
             if os.path.isdir(path) and not os.path.islink(path):
                 shutil.rmtree(path, ignore_errors=True)
-
-    def remove_scratch(self) -> None:
-        """Remove the scratch folder (at exit)."""
-        shutil.rmtree(self.scratch, ignore_errors=True)
