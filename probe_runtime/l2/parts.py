@@ -1,6 +1,7 @@
 """The compiled-code parts a debugger gets, built for its level: L2's
 checks of compiled steps (:mod:`.graph`) on the CPU backend, or on
-Ascend the dump config msprobe 8.1.2 writes. The facade
+Ascend the dump config msprobe 8.1.2 writes; at L1/L0 on the CPU backend
+the check inside ``mindspore.jit`` regions (:mod:`.jit`). The facade
 calls :class:`CompiledParts` at ``start()``, ``stop()``, ``step()`` and
 when it removes its patches.
 
@@ -12,11 +13,14 @@ Example::
 from __future__ import annotations
 
 import logging
+import os
 from typing import Any, Callable, Optional
 
 from ..state import RunState
 
 LOGGER = logging.getLogger("probe_runtime")
+#: ``0`` turns off the check inside ``mindspore.jit`` regions at L1/L0 (on by default on CPU)
+JIT_VARIABLE = "PROBE_JIT_KERNELS"
 
 
 class CompiledParts:
@@ -74,7 +78,7 @@ def compiled_parts(level: str, config: dict, state: RunState, dump_path: str, ch
     """
     from ..hooks.frames import library_roots
     from . import dump_config
-    from .private import dump_switch
+    from .private import L2Unavailable, dump_switch, jit_executor
     from .records import KernelRecords
 
     device = _device_target()
@@ -93,6 +97,20 @@ def compiled_parts(level: str, config: dict, state: RunState, dump_path: str, ch
         parts.graph = GraphChecks(state, KernelRecords(state, dump_path=dump_path), switch, scratch=scratch,
                                   library_roots=library_roots(), on_exhausted=on_exhausted,
                                   on_error=checker.on_error)
+    elif os.environ.get(JIT_VARIABLE, "1") != "0" and device == "CPU":
+        from .jit import JitRegions
+
+        try:
+            jit_executor()
+            switch = dump_switch()
+            scratch = dump_config.process_scratch()
+        except L2Unavailable as err:
+            LOGGER.debug("probe_runtime: mindspore.jit regions are checked at their boundary only: %s", err)
+            return parts
+        switch.off()
+        records = KernelRecords(state, dump_path=dump_path, level=level, writers=checker.records.writer)
+        parts.jit = JitRegions(state, records, switch, scratch=scratch, library_roots=library_roots(),
+                               on_error=checker.on_error)
     return parts
 
 

@@ -13,6 +13,11 @@ the CPU backend and are not used.
 Everything private is imported here and nowhere else, so a MindSpore
 release that renames it fails in one place, with one message.
 
+The other private name used is the class every call of a
+``mindspore.jit`` function goes through, ``_JitExecutor``
+(``mindspore.common.api``; :func:`jit_executor`): the L1/L0 check of
+``@jit`` regions wraps its ``__call__``.
+
 Example::
 
     switch = dump_switch()        # L2Unavailable when this MindSpore lacks it
@@ -101,3 +106,19 @@ def dump_switch() -> DumpSwitch:
         LOGGER.warning("probe_runtime: level L2 was tested on MindSpore %s, not %s: its dump switch may behave "
                        "differently", " and ".join(TESTED_RELEASES), release)
     return DumpSwitch(set_iteration)
+
+
+def jit_executor() -> Any:
+    """The class each call of a ``mindspore.jit`` function runs through
+    (``mindspore.common.api._JitExecutor``; its ``fn`` is the function).
+
+    Raises:
+        L2Unavailable: this MindSpore has no such class.
+    """
+    try:
+        from mindspore.common import api
+
+        return getattr(api, "_JitExecutor")
+    except (ImportError, AttributeError) as err:
+        raise L2Unavailable(f"checking inside mindspore.jit regions needs mindspore.common.api._JitExecutor, which "
+                            f"MindSpore {_release()} does not have ({type(err).__name__})") from None

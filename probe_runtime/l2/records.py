@@ -21,7 +21,7 @@ Example::
 from __future__ import annotations
 
 import logging
-from typing import Optional
+from typing import Callable, Optional
 
 import numpy as np
 
@@ -84,18 +84,24 @@ class KernelRecords:
     Args:
         state: the current step, this rank, ``overflow_nums``.
         dump_path: absolute dump folder.
-        level: for dump.json's header (``L2``; a ``@jit`` region's kernels
-            at L1/L0 are written by that level's writer instead).
+        level: for dump.json's header (``L2``).
+        writers: the step writers to write with (a ``@jit`` region's
+            kernels at L1/L0 go into that level's folder); None: its own.
     """
 
-    def __init__(self, state: RunState, *, dump_path: str, level: str = "L2") -> None:
+    def __init__(self, state: RunState, *, dump_path: str, level: str = "L2",
+                 writers: Optional[Callable[[int], StepWriter]] = None) -> None:
         self.state = state
         self.dump_path = dump_path
         self.level = level
         self._writers: dict[int, StepWriter] = {}
+        self._shared = writers
 
     def writer(self, step: int) -> StepWriter:
-        """The writer of ``step`` for this rank."""
+        """The writer of ``step`` for this rank (``writers``' when given:
+        at L1/L0 the level's own, so one dump.json holds both)."""
+        if self._shared is not None:
+            return self._shared(step)
         writer = self._writers.get(step)
         if writer is None:
             writer = StepWriter(self.dump_path, step, self.state.rank_dir, task="overflow_check", level=self.level)

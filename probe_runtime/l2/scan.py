@@ -51,6 +51,7 @@ INPLACE_PREFIXES = ("Apply", "Assign", "SparseApply", "FusedSparse")
 INPLACE_NAMES = frozenset({"Adam", "AdamWeightDecay", "SGD", "Lamb", "ScatterUpdate", "ScatterAdd",
                            "ScatterNdUpdate", "ScatterNdAdd"})
 _FULLNAME = re.compile(r"#\s*Fullname with scope:\s*\((?P<name>[^)]*)\)")
+_OP_NUMBER = re.compile(r"-op\d+$")
 _IN_FILE = re.compile(r"#\s*In file (?P<file>.+?):(?P<line>\d+)(?:~\d+)?(?:,|/|$)")
 
 
@@ -177,10 +178,15 @@ def source_lines(rank_folder: str, wanted: Iterable[str], library_roots: tuple[s
     """Full name -> the user's ``file:line`` for the kernels in ``wanted``,
     from the graphs' ``.ir`` files: the last ``In file`` frame outside
     ``library_roots`` (the last frame of all when every one is inside, as
-    for an optimizer's kernels). Kernels found in no ``.ir`` are left out."""
+    for an optimizer's kernels). A kernel listed under another ``-opN``
+    only (a region compiled again numbers its kernels anew) gets the user
+    line of one listed so. Kernels found in no ``.ir`` are left out."""
     wanted = set(wanted)
+    unnumbered = {_OP_NUMBER.sub("", name): name for name in wanted}
     found: dict[str, str] = {}
     library: dict[str, str] = {}
+    # kernels listed under another -opN (numbers change between compiles: a region compiled again)
+    renumbered: dict[str, str] = {}
     for path in sorted(glob.glob(os.path.join(rank_folder, "graphs", "*.ir"))):
         current: Optional[str] = None
         with open(path, encoding="utf-8", errors="replace") as f:
@@ -193,6 +199,9 @@ def source_lines(rank_folder: str, wanted: Iterable[str], library_roots: tuple[s
                 if match:
                     name = match.group("name")
                     current = name if name in wanted and name not in found else None
+                    if current is None:
+                        other = unnumbered.get(_OP_NUMBER.sub("", name))
+                        current = f"?{other}" if other is not None and other not in renumbered else None
                     continue
                 if current is None:
                     continue
@@ -200,13 +209,16 @@ def source_lines(rank_folder: str, wanted: Iterable[str], library_roots: tuple[s
                 if frame is None:
                     continue
                 line_of = f"{frame.group('file')}:{frame.group('line')}"
-                if os.path.abspath(frame.group("file")).startswith(library_roots):
+                if current.startswith("?"):
+                    if not os.path.abspath(frame.group("file")).startswith(library_roots):
+                        renumbered[current[1:]] = line_of
+                elif os.path.abspath(frame.group("file")).startswith(library_roots):
                     library[current] = line_of
                 else:
                     found[current] = line_of  # the last user frame wins (the innermost call)
         if wanted <= set(found):
             break
-    return {**library, **found}
+    return {**renumbered, **library, **found}
 
 
 def read_kernels(root: str) -> list[Kernel]:

@@ -211,3 +211,15 @@ def test_a_release_without_the_private_function_is_refused_clearly(monkeypatch):
     switch.on()
     switch.off()
     assert calls == [1, 0]
+
+
+def test_a_kernel_numbered_anew_by_another_compile_gets_its_line(tmp_path):
+    """A @jit region compiled with and without gradients numbers its
+    kernels anew: the .ir may list Log-op0 while the dump has Log-op1."""
+    ir = ("      # Fullname with scope: (Default/Log-op0)\n"
+          "      # In file /home/u/train.py:110, 15~40/        return -ops.log(x).mean()/\n"
+          "      # In file /lib/mindspore/ops/function/math_func.py:99/    return log_(x)/\n")
+    root = fake_dump(tmp_path / "d", [("Log", "Default/Log-op1", [np.zeros(2, np.float32)],
+                                       [np.full(2, -np.inf, np.float32)])], ir)
+    (found,) = scan(str(root), library_roots=("/lib/mindspore",))
+    assert found.name == "Log.Default/Log-op1" and found.origin and found.where == "/home/u/train.py:110"

@@ -109,3 +109,20 @@ def test_the_step_filter_is_respected(tmp_path):
     checked, stderr = run(tmp_path, "log0", write_runtime_config(tmp_path, level="L2", step=[0, 1, 2]))
     assert not list((tmp_path / "dump").glob("step*"))
     assert "no overflow found in 3 checked step(s)" in stderr
+
+
+@pytest.mark.parametrize("level", ["L1", "L0"])
+def test_the_kernel_inside_a_jit_region_is_named_at_l1_and_l0(tmp_path, level):
+    """PyNative loop, loss -inf from ops.log(0) inside a @jit helper: the
+    level sees only the region's boundary; the replay under the dump names
+    the Log kernel inside it, with its line, before anything it fed."""
+    dump = tmp_path / "dump"
+    plain, _ = run(tmp_path, "jit", None)
+    checked, _ = run(tmp_path, "jit", write_runtime_config(tmp_path, level=level, nums=-1))
+    assert checked == plain  # the replay changes neither the gradients nor training
+    first = records(dump, 3)[0]
+    assert first["origin"] is True and first["name"].startswith("Log.Default/Log-op"), first
+    assert first["inside"] == "Jit.scored_loss.0.forward"
+    assert first["where"] == f"{SCRIPT}:{line_of('return -ops.log(ops.abs(label * pred)).mean()')}"
+    last = report_last_line(dump)
+    assert f"{first['name']} (kernel, forward) inside Jit.scored_loss.0.forward" in last, last
