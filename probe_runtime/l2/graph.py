@@ -94,6 +94,8 @@ class GraphChecks:
         on_exhausted: called once ``overflow_nums`` overflowing steps were recorded.
         on_error: called with (where, exception) for a fault of the tool;
             the step's result is still returned.
+        on_note: called when a record that names no kernel was written (no
+            all-clear may be said then).
 
     Attributes:
         checked: compiled runs checked; replays: runs replayed under the dump.
@@ -101,7 +103,7 @@ class GraphChecks:
 
     def __init__(self, state: RunState, records: KernelRecords, switch: DumpSwitch, *, scratch: str,
                  library_roots: tuple[str, ...], on_exhausted: Callable[[], None],
-                 on_error: Callable[[str, BaseException], None]) -> None:
+                 on_error: Callable[[str, BaseException], None], on_note: Callable[[], None] = lambda: None) -> None:
         self.state = state
         self.records = records
         self.switch = switch
@@ -109,6 +111,7 @@ class GraphChecks:
         self.library_roots = library_roots
         self.on_exhausted = on_exhausted
         self.on_error = on_error
+        self.on_note = on_note
         self.checked = 0
         self.replays = 0
         self._snapshots: dict[int, tuple[Callable[[], Any], StateSnapshot]] = {}
@@ -250,6 +253,7 @@ class GraphChecks:
             return
         self._noted.add(kind)
         self.records.note(OUTSIDE, labels, where, message)
+        self.on_note()
 
     def _clear_scratch(self) -> None:
         """Remove the tensors MindSpore dumped; its graphs (``.ir``) and

@@ -96,7 +96,7 @@ def compiled_parts(level: str, config: dict, state: RunState, dump_path: str, ch
         switch.off()
         parts.graph = GraphChecks(state, KernelRecords(state, dump_path=dump_path), switch, scratch=scratch,
                                   library_roots=library_roots(), on_exhausted=on_exhausted,
-                                  on_error=checker.on_error)
+                                  on_error=checker.on_error, on_note=lambda: setattr(summary, "said", True))
     elif os.environ.get(JIT_VARIABLE, "1") != "0" and device == "CPU":
         from .jit import JitRegions
 

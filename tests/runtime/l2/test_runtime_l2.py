@@ -126,3 +126,21 @@ def test_the_kernel_inside_a_jit_region_is_named_at_l1_and_l0(tmp_path, level):
     assert first["where"] == f"{SCRIPT}:{line_of('return -ops.log(ops.abs(label * pred)).mean()')}"
     last = report_last_line(dump)
     assert f"{first['name']} (kernel, forward) inside Jit.scored_loss.0.forward" in last, last
+
+
+def test_a_graph_compiled_before_the_debugger_is_said_not_hidden(tmp_path):
+    """MindSpore reads its dump config at the first compile: a step compiled
+    before PrecisionDebugger() replays without a dump. The record says so
+    (kind outside), Parameters that stay inf/nan are said once, and no
+    all-clear follows."""
+    env = {k: v for k, v in os.environ.items() if k not in LAUNCHER_VARIABLES + ("MINDSPORE_DUMP_CONFIG",)}
+    env.update(PYTHONPATH=str(ROOT), TMPDIR=str(tmp_path))
+    config = write_runtime_config(tmp_path, level="L2", nums=1)
+    proc = subprocess.run([sys.executable, str(SCRIPT.with_name("l2_late_compile.py")), str(config)], cwd=tmp_path,
+                          env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (first,) = records(tmp_path / "dump", 1)
+    assert first["kind"] == "outside" and "compiled before PrecisionDebugger() was created" in first["message"]
+    assert [r["kind"] for r in records(tmp_path / "dump", 2)] == ["outside"]
+    assert "no overflow found" not in proc.stderr
+    assert "Overflow outside the checked calls in step1/rank" in report_last_line(tmp_path / "dump")
