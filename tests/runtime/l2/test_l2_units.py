@@ -223,3 +223,19 @@ def test_a_kernel_numbered_anew_by_another_compile_gets_its_line(tmp_path):
                                        [np.full(2, -np.inf, np.float32)])], ir)
     (found,) = scan(str(root), library_roots=("/lib/mindspore",))
     assert found.name == "Log.Default/Log-op1" and found.origin and found.where == "/home/u/train.py:110"
+
+
+def test_l2_on_cpu_refuses_a_distributed_process_and_jit_checks_stay_off():
+    """MindSpore's CPU AllReduce fails while its dump config is set (msrun,
+    2.7.0 and 2.10.0): L2 on CPU refuses a rank of a distributed job, and
+    the check inside mindspore.jit regions is off there by default."""
+    pytest.importorskip("mindspore")
+    from probe_runtime.l2.parts import compiled_parts
+    from probe_runtime.l2.private import L2Unavailable
+    from probe_runtime.state import RunState
+
+    checker = types.SimpleNamespace(on_error=lambda *a: None, records=types.SimpleNamespace(writer=None))
+    with pytest.raises(L2Unavailable, match="does not run in a distributed job"):
+        compiled_parts("L2", {}, RunState(rank=1), "/d", checker, on_exhausted=lambda: None, summary=None)
+    parts = compiled_parts("L1", {}, RunState(rank=1), "/d", checker, on_exhausted=lambda: None, summary=None)
+    assert parts.jit is None and parts.graph is None
