@@ -16,10 +16,14 @@ go into the step's folder with ``inside`` naming the region,
 ``Jit.<function>.<index>.forward``, before the level's own records of
 that step.
 
-The replay runs the region a second time: a region that updates
-Parameters in place (an optimizer's compiled ``construct``) returns no
-floating tensor and is never replayed; one that both updates state and
-returns an inf/nan float would be updated twice (docs/l2.md).
+The replay runs the region a second time, so a region that writes
+Parameters in place is never replayed: an optimizer's compiled
+``construct`` returns no floating tensor, and a region whose compiled
+graph (its ``.ir``, written by MindSpore's dump at compile time: the
+graphs whose source lines fall inside the region's function) holds an
+in-place kernel (``Assign*``, ``Apply*``, ``Adam`` ...), such as a whole
+``@jit`` training step with its optimizer, is said once and left alone
+(:func:`writes_parameters`); so is one whose graph is not found.
 
 Example::
 
@@ -33,6 +37,7 @@ from __future__ import annotations
 import glob
 import logging
 import os
+import re
 import shutil
 from typing import Any, Callable, Optional
 
@@ -73,6 +78,7 @@ class JitRegions:
         self.on_error = on_error
         self.active = False
         self.replays = 0
+        self._skipped: set[str] = set()
         self._executor: Any = None
         self._original: Optional[Callable] = None
         self._depth = 0
@@ -137,7 +143,20 @@ class JitRegions:
             self._depth -= 1
 
     def replay(self, original: Callable, run: Any, args: tuple, kwargs: dict, name: str) -> None:
-        """Run the region again under the dump and write the kernels it names."""
+        """Run the region again under the dump and write the kernels it
+        names; a region that may write Parameters is not run again."""
+        function = getattr(run, "fn", None)
+        writes = writes_parameters(self.scratch, function)
+        if writes is not False:
+            label = name.rsplit(".", 2)[0]
+            if label not in self._skipped:
+                self._skipped.add(label)
+                why = ("writes Parameters in place (running it again would update them twice)" if writes else
+                       "has no compiled graph in MindSpore's dump (compiled before PrecisionDebugger() was created?)")
+                LOGGER.warning("probe_runtime: the mindspore.jit region %s at %s returned inf/nan from finite inputs; "
+                               "it %s, so the kernel inside it is not named", label,
+                               caller_where(self.library_roots), why)
+            return
         self._clear()
         self.switch.on()
         try:
@@ -159,3 +178,34 @@ class JitRegions:
         for path in glob.glob(os.path.join(self.scratch, "rank_*", NET_NAME)):
             if os.path.isdir(path) and not os.path.islink(path):
                 shutil.rmtree(path, ignore_errors=True)
+
+
+#: an in-place kernel in a graph's ``.ir`` (``%3(...) = ApplyMomentum(...)``, ``= PrimFunc_AssignAdd(``)
+_INPLACE_IR = re.compile(r"= (?:PrimFunc_)?(?:Assign\w*|Apply\w+|SparseApply\w+|Adam\w*|SGD|Lamb|ScatterUpdate|"
+                         r"ScatterAdd|ScatterNdUpdate|ScatterNdAdd)\(")
+
+
+def writes_parameters(scratch: str, function: Any) -> Optional[bool]:
+    """Whether the compiled graph of ``function`` holds an in-place
+    kernel: the ``.ir`` files under ``scratch`` whose source lines fall in
+    the function's lines are read. None when no such graph is found (or
+    the function's source is unknown)."""
+    code = getattr(function, "__code__", None)
+    if code is None:
+        return None
+    lines = [line for _, _, line in code.co_lines() if line is not None] + [code.co_firstlineno]
+    first, last = min(lines), max(lines)
+    marker = re.compile(r"In file " + re.escape(code.co_filename) + r":(\d+)")
+    found: Optional[bool] = None
+    for path in glob.glob(os.path.join(scratch, "rank_*", "graphs", "*.ir")):
+        try:
+            with open(path, encoding="utf-8", errors="replace") as f:
+                text = f.read()
+        except OSError:
+            continue
+        if not any(first <= int(m.group(1)) <= last for m in marker.finditer(text)):
+            continue
+        if _INPLACE_IR.search(text):
+            return True
+        found = False
+    return found

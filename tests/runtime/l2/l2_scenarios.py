@@ -7,7 +7,9 @@ Scenarios (each overflows at step 3 only, from its data, unless "clean"):
 MatMul result exceeds float16), ``log0`` (log of 0 in the loss),
 ``update`` (an optimizer update that goes inf), ``clean`` (no overflow),
 ``model`` (``Model.train`` with the callback, the ``exp`` network),
-``jit`` (PyNative loop, a ``@mindspore.jit`` helper in the loss: log of 0).
+``jit`` (PyNative loop, a ``@mindspore.jit`` helper in the loss: log of 0),
+``jitstep`` (PyNative, a whole ``@mindspore.jit`` training step with its
+optimizer: log of 0 in the loss).
 With CONFIG ``none`` no debugger is created (the reference run). OUT gets
 the losses and a digest of the final Parameters.
 """
@@ -25,7 +27,7 @@ from mindspore import nn, ops
 SCENARIO, CONFIG, OUT = sys.argv[1], sys.argv[2], sys.argv[3]
 STEPS = int(sys.argv[4]) if len(sys.argv) > 4 else 5
 BAD_STEP = 3
-ms.set_context(mode=ms.PYNATIVE_MODE if SCENARIO == "jit" else ms.GRAPH_MODE, device_target="CPU")
+ms.set_context(mode=ms.PYNATIVE_MODE if SCENARIO.startswith("jit") else ms.GRAPH_MODE, device_target="CPU")
 ms.set_seed(1)
 debugger = None
 if CONFIG != "none":
@@ -72,7 +74,7 @@ def data(step):
         return np.full((2, 4), 30.0 if big else 0.1, np.float32), np.ones((2, 1), np.float32)
     if SCENARIO == "fp16":
         return np.full((2, 4), 2e4 if big else 0.5, np.float32), np.ones((2, 1), np.float32)
-    if SCENARIO in ("log0", "jit"):
+    if SCENARIO in ("log0", "jit", "jitstep"):
         return np.full((2, 4), 0.5, np.float32), np.full((2, 1), 0.0 if big else 1.0, np.float32)
     if SCENARIO == "update":  # the gradient (3e38) is finite, lr * it is not
         return np.full((1, 1), 3e38 if big else 1.0, np.float32), np.full((1, 1), 1.0 if big else 0.0, np.float32)
@@ -82,7 +84,7 @@ def data(step):
 def build():
     if SCENARIO == "fp16":
         return Half(), nn.MSELoss()
-    if SCENARIO in ("log0", "jit"):
+    if SCENARIO in ("log0", "jit", "jitstep"):
         return nn.Dense(4, 1, weight_init="ones", bias_init="zeros"), LogLoss()
     if SCENARIO == "update":
         return nn.Dense(1, 1, weight_init="ones", has_bias=False), MeanLoss()
@@ -119,6 +121,27 @@ elif SCENARIO == "jit":
             debugger.start(net)  # L0 checks the Cells of net; L1 ignores it
         loss, grads = grad_fn(x, y)
         optimizer(grads)
+        if debugger:
+            debugger.stop()
+            debugger.step()
+        losses.append(float(loss.asnumpy()))
+elif SCENARIO == "jitstep":
+    def step_forward(x, y):
+        return loss_fn(net(x), y)
+
+    step_grad = ms.value_and_grad(step_forward, None, optimizer.parameters)
+
+    @ms.jit
+    def train_step(x, y):
+        loss, grads = step_grad(x, y)
+        optimizer(grads)
+        return loss
+
+    for step in range(STEPS):
+        x, y = (ms.Tensor(a) for a in data(step))
+        if debugger:
+            debugger.start(net)
+        loss = train_step(x, y)
         if debugger:
             debugger.stop()
             debugger.step()

@@ -144,3 +144,15 @@ def test_a_graph_compiled_before_the_debugger_is_said_not_hidden(tmp_path):
     assert [r["kind"] for r in records(tmp_path / "dump", 2)] == ["outside"]
     assert "no overflow found" not in proc.stderr
     assert "Overflow outside the checked calls in step1/rank" in report_last_line(tmp_path / "dump")
+
+
+def test_a_jit_region_that_writes_parameters_is_not_run_twice(tmp_path):
+    """A whole @jit training step (its optimizer inside) returns an inf
+    loss: running it again would update the Parameters twice, so it is
+    said and left alone; training stays as without the tool."""
+    plain, _ = run(tmp_path, "jitstep", None)
+    checked, stderr = run(tmp_path, "jitstep", write_runtime_config(tmp_path, level="L1", nums=-1))
+    assert checked == plain
+    assert "the mindspore.jit region Jit.train_step" in stderr and "writes Parameters in place" in stderr
+    for path in (tmp_path / "dump").glob("step*/rank/overflow.json"):
+        assert not any("inside" in r and r["inside"].startswith("Jit.train_step") for r in json.loads(path.read_text()))
