@@ -85,8 +85,40 @@ def scratch_folder() -> str:
     parent = tempfile.gettempdir()
     if "." in parent:
         raise L2Unavailable(f"level L2 needs a temporary folder without '.' in its path for MindSpore's dump, and "
-                         f"{parent} has one: set TMPDIR to another folder")
-    return tempfile.mkdtemp(prefix="probe_l2_", dir=parent)
+                            f"{parent} has one: set TMPDIR to another folder")
+    remove_stale(parent)
+    return tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{os.getpid()}_", dir=parent)
+
+
+#: scratch folders are named ``probe_l2_<pid>_<random>``
+SCRATCH_PREFIX = "probe_l2_"
+
+
+def remove_stale(parent: str) -> list[str]:
+    """Remove the scratch folders in ``parent`` that processes of this user
+    which no longer run left behind (killed before interpreter exit, which
+    removes a process's own); returns their paths. A folder whose process
+    still runs, or that belongs to another user, is left alone."""
+    import shutil
+
+    removed = []
+    for name in os.listdir(parent):
+        number = name[len(SCRATCH_PREFIX):].split("_", 1)[0] if name.startswith(SCRATCH_PREFIX) else ""
+        if not number.isdigit():
+            continue
+        path = os.path.join(parent, name)
+        try:
+            st = os.lstat(path)
+            if st.st_uid != os.getuid() or not os.path.isdir(path) or os.path.islink(path):
+                continue
+            os.kill(int(number), 0)
+            continue  # that process still runs
+        except ProcessLookupError:
+            shutil.rmtree(path, ignore_errors=True)
+            removed.append(path)
+        except OSError:
+            continue
+    return removed
 
 
 def install(config: dict, folder: str, file_name: str) -> str:

@@ -239,3 +239,20 @@ def test_l2_on_cpu_refuses_a_distributed_process_and_jit_checks_stay_off():
         compiled_parts("L2", {}, RunState(rank=1), "/d", checker, on_exhausted=lambda: None, summary=None)
     parts = compiled_parts("L1", {}, RunState(rank=1), "/d", checker, on_exhausted=lambda: None, summary=None)
     assert parts.jit is None and parts.graph is None
+
+
+def test_scratch_folders_of_processes_that_ended_are_removed(tmp_path, monkeypatch):
+    """A process killed before exit leaves its scratch dump folder; the
+    next one removes it, never one whose process still runs."""
+    import subprocess
+
+    ended = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    dead = tmp_path / f"{dump_config.SCRATCH_PREFIX}{ended.stdout.strip()}_abc"
+    alive = tmp_path / f"{dump_config.SCRATCH_PREFIX}{os.getpid()}_def"
+    other = tmp_path / "probe_l2_notapid"
+    for folder in (dead, alive, other):
+        folder.mkdir()
+    monkeypatch.setattr(dump_config.tempfile, "gettempdir", lambda: str(tmp_path))
+    made = Path(dump_config.scratch_folder())
+    assert not dead.exists() and alive.exists() and other.exists()
+    assert made.name.startswith(f"{dump_config.SCRATCH_PREFIX}{os.getpid()}_")
