@@ -137,10 +137,29 @@ def parse_rank(name: str) -> tuple[bool, Optional[int]]:
     return True, int(match.group(1)) if match.group(1) else None
 
 
+#: a kernel's entry name (level L2), as msprobe's kernel dumps name kernels:
+#: ``<Op>.<full name with scope>``, e.g. ``Exp.Default/network-WithLossCell/_backbone-Net/Exp-op0``
+#: (``.<n>`` added when one step records the same kernel twice)
+KERNEL_PATTERN = re.compile(r"^[A-Za-z][A-Za-z0-9_]*\.[^\s]*/[^/\s]*-op\d+(\.\d+)?$")
+
+
+def entry_kind(name: str) -> str:
+    """What an entry name names: ``Cell``, ``Module`` (L0 in the MSAdapter
+    scenario), ``kernel`` (level L2) or ``API``."""
+    if name.startswith("Cell."):
+        return "Cell"
+    if name.startswith("Module."):
+        return "Module"
+    return "kernel" if KERNEL_PATTERN.match(name) else "API"
+
+
 def direction_of(name: str) -> Optional[str]:
     """``forward``, ``backward`` or ``parameters_grad`` from an entry name
     (``Functional.exp.3.forward``, ``Cell.fc.Dense.backward.0``,
-    ``Cell.fc.Dense.parameters_grad``), else None."""
+    ``Cell.fc.Dense.parameters_grad``; a kernel: ``backward`` when its
+    full name starts with ``Gradients/``), else None."""
+    if KERNEL_PATTERN.match(name):
+        return "backward" if name.split(".", 1)[1].startswith("Gradients/") else "forward"
     parts = name.split(".")
     for part in reversed(parts[-2:]):
         if part in DIRECTIONS:

@@ -12,6 +12,20 @@ the windows; each is *exact* (every call checked), *watched* (auto checks:
 only the gradient computations, a replay under exact checks when one
 returns inf/nan) or a *sentinel* window (``docs/checks.md``).
 
+Once the gate passes, dump_path is created (0o750, never through a soft
+link), as msprobe does. At exit, when nothing was recorded, one line says
+so (:mod:`probe_runtime.windows.summary`). L1 intercepts API calls
+(:mod:`probe_runtime.l1`), L0 hooks the Cells of the model given to
+``start(model)`` (:mod:`probe_runtime.l0`); calls are queued and resolved
+in batches, records on disk before the resolving call returns
+(:mod:`probe_runtime.check.queue`). Level L2 (static graph) checks each
+compiled step run between ``start()`` and ``stop()`` and, on the CPU
+backend, replays an overflowing one under MindSpore's kernel dump; at
+L1/L0 on CPU a ``mindspore.jit`` region that returns inf/nan from finite
+inputs is replayed so (:mod:`probe_runtime.l2`, ``docs/l2.md``). The
+debugger sets MindSpore's dump config: build it before the first graph
+compiles.
+
 Example::
 
     from probe_runtime import PrecisionDebugger
@@ -61,7 +75,7 @@ def require_runtime() -> None:
 
 
 class PrecisionDebugger:
-    """msprobe-compatible overflow detector for MindSpore PyNative (L0, L1).
+    """msprobe-compatible overflow detector for MindSpore: PyNative (L0, L1), static graph (L2).
 
     The facade only wires the parts; what each window checks lives in
     :mod:`probe_runtime.windows`.
@@ -85,19 +99,11 @@ class PrecisionDebugger:
         ValueError: ``checks`` (or ``PROBE_CHECKS``) is not one of
             :data:`CHECKS`, or ``PROBE_SYNC`` not ``0``, ``1`` or ``auto``.
         ConfigLintError: the lint found errors in this live context (bad
-            config, a task other than overflow_check, L2 without Ascend, a
+            config, a task other than overflow_check, L2 on GPU, L0/L1 in a
             graph-mode process, a dump_path that is relative, a soft link or
             not writable, or holding an earlier run's dump of this rank ...).
             Nothing has been patched or written then.
-
-    Once the gate passes, dump_path is created (0o750, never through a
-    soft link), as msprobe does. At exit, when nothing was recorded, one
-    line says so (:mod:`probe_runtime.windows.summary`). L1 intercepts API
-    calls (:mod:`probe_runtime.l1`), L0 hooks the Cells of the model given
-    to ``start(model)`` (:mod:`probe_runtime.l0`); calls are queued and
-    resolved in batches, records on disk before the resolving call returns
-    (:mod:`probe_runtime.check.queue`).
-
+        L2Unavailable: L2 on CPU, no private dump switch in this MindSpore or a ``.`` in TMPDIR (ValueError)
     """
 
     def __init__(self, config_path: Optional[str] = None, task: Optional[str] = None,
@@ -124,11 +130,11 @@ class PrecisionDebugger:
         section = config.get("overflow_check") or {}
         self.state = RunState(steps=expand_ids(config.get("step")), ranks=expand_ids(config.get("rank")),
                               rank=rank[0], overflow_nums=int(section.get("overflow_nums", 1)))
-        self._build_parts(WindowPolicy(mode, defaulted=named is None))
+        self._build_parts(WindowPolicy(mode, defaulted=named is None), config)  # L2Unavailable (l2.parts)
         self._started = False
         lifecycle.register(self)
 
-    def _build_parts(self, policy: WindowPolicy) -> None:
+    def _build_parts(self, policy: WindowPolicy, config: dict) -> None:
         """Build the parts, each handed its collaborators, and the windows
         over them. Imported here: they need numpy and MindSpore (the
         ``runtime`` extra), which a config the gate refuses never costs."""
@@ -142,6 +148,7 @@ class PrecisionDebugger:
         from .l0.cell_hooks import CellHooks
         from .l1.interceptor import ApiInterceptor
         from .l1.optimizer import OptimizerWatch
+        from .l2.parts import compiled_parts
         from .windows.controller import Windows
         from .windows.exact import ExactChecks
 
@@ -167,6 +174,8 @@ class PrecisionDebugger:
                                             before_step=windows.before_step, after_step=windows.after_step)
         grads.on_computation, grads.on_forward = windows.on_computation, windows.on_forward
         self.grads, self.cells, self.interceptor = grads, cells, interceptor
+        self.compiled = compiled_parts(self.level, config, self.state, self.dump_path, self.checker,
+                                       on_exhausted=self._unpatch, summary=windows.summary)  # L2, mindspore.jit
 
     @property
     def checks(self) -> str:
@@ -200,12 +209,14 @@ class PrecisionDebugger:
         if self.level == "L0":
             self.cells.check_model(model)  # raises UsageError for no model or a non-Cell
         self.windows.summary.started(self.state.step)
-        if self._started:
+        if self._started or self.level == "L2":  # L2: compiled steps checked (probe_runtime.l2)
+            self._started = self._started or self.compiled.open()
             return
         try:
             if not self.checker.begin():
                 return
             self.windows.open(model)
+            self.compiled.open()  # mindspore.jit regions
             self._started = True
         except Exception as err:
             self.windows.abandon()
@@ -216,6 +227,7 @@ class PrecisionDebugger:
     def stop(self) -> None:
         """Stop checking, remove the patches and resolve every pending check
         (records are on disk when it returns)."""
+        self.compiled.close()
         self._unpatch()
         self._started = False
         try:
@@ -233,6 +245,7 @@ class PrecisionDebugger:
             self.checker.flush(final=True)
         self.state.next_step()
         self.cells.new_step()
+        self.compiled.new_step()
 
     def set_init_step(self, step: int) -> None:
         """Set the number of the current step (e.g. when resuming).
@@ -258,6 +271,7 @@ class PrecisionDebugger:
 
     def _unpatch(self) -> None:
         """Remove every installed part (also when ``overflow_nums`` is reached)."""
+        self.compiled.uninstall()
         self.windows.uninstall()
 
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Optional
 
 from probe_format.collectives import collective_semantics
-from probe_format.layout import MESSAGE, NOTE_KINDS, OUTSIDE, SENTINEL, UPDATE, direction_of
+from probe_format.layout import MESSAGE, NOTE_KINDS, OUTSIDE, SENTINEL, UPDATE, direction_of, entry_kind
 
 
 @dataclass
@@ -125,14 +125,14 @@ class Record:
 
     @property
     def kind(self) -> str:
-        """``API``, ``Cell``, ``Module`` (L0 in the MSAdapter scenario), or
-        for a record that names no call its kind (``sentinel``, ``outside``,
-        ``update``): what the record names."""
+        """``API``, ``Cell``, ``Module`` (L0 in the MSAdapter scenario),
+        ``kernel`` (level L2), or for a record that names no call its kind
+        (``sentinel``, ``outside``, ``update``): what the record names."""
         if self.sentinel is not None:
             return SENTINEL
         if self.record_kind in (OUTSIDE, UPDATE):
             return self.record_kind
-        return "Cell" if self.name.startswith("Cell.") else "Module" if self.name.startswith("Module.") else "API"
+        return entry_kind(self.name)
 
     @property
     def names_call(self) -> bool:

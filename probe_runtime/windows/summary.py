@@ -20,6 +20,11 @@ import sys
 from typing import Optional
 
 LOGGER = logging.getLogger("probe_runtime")
+#: what level L2 on the CPU backend cannot see (said once, in the all-clear)
+L2_CPU_LIMITS = ("level L2 on the CPU backend checks every kernel of each compiled step for inf/nan; it cannot see "
+                 "saturation mode, where an overflow becomes +-max instead of inf (only Ascend's float status sees "
+                 "it), and the CPU's kernels and fusion differ from Ascend's, so a float16 overflow there may not "
+                 "happen here")
 
 
 def outside_filter(unchecked: set, steps: Optional[frozenset]) -> str:
@@ -101,6 +106,8 @@ class Summary:
             shown = ", ".join(str(step) for step in sorted(self.unfinished))
             message += (f"; step {shown} did not reach stop() (still running at exit: an exception, or no stop()), "
                         "so only its calls up to then were checked")
+        if self.level == "L2":  # what the CPU's kernel check cannot see
+            message += " (" + L2_CPU_LIMITS + ")"
         if self.level == "L0":  # what L0 cannot see, so the all-clear is not read as more than it is
             message += (" (level L0 checks what the Cells take and return: an overflow that starts and ends inside "
                         "one Cell, its outputs finite, is not seen; level L1 names the call)")

@@ -175,24 +175,39 @@ def test_runtime_context_refuses_what_probe_runtime_cannot_run():
 
     runtime = Context(facts={"device": Fact("CPU", "get_context")}, runtime=True)
     assert [f.code for f in task_not_available(ConfigView(config(task="statistics")), runtime)] == ["PL205"]
-    assert [f.code for f in task_not_available(ConfigView(config(level="L2")), runtime)] == ["PL205"]
     assert list(task_not_available(ConfigView(config()), runtime)) == []
+    # issue 35: probe_runtime runs L2 on the CPU backend (and Ascend), not on GPU
+    assert list(task_not_available(ConfigView(config(level="L2")), runtime)) == []
+    unknown = Context(facts={}, runtime=True)  # probe run, before the job starts: the process decides
+    assert list(task_not_available(ConfigView(config(level="L2")), unknown)) == []
+    gpu = Context(facts={"device": Fact("GPU", "get_context")}, runtime=True)
+    (found,) = task_not_available(ConfigView(config(level="L2")), gpu)
+    assert found.code == "PL205" and "CPU backend and on Ascend, not on GPU" in found.message
 
 
-def test_runtime_context_never_sends_a_graph_mode_config_to_l2():
-    """Issue 34: under probe run, PL201's fix/hint sent a graph-mode script to
-    L2, which PL205 then refused there (probe_runtime checks PyNative L0/L1)."""
+def test_runtime_context_sends_a_graph_mode_config_to_l2():
+    """Issue 34 kept PL201's fix/hint from sending a graph-mode script to L2
+    under probe run, which PL205 refused there; since issue 35 probe_runtime
+    runs L2 on the CPU backend, so the fix is L2 again, and PL202 (jit_level
+    O2, msprobe's L2 on Ascend) does not apply to it there."""
     from msprobe_lint.lint.config_view import ConfigView
     from msprobe_lint.lint.context import Context, Fact
-    from msprobe_lint.lint.rules.levels import level_not_allowed
+    from msprobe_lint.lint.rules.levels import l2_needs_o2, level_not_allowed
 
-    facts = {"device": Fact("CPU", "get_context"), "mode": Fact("graph", "get_context")}
+    facts = {"device": Fact("CPU", "get_context"), "mode": Fact("graph", "get_context"),
+             "jit_level": Fact("O0", "get_context")}
     for level in ("L1", "L0", "mix"):
         (found,) = level_not_allowed(ConfigView(config(level=level)), Context(facts=facts, runtime=True))
-        assert found.fix is None and "L2" not in found.hint.split(";")[0], found
-        assert "probe_runtime checks PyNative at L0/L1 only" in found.hint
+        assert found.fix is not None and found.fix.ops[0][2] == "\"L2\"", found
+        assert "probe_runtime checks static graph at L2" in found.hint
     (outside,) = level_not_allowed(ConfigView(config(level="L1")), Context(facts=facts))
     assert outside.fix is not None and '"L2"' in outside.hint  # msprobe itself: L2 in static graph
+    assert list(l2_needs_o2(ConfigView(config(level="L2")), Context(facts=facts, runtime=True))) == []
+    (o2,) = l2_needs_o2(ConfigView(config(level="L2")), Context(facts=facts))
+    assert o2.code == "PL202" and "Ascend" in o2.hint
+    ascend = dict(facts, device=Fact("Ascend", "get_context"))
+    assert [f.code for f in l2_needs_o2(ConfigView(config(level="L2")), Context(facts=ascend, runtime=True))] \
+        == ["PL202"]
 
 
 def test_json_nested_deeper_than_the_linter_reads_is_no_syntax_error(lint):

@@ -42,9 +42,11 @@ def _remove_here(ptr: str):
     return remove(ptr, f"remove {ptr.rpartition('/')[2]!r}, which has no effect here", safe=False)
 
 
-# What probe_runtime (probe run, its PrecisionDebugger) can run instead of a static-graph L2 check.
-_RUNTIME_NO_L2 = ("probe_runtime checks PyNative at L0/L1 only; the L2 check of static graph needs msprobe "
-                  "itself on an Ascend device")
+# What probe_runtime (probe run, its PrecisionDebugger) runs in static graph.
+_RUNTIME_L2 = ("probe_runtime checks static graph at L2: kernel by kernel on the CPU backend (a step that "
+               "overflows is run again under MindSpore's dump), through MindSpore's overflow dump on Ascend")
+#: the devices probe_runtime runs level L2 on
+_RUNTIME_L2_DEVICES = ("cpu", "ascend")
 
 
 @rule("PL201", "level-not-allowed", "error", "overflow_check level not allowed in this framework/mode", fix="unsafe")
@@ -59,7 +61,8 @@ def level_not_allowed(config: ConfigView, context: Context) -> Iterator[Finding]
     MindSpore overflow_check runs at L2 in static graph only (its PyNative
     L0/L1 check is gone), L0 and L1 are reported whatever the mode. Inside
     probe_runtime (PrecisionDebugger, probe run), which checks PyNative at
-    L0/L1 only, the help never suggests L2.
+    L0/L1 and static graph at L2 (on CPU too), the help suggests L2 for a
+    static-graph script.
 
     Bad:
         {"task": "overflow_check", "level": "L1"}    with mode=graph
@@ -95,8 +98,9 @@ def level_not_allowed(config: ConfigView, context: Context) -> Iterator[Finding]
                           hint="run in GRAPH_MODE with jit_level O2, or use probe_runtime at L1/L0 in PyNative")
         return  # PyTorch and MSAdapter: PL205
     if level in ("mix", "debug"):
-        if context.runtime:  # probe_runtime checks PyNative at L0/L1 only: L2 would be refused (PL205)
-            hint, fix = f"use L0 (Cell) or L1 (API) in PyNative mode; {_RUNTIME_NO_L2}", fit("L1") if dynamic else None
+        if context.runtime:
+            hint = f"use L0 (Cell) or L1 (API) in PyNative mode, L2 in static graph; {_RUNTIME_L2}"
+            fix = fit("L2") if mode == "graph" else fit("L1") if dynamic else None
         else:
             hint = "use L0 (Cell) or L1 (API) in PyNative/MSAdapter/PyTorch, L2 in MindSpore static graph"
             fix = fit("L2") if mode == "graph" else fit("L1") if dynamic else None
@@ -105,7 +109,7 @@ def level_not_allowed(config: ConfigView, context: Context) -> Iterator[Finding]
         return
     if mode == "graph" and level in ("L0", "L1"):
         if context.runtime:
-            hint, fix = f"run the script in PYNATIVE_MODE; {_RUNTIME_NO_L2}", None
+            hint, fix = f"use \"level\": \"L2\", or run the script in PYNATIVE_MODE; {_RUNTIME_L2}", fit("L2")
         else:
             hint, fix = "use \"level\": \"L2\" (with jit_level O2), or run in PYNATIVE_MODE", fit("L2")
         yield Finding("PL201", f"level {level} does not work for overflow_check in MindSpore static graph"
@@ -124,7 +128,10 @@ def l2_needs_o2(config: ConfigView, context: Context) -> Iterator[Finding]:
     (whole-graph sink) compile of MindSpore; at O0/O1 it finds nothing. When
     the jit_level is unknown this is a warning asking to verify it: set it
     with set_context(jit_config={"jit_level": "O2"}) and tell the linter with
-    --jit-level or --script.
+    --jit-level or --script. This is msprobe's own L2 (on Ascend);
+    inside probe_runtime (PrecisionDebugger, probe run) it applies on
+    Ascend only: probe_runtime's L2 on the CPU backend replays the step
+    under MindSpore's dump, which works at any jit_level.
 
     Bad:
         ms.set_context(mode=ms.GRAPH_MODE, jit_config={"jit_level": "O0"})
@@ -135,6 +142,8 @@ def l2_needs_o2(config: ConfigView, context: Context) -> Iterator[Finding]:
         return
     if _overflow_scenario(config, context) != "graph":
         return
+    if context.runtime and str(context.value("device") or "").lower() != "ascend":
+        return  # probe_runtime's CPU L2 replays under MindSpore's dump: any jit_level works
     jit = context.value("jit_level")
     at = config.where_level()
     if jit is None:
@@ -143,7 +152,8 @@ def l2_needs_o2(config: ConfigView, context: Context) -> Iterator[Finding]:
                       hint="set_context(jit_config={\"jit_level\": \"O2\"}), then pass --jit-level O2 or --script")
     elif jit != "O2":
         yield Finding("PL202", f"level L2 needs jit_level O2, not {jit}{_because(context, 'jit_level')}",
-                      pointer=at, hint="set_context(jit_config={\"jit_level\": \"O2\"})")
+                      pointer=at, hint="set_context(jit_config={\"jit_level\": \"O2\"}); msprobe's L2 also needs "
+                                       "an Ascend device (probe_runtime's L2 on CPU needs neither)")
 
 
 @rule("PL203", "l2-needs-new-mindspore", "error", "overflow_check L2 in static graph needs MindSpore > 2.5.0")
@@ -180,7 +190,8 @@ def option_no_effect(config: ConfigView, context: Context) -> Iterator[Finding]:
     check_mode is read only in MindSpore static graph, and only MindSpore
     older than 2.3.0 honours it: with any current MindSpore every check_mode
     draws this warning, whatever its value (even the default "all").
-    overflow_nums is not used in static graph. Fires whenever the key is
+    overflow_nums is not used in static graph by msprobe (probe_runtime's
+    L2 uses it: not reported inside probe_runtime). Fires whenever the key is
     present; remove it to silence the warning.
 
     Bad:
@@ -202,6 +213,7 @@ def option_no_effect(config: ConfigView, context: Context) -> Iterator[Finding]:
                           pointer="/overflow_check/check_mode", at="key", hint="remove check_mode",
                           fix=_remove_here("/overflow_check/check_mode"))
     if config.has("overflow_check", "overflow_nums") and _overflow_scenario(config, context) == "graph" \
+            and not context.runtime \
             and not config.profile.startswith("26"):  # 26.0 no longer reads it at all: PL106
         yield Finding("PL204", "overflow_nums has no effect in MindSpore static graph" + _because(context, "mode"),
                       pointer="/overflow_check/overflow_nums", at="key", hint="remove overflow_nums",
@@ -215,7 +227,9 @@ def task_not_available(config: ConfigView, context: Context) -> Iterator[Finding
     available on MSAdapter; mindstudio-probe 26.0 runs overflow_check for
     MindSpore static graph only (PyTorch's is diff_check). Inside probe_runtime (PrecisionDebugger, probe
     run) it also reports what the bundled runtime cannot run: any task but
-    overflow_check, and level L2 without an Ascend device.
+    overflow_check, and level L2 on a device other than the CPU or Ascend
+    (msprobe's own L2 needs Ascend; probe_runtime's runs on the CPU backend
+    too).
 
     Bad:
         {"task": "free_benchmark"}    with framework=msadapter
@@ -246,11 +260,12 @@ def task_not_available(config: ConfigView, context: Context) -> Iterator[Finding
     if task != "overflow_check":
         yield Finding("PL205", f"probe_runtime runs only task overflow_check, not {task}", pointer=at,
                       hint="use msprobe itself for other tasks, or set \"task\": \"overflow_check\"")
-    elif config.level == "L2" and str(context.value("device") or "").lower() != "ascend":
-        device = context.value("device")
-        where = f"this process runs on {device}" if device else "the device is not known before the job starts"
-        yield Finding("PL205", f"probe_runtime runs level L2 (kernel) only on an Ascend device; {where}",
-                      pointer=config.where_level(), hint="use level L1 or L0 in PyNative mode")
+    elif config.level == "L2" and context.value("device") is not None \
+            and str(context.value("device")).lower() not in _RUNTIME_L2_DEVICES:
+        yield Finding("PL205", f"probe_runtime runs level L2 (kernel) on the CPU backend and on Ascend, not on "
+                               f"{context.value('device')}{_because(context, 'device')}",
+                      pointer=config.where_level(), hint="run on the CPU backend (device_target=\"CPU\"), or use "
+                                                         "level L1 or L0 in PyNative mode")
 
 
 @rule("PL206", "inactive-section", "info", "Section for a task other than the active one", fix="unsafe")

@@ -15,7 +15,7 @@ import re
 from typing import Iterable, Optional
 
 from probe_format.collectives import rank_ranges
-from probe_format.layout import OUTSIDE, UPDATE, direction_of
+from probe_format.layout import OUTSIDE, UPDATE, direction_of, entry_kind
 
 from ..fmt import place_of, step_text
 from ..reader import FALLBACK
@@ -41,7 +41,7 @@ def describe_ref(record: RecordRef) -> str:
     (API, forward) inside Functional.clip_by_global_norm.0.forward at
     train.py:40``), a call that wrote inf/nan into Parameters names them
     (``..., writing inf/nan into Parameter bn.moving_variance``)."""
-    kind = "Cell" if record.name.startswith("Cell.") else "Module" if record.name.startswith("Module.") else "API"
+    kind = entry_kind(record.name)
     inside = f" inside {record.inside}" if record.inside else ""
     where = f" at {record.where}" if record.where else ""
     written = f", writing inf/nan into Parameter {', '.join(record.written)}" if record.written else ""

@@ -1,0 +1,263 @@
+"""Level L2 on the CPU backend: every compiled step checked, an
+overflowing one run again with MindSpore's kernel dump on.
+
+While a window is open (``start()`` to ``stop()``), a call of a Cell from
+Python (in GRAPH_MODE, one run of its compiled graph: a
+``TrainOneStepCell`` in a loop, the network ``Model.train`` runs) goes
+through :meth:`GraphChecks.call`:
+
+1. the Cell's Parameters and optimizer state are copied to reused host
+   buffers (:class:`~.snapshot.StateSnapshot`);
+2. the step runs as it would without the tool;
+3. its outputs and Parameters are tested for inf/nan; when all are finite
+   that is all (training is bit-identical to a run without the tool);
+4. otherwise the state is put back, MindSpore's dump is turned on
+   (:mod:`.private`), the same step runs again with the same arguments, the
+   dump is turned off, and :func:`~.scan.scan` names the first kernel whose
+   inputs were finite and output not, and those that carried it on;
+   :class:`~.records.KernelRecords` writes them. The replay's result is
+   returned and its state kept: the step counts once.
+
+Example::
+
+    checks = GraphChecks(state, records, switch, scratch="/tmp/probe_l2_x", library_roots=roots)
+    checks.open()              # start()
+    loss = train_net(x, y)     # checked; replayed under the dump when it overflows
+    checks.close()             # stop()
+"""
+from __future__ import annotations
+
+import atexit
+import glob
+import logging
+import os
+import shutil
+import sys
+import weakref
+from types import FrameType
+from typing import Any, Callable, Optional
+
+import numpy as np
+
+from probe_format.layout import OUTSIDE
+
+from ..state import RunState
+from .dump_config import NET_NAME
+from .private import DumpSwitch
+from .records import KernelRecords
+from .scan import scan
+from .snapshot import StateSnapshot
+
+LOGGER = logging.getLogger("probe_runtime")
+
+
+def nonfinite_outputs(result: Any, label: str = "output") -> list[str]:
+    """Labels of the floating tensors in ``result`` (a tensor, or a
+    tuple/list of them, nested) that hold inf/nan."""
+    if isinstance(result, (tuple, list)):
+        found: list[str] = []
+        for i, item in enumerate(result):
+            found += nonfinite_outputs(item, f"{label} {i}")
+        return found
+    asnumpy = getattr(result, "asnumpy", None)
+    if asnumpy is None:
+        return []
+    try:
+        array = np.asarray(asnumpy())
+    except Exception:
+        return []
+    if array.dtype.kind == "f" and not np.isfinite(array).all():
+        return [label]
+    return []
+
+
+def caller_where(library_roots: tuple[str, ...]) -> Optional[str]:
+    """``file:line`` of the innermost frame outside ``library_roots``."""
+    frame: Optional[FrameType] = sys._getframe(1)
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        if not filename.startswith(library_roots) and not filename.startswith("<frozen"):
+            return f"{filename}:{frame.f_lineno}"
+        frame = frame.f_back
+    return None
+
+
+class GraphChecks:
+    """Checks each compiled step run while installed (see the module).
+
+    Args:
+        state: the current step, rank and ``overflow_nums``.
+        records: writes the kernel records.
+        switch: MindSpore's dump switch.
+        scratch: the dump config's folder (emptied after each scan).
+        library_roots: folders whose frames are not the user's.
+        on_exhausted: called once ``overflow_nums`` overflowing steps were recorded.
+        on_error: called with (where, exception) for a fault of the tool;
+            the step's result is still returned.
+        on_note: called when a record that names no kernel was written (no
+            all-clear may be said then).
+
+    Attributes:
+        checked: compiled runs checked; replays: runs replayed under the dump.
+    """
+
+    def __init__(self, state: RunState, records: KernelRecords, switch: DumpSwitch, *, scratch: str,
+                 library_roots: tuple[str, ...], on_exhausted: Callable[[], None],
+                 on_error: Callable[[str, BaseException], None], on_note: Callable[[], None] = lambda: None) -> None:
+        self.state = state
+        self.records = records
+        self.switch = switch
+        self.scratch = scratch
+        self.library_roots = library_roots
+        self.on_exhausted = on_exhausted
+        self.on_error = on_error
+        self.on_note = on_note
+        self.checked = 0
+        self.replays = 0
+        self._snapshots: dict[int, tuple[Callable[[], Any], StateSnapshot]] = {}
+        self._noted: set[str] = set()
+        self._original: Optional[Callable] = None
+        self._depth = 0
+        #: a window is open: Cell calls are checked
+        self.active = False
+
+    # -- install -------------------------------------------------------------------------
+    def open(self) -> None:
+        """Check the compiled steps run from now on (``start()``). The
+        patch of ``Cell.__call__`` is installed at the first window and
+        stays until :meth:`remove`: setting a class attribute of ``Cell``
+        costs about 0.5 ms (every subclass's cache), twice a step."""
+        self.active = True
+        self.install()
+
+    def close(self) -> None:
+        """Stop checking (``stop()``): Cells run unchecked again."""
+        self.active = False
+
+    def install(self) -> None:
+        """Route every call of a Cell from Python through :meth:`call`
+        (while :attr:`active`)."""
+        if self._original is not None:
+            return
+        from mindspore import nn
+
+        original = nn.Cell.__call__
+        checks = self
+
+        def checked_call(cell: Any, *args: Any, **kwargs: Any) -> Any:
+            if checks._depth or not checks.active:
+                return original(cell, *args, **kwargs)
+            return checks.call(original, cell, args, kwargs)
+
+        checked_call.__wrapped__ = original  # type: ignore[attr-defined]
+        self._original = original
+        nn.Cell.__call__ = checked_call
+        atexit.register(self.remove)
+
+    def uninstall(self) -> None:
+        """Stop checking (the debugger removes its patches: ``stop()``,
+        ``overflow_nums`` reached, exit). The patch stays, passing calls
+        through, until interpreter exit (:meth:`remove`): putting the class
+        attribute back each step would cost what :meth:`open` saves."""
+        self.active = False
+
+    def remove(self) -> None:
+        """Put ``Cell.__call__`` back (registered for interpreter exit)."""
+        self.active = False
+        if self._original is None:
+            return
+        from mindspore import nn
+
+        nn.Cell.__call__ = self._original
+        self._original = None
+
+    @property
+    def installed(self) -> bool:
+        return self._original is not None
+
+    # -- one compiled step -----------------------------------------------------------------
+    def snapshot(self, cell: Any) -> StateSnapshot:
+        """The (reused) snapshot of ``cell``'s state."""
+        held = self._snapshots.get(id(cell))
+        snapshot = held[1] if held is not None and held[0]() is cell else None
+        if snapshot is None:  # a new Cell (or a collected one's id reused)
+            snapshot = StateSnapshot(cell)
+            self._snapshots[id(cell)] = (weakref.ref(cell), snapshot)
+            if snapshot.skipped:
+                LOGGER.warning("probe_runtime: level L2 cannot copy Parameters %s to the host (dtype): a replay "
+                               "starts from their values after the step", ", ".join(snapshot.skipped[:4]))
+        return snapshot
+
+    def call(self, original: Callable, cell: Any, args: tuple, kwargs: dict) -> Any:
+        """Run one compiled step of ``cell`` checked (see the module)."""
+        self._depth += 1
+        try:
+            try:
+                snapshot = self.snapshot(cell)
+                snapshot.take()
+            except Exception as err:
+                self.on_error("before a compiled step", err)
+                return original(cell, *args, **kwargs)
+            result = original(cell, *args, **kwargs)
+            self.checked += 1
+            try:
+                found = nonfinite_outputs(result) + [f"Parameter {n}" for n in snapshot.nonfinite()]
+                if not found or self.state.exhausted:
+                    return result
+                return self.replay(original, cell, args, kwargs, snapshot, found, result)
+            except Exception as err:
+                self.on_error("checking a compiled step", err)
+                return result
+        finally:
+            self._depth -= 1
+
+    def replay(self, original: Callable, cell: Any, args: tuple, kwargs: dict, snapshot: StateSnapshot,
+               found: list[str], result: Any) -> Any:
+        """Run the step again under the dump and write what it names;
+        returns the replay's result (``result`` when no replay ran)."""
+        where = caller_where(self.library_roots)
+        before = snapshot.taken_nonfinite()
+        if before:
+            self._note([f"Parameter {n}" for n in before], where,
+                       f"Parameters {', '.join(before[:4])} held inf/nan before the compiled step at {where}: the "
+                       "overflow happened before this step, outside what was checked")
+            return result
+        snapshot.restore()
+        self._clear_scratch()
+        self.switch.on()
+        try:
+            result = original(cell, *args, **kwargs)
+        finally:
+            self.switch.off()
+        self.replays += 1
+        kernels = scan(self.scratch, self.library_roots)
+        self._clear_scratch()
+        if not kernels:
+            self._note(found, where,
+                       f"the compiled step at {where} returned inf/nan ({', '.join(found[:4])}), but MindSpore's "
+                       "dump of its replay holds no kernel with inf/nan (was a graph compiled before "
+                       "PrecisionDebugger() was created? the dump config must be set before the first compile)")
+            return result
+        self.state.count_record()
+        self.records.write(kernels)
+        if self.state.exhausted:
+            self.on_exhausted()
+        return result
+
+    def _note(self, labels: list[str], where: Optional[str], message: str) -> None:
+        """A record of kind ``outside`` (no kernel named; it does not count
+        towards ``overflow_nums``), once per kind of finding: Parameters
+        that stay inf/nan would say it again every step."""
+        kind = message.split(" ", 1)[0]
+        if kind in self._noted:
+            return
+        self._noted.add(kind)
+        self.records.note(OUTSIDE, labels, where, message)
+        self.on_note()
+
+    def _clear_scratch(self) -> None:
+        """Remove the tensors MindSpore dumped; its graphs (``.ir``) and
+        execution orders stay: they are written once, at compile time."""
+        for path in glob.glob(os.path.join(self.scratch, "rank_*", NET_NAME)):
+            if os.path.isdir(path) and not os.path.islink(path):
+                shutil.rmtree(path, ignore_errors=True)

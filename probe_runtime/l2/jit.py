@@ -1,0 +1,211 @@
+"""``mindspore.jit`` regions under L1 and L0 (PyNative, CPU backend): the
+kernel inside a region that made its inf/nan, named by a replay under
+MindSpore's kernel dump.
+
+At L1 and L0 a ``@jit`` function (or a Cell whose ``construct`` is
+compiled) runs as one graph: no API call or Cell hook inside it is seen,
+and an overflow it makes shows up later, in whatever takes its result (a
+backward call fed the inf gradient can look like the origin). While a
+window is open, :class:`JitRegions` wraps every call of a compiled
+region (``_JitExecutor.__call__``, :mod:`.private`): when its inputs are
+finite and a floating output holds inf/nan, the same call runs once more
+with MindSpore's dump on, and :func:`~.scan.scan` names the first kernel
+whose inputs were finite and output not, with its source line. Its
+records (and those of the kernels that carried it on inside the region)
+go into the step's folder with ``inside`` naming the region,
+``Jit.<function>.<index>.forward``, before the level's own records of
+that step.
+
+The replay runs the region a second time, so a region that writes
+Parameters in place is never replayed: an optimizer's compiled
+``construct`` returns no floating tensor, and a region whose compiled
+graph (its ``.ir``, written by MindSpore's dump at compile time: the
+graphs whose source lines fall inside the region's function) holds an
+in-place kernel (``Assign*``, ``Apply*``, ``Adam`` ...), such as a whole
+``@jit`` training step with its optimizer, is said once and left alone
+(:func:`writes_parameters`); so is one whose graph is not found.
+
+Example::
+
+    regions = JitRegions(state, records, switch, scratch=folder, library_roots=roots, on_error=log)
+    regions.open()             # start()
+    loss = jit_loss(pred, y)   # inf from finite inputs: replayed, the kernel recorded
+    regions.close()            # stop()
+"""
+from __future__ import annotations
+
+import glob
+import logging
+import os
+import re
+import shutil
+from typing import Any, Callable, Optional
+
+from ..state import RunState
+from .dump_config import NET_NAME
+from .graph import caller_where, nonfinite_outputs
+from .private import DumpSwitch, jit_executor
+from .records import KernelRecords
+from .scan import scan
+
+LOGGER = logging.getLogger("probe_runtime")
+
+
+def _finite_inputs(values: Any) -> bool:
+    """False when a floating tensor among ``values`` (nested) holds inf/nan."""
+    return not nonfinite_outputs(list(values) if isinstance(values, (tuple, list)) else values)
+
+
+class JitRegions:
+    """Checks each compiled region called while a window is open (see the module).
+
+    Args:
+        state: the current step and ``overflow_nums``.
+        records: writes the kernel records (into the level's step folders).
+        switch: MindSpore's dump switch.
+        scratch: the dump config's folder.
+        library_roots: folders whose frames are not the user's.
+        on_error: called with (where, exception) for a fault of the tool.
+    """
+
+    def __init__(self, state: RunState, records: KernelRecords, switch: DumpSwitch, *, scratch: str,
+                 library_roots: tuple[str, ...], on_error: Callable[[str, BaseException], None]) -> None:
+        self.state = state
+        self.records = records
+        self.switch = switch
+        self.scratch = scratch
+        self.library_roots = library_roots
+        self.on_error = on_error
+        self.active = False
+        self.replays = 0
+        self._skipped: set[str] = set()
+        self._executor: Any = None
+        self._original: Optional[Callable] = None
+        self._depth = 0
+        self._counters: dict[str, int] = {}
+
+    def open(self) -> None:
+        """Check the regions called from now on (``start()``)."""
+        self.active = True
+        if self._original is None:
+            executor = jit_executor()
+            original = executor.__call__
+            regions = self
+
+            def checked_call(run: Any, *args: Any, **kwargs: Any) -> Any:
+                if regions._depth or not regions.active:
+                    return original(run, *args, **kwargs)
+                return regions.call(original, run, args, kwargs)
+
+            checked_call.__wrapped__ = original  # type: ignore[attr-defined]
+            self._executor, self._original = executor, original
+            executor.__call__ = checked_call
+
+    def close(self) -> None:
+        """Stop checking (``stop()``)."""
+        self.active = False
+
+    def new_step(self) -> None:
+        """Region indices start again at 0."""
+        self._counters.clear()
+
+    def uninstall(self) -> None:
+        """Put ``_JitExecutor.__call__`` back."""
+        self.active = False
+        if self._original is not None:
+            self._executor.__call__ = self._original
+            self._executor = self._original = None
+
+    def region_name(self, run: Any) -> str:
+        """``Jit.<function>.<index>.forward``, counted per step."""
+        function = getattr(getattr(run, "fn", None), "__name__", "region")
+        index = self._counters.get(function, 0)
+        self._counters[function] = index + 1
+        return f"Jit.{function}.{index}.forward"
+
+    def call(self, original: Callable, run: Any, args: tuple, kwargs: dict) -> Any:
+        """Run one compiled region, replayed under the dump when its
+        inputs were finite and its result is not."""
+        self._depth += 1
+        try:
+            result = original(run, *args, **kwargs)
+            try:
+                name = self.region_name(run)
+                if self.state.exhausted or not self.state.selected() or not nonfinite_outputs(result):
+                    return result
+                if not _finite_inputs(args) or not _finite_inputs(list(kwargs.values())):
+                    return result
+                self.replay(original, run, args, kwargs, name)
+            except Exception as err:
+                self.on_error("checking inside a mindspore.jit region", err)
+            return result
+        finally:
+            self._depth -= 1
+
+    def replay(self, original: Callable, run: Any, args: tuple, kwargs: dict, name: str) -> None:
+        """Run the region again under the dump and write the kernels it
+        names; a region that may write Parameters is not run again."""
+        function = getattr(run, "fn", None)
+        writes = writes_parameters(self.scratch, function)
+        if writes is not False:
+            label = name.rsplit(".", 2)[0]
+            if label not in self._skipped:
+                self._skipped.add(label)
+                why = ("writes Parameters in place (running it again would update them twice)" if writes else
+                       "has no compiled graph in MindSpore's dump (compiled before PrecisionDebugger() was created?)")
+                LOGGER.warning("probe_runtime: the mindspore.jit region %s at %s returned inf/nan from finite inputs; "
+                               "it %s, so the kernel inside it is not named", label,
+                               caller_where(self.library_roots), why)
+            return
+        self._clear()
+        self.switch.on()
+        try:
+            original(run, *args, **kwargs)
+        finally:
+            self.switch.off()
+        self.replays += 1
+        kernels = scan(self.scratch, self.library_roots)
+        self._clear()
+        if not kernels:
+            LOGGER.warning("probe_runtime: the mindspore.jit region %s at %s returned inf/nan from finite inputs; "
+                           "MindSpore's dump of its replay names no kernel (was a graph compiled before "
+                           "PrecisionDebugger() was created?)", name, caller_where(self.library_roots))
+            return
+        self.state.count_record()
+        self.records.write(kernels, inside=name)
+
+    def _clear(self) -> None:
+        for path in glob.glob(os.path.join(self.scratch, "rank_*", NET_NAME)):
+            if os.path.isdir(path) and not os.path.islink(path):
+                shutil.rmtree(path, ignore_errors=True)
+
+
+#: an in-place kernel in a graph's ``.ir`` (``%3(...) = ApplyMomentum(...)``, ``= PrimFunc_AssignAdd(``)
+_INPLACE_IR = re.compile(r"= (?:PrimFunc_)?(?:Assign\w*|Apply\w+|SparseApply\w+|Adam\w*|SGD|Lamb|ScatterUpdate|"
+                         r"ScatterAdd|ScatterNdUpdate|ScatterNdAdd)\(")
+
+
+def writes_parameters(scratch: str, function: Any) -> Optional[bool]:
+    """Whether the compiled graph of ``function`` holds an in-place
+    kernel: the ``.ir`` files under ``scratch`` whose source lines fall in
+    the function's lines are read. None when no such graph is found (or
+    the function's source is unknown)."""
+    code = getattr(function, "__code__", None)
+    if code is None:
+        return None
+    lines = [line for _, _, line in code.co_lines() if line is not None] + [code.co_firstlineno]
+    first, last = min(lines), max(lines)
+    marker = re.compile(r"In file " + re.escape(code.co_filename) + r":(\d+)")
+    found: Optional[bool] = None
+    for path in glob.glob(os.path.join(scratch, "rank_*", "graphs", "*.ir")):
+        try:
+            with open(path, encoding="utf-8", errors="replace") as f:
+                text = f.read()
+        except OSError:
+            continue
+        if not any(first <= int(m.group(1)) <= last for m in marker.finditer(text)):
+            continue
+        if _INPLACE_IR.search(text):
+            return True
+        found = False
+    return found

@@ -1,0 +1,149 @@
+"""Kernel records: what :mod:`.scan` found in a replayed step, written in
+msprobe's layout (``step{N}/rank{R}/dump.json``, ``overflow.json``,
+``dump_tensor_data/*.npy``).
+
+Each kernel that held inf/nan gets a dump.json entry named as msprobe's
+kernel dumps name kernels, ``<Op>.<full name with scope>``
+(``Exp.Default/network-WithLossCell/_backbone-Net/Exp-op0``), with the
+statistics of its inputs and outputs and a ``kernel`` object (``type``,
+``scope``: the Cell scope, ``graph``: the graph id), and an
+``overflow.json`` record (``origin`` as at L1, ``where`` the user's
+``file:line``, kind ``backward`` for a kernel of the gradient graph,
+else ``forward``). Only the origin's tensors are saved as ``.npy``; at
+most :data:`MAX_CARRIED` carried kernels are recorded per replay (the
+rest are counted in the log).
+
+Example::
+
+    writer = KernelRecords(state, dump_path="/abs/dump", level="L2")
+    writer.write(kernels, inside=None)    # the records of the current step, on disk
+"""
+from __future__ import annotations
+
+import logging
+from typing import Callable, Optional
+
+import numpy as np
+
+from probe_format.layout import BACKWARD, FORWARD, INPUT, INPUT_ARGS, INPUT_KWARGS, OUTPUT
+from probe_format.records import call_record, note_record
+
+from ..check.verdict import HostTensor, statistics
+from ..dump.writer import Record, StepWriter
+from ..state import RunState
+from .scan import Kernel
+
+LOGGER = logging.getLogger("probe_runtime")
+#: carried kernels recorded per replay, after the origin
+MAX_CARRIED = 16
+_DTYPE_NAMES = {"float16": "Float16", "float32": "Float32", "float64": "Float64", "int8": "Int8", "int16": "Int16",
+                "int32": "Int32", "int64": "Int64", "uint8": "UInt8", "bool": "Bool"}
+
+
+def _describe(array: np.ndarray, data_name: Optional[str]) -> dict:
+    dtype = _DTYPE_NAMES.get(array.dtype.name, array.dtype.name)
+    item: dict = {"type": "mindspore.Tensor", "dtype": dtype, "shape": list(array.shape)}
+    item.update(statistics(HostTensor(dtype, tuple(array.shape), array)))
+    if data_name is not None:
+        item["data_name"] = data_name
+    return item
+
+
+def file_part(name: str) -> str:
+    """A kernel's name as part of a file name: ``/`` as ``_``."""
+    return name.replace("/", "_")
+
+
+def kernel_record(kernel: Kernel, *, with_data: bool) -> Record:
+    """The :class:`~probe_runtime.dump.writer.Record` of one kernel (its
+    ``.npy`` files when ``with_data``)."""
+    arrays: dict[str, np.ndarray] = {}
+
+    def side(values: dict[int, np.ndarray], label: str) -> list:
+        described = []
+        for slot in sorted(values):
+            data_name = f"{file_part(kernel.name)}.{label}.{slot}.npy" if with_data else None
+            if data_name is not None:
+                arrays[data_name] = values[slot]
+            described.append(_describe(values[slot], data_name))
+        return described
+
+    entry: dict
+    if kernel.backward:
+        entry = {INPUT: side(kernel.inputs, "input"), OUTPUT: side(kernel.outputs, "output")}
+    else:
+        entry = {INPUT_ARGS: side(kernel.inputs, "input"), INPUT_KWARGS: {}, OUTPUT: side(kernel.outputs, "output")}
+    entry["kernel"] = {"type": kernel.op, "scope": kernel.scope, "graph": kernel.graph}
+    return Record(name=kernel.name, origin=kernel.origin, where=kernel.where, entry=entry, arrays=arrays)
+
+
+class KernelRecords:
+    """Writes the kernel records of a debugger, one
+    :class:`~probe_runtime.dump.writer.StepWriter` per step.
+
+    Args:
+        state: the current step, this rank, ``overflow_nums``.
+        dump_path: absolute dump folder.
+        level: for dump.json's header (``L2``).
+        writers: the step writers to write with (a ``@jit`` region's
+            kernels at L1/L0 go into that level's folder); None: its own.
+    """
+
+    def __init__(self, state: RunState, *, dump_path: str, level: str = "L2",
+                 writers: Optional[Callable[[int], StepWriter]] = None) -> None:
+        self.state = state
+        self.dump_path = dump_path
+        self.level = level
+        self._writers: dict[int, StepWriter] = {}
+        self._shared = writers
+
+    def writer(self, step: int) -> StepWriter:
+        """The writer of ``step`` for this rank (``writers``' when given:
+        at L1/L0 the level's own, so one dump.json holds both)."""
+        if self._shared is not None:
+            return self._shared(step)
+        writer = self._writers.get(step)
+        if writer is None:
+            writer = StepWriter(self.dump_path, step, self.state.rank_dir, task="overflow_check", level=self.level)
+            self._writers[step] = writer
+        return writer
+
+    def write(self, kernels: list[Kernel], *, inside: Optional[str] = None) -> int:
+        """Write the records of ``kernels`` (as :func:`~.scan.scan` returns
+        them) into the current step: the origin (with its ``.npy``) and at
+        most :data:`MAX_CARRIED` carried ones; ``inside``: the enclosing
+        region's entry name (a ``@jit`` region at L1/L0). Returns how many
+        were written.
+
+        Raises:
+            WriterError, OSError: the dump cannot be written.
+        """
+        step, writer = self.state.step, self.writer(self.state.step)
+        origins = [k for k in kernels if k.origin][:1]
+        carried = [k for k in kernels if not k.origin]
+        chosen = origins + carried[:MAX_CARRIED]
+        for kernel in chosen:
+            record = kernel_record(kernel, with_data=kernel.origin)
+            if kernel.name in writer.data:  # the same kernel in another replay of this step
+                record.name = f"{kernel.name}.{sum(1 for n in writer.data if n.startswith(kernel.name))}"
+            writer.write(record, **call_record(record.name, origin=kernel.origin, where=kernel.where,
+                                               kind=BACKWARD if kernel.backward else FORWARD, step=step,
+                                               rank=self.state.rank, inside=inside))
+            LOGGER.warning("probe_runtime: overflow in kernel %s (%s) at %s%s", record.name,
+                           "origin" if kernel.origin else "carried", kernel.where,
+                           f" inside {inside}" if inside else "")
+        if len(carried) > MAX_CARRIED:
+            LOGGER.warning("probe_runtime: step %s: %d more kernels carried the inf/nan on (not recorded)", step,
+                           len(carried) - MAX_CARRIED)
+        return len(chosen)
+
+    def note(self, kind: str, labels: list, where: Optional[str], message: str) -> None:
+        """Write a record that names no kernel (``probe_format.records.note_record``).
+
+        Raises:
+            WriterError, OSError: the dump cannot be written.
+        """
+        step = self.state.step
+        self.writer(step).note(note_record(kind, step=step, rank=self.state.rank, where=where, nonfinite=labels,
+                                           message=message))
+        LOGGER.warning("probe_runtime: %s: step %s: %s", kind, step, message)

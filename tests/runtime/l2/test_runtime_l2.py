@@ -1,0 +1,158 @@
+"""Level L2 on MindSpore's CPU backend, end to end (issue 35): graph-mode
+training scripts (``l2_scenarios.py``) that overflow in step 3, each run in
+a subprocess in its own folder (a failed compile writes ``rank_0/`` into
+the working folder), checked by ``PrecisionDebugger`` at L2; the records,
+``probe report``'s verdict, and training bit-identical to a run without
+the tool."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.mindspore
+pytest.importorskip("mindspore")
+
+from runtime_support import LAUNCHER_VARIABLES, write_runtime_config  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[3]
+SCRIPT = Path(__file__).with_name("l2_scenarios.py")
+
+
+def run(folder: Path, scenario: str, config: object, steps: int = 5) -> tuple[dict, str]:
+    """Run ``scenario`` in ``folder`` (config ``None``: without the tool);
+    returns its losses and Parameter digest, and its stderr."""
+    env = {k: v for k, v in os.environ.items() if k not in LAUNCHER_VARIABLES + ("MINDSPORE_DUMP_CONFIG",)}
+    env["PYTHONPATH"] = str(ROOT)
+    env["TMPDIR"] = str(folder)  # the replay's scratch dump folder, removed at exit
+    out = folder / f"{scenario}-{'plain' if config is None else 'checked'}.json"
+    proc = subprocess.run([sys.executable, str(SCRIPT), scenario, str(config or "none"), str(out), str(steps)],
+                          cwd=folder, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(out.read_text()), proc.stderr
+
+
+def records(dump: Path, step: int) -> list:
+    return json.loads((dump / f"step{step}" / "rank" / "overflow.json").read_text())
+
+
+def report_last_line(dump: Path) -> str:
+    proc = subprocess.run([sys.executable, "-m", "msprobe_lint", "report", str(dump)], capture_output=True,
+                          text=True, cwd=ROOT, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout.strip().splitlines()[-1]
+
+
+#: scenario -> (the origin kernel's type, its scope's tail, the source line in l2_scenarios.py that made it)
+ORIGINS = {
+    "exp": ("Exp", "_backbone-ExpNet/Exp-op", "return self.fc2(ops.exp(self.fc1(x)))"),
+    "fp16": ("Cast", "_backbone-Half/Cast-op", "return self.fc2(self.fc1(x).astype(ms.float32))"),
+    "log0": ("Log", "_loss_fn-LogLoss/Log-op", "return -ops.log(ops.abs(pred * label)).mean()"),
+    "update": ("ApplyMomentum", "optimizer-Momentum/ApplyMomentum-op", None),
+    "model": ("Exp", "_backbone-ExpNet/Exp-op", "return self.fc2(ops.exp(self.fc1(x)))"),
+}
+
+
+def line_of(text: str) -> int:
+    lines = SCRIPT.read_text().splitlines()
+    return next(i for i, line in enumerate(lines, 1) if line.strip() == text)
+
+
+@pytest.mark.parametrize("scenario", sorted(ORIGINS))
+def test_the_first_kernel_is_named_with_its_source_line(tmp_path, scenario):
+    dump = tmp_path / "dump"
+    checked, stderr = run(tmp_path, scenario, write_runtime_config(tmp_path, level="L2", nums=1))
+    assert sorted(p.name for p in dump.iterdir() if p.name.startswith("step")) == ["step3"]  # overflow_nums 1
+    found = records(dump, 3)
+    first = found[0]
+    op, scope, source = ORIGINS[scenario]
+    assert first["origin"] is True and first["name"].startswith(f"{op}.") and scope in first["name"], first
+    assert first["kind"] == "forward" and first["step"] == 3 and first["rank"] is None
+    if source is not None:
+        assert first["where"] == f"{SCRIPT}:{line_of(source)}"
+    assert all(not r["origin"] for r in found[1:])
+    dump_json = json.loads((dump / "step3" / "rank" / "dump.json").read_text())
+    assert dump_json["level"] == "L2" and set(dump_json["data"]) == {r["name"] for r in found}
+    assert dump_json["data"][first["name"]]["kernel"]["type"] == op
+    saved = sorted(os.listdir(dump / "step3" / "rank" / "dump_tensor_data"))
+    prefix = first["name"].replace("/", "_")
+    assert saved and all(name.startswith(prefix + ".") for name in saved)  # the origin's tensors only
+    last = report_last_line(dump)
+    assert f"Overflow started in step3/rank: {first['name']} (kernel, forward)" in last, last
+    assert not list(tmp_path.glob("probe_l2_*"))  # the replay's scratch dump is gone at exit
+    assert not (tmp_path / "rank_0").exists()
+
+
+def test_training_is_bit_identical_with_and_without_the_tool(tmp_path):
+    """Nothing overflows: the same losses and Parameters, bit for bit; and
+    the all-clear says what the CPU cannot see."""
+    plain, _ = run(tmp_path, "clean", None)
+    checked, stderr = run(tmp_path, "clean", write_runtime_config(tmp_path, level="L2"))
+    assert checked == plain
+    assert "no overflow found in 5 checked step(s)" in stderr and "saturation mode" in stderr
+    assert not list((tmp_path / "dump").glob("step*"))
+
+
+def test_an_overflowing_step_is_replayed_without_changing_training(tmp_path):
+    """The replay starts from the state before the step and its result is
+    kept: training goes on as without the tool."""
+    plain, _ = run(tmp_path, "exp", None)
+    checked, _ = run(tmp_path, "exp", write_runtime_config(tmp_path, level="L2", nums=1))
+    assert checked == plain
+
+
+def test_the_step_filter_is_respected(tmp_path):
+    checked, stderr = run(tmp_path, "log0", write_runtime_config(tmp_path, level="L2", step=[0, 1, 2]))
+    assert not list((tmp_path / "dump").glob("step*"))
+    assert "no overflow found in 3 checked step(s)" in stderr
+
+
+@pytest.mark.parametrize("level", ["L1", "L0"])
+def test_the_kernel_inside_a_jit_region_is_named_at_l1_and_l0(tmp_path, level):
+    """PyNative loop, loss -inf from ops.log(0) inside a @jit helper: the
+    level sees only the region's boundary; the replay under the dump names
+    the Log kernel inside it, with its line, before anything it fed."""
+    dump = tmp_path / "dump"
+    plain, _ = run(tmp_path, "jit", None)
+    checked, _ = run(tmp_path, "jit", write_runtime_config(tmp_path, level=level, nums=-1))
+    assert checked == plain  # the replay changes neither the gradients nor training
+    first = records(dump, 3)[0]
+    assert first["origin"] is True and first["name"].startswith("Log.Default/Log-op"), first
+    assert first["inside"] == "Jit.scored_loss.0.forward"
+    assert first["where"] == f"{SCRIPT}:{line_of('return -ops.log(ops.abs(label * pred)).mean()')}"
+    last = report_last_line(dump)
+    assert f"{first['name']} (kernel, forward) inside Jit.scored_loss.0.forward" in last, last
+
+
+def test_a_graph_compiled_before_the_debugger_is_said_not_hidden(tmp_path):
+    """MindSpore reads its dump config at the first compile: a step compiled
+    before PrecisionDebugger() replays without a dump. The record says so
+    (kind outside), Parameters that stay inf/nan are said once, and no
+    all-clear follows."""
+    env = {k: v for k, v in os.environ.items() if k not in LAUNCHER_VARIABLES + ("MINDSPORE_DUMP_CONFIG",)}
+    env.update(PYTHONPATH=str(ROOT), TMPDIR=str(tmp_path))
+    config = write_runtime_config(tmp_path, level="L2", nums=1)
+    proc = subprocess.run([sys.executable, str(SCRIPT.with_name("l2_late_compile.py")), str(config)], cwd=tmp_path,
+                          env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (first,) = records(tmp_path / "dump", 1)
+    assert first["kind"] == "outside" and "compiled before PrecisionDebugger() was created" in first["message"]
+    assert [r["kind"] for r in records(tmp_path / "dump", 2)] == ["outside"]
+    assert "no overflow found" not in proc.stderr
+    assert "Overflow outside the checked calls in step1/rank" in report_last_line(tmp_path / "dump")
+
+
+def test_a_jit_region_that_writes_parameters_is_not_run_twice(tmp_path):
+    """A whole @jit training step (its optimizer inside) returns an inf
+    loss: running it again would update the Parameters twice, so it is
+    said and left alone; training stays as without the tool."""
+    plain, _ = run(tmp_path, "jitstep", None)
+    checked, stderr = run(tmp_path, "jitstep", write_runtime_config(tmp_path, level="L1", nums=-1))
+    assert checked == plain
+    assert "the mindspore.jit region Jit.train_step" in stderr and "writes Parameters in place" in stderr
+    for path in (tmp_path / "dump").glob("step*/rank/overflow.json"):
+        assert not any("inside" in r and r["inside"].startswith("Jit.train_step") for r in json.loads(path.read_text()))
