@@ -57,7 +57,10 @@ def record_notes(record: Record) -> list[str]:
     it was made inside (``inside``), the Parameters it wrote inf/nan into
     (``written``) and the constants an origin was called with."""
     notes = []
-    if record.inside:
+    if record.inside and record.kind == "kernel":  # a kernel a mindspore.jit region ran (named by a replay)
+        notes.append(f"inside {record.inside}: a kernel of that mindspore.jit region, which runs as one graph "
+                     "(named by running the region again under MindSpore's kernel dump)")
+    elif record.inside:  # a nested call is recorded only when the call around it masked its overflow
         notes.append(f"inside {record.inside}: that call's inputs and result were finite (it masked this overflow)")
     if record.written:
         notes.append(f"wrote inf/nan into Parameter {', '.join(record.written)} (in place)")

@@ -141,3 +141,18 @@ def test_constants_in_a_dump_written_by_the_runtime(tmp_path, monkeypatch):
     assert "  ORIGIN   Tensor.__mul__.0  API  forward" in text
     assert "called with input_args[1]=-100000 (float)" in text
     assert "called with input_args[1]=Float16 (mindspore.dtype)" in text
+
+
+def test_a_kernel_inside_a_jit_region_is_not_said_to_be_masked(tmp_path):
+    """A kernel record of a mindspore.jit region (``inside`` names the region,
+    whose result held inf/nan) was told "that call's inputs and result were
+    finite (it masked this overflow)": false there. A kernel's note says it
+    is a kernel of that region, named by the replay under the kernel dump."""
+    name = "Log.Default/Log-op1"
+    write_step(tmp_path / "step0" / "rank", {name: {"input_args": [FINITE16], "input_kwargs": {}, "output": [INF16]}},
+               [{"name": name, "origin": True, "where": "train.py:13", "kind": "forward",
+                 "inside": "Jit.bad_loss.0.forward"}])
+    text = report(tmp_path)
+    assert "masked" not in text and "result were finite" not in text, text
+    assert ("           inside Jit.bad_loss.0.forward: a kernel of that mindspore.jit region, which runs as one "
+            "graph (named by running the region again under MindSpore's kernel dump)") in text.splitlines(), text
