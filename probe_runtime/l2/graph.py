@@ -96,6 +96,8 @@ class GraphChecks:
             the step's result is still returned.
         on_note: called when a record that names no kernel was written (no
             all-clear may be said then).
+        on_unchecked: called with the step when a window closes in which no
+            Cell was called (nothing of it was checked).
 
     Attributes:
         checked: compiled runs checked; replays: runs replayed under the dump.
@@ -103,7 +105,8 @@ class GraphChecks:
 
     def __init__(self, state: RunState, records: KernelRecords, switch: DumpSwitch, *, scratch: str,
                  library_roots: tuple[str, ...], on_exhausted: Callable[[], None],
-                 on_error: Callable[[str, BaseException], None], on_note: Callable[[], None] = lambda: None) -> None:
+                 on_error: Callable[[str, BaseException], None], on_note: Callable[[], None] = lambda: None,
+                 on_unchecked: Optional[Callable[[int], None]] = None) -> None:
         self.state = state
         self.records = records
         self.switch = switch
@@ -112,7 +115,9 @@ class GraphChecks:
         self.on_exhausted = on_exhausted
         self.on_error = on_error
         self.on_note = on_note
+        self.on_unchecked = on_unchecked
         self.checked = 0
+        self._at_open = 0
         self.replays = 0
         self._snapshots: dict[int, tuple[Callable[[], Any], StateSnapshot]] = {}
         self._noted: set[str] = set()
@@ -128,10 +133,15 @@ class GraphChecks:
         stays until :meth:`remove`: setting a class attribute of ``Cell``
         costs about 0.5 ms (every subclass's cache), twice a step."""
         self.active = True
+        self._at_open = self.checked
         self.install()
 
     def close(self) -> None:
-        """Stop checking (``stop()``): Cells run unchecked again."""
+        """Stop checking (``stop()``): Cells run unchecked again. A window
+        in which no Cell was called (a functional ``mindspore.jit`` training
+        step, which L2 does not see) is told to ``on_unchecked``."""
+        if self.active and self.checked == self._at_open and self.on_unchecked is not None:
+            self.on_unchecked(self.state.step)
         self.active = False
 
     def install(self) -> None:

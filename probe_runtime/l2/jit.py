@@ -41,6 +41,8 @@ import re
 import shutil
 from typing import Any, Callable, Optional
 
+from probe_format.layout import OUTSIDE
+
 from ..state import RunState
 from .dump_config import NET_NAME
 from .graph import caller_where, nonfinite_outputs
@@ -149,13 +151,19 @@ class JitRegions:
         writes = writes_parameters(self.scratch, function)
         if writes is not False:
             label = name.rsplit(".", 2)[0]
+            why = ("writes Parameters in place (running it again would update them twice)" if writes else
+                   "has no compiled graph in MindSpore's dump (compiled before PrecisionDebugger() was created?)")
+            where = caller_where(self.library_roots)
             if label not in self._skipped:
                 self._skipped.add(label)
-                why = ("writes Parameters in place (running it again would update them twice)" if writes else
-                       "has no compiled graph in MindSpore's dump (compiled before PrecisionDebugger() was created?)")
                 LOGGER.warning("probe_runtime: the mindspore.jit region %s at %s returned inf/nan from finite inputs; "
-                               "it %s, so the kernel inside it is not named", label,
-                               caller_where(self.library_roots), why)
+                               "it %s, so the kernel inside it is not named", label, where, why)
+            # still a record: the step is never called clean (a fresh user got "no overflow found" here)
+            if self.state.count_record():
+                self.records.note(OUTSIDE, [f"output of {name}"], where,
+                                  f"the mindspore.jit region {name} returned inf/nan from finite inputs: the overflow "
+                                  f"started inside it; it {why}, so the kernel is not named (remove jit from it "
+                                  "while debugging to see the call at level L1)")
             return
         self._clear()
         self.switch.on()

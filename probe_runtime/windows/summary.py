@@ -21,10 +21,12 @@ from typing import Optional
 
 LOGGER = logging.getLogger("probe_runtime")
 #: what level L2 on the CPU backend cannot see (said once, in the all-clear)
-L2_CPU_LIMITS = ("level L2 on the CPU backend checks every kernel of each compiled step for inf/nan; it cannot see "
-                 "saturation mode, where an overflow becomes +-max instead of inf (only Ascend's float status sees "
-                 "it), and the CPU's kernels and fusion differ from Ascend's, so a float16 overflow there may not "
-                 "happen here")
+L2_CPU_LIMITS = ("level L2 on the CPU backend tests what each compiled Cell step returns and the Parameters it "
+                 "leaves, and names the kernel, by running the step again under MindSpore's kernel dump, only when "
+                 "they hold inf/nan: an overflow masked inside the step is not seen, nor is a compiled step that "
+                 "is not a Cell call (a functional mindspore.jit training step); it cannot see saturation mode, "
+                 "where an overflow becomes +-max instead of inf (only Ascend's float status sees it), and the "
+                 "CPU's kernels and fusion differ from Ascend's, so a float16 overflow there may not happen here")
 
 
 def outside_filter(unchecked: set, steps: Optional[frozenset]) -> str:
@@ -73,6 +75,7 @@ class Summary:
         self.start_failed = False
         self.said = False
         self.unfinished: set[int] = set()
+        self.unseen: set[int] = set()
 
     def started(self, step: int) -> None:
         """``start()`` was called in ``step``."""
@@ -84,6 +87,13 @@ class Summary:
         self.checked_steps.add(step)
         if exact:
             self.exact_steps.add(step)
+
+    def not_seen(self, step: int) -> None:
+        """Level L2: the window of ``step`` ran no compiled Cell step (a
+        functional ``mindspore.jit`` step is not seen): not a checked step."""
+        self.checked_steps.discard(step)
+        self.exact_steps.discard(step)
+        self.unseen.add(step)
 
     def interrupted(self, step: int) -> None:
         """The window of ``step`` was still open at exit: its code never
@@ -101,7 +111,13 @@ class Summary:
                    "way or made in code outside them such as an evaluation pass, is not seen there)")
         message = (f"probe_runtime: no overflow found in {len(self.checked_steps)} checked step(s){how}; "
                    f"dump_path: {self.dump_path}")
-        message += outside_filter(self.run_steps - self.checked_steps, self.steps)
+        message += outside_filter(self.run_steps - self.checked_steps - self.unseen, self.steps)
+        if self.unseen:  # a fresh user's finding: a functional jit step at L2 was called "checked"
+            shown = ", ".join(str(step) for step in sorted(self.unseen)[:6]) + (", ..." if len(self.unseen) > 6 else "")
+            message += (f"; {len(self.unseen)} step(s) called no Cell between start() and stop() and were not "
+                        f"checked (step {shown}): level L2 checks the compiled steps of Cells (a TrainOneStepCell, "
+                        "the network Model.train runs), not a functional mindspore.jit training step; call a Cell, "
+                        "or use level L1 in PyNative")
         if self.unfinished:  # a fresh user's finding: a step cut short by an exception was counted as checked
             shown = ", ".join(str(step) for step in sorted(self.unfinished))
             message += (f"; step {shown} did not reach stop() (still running at exit: an exception, or no stop()), "

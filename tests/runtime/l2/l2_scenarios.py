@@ -9,7 +9,8 @@ MatMul result exceeds float16), ``log0`` (log of 0 in the loss),
 ``model`` (``Model.train`` with the callback, the ``exp`` network),
 ``jit`` (PyNative loop, a ``@mindspore.jit`` helper in the loss: log of 0),
 ``jitstep`` (PyNative, a whole ``@mindspore.jit`` training step with its
-optimizer: log of 0 in the loss).
+optimizer: log of 0 in the loss), ``graphjit`` (the same functional step in
+GRAPH_MODE, which level L2 does not see: no Cell is called from Python).
 With CONFIG ``none`` no debugger is created (the reference run). OUT gets
 the losses and a digest of the final Parameters.
 """
@@ -74,7 +75,7 @@ def data(step):
         return np.full((2, 4), 30.0 if big else 0.1, np.float32), np.ones((2, 1), np.float32)
     if SCENARIO == "fp16":
         return np.full((2, 4), 2e4 if big else 0.5, np.float32), np.ones((2, 1), np.float32)
-    if SCENARIO in ("log0", "jit", "jitstep"):
+    if SCENARIO in ("log0", "jit", "jitstep", "graphjit"):
         return np.full((2, 4), 0.5, np.float32), np.full((2, 1), 0.0 if big else 1.0, np.float32)
     if SCENARIO == "update":  # the gradient (3e38) is finite, lr * it is not
         return np.full((1, 1), 3e38 if big else 1.0, np.float32), np.full((1, 1), 1.0 if big else 0.0, np.float32)
@@ -84,7 +85,7 @@ def data(step):
 def build():
     if SCENARIO == "fp16":
         return Half(), nn.MSELoss()
-    if SCENARIO in ("log0", "jit", "jitstep"):
+    if SCENARIO in ("log0", "jit", "jitstep", "graphjit"):
         return nn.Dense(4, 1, weight_init="ones", bias_init="zeros"), LogLoss()
     if SCENARIO == "update":
         return nn.Dense(1, 1, weight_init="ones", has_bias=False), MeanLoss()
@@ -125,7 +126,7 @@ elif SCENARIO == "jit":
             debugger.stop()
             debugger.step()
         losses.append(float(loss.asnumpy()))
-elif SCENARIO == "jitstep":
+elif SCENARIO in ("jitstep", "graphjit"):
     def step_forward(x, y):
         return loss_fn(net(x), y)
 

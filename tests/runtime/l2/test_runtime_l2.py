@@ -156,3 +156,22 @@ def test_a_jit_region_that_writes_parameters_is_not_run_twice(tmp_path):
     assert "the mindspore.jit region Jit.train_step" in stderr and "writes Parameters in place" in stderr
     for path in (tmp_path / "dump").glob("step*/rank/overflow.json"):
         assert not any("inside" in r and r["inside"].startswith("Jit.train_step") for r in json.loads(path.read_text()))
+    # still a record, never the all-clear (a fresh user's finding: "no overflow found in 5 checked step(s)")
+    (first,) = records(tmp_path / "dump", 3)
+    assert first["kind"] == "outside" and first["nonfinite"] == ["output of Jit.train_step.0.forward"], first
+    assert "the overflow started inside it" in first["message"] and "no overflow found" not in stderr
+    assert report_last_line(tmp_path / "dump").startswith("2 records in 2 step/rank folders. Overflow outside the "
+                                                          "checked calls in step3/rank: the mindspore.jit region")
+
+
+def test_a_functional_jit_step_at_l2_is_never_called_checked(tmp_path):
+    """A fresh user's finding: in GRAPH_MODE a functional @jit training step
+    (no Cell called from Python) is not seen by L2, and the all-clear said
+    "no overflow found in 5 checked step(s)" of a run whose loss went inf.
+    Those steps are now said not to be checked, and why."""
+    checked, stderr = run(tmp_path, "graphjit", write_runtime_config(tmp_path, level="L2", nums=-1))
+    assert checked["losses"][3] == "inf", checked
+    line = next(x for x in stderr.splitlines() if x.startswith("probe_runtime: no overflow found"))
+    assert line.startswith("probe_runtime: no overflow found in 0 checked step(s)"), line
+    assert "5 step(s) called no Cell between start() and stop() and were not checked (step 0, 1, 2, 3, 4)" in line
+    assert "not a functional mindspore.jit training step" in line
