@@ -439,6 +439,14 @@ def test_pl504_constructor_level_overrides_config(lint_script):
     assert codes(found) == ["PL504"] and "PrecisionDebugger(level=...)" in found[0].message
 
 
+def test_pl504_silent_when_the_script_picks_start_by_level(lint_script):
+    """A fresh user's finding: `debugger.start(net) if LEVEL == "L0" else
+    debugger.start()` was refused by PL504 at the branch L0 never takes."""
+    src = PYN + LOOP.replace("debugger.start(net)", "debugger.start(net) if LEVEL == 'L0' else debugger.start()")
+    assert "if LEVEL" in src
+    assert codes(lint_script(src, config(level="L0"))) == []
+
+
 def test_pl504_silent_when_passed_on(lint_script):
     src = PYN + LOOP.replace("start(net)", "start()") + "register(debugger)\n"
     assert codes(lint_script(src, config(level="L0"))) == []

@@ -227,7 +227,8 @@ def start_without_model(config: ConfigView, context: Context) -> Iterator[Findin
     model passed to start(model); with start() alone there is no model to
     hook, so nothing is collected at Cell level. The level is the config's,
     or the constructor's level= when given. Silent when the debugger is
-    passed on, stored elsewhere or started from a helper function.
+    passed on, stored elsewhere or started from a helper function, and when
+    another start() of it passes a model (the script picks one by level).
 
     Bad:
         "level": "L0"  and  debugger.start()
@@ -243,7 +244,10 @@ def start_without_model(config: ConfigView, context: Context) -> Iterator[Findin
         level, source = _level(config, debugger)
         if level not in ("L0", "mix"):
             continue
-        for call in debugger.called("start"):
+        starts = debugger.called("start")
+        if any(call.has_model for call in starts):  # a model-less start() beside one with a model: a branch
+            continue  # for another level (`start(net) if L0 else start()`), not sure to run at L0
+        for call in starts:
             if call.has_model is False:
                 yield _at(script, "PL504", call.line, call.column,
                           f"level {level} (from {source}) hooks the Cells of the model passed to start(), "
