@@ -315,7 +315,11 @@ def jit_not_seen(config: ConfigView, context: Context) -> Iterator[Finding]:
     said = _because(context.describe("mode"))
     for use in script.jit_uses:
         level = f" (jit_level {use.jit_level})" if use.jit_level else ""
+        extra = ("; at L0 a model given to start() and called inside it cannot be compiled with the Cell hooks"
+                 if config.level in ("L0", "mix") else "")
         yield _at(script, "PL506", use.line, use.column,
                   f"{use.target} is compiled by mindspore.jit{level}: it runs as static graph and level "
-                  f"{config.level} does not see inside it{said}",
+                  f"{config.level} does not see its APIs and Cells{said} (probe_runtime, in one process on the "
+                  f"CPU backend, names the kernel inside a region that returns inf/nan, unless the region writes "
+                  f"Parameters){extra}",
                   hint="remove jit while debugging to check the APIs inside it")
