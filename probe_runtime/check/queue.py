@@ -509,6 +509,12 @@ class Checker:
             LOGGER.info("probe_runtime: overflow_nums=%s reached; detection stops", self.state.overflow_nums)
             self._call_exhausted()
 
+    def overflow_recorded(self, step: int) -> None:
+        """A record of ``step`` was written by another part (the kernel of a
+        ``mindspore.jit`` region): later overflowing entries of the step
+        carry that overflow on; none is told it came in from outside."""
+        self._overflow_steps.add(step)
+
     def _requeue_on_interrupt(self, batch: _Batch) -> None:
         """Ctrl-C (``KeyboardInterrupt``) or ``SystemExit`` inside the batch:
         the entry being written and those not judged yet go back to the

@@ -68,10 +68,14 @@ class JitRegions:
         scratch: the dump config's folder.
         library_roots: folders whose frames are not the user's.
         on_error: called with (where, exception) for a fault of the tool.
+        on_record: called with the step when a record of a region was
+            written (the checker's later entries of it are carried on).
     """
 
     def __init__(self, state: RunState, records: KernelRecords, switch: DumpSwitch, *, scratch: str,
-                 library_roots: tuple[str, ...], on_error: Callable[[str, BaseException], None]) -> None:
+                 library_roots: tuple[str, ...], on_error: Callable[[str, BaseException], None],
+                 on_record: Callable[[int], None] = lambda step: None) -> None:
+        self.on_record = on_record
         self.state = state
         self.records = records
         self.switch = switch
@@ -160,6 +164,7 @@ class JitRegions:
                                "it %s, so the kernel inside it is not named", label, where, why)
             # still a record: the step is never called clean (a fresh user got "no overflow found" here)
             if self.state.count_record():
+                self.on_record(self.state.step)
                 self.records.note(OUTSIDE, [f"output of {name}"], where,
                                   f"the mindspore.jit region {name} returned inf/nan from finite inputs: the overflow "
                                   f"started inside it; it {why}, so the kernel is not named (remove jit from it "
@@ -180,6 +185,7 @@ class JitRegions:
                            "PrecisionDebugger() was created?)", name, caller_where(self.library_roots))
             return
         self.state.count_record()
+        self.on_record(self.state.step)
         self.records.write(kernels, inside=name)
 
     def _clear(self) -> None:

@@ -123,7 +123,7 @@ def compiled_parts(level: str, config: dict, state: RunState, dump_path: str, ch
         switch.off()
         records = KernelRecords(state, dump_path=dump_path, level=level, writers=checker.records.writer)
         parts.jit = JitRegions(state, records, switch, scratch=scratch, library_roots=library_roots(),
-                               on_error=checker.on_error)
+                               on_error=checker.on_error, on_record=checker.overflow_recorded)
     return parts
 
 

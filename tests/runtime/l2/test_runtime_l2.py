@@ -126,6 +126,10 @@ def test_the_kernel_inside_a_jit_region_is_named_at_l1_and_l0(tmp_path, level):
     assert first["where"] == f"{SCRIPT}:{line_of('return -ops.log(ops.abs(label * pred)).mean()')}"
     last = report_last_line(dump)
     assert f"{first['name']} (kernel, forward) inside Jit.scored_loss.0.forward" in last, last
+    # what the region's inf reached later in the step (its backward, the layers before it) is carried on: no
+    # record says it came in from outside the window (a fresh user's finding)
+    later = records(dump, 3)[1:]
+    assert later and not any(r["origin"] or "entered" in r for r in later), later
 
 
 def test_a_graph_compiled_before_the_debugger_is_said_not_hidden(tmp_path):
