@@ -111,7 +111,8 @@ class KernelRecords:
     def write(self, kernels: list[Kernel], *, inside: Optional[str] = None) -> int:
         """Write the records of ``kernels`` (as :func:`~.scan.scan` returns
         them) into the current step: the origin (with its ``.npy``) and at
-        most :data:`MAX_CARRIED` carried ones; ``inside``: the enclosing
+        most :data:`MAX_CARRIED` carried ones, no more than ``overflow_nums``
+        leaves room for (the caller has counted the first); ``inside``: the enclosing
         region's entry name (a ``@jit`` region at L1/L0). Returns how many
         were written.
 
@@ -122,6 +123,10 @@ class KernelRecords:
         origins = [k for k in kernels if k.origin][:1]
         carried = [k for k in kernels if not k.origin]
         chosen = origins + carried[:MAX_CARRIED]
+        state = self.state
+        if state.overflow_nums != -1:  # overflow_nums counts records, as at L1 (the caller counted this one)
+            chosen = chosen[:max(1, state.overflow_nums - state.found + 1)]
+            state.found += len(chosen) - 1
         for kernel in chosen:
             record = kernel_record(kernel, with_data=kernel.origin)
             if kernel.name in writer.data:  # the same kernel in another replay of this step

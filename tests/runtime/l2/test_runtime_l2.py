@@ -179,3 +179,13 @@ def test_a_functional_jit_step_at_l2_is_never_called_checked(tmp_path):
     assert line.startswith("probe_runtime: no overflow found in 0 checked step(s)"), line
     assert "5 step(s) called no Cell between start() and stop() and were not checked (step 0, 1, 2, 3, 4)" in line
     assert "not a functional mindspore.jit training step" in line
+
+
+def test_overflow_nums_counts_kernel_records_as_l1_counts_calls(tmp_path):
+    """A fresh user's finding: with overflow_nums 1, L2 wrote 13 records
+    (the origin and the kernels that carried it on); overflow_nums counts
+    records, as at L1: the one record is the origin."""
+    run(tmp_path, "log0", write_runtime_config(tmp_path, level="L2", nums=1))
+    (only,) = records(tmp_path / "dump", 3)
+    assert only["origin"] is True and only["name"].startswith("Log."), only
+    assert not list((tmp_path / "dump").glob("step4"))
