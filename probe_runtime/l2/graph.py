@@ -118,6 +118,7 @@ class GraphChecks:
         self.on_unchecked = on_unchecked
         self.checked = 0
         self._at_open = 0
+        self._exit_registered = False
         self.replays = 0
         self._snapshots: dict[int, tuple[Callable[[], Any], StateSnapshot]] = {}
         self._noted: set[str] = set()
@@ -128,10 +129,10 @@ class GraphChecks:
 
     # -- install -------------------------------------------------------------------------
     def open(self) -> None:
-        """Check the compiled steps run from now on (``start()``). The
-        patch of ``Cell.__call__`` is installed at the first window and
-        stays until :meth:`remove`: setting a class attribute of ``Cell``
-        costs about 0.5 ms (every subclass's cache), twice a step."""
+        """Check the compiled steps run from now on (``start()``): patch
+        ``Cell.__call__`` (removed again at :meth:`close`, as every patch
+        is at ``stop()``; setting and restoring that class attribute costs
+        about 0.1 ms a step)."""
         self.active = True
         self._at_open = self.checked
         self.install()
@@ -142,7 +143,7 @@ class GraphChecks:
         step, which L2 does not see) is told to ``on_unchecked``."""
         if self.active and self.checked == self._at_open and self.on_unchecked is not None:
             self.on_unchecked(self.state.step)
-        self.active = False
+        self.remove()  # SPEC 4: nothing of the tool stays patched after stop()
 
     def install(self) -> None:
         """Route every call of a Cell from Python through :meth:`call`
@@ -162,14 +163,14 @@ class GraphChecks:
         checked_call.__wrapped__ = original  # type: ignore[attr-defined]
         self._original = original
         nn.Cell.__call__ = checked_call
-        atexit.register(self.remove)
+        if not self._exit_registered:  # once: the patch comes and goes with each window
+            self._exit_registered = True
+            atexit.register(self.remove)
 
     def uninstall(self) -> None:
-        """Stop checking (the debugger removes its patches: ``stop()``,
-        ``overflow_nums`` reached, exit). The patch stays, passing calls
-        through, until interpreter exit (:meth:`remove`): putting the class
-        attribute back each step would cost what :meth:`open` saves."""
-        self.active = False
+        """Stop checking and put ``Cell.__call__`` back (``overflow_nums``
+        reached, exit)."""
+        self.remove()
 
     def remove(self) -> None:
         """Put ``Cell.__call__`` back (registered for interpreter exit)."""

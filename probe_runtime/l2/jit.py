@@ -108,8 +108,9 @@ class JitRegions:
             executor.__call__ = checked_call
 
     def close(self) -> None:
-        """Stop checking (``stop()``)."""
-        self.active = False
+        """Stop checking and remove the patch (``stop()``: SPEC 4, nothing
+        of the tool stays patched between windows)."""
+        self.uninstall()
 
     def new_step(self) -> None:
         """Region indices start again at 0."""
