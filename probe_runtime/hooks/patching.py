@@ -17,10 +17,44 @@ Example::
 """
 from __future__ import annotations
 
+import types
 from typing import Any, Callable, Iterable
 
 #: what :class:`Patches` saves for an attribute that was inherited, not the owner's own
 MISSING: Any = object()
+
+
+class Plan:
+    """A list of ``(owner, attr, value)`` patches prepared once for
+    :meth:`Patches.apply`: runs of attributes of one module (a
+    ``types.ModuleType`` instance, not ``__class__``) are grouped into one
+    dictionary each, written with one ``dict.update`` of the module's
+    namespace instead of one ``setattr`` apiece.
+
+    Why: L1 writes about 600 ``pyboost_<op>`` globals of one MindSpore
+    module at every ``start()`` and puts them back at ``stop()``; after a
+    training step has evicted the CPU caches the Python loop over them cost
+    about 1 ms a step, the C-level update a few microseconds
+    (``docs/runtime-design.md``). A module's ``__setattr__`` is the plain
+    dictionary write, so the result is the same.
+    """
+
+    def __init__(self, items: Iterable[tuple[Any, str, Any]]) -> None:
+        self.items = list(items)
+        steps: list[tuple[Any, Any, Any]] = []  # (owner, attr or None, value or {attr: value})
+        for owner, attr, value in self.items:
+            if attr != "__class__" and type(owner) is types.ModuleType:
+                last = steps[-1] if steps else None
+                if last is not None and last[0] is owner and last[1] is None and attr not in last[2]:
+                    last[2][attr] = value
+                else:
+                    steps.append((owner, None, {attr: value}))
+            else:
+                steps.append((owner, attr, value))
+        self.steps = steps
+
+    def __len__(self) -> int:
+        return len(self.items)
 
 
 class Patches:
@@ -28,18 +62,22 @@ class Patches:
     a context manager that removes them on exit)."""
 
     def __init__(self) -> None:
-        self._saved: list[tuple[Any, str, Any]] = []  # (owner, attr, original or MISSING)
+        # (owner, attr, original or MISSING), or (module, None, {attr: original or MISSING}) for a Plan's group
+        self._saved: list[tuple[Any, Any, Any]] = []
+        self._count = 0
 
     def __len__(self) -> int:
-        return len(self._saved)
+        return self._count
 
     def __bool__(self) -> bool:
         return bool(self._saved)
 
-    def apply(self, plan: Iterable[tuple[Any, str, Any]], *, skip_refused: bool = False) -> int:
-        """Set each ``(owner, attr, value)`` of ``plan``, in order; returns
-        how many patches the group now holds. ``attr == "__class__"``
-        swaps the owner's class (its original is ``type(owner)``).
+    def apply(self, plan: "Iterable[tuple[Any, str, Any]] | Plan", *, skip_refused: bool = False) -> int:
+        """Set each ``(owner, attr, value)`` of ``plan`` (a list, or a
+        :class:`Plan` made once and applied at every ``start()``), in order;
+        returns how many patches the group now holds. ``attr ==
+        "__class__"`` swaps the owner's class (its original is
+        ``type(owner)``).
 
         Raises:
             AttributeError, TypeError: an owner refuses the attribute (the
@@ -48,9 +86,17 @@ class Patches:
         """
         # L1 sets about 1,100 attributes at every start(): plain lookups
         # only (what a vars() per attribute cost: docs/runtime-design.md)
+        steps = plan.steps if isinstance(plan, Plan) else [(o, a, v) for o, a, v in plan]
         append = self._saved.append
         missing = MISSING
-        for owner, attr, value in plan:
+        for owner, attr, value in steps:
+            if attr is None:  # a Plan's group of one module's attributes
+                namespace = owner.__dict__
+                get = namespace.get
+                append((owner, None, {name: get(name, missing) for name in value}))
+                namespace.update(value)
+                self._count += len(value)
+                continue
             original = type(owner) if attr == "__class__" else owner.__dict__.get(attr, missing)
             try:
                 setattr(owner, attr, value)
@@ -59,16 +105,24 @@ class Patches:
                     continue
                 raise
             append((owner, attr, original))
-        return len(self._saved)
+            self._count += 1
+        return self._count
 
     def remove(self) -> None:
         """Put every patched attribute back in reverse order; one that was
         inherited is deleted. Never raises (an owner may be gone at
         interpreter exit); safe to call twice."""
-        saved, self._saved = self._saved, []
+        saved, self._saved, self._count = self._saved, [], 0
         for owner, attr, original in reversed(saved):
             try:
-                if original is MISSING:
+                if attr is None:
+                    namespace = owner.__dict__
+                    for name, value in original.items():
+                        if value is MISSING:
+                            namespace.pop(name, None)
+                        else:
+                            namespace[name] = value
+                elif original is MISSING:
                     delattr(owner, attr)
                 else:
                     setattr(owner, attr, original)

@@ -20,7 +20,7 @@ import sys
 from typing import Any, Callable, Optional
 
 from ..hooks.collectives import FORMS, reducer_classes
-from ..hooks.patching import Patches, patched_module_class, subclasses
+from ..hooks.patching import Patches, Plan, patched_module_class, subclasses
 from .calls import Sink
 from .namespaces import (
     FUNCTION_INPLACE, FUNCTION_SKIP, PRIMITIVE_SKIP, TENSOR_MUTATORS, TENSOR_OPERATORS, TENSOR_SKIP, TORCH_MODULES,
@@ -66,6 +66,7 @@ class ApiInterceptor:
         self.wrappers = Wrappers(sink, enclosing=enclosing, nested_gradient=nested_gradient)
         self._patches = Patches()
         self._plan: Optional[list[tuple[Any, str, Callable]]] = None  # (owner, attr, wrapper)
+        self._prepared: Optional[Plan] = None  # the same, grouped for Patches.apply
 
     @property
     def installed(self) -> bool:
@@ -112,10 +113,11 @@ class ApiInterceptor:
             return len(self._patches)
         if ApiInterceptor._active is not None and ApiInterceptor._active is not self:
             raise RuntimeError("another PrecisionDebugger is already started in this process")
-        if self._plan is None:
+        if self._prepared is None:
             self._plan = []
             self._build_plan()
-        count = self._patches.apply(self._plan, skip_refused=True)
+            self._prepared = Plan(self._plan)
+        count = self._patches.apply(self._prepared, skip_refused=True)
         self.wrappers.open_window()
         ApiInterceptor._active = self
         return count
