@@ -361,22 +361,57 @@ class Verdict:
 
 
 class HostCache:
-    """Copies each tensor object to the host once per check batch (entries
-    often share tensors: one call's output is the next one's input)."""
+    """Copies each tensor to the host once per check batch (entries often
+    share tensors: one call's output is the next one's input).
+
+    Two tensor objects are one tensor here when they view the same memory
+    the same way (:func:`storage_key`): the tensor a ``HookBackward`` hands
+    back for a call's output and that output, or the gradient one hook
+    receives and the one the next receives, are different Python objects
+    over the same values, read once. Every read of a batch is made in one
+    stretch with no user code in between, so such views hold the same
+    values when they are read.
+    """
 
     def __init__(self) -> None:
         self._items: dict[int, tuple[Any, HostTensor]] = {}
         self._finite: dict[int, tuple[Any, bool]] = {}
+        self._storage: dict[tuple, tuple[Any, HostTensor]] = {}
+        self._host_finite: dict[int, bool] = {}  # id of a HostTensor held in _items -> its finite()
+        self._spans: dict[int, int] = {}  # first byte -> end of a finite contiguous read of this batch
 
     def get(self, tensor: Any) -> HostTensor:
         """The host copy of ``tensor`` (made on first use)."""
-        return _memo(self._items, tensor, to_host)
+        key = id(tensor)
+        hit = self._items.get(key)
+        if hit is None or hit[0] is not tensor:
+            hit = (tensor, self._read(tensor, dtype_name(tensor)))
+            self._items[key] = hit
+        return hit[1]
+
+    def _read(self, tensor: Any, name: str, where: Any = False) -> HostTensor:
+        """``to_host(tensor)``, or the copy already made of a tensor over the
+        same memory in this batch (``where``: its :func:`storage_key` when
+        the caller has it)."""
+        if where is False:
+            where = storage_key(tensor, name)
+        if where is None:
+            return to_host(tensor, name)
+        hit = self._storage.get(where)
+        if hit is None:
+            hit = (tensor, to_host(tensor, name))  # the tensor is kept: its memory cannot be reused meanwhile
+            self._storage[where] = hit
+        return hit[1]
 
     def finite(self, tensor: Any) -> bool:
         """True unless ``tensor`` is floating and holds inf/nan; decided
-        once per tensor object and batch (a non-floating tensor is never
-        copied to the host). The hot path of every check: kept to plain
-        dictionary lookups."""
+        once per tensor (object, or memory viewed the same way) and batch
+        (a non-floating tensor is never copied to the host). A view that
+        is not contiguous (a transpose, a strided slice: reading one makes
+        MindSpore copy it, about 170 us on CPU) is finite without a read
+        when a contiguous tensor read in this batch covers every byte it
+        views and was finite (:func:`view_span`). The hot path of every
+        check: kept to plain dictionary lookups."""
         key = id(tensor)
         hit = self._finite.get(key)
         if hit is not None and hit[0] is tensor:
@@ -387,11 +422,66 @@ class HostCache:
         else:
             host = self._items.get(key)
             if host is None or host[0] is not tensor:
-                host = (tensor, to_host(tensor, name))
+                where = storage_key(tensor, name)
+                span = view_span(tensor, where)
+                if span is not None and self._covered(span):
+                    self._finite[key] = (tensor, True)
+                    return True
+                host = (tensor, self._read(tensor, name, where))
                 self._items[key] = host
-            ok = host[1].finite()
+            else:
+                where, span = None, None
+            copy = host[1]
+            known = self._host_finite.get(id(copy))
+            ok = copy.finite() if known is None else known
+            self._host_finite[id(copy)] = ok
+            if ok and where is not None and span is None and copy.array is not None:
+                begin = where[0]
+                if self._spans.get(begin, begin) < begin + copy.array.nbytes:
+                    self._spans[begin] = begin + copy.array.nbytes
         self._finite[key] = (tensor, ok)
         return ok
+
+    def _covered(self, span: tuple[int, int]) -> bool:
+        """A finite contiguous read of this batch covers bytes
+        ``[span[0], span[1])``."""
+        begin, end = span
+        known = self._spans.get(begin)
+        if known is not None and known >= end:
+            return True
+        return any(start <= begin and end <= stop for start, stop in self._spans.items())
+
+
+def view_span(tensor: Any, where: Optional[tuple]) -> Optional[tuple[int, int]]:
+    """The bytes ``[first, last + 1)`` a tensor that is not contiguous
+    views (``where``: its :func:`storage_key`); None for a contiguous
+    tensor, or when that cannot be told. Strides are in elements, as
+    ``mindspore.Tensor.stride()`` gives them."""
+    if where is None:
+        return None
+    try:
+        if tensor.is_contiguous():
+            return None
+        address, shape, strides, _ = where
+        if any(size == 0 for size in shape) or any(step < 0 for step in strides):
+            return None
+        last = sum((size - 1) * step for size, step in zip(shape, strides))
+        return address, address + (last + 1) * int(tensor.itemsize)
+    except Exception:
+        return None
+
+
+def storage_key(tensor: Any, name: str) -> Optional[tuple]:
+    """Where ``tensor``'s values live and how it views them: ``(address of
+    its first element, shape, strides, dtype name)``, equal for two tensors
+    exactly when they show the same values in the same order (a
+    ``mindspore.Tensor``: ``data_ptr()``, ``stride()``). None for anything
+    else (host stand-ins, a tensor-like without them, a tensor with no
+    memory yet): such objects are read by identity only. Never raises."""
+    try:
+        return (tensor.data_ptr(), tuple(tensor.shape), tuple(tensor.stride()), name)
+    except Exception:
+        return None
 
 
 def _memo(table: dict, tensor: Any, compute: Any) -> Any:
