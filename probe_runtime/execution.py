@@ -23,7 +23,9 @@ from __future__ import annotations
 
 import logging
 import os
-from typing import Any, Optional
+from typing import Optional
+
+from .hooks.backward import synchronize_setting
 
 LOGGER = logging.getLogger("probe_runtime")
 ENV = "PROBE_SYNC"
@@ -47,21 +49,6 @@ def check_sync_mode(value: Optional[str] = None) -> str:
     if mode not in OFF + ON + AUTO:
         raise ValueError(f"{ENV} must be '0', '1' or 'auto' (or off/on, false/true, no/yes), not {raw!r}")
     return mode
-
-
-def _context() -> Any:
-    """MindSpore's context object and the ``pynative_synchronize`` key, or
-    None. The private setter is used because the public
-    ``set_context(pynative_synchronize=...)`` logs a deprecation warning on
-    every call since MindSpore 2.5 and ``mindspore.runtime.launch_blocking()``
-    cannot be undone."""
-    try:
-        from mindspore import context as ms_context
-        from mindspore._c_expression import ms_ctx_param
-
-        return ms_context._context(), ms_ctx_param.pynative_synchronize
-    except Exception:  # pragma: no cover - other MindSpore layouts
-        return None
 
 
 class SyncWindows:
@@ -89,7 +76,7 @@ class SyncWindows:
             on_cpu = mindspore.get_context("device_target") == "CPU"
         except Exception:  # pragma: no cover
             return
-        self._handle = _context()
+        self._handle = synchronize_setting()
         if self._handle is None or mode in ("0", "off", "false", "no"):
             return
         self.enabled = mode in ("1", "on", "true", "yes") or on_cpu

@@ -3,7 +3,8 @@
 * :mod:`.guard`: the per-thread re-entrancy guard (``tool_section``,
   ``inside_tool``);
 * :mod:`.backward`: passing tensors through one ``ops.HookBackward`` to get
-  their gradients (``through_hook``, ``release``);
+  their gradients (``through_hook``, ``release``; ``HookMaker`` reuses one
+  instance while the process runs synchronously);
 * :mod:`.frames`: the caller's frames and the user's ``file:line``;
 * :mod:`.patching`: attribute patches applied and removed as one handle
   (``Patches``, ``MISSING``, ``patched_module_class``).

@@ -20,13 +20,102 @@ Example::
 """
 from __future__ import annotations
 
+import threading
 from typing import Any, Callable, Optional, Sequence
+
+#: MindSpore releases on which a ``HookBackward`` instance may be reused with
+#: another hook function set before each use (:class:`HookMaker`): in a
+#: synchronous process each use keeps the function set when it ran
+#: (tests/runtime/test_runtime_hook_maker.py checks it on every release the
+#: suite runs on: 2.7.0 and 2.10.0). Outside this range a fresh instance is
+#: made per use.
+SHARED_HOOK_RELEASES = ("2.7.0", "2.10.999")
+
+
+class HookMaker:
+    """``make(hook)`` gives a ``mindspore.ops.HookBackward`` primitive whose
+    hook, for the next use, is ``hook``: what :func:`through_hook` takes as
+    ``hook_backward``.
+
+    Making a ``HookBackward`` per use (a ``Primitive`` built, its attributes
+    set) cost about 30 us of the 100 us a hooked tensor costs in a
+    synchronous process (benchmarks/README.md); one instance per thread
+    with ``set_hook_fn`` before each use gives the same gradients and hook
+    calls, since each use keeps the function set when it ran, but only
+    while the process runs synchronously (``pynative_synchronize``, as
+    checked windows on CPU do): with the asynchronous pipeline the function
+    is read when the operator runs, later, and every use would get the
+    last one set. So the instance is shared only when that setting is on
+    at the moment of the call, on the releases of
+    :data:`SHARED_HOOK_RELEASES`; otherwise ``make`` is ``HookBackward``
+    itself.
+
+    Args:
+        hook_backward: ``mindspore.ops.HookBackward``.
+        version: ``mindspore.__version__``.
+    """
+
+    def __init__(self, hook_backward: Any, version: str) -> None:
+        self.hook_backward = hook_backward
+        self.shared = _release_in(version, SHARED_HOOK_RELEASES)
+        self._setting = synchronize_setting() if self.shared else None
+        self._local = threading.local()
+        self._kind: Any = None
+
+    def __call__(self, hook: Callable[..., None]) -> Any:
+        if not self.shared or not self._synchronous():
+            return self.hook_backward(hook)
+        prim = getattr(self._local, "prim", None)
+        if prim is None:
+            from mindspore.ops.operations.debug_ops import HookType
+
+            self._kind = HookType.HookBackward
+            prim = self._local.prim = self.hook_backward(hook)
+            return prim
+        prim.set_hook_fn(hook, self._kind)
+        return prim
+
+    def _synchronous(self) -> bool:
+        """``pynative_synchronize`` is on now (about 1 us to read)."""
+        try:
+            context, key = self._setting  # type: ignore[misc]
+            return bool(context.get_param(key))
+        except Exception:
+            return False
+
+
+def synchronize_setting() -> Any:
+    """MindSpore's context object and the ``pynative_synchronize`` key (read
+    with ``context.get_param(key)``, written with ``set_param``), or None.
+    The private setter is used because the public
+    ``set_context(pynative_synchronize=...)`` logs a deprecation warning on
+    every call since MindSpore 2.5 and ``mindspore.runtime.launch_blocking()``
+    cannot be undone."""
+    try:
+        from mindspore import context as ms_context
+        from mindspore._c_expression import ms_ctx_param
+
+        return ms_context._context(), ms_ctx_param.pynative_synchronize
+    except Exception:  # pragma: no cover - other MindSpore layouts
+        return None
+
+
+def _release_in(version: str, bounds: tuple[str, str]) -> bool:
+    """``bounds[0] <= version <= bounds[1]`` as release numbers; False for a
+    version that does not parse."""
+    try:
+        from packaging.version import Version
+
+        return Version(bounds[0]) <= Version(version) <= Version(bounds[1])
+    except Exception:
+        return False
 
 
 def through_hook(hook_backward: Any, hook: Callable[..., None], items: Sequence[Any],
                  positions: list[int], boxes: Optional[list] = None) -> list:
     """``items`` (a list copy) with the tensors at ``positions`` passed
-    through one ``hook_backward(...)`` (``mindspore.ops.HookBackward``): in
+    through one ``hook_backward(...)`` (``mindspore.ops.HookBackward`` or a
+    :class:`HookMaker`): in
     the backward pass ``hook`` receives the gradients w.r.t. them. Values
     are unchanged; the call waits once for the PyNative pipeline.
 

@@ -29,7 +29,7 @@ from typing import Any, Callable, Optional
 
 from ..check.probes import launch_sum, probe_now, snapshot
 from ..check.verdict import framework_error, is_tensor, iter_tensors
-from ..hooks.backward import hook_gradients, register_grad_hook, release
+from ..hooks.backward import HookMaker, hook_gradients, register_grad_hook, release
 from ..hooks.frames import capture_frames
 from .calls import CellCall, ParamGradCall, TopCall
 from .plan import Target, is_jit_compiled, jit_warning, models, own_parameters, plan_cells
@@ -134,9 +134,10 @@ class CellHooks:
         self._cells = {t.prefix: t.cell for t in targets}
         self._local.last = None
         if self._hook_backward is None:
+            import mindspore
             from mindspore import ops
 
-            self._hook_backward = ops.HookBackward
+            self._hook_backward = HookMaker(ops.HookBackward, mindspore.__version__)
             try:
                 from mindspore.graph.api import _pynative_executor  # MindSpore >= 2.9
             except Exception:

@@ -31,7 +31,7 @@ from typing import Any, Callable, Optional
 
 from ..check.probes import launch_sum, probe_now
 from ..check.verdict import framework_error, is_floating, is_parameter, is_tensor, iter_tensors, surfaced
-from ..hooks.backward import hook_gradients, release
+from ..hooks.backward import HookMaker, hook_gradients, release
 from ..hooks.collectives import REDUCER_FORM, Form, collective_form, describe
 from ..hooks.frames import capture_frames
 from ..hooks.guard import GUARD
@@ -89,7 +89,7 @@ class Wrappers:
         import mindspore
         from mindspore import ops
 
-        self._hook_backward = ops.HookBackward
+        self._hook_backward = HookMaker(ops.HookBackward, mindspore.__version__)
         self._deepcopy = ops.deepcopy
         self._parameter_type = mindspore.Parameter
         try:
