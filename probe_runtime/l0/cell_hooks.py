@@ -31,6 +31,7 @@ from ..check.probes import launch_sum, probe_now, snapshot
 from ..check.verdict import framework_error, is_tensor, iter_tensors
 from ..hooks.backward import HookMaker, hook_gradients, register_grad_hook, release
 from ..hooks.frames import capture_frames
+from ..hooks.patching import Patches
 from .calls import CellCall, ParamGradCall, TopCall
 from .plan import Target, is_jit_compiled, jit_warning, models, own_parameters, plan_cells
 
@@ -91,11 +92,16 @@ class CellHooks:
         #: prefix -> {name: snapshot}: the latest values of the Parameters a Cell may write in place
         #: (``Target.written``), taken at ``start()``, after each of its calls and after an update
         self._written: dict[str, dict] = {}
+        #: what install() hooked, to hook it again after a mindspore.jit call (:meth:`_guard_jit_calls`)
+        self._targets: list[Target] = []
+        self._model: Any = None
+        self._suspended = False
+        self._jit_patch = Patches()
 
     @property
     def installed(self) -> bool:
-        """True while hooks are registered."""
-        return bool(self._handles)
+        """True while hooks are registered (or taken off for a ``mindspore.jit`` call)."""
+        return bool(self._handles) or self._suspended
 
     # -- plan -----------------------------------------------------------------------
     def check_model(self, model: Any) -> None:
@@ -155,7 +161,64 @@ class CellHooks:
         for target in targets:
             self._hook_cell(target)
         self._hook_tops(model)
+        self._targets, self._model = targets, model
+        self._guard_jit_calls()
         return len(targets)
+
+    def _guard_jit_calls(self) -> None:
+        """While the window is open, every call of a ``mindspore.jit``
+        function (``mindspore.common.api._JitExecutor.__call__``) runs with
+        this window's hooks taken off, and they are put back when it
+        returns.
+
+        A ``@jit`` function that calls a hooked Cell is compiled with the
+        Cell's hook tables, and MindSpore's graph compiler cannot compile
+        the hooks' Python (``Unsupported statement 'Try'``): the user's
+        training failed. Inside a compiled region the hooks would not fire
+        anyway (PL506 says so); the region's own inputs and outputs are
+        checked where they meet PyNative code. A MindSpore without that
+        class is left alone."""
+        try:
+            from mindspore.common import api
+
+            executor = getattr(api, "_JitExecutor")
+            original = executor.__call__
+        except Exception:
+            return
+        hooks = self
+
+        def call_unhooked(run: Any, *args: Any, **kwargs: Any) -> Any:
+            if hooks._suspended or not hooks._handles:
+                return original(run, *args, **kwargs)
+            hooks._suspend()
+            try:
+                return original(run, *args, **kwargs)
+            finally:
+                hooks._resume()
+
+        call_unhooked.__wrapped__ = original  # type: ignore[attr-defined]
+        try:
+            self._jit_patch.apply([(executor, "__call__", call_unhooked)])
+        except Exception as err:  # pragma: no cover - a class that refuses the attribute
+            self._fail("jit", err)
+
+    def _suspend(self) -> None:
+        """Take every hook off (a ``mindspore.jit`` call is about to run)."""
+        handles, self._handles = self._handles, []
+        self._suspended = True
+        for handle in reversed(handles):
+            try:
+                handle.remove()
+            except Exception:  # pragma: no cover
+                pass
+
+    def _resume(self) -> None:
+        """Put the hooks back after a ``mindspore.jit`` call; a fault turns
+        the part it hit off, as at install."""
+        self._suspended = False
+        for target in self._targets:
+            self._hook_cell(target)
+        self._hook_tops(self._model)
 
     def _probe(self, target: Target) -> list:
         """Finiteness probes of ``target``'s own Parameters, now: checked on
@@ -261,6 +324,9 @@ class CellHooks:
 
     def uninstall(self) -> None:
         """Remove every hook (safe to call twice and at interpreter exit)."""
+        self._jit_patch.remove()
+        self._suspended = False
+        self._targets, self._model = [], None
         handles, self._handles = self._handles, []
         release(self._boxes)
         for handle in reversed(handles):

@@ -315,7 +315,7 @@ def jit_not_seen(config: ConfigView, context: Context) -> Iterator[Finding]:
     said = _because(context.describe("mode"))
     for use in script.jit_uses:
         level = f" (jit_level {use.jit_level})" if use.jit_level else ""
-        extra = ("; at L0 a model given to start() and called inside it cannot be compiled with the Cell hooks"
+        extra = ("; at L0 the Cells it calls are unhooked while it runs, so none of them is recorded there"
                  if config.level in ("L0", "mix") else "")
         yield _at(script, "PL506", use.line, use.column,
                   f"{use.target} is compiled by mindspore.jit{level}: it runs as static graph and level "

@@ -558,3 +558,39 @@ def test_sequential_cells_share_one_gradient_hook_per_boundary(tmp_path, monkeyp
     assert linked == separate
     assert linked_data == separate_data
     assert linked_hooks == separate_hooks - 4  # Shift, Sqrt, the last Dense and the outer Shift share one
+
+
+# -- a mindspore.jit function that calls the hooked model ------------------------------
+def test_a_jit_function_calling_the_hooked_model_runs_and_the_hooks_come_back(work):
+    """A ``@jit`` function compiled while the Cells carry the window's hooks
+    failed to compile (``Unsupported statement 'Try'``: the user's training
+    died). The hooks are taken off for each such call and put back after it:
+    the function runs, gives what it gives without the debugger, and the
+    model called directly afterwards in the same window is checked."""
+    from mindspore.common import api
+
+    tmp_path, make = work
+    net = Top()
+    executor_call = api._JitExecutor.__call__
+
+    def twice(x):
+        return net(x) * 2
+
+    def twice_before(x):
+        return net(x) * 2
+
+    doubled = ms.jit(twice)  # first compiled inside the window, where its Cells carry the hooks
+    expected = ms.jit(twice_before)(fp16(2, 4, 0.5)).asnumpy()  # the same graph, compiled before it
+    debugger = make(nums=-1)
+    for step in range(2):  # compiled in the first step, run from the cache in the second
+        debugger.start(net)
+        got = doubled(fp16(2, 4, 0.5)).asnumpy()
+        np.testing.assert_array_equal(got, expected)
+        assert net._forward_pre_hook, "the hooks are back once the compiled call returned"
+        net(fp16(2, 4, 3.0))  # exp(12) overflows float16 in Inner, checked as without the jit call
+        debugger.stop()
+        debugger.step()
+        assert "Cell.block.inner.Inner.forward.0" in names(tmp_path, step)
+        assert origins(tmp_path, step)["Cell.block.inner.Inner.forward.0"] is True
+    assert_unhooked(net)
+    assert api._JitExecutor.__call__ is executor_call
