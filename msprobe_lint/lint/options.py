@@ -150,14 +150,23 @@ def prepare(options: LintOptions, *, first_path: Optional[str] = None):
             parsed[field] = parse_codes(getattr(options, field))
         except SelectionError as err:
             raise UsageError(f"{flag}: {err}") from None
-    select = parsed["select"] or (project.select if project else ())
-    ignore = parsed["ignore"] + (project.ignore if project else ())
-    extend = parsed["extend_select"] + (project.extend_select if project else ())
+    return context, selection_of(project, **parsed), project
+
+
+def selection_of(project: Any, select: tuple[str, ...] = (), ignore: tuple[str, ...] = (),
+                 extend_select: tuple[str, ...] = ()) -> Selection:
+    """The rule selection of the command-line codes (already parsed) over
+    the ``[tool.probe-lint]`` settings ``project`` (None: none): ``select``
+    replaces the project's, ``ignore`` and ``extend_select`` add to its;
+    the project's severities apply. Per-file ignores are added per config
+    by ``project.selection_for``."""
+    select = select or (project.select if project else ())
+    ignore = ignore + (project.ignore if project else ())
+    extend = extend_select + (project.extend_select if project else ())
     if extend:
         select = (select or ("ALL",)) + extend
     severity: dict[str, Severity] = dict(project.severity) if project else {}
-    selection = Selection(select=select, ignore=ignore, severity=severity)
-    return context, selection, project
+    return Selection(select=select, ignore=ignore, severity=severity)
 
 
 def patterns(values: tuple[str, ...]) -> tuple[str, ...]:

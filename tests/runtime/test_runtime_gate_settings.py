@@ -1,0 +1,90 @@
+"""The gate lints with the project's ``[tool.probe-lint]`` settings, as
+``probe lint`` and ``probe run`` do, except for the rules the debugger
+cannot run without (``gate.RUNTIME_ESSENTIAL``).
+
+Before, a project that turned a rule off passed ``probe run``'s lint and
+was then refused by ``PrecisionDebugger`` in the training process; a
+project's extra or raised rules were not enforced there either.
+"""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.mindspore
+pytest.importorskip("mindspore")
+
+from probe_runtime import ConfigLintError, PrecisionDebugger  # noqa: E402
+from probe_runtime.gate import lint_live  # noqa: E402
+from runtime_support import isolate  # noqa: E402
+
+
+def project(folder: Path, table: str, **config) -> Path:
+    """``folder/pyproject.toml`` holding ``table`` and ``folder/config.json``
+    (an overflow_check config with dump_path ``folder/dump``, changed by
+    ``config``; a value None removes the key)."""
+    (folder / "pyproject.toml").write_text("[tool.probe-lint]\n" + table)
+    data = {"task": "overflow_check", "dump_path": str(folder / "dump"), "rank": [], "step": [], "level": "L1",
+            "overflow_check": {"overflow_nums": 1}}
+    data.update(config)
+    path = folder / "config.json"
+    path.write_text(json.dumps({k: v for k, v in data.items() if v is not None}))
+    os.chmod(path, 0o640)
+    return path
+
+
+def codes(path: Path) -> set[str]:
+    return {d.code for d in lint_live(str(path), {}, (None, "test")) if d.severity.value == "error"}
+
+
+def test_a_rule_the_project_turns_off_does_not_refuse(tmp_path, monkeypatch):
+    isolate(monkeypatch, tmp_path)
+    path = project(tmp_path, 'ignore = ["PL101"]\n', dump_pth="typo")
+    assert "PL101" not in codes(path)
+    debugger = PrecisionDebugger(config_path=str(path))  # what probe run's lint let through
+    debugger.stop()
+
+
+def test_without_the_project_table_the_same_config_is_refused(tmp_path, monkeypatch):
+    isolate(monkeypatch, tmp_path)
+    path = project(tmp_path, "", dump_pth="typo")
+    with pytest.raises(ConfigLintError, match="PL101"):
+        PrecisionDebugger(config_path=str(path))
+
+
+def test_per_file_ignores_apply_to_the_config(tmp_path, monkeypatch):
+    isolate(monkeypatch, tmp_path)
+    path = project(tmp_path, '[tool.probe-lint.per-file-ignores]\n"config.json" = ["PL101"]\n', dump_pth="x")
+    assert "PL101" not in codes(path)
+
+
+def test_a_rule_the_project_raises_to_error_refuses(tmp_path, monkeypatch):
+    isolate(monkeypatch, tmp_path)
+    dotted = str(tmp_path / "sub" / ".." / "dump")  # PL404, a warning by default
+    assert "PL404" not in codes(project(tmp_path, "", dump_path=dotted))
+    path = project(tmp_path, '[tool.probe-lint.severity]\nPL404 = "error"\n', dump_path=dotted)
+    assert "PL404" in codes(path)
+    with pytest.raises(ConfigLintError, match="PL404"):
+        PrecisionDebugger(config_path=str(path))
+
+
+def test_the_rules_the_debugger_cannot_run_without_stand(tmp_path, monkeypatch):
+    isolate(monkeypatch, tmp_path)
+    path = project(tmp_path, 'ignore = ["PL0", "PL1", "PL2", "PL3", "PL4", "PL5"]\n', dump_path=None,
+                   task="free_benchmark", level="L9")
+    with pytest.raises(ConfigLintError) as caught:
+        PrecisionDebugger(config_path=str(path))
+    message = str(caught.value)
+    assert "PL104" in message and "PL103" in message and "PL205" in message
+    assert "Traceback" not in message
+
+
+def test_a_malformed_table_falls_back_to_every_rule(tmp_path, monkeypatch, caplog):
+    isolate(monkeypatch, tmp_path)
+    path = project(tmp_path, 'ignore = ["PL101", 3]\n', dump_pth="typo")  # codes must be strings
+    with pytest.raises(ConfigLintError, match="PL101"):
+        PrecisionDebugger(config_path=str(path))
+    assert "every rule applies as by default" in caplog.text
