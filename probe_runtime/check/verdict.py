@@ -477,11 +477,40 @@ def storage_key(tensor: Any, name: str) -> Optional[tuple]:
     exactly when they show the same values in the same order (a
     ``mindspore.Tensor``: ``data_ptr()``, ``stride()``). None for anything
     else (host stand-ins, a tensor-like without them, a tensor with no
-    memory yet): such objects are read by identity only. Never raises."""
+    memory yet, address 0), and on MindSpore releases before 2.10, whose
+    ``data_ptr()`` logs an error for a tensor made on the host and gives 0
+    (:func:`storage_keys_usable`): such objects are read by identity only.
+    Never raises."""
+    if not storage_keys_usable():
+        return None
     try:
-        return (tensor.data_ptr(), tuple(tensor.shape), tuple(tensor.stride()), name)
+        address = tensor.data_ptr()
+        if not address:
+            return None
+        return (address, tuple(tensor.shape), tuple(tensor.stride()), name)
     except Exception:
         return None
+
+
+_STORAGE_KEYS: Optional[bool] = None
+
+
+def storage_keys_usable() -> bool:
+    """MindSpore 2.10 or later (decided once): ``Tensor.data_ptr()`` gives
+    an address for every tensor without logging. On 2.7.0 a tensor made
+    from a numpy array has no device address until an operator uses it,
+    and ``data_ptr()`` logs ``Tensor device address is null`` and returns
+    0."""
+    global _STORAGE_KEYS
+    if _STORAGE_KEYS is None:
+        try:
+            import mindspore
+            from packaging.version import Version
+
+            _STORAGE_KEYS = Version(mindspore.__version__) >= Version("2.10")
+        except Exception:
+            _STORAGE_KEYS = False
+    return _STORAGE_KEYS
 
 
 def _memo(table: dict, tensor: Any, compute: Any) -> Any:
