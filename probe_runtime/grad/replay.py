@@ -56,7 +56,7 @@ from probe_format.collectives import COLLECTIVE_CLASS_WORDS
 
 from ..hooks.guard import tool_section
 from ..hooks.patching import Patches, subclasses
-from .reach import reachable_parameters
+from ..hooks.reach import reachable_parameters
 
 #: words in a Primitive class's name that make it a collective call: the format's table's
 #: (``probe_format.collectives.COLLECTIVES``) and ``Barrier``, which moves no data but waits for every rank

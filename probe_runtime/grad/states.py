@@ -22,7 +22,7 @@ from typing import Any, Callable
 
 from ..check.writable import writable_parameters
 from ..hooks.guard import tool_section
-from .reach import reachable_cells
+from ..hooks.reach import reachable_cells
 
 #: how many differentiated functions are remembered (a new lambda every step must not grow it)
 MAX_FUNCTIONS = 8

@@ -6,6 +6,8 @@
   their gradients (``through_hook``, ``release``; ``HookMaker`` reuses one
   instance while the process runs synchronously);
 * :mod:`.frames`: the caller's frames and the user's ``file:line``;
+* :mod:`.reach`: the Cells and Parameters a computation or a ``jit``
+  region can reach (what a replay puts back, what a region may write);
 * :mod:`.patching`: attribute patches applied and removed as one handle
   (``Patches``, ``MISSING``, ``patched_module_class``).
 

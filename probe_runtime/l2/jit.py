@@ -43,6 +43,8 @@ from typing import Any, Callable, Optional
 
 from probe_format.layout import OUTSIDE
 
+from ..check.verdict import HostCache, is_floating
+from ..hooks.reach import reachable_parameters
 from ..state import RunState
 from .dump_config import NET_NAME
 from .graph import caller_where, nonfinite_outputs
@@ -51,6 +53,16 @@ from .records import KernelRecords
 from .scan import scan
 
 LOGGER = logging.getLogger("probe_runtime")
+
+
+def _is_optimizer(obj: Any) -> bool:
+    """``obj`` is a ``mindspore.nn.Optimizer``."""
+    try:
+        from mindspore import nn
+
+        return isinstance(obj, nn.Optimizer)
+    except Exception:  # pragma: no cover
+        return False
 
 
 def _finite_inputs(values: Any) -> bool:
@@ -89,6 +101,8 @@ class JitRegions:
         self._original: Optional[Callable] = None
         self._depth = 0
         self._counters: dict[str, int] = {}
+        #: (id(function), id(its Cell)) -> (function, Cell or None, the floating Parameters they reach)
+        self._reach: dict[tuple[int, int], tuple[Any, Any, list]] = {}
 
     def open(self) -> None:
         """Check the regions called from now on (``start()``)."""
@@ -132,13 +146,35 @@ class JitRegions:
 
     def call(self, original: Callable, run: Any, args: tuple, kwargs: dict) -> Any:
         """Run one compiled region, replayed under the dump when its
-        inputs were finite and its result is not."""
+        inputs were finite and its result is not. The Parameters it can
+        reach (:meth:`_parameters`) are read before and after it: a region
+        that writes inf/nan into one (a whole ``@jit`` training step with
+        its optimizer) gets a record in that step, and one that ran on
+        Parameters already holding inf/nan is never said to have started
+        the overflow."""
         self._depth += 1
         try:
+            watched = not self.state.exhausted and self.state.selected()
+            params = self._parameters(run, args, kwargs) if watched else []
+            before = self._finite(params)
             result = original(run, *args, **kwargs)
             try:
                 name = self.region_name(run)
-                if self.state.exhausted or not self.state.selected() or not nonfinite_outputs(result):
+                if not watched:
+                    return result
+                held = [p for p, ok in zip(params, before) if not ok]
+                written = [p for p, ok, now in zip(params, before, self._finite(params)) if ok and not now]
+                returned = nonfinite_outputs(result)
+                if held and (returned or written):
+                    self._note(name, held, bool(returned), "ran on {} while they held inf/nan: the overflow started "
+                               "before it (an earlier step's update?)")
+                    return result
+                if written:
+                    finite_in = _finite_inputs(args) and _finite_inputs(list(kwargs.values()))
+                    self._note(name, written, bool(returned), "wrote inf/nan into {}, finite when it started"
+                               + (": the overflow started inside it" if finite_in else ""))
+                    return result
+                if not returned:
                     return result
                 if not _finite_inputs(args) or not _finite_inputs(list(kwargs.values())):
                     return result
@@ -148,6 +184,52 @@ class JitRegions:
             return result
         finally:
             self._depth -= 1
+
+    def _parameters(self, run: Any, args: tuple, kwargs: dict) -> list:
+        """The floating Parameters a region can reach (its function's
+        closure, defaults and globals, its Cell, its arguments:
+        ``hooks.reach``), each once, ordered by name; [] for an optimizer's own compiled
+        ``construct``, whose Parameters the optimizer watch reads around
+        its step already. Kept per function and Cell."""
+        function = getattr(run, "fn", None)
+        owner = getattr(run, "obj", None) or getattr(function, "__self__", None)  # a Cell's compiled construct
+        if owner is not None and _is_optimizer(owner):
+            return []
+        key = (id(function), id(owner))
+        known = self._reach.get(key)
+        if known is None or known[0] is not function or known[1] is not owner:
+            try:
+                roots = [function, *args, *kwargs.values()] + ([owner] if owner is not None else [])
+                found = sorted((p for p in reachable_parameters(roots) if is_floating(p)),
+                               key=lambda p: str(getattr(p, "name", "")))  # records in a stable order
+            except Exception as err:
+                self.on_error("finding the Parameters a mindspore.jit region reaches", err)
+                found = []
+            known = self._reach[key] = (function, owner, found)
+        return known[2]
+
+    @staticmethod
+    def _finite(params: list) -> list[bool]:
+        """Each Parameter's finiteness now (a host read each)."""
+        if not params:
+            return []
+        cache = HostCache()
+        return [cache.finite(p) for p in params]
+
+    def _note(self, name: str, params: list, returned: bool, what: str) -> None:
+        """A record of kind ``outside`` for region ``name`` naming
+        ``params`` (and its output when ``returned`` held inf/nan), counted
+        against ``overflow_nums``; ``what`` is the message's middle, ``{}``
+        standing for the Parameters."""
+        if not self.state.count_record():
+            return
+        self.on_record(self.state.step)
+        labels = [f"Parameter {getattr(p, 'name', '?')}" for p in params]
+        said = (f"returned inf/nan and {what}" if returned else what).format(", ".join(labels))
+        self.records.note(OUTSIDE, ([f"output of {name}"] if returned else []) + labels,
+                          caller_where(self.library_roots),
+                          f"the mindspore.jit region {name} {said}; the calls and updates inside a compiled region "
+                          "are not seen at L0/L1 (remove jit from it while debugging to see them)")
 
     def replay(self, original: Callable, run: Any, args: tuple, kwargs: dict, name: str) -> None:
         """Run the region again under the dump and write the kernels it

@@ -152,20 +152,68 @@ def test_a_graph_compiled_before_the_debugger_is_said_not_hidden(tmp_path):
 
 def test_a_jit_region_that_writes_parameters_is_not_run_twice(tmp_path):
     """A whole @jit training step (its optimizer inside) returns an inf
-    loss: running it again would update the Parameters twice, so it is
-    said and left alone; training stays as without the tool."""
+    loss and writes inf/nan into the weights: it is never run again (that
+    would update the Parameters twice) and training stays as without the
+    tool; the Parameters it reaches are read before and after it, so that
+    step's record names what the region wrote (a fresh user's finding:
+    with a finite loss, the update's inf went unseen and the run was
+    called clean), and the next step, which runs on those Parameters, is
+    never said to have started the overflow."""
     plain, _ = run(tmp_path, "jitstep", None)
     checked, stderr = run(tmp_path, "jitstep", write_runtime_config(tmp_path, level="L1", nums=-1))
     assert checked == plain
-    assert "the mindspore.jit region Jit.train_step" in stderr and "writes Parameters in place" in stderr
     for path in (tmp_path / "dump").glob("step*/rank/overflow.json"):
         assert not any("inside" in r and r["inside"].startswith("Jit.train_step") for r in json.loads(path.read_text()))
-    # still a record, never the all-clear (a fresh user's finding: "no overflow found in 5 checked step(s)")
     (first,) = records(tmp_path / "dump", 3)
-    assert first["kind"] == "outside" and first["nonfinite"] == ["output of Jit.train_step.0.forward"], first
+    weights = ["Parameter bias", "Parameter moments.bias", "Parameter moments.weight", "Parameter weight"]
+    assert first["kind"] == "outside" and first["nonfinite"] == ["output of Jit.train_step.0.forward"] + weights
+    assert "wrote inf/nan into Parameter bias, Parameter moments.bias" in first["message"]
     assert "the overflow started inside it" in first["message"] and "no overflow found" not in stderr
+    (second,) = records(tmp_path / "dump", 4)
+    assert "while they held inf/nan: the overflow started before it" in second["message"]
+    assert "started inside it" not in second["message"]
     assert report_last_line(tmp_path / "dump").startswith("2 records in 2 step/rank folders. Overflow outside the "
                                                           "checked calls in step3/rank: the mindspore.jit region")
+
+
+def test_a_jit_step_whose_update_alone_overflows_is_never_called_clean(tmp_path, monkeypatch):
+    """The update inside a whole @jit training step writes inf into the
+    weights while the loss it returns is finite: before, nothing the region
+    returned held inf/nan and the run ended "no overflow found"."""
+    import mindspore as ms
+    import numpy as np
+    from mindspore import nn
+
+    from probe_runtime import PrecisionDebugger
+
+    monkeypatch.chdir(tmp_path)
+    ms.set_context(mode=ms.PYNATIVE_MODE)
+    net = nn.Dense(2, 1, weight_init="ones", has_bias=False)
+    optimizer = nn.SGD(net.trainable_params(), learning_rate=1e38)
+
+    def forward(x):
+        return net(x).sum()
+
+    grad_fn = ms.value_and_grad(forward, None, optimizer.parameters)
+
+    @ms.jit
+    def train_step(x):
+        loss, grads = grad_fn(x)
+        optimizer(grads)
+        return loss
+
+    debugger = PrecisionDebugger(config_path=str(write_runtime_config(tmp_path, level="L1", nums=-1)))
+    losses = []
+    for step, value in enumerate((1e-30, 1e1)):  # step 1: gradient 10, lr * 10 = 1e39 > float32 max
+        debugger.start()
+        losses.append(float(train_step(ms.Tensor(np.full((1, 2), value, np.float32))).asnumpy()))
+        debugger.stop()
+        debugger.step()
+    assert all(np.isfinite(losses)) and not np.isfinite(net.weight.asnumpy()).all()
+    assert not (tmp_path / "dump" / "step0" / "rank" / "overflow.json").exists()
+    (record,) = records(tmp_path / "dump", 1)
+    assert record["kind"] == "outside" and record["nonfinite"] == ["Parameter weight"], record
+    assert "wrote inf/nan into Parameter weight, finite when it started" in record["message"]
 
 
 def test_a_functional_jit_step_at_l2_is_never_called_checked(tmp_path):

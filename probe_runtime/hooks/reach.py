@@ -1,9 +1,10 @@
 """The reach walk: the Cells and Parameters a gradient computation can touch.
 
-A replay (:mod:`.replay`) must put back every Parameter the computation it
-runs again may write, and the state watch (:mod:`.states`) must know which
-Cells' state a differentiated function may update. Neither can ask
-MindSpore: a PyNative function is plain Python. So both follow references
+A replay (``grad.replay``) must put back every Parameter the computation it
+runs again may write, a ``mindspore.jit`` region's check (``l2.jit``) reads
+the Parameters it may write, and the state watch (``grad.states``) must
+know which Cells' state a differentiated function may update. None can ask
+MindSpore: a PyNative function is plain Python. So all follow references
 from the computation's function, inputs and weights (and the model given to
 ``start()``): a Cell or a Parameter is taken and not entered; functions,
 bound methods, ``functools.partial``, containers and plain objects are
