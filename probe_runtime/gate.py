@@ -7,8 +7,8 @@ jit_level, version and device, the world size, this process's rank folder;
 filesystem checks on, and ``runtime`` on so PL205 refuses what
 probe_runtime cannot run) with the project's ``[tool.probe-lint]``
 selection, as ``probe lint`` and ``probe run`` use it (the rules of
-:data:`RUNTIME_ESSENTIAL`, without which the debugger cannot run, are
-enforced whatever it says), creates dump_path as msprobe does, and raises
+``msprobe_lint.lint.selection.RUNTIME_ESSENTIAL``, without which the
+debugger cannot run, are enforced whatever it says), creates dump_path as msprobe does, and raises
 :class:`~probe_runtime.errors.ConfigLintError` listing every error;
 warnings are logged once on the ``probe_runtime`` logger and do not block.
 Where each fact comes from: ``docs/runtime-design.md``.
@@ -29,18 +29,12 @@ from typing import Any, Optional
 from msprobe_lint.lint.context import Context, Fact, build_context, environment_facts, normalise
 from msprobe_lint.lint.diagnostic import Diagnostic, Severity
 from msprobe_lint.lint.engine import lint_file
-from msprobe_lint.lint.selection import Selection
+from msprobe_lint.lint.selection import RUNTIME_ESSENTIAL
 
 from .errors import ConfigLintError, format_diagnostic
 from .state import live_rank_source, rank_dir_name
 
 LOGGER = logging.getLogger("probe_runtime")
-#: rules the gate enforces as errors even when the project's settings turn
-#: them off or down: a config that breaks them cannot run at all (not JSON,
-#: a missing or mistyped key the debugger reads, a level, task or
-#: step/rank entry it cannot use); the others follow ``[tool.probe-lint]``
-#: (PL407 has its own handling: :func:`claim_dump_path`)
-RUNTIME_ESSENTIAL = ("PL00", "PL102", "PL103", "PL104", "PL107", "PL201", "PL205", "PL301")
 #: the path diagnostics name when the config is the keyword arguments alone
 ARGUMENTS_PATH = "<PrecisionDebugger arguments>"
 #: the refusal of a debugger given no config at all (no file, no task or dump_path)
@@ -186,20 +180,12 @@ def lint_live(config_path: Optional[str], overrides: dict[str, Any],
               "rank_dir": Fact(rank_dir_name(number), source)}
     context: Context = build_context([live_facts(), environment_facts(), single], check_fs=True,
                                      cwd=Path.cwd(), runtime=True)
-    diagnostics: list[Diagnostic] = []
-    for chosen in (selection, Selection(select=RUNTIME_ESSENTIAL)):
-        if config_path is None:
-            result = lint_file(ARGUMENTS_PATH, context, selection=chosen, overrides=overrides, raw=b"{}",
-                               extra_findings=extra)
-        else:
-            result = lint_file(config_path, context, selection=chosen, overrides=overrides, extra_findings=extra)
-        seen = {(d.code, d.line, d.column, d.message) for d in diagnostics if d.severity is Severity.ERROR}
-        diagnostics.extend(d for d in result.diagnostics
-                           if chosen is selection or (d.severity is Severity.ERROR
-                                                      and (d.code, d.line, d.column, d.message) not in seen))
-        if selection == Selection():
-            break  # the default selection holds the essential rules already
-    return diagnostics
+    if config_path is None:
+        result = lint_file(ARGUMENTS_PATH, context, selection=selection, overrides=overrides, raw=b"{}",
+                           extra_findings=extra)
+    else:
+        result = lint_file(config_path, context, selection=selection, overrides=overrides, extra_findings=extra)
+    return result.diagnostics
 
 
 def project_selection(config_path: Optional[str]) -> Any:
@@ -207,8 +193,10 @@ def project_selection(config_path: Optional[str]) -> Any:
     ``config_path``: the ``[tool.probe-lint]`` settings of the nearest
     pyproject.toml at or above it (above the current folder when there is
     no file), with their per-file ignores; the default selection when
-    there are none. A malformed table is logged and the default used (the
-    gate is then stricter, never looser, than the project asked)."""
+    there are none; the rules of ``RUNTIME_ESSENTIAL`` are always errors
+    (``Selection.always``), as in ``probe run``. A malformed table is
+    logged and the default used (the gate is then stricter, never looser,
+    than the project asked)."""
     from msprobe_lint.lint import settings
     from msprobe_lint.lint.options import selection_of
 
@@ -217,7 +205,7 @@ def project_selection(config_path: Optional[str]) -> Any:
     except settings.SettingsError as err:
         LOGGER.warning("probe_runtime: %s; every rule applies as by default", err)
         project = None
-    selection = selection_of(project)
+    selection = selection_of(project)._replace(always=RUNTIME_ESSENTIAL)
     if project is not None and config_path is not None:
         selection = project.selection_for(config_path, selection)
     return selection

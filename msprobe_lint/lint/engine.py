@@ -20,7 +20,7 @@ from .fixes.edits import resolve
 from .loader import Document, load
 from .positions import split
 from .rules import load_all
-from .selection import Selection
+from .selection import Selection, matches
 
 TYPE_CHECKING = False  # typing is imported only by type checkers (start-up)
 if TYPE_CHECKING:
@@ -184,6 +184,8 @@ def to_diagnostics(findings: Iterable[Finding], doc: Optional[Document], selecti
         info: Optional[RuleInfo] = rules.get(finding.code)
         severity = selection.severity.get(finding.code) or finding.severity or (
             info.severity if info else Severity.ERROR)
+        if selection.always and matches(finding.code, selection.always):
+            severity = Severity.ERROR
         if finding.line is not None:
             line, column = finding.line, finding.column or 1
             end_line, end_column = finding.end_line, finding.end_column

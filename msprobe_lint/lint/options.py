@@ -21,7 +21,7 @@ from types import MappingProxyType
 
 from .context import Fact, build_context, environment_facts, normalise
 from .diagnostic import Severity
-from .selection import Selection, SelectionError, parse_codes
+from .selection import RUNTIME_ESSENTIAL, Selection, SelectionError, parse_codes
 
 TYPE_CHECKING = False  # typing is imported only by type checkers (start-up)
 if TYPE_CHECKING:
@@ -150,7 +150,10 @@ def prepare(options: LintOptions, *, first_path: Optional[str] = None):
             parsed[field] = parse_codes(getattr(options, field))
         except SelectionError as err:
             raise UsageError(f"{flag}: {err}") from None
-    return context, selection_of(project, **parsed), project
+    selection = selection_of(project, **parsed)
+    if options.runtime:
+        selection = selection._replace(always=RUNTIME_ESSENTIAL)
+    return context, selection, project
 
 
 def selection_of(project: Any, select: tuple[str, ...] = (), ignore: tuple[str, ...] = (),

@@ -22,6 +22,13 @@ if TYPE_CHECKING:
     from typing import Iterable, Optional
 
 ALL = "ALL"
+#: the rules probe_runtime cannot run without, enforced as errors whatever
+#: the project's settings say when the lint takes the runtime's view
+#: (``probe run``, ``PrecisionDebugger``'s gate: ``Selection.always``): a
+#: config that breaks them cannot run at all (not JSON, a missing or
+#: mistyped key the debugger reads, a level, task or step/rank entry it
+#: cannot use); turning them off only moved the refusal into the job
+RUNTIME_ESSENTIAL = ("PL00", "PL102", "PL103", "PL104", "PL107", "PL201", "PL205", "PL301")
 
 
 class SelectionError(ValueError):
@@ -89,8 +96,8 @@ def parse_codes(values: Iterable[str]) -> tuple[str, ...]:
     return tuple(codes)
 
 
-class Selection(namedtuple("Selection", "select ignore severity pointer_ignores",
-                           defaults=((), (), MappingProxyType({}), ()))):
+class Selection(namedtuple("Selection", "select ignore severity pointer_ignores always",
+                           defaults=((), (), MappingProxyType({}), (), ()))):
     """Which rules run and how they are graded (immutable; a changed copy:
     ``selection._replace(ignore=...)``).
 
@@ -100,19 +107,23 @@ class Selection(namedtuple("Selection", "select ignore severity pointer_ignores"
         severity: code -> Severity overrides.
         pointer_ignores: (JSON pointer prefix, code prefixes) pairs:
             findings at or under that pointer with those codes are dropped.
+        always: code prefixes that run and grade as errors whatever the
+            others say (:data:`RUNTIME_ESSENTIAL` in the runtime's view).
     """
 
     __slots__ = ()
 
     def enabled(self, code: str) -> bool:
-        """True when ``code`` is selected and not ignored."""
+        """True when ``code`` is selected and not ignored (or ``always``)."""
+        if self.always and matches(code, self.always):
+            return True
         if self.select and not matches(code, self.select):
             return False
         return not matches(code, self.ignore)
 
     def keeps(self, code: str, pointer: Optional[str]) -> bool:
         """False when a pointer-scoped ignore drops this finding."""
-        if pointer is None:
+        if pointer is None or (self.always and matches(code, self.always)):
             return True
         for prefix, codes in self.pointer_ignores:
             if (pointer == prefix or pointer.startswith(prefix.rstrip("/") + "/")) and matches(code, codes):

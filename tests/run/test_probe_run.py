@@ -182,6 +182,23 @@ def test_refuses_bad_config_and_does_not_start(tmp_path):
     assert proc.stdout == ""
 
 
+def test_a_rule_the_runtime_needs_stays_an_error_whatever_the_project_says(tmp_path):
+    """A project that turns off a rule the debugger cannot run without
+    (PL104: dump_path missing) passes `probe lint`, as asked, but `probe
+    run` refuses as PrecisionDebugger would inside the job (before, it
+    started a job certain to die at the debugger's construction)."""
+    (tmp_path / "pyproject.toml").write_text('[tool.probe-lint]\nignore = ["PL104", "PL101"]\n')
+    cfg = config(tmp_path, dump_pth=str(tmp_path / "dump"))
+    data = json.loads(cfg.read_text())
+    del data["dump_path"]
+    cfg.write_text(json.dumps(data))
+    assert run_probe("lint", str(cfg), cwd=tmp_path).returncode == 0  # the project's choice, for msprobe itself
+    marker = tmp_path / "started"
+    proc = run_probe("run", str(cfg), "--", PY, "-c", f"open({str(marker)!r}, 'w').close()", cwd=tmp_path)
+    assert proc.returncode == 1, proc.stderr
+    assert not marker.exists() and "PL104" in proc.stderr and "PL101" not in proc.stderr
+
+
 def test_bad_probe_checks_exits_2_before_starting(tmp_path):
     cfg = config(tmp_path)
     marker = tmp_path / "started"

@@ -1,6 +1,7 @@
 """The gate lints with the project's ``[tool.probe-lint]`` settings, as
 ``probe lint`` and ``probe run`` do, except for the rules the debugger
-cannot run without (``gate.RUNTIME_ESSENTIAL``).
+cannot run without (``msprobe_lint.lint.selection.RUNTIME_ESSENTIAL``), which
+``probe run`` enforces too.
 
 Before, a project that turned a rule off passed ``probe run``'s lint and
 was then refused by ``PrecisionDebugger`` in the training process; a
