@@ -92,3 +92,18 @@ class keep_training:
         except Exception:  # pragma: no cover - a reporter that fails must not break training either
             pass
         return True
+
+
+def jit_tracing() -> bool:
+    """True while MindSpore traces code under ``mindspore.jit`` (left alone).
+    The module moved to ``mindspore.graph`` in 2.9; the old name still works
+    there but warns on import, so the new one is tried first."""
+    try:
+        try:
+            from mindspore.graph.jit_context import jit_context
+        except ImportError:
+            from mindspore.common.jit_context import jit_context
+
+        return jit_context() is not None
+    except Exception:  # pragma: no cover - older MindSpore
+        return False

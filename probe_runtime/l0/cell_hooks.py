@@ -31,6 +31,7 @@ from ..check.probes import launch_sum, probe_now, snapshot
 from ..check.verdict import framework_error, is_tensor, iter_tensors
 from ..hooks.backward import HookMaker, hook_gradients, register_grad_hook, release
 from ..hooks.frames import capture_frames
+from ..hooks.guard import jit_tracing
 from ..hooks.patching import Patches
 from .calls import CellCall, ParamGradCall, TopCall
 from .plan import Target, is_jit_compiled, jit_warning, models, own_parameters, plan_cells
@@ -275,7 +276,7 @@ class CellHooks:
 
         def make_pre_hook(prefix: str) -> Callable:
             def top_pre_hook(cell: Any, args: tuple) -> None:
-                if sink.live and "top" not in self.broken:
+                if sink.live and "top" not in self.broken and not jit_tracing():
                     try:
                         params = own_parameters(cell, self.modules)
                         local.top = TopCall(type(cell).__name__, args, prefix=prefix, index=sink.next_index(prefix),
@@ -370,8 +371,8 @@ class CellHooks:
         prefix = target.prefix
 
         def pre_hook(cell: Any, args: tuple) -> Any:
-            if not sink.live or "forward" in self.broken:
-                return None
+            if not sink.live or "forward" in self.broken or jit_tracing():
+                return None  # traced by mindspore.jit: a HookBackward there breaks the graph's gradient
             try:
                 stack = local.stack
                 parent = stack[-1] if stack else None
@@ -404,7 +405,7 @@ class CellHooks:
         prefix = target.prefix
 
         def forward_hook(cell: Any, args: tuple, output: Any) -> Any:
-            if "forward" in self.broken:
+            if "forward" in self.broken or jit_tracing():
                 return None
             try:
                 stack = local.stack

@@ -1,4 +1,4 @@
-"""Naming and reading Primitive calls for L1, and MindSpore's jit tracing.
+"""Naming and reading Primitive calls for L1.
 
 Example::
 
@@ -11,21 +11,6 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from .namespaces import FUNCTION_SKIP, GENERIC_PRIMITIVES, PRIMITIVE_SKIP
-
-
-def jit_tracing() -> bool:
-    """True while MindSpore traces code under ``mindspore.jit`` (left alone).
-    The module moved to ``mindspore.graph`` in 2.9; the old name still works
-    there but warns on import, so the new one is tried first."""
-    try:
-        try:
-            from mindspore.graph.jit_context import jit_context
-        except ImportError:
-            from mindspore.common.jit_context import jit_context
-
-        return jit_context() is not None
-    except Exception:  # pragma: no cover - older MindSpore
-        return False
 
 
 def side_effect(prim: Any) -> bool:

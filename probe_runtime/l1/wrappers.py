@@ -34,9 +34,9 @@ from ..check.verdict import framework_error, is_floating, is_parameter, is_tenso
 from ..hooks.backward import HookMaker, hook_gradients, release
 from ..hooks.collectives import REDUCER_FORM, Form, collective_form, describe
 from ..hooks.frames import capture_frames
-from ..hooks.guard import GUARD
+from ..hooks.guard import GUARD, jit_tracing
 from .calls import ApiCall, Sink
-from .primitives import call_arity, jit_tracing, primitive_api, side_effect
+from .primitives import call_arity, primitive_api, side_effect
 
 #: what a nested call's wrapper appends to ``GUARD.nested``: ``(kind, api or
 #: primitive, args, kwargs, result)``; a ``PYBOOST`` entry's args still hold

@@ -6,6 +6,7 @@ it; ``assert_unhooked`` checks that no Cell or Parameter hook is left.
 from __future__ import annotations
 
 import json
+import os
 import logging
 from pathlib import Path
 
@@ -594,3 +595,76 @@ def test_a_jit_function_calling_the_hooked_model_runs_and_the_hooks_come_back(wo
         assert origins(tmp_path, step)["Cell.block.inner.Inner.forward.0"] is True
     assert_unhooked(net)
     assert api._JitExecutor.__call__ is executor_call
+
+
+TRACED = """
+import json, sys
+import numpy as np
+import mindspore as ms
+from mindspore import Tensor, nn
+from probe_runtime import PrecisionDebugger
+ms.set_context(mode=ms.PYNATIVE_MODE)
+
+
+class Net(nn.Cell):
+    def __init__(self):
+        super().__init__()
+        self.fc1, self.relu, self.fc2 = nn.Dense(4, 4), nn.ReLU(), nn.Dense(4, 1)
+
+    def construct(self, x):
+        return self.fc2(self.relu(self.fc1(x)))
+
+
+def train(debugger):
+    ms.set_seed(3)
+    net = Net()
+    optimizer = nn.Momentum(net.trainable_params(), 0.01, 0.9)
+    loss_fn = nn.MSELoss()
+
+    def forward(x, y):
+        return loss_fn(net(x), y)
+
+    grad_fn = ms.value_and_grad(ms.jit(forward, capture_mode="trace"), None, optimizer.parameters)
+    losses = []
+    for step in range(2):
+        x, y = Tensor(np.full((2, 4), 0.5 + step, np.float32)), Tensor(np.ones((2, 1), np.float32))
+        if debugger is not None:
+            debugger.start(net)
+        loss, grads = grad_fn(x, y)
+        optimizer(grads)
+        if debugger is not None:
+            debugger.stop()
+            debugger.step()
+        losses.append(float(loss.asnumpy()))
+    hooked = [type(c).__name__ for _, c in net.cells_and_names() if c._forward_pre_hook or c._forward_hook]
+    return losses, hooked
+
+
+losses, hooked = train(None if sys.argv[1] == "plain" else PrecisionDebugger(config_path=sys.argv[1]))
+print(json.dumps({"losses": losses, "hooked": hooked}))
+"""
+
+
+def test_a_traced_jit_function_differentiated_at_l0_trains_as_without_the_tool(tmp_path):
+    """``mindspore.jit(capture_mode="trace")`` runs the Python of the
+    function to build its graph: the Cell hooks ran inside that trace and
+    put a ``HookBackward`` into the graph, whose gradient MindSpore cannot
+    build (``The node adjoint is null``: the process aborted). Under jit
+    tracing the hooks now do nothing. (A script of its own: MindSpore's
+    trace reads every caller's source line, which pytest's frames lack.)"""
+    import subprocess
+    import sys
+
+    script = tmp_path / "train.py"
+    script.write_text(TRACED)
+    env = {k: v for k, v in os.environ.items() if k not in ("RANK_ID", "RANK", "RANK_SIZE", "WORLD_SIZE",
+                                                            "MS_WORKER_NUM", "PROBE_CONFIG")}
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[3])
+    results = []
+    for given in ("plain", str(write_config(tmp_path, nums=-1))):  # a process each: the traced graph is cached
+        proc = subprocess.run([sys.executable, str(script), given], cwd=tmp_path, env=env, capture_output=True,
+                              text=True, timeout=600)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        results.append(json.loads(proc.stdout.strip().splitlines()[-1]))
+    plain, checked = results
+    assert checked["losses"] == plain["losses"] and checked["hooked"] == []
