@@ -89,7 +89,10 @@ class Windows:
         self.optimizers = optimizers
         self.level = level
         self.notes = Notes(checker.records, level)
-        self.summary = Summary(level, dump_path, state.steps)
+        outside = state.ranks is not None and (state.rank or 0) not in state.ranks
+        self.summary = Summary(level, dump_path, state.steps,
+                               f"rank {state.rank or 0} is not in the config's rank filter {sorted(state.ranks)}"
+                               if outside and state.ranks is not None else None)
         self.current: Optional[Window] = None
         self.watched = WatchedWindow(self, replayer)
         self._sentinel_empty_said = False

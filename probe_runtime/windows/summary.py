@@ -54,6 +54,8 @@ class Summary:
         level: ``"L0"`` or ``"L1"``.
         dump_path: named in the line.
         steps: the config's step filter (None: every step is checked).
+        rank_outside: why this process is outside the config's rank
+            filter (``"rank 0 is not in the config's rank [3]"``), or None.
 
     Attributes:
         start_calls: ``start()`` calls (checked steps or not).
@@ -64,10 +66,12 @@ class Summary:
         said: the line was written (or must not be: set by tests).
     """
 
-    def __init__(self, level: str, dump_path: str, steps: Optional[frozenset] = None) -> None:
+    def __init__(self, level: str, dump_path: str, steps: Optional[frozenset] = None,
+                 rank_outside: Optional[str] = None) -> None:
         self.level = level
         self.dump_path = dump_path
         self.steps = steps
+        self.rank_outside = rank_outside
         self.start_calls = 0
         self.run_steps: set[int] = set()
         self.checked_steps: set[int] = set()
@@ -111,7 +115,10 @@ class Summary:
                    "way or made in code outside them such as an evaluation pass, is not seen there)")
         message = (f"probe_runtime: no overflow found in {len(self.checked_steps)} checked step(s){how}; "
                    f"dump_path: {self.dump_path}")
-        message += outside_filter(self.run_steps - self.checked_steps - self.unseen, self.steps)
+        if self.rank_outside:  # a fresh user's finding: "0 checked step(s)" said nothing of why
+            message += f"; {self.rank_outside}, so no step of this process was checked"
+        else:
+            message += outside_filter(self.run_steps - self.checked_steps - self.unseen, self.steps)
         if self.unseen:  # a fresh user's finding: a functional jit step at L2 was called "checked"
             shown = ", ".join(str(step) for step in sorted(self.unseen)[:6]) + (", ..." if len(self.unseen) > 6 else "")
             message += (f"; {len(self.unseen)} step(s) called no Cell between start() and stop() and were not "

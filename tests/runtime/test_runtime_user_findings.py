@@ -139,6 +139,26 @@ def test_the_all_clear_counts_the_steps_outside_the_step_filter(tmp_path, monkey
     assert not list((tmp_path / "dump").glob("step*"))
 
 
+def test_the_all_clear_says_when_the_rank_filter_leaves_this_process_out(tmp_path, monkeypatch, capsys):
+    """A single process (rank 0) with "rank": [3] (its PL304 turned off in
+    the project): every step overflows and none is checked; the all-clear
+    said "no overflow found in 0 checked step(s)" and nothing of why."""
+    isolate(monkeypatch, tmp_path)
+    (tmp_path / "pyproject.toml").write_text('[tool.probe-lint]\nignore = ["PL303", "PL304"]\n')
+    path = write_runtime_config(tmp_path, rank=[3])
+    debugger = PrecisionDebugger(config_path=str(path))
+    for _ in range(2):
+        debugger.start()
+        ops.exp(Tensor(np.full(3, 100.0, np.float32)))
+        debugger.stop()
+        debugger.step()
+    capsys.readouterr()
+    lifecycle.at_exit(weakref.ref(debugger))
+    err = capsys.readouterr().err
+    assert "no overflow found in 0 checked step(s)" in err
+    assert "rank 0 is not in the config's rank filter [3], so no step of this process was checked" in err
+
+
 def test_no_overflow_leaves_empty_dump_path_and_says_so(work, capsys):
     tmp_path, make = work
     debugger = make("L1")
