@@ -436,11 +436,20 @@ class HostCache:
             ok = copy.finite() if known is None else known
             self._host_finite[id(copy)] = ok
             if ok and where is not None and span is None and copy.array is not None:
-                begin = where[0]
-                if self._spans.get(begin, begin) < begin + copy.array.nbytes:
-                    self._spans[begin] = begin + copy.array.nbytes
+                self._cover(where[0], tensor, copy.array.size)
         self._finite[key] = (tensor, ok)
         return ok
+
+    def _cover(self, begin: int, tensor: Any, count: int) -> None:
+        """Note that the ``count`` elements of contiguous ``tensor`` from
+        byte ``begin`` were read finite. Its own element size counts, not
+        the host copy's (bfloat16 is read as float32, twice as wide)."""
+        try:
+            end = begin + count * int(tensor.itemsize)
+        except Exception:
+            return
+        if self._spans.get(begin, begin) < end:
+            self._spans[begin] = end
 
     def _covered(self, span: tuple[int, int]) -> bool:
         """A finite contiguous read of this batch covers bytes
@@ -511,17 +520,6 @@ def storage_keys_usable() -> bool:
         except Exception:
             _STORAGE_KEYS = False
     return _STORAGE_KEYS
-
-
-def _memo(table: dict, tensor: Any, compute: Any) -> Any:
-    """``compute(tensor)``, kept in ``table`` by ``id``; the tensor itself is
-    kept too, so its id cannot be reused by another object meanwhile."""
-    key = id(tensor)
-    hit = table.get(key)
-    if hit is None or hit[0] is not tensor:
-        hit = (tensor, compute(tensor))
-        table[key] = hit
-    return hit[1]
 
 
 def judge(inputs: Iterable[Any], outputs: Iterable[Any], cache: Optional[HostCache] = None) -> Verdict:
