@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import os
 
+import pytest
+
 from conftest import config, run_probe, write_config
 
 
@@ -133,3 +135,20 @@ def test_a_value_given_to_precisiondebugger_is_said_to_be_that_one(tmp_path):
     (relative,) = [d for d in lint_file(str(path), Context(), overrides={"dump_path": "out"}).diagnostics
                    if d.code == "PL401"]
     assert relative.message.endswith("(the dump_path= given to PrecisionDebugger)")
+
+
+@pytest.mark.parametrize("text, suggestion", [("PL999", None), ("PL1011", "PL101"), ("pl1o1", "PL101"),
+                                              ("unknwn-key", "unknown-key")])
+def test_explain_suggests_only_a_near_miss(text, suggestion):
+    """``probe explain PL999`` said "did you mean PL409?": two of three
+    digits differ, no typo of it. A code is suggested when one character
+    differs, a rule name when it is close."""
+    from msprobe_lint.lint.rules import lookup
+
+    with pytest.raises(LookupError) as caught:
+        lookup(text)
+    message = str(caught.value)
+    if suggestion is None:
+        assert "did you mean" not in message and "see `probe rules`" in message
+    else:
+        assert message.endswith(f"did you mean {suggestion}?"), message

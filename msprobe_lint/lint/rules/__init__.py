@@ -65,5 +65,7 @@ def lookup(text: str) -> "RuleInfo":
                           "explain takes one code")
     from difflib import get_close_matches
 
-    close = get_close_matches(text.upper(), list(rules), n=1)
+    # a code is close when one character differs (PL1O1, PL1011): PL999 is not "PL409"
+    close = (get_close_matches(wanted.upper(), list(rules), n=1, cutoff=0.8)
+             or get_close_matches(wanted.lower(), [r.name for r in rules.values()], n=1))
     raise LookupError(f"unknown rule {text!r}" + (f"; did you mean {close[0]}?" if close else "; see `probe rules`"))
