@@ -290,6 +290,22 @@ def test_script_errors(tmp_path):
     assert issubclass(ScriptError, ValueError)
 
 
+def test_a_pep_263_coding_line_is_honoured_as_python_honours_it(tmp_path):
+    """A Latin-1 script with its coding line runs under Python; `probe run`
+    refused it as "not UTF-8". It is read in its declared encoding; bytes
+    that are not in it, or a coding line Python refuses, are still errors."""
+    script = tmp_path / "train.py"
+    script.write_bytes(b"# -*- coding: latin-1 -*-\n# caf\xe9\nimport mindspore as ms\n"
+                       b"ms.set_context(mode=ms.GRAPH_MODE)\n")
+    assert analyse_script(str(script)).facts["mode"].value == "graph"
+    script.write_bytes(b"# coding: no-such-codec\nx = 1\n")
+    with pytest.raises(ScriptError, match="unknown encoding: no-such-codec: Python cannot run it"):
+        analyse_script(str(script))
+    script.write_bytes(b"# coding: ascii\nx = '\xe9'\n")
+    with pytest.raises(ScriptError, match=r"train\.py:2: not ascii \(byte 0xe9\); save it as ascii"):
+        analyse_script(str(script))
+
+
 def test_bad_script_exits_2_without_traceback(tmp_path):
     cfg = write_config(tmp_path, config())
     script = tmp_path / "train.py"

@@ -47,11 +47,19 @@ __all__ = ["analyse_script", "analyse_source", "read_source", "parse", "ScriptAn
 
 
 def read_source(path: str) -> str:
-    """The script's text.
+    """The script's text, decoded as Python decodes it: UTF-8 (a BOM
+    allowed) unless a PEP 263 coding line in its first two lines names
+    another encoding (``# -*- coding: latin-1 -*-``), which Python, and so
+    the job, honours (``tokenize.detect_encoding``).
 
     Raises:
-        ScriptError: missing, unreadable, a folder, or not UTF-8.
+        ScriptError: missing, unreadable, a folder, a coding line naming an
+            encoding Python does not know, or bytes that are not in the
+            script's encoding.
     """
+    import io
+    import tokenize
+
     try:
         with open(path, "rb") as handle:
             raw = handle.read()
@@ -62,11 +70,22 @@ def read_source(path: str) -> str:
     except OSError as err:
         raise ScriptError(f"--script {path}: cannot be read ({err.strerror or err})") from None
     try:
-        return raw.decode("utf-8-sig")
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(raw).readline)
+    except SyntaxError as err:  # Python refuses to run it as well
+        encoding = "utf-8-sig"
+        try:  # bytes that are not UTF-8 in the first lines: said below, with the line
+            raw.decode(encoding)
+        except UnicodeDecodeError:
+            pass
+        else:  # an encoding Python does not know, or a BOM with a coding line naming another one
+            raise ScriptError(f"{path}: {err.msg}: Python cannot run it; fix its coding line") from None
+    try:
+        return raw.decode(encoding)
     except UnicodeDecodeError as err:
         line = raw[:err.start].count(b"\n") + 1
-        raise ScriptError(f"{path}:{line}: not UTF-8 (byte 0x{raw[err.start]:02x}); "
-                          "save the script as UTF-8") from None
+        declared = "UTF-8" if encoding in ("utf-8", "utf-8-sig") else encoding
+        fix = "save the script as UTF-8" if declared == "UTF-8" else f"save it as {declared} or change its coding line"
+        raise ScriptError(f"{path}:{line}: not {declared} (byte 0x{raw[err.start]:02x}); {fix}") from None
 
 
 def parse(source: str, path: str) -> ast.Module:
