@@ -601,7 +601,8 @@ def test_discover_library_api_defaults(proj):
 FRAGMENTS = ['{', '}', '[', ']', ',', ':', ' ', '\n', '\t', '\f', '"task"', '"dump_path"', '"level"', '"tensor"',
              '"statistics"', '"L1"', '"l0"', '"INFO"', '"mix"', '"debug"', '"x"', '1', 'null', '"data"',
              '"dump_data_dir"', '"t\\u0061sk"', '\ufeff', '\xa0', '"\\""', 'true', '"é"', '"exec_range"',
-             '"save_child"', '\uff1a', '\u201c', '\u201d', 'task', '"acc_check"']
+             '"save_child"', '\uff1a', '\u201c', '\u201d', 'task', '"acc_check"', "'task'", "'level'", "'L1'", '\x00',
+             '\ufffe']
 
 
 def test_sniff_shortcuts_agree_with_the_plain_test():
@@ -622,3 +623,18 @@ def test_sniff_shortcuts_agree_with_the_plain_test():
                 b'{"t\\u0061sk": 1}', b'[{"task": 1}]', '{"task"\uff1a 1}'.encode(), '{\u201ctask\u201d: 1}'.encode(),
                 b'{"exec_range": "all", "ids": ""}', '{"a"\uff1a 1}'.encode()):
         assert looks_like_msprobe(raw) is parsed_verdict(raw), raw
+
+
+@pytest.mark.parametrize("raw", [
+    json.dumps(config()).encode("utf-16"), json.dumps(config()).encode("utf-16-le"),
+    json.dumps(config()).encode("utf-16-be"), json.dumps(config()).encode("utf-32"),
+    b"{'task': 'overflow_check', 'dump_path': '/d'}",  # Python's repr of the dict, not JSON
+])
+def test_configs_msprobe_cannot_read_are_still_configs(raw):
+    """A folder walk, --only-msprobe and the pre-commit hook skipped a
+    config saved as UTF-16 and one written with single quotes as "not an
+    msprobe config", so the hook passed files msprobe cannot read."""
+    from msprobe_lint.project.sniff import looks_like_msprobe
+
+    assert looks_like_msprobe(raw)
+    assert not looks_like_msprobe('{"name": "bert", "level": "INFO"}'.encode("utf-16"))
