@@ -117,7 +117,10 @@ def fix_paths(paths: list[str], options: Optional[LintOptions] = None, *, unsafe
         if not item.stdin and os.path.islink(path):
             outcome.after = text
             outcome.skipped = "is a soft link; not rewritten (fix the file it points to)"
-            remaining = _unfixable(lint(text))
+            found = lint(text)
+            # fixes due and not written: exit 2, as for a read-only file (README, --fix)
+            outcome.failed = write and any(d.fix is not None and (unsafe or d.fix.safe) for d in found)
+            remaining = _unfixable(found)
         else:
             outcome.after, outcome.applied, remaining = fix_text(text, lint, unsafe=unsafe)
             if any(d.code in ("PL001", "PL003", "PL007") for d in remaining) and not outcome.applied:

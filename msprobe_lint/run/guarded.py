@@ -125,10 +125,13 @@ def guarded_run(config: str, command: Sequence[str], options=None, *, stream: Op
         stream.write("probe: error: no command given; usage: probe run CONFIG [options] -- CMD ARGS...\n")
         return ExitStatus.USAGE
     if not config.endswith(".json"):
-        # msprobe accepts only a .json config_path; this is also what
+        # msprobe's PrecisionDebugger refuses a config_path whose name does not
+        # end in ".json", case included (FileChecker with the .json file type,
+        # 8.1.2 to 26.0: docs/profiles-research.md); this is also what
         # `probe run -- python train.py` (CONFIG forgotten) looks like.
-        stream.write(f"probe: error: CONFIG must be the msprobe config (a .json file), given before `--`; "
-                     f"got {config!r}; usage: probe run CONFIG [options] -- CMD ARGS...\n")
+        stream.write(f"probe: error: CONFIG must be the msprobe config, given before `--`, and its name must end in "
+                     f"'.json' (msprobe's PrecisionDebugger refuses any other name); got {config!r}; usage: probe "
+                     "run CONFIG [options] -- CMD ARGS...\n")
         return ExitStatus.USAGE
     checks = os.environ.get("PROBE_CHECKS")
     # probe_runtime.PrecisionDebugger would refuse it (case and white space do not matter)

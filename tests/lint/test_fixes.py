@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Optional
 
 import pytest
-from conftest import as_nobody, probe_command, run_probe
+from conftest import as_nobody, config, probe_command, run_probe
 
 from msprobe_lint.lint.api import LintOptions, fix_paths
 from msprobe_lint.lint.rules import load_all
@@ -227,11 +227,14 @@ def test_soft_linked_config_is_not_written_through(tmp_path):
     link = tmp_path / "config.json"
     link.symlink_to(target)
     proc = run_probe("lint", "--isolated", "--fix", str(link))
-    assert proc.returncode == 1
+    assert proc.returncode == 2  # fixes due and not written, as for a read-only file (README)
     assert "soft link" in proc.stderr
     assert link.is_symlink() and target.read_text() == MESSY
     assert "PL103" in proc.stdout  # still reported
     assert "fixable with --fix" not in proc.stdout and "= fix:" not in proc.stdout  # --fix cannot fix it here
+    target.write_text(json.dumps(config(level="mix")))  # a finding without a fix: nothing was due
+    proc = run_probe("lint", "--isolated", "--fix", str(link))
+    assert proc.returncode == 1 and "PL201" in proc.stdout
 
 
 def test_diff_writes_nothing(tmp_path):

@@ -22,6 +22,10 @@ def test_probe_run_without_config_is_a_usage_error(tmp_path):
     proc = run_probe("run", "--", "touch", str(marker), cwd=tmp_path)
     assert proc.returncode == 2 and "CONFIG must be the msprobe config" in proc.stderr
     assert not marker.exists()
+    upper = write_config(tmp_path, config(), "config.JSON")  # msprobe refuses the name, not only a missing CONFIG
+    proc = run_probe("run", str(upper), "--", "touch", str(marker), cwd=tmp_path)
+    assert proc.returncode == 2 and "must end in '.json' (msprobe's PrecisionDebugger refuses" in proc.stderr
+    assert not marker.exists()
 
 
 def test_output_never_overwrites_an_input(tmp_path):
