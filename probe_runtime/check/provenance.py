@@ -228,6 +228,10 @@ def entered(kind: str, call: Any, cache: HostCache) -> Optional[dict]:
     elif kind == BACKWARD and not cell:
         name = call.backward_name
         labelled = _labelled(INPUT, call.grad_outputs)
+        # a gradient no checked backward made: code outside the window, or the sum MindSpore's autograd forms of
+        # the gradients of a tensor used more than once (float16 40000 + 40000), which no API call does
+        outside = ("the checked calls (by code outside the window, or by MindSpore adding up the gradients of a "
+                   "tensor used more than once)")
     elif cell and kind in (BACKWARD, PARAMETERS_GRAD):
         return _gradient_entered(call.owner_calls if kind == PARAMETERS_GRAD else (call,), cache)
     else:
@@ -340,6 +344,43 @@ def _gradient_entered(calls: Any, cache: HostCache) -> Optional[dict]:
                 "code after the model, or by the model's own code between its sub-Cells")
     return entered_object(name, input=label, source=SOURCE_OUTSIDE,
                           message=f"non-finite gradient entered at the first checked Cell: {label} of {name} {what}")
+
+
+def backward_maker(calls: Any, cache: HostCache) -> Optional[tuple[Any, Any]]:
+    """L0: the enclosing Cell whose own code made a non-finite gradient in
+    the backward pass, for a step whose first overflowing entry is a
+    backward or ``parameters_grad`` entry fed with it (``calls``: the Cell
+    calls it is computed from, as for :func:`_gradient_entered`).
+
+    Walking up from the call whose gradient w.r.t. its outputs was not
+    finite, through enclosing Cells whose output gradients were not finite
+    either, the first enclosing Cell whose output gradient arrived finite
+    made the value with code of its own between its sub-Cells (``sqrt``'s
+    backward at 0, a float16 gradient sum): a sub-Cell whose own backward
+    made it would be an origin judged before it. Its own backward entry
+    may come after the carried ones, or never be judged non-finite (a
+    Cell fed with data gets no input gradient), so the caller records it
+    first. Returns ``(maker, handed)``: that Cell's call and the call of
+    its sub-Cell (or deeper) it handed the gradient to; None when there
+    is none (the gradient came from outside every checked Cell)."""
+    node = next((c for c in calls if c.grad_outputs and not all_finite(c.grad_outputs, cache)), None)
+    if node is None:
+        return None
+    while node.parent is not None and not all_finite(node.parent.grad_outputs, cache):
+        node = node.parent
+    maker = node.parent
+    if maker is None or not maker.grad_outputs:  # its output gradient never arrived: nothing to compare
+        return None
+    return maker, node
+
+
+def own_backward_message(maker: Any, handed: Any) -> str:
+    """The record's message for :func:`backward_maker`'s Cell."""
+    method, unit = own_code(maker)
+    return (f"inf/nan started in {maker.prefix.rsplit('.', 1)[-1]}.{method} itself, in the backward pass between "
+            f"its {unit}s: the gradient w.r.t. its output was finite and the one it handed "
+            f"{handed.backward_name} was not (code that is not a {unit}, such as the backward of sqrt at 0); use "
+            "level L1 to see the API")
 
 
 def _parameter_entry(name: str, label: Optional[str], parameter: str, at_start: bool) -> dict:

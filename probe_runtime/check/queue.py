@@ -33,8 +33,9 @@ from ..hooks.guard import tool_section
 from ..state import RunState
 from .by_design import ByDesign, Decision, consumed_by_cell, decide
 from .collective import collective_of, collective_tensors, pass_up, through_collective
-from .provenance import (all_finite, entered, entry_tensors, forward_clean, inner_origin, mark_parent, masked_call,
-                         own_construct_between_message, own_construct_message, own_parameters_finite,
+from .provenance import (all_finite, backward_maker, entered, entry_tensors, forward_clean, inner_origin, mark_parent,
+                         masked_call, own_backward_message, own_construct_between_message, own_construct_message,
+                         own_parameters_finite,
                          stale_parameters, top_hint, top_output_overflowed, top_overflow, written_nonfinite)
 from .records import Recorder
 from .verdict import HostCache, Verdict, is_parameter, iter_tensors, judge
@@ -310,6 +311,8 @@ class Checker:
     def _judge_entry(self, kind: str, call: Any, cache: HostCache, batch: _Batch) -> bool:
         """Judge one entry and write its record when it overflowed; False
         when writing failed (detection is then turned off)."""
+        if kind == "backward" and getattr(call, "own_backward_recorded", False):
+            return True  # recorded already, as the Cell whose own code made the gradient (_record_backward_maker)
         collective = collective_of(kind, call)
         if collective is not None and kind == "forward":
             inputs, outputs = collective_tensors(call)
@@ -349,6 +352,10 @@ class Checker:
         # a collective whose local inputs were finite: it received the inf/nan (or its reduction made it)
         received = collective is not None and verdict.origin
         where_in = None
+        if call.step not in self._overflow_steps and not origin and not received and hasattr(call, "ancestry") \
+                and kind in ("backward", "parameters_grad"):
+            if not self._record_backward_maker(kind, call, cache, batch):
+                return False
         if call.step not in self._overflow_steps:
             self._overflow_steps.add(call.step)
             if not origin and not received:
@@ -371,6 +378,40 @@ class Checker:
                 return False
             batch.counted = False
         return True
+
+    def _record_backward_maker(self, kind: str, call: Any, cache: HostCache, batch: _Batch) -> bool:
+        """L0, the first overflowing entry of a step is a carried backward
+        or ``parameters_grad`` entry: when an enclosing Cell's own code
+        made the gradient (:func:`.provenance.backward_maker`), record that
+        Cell's backward entry first, as the origin (``own-construct``). Its
+        ``output`` is the gradient w.r.t. its inputs when that arrived and
+        was not finite, else the gradient it handed on (a Cell fed with
+        data gets none). False when writing failed."""
+        try:
+            found = backward_maker(call.owner_calls if kind == "parameters_grad" else (call,), cache)
+        except Exception as err:
+            self.on_error("while finding the Cell whose own backward code made the overflow", err)
+            return True
+        if found is None:
+            return True
+        maker, handed = found
+        from dataclasses import replace
+
+        entry = maker if maker.grad_inputs and not all_finite(maker.grad_inputs, cache) else \
+            replace(maker, grad_inputs=list(handed.grad_outputs))
+        maker.own_backward_recorded = True
+        self._overflow_steps.add(call.step)
+        where_in = entered_object(maker.backward_name, input=None, source=SOURCE_OWN_CONSTRUCT,
+                                  message=own_backward_message(maker, handed))
+        if self.state.count_record():
+            batch.counted = True
+            try:
+                self.records.write("backward", entry, True, cache, where_in, [])
+            except Exception as err:
+                self.turn_off(f"cannot write the dump ({type(err).__name__}: {err})")
+                return False
+            batch.counted = False
+        return not self.state.exhausted
 
     def _by_design(self, kind: str, call: Any, inputs: list, outputs: list, verdict: Verdict, cache: HostCache,
                    batch: _Batch) -> tuple[Optional[bool], bool]:

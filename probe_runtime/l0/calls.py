@@ -64,6 +64,8 @@ class CellCall:
     written: Optional[list] = None
     #: a model given to ``start()`` whose own ``construct`` made the overflow: the record's message
     own_construct: Optional[str] = None
+    #: its backward entry was recorded as the origin before the carried entries its own code fed
+    own_backward_recorded: bool = False
 
     @property
     def name(self) -> str:

@@ -346,3 +346,109 @@ def test_l0_no_hint_when_a_sub_cell_is_the_origin(work, caplog):
         debugger.stop()
     assert records(tmp_path)["Cell.fc1.Dense.forward.0"] is True
     assert not any("construct itself" in r.getMessage() for r in caplog.records)
+
+
+def test_l1_a_gradient_sum_no_call_made_is_not_said_to_come_from_outside(work):
+    """A fresh user's finding: a float16 tensor used twice gets 40000 from
+    each use; MindSpore's autograd adds them (inf), which no API call does.
+    No record is an origin, as it should be, but the first one said the inf
+    was "made outside the checked window", which it was not."""
+    tmp_path, make = work
+    dense = nn.Dense(4, 4, weight_init="ones", bias_init="zeros").to_float(ms.float16)
+
+    def forward(x, k):
+        h = dense(x)
+        a, b = h * 1.0, h * 1.0
+        return (a.astype(ms.float32) * k).sum() + (b.astype(ms.float32) * k).sum()
+
+    grad_fn = ms.value_and_grad(forward, None, dense.trainable_params())
+    debugger = make("L1", nums=1)
+    debugger.start()
+    grad_fn(Tensor(np.ones((1, 4), np.float16)), Tensor(40000.0, ms.float32))
+    debugger.stop()
+    found = read_json(str(tmp_path / "dump" / "step0" / "rank" / "overflow.json"))
+    assert found and not any(r["origin"] for r in found)
+    said = found[0]["entered"]["message"]
+    assert "adding up the gradients of a tensor used more than once" in said, said
+
+
+class SqrtBlock(nn.Cell):
+    """sqrt(fc(x)): finite forward at fc(x) = 0, inf gradient (its own code)."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Dense(4, 4, weight_init="ones", bias_init="zeros")
+
+    def construct(self, x):
+        return ops.sqrt(self.fc(x))
+
+
+class SqrtNet(nn.Cell):
+    def __init__(self, pre: bool):
+        super().__init__()
+        self.use_pre = pre
+        self.pre = nn.Dense(4, 4, weight_init="ones", bias_init="zeros")
+        self.b1 = SqrtBlock()
+        self.head = nn.Dense(4, 1, weight_init="ones", bias_init="zeros")
+
+    def construct(self, x):
+        if self.use_pre:
+            x = self.pre(x)
+        return self.head(self.b1(x)).sum()
+
+
+@pytest.mark.parametrize("pre", [False, True], ids=["fed-with-data", "after-a-dense"])
+@pytest.mark.parametrize("nums", [1, -1])
+def test_l0_a_cells_own_backward_code_is_the_origin_and_comes_first(work, pre, nums):
+    """A fresh user's finding: sqrt(0) in a Cell's own construct is finite
+    forward, inf backward. The gradient its parent handed it was finite, so
+    that Cell is where the overflow started (L1 names sqrt's backward). L0
+    wrote its sub-Cell's carried records first (with overflow_nums 1 the
+    only record), and when the Cell was fed with data never named it at
+    all ("where it started is not known")."""
+    tmp_path, make = work
+    net = SqrtNet(pre)
+    params = [p for p in net.trainable_params() if pre or not p.name.startswith("pre")]
+    grad_fn = ms.value_and_grad(net, None, params)
+    debugger = make("L0", nums=nums)
+    debugger.start(net)
+    grad_fn(Tensor(np.zeros((2, 4), np.float32)))
+    debugger.stop()
+    found = read_json(str(tmp_path / "dump" / "step0" / "rank" / "overflow.json"))
+    first = found[0]
+    assert first["name"] == "Cell.b1.SqrtBlock.backward.0" and first["origin"] is True, found
+    assert first["entered"]["source"] == "own-construct" and "SqrtBlock.construct itself, in the backward" \
+        in first["entered"]["message"]
+    assert [r["name"] for r in found].count("Cell.b1.SqrtBlock.backward.0") == 1
+    assert not any(r["origin"] for r in found[1:])
+    if nums == -1:
+        assert "Cell.b1.fc.Dense.backward.0" in [r["name"] for r in found]
+
+
+def test_l0_a_gradient_the_models_own_code_made_is_not_blamed_on_the_loss(work):
+    """A fresh user's finding: a float16 gather in the model's own
+    construct sums 8 x 10000 in its backward (inf) into the gradient of a
+    Parameter the model owns itself. The record said the overflow lay "in
+    the loss function, or other code outside the model"; it now names the
+    model's own construct among the places to look."""
+    tmp_path, make = work
+
+    class MoE(nn.Cell):
+        def __init__(self):
+            super().__init__()
+            self.table = ms.Parameter(Tensor(np.ones((4, 4)), ms.float16), name="experts")
+
+        def construct(self, x):
+            _, idx = ops.topk(x, 1)
+            return ops.gather(self.table, idx.squeeze(-1), 0)
+
+    net = MoE()
+    grad_fn = ms.value_and_grad(lambda x: (net(x).astype(ms.float32) * 10000.0).sum(), None,
+                                net.trainable_params())
+    debugger = make("L0", nums=1)
+    debugger.start(net)
+    grad_fn(Tensor(np.eye(4, dtype=np.float32)[np.zeros(8, int)]))
+    debugger.stop()
+    (record,) = read_json(str(tmp_path / "dump" / "step0" / "rank" / "overflow.json"))
+    assert record["kind"] == "outside" and "gradient of experts" in record["message"]
+    assert "in the model's own construct between its sub-Cells" in record["message"], record

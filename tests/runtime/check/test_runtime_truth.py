@@ -546,8 +546,9 @@ class _SqrtWrapper(nn.Cell):
 
 def test_l0_gradient_made_in_an_enclosing_cells_own_backward_is_its_origin(work):
     """The gradient the inner Dense gets is made non-finite by its parent's
-    own code from a finite gradient: no ``entered`` ("made outside") is
-    written; the parent's backward entry is the origin."""
+    own code from a finite gradient: nothing says it was "made outside";
+    the parent's backward entry is the origin, written first, with
+    ``entered`` saying its own code made it."""
     tmp_path, make = work
     debugger = make("L0")
     net = _SqrtWrapper()
@@ -555,7 +556,8 @@ def test_l0_gradient_made_in_an_enclosing_cells_own_backward_is_its_origin(work)
     ms.grad(lambda t: net(t).sum())(Tensor(np.ones((2, 3), np.float32)))
     debugger.stop()
     records = _records(tmp_path, 0)
-    assert records and "entered" not in records[0], records[0]
+    assert records and records[0]["name"] == "Cell.outer._SqrtAfter.backward.0", records
+    assert records[0]["entered"]["source"] == "own-construct", records[0]
     assert [r["name"] for r in records if r["origin"]] == ["Cell.outer._SqrtAfter.backward.0"]
     assert_origin_invariant(tmp_path / "dump")
 
