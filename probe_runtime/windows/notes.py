@@ -81,8 +81,11 @@ class Notes:
         Cell explains: where to look instead."""
         where = self.records.where(frames)
         if self.level == "L0":
-            outside = ("the Cells given to start() (in the loss function, or other code outside the model): use "
-                       "level L1, or pass the loss Cell to start() too, e.g. start([net, loss_fn])")
+            # a fresh user's finding: a float16 gather in the model's own construct made the gradient of a
+            # Parameter the model owns itself, and this said only "in the loss function"
+            outside = ("the checked Cells: in the loss function or other code outside the model, or in the model's "
+                       "own construct between its sub-Cells (a Parameter the model owns itself gets its gradient "
+                       "there): use level L1, or pass the loss Cell to start() too, e.g. start([net, loss_fn])")
         else:
             outside = ("the calls level L1 checks (code compiled with mindspore.jit, a Cell run as one graph, or "
                        "the inside of one kernel)")

@@ -133,7 +133,9 @@ class Summary:
             message += " (" + L2_CPU_LIMITS + ")"
         if self.level == "L0":  # what L0 cannot see, so the all-clear is not read as more than it is
             message += (" (level L0 checks what the Cells take and return: an overflow that starts and ends inside "
-                        "one Cell, its outputs finite, is not seen; level L1 names the call)")
+                        "one Cell, its outputs finite, is not seen, nor one in code outside the Cells, such as a "
+                        "metric computed in the loop, unless a gradient computation returns it; level L1 names "
+                        "the call)")
         return message
 
     def say(self, *, found: int, disabled: bool, notes: int, auto: bool) -> None:
