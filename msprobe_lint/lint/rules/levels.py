@@ -20,7 +20,12 @@ CHECK_MODE_LAST_HONOURED = "2.3.0"
 def _overflow_scenario(config: ConfigView, context: Context) -> str | None:
     """``"graph"`` or ``"dynamic"`` for an overflow_check config, None when
     the scenario is unknown. L2 with the mode unknown is taken to be static
-    graph, its only valid scenario."""
+    graph, its only valid scenario (SPEC 3, "Unknown context"). L0/L1 with
+    the mode unknown are not taken to be dynamic graph: the SPEC makes the
+    L2 inference only, and leaves every other rule that lacks a context
+    value silent (a check_mode at L1 may be the trace of a static-graph
+    config whose level is what is wrong: "remove check_mode" would then be
+    the wrong advice; PL201 says what is wrong once the mode is known)."""
     if context.mode == "graph":
         return "graph"
     if context.mode == "pynative" or context.framework in ("msadapter", "pytorch"):
@@ -192,7 +197,11 @@ def option_no_effect(config: ConfigView, context: Context) -> Iterator[Finding]:
     draws this warning, whatever its value (even the default "all").
     overflow_nums is not used in static graph by msprobe (probe_runtime's
     L2 uses it: not reported inside probe_runtime). Fires whenever the key is
-    present; remove it to silence the warning.
+    present; remove it to silence the warning. With the mode unknown, an L2
+    config is taken to be static graph (its only valid scenario), so
+    overflow_nums there is reported; an L0/L1 config implies no mode, so
+    check_mode there is reported only once the mode (pynative), the
+    framework (msadapter, pytorch) or a MindSpore >= 2.3.0 is known.
 
     Bad:
         "overflow_check": {"check_mode": "aicore"}    with mode=pynative

@@ -1,11 +1,25 @@
 """Ranks family (PL301-PL306): the filters that choose what is collected.
 
-rank and step are each a list of integers >= 0 and ``"a-b"`` range strings
-(a <= b); empty or absent means all. The item syntax is checked by the
-schema (``x-probe-code: PL301``); what JSON Schema cannot say (a <= b,
-overlaps, the world size) is checked here. A task section's ``scope`` is a
-range of two full dump names, not a filter list (PL305), and a tensor dump
-with no filter at all writes everything (PL306).
+rank and step are each a list of integers 0-1000000 and ``"a-b"`` range
+strings (a <= b); empty or absent means all. The item syntax is checked by
+the schema (``x-probe-code: PL301``); what JSON Schema cannot say (a <= b,
+a range's bounds within 0-1000000, overlaps, the world size) is checked
+here. A task section's ``scope`` is a range of two full dump names, not a
+filter list (PL305), and a tensor dump with no filter at all writes
+everything (PL306).
+
+How msprobe reads an entry (``get_real_step_or_rank`` and
+``get_step_or_rank_from_string`` in ``msprobe/core/common/utils.py``, the
+same in mindstudio-probe 8.1.2, 8.3.3 and 26.0.0-26.2.0, with the limit
+``Const.STEP_RANK_MAXIMUM_VALUE = int(1e6)`` of ``core/common/const.py``):
+an int (not a bool) must lie in 0-1000000, else it stops with "Each
+element of step must be between 0 and 1000000"; a string is split on "-",
+must give exactly two parts, each converted with a plain ``int()`` (so
+whatever int() forgives passes: blanks around a number, a "+" sign,
+"1_000", digits of other scripts), and both must lie in 0-1000000 ("The
+boundaries must fall within the range of [0, 1000000]") with the first <=
+the last. :func:`parse_range` copies that reading. (26.2.0 also takes a
+bare number string, "3"; this module, like the schema, does not.)
 """
 from __future__ import annotations
 
@@ -24,16 +38,41 @@ if TYPE_CHECKING:
     from typing import Iterator, Optional
 
 
+#: The largest rank or step msprobe accepts (``Const.STEP_RANK_MAXIMUM_VALUE``
+#: in msprobe/core/common/const.py: ``int(1e6)`` in 8.1.2, 8.3.3 and 26.x).
+MAXIMUM = 1_000_000
+
+
 def parse_entry(item: object) -> Optional[tuple[int, int]]:
-    """``3`` -> (3, 3), ``"2-5"`` -> (2, 5); None for anything else
-    (including a reversed range)."""
-    if isinstance(item, int) and not isinstance(item, bool) and item >= 0:
+    """``3`` -> (3, 3), ``"2-5"`` or ``"2 - 5"`` -> (2, 5); None for
+    anything msprobe refuses (a reversed range, a number over
+    :data:`MAXIMUM`)."""
+    if isinstance(item, int) and not isinstance(item, bool) and 0 <= item <= MAXIMUM:
         return item, item
     if isinstance(item, str):
-        first, sep, last = item.partition("-")
-        if sep and first.isdigit() and last.isdigit() and not _too_long(first, last) and int(first) <= int(last):
-            return int(first), int(last)
+        bounds = parse_range(item)
+        if bounds is not None and bounds[0] <= bounds[1] <= MAXIMUM:
+            return bounds
     return None
+
+
+def parse_range(item: str) -> Optional[tuple[int, int]]:
+    """The two numbers of an ``"a-b"`` string as msprobe reads them
+    (``get_step_or_rank_from_string``: split on "-", exactly two parts,
+    each through ``int()``), neither checked against the other nor against
+    :data:`MAXIMUM`; None when msprobe cannot read it (another number of
+    parts, a part int() refuses, a number over Python's int-string limit).
+
+    Example: ``parse_range(" 1 - 3")`` is ``(1, 3)``; ``parse_range("1-3-5")``
+    is None.
+    """
+    parts = item.split("-")
+    if len(parts) != 2:
+        return None
+    try:
+        return int(parts[0]), int(parts[1])
+    except ValueError:  # as msprobe: "The hyphen(-) must start and end with decimal numbers."
+        return None
 
 
 def _too_long(*numbers: str) -> bool:
@@ -50,15 +89,20 @@ def entries(config: ConfigView, key: str) -> list[tuple[int, str, tuple[int, int
     return _scanned(config, key)[0]
 
 
-# An "a-b" range of ASCII digits (str.isdigit would also take '²', which int() refuses).
+# The usual "a-b" range: ASCII digits, no blanks (str.isdigit would also take '²', which int() refuses).
 _RANGE = re.compile(r"([0-9]+)-([0-9]+)").fullmatch
+# What msprobe's int() also reads in a part of a range (blanks, "+", "1_000", other scripts' digits).
+_LOOSE_RANGE = re.compile(r"\s*\+?(\d+(?:_\d+)*)\s*-\s*\+?(\d+(?:_\d+)*)\s*").fullmatch
 
 
 def _scanned(config: ConfigView, key: str) -> tuple[list, list]:
     """``key``'s list read once per config (PL301, PL302 and PL303 share
     it; a list may hold 600,000 entries): (the valid entries as
-    :func:`entries` gives them, the (pointer, item) of every "a-b" range
-    that is reversed or has a number too long for int())."""
+    :func:`entries` gives them, the (pointer, item, what is wrong) of
+    every "a-b" range the schema let through that msprobe still refuses:
+    ``"reversed"``, with a number ``"too long"`` for int(), or with a
+    number ``"too large"`` (over :data:`MAXIMUM`; an integer over it is
+    the schema's, by its maximum))."""
     memo = config.memo.get(("ranks", key))
     if memo is not None:
         return memo
@@ -72,21 +116,27 @@ def _scanned(config: ConfigView, key: str) -> tuple[list, list]:
                 continue
             kind = type(item)
             if kind is int:
-                if item >= 0:
+                if 0 <= item <= MAXIMUM:  # a larger one is the schema's PL301 (its maximum)
                     valid.append((index, f"/{key}/{index}", (item, item)))  # rank, step: nothing to escape
             elif kind is str:
-                match = _RANGE(item)
+                match = _RANGE(item) or _LOOSE_RANGE(item)
                 if match is None:
                     continue
                 first, last = match.groups()
                 if len(first) + len(last) > 640 and _too_long(first, last):
-                    odd.append((f"/{key}/{index}", item))
+                    odd.append((f"/{key}/{index}", item, "too long"))
                     continue
-                low, high = int(first), int(last)
-                if low <= high:
+                try:
+                    low, high = int(first), int(last)
+                except ValueError:  # over the int-string limit in some way _too_long did not foresee
+                    odd.append((f"/{key}/{index}", item, "too long"))
+                    continue
+                if high > MAXIMUM or low > MAXIMUM:
+                    odd.append((f"/{key}/{index}", item, "too large"))
+                elif low <= high:
                     valid.append((index, f"/{key}/{index}", (low, high)))
                 else:
-                    odd.append((f"/{key}/{index}", item))
+                    odd.append((f"/{key}/{index}", item, "reversed"))
     config.memo[("ranks", key)] = valid, odd
     return valid, odd
 
@@ -103,26 +153,43 @@ def _bad_indices(config: ConfigView, key: str) -> set[int]:
 @rule("PL301", "bad-index-entry", "error", "Bad rank/step entry", fix="safe")
 def bad_entry(config: ConfigView, context: Context) -> Iterator[Finding]:
     """
-    rank and step entries are integers >= 0 or "a-b" strings with a <= b.
-    msprobe stops at start-up on anything else. A wrong item type is this
-    rule too; a value that is not a list at all is PL102.
+    rank and step entries are integers from 0 to 1000000 or "a-b" strings
+    with a <= b, both within 0-1000000 (mindstudio-probe 8.1 to 26.2 refuse
+    a larger number). msprobe stops at start-up on anything else. A wrong
+    item type is this rule too; a value that is not a list at all is PL102.
+    Blanks around the numbers of a range ("1 - 3") are accepted, as
+    msprobe's int() accepts them.
 
     Bad:
-        "rank": ["6-4"], "step": [-1]
+        "rank": ["6-4"], "step": [-1], "step": [2000000]
     Good:
         "rank": ["4-6"], "step": [0]
     """
     for key in ("rank", "step"):
-        for ptr, item in _scanned(config, key)[1]:
+        for ptr, item, wrong in _scanned(config, key)[1]:
+            if wrong == "too large":
+                yield too_large(key, item, ptr)
+                continue
             first, _, last = item.partition("-")
-            if _too_long(first, last):
+            if wrong == "too long":
                 yield Finding("PL301", f"{key} range {item[:20]!r}... has a number of more than "
                                        f"{sys.get_int_max_str_digits()} digits: Python's int(), and so msprobe, "
                                        "refuses it", pointer=ptr, hint="write a smaller number")
             else:
+                low, high = int(first), int(last)
                 yield Finding("PL301", f"{key} range {item!r} is reversed: the first value must not exceed the last",
-                              pointer=ptr, hint=f'write "{last}-{first}"',
-                              fix=set_value(ptr, f"{last}-{first}", f'write "{last}-{first}"'))
+                              pointer=ptr, hint=f'write "{high}-{low}"',
+                              fix=set_value(ptr, f"{high}-{low}", f'write "{high}-{low}"'))
+
+
+def too_large(key: str, item: str, ptr: str) -> Finding:
+    """PL301 for an "a-b" range with a bound over :data:`MAXIMUM`, in
+    msprobe's words (``get_step_or_rank_from_string``; an integer over it
+    is the schema's PL301, rules/schema.py)."""
+    said = f"The boundaries must fall within the range of [0, {MAXIMUM}]"
+    return Finding("PL301", f"{key} range {item!r} goes past {MAXIMUM}, the largest {key} msprobe accepts: "
+                            f"mindstudio-probe 8.1 to 26.2 stop at start-up with \"{said}\"", pointer=ptr,
+                   hint=f"use {key}s between 0 and {MAXIMUM}")
 
 
 @rule("PL302", "overlapping-entries", "warning", "Duplicate or overlapping rank/step entries", fix="safe/unsafe")
@@ -231,11 +298,20 @@ def rank_beyond_world(config: ConfigView, context: Context) -> Iterator[Finding]
     for _, ptr, (first, last) in valid:
         if last >= world:
             ranks = "the only rank is 0" if world == 1 else f"ranks are 0-{world - 1}"
-            yield Finding("PL303", f"rank {config.get(*_parts(ptr))!r} does not exist with world size {world} "
-                                   f"({said}); {ranks}", pointer=ptr, severity=severity,
-                          # one process: PL304 says what to write ("rank": []); a hint of rank 0 would contradict it
-                          hint='write "rank": [] (single-card training)' if world == 1 else
-                          f"use ranks between 0 and {world - 1}")
+            written = config.get(*_parts(ptr))
+            if first >= world:
+                what = f"rank {written!r} does not exist"
+                # one process: PL304 says what to write ("rank": []); a hint of rank 0 would contradict it
+                hint = 'write "rank": [] (single-card training)' if world == 1 else \
+                    f"use ranks between 0 and {world - 1}"
+            else:  # a range reaching past the last rank: name the part that does not exist
+                missing = f"rank {world}" if last == world else f"ranks {world}-{last}"
+                what = f"{missing} of {written!r} {'does' if last == world else 'do'} not exist"
+                kept = str(first) if first == world - 1 else f'"{first}-{world - 1}"'
+                hint = 'write "rank": [] (single-card training)' if world == 1 else \
+                    f"write {kept} (the ranks of {written!r} that exist)"
+            yield Finding("PL303", f"{what} with world size {world} ({said}); {ranks}", pointer=ptr,
+                          severity=severity, hint=hint)
 
 
 @rule("PL304", "rank-in-single-card", "error", "Non-empty rank in single-card training", fix="unsafe")

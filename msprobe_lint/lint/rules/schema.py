@@ -8,7 +8,9 @@ PL107. A subschema may override it with ``x-probe-code`` (one code for every
 failure under it, or a ``{keyword: code}`` map) and add ``x-probe-hint``.
 ``deprecated: true`` properties give PL106. Integers are strict: a JSON
 number with a fraction or exponent (``3.0``, ``1e2``) or a boolean is not an
-integer, unlike jsonschema's default type checker.
+integer, unlike jsonschema's default type checker. What JSON Schema cannot
+say is added under the same codes: PL107 has a check function of its own
+(grad_probe's bounds must ascend), run with the semantic rules.
 """
 from __future__ import annotations
 
@@ -23,6 +25,9 @@ from .base import define
 TYPE_CHECKING = False  # typing is imported only by type checkers (start-up)
 if TYPE_CHECKING:
     from typing import Any, Iterable, Iterator, Optional
+
+    from ..config_view import ConfigView
+    from ..context import Context
 
 KEYWORD_CODES = {
     "additionalProperties": "PL101",
@@ -127,15 +132,63 @@ define("PL106", "deprecated-key", "warning", "Deprecated key", "schema", fix="sa
         {"task": "overflow_check"}   (call seed_all() in the script)
     """)
 
-define("PL107", "out-of-range", "error", "Number or list length out of range", "schema", """
+def _bounds_not_ascending(config: ConfigView, context: Context) -> Iterator[Finding]:
+    """PL107 for what JSON Schema cannot say: grad_probe's ``bounds`` must
+    ascend. msprobe's checks (mindstudio-probe 8.1.2 and 8.3.3; 26.x has no
+    grad_probe task): MindSpore's ``GradProbeConfig`` (msprobe/mindspore/
+    ms_config.py) calls ``check_numeral_list_ascend`` of
+    msprobe/core/grad_probe/utils.py, which compares the list with its
+    sorted copy ("The input list should be ascending": a repeated bound
+    passes); PyTorch's ``GradToolConfig`` (msprobe/pytorch/pt_config.py)
+    calls ``check_bounds`` there, which wants each bound strictly greater
+    than the one before ("bounds list is not ascending"). So a bound below
+    the one before it is reported always, a repeated one only when the
+    framework is known to be PyTorch. Every grad_probe section is checked,
+    active or not, as the schema checks every section (SPEC 2.6)."""
+    from ..profiles import PROFILES
+
+    if "grad_probe" not in PROFILES[config.profile].tasks:
+        return  # the section is unknown there (PL101)
+    bounds = config.get("grad_probe", "bounds")
+    if not isinstance(bounds, list) or not all(
+            isinstance(b, (int, float)) and not isinstance(b, bool) and b == b for b in bounds):
+        return  # an item of another type is the schema's PL102 (msprobe stops on it first)
+    strict = context.framework == "pytorch"
+    for index in range(1, len(bounds)):
+        before, here = bounds[index - 1], bounds[index]
+        if here > before or (here == before and not strict):
+            continue
+        said = {"pytorch": '"bounds list is not ascending"', "mindspore": '"The input list should be ascending"'}.get(
+            context.framework or "", '"The input list should be ascending" (MindSpore; PyTorch: "bounds list is '
+                                     'not ascending")')
+        what = "repeats" if here == before else "is less than"
+        fixed = sorted(set(bounds)) if strict else sorted(bounds)
+        yield Finding("PL107", f"grad_probe bounds must ascend: bounds[{index}] {_json(here)} {what} the bound "
+                               f"before it, {_json(before)}{_because(context) if strict else ''}; msprobe stops at "
+                               f"start-up with {said}", pointer=make_pointer("grad_probe", "bounds", index),
+                      hint=f"sort the bounds{' and drop the repeats' if strict and len(fixed) < len(bounds) else ''}:"
+                           f" {_json(fixed)}")
+
+
+def _because(context: Context) -> str:
+    said = context.describe("framework")
+    return f" ({said})" if said else ""
+
+
+define("PL107", "out-of-range", "error", "Number or list length out of range", "schema", check=_bounds_not_ascending,
+       doc="""
     overflow_nums is -1 (no limit) or at least 1; a port is 0-65535;
-    data_mode "all" stands alone. (A scope of other than two names is
-    PL305.)
+    data_mode "all" stands alone; grad_probe's bounds ascend (each at
+    least the one before it; strictly greater with PyTorch, whose msprobe
+    refuses a repeated bound). (A scope of other than two names is PL305;
+    a rank or step over 1000000 is PL301.)
 
     Bad:
         "overflow_check": {"overflow_nums": 0}
+        "grad_probe": {"bounds": [1, 0.5]}
     Good:
         "overflow_check": {"overflow_nums": 1}
+        "grad_probe": {"bounds": [0.5, 1]}
     """)
 
 
@@ -478,6 +531,14 @@ def _describe(code: str, error: Any, path: list, ptr: str, hint: Optional[str]) 
                                 "full dump names (the first and the last call to collect), or none", pointer=ptr,
                        hint='to collect only some APIs or Cells, put their names in "list" and leave scope empty')
     if code == "PL301":
+        maximum = _index_maximum(error.schema)
+        if isinstance(value, int) and not isinstance(value, bool) and maximum is not None and value > maximum:
+            key = next((part for part in reversed(path) if isinstance(part, str)), "value")
+            # msprobe's words: get_real_step_or_rank, core/common/utils.py (8.1.2, 8.3.3, 26.0.0-26.2.0)
+            return Finding("PL301", f"{name} entry {value} is over {maximum}, the largest {key} msprobe accepts: "
+                                    "mindstudio-probe 8.1 to 26.2 stop at start-up with \"Each element of "
+                                    f"{key} must be between 0 and {maximum}\"", pointer=ptr,
+                           hint=hint or f"use {key}s between 0 and {maximum}")
         return Finding("PL301", f"{name} entry {_json(value)} is neither an integer >= 0 nor an \"a-b\" range",
                        pointer=ptr, hint=hint or _index_hint(value), fix=_as_index(value, ptr))
     if keyword == "type":
@@ -505,7 +566,9 @@ def _describe(code: str, error: Any, path: list, ptr: str, hint: Optional[str]) 
         elif expected == "string" and isinstance(value, int) and not isinstance(value, bool) and \
                 isinstance(error.schema, dict) and error.schema.get("x-probe-quote"):
             edit = set_value(ptr, str(value), f'write "{value}" in quotes')  # an id list taken as a number
-        return Finding("PL102", f"{name} must be {article} {expected}, not {describe_type(value)} {_json(value)}",
+        kind = describe_type(value)
+        shown = "" if kind == _json(value) else f" {_json(value)}"  # null is its own name: not "null null"
+        return Finding("PL102", f"{name} must be {article} {expected}, not {kind}{shown}",
                        pointer=ptr, hint=fix, fix=edit)
     if keyword in ("enum", "const"):
         allowed = error.validator_value if keyword == "enum" else [error.validator_value]
@@ -531,6 +594,16 @@ def _describe(code: str, error: Any, path: list, ptr: str, hint: Optional[str]) 
     if keyword in ("minLength", "maxLength"):
         return Finding(code, f"{name} length is out of range: {error.message}", pointer=ptr, hint=hint)
     return Finding(code, f"{name}: {error.message}", pointer=ptr, hint=hint)
+
+
+def _index_maximum(schema: Any) -> Optional[int]:
+    """The ``maximum`` of the integer branch of a rank/step entry's schema
+    (``$defs/indexList``: msprobe's 1000000), or None."""
+    branches = schema.get("anyOf", ()) if isinstance(schema, dict) else ()
+    for branch in branches:
+        if isinstance(branch, dict) and branch.get("type") == "integer" and "maximum" in branch:
+            return int(branch["maximum"])
+    return None
 
 
 def _index_hint(value: Any) -> str:
