@@ -225,6 +225,22 @@ def nesting(text: str, beyond: int = 0) -> tuple[int, int]:
     return deepest, where
 
 
+def unclosed(text: str) -> int:
+    """How many arrays and objects ``text`` leaves open at its end, by the
+    token scan of :func:`nesting` (strings skipped).
+
+    Example: ``unclosed('{"a": [[1]')`` is 2.
+    """
+    depth = 0
+    for match in _TOKEN.finditer(text):
+        token = match.group()
+        if token in "{[":
+            depth += 1
+        elif token in "}]":
+            depth -= 1
+    return max(depth, 0)
+
+
 def line_col(text: str, offset: int) -> tuple[int, int]:
     """1-based line and column of a character offset in ``text``."""
     line = text.count("\n", 0, offset) + 1

@@ -259,3 +259,14 @@ def test_a_duplicate_key_is_underlined_whole_and_its_first_place_named(lint):
     for found in (second, third):
         assert found.message == ("duplicate key 'dump_path' (first at line 2 col 2): json.load keeps only the "
                                  "last value")
+
+
+def test_json_nested_too_deep_and_never_closed_is_a_syntax_error(lint):
+    """A file of 100000 '[' never closed is too deep for the reader and
+    also not valid JSON: the message must not say it is no syntax error."""
+    text = "[" * 100000
+    (found,) = lint(text)
+    assert found.code == "PL001" and "this is not a syntax error" not in found.message
+    assert found.message.startswith("not valid JSON: the file ends with 100000 array(s) or object(s) never closed")
+    assert "nested 100000 levels deep" in found.message
+    assert (found.line, found.column) == (1, 100001)
