@@ -312,7 +312,7 @@ class CellHooks:
     def _hook_cell(self, target: Target) -> None:
         cell = target.cell
         if "forward" not in self.broken:
-            self._handles.append(cell.register_forward_pre_hook(self._make_pre_hook(target)))
+            self._handles.append(_register_pre_hook(cell, self._make_pre_hook(target)))
             forward_hook = self._make_forward_hook(target)
             if target.bprop:
                 self._handles.append(force_forward_hook(cell, forward_hook))
@@ -370,14 +370,14 @@ class CellHooks:
         local = self._local
         prefix = target.prefix
 
-        def pre_hook(cell: Any, args: tuple) -> Any:
+        def pre_hook(cell: Any, args: tuple, kwargs: dict) -> Any:
             if not sink.live or "forward" in self.broken or jit_tracing():
                 return None  # traced by mindspore.jit: a HookBackward there breaks the graph's gradient
             try:
                 stack = local.stack
                 parent = stack[-1] if stack else None
-                call = CellCall(prefix, sink.next_index(prefix), parent, args, {}, capture_frames(sys._getframe(1)),
-                                target.params)
+                call = CellCall(prefix, sink.next_index(prefix), parent, args, dict(kwargs) if kwargs else {},
+                                capture_frames(sys._getframe(1)), target.params)
                 probes = self._probes.get(prefix) or self._probe_again(target)
                 if probes is not None:
                     call.param_probe, call.params_at_start = probes
@@ -390,9 +390,9 @@ class CellHooks:
                 self._calls_by_prefix.setdefault(prefix, []).append(call)
                 if "backward" not in self.broken and self._executor.grad_flag() and not self.nested_gradient():
                     call.grad_mode = True
-                    if self._fed_by_previous(target, call, args):
+                    if self._fed_by_previous(target, call, args, kwargs):
                         return None
-                    return self._hook_inputs(call, args)
+                    return self._hook_inputs(call, args, kwargs)
             except Exception as err:
                 self._fail("forward", err)
             return None
@@ -464,7 +464,7 @@ class CellHooks:
         call.written = [(name, before, after[name], full) for name, before, _, full in call.written or ()]
         self._written[target.prefix] = after
 
-    def _fed_by_previous(self, target: Target, call: CellCall, args: tuple) -> bool:
+    def _fed_by_previous(self, target: Target, call: CellCall, args: tuple, kwargs: Optional[dict] = None) -> bool:
         """In a plain ``nn.SequentialCell`` a Cell's only input is the
         output the Cell before it returned, which nothing else uses: the
         gradient w.r.t. that output (its hook) *is* this Cell's input
@@ -477,7 +477,7 @@ class CellHooks:
         local = self._local
         last, local.last = local.last, None
         previous = target.follows
-        if previous is None or last is None or last[0] is not previous or len(args) != 1:
+        if previous is None or last is None or last[0] is not previous or len(args) != 1 or kwargs:
             return False
         parent = call.parent
         if parent is not None:
@@ -496,8 +496,14 @@ class CellHooks:
         call.expects_input_grads = True
         return True
 
-    def _hook_inputs(self, call: CellCall, args: tuple) -> Optional[tuple]:
-        positions = [i for i, a in enumerate(args) if is_tensor(a)]
+    def _hook_inputs(self, call: CellCall, args: tuple, kwargs: Optional[dict] = None) -> Optional[tuple]:
+        """The call's tensor inputs, positional and keyword, passed through
+        one ``HookBackward``: ``(new_args, new_kwargs)`` as a pre-hook
+        registered ``with_kwargs`` returns them, or None when there is no
+        tensor among them."""
+        names = [name for name, value in (kwargs or {}).items() if is_tensor(value)]
+        items = list(args) + [kwargs[name] for name in names] if kwargs else list(args)
+        positions = [i for i, a in enumerate(items) if is_tensor(a)]
         if not positions:
             return None
         sink = self.sink
@@ -506,15 +512,23 @@ class CellHooks:
             if "backward" not in self.broken:
                 sink.on_grad_inputs(call, list(iter_tensors(grads)))
 
-        new_args = hook_gradients(self._hook_backward, args, positions, self._boxes, deliver,
-                                  lambda err: self._fail("backward", err))
+        new_items = hook_gradients(self._hook_backward, items, positions, self._boxes, deliver,
+                                   lambda err: self._fail("backward", err))
         call.expects_input_grads = True
-        return tuple(new_args)
+        new_kwargs = dict(kwargs or {})
+        new_kwargs.update(zip(names, new_items[len(args):]))
+        if names:
+            call.kwargs = dict(new_kwargs)
+        return tuple(new_items[:len(args)]), new_kwargs
 
     def _hook_outputs(self, call: CellCall, output: Any) -> Any:
-        """The output with its floating tensors (top level of a tuple) passed
-        through one ``HookBackward``; None when there is nothing to hook."""
+        """The output with its floating tensors (top level of a tuple,
+        rebuilt as the same kind of tuple: a namedtuple stays one) passed
+        through one ``HookBackward``; None when there is nothing to hook or
+        the tuple's class cannot be rebuilt."""
         single = not isinstance(output, tuple)
+        if not single and same_kind(output, list(output)) is None:
+            return None
         items = (output,) if single else output
         positions = [i for i, item in enumerate(items) if is_tensor(item)]
         if not positions:
@@ -530,7 +544,7 @@ class CellHooks:
 
         new_items = hook_gradients(self._hook_backward, items, positions, self._boxes, deliver,
                                    lambda err: self._fail("backward", err))
-        return new_items[0] if single else tuple(new_items)
+        return new_items[0] if single else same_kind(output, new_items)
 
     def _make_param_hook(self, target: Target, param_name: str):
         sink = self.sink
@@ -564,3 +578,37 @@ def force_forward_hook(cell: Any, hook: Any) -> Any:
     handle = HookHandle(table)
     table[handle.handle_id] = hook
     return handle
+
+
+def same_kind(original: tuple, items: list) -> Optional[tuple]:
+    """``items`` as a tuple of ``original``'s class: a plain tuple, a
+    namedtuple (``_make``), or another tuple subclass built from one
+    iterable; None when that class cannot be built so. A fresh user's
+    finding: a sub-Cell returning a namedtuple gave its parent a plain
+    tuple under a gradient computation, and ``o.h`` then raised."""
+    kind = type(original)
+    if kind is tuple:
+        return tuple(items)
+    try:
+        make = getattr(kind, "_make", None)
+        rebuilt = make(items) if callable(make) else kind(items)
+    except Exception:
+        return None
+    return rebuilt if type(rebuilt) is kind and len(rebuilt) == len(items) else None
+
+
+def _register_pre_hook(cell: Any, hook: Callable[[Any, tuple, dict], Any]) -> Any:
+    """``cell.register_forward_pre_hook(hook, with_kwargs=True)``: the hook
+    sees the keyword arguments too (a fresh user's finding: an inf mask
+    passed as ``mask=m`` was not an input of the Cell's entry, so the Cell
+    was called its origin) and returns None or ``(args, kwargs)``. A Cell
+    or Module of a layer whose method takes no ``with_kwargs`` gets the
+    hook without them."""
+    try:
+        return cell.register_forward_pre_hook(hook, with_kwargs=True)
+    except TypeError:
+        def positional(owner: Any, args: tuple) -> Any:
+            result = hook(owner, args, {})
+            return None if result is None else result[0]
+
+        return cell.register_forward_pre_hook(positional)

@@ -452,3 +452,88 @@ def test_l0_a_gradient_the_models_own_code_made_is_not_blamed_on_the_loss(work):
     (record,) = read_json(str(tmp_path / "dump" / "step0" / "rank" / "overflow.json"))
     assert record["kind"] == "outside" and "gradient of experts" in record["message"]
     assert "in the model's own construct between its sub-Cells" in record["message"], record
+
+
+def test_l0_a_sub_cell_returning_a_namedtuple_still_returns_one(work):
+    """A fresh user's finding: under a gradient computation L0 handed the
+    parent a plain tuple instead of the sub-Cell's namedtuple, and
+    ``o.h`` raised AttributeError in the user's construct."""
+    import collections
+
+    tmp_path, make = work
+    Out = collections.namedtuple("Out", ["h", "aux"])
+
+    class Inner(nn.Cell):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Dense(4, 4, weight_init="ones", bias_init="zeros")
+
+        def construct(self, x):
+            h = self.fc(x)
+            return Out(h, h * 2)
+
+    class Net(nn.Cell):
+        def __init__(self):
+            super().__init__()
+            self.inner = Inner()
+
+        def construct(self, x):
+            o = self.inner(x)
+            return (o.h + o.aux).sum()
+
+    net = Net()
+    grad_fn = ms.value_and_grad(net, None, net.trainable_params())
+    x = Tensor(np.ones((2, 4), np.float32))
+    plain_loss, plain_grads = grad_fn(x)
+    debugger = make("L0")
+    debugger.start(net)
+    loss, grads = grad_fn(x)
+    debugger.stop()
+    assert float(loss.asnumpy()) == float(plain_loss.asnumpy())
+    assert all((a.asnumpy() == b.asnumpy()).all() for a, b in zip(grads, plain_grads))
+
+
+@pytest.mark.parametrize("made", ["data", "own"])
+def test_l0_an_input_passed_by_keyword_is_an_input(work, made):
+    """A fresh user's finding: ``self.blk(h, mask=m)`` with ``m`` holding
+    inf. The keyword input was not part of Blk's entry (``input_kwargs``
+    empty), so Blk was called the origin. It is carried: the inf came with
+    the batch ("data") or from the model's own ``ops.exp`` ("own")."""
+    tmp_path, make = work
+
+    class Blk(nn.Cell):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Dense(4, 1, weight_init="ones", bias_init="zeros")
+
+        def construct(self, h, mask=None):
+            return self.fc(h + mask)
+
+    class Net(nn.Cell):
+        def __init__(self):
+            super().__init__()
+            self.pre = nn.Dense(4, 4, weight_init="ones", bias_init="zeros")
+            self.blk = Blk()
+
+        def construct(self, x, m):
+            h = self.pre(x)
+            if made == "own":
+                m = ops.exp(m)
+            return self.blk(h, mask=m)
+
+    net = Net()
+    grad_fn = ms.value_and_grad(lambda x, m: net(x, m).sum(), None, net.trainable_params())
+    debugger = make("L0")
+    debugger.start(net)
+    grad_fn(Tensor(np.ones((2, 4), np.float32)),
+            Tensor(np.full((2, 4), np.inf if made == "data" else 100.0, np.float32)))
+    debugger.stop()
+    found = read_json(str(tmp_path / "dump" / "step0" / "rank" / "overflow.json"))
+    origins = [r["name"] for r in found if r["origin"]]
+    assert "Cell.blk.Blk.forward.0" not in origins, found
+    if made == "own":
+        assert origins == ["Cell.Net.forward.0"] and found[0]["name"] == "Cell.Net.forward.0"
+    else:
+        assert origins == [] and "input_kwargs.mask of Cell.blk.Blk.forward.0" in found[0]["entered"]["message"]
+    data = read_json(str(tmp_path / "dump" / "step0" / "rank" / "dump.json"))["data"]
+    assert "mask" in data["Cell.blk.Blk.forward.0"]["input_kwargs"]

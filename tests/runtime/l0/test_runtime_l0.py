@@ -519,7 +519,8 @@ def _sequential_backward_records(tmp_path, make, link: bool, monkeypatch):
     from probe_runtime.hooks import backward
 
     if not link:
-        monkeypatch.setattr(cells_module.CellHooks, "_fed_by_previous", lambda self, target, call, args: False)
+        monkeypatch.setattr(cells_module.CellHooks, "_fed_by_previous",
+                            lambda self, target, call, args, kwargs=None: False)
     made = []
     real = backward.hook_gradients
     monkeypatch.setattr(cells_module, "hook_gradients", lambda *a, **k: made.append(1) or real(*a, **k))
