@@ -174,20 +174,34 @@ def unflatten(flat: str, names: dict[str, str]) -> str:
     return names[best] + "/" + (f"{grad.group(1)}/{grad.group(2)}" if grad else rest)
 
 
-def source_lines(rank_folder: str, wanted: Iterable[str], library_roots: tuple[str, ...]) -> dict[str, str]:
+_IR_GRAPH = re.compile(r"_graph_(\d+)\.ir$")
+
+
+def source_lines(rank_folder: str, wanted: Iterable[str], library_roots: tuple[str, ...],
+                 graph: Optional[str] = None) -> dict[str, str]:
     """Full name -> the user's ``file:line`` for the kernels in ``wanted``,
     from the graphs' ``.ir`` files: the last ``In file`` frame outside
     ``library_roots`` (the last frame of all when every one is inside, as
     for an optimizer's kernels). A kernel listed under another ``-opN``
     only (a region compiled again numbers its kernels anew) gets the user
-    line of one listed so. Kernels found in no ``.ir`` are left out."""
+    line of one listed so. Kernels found in no ``.ir`` are left out.
+
+    ``graph``: the id of the graph the kernels ran in (their dump folder);
+    only that graph's ``.ir`` (``..._graph_<id>.ir``) is read when there is
+    one. Two compiled Cells or ``@jit`` regions name their kernels alike
+    (``Default/Mul-op0`` in each): looked up across every graph, a
+    kernel took the line of the other graph's (a fresh user's finding)."""
     wanted = set(wanted)
     unnumbered = {_OP_NUMBER.sub("", name): name for name in wanted}
     found: dict[str, str] = {}
     library: dict[str, str] = {}
     # kernels listed under another -opN (numbers change between compiles: a region compiled again)
     renumbered: dict[str, str] = {}
-    for path in sorted(glob.glob(os.path.join(rank_folder, "graphs", "*.ir"))):
+    paths = sorted(glob.glob(os.path.join(rank_folder, "graphs", "*.ir")))
+    if graph is not None:
+        own = [path for path in paths if (m := _IR_GRAPH.search(path)) is not None and m.group(1) == graph]
+        paths = own or paths
+    for path in paths:
         current: Optional[str] = None
         with open(path, encoding="utf-8", errors="replace") as f:
             for line in f:
@@ -274,12 +288,14 @@ def scan(root: str, library_roots: tuple[str, ...]) -> list[Kernel]:
     kernels = read_kernels(root)
     flagged = classify(kernels)
     if flagged:
-        wanted = {k.full_name for k in kernels}
-        lines: dict[str, str] = {}
-        for rank_folder in sorted(glob.glob(os.path.join(root, "rank_*"))):
-            lines.update(source_lines(rank_folder, wanted - set(lines), library_roots))
+        lines: dict[str, dict[str, str]] = {}  # graph id -> full name -> file:line
+        for graph in sorted({k.graph for k in kernels}):
+            wanted = {k.full_name for k in kernels if k.graph == graph}
+            found = lines.setdefault(graph, {})
+            for rank_folder in sorted(glob.glob(os.path.join(root, "rank_*"))):
+                found.update(source_lines(rank_folder, wanted - set(found), library_roots, graph=graph))
         last: Optional[str] = None
         for kernel in kernels:
-            kernel.where = lines.get(kernel.full_name) or (last if kernel.nonfinite else None)
+            kernel.where = lines[kernel.graph].get(kernel.full_name) or (last if kernel.nonfinite else None)
             last = kernel.where or last
     return flagged

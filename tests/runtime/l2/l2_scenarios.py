@@ -10,7 +10,9 @@ MatMul result exceeds float16), ``log0`` (log of 0 in the loss),
 ``jit`` (PyNative loop, a ``@mindspore.jit`` helper in the loss: log of 0),
 ``jitstep`` (PyNative, a whole ``@mindspore.jit`` training step with its
 optimizer: log of 0 in the loss), ``graphjit`` (the same functional step in
-GRAPH_MODE, which level L2 does not see: no Cell is called from Python).
+GRAPH_MODE, which level L2 does not see: no Cell is called from Python),
+``twocells`` (two Cells compiled apart, ``Prep`` then ``Score``, each with
+a ``Mul`` named ``Default/Mul-op0`` in its own graph; Score's overflows).
 With CONFIG ``none`` no debugger is created (the reference run). OUT gets
 the losses and a digest of the final Parameters.
 """
@@ -122,6 +124,26 @@ elif SCENARIO == "jit":
             debugger.start(net)  # L0 checks the Cells of net; L1 ignores it
         loss, grads = grad_fn(x, y)
         optimizer(grads)
+        if debugger:
+            debugger.stop()
+            debugger.step()
+        losses.append(float(loss.asnumpy()))
+elif SCENARIO == "twocells":
+    class Prep(nn.Cell):
+        def construct(self, x, t):
+            return x * t
+
+    class Score(nn.Cell):
+        def construct(self, y):
+            z = y * y
+            return z.sum()
+
+    prep, score = Prep(), Score()
+    for step in range(STEPS):
+        x = ms.Tensor(np.full((2, 4), 1e20 if step == BAD_STEP else 1.0, np.float32))
+        if debugger:
+            debugger.start()
+        loss = score(prep(x, ms.Tensor(np.ones((2, 4), np.float32))))
         if debugger:
             debugger.stop()
             debugger.step()

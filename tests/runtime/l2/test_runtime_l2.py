@@ -87,6 +87,17 @@ def test_the_first_kernel_is_named_with_its_source_line(tmp_path, scenario):
     assert not (tmp_path / "rank_0").exists()
 
 
+def test_a_kernel_gets_the_line_of_its_own_graph(tmp_path):
+    """A fresh user's finding: two Cells compiled apart each hold a Mul
+    named alike in their own graph; the overflowing one (Score's) was
+    given the line of the other graph's Mul (Prep's). Lines are looked up
+    in the .ir of the graph the kernel ran in."""
+    run(tmp_path, "twocells", write_runtime_config(tmp_path, level="L2", nums=1))
+    first = records(tmp_path / "dump", 3)[0]
+    assert first["origin"] is True and first["name"].startswith("Mul."), first
+    assert first["where"] == f"{SCRIPT}:{line_of('z = y * y')}", first
+
+
 def test_training_is_bit_identical_with_and_without_the_tool(tmp_path):
     """Nothing overflows: the same losses and Parameters, bit for bit; and
     the all-clear says what the CPU cannot see."""
