@@ -228,10 +228,12 @@ def entered(kind: str, call: Any, cache: HostCache) -> Optional[dict]:
     elif kind == BACKWARD and not cell:
         name = call.backward_name
         labelled = _labelled(INPUT, call.grad_outputs)
-        # a gradient no checked backward made: code outside the window, or the sum MindSpore's autograd forms of
-        # the gradients of a tensor used more than once (float16 40000 + 40000), which no API call does
-        outside = ("the checked calls (by code outside the window, or by MindSpore adding up the gradients of a "
-                   "tensor used more than once)")
+        # a gradient no checked backward made: code outside the window, a jit region's backward (fresh users'
+        # findings), or the sum MindSpore's autograd forms of the gradients of a tensor used more than once
+        # (float16 40000 + 40000), which no API call does
+        outside = ("the checked calls (by code outside the window, by the backward of a mindspore.jit region, "
+                   "whose inside is not hooked, or by MindSpore adding up the gradients of a tensor used more "
+                   "than once)")
     elif cell and kind in (BACKWARD, PARAMETERS_GRAD):
         return _gradient_entered(call.owner_calls if kind == PARAMETERS_GRAD else (call,), cache)
     else:

@@ -96,6 +96,8 @@ class JitRegions:
         self.on_error = on_error
         self.active = False
         self.replays = 0
+        #: region calls checked in windows (the all-clear says what their check does not see)
+        self.calls = 0
         self._skipped: set[str] = set()
         self._executor: Any = None
         self._original: Optional[Callable] = None
@@ -155,6 +157,7 @@ class JitRegions:
         self._depth += 1
         try:
             watched = not self.state.exhausted and self.state.selected()
+            self.calls += watched
             params = self._parameters(run, args, kwargs) if watched else []
             before = self._finite(params)
             result = original(run, *args, **kwargs)

@@ -80,6 +80,8 @@ class Summary:
         self.said = False
         self.unfinished: set[int] = set()
         self.unseen: set[int] = set()
+        #: calls of mindspore.jit regions checked in windows at L1/L0 (``l2.jit.JitRegions``)
+        self.jit_calls = 0
 
     def started(self, step: int) -> None:
         """``start()`` was called in ``step``."""
@@ -129,6 +131,12 @@ class Summary:
             shown = ", ".join(str(step) for step in sorted(self.unfinished))
             message += (f"; step {shown} did not reach stop() (still running at exit: an exception, or no stop()), "
                         "so only its calls up to then were checked")
+        if self.jit_calls and self.level in ("L1", "L0"):  # a fresh user's finding: a clip compiled with @jit
+            message += (f"; {self.jit_calls} call(s) of mindspore.jit regions ran in the checked steps: a region is "
+                        "judged by what it returns and the Parameters it writes, so an overflow masked inside one "
+                        "(its result finite, such as clip_by_global_norm compiled with @jit) is not seen, nor is "
+                        "one its backward makes named (it shows in the calls whose gradients it feeds); without "
+                        "@jit level L1 names the call")
         if self.level == "L2":  # what the CPU's kernel check cannot see
             message += " (" + L2_CPU_LIMITS + ")"
         if self.level == "L0":  # what L0 cannot see, so the all-clear is not read as more than it is

@@ -28,3 +28,20 @@ def test_a_step_never_checked_is_not_called_cut_short():
     summary.interrupted(1)
     line = summary.line(auto=False)
     assert "did not reach stop()" not in line and "outside the config's step filter" in line
+
+
+def test_jit_regions_in_the_checked_steps_are_said_with_what_is_not_seen_inside():
+    """A fresh user's finding: gradients clipped by clip_by_global_norm
+    compiled with @jit overflowed inside the region (every gradient came
+    back 0) and L1 said only "no overflow found"."""
+    for level in ("L1", "L0", "L2"):
+        summary = Summary(level, "/d")
+        summary.started(0)
+        summary.checked(0, exact=True)
+        assert "mindspore.jit" not in summary.line(auto=False).split(" (level L2")[0]
+        summary.jit_calls = 3
+        line = summary.line(auto=False)
+        said = "; 3 call(s) of mindspore.jit regions ran in the checked steps: a region is judged by what it returns"
+        assert (said in line) is (level != "L2"), line
+        if level != "L2":
+            assert "an overflow masked inside one (its result finite" in line
