@@ -321,23 +321,23 @@ def _too_deep(text: str) -> Finding:
     process (its recursion limit less the frames already in use): how deep
     it is, where it is deepest, and that this is a limit of the reader,
     not a syntax error (json.load in a fresh interpreter may read it),
-    unless the bracket scan shows arrays or objects never closed: that text
-    is not valid JSON either, and the message says so, at its end (where
-    json.load stops on it)."""
+    unless the bracket scan finds them unbalanced (left open, a closer of
+    the other kind or with nothing open): that text is not valid JSON
+    either, and the message says so, where the scan found it."""
     import sys
 
-    from .positions import nesting, unclosed
+    from .positions import bracket_error, nesting
 
     frames, frame = 0, sys._getframe()
     while frame is not None:
         frames, frame = frames + 1, frame.f_back  # type: ignore[assignment]
     limit = max(sys.getrecursionlimit() - frames, 1)
     depth, offset = nesting(text)  # at the deepest bracket: the same place whatever the stack
-    open_left = unclosed(text)
-    if open_left:
-        line, column = line_col(text, len(text))
-        return Finding("PL001", f"not valid JSON: the file ends with {open_left} array(s) or object(s) never "
-                                f"closed; it is also nested {depth} levels deep, deeper than probe lint reads "
+    broken = bracket_error(text)
+    if broken is not None:
+        line, column = line_col(text, broken[1])
+        return Finding("PL001", f"not valid JSON: {broken[0]}; it is also nested {depth} levels deep, deeper "
+                                "than probe lint reads "
                                 f"(about {limit} levels: Python's recursion limit, {sys.getrecursionlimit()}, "
                                 "less what the linter uses)", line=line, column=column,
                        hint="close every [ and {, and check what generated this file: msprobe configs nest a "

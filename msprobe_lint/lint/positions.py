@@ -225,20 +225,29 @@ def nesting(text: str, beyond: int = 0) -> tuple[int, int]:
     return deepest, where
 
 
-def unclosed(text: str) -> int:
-    """How many arrays and objects ``text`` leaves open at its end, by the
-    token scan of :func:`nesting` (strings skipped).
+def bracket_error(text: str) -> Optional[tuple[str, int]]:
+    """What is wrong with the brackets of ``text``, by the token scan of
+    :func:`nesting` (strings skipped): ``(what, offset)`` for a closer with
+    nothing open, one of the other kind, or arrays and objects left open
+    at the end (offset: the end); None when they balance.
 
-    Example: ``unclosed('{"a": [[1]')`` is 2.
+    Example: ``bracket_error('{"a": [[1]')`` is
+    ``("the file ends with 2 array(s) or object(s) never closed", 10)``.
     """
-    depth = 0
+    stack: list[str] = []
     for match in _TOKEN.finditer(text):
         token = match.group()
-        if token in "{[":
-            depth += 1
-        elif token in "}]":
-            depth -= 1
-    return max(depth, 0)
+        if token == "{" or token == "[":
+            stack.append(token)
+        elif token == "}" or token == "]":
+            if not stack:
+                return f"{token!r} closes nothing", match.start()
+            if (stack.pop() == "{") != (token == "}"):
+                return f"{token!r} closes an {'object' if token == ']' else 'array'} it does not match", \
+                    match.start()
+    if stack:
+        return f"the file ends with {len(stack)} array(s) or object(s) never closed", len(text)
+    return None
 
 
 def line_col(text: str, offset: int) -> tuple[int, int]:

@@ -32,11 +32,14 @@ KEYS = frozenset(("task", "dump_path") + SECTIONS + ATB)
 LEVELS = frozenset({"l0", "l1", "l2", "mix", "debug"})
 # \s is ASCII whitespace (JSON's own), so the text and bytes tests agree.
 _KEY_NAMES = "|".join(("task", "dump_path") + SECTIONS + ATB)
-_TEXT_PATTERN = r'["\'](?:%s)["\']\s*:|["\']level["\']\s*:\s*["\'](?i:L[012]|mix|debug)["\']' % _KEY_NAMES
+_TEXT_PATTERN = r'"(?:%s)"\s*:|"level"\s*:\s*"(?i:L[012]|mix|debug)"' % _KEY_NAMES
 _TEXT = re.compile(_TEXT_PATTERN, re.ASCII)
+# An object written with single quotes (Python's repr of a dict), from its first key: tried only on a file
+# that does not parse, so a JSON string holding such text ("cfg = {'task': 'ner'}") is not taken for one.
+_QUOTED_TEXT = re.compile(r"\A(?:\ufeff)?\s*\{\s*'(?:%s|level)'\s*:" % _KEY_NAMES, re.ASCII)
 # The same keys as Chinese input methods type them: curly quotes, a
 # fullwidth colon (an object that does not parse, so only the text test).
-_WIDE_TEXT = re.compile(r'["\'\u201c\u201d](?:%s)["\'\u201c\u201d]\s*[:\uff1a]' % _KEY_NAMES, re.ASCII)
+_WIDE_TEXT = re.compile(r'["\u201c\u201d](?:%s)["\u201c\u201d]\s*[:\uff1a]' % _KEY_NAMES, re.ASCII)
 _WIDE_MARKS = (b"\xef\xbc\x9a", b"\xe2\x80\x9c", b"\xe2\x80\x9d")  # \uff1a, \u201c, \u201d in UTF-8
 # The same test on bytes, with the quote factored out and the names' first
 # letters looked ahead for (a fifth faster over a project's JSON files).
@@ -100,4 +103,6 @@ def parsed_verdict(raw: bytes) -> bool:
             return True
         level = data.get("level")
         return isinstance(level, str) and level.lower() in LEVELS
-    return _TEXT.search(text) is not None or _WIDE_TEXT.search(text) is not None
+    if _TEXT.search(text) is not None or _WIDE_TEXT.search(text) is not None:
+        return True
+    return data is None and _QUOTED_TEXT.match(text) is not None

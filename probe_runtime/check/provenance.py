@@ -228,12 +228,13 @@ def entered(kind: str, call: Any, cache: HostCache) -> Optional[dict]:
     elif kind == BACKWARD and not cell:
         name = call.backward_name
         labelled = _labelled(INPUT, call.grad_outputs)
-        # a gradient no checked backward made: code outside the window, a jit region's backward (fresh users'
-        # findings), or the sum MindSpore's autograd forms of the gradients of a tensor used more than once
-        # (float16 40000 + 40000), which no API call does
-        outside = ("the checked calls (by code outside the window, by the backward of a mindspore.jit region, "
-                   "whose inside is not hooked, or by MindSpore adding up the gradients of a tensor used more "
-                   "than once)")
+        if not getattr(call, "cells", False):  # an L0 collective keeps "the checked Cells"
+            # a gradient no checked backward made: code outside the window, a jit region's backward (fresh
+            # users' findings), or the sum MindSpore's autograd forms of the gradients of a tensor used more
+            # than once (float16 40000 + 40000), which no API call does
+            outside = ("the checked calls (by code outside the window, by the backward of a mindspore.jit "
+                       "region, whose inside is not hooked, or by MindSpore adding up the gradients of a tensor "
+                       "used more than once)")
     elif cell and kind in (BACKWARD, PARAMETERS_GRAD):
         return _gradient_entered(call.owner_calls if kind == PARAMETERS_GRAD else (call,), cache)
     else:
@@ -373,6 +374,10 @@ def backward_maker(calls: Any, cache: HostCache) -> Optional[tuple[Any, Any]]:
     maker = node.parent
     if maker is None or not maker.grad_outputs:  # its output gradient never arrived: nothing to compare
         return None
+    output = maker.output
+    if not is_tensor(output) and not (isinstance(output, tuple) and all(
+            is_tensor(item) or not any(True for _ in iter_tensors(item)) for item in output)):
+        return None  # a tensor nested deeper was not hooked: the gradient that came in is not all known
     return maker, node
 
 

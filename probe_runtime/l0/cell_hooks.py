@@ -275,11 +275,12 @@ class CellHooks:
         local = self._local
 
         def make_pre_hook(prefix: str) -> Callable:
-            def top_pre_hook(cell: Any, args: tuple) -> None:
+            def top_pre_hook(cell: Any, args: tuple, kwargs: Optional[dict] = None) -> None:
                 if sink.live and "top" not in self.broken and not jit_tracing():
                     try:
                         params = own_parameters(cell, self.modules)
-                        local.top = TopCall(type(cell).__name__, args, prefix=prefix, index=sink.next_index(prefix),
+                        local.top = TopCall(type(cell).__name__, args, dict(kwargs) if kwargs else {}, prefix=prefix,
+                                            index=sink.next_index(prefix),
                                             frames=capture_frames(sys._getframe(1)), params=params,
                                             params_at_start=not self.params_changed)
                         local.top_cell = id(cell)
@@ -301,7 +302,7 @@ class CellHooks:
                 if is_jit_compiled(root):
                     continue
                 prefix = f"{'Module' if self.modules else 'Cell'}.{index_prefix}{type(root).__name__}"
-                self._handles.append(root.register_forward_pre_hook(make_pre_hook(prefix)))
+                self._handles.append(_register_pre_hook(root, make_pre_hook(prefix)))
                 if getattr(root, "has_bprop", False):
                     self._handles.append(force_forward_hook(root, top_forward_hook))
                 else:
@@ -370,7 +371,7 @@ class CellHooks:
         local = self._local
         prefix = target.prefix
 
-        def pre_hook(cell: Any, args: tuple, kwargs: dict) -> Any:
+        def pre_hook(cell: Any, args: tuple, kwargs: Optional[dict] = None) -> Any:
             if not sink.live or "forward" in self.broken or jit_tracing():
                 return None  # traced by mindspore.jit: a HookBackward there breaks the graph's gradient
             try:
@@ -594,10 +595,18 @@ def same_kind(original: tuple, items: list) -> Optional[tuple]:
         rebuilt = make(items) if callable(make) else kind(items)
     except Exception:
         return None
-    return rebuilt if type(rebuilt) is kind and len(rebuilt) == len(items) else None
+    if type(rebuilt) is not kind or len(rebuilt) != len(items):
+        return None
+    own = getattr(original, "__dict__", None)
+    if own:  # what a subclass's own __new__ set on the instance (``_make`` does not run it)
+        try:
+            rebuilt.__dict__.update(own)
+        except Exception:
+            return None
+    return rebuilt
 
 
-def _register_pre_hook(cell: Any, hook: Callable[[Any, tuple, dict], Any]) -> Any:
+def _register_pre_hook(cell: Any, hook: Callable[..., Any]) -> Any:
     """``cell.register_forward_pre_hook(hook, with_kwargs=True)``: the hook
     sees the keyword arguments too (a fresh user's finding: an inf mask
     passed as ``mask=m`` was not an input of the Cell's entry, so the Cell

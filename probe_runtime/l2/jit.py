@@ -157,7 +157,8 @@ class JitRegions:
         self._depth += 1
         try:
             watched = not self.state.exhausted and self.state.selected()
-            self.calls += watched
+            if watched and not _is_optimizer(getattr(run, "obj", None)):  # nn.SGD's compiled construct: not the user's
+                self.calls += 1
             params = self._parameters(run, args, kwargs) if watched else []
             before = self._finite(params)
             result = original(run, *args, **kwargs)

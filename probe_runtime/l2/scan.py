@@ -188,7 +188,8 @@ def source_lines(rank_folder: str, wanted: Iterable[str], library_roots: tuple[s
 
     ``graph``: the id of the graph the kernels ran in (their dump folder);
     only that graph's ``.ir`` (``..._graph_<id>.ir``) is read when there is
-    one. Two compiled Cells or ``@jit`` regions name their kernels alike
+    one (:func:`scan` then looks in every ``.ir`` for those it holds
+    not). Two compiled Cells or ``@jit`` regions name their kernels alike
     (``Default/Mul-op0`` in each): looked up across every graph, a
     kernel took the line of the other graph's (a fresh user's finding)."""
     wanted = set(wanted)
@@ -294,6 +295,9 @@ def scan(root: str, library_roots: tuple[str, ...]) -> list[Kernel]:
             found = lines.setdefault(graph, {})
             for rank_folder in sorted(glob.glob(os.path.join(root, "rank_*"))):
                 found.update(source_lines(rank_folder, wanted - set(found), library_roots, graph=graph))
+            for rank_folder in sorted(glob.glob(os.path.join(root, "rank_*"))):  # not in its own graph's .ir
+                if wanted - set(found):
+                    found.update(source_lines(rank_folder, wanted - set(found), library_roots))
         last: Optional[str] = None
         for kernel in kernels:
             kernel.where = lines[kernel.graph].get(kernel.full_name) or (last if kernel.nonfinite else None)

@@ -270,3 +270,9 @@ def test_json_nested_too_deep_and_never_closed_is_a_syntax_error(lint):
     assert found.message.startswith("not valid JSON: the file ends with 100000 array(s) or object(s) never closed")
     assert "nested 100000 levels deep" in found.message
     assert (found.line, found.column) == (1, 100001)
+    for text, said in (("[" * 100000 + "]" * 100001, "']' closes nothing"),
+                       ("[" * 100000 + "}" * 100000, "'}' closes an array it does not match")):
+        (found,) = lint(text)
+        assert found.message.startswith(f"not valid JSON: {said}; it is also nested"), found.message
+    (found,) = lint("[" * 100000 + "]" * 100000)  # balanced: too deep for the reader, and valid
+    assert found.message.endswith("this is not a syntax error")

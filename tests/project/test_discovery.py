@@ -638,3 +638,5 @@ def test_configs_msprobe_cannot_read_are_still_configs(raw):
 
     assert looks_like_msprobe(raw)
     assert not looks_like_msprobe('{"name": "bert", "level": "INFO"}'.encode("utf-16"))
+    # a JSON data file whose strings hold Python text is valid JSON, and no config (a reviewer's case)
+    assert not looks_like_msprobe(b'[{"instruction": "write code", "output": "cfg = {\'task\': \'ner\'}"}]')

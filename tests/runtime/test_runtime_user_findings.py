@@ -537,3 +537,28 @@ def test_l0_an_input_passed_by_keyword_is_an_input(work, made):
         assert origins == [] and "input_kwargs.mask of Cell.blk.Blk.forward.0" in found[0]["entered"]["message"]
     data = read_json(str(tmp_path / "dump" / "step0" / "rank" / "dump.json"))["data"]
     assert "mask" in data["Cell.blk.Blk.forward.0"]["input_kwargs"]
+
+
+def test_l0_a_model_called_by_keyword_is_not_said_to_make_what_it_got(work):
+    """A reviewer's finding: ``net(x, mask=m)`` with ``m`` holding inf; the
+    model given to start() saw only its positional inputs, so its own
+    construct was said to have made the inf it was handed."""
+    tmp_path, make = work
+
+    class Net(nn.Cell):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Dense(4, 1, weight_init="ones", bias_init="zeros")
+
+        def construct(self, x, mask=None):
+            return self.fc(x + mask)
+
+    net = Net()
+    grad_fn = ms.value_and_grad(lambda x, m: net(x, mask=m).sum(), None, net.trainable_params())
+    debugger = make("L0")
+    debugger.start(net)
+    grad_fn(Tensor(np.ones((2, 4), np.float32)), Tensor(np.full((2, 4), np.inf, np.float32)))
+    debugger.stop()
+    found = read_json(str(tmp_path / "dump" / "step0" / "rank" / "overflow.json"))
+    assert not [r for r in found if r["origin"]], found
+    assert "own-construct" not in [(r.get("entered") or {}).get("source") for r in found]
