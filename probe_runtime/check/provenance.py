@@ -374,6 +374,8 @@ def backward_maker(calls: Any, cache: HostCache) -> Optional[tuple[Any, Any]]:
     maker = node.parent
     if maker is None or not maker.grad_outputs:  # its output gradient never arrived: nothing to compare
         return None
+    if getattr(maker, "unhooked_child", False):  # a sub-Cell fed through a list may have made it: not known
+        return None
     output = maker.output
     if not is_tensor(output) and not (isinstance(output, tuple) and all(
             is_tensor(item) or not any(True for _ in iter_tensors(item)) for item in output)):

@@ -66,6 +66,9 @@ class CellCall:
     own_construct: Optional[str] = None
     #: its backward entry was recorded as the origin before the carried entries its own code fed
     own_backward_recorded: bool = False
+    #: a sub-Cell call in it took tensors inside a list, tuple or dict, which get no gradient hook: that
+    #: sub-Cell's own backward cannot be told from this Cell's own code (``check.provenance.backward_maker``)
+    unhooked_child: bool = False
 
     @property
     def name(self) -> str:

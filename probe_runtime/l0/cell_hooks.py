@@ -504,6 +504,9 @@ class CellHooks:
         tensor among them."""
         names = [name for name, value in (kwargs or {}).items() if is_tensor(value)]
         items = list(args) + [kwargs[name] for name in names] if kwargs else list(args)
+        if call.parent is not None and any(isinstance(item, (list, tuple, dict)) and next(iter_tensors(item), None)
+                                           is not None for item in list(args) + list((kwargs or {}).values())):
+            call.parent.unhooked_child = True  # its tensors nested in a container get no gradient hook
         positions = [i for i, a in enumerate(items) if is_tensor(a)]
         if not positions:
             return None

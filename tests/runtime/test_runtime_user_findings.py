@@ -562,3 +562,43 @@ def test_l0_a_model_called_by_keyword_is_not_said_to_make_what_it_got(work):
     found = read_json(str(tmp_path / "dump" / "step0" / "rank" / "overflow.json"))
     assert not [r for r in found if r["origin"]], found
     assert "own-construct" not in [(r.get("entered") or {}).get("source") for r in found]
+
+
+def test_l0_a_sub_cell_fed_through_a_list_keeps_its_parent_from_being_blamed(work):
+    """A reviewer's finding: a sub-Cell that takes its tensor inside a list
+    gets no gradient hook on it, so when its own backward makes the inf
+    (sqrt at 0) nothing says so; the parent's output gradient was finite,
+    and the parent must not then be named as the Cell whose own code made
+    it."""
+    tmp_path, make = work
+
+    class ListSqrt(nn.Cell):
+        def construct(self, items):
+            return ops.sqrt(items[0])
+
+    class Parent(nn.Cell):
+        def __init__(self):
+            super().__init__()
+            self.a = nn.Dense(4, 4, weight_init="ones", bias_init="zeros")
+            self.b = ListSqrt()
+
+        def construct(self, x):
+            return self.b([self.a(x)])
+
+    class Net(nn.Cell):
+        def __init__(self):
+            super().__init__()
+            self.p = Parent()
+            self.head = nn.Dense(4, 1, weight_init="ones", bias_init="zeros")
+
+        def construct(self, x):
+            return self.head(self.p(x)).sum()
+
+    net = Net()
+    grad_fn = ms.value_and_grad(net, None, net.trainable_params())
+    debugger = make("L0")
+    debugger.start(net)
+    grad_fn(Tensor(np.zeros((2, 4), np.float32)))
+    debugger.stop()
+    found = read_json(str(tmp_path / "dump" / "step0" / "rank" / "overflow.json"))
+    assert found and not any(r["name"].startswith("Cell.p.Parent.backward") and r["origin"] for r in found), found
