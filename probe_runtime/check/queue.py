@@ -24,6 +24,7 @@ Example::
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from typing import Any, Callable, Optional
 
 from probe_format.layout import SOURCE_OWN_CONSTRUCT
@@ -395,8 +396,6 @@ class Checker:
         if found is None:
             return True
         maker, handed = found
-        from dataclasses import replace
-
         entry = maker if maker.grad_inputs and not all_finite(maker.grad_inputs, cache) else \
             replace(maker, grad_inputs=list(handed.grad_outputs))
         maker.own_backward_recorded = True
