@@ -80,10 +80,20 @@ def probe_command() -> list[str]:
     return [sys.executable, "-m", "msprobe_lint"]
 
 
+def clean_environ() -> dict:
+    """os.environ without the MINDSPORE_DUMP_CONFIG that an in-process
+    debugger of an earlier test set for its replay dump (a child would read
+    it and dump into this process's scratch folder)."""
+    env = dict(os.environ)
+    if os.path.basename(os.path.dirname(env.get("MINDSPORE_DUMP_CONFIG", ""))).startswith("probe_l2_"):
+        del env["MINDSPORE_DUMP_CONFIG"]
+    return env
+
+
 def run_probe(*args: str, cwd: Optional[Path] = None, env: Optional[dict] = None,
               input: Optional[str] = None, timeout: float = 120) -> subprocess.CompletedProcess:
     """Run `probe ARGS...` and capture its output (text)."""
-    full_env = dict(os.environ)
+    full_env = clean_environ()
     full_env.pop("NO_COLOR", None)
     if env:
         full_env.update(env)

@@ -13,6 +13,10 @@ import os
 import sys
 from typing import Mapping, Optional
 
+DUMP_CONFIG = "MINDSPORE_DUMP_CONFIG"
+#: probe_runtime.l2.dump_config.SCRATCH_PREFIX (the linter never imports the runtime)
+SCRATCH_PREFIX = "probe_l2_"
+
 
 def child_environment(config: str, environ: Optional[Mapping[str, str]] = None, *,
                       executable: Optional[str] = None, prefix: Optional[str] = None,
@@ -21,8 +25,16 @@ def child_environment(config: str, environ: Optional[Mapping[str, str]] = None, 
     ``PROBE_CONFIG`` = the config's absolute path, the running interpreter's
     bin folder first on ``PATH`` (not resolved through symlinks: a venv's
     ``bin/python`` is a link to the base interpreter) and, in a virtual
-    environment, ``VIRTUAL_ENV``."""
+    environment, ``VIRTUAL_ENV``.
+
+    A ``MINDSPORE_DUMP_CONFIG`` naming the private replay-dump config of a
+    probe_runtime process (a file in a ``probe_l2_<pid>_*`` folder: that
+    process launched ``probe run``) is left out: MindSpore in every worker
+    would read it at its first compile and write its kernels into the other
+    process's folder."""
     env = dict(os.environ if environ is None else environ)
+    if os.path.basename(os.path.dirname(env.get(DUMP_CONFIG, ""))).startswith(SCRATCH_PREFIX):
+        del env[DUMP_CONFIG]
     env["PROBE_CONFIG"] = os.path.abspath(config)
     executable = executable if executable is not None else sys.executable
     if executable:

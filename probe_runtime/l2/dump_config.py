@@ -94,6 +94,13 @@ def scratch_folder() -> str:
 SCRATCH_PREFIX = "probe_l2_"
 
 
+def is_scratch_config(path: str) -> bool:
+    """True when ``path`` (a ``MINDSPORE_DUMP_CONFIG`` value) is the config
+    in a probe_runtime scratch folder: the replay dump of this process or,
+    inherited through the environment, of the process that started it."""
+    return os.path.basename(os.path.dirname(path)).startswith(SCRATCH_PREFIX)
+
+
 def remove_stale(parent: str) -> list[str]:
     """Remove the scratch folders in ``parent`` that processes of this user
     which no longer run left behind (killed before interpreter exit, which
@@ -124,13 +131,14 @@ def remove_stale(parent: str) -> list[str]:
 def install(config: dict, folder: str, file_name: str) -> str:
     """Write ``config`` to ``folder/file_name`` (0o640) and point
     ``MINDSPORE_DUMP_CONFIG`` at it; returns the file's path. A value the
-    variable held before is replaced, with a warning."""
+    variable held before is replaced, with a warning unless it is a
+    probe_runtime scratch config (:func:`is_scratch_config`)."""
     path = os.path.join(folder, file_name)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o640)
     with os.fdopen(fd, "w", encoding="utf-8") as f:
         json.dump(config, f, indent=4)
     previous = os.environ.get(ENV)
-    if previous and previous != path:
+    if previous and previous != path and not is_scratch_config(previous):
         LOGGER.warning("probe_runtime: level L2 replaces %s=%s with its own dump config", ENV, previous)
     os.environ[ENV] = path
     os.environ.pop("MS_ACL_DUMP_CFG_PATH", None)  # as msprobe does: the ACL dump would take precedence

@@ -103,6 +103,20 @@ def test_child_environment_puts_interpreter_first(tmp_path):
     assert again["PATH"].split(os.pathsep) == ["/opt/venv/bin", "/usr/bin"]  # moved first, not repeated
 
 
+def test_child_environment_leaves_out_a_runtime_scratch_dump_config():
+    """A process that used probe_runtime (a notebook, a test session) and then
+    launches ``probe run`` holds MINDSPORE_DUMP_CONFIG for its own replay
+    dump; the workers must not dump into that folder. A user's own dump
+    config is kept."""
+    from probe_runtime.l2.dump_config import SCRATCH_PREFIX
+
+    scratch = f"/tmp/{SCRATCH_PREFIX}4242_ab12cd/dump_config.json"
+    env = child_environment("cfg.json", {"PATH": "/bin", "MINDSPORE_DUMP_CONFIG": scratch})
+    assert "MINDSPORE_DUMP_CONFIG" not in env
+    mine = child_environment("cfg.json", {"PATH": "/bin", "MINDSPORE_DUMP_CONFIG": "/home/u/dump/probe.json"})
+    assert mine["MINDSPORE_DUMP_CONFIG"] == "/home/u/dump/probe.json"
+
+
 def test_exit_status_convention():
     assert [exit_status(c) for c in (0, 3, -15, -9)] == [0, 3, 143, 137]
 

@@ -46,8 +46,19 @@ def run_two_workers(tmp_path, script: Path, ranks: list, checks: str = "") -> tu
                      "--worker_num=2", "--local_worker_num=2", "--master_addr=127.0.0.1",
                      f"--master_port={free_port()}", "--join=True", "--log_dir=logs", "--cluster_time_out=120",
                      "train.py", cwd=tmp_path, env=env, timeout=300)
-    logs = "\n".join(p.read_text(errors="replace")[-3000:] for p in sorted((tmp_path / "logs").glob("*.log")))
-    return proc, logs, dump
+    return proc, read_logs(tmp_path / "logs"), dump
+
+
+def read_logs(folder: Path) -> str:
+    """The scheduler's and workers' logs, each under its name, without
+    MindSpore's WARNING/INFO lines (what the scripts print, the tool's
+    messages, errors and tracebacks): a failure shows what every rank did."""
+    parts = []
+    for path in sorted(folder.glob("*.log")):
+        lines = [line for line in path.read_text(errors="replace").splitlines()
+                 if not line.startswith(("[WARNING]", "[INFO]"))]
+        parts.append(f"== {path.name}\n" + "\n".join(lines[-60:]))
+    return "\n".join(parts)
 
 
 def test_two_workers_with_rank_filter(tmp_path):

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from conftest import clean_environ
+
 pytestmark = pytest.mark.mindspore
 pytest.importorskip("mindspore")
 np = pytest.importorskip("numpy")
@@ -27,7 +29,7 @@ def config(folder: Path, **section) -> Path:
 
 
 def child_env():
-    env = dict(os.environ)
+    env = clean_environ()
     for name in ("RANK_ID", "RANK", "RANK_SIZE", "WORLD_SIZE", "MS_WORKER_NUM"):
         env.pop(name, None)
     env["PYTHONPATH"] = str(ROOT)

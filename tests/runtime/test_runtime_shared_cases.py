@@ -5,12 +5,11 @@ and asynchronous (PROBE_SYNC=0: HookBackward), the two ways backward
 entries are caught."""
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 
 import pytest
-from conftest import SHARED_TOOLS
+from conftest import SHARED_TOOLS, clean_environ
 
 pytestmark = [pytest.mark.mindspore, pytest.mark.shared]
 
@@ -19,7 +18,7 @@ pytestmark = [pytest.mark.mindspore, pytest.mark.shared]
 def test_shared_runtime_cases(tmp_path, sync):
     pytest.importorskip("mindspore")
     script = SHARED_TOOLS / "check-runtime-cases"
-    env = dict(os.environ, PROBE_SYNC=sync)
+    env = dict(clean_environ(), PROBE_SYNC=sync)
     proc = subprocess.run([sys.executable, str(script), "--python", sys.executable, "-v"], cwd=tmp_path,
                           capture_output=True, text=True, timeout=900, env=env)
     assert proc.returncode == 0, proc.stdout + proc.stderr
