@@ -18,6 +18,17 @@ What is left in the last row is the forward path: the wrappers (entry
 object, caller's frames, call index), the host read of every floating
 input and output, and patching at ``start()``/``stop()``.
 
+``--floor`` prints, per model, the least any exact per-call check can cost
+on this backend, from MindSpore's own mechanisms alone: one
+``HookBackward`` per call that takes part in the backward pass (the fewest
+that can see each call's gradients; the detector uses two, on the inputs
+and on the outputs) and one host read of each tensor the detector reads,
+each at its bare cost measured in the same process (a shared
+``HookBackward`` in a ``value_and_grad`` of ``relu`` calls, ``asnumpy``
+and ``numpy.isfinite`` on the step's own tensors), over the plain step:
+``(plain + calls * hook + reads * read) / plain``. The detector's own
+bookkeeping and patching come on top of that figure.
+
 Per model (float32; ``runtime_bench.build``), one worker per variant, each
 timing checked steps (``start()`` .. ``stop(); step()``) alternating with
 unchecked ones in the same process; prints the median step times and their
@@ -26,6 +37,7 @@ ratio (checked / unchecked).
 Usage::
 
     python benchmarks/runtime_parts.py [--models mlp,transformer] [--steps 30]
+    python benchmarks/runtime_parts.py --floor [--models mlp,cnn,transformer,resnet] [--dtypes float32,float16]
 """
 from __future__ import annotations
 
@@ -97,13 +109,144 @@ def worker(model: str, variant: str, steps: int, warmup: int) -> dict:
             "records": debugger.checker.state.found}
 
 
+def floor_worker(model: str, dtype: str, steps: int, warmup: int) -> dict:
+    """The floor of ``--floor`` for ``model`` in ``dtype``, in this process:
+    the plain and checked median step times (s), the calls hooked for the
+    backward pass and the tensors read per checked step, the bare cost (s)
+    of one ``HookBackward`` use and of one host read, and the floor ratio."""
+    sys.path[:0] = [HERE, ROOT]
+    import mindspore as ms
+    import numpy as np
+    from mindspore import ops
+
+    ms.set_context(mode=ms.PYNATIVE_MODE, device_target="CPU", pynative_synchronize=True)
+    import runtime_bench
+    from probe_runtime import PrecisionDebugger
+    from probe_runtime.check import verdict
+    from probe_runtime.hooks.backward import HookMaker
+    from probe_runtime.l1.wrappers import Wrappers
+
+    counts = {"calls": 0, "reads": 0}
+    seen: list = []
+    hook_outputs, read = Wrappers._hook_outputs, verdict.HostCache._read
+
+    def counted_hook_outputs(self, call, output):  # a call whose outputs take part in the backward pass
+        hooked = hook_outputs(self, call, output)
+        counts["calls"] += hooked is not None
+        return hooked
+
+    def counted_read(self, tensor, name, where=False):
+        counts["reads"] += 1
+        seen.append(tensor)
+        return read(self, tensor, name, where)
+
+    folder = tempfile.mkdtemp(prefix="probe-floor-")
+    config = os.path.join(folder, "config.json")
+    with open(config, "w", encoding="utf-8") as f:
+        json.dump({"task": "overflow_check", "dump_path": os.path.join(folder, "dump"), "rank": [], "step": [],
+                   "level": "L1", "overflow_check": {"overflow_nums": 1}}, f)
+    debugger = PrecisionDebugger(config_path=config)
+    net, forward, optimizer, batches, _ = runtime_bench.build(model, dtype)
+    grad_fn = ms.value_and_grad(forward, None, optimizer.parameters)
+
+    def one_step(i: int, checked: bool) -> float:
+        x, y = batches[i % len(batches)]
+        start = time.perf_counter()
+        if checked:
+            debugger.start(net)
+        loss, grads = grad_fn(x, y)
+        optimizer(grads)
+        if checked:
+            debugger.stop()
+            debugger.step()
+        loss.asnumpy()
+        return time.perf_counter() - start
+
+    on: list[float] = []
+    off: list[float] = []
+    for i in range(warmup + steps):
+        checked_first = bool(i % 2)
+        a, b = one_step(i, checked_first), one_step(i, not checked_first)
+        if i >= warmup:
+            (on if checked_first else off).append(a)
+            (off if checked_first else on).append(b)
+    Wrappers._hook_outputs, verdict.HostCache._read = counted_hook_outputs, counted_read  # type: ignore
+    one_step(0, True)
+    Wrappers._hook_outputs, verdict.HostCache._read = hook_outputs, read  # type: ignore
+
+    reads = []
+    for _ in range(5):
+        start = time.perf_counter()
+        for tensor in seen:
+            bool(np.isfinite(tensor.asnumpy()).all())
+        reads.append((time.perf_counter() - start) / max(len(seen), 1))
+
+    maker = HookMaker(ops.HookBackward, ms.__version__)  # as the detector makes them (shared where it can)
+    sample = ops.ones((64, 256), ms.float32)
+    chain = 50
+
+    def relus(t, hooked):
+        for _ in range(chain):
+            t = ops.relu(t)
+            if hooked:
+                t = maker(lambda *grads: None)(t)
+        return t.sum()
+
+    timings: dict[bool, list[float]] = {False: [], True: []}
+    for hooked in (False, True) * 12:
+        fn = ms.value_and_grad(lambda t, hooked=hooked: relus(t, hooked))
+        start = time.perf_counter()
+        fn(sample)[0].asnumpy()
+        timings[hooked].append(time.perf_counter() - start)
+    hook = max((statistics.median(timings[True][2:]) - statistics.median(timings[False][2:])) / chain, 0.0)
+    plain = statistics.median(off)
+    read_cost = statistics.median(reads)
+    floor = (plain + counts["calls"] * hook + counts["reads"] * read_cost) / plain
+    return {"plain": plain, "checked": statistics.median(on), "calls": counts["calls"], "reads": counts["reads"],
+            "hook": hook, "read": read_cost, "floor": floor}
+
+
+def print_floor(models: list[str], dtypes: list[str], steps: int, warmup: int) -> None:
+    """Run :func:`floor_worker` per model and dtype in fresh processes and
+    print the table."""
+    print("The least an exact per-call L1 check costs here from MindSpore's own mechanisms (one HookBackward per "
+          "call in the backward pass, one host read per tensor read), against the detector's own cost; process "
+          "synchronous throughout, medians")
+    print(f"{'model':<12} {'dtype':<8} {'plain ms':>9} {'calls':>6} {'reads':>6} {'hook us':>8} {'read us':>8} "
+          f"{'floor':>6} {'detector':>9}")
+    for model in models:
+        for dtype in dtypes:
+            with tempfile.TemporaryDirectory() as cwd:  # a failed graph compile writes rank_0/ here
+                done = subprocess.run([sys.executable, os.path.abspath(__file__), "--floor-worker", model, dtype,
+                                       "--steps", str(steps), "--warmup", str(warmup)],
+                                      cwd=cwd, capture_output=True, text=True)
+            if done.returncode:
+                print(f"{model:<12} {dtype:<8} worker failed: {done.stderr.strip().splitlines()[-1:]}")
+                continue
+            r = json.loads(done.stdout.strip().splitlines()[-1])
+            print(f"{model:<12} {dtype:<8} {r['plain'] * 1e3:9.2f} {r['calls']:6d} {r['reads']:6d} "
+                  f"{r['hook'] * 1e6:8.1f} {r['read'] * 1e6:8.1f} {r['floor']:6.2f} {r['checked'] / r['plain']:9.2f}")
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--models", default="mlp,transformer")
     parser.add_argument("--steps", type=int, default=30, help="checked (and as many unchecked) steps per worker")
     parser.add_argument("--warmup", type=int, default=4)
     parser.add_argument("--worker", nargs=2, metavar=("MODEL", "VARIANT"), help=argparse.SUPPRESS)
+    parser.add_argument("--floor", action="store_true",
+                        help="the least an exact per-call check costs from MindSpore's own mechanisms")
+    parser.add_argument("--dtypes", default="float32", help="with --floor")
+    parser.add_argument("--floor-worker", nargs=2, metavar=("MODEL", "DTYPE"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.floor_worker:
+        print(json.dumps(floor_worker(args.floor_worker[0], args.floor_worker[1], args.steps, args.warmup)))
+        return 0
+    if args.floor:
+        print_floor(args.models.split(","), args.dtypes.split(","), args.steps, args.warmup)
+        load = " ".join(f"{v:.2f}" for v in os.getloadavg())
+        print(f"targets (issue 33, exact checks the default): L1 <= 1.30; load average at end {load}")
+        return 0
     if args.worker:
         print(json.dumps(worker(args.worker[0], args.worker[1], args.steps, args.warmup)))
         return 0
