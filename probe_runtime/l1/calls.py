@@ -27,7 +27,8 @@ class ApiCall:
             call, innermost first (at most 32).
         inplace: the call changes its inputs.
         grad_outputs: gradients w.r.t. the outputs (backward), in arrival order.
-        grad_inputs: gradients w.r.t. the floating inputs (backward).
+        grad_inputs: gradients w.r.t. the tensor inputs (backward), in order;
+            None for a data leaf whose gradient was never computed.
         expects_input_grads: an input hook was attached.
         step: the step the call was made in (set by the sink).
         param_sums: ``id(Parameter)`` -> its float32 sum launched when the

@@ -31,7 +31,7 @@ from typing import Any, Callable, Optional
 
 from ..check.probes import launch_sum, probe_now
 from ..check.verdict import framework_error, is_floating, is_parameter, is_tensor, iter_tensors, surfaced
-from ..hooks.backward import HookMaker, hook_gradients, release
+from ..hooks.backward import HookMaker, hook_gradients, leaves_apart, release
 from ..hooks.collectives import REDUCER_FORM, Form, collective_form, describe
 from ..hooks.frames import capture_frames
 from ..hooks.guard import GUARD, jit_tracing
@@ -456,6 +456,10 @@ class Wrappers:
         return bool(executor is not None and executor.grad_flag())
 
     def _hook_inputs(self, call: ApiCall, args: tuple) -> tuple:
+        """The arguments with their tensors passed through ``HookBackward``:
+        one hook over all of them, or two when some are data leaves
+        (:func:`leaves_apart`); ``call.grad_inputs`` then holds None for a
+        leaf whose gradient MindSpore never computed (written as null)."""
         # chosen by type, not dtype: the first dtype read of a fresh output
         # waits for the device (integer tensors pass through harmlessly)
         positions = [i for i, a in enumerate(args) if is_tensor(a)]
@@ -463,12 +467,43 @@ class Wrappers:
             return args
         sink = self.sink
 
-        def deliver(grads: tuple) -> None:
-            self.forget_probes()
-            sink.on_grad_inputs(call, list(iter_tensors(grads)))
+        def on_fault(err: BaseException) -> None:
+            self._fault(call.api, "in the backward input hook", err)
 
-        new_args = hook_gradients(self._hook_backward, args, positions, self._boxes, deliver,
-                                  lambda err: self._fault(call.api, "in the backward input hook", err))
+        apart = leaves_apart(args, positions)
+        if not apart:
+            def deliver(grads: tuple) -> None:
+                self.forget_probes()
+                sink.on_grad_inputs(call, list(iter_tensors(grads)))
+
+            new_args = hook_gradients(self._hook_backward, args, positions, self._boxes, deliver, on_fault)
+            call.expects_input_grads = True
+            return tuple(new_args)
+        main = [k for k, i in enumerate(positions) if i not in apart]
+        aside = [k for k, i in enumerate(positions) if i in apart]
+        slots: list = [None] * len(positions)  # the gradients w.r.t. the tensor inputs, in order
+        delivered: list = []
+
+        def deliver_part(part: list[int], grads: tuple) -> None:
+            """The first part to come hands the slots on; the second fills
+            them in (both come in one backward pass, before any check)."""
+            got = list(iter_tensors(grads))
+            if len(got) != len(part):
+                return
+            for k, grad in zip(part, got):
+                slots[k] = grad
+            if not delivered:
+                delivered.append(True)
+                self.forget_probes()
+                sink.on_grad_inputs(call, slots)
+            elif len(call.grad_inputs) == len(slots):
+                for k, grad in zip(part, got):
+                    call.grad_inputs[k] = grad
+
+        new_args = hook_gradients(self._hook_backward, args, [positions[k] for k in main], self._boxes,
+                                  lambda grads: deliver_part(main, grads), on_fault)
+        new_args = hook_gradients(self._hook_backward, new_args, apart, self._boxes,
+                                  lambda grads: deliver_part(aside, grads), on_fault)
         call.expects_input_grads = True
         return tuple(new_args)
 

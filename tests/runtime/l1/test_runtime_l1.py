@@ -227,6 +227,39 @@ def test_backward_input_gradients_in_positional_order(work, monkeypatch, sync):
     assert [o["Max"] for o in entry["output"]] == [pytest.approx(1e30, rel=1e-6), float("-inf")]
 
 
+def _data_times_weight():
+    """x * w, float32: d/dx = 2w overflows (w = 3e38), d/dw = 2x does not."""
+    w = ms.Parameter(inf32(3e38), name="w")
+    return inf32(1e-30), w, lambda t: (ops.mul(t, w) * 2).sum()
+
+
+@pytest.mark.skipif(not hasattr(Tensor(np.ones(1, np.float32)), "_is_leaf"),
+                    reason="this MindSpore has no Tensor._is_leaf: data inputs share the call's one input hook")
+def test_gradient_training_never_computes_is_not_checked(work):
+    """The batch and a weight into one call: the gradient w.r.t. the batch,
+    which would overflow, is not computed by training that differentiates
+    the weight only, and is not computed (nor reported) under the check;
+    differentiated, it is, and its call is the origin."""
+    tmp_path, make = work
+    debugger = make()
+    x, w, f = _data_times_weight()
+    debugger.start()
+    _, (grad_w,) = ms.value_and_grad(f, None, [w])(x)
+    debugger.stop()
+    assert np.isfinite(grad_w.asnumpy()).all()
+    assert records(tmp_path) == []
+
+    debugger.step()
+    debugger.start()
+    _, (grad_x, _) = ms.value_and_grad(f, 0, [w])(x)
+    debugger.stop()
+    assert np.isinf(grad_x.asnumpy()).all()
+    got = records(tmp_path, step=1)
+    assert got[0]["name"] == "Functional.mul.0.backward" and got[0]["origin"]
+    entry = dump_data(tmp_path, step=1)["Functional.mul.0.backward"]
+    assert [o["Max"] for o in entry["output"]] == [float("inf"), pytest.approx(2e-30, rel=1e-5)]
+
+
 # -- numerics -----------------------------------------------------------------------------
 def test_int_bool_empty_tensors(work):
     tmp_path, make = work
