@@ -137,7 +137,38 @@ _TENSOR_26 = {"bench_path": {"type": "string", "description": "Benchmark dump to
 _TENSOR_26_2 = {"slice": {"type": "array", "items": {"type": "object"},
                           "description": "Slices of each tensor to save (26.2)."},
                 "request_id": {"type": "string", "description": "Request to dump (26.2)."}}
-_ONLINE_RUN_UT = ("online_run_ut", "nfs_path", "host", "port")
+_ONLINE_RUN_UT = ("online_run_ut", "nfs_path", "host", "port", "tls_path", "online_run_ut_recompute")
+# Online run_ut (PyTorch): 8.1.2 reads these keys (``pytorch/pt_config.py``:
+# ``TensorConfig`` and ``RunUTConfig``, the tls_path checked as a readable
+# folder); 8.3.3 reads none of them (its TensorConfig and RunUTConfig no
+# longer do), so the 8.3 schema marks them deprecated (PL106: accepted, not
+# read) and 8.1 gets them back as they were.
+_NOT_READ_8_3 = "mindstudio-probe 8.3 no longer reads it (online run_ut, PyTorch, was removed after 8.1)"
+_ONLINE_KEYS_8_1 = {
+    "tensor": {
+        "online_run_ut": {"title": "Online run_ut", "type": "boolean", "default": False,
+                          "description": "PyTorch: check APIs online while dumping (mindstudio-probe 8.1)."},
+        "nfs_path": {"title": "NFS path", "type": "string", "description": "Shared folder for online run_ut."},
+        "host": {"title": "Host", "type": "string", "description": "Address of the online run_ut peer."},
+        "port": {"title": "Port", "$ref": "#/$defs/port",
+                 "description": "Port of the online run_ut peer (0-65535)."},
+        "tls_path": {"title": "TLS path", "type": "string", "description": "Folder of the TLS certificates "
+                     "(client.key, client.crt, ca.crt) for online run_ut."},
+        "online_run_ut_recompute": {"title": "Online run_ut recompute", "type": "boolean", "default": False,
+                                    "description": "Online run_ut: the model uses recomputation."},
+    },
+    "run_ut": {
+        "is_online": {"title": "Online", "type": "boolean", "default": False,
+                      "description": "Re-run APIs online, on data sent from the training job (mindstudio-probe 8.1)."},
+        "nfs_path": {"title": "NFS path", "type": "string", "description": "Shared folder for online run_ut."},
+        "host": {"title": "Host", "type": "string", "description": "Address of the online run_ut peer."},
+        "port": {"title": "Port", "$ref": "#/$defs/port"},
+        "rank_list": {"title": "Rank list", "type": "array", "items": {"type": "integer", "minimum": 0},
+                      "description": "Ranks (integers >= 0) whose APIs are re-run online."},
+        "tls_path": {"title": "TLS path", "type": "string",
+                     "description": "Folder of the TLS certificates for online run_ut."},
+    },
+}
 _DROPPED_26 = ("free_benchmark", "run_ut", "grad_probe")
 _NOT_READ_26 = "mindstudio-probe 26.x no longer reads it"
 
@@ -147,8 +178,13 @@ PROFILES: dict[str, Profile] = {
         tasks=TASKS_8_3[:-1],
         top_remove=("precision", "exception_dump"),
         enums={SUMMARY_LIST: ["max", "min", "mean", "l2norm", "md5"]},
+        keys_add=_ONLINE_KEYS_8_1,
     ),
-    "8.3": Profile(name="8.3", label="mindstudio-probe 8.3", tasks=TASKS_8_3),
+    # deprecate: only named here (for the release note of PL106); the 8.3
+    # schema file itself marks them (build_schema leaves 8.3 as written)
+    "8.3": Profile(name="8.3", label="mindstudio-probe 8.3", tasks=TASKS_8_3,
+                   deprecate={**{f"tensorSection.{key}": _NOT_READ_8_3 for key in _ONLINE_RUN_UT},
+                              **{f"runUtSection.{key}": _NOT_READ_8_3 for key in _ONLINE_KEYS_8_1["run_ut"]}}),
     "26.0": Profile(
         name="26.0", label="mindstudio-probe 26.0", schema_file="msprobe-config-26.0.schema.json",
         tasks=("statistics", "tensor", "acc_check", "structure", "overflow_check", "diff_check", "exception_dump"),

@@ -21,6 +21,9 @@ from msprobe_lint.lint.rules import load_all
 BASE = ('{\n  "task":   "overflow_check",\n\t"dump_path" : "/home/data_dump",\n  "rank": [],  "step": [],\n'
         '  "level": "L1",\n  "overflow_check": {"overflow_nums": 1}\n}\n')
 
+STATISTICS_BASE = BASE.replace('"overflow_check",', '"statistics",', 1).replace(
+    '"overflow_check": {"overflow_nums": 1}', '"statistics": {"summary_mode": "statistics"}', 1)
+
 
 def case(code: str, old: str, bad: str, fixed: str, *, unsafe: bool = False, base: str = BASE, **options):
     """A file that is BASE with ``old`` replaced by ``bad``; after the fix
@@ -57,6 +60,9 @@ CASES = [
     case("PL102", '"rank": []', '"rank": "0"', '"rank": [0]'),
     case("PL102", '"step": []', '"step": "0, 2-3"', '"step": [0, "2-3"]'),
     case("PL102", '"overflow_nums": 1', '"overflow_nums": 3.0', '"overflow_nums": 3'),
+    # a list of statistics is MindSpore's: PyTorch's msprobe refuses it; "statistics" is a guess
+    case("PL102", '"summary_mode": "statistics"', '"summary_mode": ["max", "min"]', '"summary_mode": "statistics"',
+         unsafe=True, framework="pytorch", base=STATISTICS_BASE),
     case("PL102", '"overflow_nums": 1', '"overflow_nums": "3"', '"overflow_nums": 3'),
     case("PL102", '  "level": "L1",\n', '  "level": "L1",\n  "async_dump": "false",\n',
          '  "level": "L1",\n  "async_dump": false,\n'),

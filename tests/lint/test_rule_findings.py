@@ -122,8 +122,8 @@ def test_a_range_partly_beyond_the_world_names_the_missing_ranks(lint):
 
 
 def test_null_is_not_named_twice(lint):
-    (found,) = lint(dict(config(), rank=None))
-    assert found.code == "PL102" and found.message == "rank must be an array, not null"
+    (found,) = lint(dict(config(), level=None))
+    assert found.code == "PL102" and found.message == "level must be a string, not null"
     (number,) = lint(config(rank=0))
     assert number.message == "rank must be an array, not integer 0"
 
@@ -152,3 +152,170 @@ def test_a_reversed_range_with_blanks_is_fixed_to_the_plain_form(tmp_path):
     path.write_text(json.dumps(config(step=[" 5 - 2 "])))
     fix_paths([str(path)], LintOptions(isolated=True, select=("PL301",)))
     assert json.loads(path.read_text())["step"] == ["2-5"]
+
+
+# ---------------------------------------------------------------- 7. what msprobe refuses or accepts, read from its
+# source (mindstudio-probe 8.1.2 and 8.3.3; the rule modules cite the lines)
+
+FREE = {"task": "free_benchmark", "dump_path": "/home/data_dump", "level": "L1"}
+
+
+def test_online_run_ut_keys_are_known_where_read_and_never_renamed(lint):
+    run_ut = {"task": "run_ut", "dump_path": "/home/data_dump",
+              "run_ut": {"is_online": True, "host": "127.0.0.1", "port": 59208, "rank_list": [0],
+                         "tls_path": "/home/user/certs"}}
+    assert lint(run_ut, framework="pytorch", msprobe_version="8.1") == []
+    tensor = {"task": "tensor", "dump_path": "/home/data_dump", "step": [0],
+              "tensor": {"list": ["matmul"], "tls_path": "/home/user/certs", "online_run_ut_recompute": True}}
+    assert lint(tensor, framework="pytorch", msprobe_version="8.1") == []
+    # 8.3.3 reads none of them: deprecated there, and no rename into another key anywhere
+    found = lint(run_ut, framework="pytorch")
+    assert {d.code for d in found} == {"PL106"} and len(found) == 5
+    assert all("mindstudio-probe 8.3 no longer reads it" in d.message for d in found)
+    (unknown,) = lint(dict(tensor, tensor={"list": ["matmul"], "tls_path": "/c"}), msprobe_version="26.0")
+    assert unknown.code == "PL101" and unknown.fix is None and "mindstudio-probe 8.1" in unknown.message
+    assert "--msprobe-version 8.1" in unknown.hint
+
+
+def test_online_run_ut_keys_are_ignored_by_8_3(lint):
+    tensor = {"task": "tensor", "dump_path": "/home/data_dump", "step": [0],
+              "tensor": {"list": ["matmul"], "online_run_ut": True, "nfs_path": "/home/nfs", "host": "127.0.0.1",
+                         "port": 59208}}
+    found = lint(tensor, framework="pytorch")
+    assert [(d.code, d.pointer) for d in found] == [("PL106", f"/tensor/{key}") for key in
+                                                   ("online_run_ut", "nfs_path", "host", "port")]
+    assert lint(tensor, framework="pytorch", msprobe_version="8.1") == []
+
+
+def test_if_preheat_is_described_as_refused_with_fix():
+    from msprobe_lint.lint.schema.files import load_schema
+
+    for profile in ("8.1", "8.3"):
+        text = load_schema(profile)["$defs"]["freeBenchmarkSection"]["properties"]["if_preheat"]["description"]
+        assert "refuses it with handler_type fix" in text and "fix only" not in text
+
+
+@pytest.mark.parametrize("framework,section,expected", [
+    ("mindspore", {"fuzz_device": "cpu", "pert_mode": "to_cpu"},
+     [("/free_benchmark/fuzz_device", '"fuzz_device must be npu or empty"'),
+      ("/free_benchmark/pert_mode", '"pert_mode must be improve_precision, add_noise')]),
+    ("pytorch", {"pert_mode": "to_cpu"}, [("/free_benchmark/pert_mode", "You need to and can only set fuzz_device")]),
+    ("pytorch", {"fuzz_device": "cpu"}, [("/free_benchmark/fuzz_device", "You need to and can only set fuzz_device")]),
+    (None, {"pert_mode": "to_cpu"}, [("/free_benchmark/pert_mode", "You need to and can only set fuzz_device")]),
+    ("mindspore", {"handler_type": "fix", "pert_mode": "add_noise"},
+     [("/free_benchmark/pert_mode", "pert_mode must be improve_precision or empty when handler_type is fix")]),
+    (None, {"handler_type": "fix", "pert_mode": "bit_noise"},
+     [("/free_benchmark/pert_mode", "The pert_mode when opening fix handler must be one of")]),
+    ("pytorch", {"handler_type": "fix", "fuzz_stage": "backward"},
+     [("/free_benchmark/fuzz_stage", "The fuzz_stage when opening fix handler must be one of ['forward']")]),
+    ("mindspore", {"handler_type": "fix", "fuzz_stage": "backward"},
+     [("/free_benchmark/fuzz_stage", "handler_type must be check or empty when fuzz_stage is backward")]),
+    ("pytorch", {"handler_type": "fix", "if_preheat": True},
+     [("/free_benchmark/if_preheat", "Preheating is not supported for fix handler type")]),
+    ("pytorch", {"scope": ["Torch.matmul.0.forward"], "list": ["matmul"]},
+     [("/free_benchmark/list", "scope and list cannot both be set")]),
+])
+def test_free_benchmark_combinations_msprobe_refuses(lint, framework, section, expected):
+    found = lint(dict(FREE, free_benchmark=section), framework=framework)
+    assert [d.code for d in found] == ["PL103"] * len(expected)
+    for diagnostic, (where, words) in zip(found, expected):
+        assert diagnostic.pointer == where and words in diagnostic.message, diagnostic.message
+        assert "msprobe stops" in diagnostic.message and diagnostic.hint
+
+
+@pytest.mark.parametrize("framework,section", [
+    ("pytorch", {"fuzz_device": "cpu", "pert_mode": "to_cpu"}),
+    ("pytorch", {"handler_type": "fix", "pert_mode": "to_cpu", "fuzz_device": "cpu"}),
+    ("mindspore", {"handler_type": "fix", "if_preheat": True}),  # MindSpore only warns about preheating
+    ("mindspore", {"scope": ["a"], "list": ["b"]}),  # its free_benchmark does not build that scope
+    (None, {"fuzz_device": "cpu", "pert_mode": "to_cpu"}),  # PyTorch accepts it: framework needed
+    ("pytorch", {"handler_type": "check", "pert_mode": "add_noise", "if_preheat": True}),
+])
+def test_free_benchmark_combinations_msprobe_accepts(lint, framework, section):
+    assert lint(dict(FREE, free_benchmark=section), framework=framework) == []
+
+
+def test_async_dump_tensor_needs_a_list(lint):
+    tensor = {"task": "tensor", "dump_path": "/home/data_dump", "level": "L1", "step": [0], "async_dump": True}
+    for version in ("8.1", "8.3"):
+        (found,) = lint(dict(tensor, tensor={"list": []}), framework="mindspore", msprobe_version=version)
+        assert found.code == "PL104" and found.pointer == "/tensor/list"
+        assert "the parameters list cannot be empty" in found.message
+    (missing,) = lint(tensor)
+    assert missing.code == "PL104" and missing.pointer == "/async_dump"
+    assert lint(dict(tensor, tensor={"list": ["conv2d"]})) == []
+    assert lint(dict(tensor, level="debug", tensor={"list": []})) == []  # debug ignores the list
+
+
+def test_async_dump_refuses_md5_from_8_3(lint):
+    statistics = {"task": "statistics", "dump_path": "/home/data_dump", "level": "L1", "async_dump": True,
+                  "statistics": {"summary_mode": "md5"}}
+    (found,) = lint(statistics)
+    assert found.code == "PL103" and found.pointer == "/statistics/summary_mode"
+    assert "summary_mode cannot be" in found.message
+    assert lint(statistics, msprobe_version="8.1") == []
+    listed = dict(statistics, statistics={"summary_mode": ["max", "md5"]})
+    (item,) = lint(listed, framework="mindspore")
+    assert item.code == "PL103" and item.pointer == "/statistics/summary_mode/1"
+    assert lint(listed) == []  # the list is MindSpore's: framework needed
+
+
+def test_pytorch_summary_mode_is_a_string(lint):
+    statistics = {"task": "statistics", "dump_path": "/home/data_dump", "level": "L1",
+                  "statistics": {"summary_mode": ["max", "min"]}}
+    (found,) = lint(statistics, framework="pytorch")
+    assert found.code == "PL102" and found.pointer == "/statistics/summary_mode"
+    assert "summary_mode is invalid, summary_mode is not in ['statistics', 'md5']" in found.message
+    assert lint(statistics, framework="mindspore") == [] and lint(statistics) == []
+
+
+def test_exception_dump_is_not_available_for_pytorch_in_8_3(lint):
+    dump = {"task": "exception_dump", "dump_path": "/home/data_dump", "level": "L1"}
+    (found,) = lint(dump, framework="pytorch")
+    assert found.code == "PL205" and found.pointer == "/task" and "'NoneType' object is not callable" in found.message
+    assert lint(dump, framework="mindspore") == [] and lint(dump) == []
+
+
+def test_pytorch_level_l2_wants_task_tensor_no_scope_and_one_api(lint):
+    l2 = {"dump_path": "/home/data_dump", "level": "L2"}
+    (task,) = lint(dict(l2, task="statistics"), framework="pytorch")
+    assert task.code == "PL103" and task.pointer == "/level" and "the task must be set to tensor" in task.message
+    found = lint(dict(l2, task="tensor", tensor={"scope": ["Torch.a.0.forward", "Torch.b.0.forward"],
+                                                  "list": ["a", "b"]}), framework="pytorch")
+    assert [(d.code, d.pointer) for d in found] == [("PL107", "/tensor/scope"), ("PL107", "/tensor/list")]
+    assert "the scope cannot be configured" in found[0].message and "one api name" in found[1].message
+    assert lint(dict(l2, task="tensor", tensor={"list": ["Torch.matmul.0.forward"]}), framework="pytorch") == []
+    assert lint(dict(l2, task="statistics"), framework="mindspore", mode="graph", jit_level="O2") == []
+
+
+def test_an_invalid_name_regex_stops_mindspore_at_l2(lint):
+    bad = {"task": "statistics", "dump_path": "/home/data_dump", "level": "L2",
+           "statistics": {"list": ["ok", "name-regex(Default/Conv[)"]}}
+    (found,) = lint(bad, framework="mindspore", mode="graph", jit_level="O2")
+    assert found.code == "PL103" and found.pointer == "/statistics/list/1"
+    assert "Illegal regular expressions exist in the list." in found.message
+    assert lint(bad) == []  # PyTorch does not look at it: framework needed
+    good = dict(bad, statistics={"list": ["name-regex(Default/Conv.*)"]})
+    assert lint(good, framework="mindspore", mode="graph", jit_level="O2") == []
+
+
+def test_data_mode_holds_at_most_four_modes(lint):
+    five = config(task="statistics", statistics={"data_mode": ["input", "input", "output", "forward", "backward"]})
+    (found,) = lint(five)
+    assert found.code == "PL107" and found.pointer == "/statistics/data_mode"
+    assert "cannot exceed 4" in found.hint
+    assert lint(config(task="statistics", statistics={"data_mode": ["input", "output", "forward", "backward"]})) == []
+
+
+def test_nulls_msprobe_reads_as_absent_are_warnings(lint):
+    nulls = dict(config(), rank=None, step=None, overflow_check={"overflow_nums": None, "check_mode": None})
+    found = lint(nulls, mode="pynative")
+    assert sorted(d.pointer for d in found) == ["/overflow_check/check_mode", "/overflow_check/overflow_nums",
+                                                "/rank", "/step"]
+    assert all(d.severity.value == "warning" and "reads it as absent" in d.message for d in found)
+    empty = config(overflow_check={"check_mode": ""})
+    (ms,) = lint(empty, framework="mindspore")
+    assert ms.code == "PL103" and ms.severity.value == "warning" and "PyTorch's msprobe refuses it" in ms.message
+    (pt,) = lint(empty, framework="pytorch")
+    assert pt.code == "PL103" and pt.severity.value == "error"
+    assert lint(config(overflow_check={"overflow_nums": "3"}))[0].severity.value == "error"

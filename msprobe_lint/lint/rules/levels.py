@@ -234,7 +234,9 @@ def task_not_available(config: ConfigView, context: Context) -> Iterator[Finding
     """
     run_ut exists for PyTorch only; free_benchmark and grad_probe are not
     available on MSAdapter; mindstudio-probe 26.0 runs overflow_check for
-    MindSpore static graph only (PyTorch's is diff_check). Inside probe_runtime (PrecisionDebugger, probe
+    MindSpore static graph only (PyTorch's is diff_check); in 8.3,
+    exception_dump is MindSpore's (PyTorch's config has no class for it and
+    stops at start-up). Inside probe_runtime (PrecisionDebugger, probe
     run) it also reports what the bundled runtime cannot run: any task but
     overflow_check, and level L2 on a device other than the CPU or Ascend
     (msprobe's own L2 needs Ascend; probe_runtime's runs on the CPU backend
@@ -264,6 +266,14 @@ def task_not_available(config: ConfigView, context: Context) -> Iterator[Finding
                                f"{what}{_because(context, 'framework')}", pointer=at,
                       hint="use \"task\": \"diff_check\"" if framework == "pytorch" else
                       "use probe_runtime's PrecisionDebugger, or mindstudio-probe 8.3")
+    elif task == "exception_dump" and framework == "pytorch" and config.profile == "8.3":
+        # 8.3.3 lists the task (core/common/const.py TASK_LIST) but pytorch/pt_config.py:273-286 has no
+        # config class for it: parse_task_config calls TaskDict.get(task), None
+        yield Finding("PL205", "task exception_dump is not available for PyTorch in mindstudio-probe 8.3"
+                               f"{_because(context, 'framework')}: its PyTorch config has no exception_dump class, "
+                               "so PrecisionDebugger stops at start-up with \"TypeError: 'NoneType' object is not "
+                               "callable\"", pointer=at,
+                      hint="exception_dump is MindSpore's in 8.3; for PyTorch use task tensor or statistics")
     if not context.runtime:
         return
     if task != "overflow_check":

@@ -17,8 +17,9 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from ..diagnostic import Finding, FixSpec, remove, set_value
+from ..diagnostic import Finding, FixSpec, Severity, remove, set_value
 from ..positions import pointer as make_pointer
+from ..refusals import length_out_of_range, not_allowed, required_empty, wrong_type
 from ..schema.files import ATB, key_index
 from .base import define
 
@@ -69,10 +70,14 @@ define("PL101", "unknown-key", "error", "Unknown key (suggests the closest known
         "overflow_check": {"overflow_nums": 3}
     """)
 
-define("PL102", "wrong-type", "error", "Value has the wrong type", "schema", fix="safe", doc="""
+define("PL102", "wrong-type", "error", "Value has the wrong type", "schema", fix="safe/unsafe", check=wrong_type,
+       doc="""
     msprobe checks types at start-up and stops with one bare exception at a
     time. Integers are strict: 3.0, 1e2 and true are not integers. rank and
-    step are lists even for one entry.
+    step are lists even for one entry. Some types are one framework's: a
+    list of statistics as summary_mode is MindSpore's (PyTorch takes
+    "statistics" or "md5"). A null rank, step, overflow_nums or check_mode
+    is a warning: msprobe reads it as absent (the default).
 
     Bad:
         "rank": 0,
@@ -82,9 +87,23 @@ define("PL102", "wrong-type", "error", "Value has the wrong type", "schema", fix
         "overflow_check": {"overflow_nums": 3}
     """)
 
-define("PL103", "value-not-allowed", "error", "Value not among the allowed ones", "schema", fix="safe/unsafe", doc="""
+define("PL103", "value-not-allowed", "error", "Value not among the allowed ones", "schema", fix="safe/unsafe",
+       check=not_allowed, doc="""
     Enumerated options (task, level, check_mode, summary_mode, ...) are
     case-sensitive. The hint gives the case-insensitive or closest match.
+    Some values msprobe refuses only with a framework or beside another
+    option, each stopping it at start-up (mindstudio-probe 8.1 and 8.3):
+    in free_benchmark, fuzz_device "cpu" or pert_mode "to_cpu" on
+    MindSpore, one without the other on PyTorch, handler_type "fix" with
+    a pert_mode other than improve_precision (PyTorch: or to_cpu), with
+    fuzz_stage "backward" or (PyTorch) with if_preheat true, and on
+    PyTorch a list beside a scope; summary_mode md5 with "async_dump":
+    true (8.3); on PyTorch level L2 with a task other than tensor; on
+    MindSpore at L2 a name-regex(...) in list that does not compile.
+    These are reported when the framework is known, or when every
+    framework refuses them. An empty check_mode, which MindSpore reads as
+    "all" and PyTorch refuses, is a warning once the framework is known to
+    be MindSpore or MSAdapter.
 
     Bad:
         "level": "l1"
@@ -92,11 +111,14 @@ define("PL103", "value-not-allowed", "error", "Value not among the allowed ones"
         "level": "L1"
     """)
 
-define("PL104", "required-missing", "error", "Required key missing or empty", "schema", """
+define("PL104", "required-missing", "error", "Required key missing or empty", "schema", check=required_empty,
+       doc="""
     dump_path is required and must not be empty: without it msprobe stops at
     start-up. A dump_path= argument to PrecisionDebugger(config_path=...,
     dump_path=...) overrides the config's and serves as well: with --script
-    showing every PrecisionDebugger given one, this is not reported.
+    showing every PrecisionDebugger given one, this is not reported. With
+    "async_dump": true, task tensor needs a non-empty list (but at level
+    debug): msprobe 8.1 and 8.3 stop at start-up without one.
 
     Bad:
         {"task": "overflow_check", "level": "L1"}
@@ -121,8 +143,11 @@ define("PL105", "key-misplaced", "warning", "Key valid elsewhere in the config, 
 
 define("PL106", "deprecated-key", "warning", "Deprecated key", "schema", fix="safe/unsafe", doc="""
     seed, is_deterministic, enable_dataloader and backward_input were
-    accepted by older releases and no longer do anything (26.x also stopped
-    reading enable_dataloader, 26.0 overflow_nums, 26.1 the tensor section's
+    accepted by older releases and no longer do anything (8.3 stopped
+    reading the online run_ut keys of the tensor and run_ut sections, which
+    8.1 reads: online_run_ut, is_online, nfs_path, host, port, rank_list,
+    tls_path, online_run_ut_recompute; 26.x also stopped reading
+    enable_dataloader, 26.0 overflow_nums, 26.1 the tensor section's
     file_format). Removing one is safe, but for "enable_dataloader": true,
     which 8.x PyTorch still honours: that removal is an unsafe fix.
 
@@ -175,13 +200,22 @@ def _because(context: Context) -> str:
     return f" ({said})" if said else ""
 
 
-define("PL107", "out-of-range", "error", "Number or list length out of range", "schema", check=_bounds_not_ascending,
+def _out_of_range(config: ConfigView, context: Context) -> Iterator[Finding]:
+    """PL107's checks beyond the schema: grad_probe's bounds, PyTorch's
+    L2 filters (refusals.py)."""
+    yield from _bounds_not_ascending(config, context)
+    yield from length_out_of_range(config, context)
+
+
+define("PL107", "out-of-range", "error", "Number or list length out of range", "schema", check=_out_of_range,
        doc="""
     overflow_nums is -1 (no limit) or at least 1; a port is 0-65535;
     data_mode "all" stands alone; grad_probe's bounds ascend (each at
     least the one before it; strictly greater with PyTorch, whose msprobe
-    refuses a repeated bound). (A scope of other than two names is PL305;
-    a rank or step over 1000000 is PL301.)
+    refuses a repeated bound); data_mode holds at most 4 modes; PyTorch's
+    level L2 (task tensor) takes no scope and exactly one API in list.
+    (A scope of other than two names is PL305; a rank or step over
+    1000000 is PL301.)
 
     Bad:
         "overflow_check": {"overflow_nums": 0}
@@ -276,7 +310,8 @@ def _name(path: list) -> str:
 
 
 def validate(data: dict, *, skip: Iterable[str] = (), profile: str = "8.3",
-             why: str = "the default target", given_in_code: Iterable[str] = ()) -> tuple[list[Finding], set[str]]:
+             why: str = "the default target", given_in_code: Iterable[str] = (),
+             framework: Optional[str] = None) -> tuple[list[Finding], set[str]]:
     """Run the schema of release ``profile`` over ``data``.
 
     Args:
@@ -292,6 +327,9 @@ def validate(data: dict, *, skip: Iterable[str] = (), profile: str = "8.3",
         given_in_code: top-level keys the training script passes to
             PrecisionDebugger, overriding the config (``dump_path``): their
             absence or emptiness is no PL104.
+        framework: the framework when known (``"mindspore"``,
+            ``"msadapter"``, ``"pytorch"``): an empty check_mode, which
+            only MindSpore accepts, is then graded (:func:`_accepted_default`).
     Returns:
         (findings, bad): the findings, and the pointers of every value that
         failed a structural check (the semantic rules must not see them).
@@ -329,10 +367,54 @@ def validate(data: dict, *, skip: Iterable[str] = (), profile: str = "8.3",
     # one diagnostic per fault: a value of the wrong type ("level": ["L1"]) is not also "not allowed"
     wrong_type = {f.pointer for f in findings if f.code == "PL102"}
     findings = [f for f in findings if not (f.code == "PL103" and f.pointer in wrong_type)]
+    findings = [_accepted_default(f, data, framework) for f in findings]
     if profile != ATB:
         findings.extend(_release_note(f, profile, why) for f in _deprecated(data, profile))
     return findings, bad
 
+
+# Values msprobe reads as absent, taking the default: pointer -> (the value, what it then means,
+# the frameworks that accept it). rank/step: get_real_step_or_rank returns [] for None
+# (core/common/utils.py:506-507, 8.1.2-26.2.0); overflow_nums, check_mode null: both frameworks test
+# "is not None" or truth (mindspore/ms_config.py:74-78, pytorch/pt_config.py:99-104); an empty
+# check_mode: MindSpore tests its truth (ms_config.py:78), PyTorch "is not None" (pt_config.py:103), so
+# only MindSpore (and MSAdapter, which uses its config classes) accepts it.
+_DEFAULTED: dict[str, tuple[tuple[Any, str, tuple[str, ...]], ...]] = {
+    "/rank": ((None, "every rank", ()),),
+    "/step": ((None, "every step", ()),),
+    "/overflow_check/overflow_nums": ((None, "1", ()),),
+    "/overflow_check/check_mode": ((None, '"all"', ()), ("", '"all"', ("mindspore", "msadapter"))),
+}
+
+
+def _accepted_default(finding: Finding, data: dict, framework: Optional[str]) -> Finding:
+    """A PL102/PL103 finding on a value msprobe accepts as "absent" (a
+    null rank, an empty check_mode on MindSpore): a warning saying so,
+    not an error (the schema, for editors, still wants the plain form)."""
+    cases = _DEFAULTED.get(finding.pointer or "")
+    if not cases or finding.code not in ("PL102", "PL103"):
+        return finding
+    tokens = (finding.pointer or "").strip("/").split("/")
+    node: Any = data
+    for token in tokens:
+        node = node.get(token, _ABSENT) if isinstance(node, dict) else _ABSENT
+    for value, meaning, frameworks in cases:
+        if node is _ABSENT or node != value or type(node) is not type(value):
+            continue
+        if frameworks and framework not in frameworks:
+            return finding
+        name = tokens[-1]
+        shown = "null" if value is None else '""'
+        who = "msprobe" if not frameworks else f"the {framework} msprobe"
+        also = "" if not frameworks else " (PyTorch's msprobe refuses it)"
+        return finding._replace(
+            severity=Severity.WARNING,
+            message=f"{name} is {shown}: {who} accepts it and reads it as absent, meaning {meaning}{also}",
+            hint=finding.hint if finding.fix is not None else f"remove {name}, or write the value you mean")
+    return finding
+
+
+_ABSENT: Any = object()
 
 # A list longer than this that its own schema accepts is cut to one item for jsonschema.
 _LONG = 1000
@@ -419,7 +501,7 @@ def _release_note(finding: Finding, profile: str, why: str, name: Optional[str] 
         return finding
     note = MIGRATION_NOTES.get((line(profile), name))
     others = [p for p in sorted(PROFILES.values(), key=_preference) if p.name != profile and (
-        name in key_index(p.name).get(location, {}) if not is_task else name in p.tasks)]
+        _reads(key_index(p.name).get(location, {}), name) if not is_task else name in p.tasks)]
     if note is None and others:
         note = f"{name!r} is accepted {'as a task' if is_task else _where(location)} by {_releases(others)}"
     elif note is None and finding.code == "PL101":
@@ -437,6 +519,14 @@ def _release_note(finding: Finding, profile: str, why: str, name: Optional[str] 
     elif finding.code == "PL101":
         hint = f"remove it: {PROFILES[profile].label} does not read it {_where(location)}"
     return finding._replace(message=f"{finding.message}; {note}{suffix}", hint=hint)
+
+
+def _reads(keys: dict, name: str) -> bool:
+    """True when ``name`` is among ``keys`` (a key_index location) and that
+    release reads it: a key it marks deprecated (8.3's online run_ut keys)
+    is accepted there but does nothing, so no hint sends the user to it."""
+    schema = keys.get(name)
+    return schema is not None and not (isinstance(schema, dict) and schema.get("deprecated"))
 
 
 def _preference(profile: Any) -> tuple:
