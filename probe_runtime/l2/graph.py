@@ -45,7 +45,7 @@ from ..state import RunState
 from .dump_config import NET_NAME
 from .private import DumpSwitch
 from .records import KernelRecords
-from .scan import scan
+from .scan import random_kernels, scan
 from .snapshot import StateSnapshot
 
 LOGGER = logging.getLogger("probe_runtime")
@@ -225,7 +225,9 @@ class GraphChecks:
     def replay(self, original: Callable, cell: Any, args: tuple, kwargs: dict, snapshot: StateSnapshot,
                found: list[str], result: Any) -> Any:
         """Run the step again under the dump and write what it names;
-        returns the replay's result (``result`` when no replay ran)."""
+        returns ``result``, the step's own result, with the Parameters as
+        the step left them (a replay that drew different random numbers,
+        a dropout mask, would otherwise change training)."""
         where = caller_where(self.library_roots)
         before = snapshot.taken_nonfinite()
         if before:
@@ -233,16 +235,25 @@ class GraphChecks:
                        f"Parameters {', '.join(before[:4])} held inf/nan before the compiled step at {where}: the "
                        "overflow happened before this step, outside what was checked")
             return result
+        after = StateSnapshot(cell)  # what the step left (its update, moving statistics, optimizer state)
+        after.take()
         snapshot.restore()
         self._clear_scratch()
         self.switch.on()
         try:
-            result = original(cell, *args, **kwargs)
+            original(cell, *args, **kwargs)
         finally:
             self.switch.off()
+            after.restore()
         self.replays += 1
         kernels = scan(self.scratch, self.library_roots)
+        drawn = random_kernels(self.scratch)
         self._clear_scratch()
+        if drawn and "random" not in self._noted:
+            self._noted.add("random")
+            LOGGER.warning("probe_runtime: the replay of the compiled step at %s ran its random kernels (%s) once "
+                           "more: the step's result and Parameters are kept, but the random numbers drawn after this "
+                           "step differ from a run without the tool", where, ", ".join(drawn[:4]))
         if not kernels:
             self._note(found, where,
                        f"the compiled step at {where} returned inf/nan ({', '.join(found[:4])}), but MindSpore's "

@@ -50,7 +50,7 @@ from .dump_config import NET_NAME
 from .graph import caller_where, nonfinite_outputs
 from .private import DumpSwitch, jit_executor
 from .records import KernelRecords
-from .scan import scan
+from .scan import random_kernels, scan
 
 LOGGER = logging.getLogger("probe_runtime")
 
@@ -99,6 +99,7 @@ class JitRegions:
         #: region calls checked in windows (the all-clear says what their check does not see)
         self.calls = 0
         self._skipped: set[str] = set()
+        self._drew: set[str] = set()  # regions whose replay drew random numbers again (said once)
         self._executor: Any = None
         self._original: Optional[Callable] = None
         self._depth = 0
@@ -265,11 +266,26 @@ class JitRegions:
             self.switch.off()
         self.replays += 1
         kernels = scan(self.scratch, self.library_roots)
+        drawn = random_kernels(self.scratch)
         self._clear()
+        if drawn and name.rsplit(".", 2)[0] not in self._drew:
+            self._drew.add(name.rsplit(".", 2)[0])
+            LOGGER.warning("probe_runtime: the replay of the mindspore.jit region %s ran its random kernels (%s) once "
+                           "more: what it returned is unchanged, but the random numbers drawn after this step differ "
+                           "from a run without the tool", name, ", ".join(drawn[:4]))
         if not kernels:
+            # still a record: the step is never called clean (a fresh user got "no overflow found" when
+            # MindSpore failed to write the replay's dump under load: "CreatePrefixPath failed")
+            where = caller_where(self.library_roots)
             LOGGER.warning("probe_runtime: the mindspore.jit region %s at %s returned inf/nan from finite inputs; "
-                           "MindSpore's dump of its replay names no kernel (was a graph compiled before "
-                           "PrecisionDebugger() was created?)", name, caller_where(self.library_roots))
+                           "MindSpore's dump of its replay names no kernel (see MindSpore's log above for a dump "
+                           "error), so the kernel inside it is not named", name, where)
+            if self.state.count_record():
+                self.on_record(self.state.step)
+                self.records.note(OUTSIDE, [f"output of {name}"], where,
+                                  f"the mindspore.jit region {name} returned inf/nan from finite inputs: the overflow "
+                                  "started inside it; MindSpore's dump of its replay named no kernel, so the kernel "
+                                  "is not named (remove jit from it while debugging to see the call at level L1)")
             return
         self.state.count_record()
         self.on_record(self.state.step)

@@ -280,6 +280,25 @@ def classify(kernels: list[Kernel]) -> list[Kernel]:
     return flagged
 
 
+#: kernels that draw random numbers (their own state or the generator's): a replay draws again
+RANDOM_PREFIXES = ("Dropout", "Random", "Uniform", "StandardNormal", "StandardLaplace", "Multinomial",
+                   "Randperm", "Bernoulli", "Gamma", "Poisson", "RandInt", "Randn", "RandExt", "RandLike",
+                   "NormalExt", "NormalFloat", "NormalTensor", "InplaceNormal", "InplaceUniform",
+                   "InplaceRandom", "TruncatedNormal", "ParameterizedTruncatedNormal", "LogNormal")
+
+
+def random_kernels(root: str) -> list[str]:
+    """The operator names (``Dropout``, ``UniformReal`` ...) of the random
+    kernels dumped under ``root``, each once, sorted: what a replay of the
+    step drew from the random state a second time."""
+    found = set()
+    for path in glob.glob(os.path.join(root, "rank_*", "*", "*", "*", "*.npy")):
+        match = FILE_PATTERN.match(os.path.basename(path))
+        if match is not None and match.group("op").startswith(RANDOM_PREFIXES):
+            found.add(match.group("op"))
+    return sorted(found)
+
+
 def scan(root: str, library_roots: tuple[str, ...]) -> list[Kernel]:
     """The kernels of the dump under ``root`` that held inf/nan, in
     execution order, with their source lines (``where``). A kernel no

@@ -227,6 +227,127 @@ def test_a_jit_step_whose_update_alone_overflows_is_never_called_clean(tmp_path,
     assert "wrote inf/nan into Parameter weight, finite when it started" in record["message"]
 
 
+DROPOUT_STEP = """
+import sys, numpy as np, mindspore as ms
+from mindspore import nn, ops, Tensor
+ms.set_context(mode=ms.GRAPH_MODE, device_target="CPU")
+debugger = None
+if sys.argv[1] != "none":
+    from probe_runtime import PrecisionDebugger
+    debugger = PrecisionDebugger(config_path=sys.argv[1])
+ms.set_seed(1)
+class Net(nn.Cell):
+    def __init__(self):
+        super().__init__()
+        self.dp = nn.Dropout(p=0.5)
+        self.fc = nn.Dense(8, 8)
+    def construct(self, x):
+        return self.dp(self.fc(x)).sum(), ops.exp(x).max()  # the second: inf at step 2
+net = Net()
+net.set_train(True)
+for step in range(3):
+    x = Tensor(np.arange(16, dtype=np.float32).reshape(2, 8) + (100.0 if step == 2 else 0.0))
+    if debugger: debugger.start()
+    total, peak = net(x)
+    if debugger: debugger.stop(); debugger.step()
+    print("step", step, repr(float(total.asnumpy())), float(peak.asnumpy()))
+"""
+
+
+def test_a_replayed_step_with_dropout_keeps_its_own_result(tmp_path):
+    """A fresh user's finding: the replay of a compiled step holding a
+    training-mode Dropout drew a new mask and its result was handed back,
+    so the step's output changed under the tool. The step's own result is
+    kept now; that the replay drew random numbers again (later draws
+    differ) is said."""
+    script = tmp_path / "dropout_step.py"
+    script.write_text(DROPOUT_STEP)
+    env = {k: v for k, v in os.environ.items() if k not in LAUNCHER_VARIABLES + ("MINDSPORE_DUMP_CONFIG",)}
+    env.update(PYTHONPATH=str(ROOT), TMPDIR=str(tmp_path))
+    outputs = {}
+    for config in ("none", str(write_runtime_config(tmp_path, level="L2", nums=-1))):
+        proc = subprocess.run([sys.executable, str(script), config], cwd=tmp_path, env=env, capture_output=True,
+                              text=True, timeout=600)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        outputs[config] = ([line for line in proc.stdout.splitlines() if line.startswith("step ")], proc.stderr)
+    (plain, _), (checked, stderr) = outputs.values()
+    assert checked == plain, (plain, checked)
+    assert "ran its random kernels (" in stderr and "Dropout" in stderr
+    first = records(tmp_path / "dump", 2)[0]
+    assert first["origin"] is True and first["name"].startswith("Exp."), first
+
+
+NOISY_REGION = """
+import sys, numpy as np, mindspore as ms
+from mindspore import ops
+from probe_runtime import PrecisionDebugger
+ms.set_context(mode=ms.PYNATIVE_MODE, device_target="CPU")
+debugger = PrecisionDebugger(config_path=sys.argv[1])  # before the first compile: MindSpore reads its dump config then
+
+@ms.jit
+def noisy(x):
+    return ops.dropout(x, 0.5).sum(), ops.exp(x).max()
+
+for step in range(2):
+    debugger.start()
+    noisy(ms.Tensor(np.full((2, 4), 100.0 * step, np.float32)))
+    debugger.stop()
+    debugger.step()
+"""
+
+
+def test_a_jit_region_replay_that_draws_random_numbers_says_so(tmp_path):
+    """A fresh user's finding: the replay of a @jit region holding a dropout
+    draws again, so later steps' draws differ from a run without the tool;
+    what the region returned is kept, and stderr says so, once."""
+    script = tmp_path / "noisy.py"
+    script.write_text(NOISY_REGION)
+    env = {k: v for k, v in os.environ.items() if k not in LAUNCHER_VARIABLES + ("MINDSPORE_DUMP_CONFIG",)}
+    env.update(PYTHONPATH=str(ROOT), TMPDIR=str(tmp_path))
+    proc = subprocess.run([sys.executable, str(script), str(write_runtime_config(tmp_path, level="L1", nums=-1))],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    first = records(tmp_path / "dump", 1)[0]
+    assert first["name"].startswith("Exp.") and first["inside"] == "Jit.noisy.0.forward", first
+    said = [line for line in proc.stderr.splitlines() if "ran its random kernels" in line]
+    assert len(said) == 1 and "Jit.noisy.0.forward" in said[0] and "Dropout" in said[0], proc.stderr[-3000:]
+
+
+def test_a_jit_region_whose_replay_dump_names_no_kernel_is_never_called_clean(tmp_path, monkeypatch):
+    """A fresh user's finding: under load MindSpore failed to write the
+    replay's dump ("CreatePrefixPath failed"), the scan named no kernel,
+    the region's inf got no record and the run ended "no overflow found".
+    The region is now named as where the overflow started."""
+    import mindspore as ms
+    import numpy as np
+    from mindspore import ops
+
+    from probe_runtime import PrecisionDebugger
+    from probe_runtime.l2 import jit
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(jit, "scan", lambda *args, **kwargs: [])  # the dump held nothing
+    ms.set_context(mode=ms.PYNATIVE_MODE)
+    debugger = PrecisionDebugger(config_path=str(write_runtime_config(tmp_path, level="L1", nums=-1)))
+
+    @ms.jit
+    def peak(x):
+        return x.sum(), ops.exp(x).max()
+
+    for step in range(2):
+        debugger.start()
+        _, top = peak(ms.Tensor(np.full((2, 4), 100.0 * step, np.float32)))  # step 1: exp(100) = inf
+        debugger.stop()
+        debugger.step()
+    assert np.isinf(top.asnumpy())
+    assert not (tmp_path / "dump" / "step0").exists()
+    (record,) = records(tmp_path / "dump", 1)
+    assert record["kind"] == "outside" and record["nonfinite"] == ["output of Jit.peak.0.forward"], record
+    assert "returned inf/nan from finite inputs: the overflow started inside it" in record["message"]
+    assert "named no kernel" in record["message"]
+    assert "compiled before" not in record["message"]
+
+
 def test_a_functional_jit_step_at_l2_is_never_called_checked(tmp_path):
     """A fresh user's finding: in GRAPH_MODE a functional @jit training step
     (no Cell called from Python) is not seen by L2, and the all-clear said
