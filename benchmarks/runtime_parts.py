@@ -61,86 +61,18 @@ VARIANTS = {
 }
 
 
-def worker(model: str, variant: str, steps: int, warmup: int) -> dict:
-    """Median checked and unchecked step times (s) of ``model`` (float32) with
-    the parts of ``VARIANTS[variant]`` switched off, in this process."""
+def _stepper(model: str, dtype: str):
+    """A synchronous process's debugger (L1, exact) and ``one_step(i,
+    checked) -> seconds`` for ``model`` in ``dtype`` (``runtime_bench.build``):
+    checked steps run ``start()`` .. ``stop(); step()`` around the step."""
     sys.path[:0] = [HERE, ROOT]
     import mindspore as ms
 
     ms.set_context(mode=ms.PYNATIVE_MODE, device_target="CPU", pynative_synchronize=True)
     import runtime_bench
     from probe_runtime import PrecisionDebugger
-    from probe_runtime.l1.wrappers import Wrappers
 
-    for name in VARIANTS[variant]:
-        setattr(Wrappers, name, (lambda self, *a: False) if name == "_grad_flag"
-                else (lambda self, *a: None))
     folder = tempfile.mkdtemp(prefix="probe-parts-")
-    config = os.path.join(folder, "config.json")
-    with open(config, "w", encoding="utf-8") as f:
-        json.dump({"task": "overflow_check", "dump_path": os.path.join(folder, "dump"), "rank": [], "step": [],
-                   "level": "L1", "overflow_check": {"overflow_nums": 1}}, f)
-    debugger = PrecisionDebugger(config_path=config)
-    net, forward, optimizer, batches, _ = runtime_bench.build(model, "float32")
-    grad_fn = ms.value_and_grad(forward, None, optimizer.parameters)
-
-    def one_step(i: int, checked: bool) -> float:
-        x, y = batches[i % len(batches)]
-        start = time.perf_counter()
-        if checked:
-            debugger.start(net)
-        loss, grads = grad_fn(x, y)
-        optimizer(grads)
-        if checked:
-            debugger.stop()
-            debugger.step()
-        loss.asnumpy()
-        return time.perf_counter() - start
-
-    on: list[float] = []
-    off: list[float] = []
-    for i in range(warmup + steps):
-        first, second = (True, False) if i % 2 else (False, True)
-        a, b = one_step(i, first), one_step(i, second)
-        if i >= warmup:
-            (on if first else off).append(a)
-            (on if second else off).append(b)
-    return {"checked": statistics.median(on), "plain": statistics.median(off),
-            "records": debugger.checker.state.found}
-
-
-def floor_worker(model: str, dtype: str, steps: int, warmup: int) -> dict:
-    """The floor of ``--floor`` for ``model`` in ``dtype``, in this process:
-    the plain and checked median step times (s), the calls hooked for the
-    backward pass and the tensors read per checked step, the bare cost (s)
-    of one ``HookBackward`` use and of one host read, and the floor ratio."""
-    sys.path[:0] = [HERE, ROOT]
-    import mindspore as ms
-    import numpy as np
-    from mindspore import ops
-
-    ms.set_context(mode=ms.PYNATIVE_MODE, device_target="CPU", pynative_synchronize=True)
-    import runtime_bench
-    from probe_runtime import PrecisionDebugger
-    from probe_runtime.check import verdict
-    from probe_runtime.hooks.backward import HookMaker
-    from probe_runtime.l1.wrappers import Wrappers
-
-    counts = {"calls": 0, "reads": 0}
-    seen: list = []
-    hook_outputs, read = Wrappers._hook_outputs, verdict.HostCache._read
-
-    def counted_hook_outputs(self, call, output):  # a call whose outputs take part in the backward pass
-        hooked = hook_outputs(self, call, output)
-        counts["calls"] += hooked is not None
-        return hooked
-
-    def counted_read(self, tensor, name, where=False):
-        counts["reads"] += 1
-        seen.append(tensor)
-        return read(self, tensor, name, where)
-
-    folder = tempfile.mkdtemp(prefix="probe-floor-")
     config = os.path.join(folder, "config.json")
     with open(config, "w", encoding="utf-8") as f:
         json.dump({"task": "overflow_check", "dump_path": os.path.join(folder, "dump"), "rank": [], "step": [],
@@ -162,6 +94,11 @@ def floor_worker(model: str, dtype: str, steps: int, warmup: int) -> dict:
         loss.asnumpy()
         return time.perf_counter() - start
 
+    return debugger, one_step
+
+
+def _interleaved(one_step, steps: int, warmup: int) -> tuple[list[float], list[float]]:
+    """Checked and unchecked step times, alternating which comes first."""
     on: list[float] = []
     off: list[float] = []
     for i in range(warmup + steps):
@@ -170,6 +107,53 @@ def floor_worker(model: str, dtype: str, steps: int, warmup: int) -> dict:
         if i >= warmup:
             (on if checked_first else off).append(a)
             (off if checked_first else on).append(b)
+    return on, off
+
+
+def worker(model: str, variant: str, steps: int, warmup: int) -> dict:
+    """Median checked and unchecked step times (s) of ``model`` (float32) with
+    the parts of ``VARIANTS[variant]`` switched off, in this process."""
+    sys.path[:0] = [HERE, ROOT]
+    from probe_runtime.l1.wrappers import Wrappers
+
+    for name in VARIANTS[variant]:
+        setattr(Wrappers, name, (lambda self, *a: False) if name == "_grad_flag"
+                else (lambda self, *a: None))
+    debugger, one_step = _stepper(model, "float32")
+    on, off = _interleaved(one_step, steps, warmup)
+    return {"checked": statistics.median(on), "plain": statistics.median(off),
+            "records": debugger.checker.state.found}
+
+
+def floor_worker(model: str, dtype: str, steps: int, warmup: int) -> dict:
+    """The floor of ``--floor`` for ``model`` in ``dtype``, in this process:
+    the plain and checked median step times (s), the calls hooked for the
+    backward pass and the tensors read per checked step, the bare cost (s)
+    of one ``HookBackward`` use and of one host read, and the floor ratio."""
+    debugger, one_step = _stepper(model, dtype)
+    import mindspore as ms
+    import numpy as np
+    from mindspore import ops
+
+    from probe_runtime.check import verdict
+    from probe_runtime.hooks.backward import HookMaker
+    from probe_runtime.l1.wrappers import Wrappers
+
+    counts = {"calls": 0, "reads": 0}
+    seen: list = []
+    hook_outputs, read = Wrappers._hook_outputs, verdict.HostCache._read
+
+    def counted_hook_outputs(self, call, output):  # a call whose outputs take part in the backward pass
+        hooked = hook_outputs(self, call, output)
+        counts["calls"] += hooked is not None
+        return hooked
+
+    def counted_read(self, tensor, name, where=False):
+        counts["reads"] += 1
+        seen.append(tensor)
+        return read(self, tensor, name, where)
+
+    on, off = _interleaved(one_step, steps, warmup)
     Wrappers._hook_outputs, verdict.HostCache._read = counted_hook_outputs, counted_read  # type: ignore
     one_step(0, True)
     Wrappers._hook_outputs, verdict.HostCache._read = hook_outputs, read  # type: ignore
