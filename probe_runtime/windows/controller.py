@@ -8,8 +8,8 @@ rules of what is judged in it, at every kind (:mod:`.policy`):
 * around each optimizer step, in every window: the optimizer's own state
   (Adam's moments, accumulators, ``global_step``) when it is first seen,
   or after a window it did not run in, and, after the step, what it was
-  given and what it left in its Parameters (:meth:`Windows.before_step`,
-  :meth:`Windows.after_step`);
+  given and what it left in its Parameters and its own state
+  (:meth:`Windows.before_step`, :meth:`Windows.after_step`);
 * closing: what the gradient watch still holds, then per kind: the
   sentinel's record, an exact window's ``outside`` note when a gradient
   computation returned inf/nan that no record explains, a watched window's
@@ -97,7 +97,8 @@ class Windows:
         self.watched = WatchedWindow(self, replayer)
         self._sentinel_empty_said = False
         #: ``id()`` of the optimizers whose state may hold inf/nan an earlier record explains (it ran in a
-        #: window that recorded an overflow, or its state was said to hold inf/nan): not said again
+        #: window that recorded an overflow, or its state was said to hold inf/nan): not said again; dropped
+        #: once its state reads finite (before or after a step): inf/nan in it from then on is new
         self._tainted: set[int] = set()
         #: ``id()`` of the optimizers that ran in the last window (their state was followed through it)
         self._last_optimizers: set[int] = set()
@@ -267,8 +268,9 @@ class Windows:
         if id(optimizer) not in window.optimizers:
             window.optimizers.add(id(optimizer))
             # its state is read when first seen, and again after a window it did not run in (unchecked steps
-            # may have changed it); an update in a checked window that makes it inf/nan makes the Parameters
-            # inf/nan too, which the read after the step sees
+            # may have changed it); in a checked window it is read after every step (after_step), with the
+            # Parameters: an update can make it inf/nan while they stay finite (Adam's moment2 of a gradient
+            # of 2e20 is inf; the weights go NaN only in the next step)
             if id(optimizer) not in self._last_optimizers and not self.stopped() and not self.explained(window):
                 bad = self.grads.judge(optimizer_state(optimizer))
                 if bad:
@@ -279,6 +281,12 @@ class Windows:
                     self._tainted.add(id(optimizer))
                     self.policy.ask_exact()
                     return
+                self._tainted.discard(id(optimizer))  # finite before this step: inf/nan after it is new
+        if id(optimizer) in self._tainted and not self.stopped() and not self.explained(window):
+            # an earlier record may explain inf/nan in its state: read it before the step (only then), so that
+            # after_step tells what the step made from what its state carried into it
+            if not self.grads.judge(optimizer_state(optimizer)):
+                self._tainted.discard(id(optimizer))
         if window.kind is Kind.WATCHED:
             self.watched.before_step(window, optimizer)
 
@@ -286,10 +294,15 @@ class Windows:
         """An optimizer call returned. Unless the window already explains
         an inf/nan: inf/nan in the gradients it got that no gradient
         computation returned is said (``outside``: the code between them
-        made it); else inf/nan its Parameters hold now, though they and the
-        gradients were finite before, is said (``update``).
-        In every window, so an update that goes inf/nan is named in its
-        own step."""
+        made it); else inf/nan its Parameters or its own state (Adam's
+        moments, ``global_step``) hold now, though they and the gradients
+        were finite before, is said (``update``), read together in one
+        judgement. In every window, so an update that goes inf/nan is
+        named in its own step, also when only the state went inf/nan (the
+        Parameters turn inf/nan a step later). An optimizer whose state held
+        inf/nan before the step that an earlier record explains (tainted:
+        :meth:`before_step` read it) gets no ``update`` record: what its
+        update writes is carried."""
         window = self.current
         if window is None or window.kind is Kind.SENTINEL or self.stopped() or window.bad_before:
             return
@@ -305,8 +318,14 @@ class Windows:
         if given:
             self.notes.given(given, name, frames)
         else:
-            held = self.grads.judge([(f"Parameter {getattr(p, 'name', '?')}", p) for p in params])
+            held = self.grads.judge([(f"Parameter {getattr(p, 'name', '?')}", p) for p in params]
+                                    + optimizer_state(optimizer))
             if not held:
+                self._tainted.discard(id(optimizer))  # finite now: inf/nan in it later is new
                 return
-            self.notes.update(held, name, frames)
+            if id(optimizer) in self._tainted:  # its state held inf/nan before the step: carried into them
+                return
+            self.notes.update(held, name, frames, state_only=not any(label.startswith("Parameter ")
+                                                                      for label in held))
+            self._tainted.add(id(optimizer))  # its next steps carry it (also in this window)
         self.policy.ask_exact()

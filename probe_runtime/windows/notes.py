@@ -112,13 +112,17 @@ class Notes:
                    "a clip) made it")
         return self._write(OUTSIDE, labels, where, message)
 
-    def update(self, labels: list, optimizer: str, frames: tuple) -> bool:
-        """Parameters (or the optimizer's own state) held inf/nan right
-        after an optimizer step though they and the gradients were finite
-        before it: the update made it."""
+    def update(self, labels: list, optimizer: str, frames: tuple, state_only: bool = False) -> bool:
+        """Parameters (or the optimizer's own state: ``"Adam moment2 of
+        fc.bias"``) held inf/nan right after an optimizer step though they
+        and the gradients were finite before it: the update made it.
+        ``state_only``: only the state did (the Parameters are finite)."""
         where = self.records.where(frames)
         message = (f"{shown_labels(labels)} held inf/nan right after the optimizer step {optimizer} at {where}, "
                    "although it and the gradients it got were finite before: the update made it")
+        if state_only:
+            message += (" (in the optimizer's own state; the Parameters it updates are still finite, until a later "
+                        "step uses that state)")
         return self._write(UPDATE, labels, where, message)
 
     def state_at_start(self, labels: list, optimizer: str, frames: tuple) -> bool:

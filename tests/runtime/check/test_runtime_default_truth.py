@@ -515,3 +515,103 @@ def test_optimizer_state_an_earlier_overflow_wrote_is_not_called_resumed(tmp_pat
     assert _first(default) == _first(exact) == (1, "Tensor.__truediv__.0.forward")
     later = [record for step, record in exact if step == 2]
     assert later and not [r for r in later if r["name"] == "outside"], [r["name"] for r in later]
+
+
+UPDATE_LINE = "            optimizer(grads)  # the update that makes the state inf"
+
+
+def _adam_state_overflow(make_optimizer, steps):
+    """nn.Dense with loss ``net(x).sum() * 1e20``: in step 0 the gradients
+    are finite (the bias's 2e20) and the Parameters stay finite, but the
+    optimizer's second moment of the bias (4e40) is inf; the bias turns
+    NaN only in step 1 (a fresh user's finding)."""
+    def scenario(debugger, level):
+        ms.set_seed(0)
+        net = nn.Dense(4, 2)
+        optimizer = make_optimizer(net.trainable_params())
+        grad_fn = ms.value_and_grad(lambda x: net(x).sum() * 1e20, None, net.trainable_params())
+
+        def body(step):
+            _, grads = grad_fn(Tensor(np.full((2, 4), 1e-3, np.float32)))
+            optimizer(grads)  # the update that makes the state inf
+        _loop(debugger, steps, body, model=net if level == "L0" else None)
+    return scenario
+
+
+@pytest.mark.parametrize("level", ["L1", "L0"])
+@pytest.mark.parametrize("make_optimizer, state", [
+    (lambda params: nn.Adam(params, learning_rate=0.01), "Adam moment2 of bias"),
+    (lambda params: nn.AdamWeightDecay(params, learning_rate=0.01), "AdamWeightDecay adam_v of bias")],
+    ids=["Adam", "AdamWeightDecay"])
+def test_optimizer_state_an_update_makes_inf_is_named_in_its_step(tmp_path, monkeypatch, level, make_optimizer,
+                                                                  state):
+    """The update of step 0 makes the optimizer's own state inf while its
+    Parameters stay finite: an ``update`` record in step 0 names the state
+    (not a step late, when the Parameters turn NaN), under exact and auto
+    checks alike; step 1's NaN Parameters are carried from it (no second
+    ``update`` record blames step 1's update)."""
+    scenario = _adam_state_overflow(make_optimizer, 3)
+    isolate(monkeypatch, tmp_path)
+    monkeypatch.delenv("PROBE_CHECKS", raising=False)
+    results = {}
+    for checks in ("exact", "auto"):
+        folder = tmp_path / checks
+        folder.mkdir()
+        debugger = PrecisionDebugger(config_path=str(write_runtime_config(folder, level=level, nums=-1)),
+                                     checks=checks)
+        try:
+            scenario(debugger, level)
+        finally:
+            debugger.stop()
+            debugger.windows.summary.said = True
+        results[checks] = _records(folder / "dump")
+    ORIGINAL.assert_untouched()
+    for checks, records in results.items():
+        assert _first(records) == (0, "update"), (checks, records)
+        record = records[0][1]
+        assert record["kind"] == "update" and not record["origin"]
+        assert record["nonfinite"] == [state], (checks, record["nonfinite"])
+        assert "right after the optimizer step" in record["message"] and "the update made it" in record["message"]
+        assert "the optimizer's own state" in record["message"]
+        assert record["where"] == f"{__file__}:{_line(UPDATE_LINE)}", record["where"]
+        assert not [r for step, r in records if step == 1 and r["kind"] == "update"], (checks, records)
+        assert not [r for step, r in records if step > 0 and r["origin"]], (checks, records)
+    assert [(s, r["name"]) for s, r in results["exact"]] == [(s, r["name"]) for s, r in results["auto"]]
+
+
+def test_optimizer_state_an_update_makes_inf_in_the_only_step_is_no_all_clear(tmp_path, monkeypatch):
+    """One step only: the Parameters stay finite, the state does not; the
+    step has its record (it used to say "no overflow found")."""
+    default, exact = _run_both(tmp_path, monkeypatch,
+                               lambda debugger: _adam_state_overflow(
+                                   lambda params: nn.Adam(params, learning_rate=0.01), 1)(debugger, "L1"))
+    assert _first(default) == _first(exact) == (0, "update")
+    assert exact[0][1]["nonfinite"] == ["Adam moment2 of bias"]
+
+
+def test_optimizer_state_made_inf_after_an_unrelated_record_is_named(tmp_path, monkeypatch):
+    """Step 0 records an overflow the optimizer never sees (a forward-only
+    metric); its state reads finite in step 1, so the update of step 2
+    that makes it inf is new: named in step 2."""
+    def scenario(debugger):
+        ms.set_seed(0)
+        net = nn.Dense(4, 2)
+        optimizer = nn.Adam(net.trainable_params(), learning_rate=0.01)
+        grad_fn = ms.value_and_grad(lambda x, s: net(x).sum() * s, None, net.trainable_params())
+
+        def body(step):
+            if step == 0:
+                ops.exp(Tensor(np.full(2, 200.0, np.float32)))  # a metric, outside the training
+            _, grads = grad_fn(Tensor(np.full((2, 4), 1e-3, np.float32)), Tensor(1e20 if step == 2 else 1.0))
+            optimizer(grads)
+        _loop(debugger, 3, body)
+
+    default, exact = _run_both(tmp_path, monkeypatch, scenario)
+    for records in (default, exact):
+        assert _first(records) == (0, "Functional.exp.0.forward")
+        updates = [(step, r["nonfinite"]) for step, r in records if r["kind"] == "update"]
+        assert updates == [(2, ["Adam moment2 of bias"])], records
+
+
+def _line(text: str) -> int:
+    return open(__file__).read().splitlines().index(text) + 1
