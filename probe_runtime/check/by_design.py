@@ -25,6 +25,16 @@ takes one of them is judged as if it were finite there, so:
   checked call ever took (a forward-only loop returning ``log(0)``: the
   -inf is the result): the makers are recorded then.
 
+A -inf written into a tensor (``s[pad] = float("-inf")``, ``index_fill``,
+the in-place ``masked_fill_``/``fill_``) is made by design the same way.
+An in-place call's entry holds copies of its inputs made before the call,
+so the tensor it wrote is the one it returned (matched by object, or by
+memory: :func:`storage_key`), and a copy of a deferred maker's -inf is
+traced back to that maker (:meth:`ByDesign.inherit`). A call that only
+moves, keeps or writes values (:data:`KEEP_VALUES`) and returns NaN or
++inf from a by-design -inf made them itself (``s[i] = inf`` after the
+mask): it is the origin, and the -inf it took is let go.
+
 A -inf that no checked call made (a mask built with numpy before the
 loop, ``Tensor(np.triu(np.full(..., -inf)))``, added to the scores) is
 judged the same way: a call taking it that returns finite values
@@ -57,13 +67,27 @@ import numpy as np
 from .verdict import FLOAT_DTYPES, HostCache, dtype_name, iter_tensors
 
 #: APIs whose -inf output may be by design (the name after the prefix;
-#: MindSpore ``ops``/``mint``/``Tensor`` functions and their primitives)
+#: MindSpore ``ops``/``mint``/``Tensor`` functions and their primitives).
+#: Beside the functions that return a new tensor, the writes of a -inf
+#: value into a tensor (a scalar or a -inf tensor, or a float32
+#: ``finfo.min`` that rounds to -inf in float16): ``s[pad] = -inf``
+#: (``Tensor.__setitem__``, in place: it returns ``s`` itself),
+#: ``index_fill``, ``fills``, ``fill_diagonal`` and their in-place forms
+#: (``index_fill_``, ``masked_fill_``, ``fill_``, ``fill_diagonal_``: Ascend
+#: only in MindSpore 2.7 and 2.10, which run them as the ``Inplace*``
+#: kernels named here; ``index_fill_`` is not in 2.7).
 MAKERS = frozenset({
     "masked_fill", "masked_fill_", "fill", "fill_", "full", "full_like", "where", "log", "log_softmax",
     "MaskedFill", "FillV2", "Fill", "Select", "Log", "LogSoftmax", "FullLike", "Full",
+    "__setitem__", "index_fill", "index_fill_", "fills", "fill_diagonal", "fill_diagonal_",
+    "IndexFill", "IndexFillScalar", "IndexFillTensor", "MaskedFillScalar", "FillScalar", "FillTensor", "Fills",
+    "FillDiagonal", "InplaceFillScalar", "InplaceFillTensor", "InplaceMaskedFillScalar",
+    "InplaceMaskedFillTensor", "InplaceIndexFillScalar", "InplaceIndexFillTensor", "InplaceFillDiagonal",
 })
 #: APIs that pass a by-design -inf on elementwise: their -inf output, made
-#: from a by-design input, is by design too
+#: from a by-design input, is by design too (the writes of a tensor's
+#: values into another: ``copy_``, ``index_put``, ``tensor_scatter_update``,
+#: ``masked_scatter``, ``scatter`` with a -inf source)
 PASS_ON = frozenset({
     "__add__", "__radd__", "__iadd__", "__sub__", "__isub__", "add", "sub", "where", "masked_fill",
     "masked_fill_", "maximum", "minimum", "astype", "to", "float", "half", "cast", "reshape", "view",
@@ -71,7 +95,21 @@ PASS_ON = frozenset({
     "swapaxes", "__getitem__", "tile", "repeat", "contiguous", "clone", "copy", "flatten", "tril", "triu",
     "Add", "Sub", "Select", "MaskedFill", "Maximum", "Minimum", "Cast", "Reshape", "ExpandDims", "Squeeze",
     "BroadcastTo", "Transpose", "StridedSlice", "Tile", "Tril", "Triu", "Identity",
+    "copy_", "index_put", "index_put_", "tensor_scatter_update", "masked_scatter", "masked_scatter_", "scatter",
+    "scatter_", "TensorScatterUpdate", "TensorScatterElements", "InplaceCopy", "InplaceIndexPut",
+    "InplaceMaskedScatter",
 })
+#: the makers and passers-on that compute with the -inf they take (``mask
+#: - mask`` and ``log`` of a -inf are NaN): the others only move values, keep
+#: them or write new ones (:data:`KEEP_VALUES`)
+COMPUTE = frozenset({
+    "__add__", "__radd__", "__iadd__", "__sub__", "__isub__", "add", "sub", "Add", "Sub", "log", "log_softmax", "Log",
+    "LogSoftmax",
+})
+#: APIs whose output holds their inputs' values (moved, kept, cast) or
+#: values they write (``s[i] = inf``): a -inf by design they take stays
+#: -inf, so a NaN or +inf in their output is theirs, not the -inf's
+KEEP_VALUES = (MAKERS | PASS_ON) - COMPUTE
 #: makers remembered per window at most (their tensors are held until it closes)
 MAX_DEFERRED = 16
 
@@ -79,6 +117,34 @@ MAX_DEFERRED = 16
 def api_word(api: str) -> str:
     """``"Functional.masked_fill"`` -> ``"masked_fill"``; ``"Primitive.Log"`` -> ``"Log"``."""
     return api.split(".", 1)[1] if "." in api else api
+
+
+def storage_key(tensor: Any) -> Optional[tuple]:
+    """Where ``tensor``'s values live: (data pointer, storage offset, shape,
+    dtype), or None when MindSpore does not say. Two tensor objects with the
+    same key show the same values: an in-place call (``masked_fill_``,
+    ``copy_``) may return a new object over the memory it wrote, and the
+    code goes on with the one it wrote into."""
+    try:
+        pointer = int(tensor.data_ptr())
+    except Exception:
+        return None
+    if not pointer:
+        return None
+    try:
+        offset = int(tensor.storage_offset())
+    except Exception:
+        offset = 0
+    return pointer, offset, tuple(getattr(tensor, "shape", ())), str(getattr(tensor, "dtype", ""))
+
+
+def written_tensor(call: Any) -> Optional[Any]:
+    """The tensor an in-place L1 call wrote into, as the call returned it
+    (``Tensor.__setitem__`` returns ``self``; a C++ in-place method may
+    return a new object over the same memory), or None."""
+    if not getattr(call, "inplace", False):
+        return None
+    return next(iter(iter_tensors([call.output])), None)
 
 
 def only_negative_infinity(tensor: Any, cache: HostCache) -> bool:
@@ -104,6 +170,7 @@ class ByDesign:
     def __init__(self) -> None:
         self.makers: list = []
         self._tensors: dict[int, tuple[Any, Any]] = {}  # id(tensor) -> (tensor, maker)
+        self._written: dict[tuple, tuple[Any, Any]] = {}  # storage_key -> (tensor, maker): written in place
         self._calls: set[int] = set()
         self._consumed: set[int] = set()  # makers whose -inf a checked call took and turned finite
         self._external: set[int] = set()  # deferred calls that passed on a -inf no checked call made
@@ -114,16 +181,20 @@ class ByDesign:
     def clear(self) -> None:
         """The window closed: let everything go."""
         self.makers, self._tensors, self._calls, self._consumed, self._external = [], {}, set(), set(), set()
+        self._written = {}
 
     def full(self) -> bool:
         """No more makers are remembered in this window."""
         return len(self.makers) >= MAX_DEFERRED
 
-    def defer(self, maker: Any, tensors: list, on_behalf: Optional[Any] = None, external: bool = False) -> None:
+    def defer(self, maker: Any, tensors: list, on_behalf: Optional[Any] = None, external: bool = False,
+              inplace: bool = False) -> None:
         """Remember ``tensors`` (-inf by design) as made by ``maker``; a
         call passing a maker's -inf on (``on_behalf``: that call) adds its
         outputs under the same maker. ``external``: ``maker`` passed on a
-        -inf no checked call made (recorded carried, not as the origin)."""
+        -inf no checked call made (recorded carried, not as the origin).
+        ``inplace``: the call wrote ``tensors`` in place: any object over
+        the same memory (:func:`storage_key`) is theirs too."""
         if on_behalf is None and id(maker) not in self._calls:
             self.makers.append(maker)
             self._calls.add(id(maker))
@@ -131,11 +202,55 @@ class ByDesign:
                 self._external.add(id(maker))
         for tensor in tensors:
             self._tensors[id(tensor)] = (tensor, maker)
+            key = storage_key(tensor) if inplace else None
+            if key is not None:
+                self._written[key] = (tensor, maker)
 
     def maker_of(self, tensor: Any) -> Optional[Any]:
-        """The deferred maker of ``tensor``, or None."""
+        """The deferred maker of ``tensor``, or None: ``tensor`` is one of
+        its -inf tensors, or shows the memory one was written in place."""
         hit = self._tensors.get(id(tensor))
-        return hit[1] if hit is not None and hit[0] is tensor else None
+        if hit is not None and hit[0] is tensor:
+            return hit[1]
+        if self._written:
+            key = storage_key(tensor)
+            hit = self._written.get(key) if key is not None else None
+            if hit is not None and storage_key(hit[0]) == key:  # still there (not given new memory since)
+                return hit[1]
+        return None
+
+    def inherit(self, call: Any, cache: HostCache) -> None:
+        """Before an in-place ``call`` is judged: its inputs are the copies
+        the L1 wrappers made before the call, not the tensors the code
+        passed, so a copy of a deferred maker's -inf would look like a -inf
+        no checked call made. The copy of the tensor written into (the
+        first argument) holding -inf belongs to the maker of what the call
+        returned (``s[pad] = -inf`` twice into the same scores); any other
+        -inf-only copy to the maker of a remembered tensor holding the very
+        same values (``s.copy_(masked)``, ``s[pad] = mask_value``)."""
+        target = written_tensor(call)
+        written_by = self.maker_of(target) if target is not None else None
+        for position, tensor in enumerate(iter_tensors([getattr(call, "args", ()), getattr(call, "kwargs", {})])):
+            if tensor is target or not only_negative_infinity(tensor, cache) or self.maker_of(tensor) is not None:
+                continue
+            maker = written_by if position == 0 and written_by is not None else self._same_values(tensor, cache)
+            if maker is not None:
+                self._tensors[id(tensor)] = (tensor, maker)
+
+    def _same_values(self, tensor: Any, cache: HostCache) -> Optional[Any]:
+        """The maker of a remembered tensor whose values are ``tensor``'s
+        (same shape and dtype, equal elementwise, -inf included), or None."""
+        array = cache.get(tensor).array
+        if array is None:
+            return None
+        shape, dtype = tuple(getattr(tensor, "shape", ())), dtype_name(tensor)
+        for original, maker in list(self._tensors.values()):
+            if original is tensor or tuple(getattr(original, "shape", ())) != shape or dtype_name(original) != dtype:
+                continue
+            other = cache.get(original).array
+            if other is not None and np.array_equal(other, array):
+                return maker
+        return None
 
     def deferred(self, call: Any) -> bool:
         """``call`` is a deferred maker not recorded yet."""
@@ -160,17 +275,33 @@ class ByDesign:
         if maker in self.makers:
             self.makers.remove(maker)
 
+    def let_go(self, makers: list, tensors: list) -> None:
+        """A call took these makers' -inf and made NaN or +inf of its own
+        (recorded as the origin): ``tensors``, its output, are not by
+        design (a tensor it wrote in place was one of theirs), and the
+        makers' -inf led to that record, not to a result of its own."""
+        for tensor in tensors:
+            hit = self._tensors.get(id(tensor))
+            if hit is not None and hit[0] is tensor:
+                del self._tensors[id(tensor)]
+            key = storage_key(tensor) if self._written else None
+            if key is not None:
+                self._written.pop(key, None)
+        self.consumed(makers)
+
     def excused(self, tensor: Any, cache: HostCache) -> bool:
         """A consumer sees ``tensor`` as finite: it is a deferred maker's
         output and holds -inf only."""
-        return self.maker_of(tensor) is not None and only_negative_infinity(tensor, cache)
+        return only_negative_infinity(tensor, cache) and self.maker_of(tensor) is not None
 
     def makers_of(self, inputs: Any, cache: HostCache) -> list:
         """The makers of the by-design tensors among ``inputs``, once each, in order."""
         out: list = []
         for tensor in iter_tensors(inputs):
+            if cache.finite(tensor):
+                continue
             maker = self.maker_of(tensor)
-            if maker is not None and maker not in out and not cache.finite(tensor):
+            if maker is not None and maker not in out:
                 out.append(maker)
         return out
 
@@ -213,6 +344,7 @@ class Decision(enum.Enum):
     AS_USUAL = "as usual"        #: judge and record it as any other entry
     SKIP = "skip"                #: no record: deferred, or it consumed a by-design -inf
     AFTER_MAKERS = "after makers"  #: record the makers first (origins), then this entry, carried
+    ORIGIN = "origin"            #: record it as the origin: its NaN/+inf is its own, not the -inf's it took
 
 
 def decide(kind: str, call: Any, inputs: list, outputs: list, origin: bool, cache: HostCache,
@@ -225,6 +357,9 @@ def decide(kind: str, call: Any, inputs: list, outputs: list, origin: bool, cach
         if registry.deferred(call):  # its own backward overflowed: the -inf it made reached the gradients
             return Decision.AFTER_MAKERS, [call]
         return Decision.AS_USUAL, []
+    inplace = bool(getattr(call, "inplace", False))
+    if inplace:
+        registry.inherit(call, cache)  # an in-place write into a tensor holding a deferred maker's -inf
     makers = registry.makers_of(inputs, cache)
     outside = outside_minus_infinity(inputs, cache, registry)
     nonfinite = [t for t in iter_tensors(outputs) if not cache.finite(t)]
@@ -237,14 +372,17 @@ def decide(kind: str, call: Any, inputs: list, outputs: list, origin: bool, cach
             return Decision.SKIP, []
         if inputs_finite and only_minus_inf and may_defer(call.api, True) and (makers or not registry.full()):
             if makers:  # passed on: deferred too, for its maker
-                registry.defer(makers[0], nonfinite, on_behalf=call)
+                registry.defer(makers[0], nonfinite, on_behalf=call, inplace=inplace)
             else:  # a -inf no checked call made, passed on: this call is where it came in
-                registry.defer(call, nonfinite, external=True)
+                registry.defer(call, nonfinite, external=True, inplace=inplace)
             return Decision.SKIP, []
+        if inputs_finite and api_word(call.api) in KEEP_VALUES:  # s[pad] = -inf, then s[i] = inf: the write
+            registry.let_go(makers, nonfinite)
+            return Decision.ORIGIN, []
         # the -inf reached a judged result: its makers are the origin, recorded before this entry
         return (Decision.AFTER_MAKERS, makers) if makers else (Decision.AS_USUAL, [])
     if origin and nonfinite and only_minus_inf and may_defer(call.api, False) and not registry.full():
-        registry.defer(call, nonfinite)
+        registry.defer(call, nonfinite, inplace=inplace)
         return Decision.SKIP, []
     return Decision.AS_USUAL, []
 

@@ -334,12 +334,14 @@ class Checker:
             return True
         if verdict.overflow and collective is None and not hasattr(call, "ancestry"):  # L1: -inf by design?
             try:
-                handled, carried = self._by_design(kind, call, inputs, outputs, verdict, cache, batch)
+                handled, carried, own = self._by_design(kind, call, inputs, outputs, verdict, cache, batch)
             except Exception as err:
                 self.on_error("while judging -inf made by design", err)
                 handled = None
             if handled is not None:
                 return handled
+            if own:  # its NaN/+inf is its own: the -inf by design among its inputs counts as finite
+                verdict = replace(verdict, origin=True)
         origin = self._origin(kind, call, verdict, cache) and not carried
         top = getattr(call, "top", None) if kind == "forward" else None
         if top is not None and top.stash is not None and not top.released:  # after the model's own record
@@ -413,22 +415,24 @@ class Checker:
         return not self.state.exhausted
 
     def _by_design(self, kind: str, call: Any, inputs: list, outputs: list, verdict: Verdict, cache: HostCache,
-                   batch: _Batch) -> tuple[Optional[bool], bool]:
+                   batch: _Batch) -> tuple[Optional[bool], bool, bool]:
         """An L1 entry that overflowed, against the -inf made by design
-        (:func:`.by_design.decide`). Returns (handled, carried): ``handled``
-        True when the entry needs no record (deferred, or it consumed a
-        by-design -inf and stayed finite), False when writing failed, None
-        to judge it as usual; ``carried``: it is judged carried (a maker
-        was recorded before it as the origin)."""
+        (:func:`.by_design.decide`). Returns (handled, carried, own):
+        ``handled`` True when the entry needs no record (deferred, or it
+        consumed a by-design -inf and stayed finite), False when writing
+        failed, None to judge it as usual; ``carried``: it is judged carried
+        (a maker was recorded before it as the origin); ``own``: its NaN or
+        +inf is its own (``s[i] = inf`` into masked scores): judged as if its
+        -inf inputs were finite."""
         action, makers = decide(kind, call, inputs, outputs, verdict.origin, cache, self.by_design)
         if action is Decision.SKIP:
             self._settle_deferred(call)
-            return True, False
+            return True, False, False
         if action is Decision.AFTER_MAKERS:
             if not self._record_makers(makers, cache, batch):
-                return False, False
-            return None, bool(makers)
-        return None, False
+                return False, False, False
+            return None, bool(makers), False
+        return None, False, action is Decision.ORIGIN
 
     def _consumed_by_cell(self, call: Any, inputs: list, outputs: list, cache: HostCache) -> bool:
         """L0: a Cell that consumed a -inf made by design gets no record

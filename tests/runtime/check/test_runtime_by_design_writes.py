@@ -1,0 +1,219 @@
+"""-inf written into a tensor by design (probe_runtime.check.by_design).
+
+An attention mask written with ``s[pad] = -inf`` (``Tensor.__setitem__``,
+in place) or ``s.index_fill(2, idx, -inf)`` and consumed by a softmax is
+no overflow: the loss and every gradient stay finite. It used to be the
+ORIGIN in every step (``Tensor.__setitem__.0.forward``), which with
+``overflow_nums`` 1 hid the real overflow of a later step. ``masked_fill``
+was already handled; these are the same rule for writes: deferred, and
+recorded only when the -inf reaches a judged result.
+
+Each scenario runs under the default checks and under ``checks="exact"``
+(fresh dump folders); both must give the same first record.
+"""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+pytestmark = pytest.mark.mindspore
+ms = pytest.importorskip("mindspore")
+np = pytest.importorskip("numpy")
+
+from mindspore import Tensor, nn, ops  # noqa: E402
+
+from probe_runtime import PrecisionDebugger  # noqa: E402
+from runtime_support import PatchedState, isolate, write_runtime_config  # noqa: E402
+
+ms.set_context(mode=ms.PYNATIVE_MODE)
+ORIGINAL = PatchedState()
+STEPS = 3
+MINUS_INF = float("-inf")
+#: the padded key of every query: the last one
+PAD = np.zeros((2, 4, 4), bool)
+PAD[:, :, 3] = True
+
+
+def _records(dump):
+    """Every overflow.json record of ``dump``, in step order: [(step, record)]."""
+    out = []
+    for path in sorted(dump.glob("step*/rank/overflow.json"), key=lambda p: int(p.parent.parent.name[4:])):
+        step = int(path.parent.parent.name[4:])
+        out.extend((step, record) for record in json.loads(path.read_text()))
+    return out
+
+
+def _named(records):
+    """[(step, name, origin)] of ``records``."""
+    return [(step, record["name"], record["origin"]) for step, record in records]
+
+
+def _write(s, how):
+    """The scores ``s`` with the padded keys set to -inf, written as ``how`` says."""
+    if how == "setitem":
+        s[Tensor(PAD)] = MINUS_INF
+        return s
+    if how == "setitem_slice":
+        s[:, :, 3] = MINUS_INF
+        return s
+    if how == "setitem_tensor":  # a -inf tensor no checked call made, as the value
+        s[Tensor(PAD)] = Tensor(MINUS_INF, ms.float32)
+        return s
+    if how == "setitem_twice":  # the second write takes the first one's -inf (the call's input is a copy)
+        s[Tensor(PAD)] = MINUS_INF
+        s[:, 0, 2] = MINUS_INF
+        return s
+    if how == "copy_":  # an in-place copy of a masked_fill's -inf: returns a new object over s's memory
+        s.copy_(s.masked_fill(Tensor(PAD), MINUS_INF))
+        return s
+    if how == "float16_finfo_min":  # float32's lowest value rounds to -inf in float16
+        s = s.astype(ms.float16)
+        s[Tensor(PAD)] = float(np.finfo(np.float32).min)
+        return s
+    if how == "index_fill":
+        return s.index_fill(2, Tensor(np.array([3], np.int32)), MINUS_INF)
+    if how == "ops.index_fill":
+        return ops.index_fill(s, 2, Tensor(np.array([3], np.int32)), MINUS_INF)
+    raise AssertionError(how)
+
+
+class _Attention(nn.Cell):
+    """Scores of a query and a key projection, masked by ``how``, through a
+    softmax into the loss. In the step ``wrong``: ``"x"`` scales the input
+    by 1e20 (the scores' matmul overflows: the real overflow), ``"sum"``
+    also sums the masked scores into the loss (the -inf reaches it),
+    ``"plus_inf"`` also writes +inf into a score (never by design)."""
+
+    def __init__(self, how):
+        super().__init__()
+        self.how = how
+        self.q = nn.Dense(4, 4)
+        self.k = nn.Dense(4, 4)
+
+    def construct(self, x, wrong):
+        s = _write(ops.matmul(self.q(x), self.k(x).swapaxes(-1, -2)), self.how)
+        if wrong == "plus_inf":
+            s[:, 1, 0] = float("inf")
+        loss = (ops.softmax(s, axis=-1) ** 2).sum().astype(ms.float32)
+        return loss + s.sum().astype(ms.float32) if wrong == "sum" else loss
+
+
+def _scenario(how, wrong=None, at=2):
+    """``STEPS`` training steps of :class:`_Attention`; ``wrong`` in step ``at`` only."""
+    def scenario(debugger):
+        ms.set_seed(0)
+        net = _Attention(how)
+        grad_fn = ms.value_and_grad(net, None, net.trainable_params())
+        x = np.random.RandomState(0).randn(2, 4, 4).astype(np.float32)
+        for step in range(STEPS):
+            now = wrong if step == at else None
+            debugger.start()
+            loss, grads = grad_fn(Tensor(x * (1e20 if now == "x" else 1.0)), now)
+            debugger.stop()
+            debugger.step()
+            finite = now is None
+            assert np.isfinite(loss.asnumpy()).all() == finite, (step, loss)
+            if finite:
+                assert all(np.isfinite(g.asnumpy()).all() for g in grads), step
+    return scenario
+
+
+def _run_both(tmp_path, monkeypatch, scenario, nums=-1):
+    """(records under the default checks, records under exact checks)."""
+    isolate(monkeypatch, tmp_path)
+    monkeypatch.delenv("PROBE_CHECKS", raising=False)
+    results = []
+    for checks in (None, "exact"):
+        folder = tmp_path / (checks or "default")
+        folder.mkdir()
+        config = write_runtime_config(folder, level="L1", nums=nums)
+        debugger = PrecisionDebugger(config_path=str(config), checks=checks)
+        try:
+            scenario(debugger)
+        finally:
+            debugger.stop()
+            debugger.windows.summary.said = True
+        results.append(_named(_records(folder / "dump")))
+    ORIGINAL.assert_untouched()
+    return results
+
+
+WRITES = ["setitem", "setitem_slice", "setitem_tensor", "setitem_twice", "copy_", "float16_finfo_min",
+          "index_fill", "ops.index_fill"]
+#: the entry that writes the -inf of each way (the origin once it reaches the loss)
+WRITER = {"setitem": "Tensor.__setitem__.0.forward", "setitem_slice": "Tensor.__setitem__.0.forward",
+          "setitem_tensor": "Tensor.__setitem__.0.forward", "setitem_twice": "Tensor.__setitem__.0.forward",
+          "copy_": "Tensor.masked_fill.0.forward", "float16_finfo_min": "Tensor.__setitem__.0.forward",
+          "index_fill": "Tensor.index_fill.0.forward", "ops.index_fill": "Functional.index_fill.0.forward"}
+
+
+@pytest.mark.parametrize("how", WRITES)
+def test_a_minus_inf_mask_written_into_the_scores_that_a_softmax_consumes_is_not_an_overflow(
+        tmp_path, monkeypatch, how):
+    """The mask written with -inf, consumed by the softmax, in every step:
+    the loss and the gradients are finite, so nothing is recorded (the
+    write was an ORIGIN in every step before)."""
+    default, exact = _run_both(tmp_path, monkeypatch, _scenario(how))
+    assert default == exact == []
+
+
+@pytest.mark.parametrize("how", ["setitem", "index_fill"])
+def test_with_overflow_nums_1_the_real_overflow_is_the_one_record(tmp_path, monkeypatch, how):
+    """overflow_nums 1, the tester's script: the mask in every step, a
+    matmul overflowing in step 2. Its record is the only one (the mask's
+    record in step 0 used everything up and hid it)."""
+    default, exact = _run_both(tmp_path, monkeypatch, _scenario(how, "x"), nums=1)
+    assert default == exact == [(2, "Functional.matmul.0.forward", True)]
+
+
+@pytest.mark.parametrize("how", ["setitem", "setitem_twice", "copy_", "index_fill", "ops.index_fill"])
+def test_a_written_minus_inf_that_reaches_the_loss_is_the_origin(tmp_path, monkeypatch, how):
+    """Step 2 also sums the masked scores into the loss: the -inf written
+    by design reached a judged result, so its writer is the origin, in
+    that step, and the sum carries it."""
+    default, exact = _run_both(tmp_path, monkeypatch, _scenario(how, "sum"))
+    assert default[0] == exact[0] == (2, WRITER[how], True)
+    assert "sum" in exact[1][1] and not exact[1][2], exact[:3]
+
+
+def test_a_minus_inf_tensor_written_in_that_reaches_the_loss_names_the_write(tmp_path, monkeypatch):
+    """The value written is a -inf tensor no checked call made: the write
+    is where it came in, recorded (carried) in step 2 when it reaches the
+    loss, never before."""
+    default, exact = _run_both(tmp_path, monkeypatch, _scenario("setitem_tensor", "sum"))
+    assert default[0] == exact[0] == (2, "Tensor.__setitem__.0.forward", False)
+
+
+@pytest.mark.parametrize("how", ["setitem", "index_fill"])
+def test_plus_inf_written_into_the_scores_is_the_origin(tmp_path, monkeypatch, how):
+    """s[:, 1, 0] = inf in step 2, after the -inf mask: +inf is never by
+    design, so that write is the origin (the softmax and sum carry it),
+    and no step before has a record."""
+    default, exact = _run_both(tmp_path, monkeypatch, _scenario(how, "plus_inf"))
+    index = 1 if how.startswith("setitem") else 0
+    assert default[0] == exact[0] == (2, f"Tensor.__setitem__.{index}.forward", True)
+    assert all(step == 2 for step, _, _ in exact)
+
+
+def test_plus_inf_written_into_a_tensor_that_flows_into_a_sum_is_the_origin(tmp_path, monkeypatch):
+    """Forward only: a -inf mask written into scores and consumed by a
+    softmax in every step, and x[idx] = inf into another tensor in step 1,
+    summed into the result: that write is the origin (its +inf is never by
+    design), the sum carries it, and the mask's write is never recorded."""
+    def scenario(debugger):
+        for step in range(2):
+            debugger.start()
+            scores = ops.mul(Tensor(np.ones((2, 4), np.float32)), 3.0)
+            scores[:, 3] = MINUS_INF
+            x = ops.mul(Tensor(np.ones(4, np.float32)), 2.0)
+            if step == 1:
+                x[Tensor(np.array([1], np.int32))] = float("inf")
+            (ops.sum(x) + ops.softmax(scores, axis=-1).sum()).asnumpy()
+            debugger.stop()
+            debugger.step()
+
+    default, exact = _run_both(tmp_path, monkeypatch, scenario)
+    assert default[0] == exact[0] == (1, "Tensor.__setitem__.1.forward", True)
+    assert exact[1][0] == 1 and "sum" in exact[1][1] and not exact[1][2], exact
+    assert all(name != "Tensor.__setitem__.0.forward" for _, name, _ in exact), exact
