@@ -184,8 +184,29 @@ class ByDesign:
         self._written = {}
 
     def full(self) -> bool:
-        """No more makers are remembered in this window."""
+        """No more makers are remembered in this window. At the limit the
+        oldest makers whose -inf a checked call already turned finite (a
+        layer's mask its softmax absorbed) are let go first: a model of
+        more than :data:`MAX_DEFERRED` masked attention layers had its
+        17th mask called an origin in every step. A tensor of theirs taken
+        again later counts as a -inf no checked call made."""
+        if len(self.makers) < MAX_DEFERRED:
+            return False
+        for maker in [m for m in self.makers if id(m) in self._consumed]:
+            if len(self.makers) < MAX_DEFERRED:
+                break
+            self._forget(maker)
         return len(self.makers) >= MAX_DEFERRED
+
+    def _forget(self, maker: Any) -> None:
+        """Let ``maker`` and its tensors go."""
+        self.makers.remove(maker)
+        self._calls.discard(id(maker))
+        self._consumed.discard(id(maker))
+        self._external.discard(id(maker))
+        self._tensors = {key: hit for key, hit in self._tensors.items() if hit[1] is not maker}
+        if self._written:
+            self._written = {key: hit for key, hit in self._written.items() if hit[1] is not maker}
 
     def defer(self, maker: Any, tensors: list, on_behalf: Optional[Any] = None, external: bool = False,
               inplace: bool = False) -> None:

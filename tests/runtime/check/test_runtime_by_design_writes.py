@@ -217,3 +217,49 @@ def test_plus_inf_written_into_a_tensor_that_flows_into_a_sum_is_the_origin(tmp_
     assert default[0] == exact[0] == (1, "Tensor.__setitem__.1.forward", True)
     assert exact[1][0] == 1 and "sum" in exact[1][1] and not exact[1][2], exact
     assert all(name != "Tensor.__setitem__.0.forward" for _, name, _ in exact), exact
+
+
+def _deep(layers, last_reaches_loss=False, overflow_at=None):
+    """``layers`` masked attention layers in one step (each: scores, a -inf
+    masked_fill, a softmax), more than the 16 makers a window keeps; in
+    the step ``overflow_at`` the input is scaled to overflow the first
+    matmul. ``last_reaches_loss``: the last layer's masked scores are also
+    summed into the loss in step 2 (its -inf reaches a judged result)."""
+    def scenario(debugger):
+        w = ms.Parameter(Tensor(np.full((4, 4), 10.0, np.float32)), name="w")
+        mask = Tensor(np.triu(np.ones((4, 4), bool), 1))
+
+        def forward(x, leak):
+            h = x
+            for _ in range(layers):
+                s = ops.masked_fill(ops.matmul(h, w), mask, MINUS_INF)
+                h = ops.softmax(s, -1)
+            return h.sum() + s.sum() if leak else h.sum()
+
+        grad_fn = ms.value_and_grad(forward, None, [w])
+        for step in range(STEPS):
+            scale = 1e38 if step == overflow_at else 1.0  # the first matmul: 4e39
+            debugger.start()
+            grad_fn(Tensor(np.full((4, 4), scale, np.float32)), last_reaches_loss and step == 2)
+            debugger.stop()
+            debugger.step()
+    return scenario
+
+
+def test_more_masked_layers_than_the_window_keeps_are_no_overflow(tmp_path, monkeypatch):
+    """20 masked attention layers: the window keeps at most 16 makers;
+    the 17th mask was called an origin in every step. Makers whose -inf a
+    softmax already absorbed are let go first."""
+    default, exact = _run_both(tmp_path, monkeypatch, _deep(20))
+    assert default == exact == []
+
+
+def test_past_the_limit_a_mask_that_reaches_the_loss_and_a_real_overflow_are_named(tmp_path, monkeypatch):
+    """Past the 16 kept makers the rule still holds both ways: the last
+    layer's mask summed into the loss is the origin in its step, and an
+    input that overflows the first matmul is named there."""
+    default, exact = _run_both(tmp_path, monkeypatch, _deep(20, last_reaches_loss=True))
+    assert default[0] == exact[0] == (2, "Functional.masked_fill.19.forward", True)
+    (tmp_path / "again").mkdir()
+    default, exact = _run_both(tmp_path / "again", monkeypatch, _deep(20, overflow_at=1))
+    assert default[0] == exact[0] == (1, "Functional.matmul.0.forward", True)
