@@ -241,7 +241,7 @@ class GraphChecks:
         self._clear_scratch()
         self.switch.on()
         try:
-            original(cell, *args, **kwargs)
+            wait_for(original(cell, *args, **kwargs))
         finally:
             self.switch.off()
             after.restore()
@@ -283,3 +283,12 @@ class GraphChecks:
         for path in glob.glob(os.path.join(self.scratch, "rank_*", NET_NAME)):
             if os.path.isdir(path) and not os.path.islink(path):
                 shutil.rmtree(path, ignore_errors=True)
+
+
+def wait_for(result: Any) -> None:
+    """Wait until the kernels that made ``result`` ran (a host read of each
+    tensor in it, :func:`nonfinite_outputs`): a replay's result is not read
+    otherwise, and in an asynchronous process its kernels, and their dump,
+    would still be queued when the dump is switched off and scanned (a
+    fresh user's replays named no kernel at random). Never raises."""
+    nonfinite_outputs(result)

@@ -47,7 +47,7 @@ from ..check.verdict import HostCache, is_floating
 from ..hooks.reach import reachable_parameters
 from ..state import RunState
 from .dump_config import NET_NAME
-from .graph import caller_where, nonfinite_outputs
+from .graph import caller_where, nonfinite_outputs, wait_for
 from .private import DumpSwitch, jit_executor
 from .records import KernelRecords
 from .scan import random_kernels, scan
@@ -261,7 +261,7 @@ class JitRegions:
         self._clear()
         self.switch.on()
         try:
-            original(run, *args, **kwargs)
+            wait_for(original(run, *args, **kwargs))
         finally:
             self.switch.off()
         self.replays += 1
