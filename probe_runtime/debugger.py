@@ -35,6 +35,13 @@ Example::
     loss = train_step(batch)
     debugger.stop()
     debugger.step()
+
+One debugger per process, as msprobe's (:class:`MsprobeSingleton`): built again
+with the same arguments (e.g. in a ``get_debugger()`` helper) it returns
+the same debugger, not initialised again; ``PrecisionDebugger.start()``,
+``.stop()``, ``.step()``, ``.set_init_step(n)``,
+``.forward_backward_dump_end()`` (and ``.finish()``) on the class act on
+the last one built.
 """
 from __future__ import annotations
 
@@ -46,13 +53,12 @@ from typing import Any, Optional
 from . import lifecycle
 from .errors import RuntimeMissing, UsageError
 from .gate import admit, claim_dump_path
+from .instance import CHECKS_VARIABLE, CONFIG_VARIABLE, MsprobeSingleton
 from .scenario import detect, imported_late
 from .state import RunState, expand_ids, live_rank_source
 from .windows.policy import DEFAULT_CHECKS, Checks, WindowPolicy, parse_checks
 
 LOGGER = logging.getLogger("probe_runtime")
-CONFIG_VARIABLE = "PROBE_CONFIG"
-CHECKS_VARIABLE = "PROBE_CHECKS"
 #: the values of ``checks`` (and ``PROBE_CHECKS``)
 CHECKS = tuple(c.value for c in Checks)
 __all__ = ["PrecisionDebugger", "CHECKS", "DEFAULT_CHECKS"]
@@ -74,35 +80,33 @@ def require_runtime() -> None:
             raise RuntimeMissing(module, str(err) or type(err).__name__) from None
 
 
-class PrecisionDebugger:
+class PrecisionDebugger(metaclass=MsprobeSingleton):
     """msprobe-compatible overflow detector for MindSpore: PyNative (L0, L1), static graph (L2).
 
     The facade only wires the parts; what each window checks lives in
-    :mod:`probe_runtime.windows`.
+    :mod:`probe_runtime.windows`. One per process, as msprobe's (the same
+    arguments return it; its methods work on the class: :class:`MsprobeSingleton`).
 
     Args:
-        config_path: msprobe config.json; None falls back to the
-            ``PROBE_CONFIG`` environment variable, then to no file (the
-            keyword arguments alone).
+        config_path: msprobe config.json; None: the ``PROBE_CONFIG``
+            environment variable, then no file (keyword arguments alone).
         task, dump_path, level, step: override the file's values
             (``step``: list of ints >= 0 or ``"a-b"`` strings).
         checks: ``"exact"`` (the default: every call of every checked
-            step, forward and backward), ``"auto"`` (gradient computations
-            watched, one that returns inf/nan run again under exact checks:
-            faster, but blind to an overflow that never reaches their
-            result) or ``"sentinel"``. None falls back to ``PROBE_CHECKS``,
-            then :data:`DEFAULT_CHECKS`. Not an msprobe argument; what each
-            sees and costs: ``docs/checks.md``.
+            step), ``"auto"`` (gradient computations watched, one that
+            returns inf/nan run again under exact checks: faster, but blind
+            to an overflow that never reaches their result) or ``"sentinel"``;
+            None: ``PROBE_CHECKS``, then :data:`DEFAULT_CHECKS`. Not an
+            msprobe argument; what each sees and costs: ``docs/checks.md``.
 
     Raises:
         RuntimeMissing: no numpy or MindSpore (an ``ImportError``).
         ValueError: ``checks`` (or ``PROBE_CHECKS``) is not one of
             :data:`CHECKS`, or ``PROBE_SYNC`` not ``0``, ``1`` or ``auto``.
         ConfigLintError: the lint found errors in this live context (bad
-            config, a task other than overflow_check, L2 on GPU, L0/L1 in a
-            graph-mode process, a dump_path that is relative, a soft link or
-            not writable, or holding an earlier run's dump of this rank ...).
-            Nothing has been patched or written then.
+            config, task not overflow_check, L2 on GPU, L0/L1 in graph mode,
+            a dump_path relative, a soft link, not writable or holding an
+            earlier run's dump of this rank ...); nothing patched or written.
         L2Unavailable: L2 on CPU, no private dump switch in this MindSpore or a ``.`` in TMPDIR (ValueError)
     """
 
@@ -131,7 +135,7 @@ class PrecisionDebugger:
         self.state = RunState(steps=expand_ids(config.get("step")), ranks=expand_ids(config.get("rank")),
                               rank=rank[0], overflow_nums=int(section.get("overflow_nums", 1)))
         self._build_parts(WindowPolicy(mode, defaulted=named is None), config)  # L2Unavailable (l2.parts)
-        self._started = False
+        self._started = self._closed = False  # _closed: finish() ran; built again, a new debugger (MsprobeSingleton)
         lifecycle.register(self)
 
     def _build_parts(self, policy: WindowPolicy, config: dict) -> None:
@@ -255,6 +259,8 @@ class PrecisionDebugger:
         """
         self.state.set_step(step)
 
+    forward_backward_dump_end = stop  # msprobe's older name of stop() (8.1.2 docs: "will be removed")
+
     def finish(self) -> None:
         """What interpreter exit and SIGTERM do (:mod:`.lifecycle`): remove
         every patch, resolve everything pending (records written), close the
@@ -267,7 +273,7 @@ class PrecisionDebugger:
             self.windows.close(at_exit=True)
             self.windows.say_nothing_found()
         finally:
-            self._started = False
+            self._started, self._closed = False, True
 
     def _unpatch(self) -> None:
         """Remove every installed part (also when ``overflow_nums`` is reached)."""

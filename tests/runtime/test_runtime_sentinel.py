@@ -239,7 +239,8 @@ def test_one_parameter_as_weights_is_labelled_and_never_iterated(work, monkeypat
 
 def test_a_second_debugger_is_refused_while_one_watches(work, tmp_path, caplog):
     _, make = work
-    first, second = make(), make()
+    # another config: built again with the same arguments, it would be the first (msprobe's singleton)
+    first, second = make(), make(nums=2)
     first.start()
     second.start()                                          # refused: it would wrap the first one's wrappers
     assert any("another PrecisionDebugger is already started" in r.getMessage() for r in caplog.records)

@@ -211,6 +211,9 @@ def test_second_run_into_an_earlier_dump_is_refused(work, monkeypatch):
     dump = tmp_path / "dump"
     assert (dump / "step0" / "rank" / "overflow.json").is_file()
     before = snapshot(dump)
+    # the first run ends (what exit runs): built again with the same arguments while it was
+    # running, PrecisionDebugger would return it, as msprobe's singleton does (test_debugger.py)
+    first.finish()
     with pytest.raises(ConfigLintError) as caught:
         make("L1")
     assert "PL407" in str(caught.value) and "step0/rank" in str(caught.value)
