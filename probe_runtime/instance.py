@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import json
 import logging
 import os
 import threading
@@ -107,26 +108,33 @@ def current_debugger(cls: type, name: str = "start") -> Any:
 
 
 def _identity(cls: type, args: tuple, kwargs: dict) -> Optional[tuple]:
-    """What a ``cls(*args, **kwargs)`` call would build from: the config file
-    (``PROBE_CONFIG`` when none is named; its absolute path and its content),
-    the keyword overrides, ``checks`` (or ``PROBE_CHECKS``), ``PROBE_SYNC``
-    and this process's rank. None when it cannot tell (arguments the constructor
-    refuses, a file it cannot read): that call builds, and says what is wrong."""
+    """What a ``cls(*args, **kwargs)`` call would build from: the config it
+    takes effect with (the file, ``PROBE_CONFIG`` when none is named, with
+    the keyword overrides laid over it: ``level="L1"`` beside a file that
+    says L1 is the same config), ``checks`` (or ``PROBE_CHECKS``),
+    ``PROBE_SYNC`` and this process's rank. None when it cannot tell
+    (arguments the constructor refuses, a file it cannot read): that call
+    builds, and says what is wrong."""
     try:
         values = inspect.signature(cls.__init__).bind(None, *args, **kwargs).arguments  # type: ignore[misc]
         path = values.get("config_path")
         path = os.environ.get(CONFIG_VARIABLE) or None if path is None else path  # as __init__ falls back
-        content = None
+        config: Any = {}
         if path is not None:
-            path = os.path.abspath(path)
-            with open(path, "rb") as file:
+            with open(os.path.abspath(path), "rb") as file:
                 content = file.read()
+            try:
+                config = json.loads(content)
+            except ValueError:  # not JSON: the same bytes are the same config
+                config = {"": content.decode("latin-1")}
     except (TypeError, ValueError, OSError):
         return None
+    overrides = {name: values[name] for name in ("task", "dump_path", "level", "step") if values.get(name) is not None}
+    effective = {**config, **overrides} if isinstance(config, dict) else {"": config, **overrides}
     checks = values.get("checks")
     checks = os.environ.get(CHECKS_VARIABLE) or None if checks is None else checks
-    overrides = tuple(values.get(name) for name in ("task", "dump_path", "level", "step"))
-    return path, content, overrides, checks, os.environ.get("PROBE_SYNC"), live_rank_source()[0]
+    return (json.dumps(effective, sort_keys=True, default=repr), checks, os.environ.get("PROBE_SYNC"),
+            live_rank_source()[0])
 
 
 class MsprobeSingleton(type):

@@ -156,7 +156,7 @@ def check_data(data: dict, context: Context, *, selection: Selection, path: str 
     script = context.script
     given = ("dump_path",) if script is not None and getattr(script, "passes_dump_path", False) else ()
     findings, bad = validate(data, skip=skip, profile=profile.name, why=why, given_in_code=given,
-                             framework=context.framework)
+                             framework=context.framework, runtime=context.runtime)
     view = ConfigView(data, bad, path, profile=profile.name, given_in_code=frozenset(given))
     for info in rules.values():
         if info.check is None or not selection.enabled(info.code):

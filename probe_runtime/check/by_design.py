@@ -397,7 +397,7 @@ def decide(kind: str, call: Any, inputs: list, outputs: list, origin: bool, cach
             else:  # a -inf no checked call made, passed on: this call is where it came in
                 registry.defer(call, nonfinite, external=True, inplace=inplace)
             return Decision.SKIP, []
-        if inputs_finite and api_word(call.api) in KEEP_VALUES:  # s[pad] = -inf, then s[i] = inf: the write
+        if inputs_finite and not only_minus_inf and api_word(call.api) in KEEP_VALUES:  # s[i] = inf after a mask
             registry.let_go(makers, nonfinite)
             return Decision.ORIGIN, []
         # the -inf reached a judged result: its makers are the origin, recorded before this entry

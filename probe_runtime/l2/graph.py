@@ -15,8 +15,9 @@ through :meth:`GraphChecks.call`:
    (:mod:`.private`), the same step runs again with the same arguments, the
    dump is turned off, and :func:`~.scan.scan` names the first kernel whose
    inputs were finite and output not, and those that carried it on;
-   :class:`~.records.KernelRecords` writes them. The replay's result is
-   returned and its state kept: the step counts once.
+   :class:`~.records.KernelRecords` writes them. The step's own result is
+   returned and the state it left put back: the step counts once, as
+   without the tool (only random kernels drew once more).
 
 Example::
 

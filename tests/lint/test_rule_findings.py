@@ -319,3 +319,13 @@ def test_nulls_msprobe_reads_as_absent_are_warnings(lint):
     (pt,) = lint(empty, framework="pytorch")
     assert pt.code == "PL103" and pt.severity.value == "error"
     assert lint(config(overflow_check={"overflow_nums": "3"}))[0].severity.value == "error"
+
+
+def test_nulls_stay_plain_errors_inside_probe_runtime():
+    """probe_runtime's gate and probe run need the plain form (and make
+    PL102 an error): their message must not say the value is accepted."""
+    from msprobe_lint.lint.rules.schema import validate
+
+    found, _ = validate(dict(config(), rank=None, overflow_check={"overflow_nums": None}), runtime=True)
+    assert sorted(f.pointer for f in found) == ["/overflow_check/overflow_nums", "/rank"]
+    assert all(f.code == "PL102" and f.severity is None and "reads it as absent" not in f.message for f in found)

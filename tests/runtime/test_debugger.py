@@ -166,6 +166,8 @@ def test_built_again_with_the_same_arguments_it_is_the_same_debugger(built, monk
     assert build(config) is debugger  # positional: the same call
     monkeypatch.setenv("PROBE_CONFIG", config)
     assert build() is debugger  # PROBE_CONFIG is what no config_path means
+    # the same config in effect, spelled otherwise (a reviewer's finding: refused as PL407 once it had written)
+    assert build(config_path=config, level="L1", dump_path=str(tmp_path / "dump")) is debugger
 
 
 @pytest.mark.mindspore

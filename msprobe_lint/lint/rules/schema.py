@@ -311,7 +311,7 @@ def _name(path: list) -> str:
 
 def validate(data: dict, *, skip: Iterable[str] = (), profile: str = "8.3",
              why: str = "the default target", given_in_code: Iterable[str] = (),
-             framework: Optional[str] = None) -> tuple[list[Finding], set[str]]:
+             framework: Optional[str] = None, runtime: bool = False) -> tuple[list[Finding], set[str]]:
     """Run the schema of release ``profile`` over ``data``.
 
     Args:
@@ -330,6 +330,9 @@ def validate(data: dict, *, skip: Iterable[str] = (), profile: str = "8.3",
         framework: the framework when known (``"mindspore"``,
             ``"msadapter"``, ``"pytorch"``): an empty check_mode, which
             only MindSpore accepts, is then graded (:func:`_accepted_default`).
+        runtime: inside probe_runtime's gate or ``probe run``: a value
+            msprobe reads as absent stays the plain error (probe_runtime
+            needs the plain form).
     Returns:
         (findings, bad): the findings, and the pointers of every value that
         failed a structural check (the semantic rules must not see them).
@@ -367,7 +370,8 @@ def validate(data: dict, *, skip: Iterable[str] = (), profile: str = "8.3",
     # one diagnostic per fault: a value of the wrong type ("level": ["L1"]) is not also "not allowed"
     wrong_type = {f.pointer for f in findings if f.code == "PL102"}
     findings = [f for f in findings if not (f.code == "PL103" and f.pointer in wrong_type)]
-    findings = [_accepted_default(f, data, framework) for f in findings]
+    if not runtime:
+        findings = [_accepted_default(f, data, framework) for f in findings]
     if profile != ATB:
         findings.extend(_release_note(f, profile, why) for f in _deprecated(data, profile))
     return findings, bad

@@ -263,3 +263,22 @@ def test_past_the_limit_a_mask_that_reaches_the_loss_and_a_real_overflow_are_nam
     (tmp_path / "again").mkdir()
     default, exact = _run_both(tmp_path / "again", monkeypatch, _deep(20, overflow_at=1))
     assert default[0] == exact[0] == (1, "Functional.matmul.0.forward", True)
+
+
+def test_a_minus_inf_from_outside_moved_past_the_limit_is_not_an_origin(tmp_path, monkeypatch):
+    """A reviewer's finding: with 16 makers held and none consumed, a
+    reshape of a -inf tensor no checked call made was called the origin
+    (the rule for a write that makes NaN or +inf of its own took it); it
+    is carried, with where it came in, as before."""
+    def scenario(debugger):
+        outside = Tensor(np.full((2, 2), MINUS_INF, np.float32))  # made before the window
+        debugger.start()
+        held = [ops.full((2,), MINUS_INF, dtype=ms.float32) for _ in range(16)]  # 16 makers, none consumed
+        moved = ops.reshape(outside, (4,))
+        debugger.stop()
+        debugger.step()
+        assert len(held) == 16 and not np.isfinite(moved.asnumpy()).any()
+    default, exact = _run_both(tmp_path, monkeypatch, scenario)
+    assert ("Functional.reshape.0.forward" in [name for _, name, _ in exact])
+    assert all(not origin for _, name, origin in exact if name == "Functional.reshape.0.forward"), exact
+    assert default == exact

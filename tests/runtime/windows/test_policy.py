@@ -89,6 +89,6 @@ def test_the_policy_imports_nothing_of_the_runtime():
             "bad = [m for m in sys.modules if m.split('.')[0] in ('mindspore', 'numpy') "
             "or (m.startswith('probe_runtime.') and m not in ('probe_runtime.windows', 'probe_runtime.windows.policy', "
             "'probe_runtime.debugger', 'probe_runtime.errors', 'probe_runtime.gate', 'probe_runtime.state', "
-            "'probe_runtime.lifecycle', 'probe_runtime.scenario'))]; print(bad)")
+            "'probe_runtime.lifecycle', 'probe_runtime.scenario', 'probe_runtime.instance'))]; print(bad)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=True).stdout
     assert out.strip() == "[]"
