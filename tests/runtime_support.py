@@ -162,6 +162,41 @@ class PatchedState:
                 assert not cell._forward_pre_hook and not cell._forward_hook
 
 
+def dump_records(dump: Path) -> list:
+    """Every overflow.json record under ``dump``, in step order: [(step, record)]."""
+    out = []
+    for path in sorted(dump.glob("step*/rank/overflow.json"), key=lambda p: int(p.parent.parent.name[4:])):
+        step = int(path.parent.parent.name[4:])
+        out.extend((step, record) for record in json.loads(path.read_text()))
+    return out
+
+
+def run_default_and_exact(tmp_path: Path, monkeypatch: Any, scenario: Callable[[Any], None],
+                          original: PatchedState, *, level: str = "L1", nums: int = -1) -> list:
+    """``scenario(debugger)`` under the default checks, then under exact
+    checks, each with a fresh dump folder; [default records, exact records]
+    (:func:`dump_records`). Asserts everything is as ``original`` (made at
+    the test module's import) afterwards."""
+    from probe_runtime import PrecisionDebugger
+
+    isolate(monkeypatch, tmp_path)
+    monkeypatch.delenv("PROBE_CHECKS", raising=False)
+    results = []
+    for checks in (None, "exact"):
+        folder = tmp_path / (checks or "default")
+        folder.mkdir()
+        config = write_runtime_config(folder, level=level, nums=nums)
+        debugger = PrecisionDebugger(config_path=str(config), checks=checks)
+        try:
+            scenario(debugger)
+        finally:
+            debugger.stop()
+            debugger.windows.summary.said = True
+        results.append(dump_records(folder / "dump"))
+    original.assert_untouched()
+    return results
+
+
 def _stats_finite(value: Any) -> bool:
     """Every tensor statistics object inside ``value`` (dump.json nesting)
     has finite Max/Min/Mean/Norm (None counts as finite)."""

@@ -13,7 +13,6 @@ Each scenario runs under the default checks and under ``checks="exact"``
 """
 from __future__ import annotations
 
-import json
 
 import pytest
 
@@ -23,8 +22,7 @@ np = pytest.importorskip("numpy")
 
 from mindspore import Tensor, nn, ops  # noqa: E402
 
-from probe_runtime import PrecisionDebugger  # noqa: E402
-from runtime_support import PatchedState, isolate, write_runtime_config  # noqa: E402
+from runtime_support import PatchedState, run_default_and_exact  # noqa: E402
 
 ms.set_context(mode=ms.PYNATIVE_MODE)
 ORIGINAL = PatchedState()
@@ -33,15 +31,6 @@ MINUS_INF = float("-inf")
 #: the padded key of every query: the last one
 PAD = np.zeros((2, 4, 4), bool)
 PAD[:, :, 3] = True
-
-
-def _records(dump):
-    """Every overflow.json record of ``dump``, in step order: [(step, record)]."""
-    out = []
-    for path in sorted(dump.glob("step*/rank/overflow.json"), key=lambda p: int(p.parent.parent.name[4:])):
-        step = int(path.parent.parent.name[4:])
-        out.extend((step, record) for record in json.loads(path.read_text()))
-    return out
 
 
 def _named(records):
@@ -120,23 +109,9 @@ def _scenario(how, wrong=None, at=2):
 
 
 def _run_both(tmp_path, monkeypatch, scenario, nums=-1):
-    """(records under the default checks, records under exact checks)."""
-    isolate(monkeypatch, tmp_path)
-    monkeypatch.delenv("PROBE_CHECKS", raising=False)
-    results = []
-    for checks in (None, "exact"):
-        folder = tmp_path / (checks or "default")
-        folder.mkdir()
-        config = write_runtime_config(folder, level="L1", nums=nums)
-        debugger = PrecisionDebugger(config_path=str(config), checks=checks)
-        try:
-            scenario(debugger)
-        finally:
-            debugger.stop()
-            debugger.windows.summary.said = True
-        results.append(_named(_records(folder / "dump")))
-    ORIGINAL.assert_untouched()
-    return results
+    """(records under the default checks, records under exact checks), named."""
+    return [_named(records) for records in run_default_and_exact(tmp_path, monkeypatch, scenario, ORIGINAL,
+                                                                  nums=nums)]
 
 
 WRITES = ["setitem", "setitem_slice", "setitem_tensor", "setitem_twice", "copy_", "float16_finfo_min",

@@ -8,7 +8,6 @@ first record, in the same step, and that record must be the right one.
 """
 from __future__ import annotations
 
-import json
 
 import pytest
 
@@ -19,39 +18,15 @@ np = pytest.importorskip("numpy")
 from mindspore import Parameter, Tensor, nn, ops  # noqa: E402
 
 from probe_runtime import PrecisionDebugger  # noqa: E402
-from runtime_support import PatchedState, isolate, write_runtime_config  # noqa: E402
+from runtime_support import PatchedState, dump_records, isolate, run_default_and_exact, write_runtime_config  # noqa: E402
 
 ms.set_context(mode=ms.PYNATIVE_MODE)
 ORIGINAL = PatchedState()
 
 
-def _records(dump):
-    """Every overflow.json record of ``dump``, in step order: [(step, record)]."""
-    out = []
-    for path in sorted(dump.glob("step*/rank/overflow.json"), key=lambda p: int(p.parent.parent.name[4:])):
-        step = int(path.parent.parent.name[4:])
-        out.extend((step, record) for record in json.loads(path.read_text()))
-    return out
-
-
 def _run_both(tmp_path, monkeypatch, scenario, level="L1"):
     """(records under the default checks, records under exact checks)."""
-    isolate(monkeypatch, tmp_path)
-    monkeypatch.delenv("PROBE_CHECKS", raising=False)
-    results = []
-    for checks in (None, "exact"):
-        folder = tmp_path / (checks or "default")
-        folder.mkdir()
-        config = write_runtime_config(folder, level=level, nums=-1)
-        debugger = PrecisionDebugger(config_path=str(config), checks=checks)
-        try:
-            scenario(debugger)
-        finally:
-            debugger.stop()
-            debugger.windows.summary.said = True
-        results.append(_records(folder / "dump"))
-    ORIGINAL.assert_untouched()
-    return results
+    return run_default_and_exact(tmp_path, monkeypatch, scenario, ORIGINAL, level=level)
 
 
 def _first(records):
@@ -564,7 +539,7 @@ def test_optimizer_state_an_update_makes_inf_is_named_in_its_step(tmp_path, monk
         finally:
             debugger.stop()
             debugger.windows.summary.said = True
-        results[checks] = _records(folder / "dump")
+        results[checks] = dump_records(folder / "dump")
     ORIGINAL.assert_untouched()
     for checks, records in results.items():
         assert _first(records) == (0, "update"), (checks, records)
