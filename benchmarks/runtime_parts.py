@@ -27,7 +27,9 @@ each at its bare cost measured in the same process (a shared
 ``HookBackward`` in a ``value_and_grad`` of ``relu`` calls, ``asnumpy``
 and ``numpy.isfinite`` on the step's own tensors), over the plain step:
 ``(plain + calls * hook + reads * read) / plain``. The detector's own
-bookkeeping and patching come on top of that figure.
+bookkeeping and patching come on top of that figure. With ``--level L0``
+the same for Cells: one ``HookBackward`` per Cell call in the backward
+pass and one read per tensor L0 reads.
 
 Per model (float32; ``runtime_bench.build``), one worker per variant, each
 timing checked steps (``start()`` .. ``stop(); step()``) alternating with
@@ -38,6 +40,7 @@ Usage::
 
     python benchmarks/runtime_parts.py [--models mlp,transformer] [--steps 30]
     python benchmarks/runtime_parts.py --floor [--models mlp,cnn,transformer,resnet] [--dtypes float32,float16]
+    python benchmarks/runtime_parts.py --floor --level L0 [--models ...] [--dtypes ...]
 """
 from __future__ import annotations
 
@@ -49,6 +52,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from typing import Any
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -61,10 +65,10 @@ VARIANTS = {
 }
 
 
-def _stepper(model: str, dtype: str):
-    """A synchronous process's debugger (L1, exact) and ``one_step(i,
+def _stepper(model: str, dtype: str, level: str = "L1"):
+    """A synchronous process's debugger (``level``, exact) and ``one_step(i,
     checked) -> seconds`` for ``model`` in ``dtype`` (``runtime_bench.build``):
-    checked steps run ``start()`` .. ``stop(); step()`` around the step."""
+    checked steps run ``start(net)`` .. ``stop(); step()`` around the step."""
     sys.path[:0] = [HERE, ROOT]
     import mindspore as ms
 
@@ -76,7 +80,7 @@ def _stepper(model: str, dtype: str):
     config = os.path.join(folder, "config.json")
     with open(config, "w", encoding="utf-8") as f:
         json.dump({"task": "overflow_check", "dump_path": os.path.join(folder, "dump"), "rank": [], "step": [],
-                   "level": "L1", "overflow_check": {"overflow_nums": 1}}, f)
+                   "level": level, "overflow_check": {"overflow_nums": 1}}, f)
     debugger = PrecisionDebugger(config_path=config)
     net, forward, optimizer, batches, _ = runtime_bench.build(model, dtype)
     grad_fn = ms.value_and_grad(forward, None, optimizer.parameters)
@@ -125,23 +129,26 @@ def worker(model: str, variant: str, steps: int, warmup: int) -> dict:
             "records": debugger.checker.state.found}
 
 
-def floor_worker(model: str, dtype: str, steps: int, warmup: int) -> dict:
-    """The floor of ``--floor`` for ``model`` in ``dtype``, in this process:
-    the plain and checked median step times (s), the calls hooked for the
-    backward pass and the tensors read per checked step, the bare cost (s)
-    of one ``HookBackward`` use and of one host read, and the floor ratio."""
-    debugger, one_step = _stepper(model, dtype)
+def floor_worker(model: str, dtype: str, steps: int, warmup: int, level: str = "L1") -> dict:
+    """The floor of ``--floor`` for ``model`` in ``dtype`` at ``level``, in
+    this process: the plain and checked median step times (s), the calls
+    (L1) or Cell calls (L0) hooked for the backward pass and the tensors
+    read per checked step, the bare cost (s) of one ``HookBackward`` use
+    and of one host read, and the floor ratio."""
+    debugger, one_step = _stepper(model, dtype, level)
     import mindspore as ms
     import numpy as np
     from mindspore import ops
 
     from probe_runtime.check import verdict
     from probe_runtime.hooks.backward import HookMaker
+    from probe_runtime.l0.cell_hooks import CellHooks
     from probe_runtime.l1.wrappers import Wrappers
 
     counts = {"calls": 0, "reads": 0}
     seen: list = []
-    hook_outputs, read = Wrappers._hook_outputs, verdict.HostCache._read
+    hooker: Any = CellHooks if level == "L0" else Wrappers
+    hook_outputs, read = hooker._hook_outputs, verdict.HostCache._read
 
     def counted_hook_outputs(self, call, output):  # a call whose outputs take part in the backward pass
         hooked = hook_outputs(self, call, output)
@@ -154,9 +161,9 @@ def floor_worker(model: str, dtype: str, steps: int, warmup: int) -> dict:
         return read(self, tensor, name, where)
 
     on, off = _interleaved(one_step, steps, warmup)
-    Wrappers._hook_outputs, verdict.HostCache._read = counted_hook_outputs, counted_read  # type: ignore
+    hooker._hook_outputs, verdict.HostCache._read = counted_hook_outputs, counted_read
     one_step(0, True)
-    Wrappers._hook_outputs, verdict.HostCache._read = hook_outputs, read  # type: ignore
+    hooker._hook_outputs, verdict.HostCache._read = hook_outputs, read
 
     reads = []
     for _ in range(5):
@@ -190,19 +197,20 @@ def floor_worker(model: str, dtype: str, steps: int, warmup: int) -> dict:
             "hook": hook, "read": read_cost, "floor": floor}
 
 
-def print_floor(models: list[str], dtypes: list[str], steps: int, warmup: int) -> None:
+def print_floor(models: list[str], dtypes: list[str], steps: int, warmup: int, level: str = "L1") -> None:
     """Run :func:`floor_worker` per model and dtype in fresh processes and
     print the table."""
-    print("The least an exact per-call L1 check costs here from MindSpore's own mechanisms (one HookBackward per "
-          "call in the backward pass, one host read per tensor read), against the detector's own cost; process "
-          "synchronous throughout, medians")
+    unit = "Cell call" if level == "L0" else "call"
+    print(f"The least an exact per-{unit} {level} check costs here from MindSpore's own mechanisms (one "
+          f"HookBackward per {unit} in the backward pass, one host read per tensor read), against the detector's "
+          "own cost; process synchronous throughout, medians")
     print(f"{'model':<12} {'dtype':<8} {'plain ms':>9} {'calls':>6} {'reads':>6} {'hook us':>8} {'read us':>8} "
           f"{'floor':>6} {'detector':>9}")
     for model in models:
         for dtype in dtypes:
             with tempfile.TemporaryDirectory() as cwd:  # a failed graph compile writes rank_0/ here
                 done = subprocess.run([sys.executable, os.path.abspath(__file__), "--floor-worker", model, dtype,
-                                       "--steps", str(steps), "--warmup", str(warmup)],
+                                       "--steps", str(steps), "--warmup", str(warmup), "--level", level],
                                       cwd=cwd, capture_output=True, text=True)
             if done.returncode:
                 print(f"{model:<12} {dtype:<8} worker failed: {done.stderr.strip().splitlines()[-1:]}")
@@ -221,15 +229,18 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--floor", action="store_true",
                         help="the least an exact per-call check costs from MindSpore's own mechanisms")
     parser.add_argument("--dtypes", default="float32", help="with --floor")
+    parser.add_argument("--level", default="L1", choices=("L1", "L0"), help="with --floor")
     parser.add_argument("--floor-worker", nargs=2, metavar=("MODEL", "DTYPE"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.floor_worker:
-        print(json.dumps(floor_worker(args.floor_worker[0], args.floor_worker[1], args.steps, args.warmup)))
+        print(json.dumps(floor_worker(args.floor_worker[0], args.floor_worker[1], args.steps, args.warmup,
+                                      args.level)))
         return 0
     if args.floor:
-        print_floor(args.models.split(","), args.dtypes.split(","), args.steps, args.warmup)
+        print_floor(args.models.split(","), args.dtypes.split(","), args.steps, args.warmup, args.level)
         load = " ".join(f"{v:.2f}" for v in os.getloadavg())
-        print(f"targets (issue 33, exact checks the default): L1 <= 1.30; load average at end {load}")
+        target = "L0 <= 1.15" if args.level == "L0" else "L1 <= 1.30"
+        print(f"targets (issue 33, exact checks the default): {target}; load average at end {load}")
         return 0
     if args.worker:
         print(json.dumps(worker(args.worker[0], args.worker[1], args.steps, args.warmup)))
