@@ -164,9 +164,13 @@ def forward_clean(calls: Any, cache: HostCache) -> bool:
     """The forward calls a backward or ``parameters_grad`` entry is computed
     from had finite inputs and outputs (``forward_finite``, set when their
     forward entry was judged) and, for L0 Cells, finite own Parameters at
-    ``start()`` (read only here, on an overflow)."""
+    ``start()`` (read only here, on an overflow) and a gradient hook on
+    every tensor among their outputs: when one got none
+    (``outputs_unhooked``: nested deeper than a container's top level), the
+    gradient w.r.t. the outputs the origin test compares with is not all
+    known, so the entry is not called an origin."""
     for call in calls:
-        if not getattr(call, "forward_finite", True):
+        if not getattr(call, "forward_finite", True) or getattr(call, "outputs_unhooked", False):
             return False
         probe = getattr(call, "param_probe", None)
         if probe and not all(cache.finite(t) for t in probe):
@@ -261,6 +265,9 @@ def entered(kind: str, call: Any, cache: HostCache) -> Optional[dict]:
             return _own_parameter(maker, cache, f"{label} of {name}")
         top = getattr(node, "top", None) if cell else None
         if top is not None and all_finite((top.args, top.kwargs), cache):  # L0: the model's own construct made it
+            held = _top_parameter(top, cache, f"{label} of {name}")
+            if held is not None:  # unless one of its own Parameters already held inf/nan
+                return held
             method, unit = own_code(top)
             return entered_object(name, input=label, source=SOURCE_OWN_CONSTRUCT,
                                   message=f"inf/nan started in {top.class_name}.{method} itself, between its "
@@ -318,6 +325,30 @@ def _own_parameter(cell_call: Any, cache: HostCache, reached: Optional[str], anc
     return None
 
 
+def top_parameters_finite(top: Any, cache: HostCache) -> bool:
+    """L0: the own Parameters of the model given to ``start()`` (``top``, a
+    ``TopCall``) were finite when it was called (its probes) and are now:
+    its own ``construct`` uses them as inputs, so when one is not, an
+    overflow in that ``construct`` is carried, never an origin."""
+    probes = getattr(top, "param_probe", None) or ()
+    return all(cache.finite(t) for t in probes) and all_finite(list(top.params.values()), cache)
+
+
+def _top_parameter(top: Any, cache: HostCache, reached: str) -> Optional[dict]:
+    """L0: the ``entered`` description of the first own Parameter of the
+    model given to ``start()`` that held inf/nan when it was called (or
+    holds it now), as :func:`_own_parameter` gives it for a Cell; None when
+    they were all finite or it has none."""
+    if not top.params or not top.prefix or top_parameters_finite(top, cache):
+        return None
+    call = top.as_cell_call("")
+    found = _own_parameter(call, cache, reached, ancestors=False)
+    if found is None:  # finite at the call, not now: its own code wrote it (read as it is now)
+        call.param_probe, call.params_at_start = None, False
+        found = _own_parameter(call, cache, reached, ancestors=False)
+    return found
+
+
 def _gradient_entered(calls: Any, cache: HostCache) -> Optional[dict]:
     """L0: where a non-finite gradient w.r.t. a Cell's outputs came in, for
     a step whose first overflowing entry is a backward or
@@ -335,9 +366,11 @@ def _gradient_entered(calls: Any, cache: HostCache) -> Optional[dict]:
         node = node.parent
     if node.parent is not None:
         return None
+    top = getattr(node, "top", None)
+    if getattr(top, "unhooked_child", False):  # a Cell in the model took tensors with no hook: it may have made it
+        return None
     label = next((lab for lab, t in _labelled(INPUT, node.grad_outputs) if not cache.finite(t)), INPUT)
     name = node.backward_name
-    top = getattr(node, "top", None)
     produced = [] if top is None else list(iter_tensors(top.output))
     if top is not None and any(t is o for t in iter_tensors(node.output) for o in produced):
         what = (f"(the gradient w.r.t. the model's output, {top.class_name}), made outside the checked Cells: by "
@@ -374,12 +407,10 @@ def backward_maker(calls: Any, cache: HostCache) -> Optional[tuple[Any, Any]]:
     maker = node.parent
     if maker is None or not maker.grad_outputs:  # its output gradient never arrived: nothing to compare
         return None
-    if getattr(maker, "unhooked_child", False):  # a sub-Cell fed through a list may have made it: not known
+    if getattr(maker, "unhooked_child", False):  # a sub-Cell whose inputs got no hook may have made it: not known
         return None
-    output = maker.output
-    if not is_tensor(output) and not (isinstance(output, tuple) and all(
-            is_tensor(item) or not any(True for _ in iter_tensors(item)) for item in output)):
-        return None  # a tensor nested deeper was not hooked: the gradient that came in is not all known
+    if getattr(maker, "outputs_unhooked", False):
+        return None  # a tensor among its outputs got no hook: the gradient that came in is not all known
     return maker, node
 
 
@@ -418,7 +449,9 @@ def top_overflow(call: Any, top: Any, raw_origin: bool, cache: HostCache) -> boo
     (its inputs were not finite) with no origin before it in that call got
     them from the top Cell's own code when no enclosing hooked Cell got
     finite inputs (else that Cell made them itself) and the top Cell's own
-    inputs were finite. Reads only on an overflow."""
+    inputs were finite: its arguments and its own Parameters
+    (:func:`top_parameters_finite`; when one held inf/nan, the entry's
+    ``entered`` names it). Reads only on an overflow."""
     if raw_origin:
         top.child_origin = True
         return False
@@ -431,7 +464,8 @@ def top_overflow(call: Any, top: Any, raw_origin: bool, cache: HostCache) -> boo
             return False  # that Cell's own code made them (it is the origin)
         node = node.parent
     top.hinted = True
-    return all_finite((top.args, top.kwargs), cache)
+    # its own Parameters are inputs of its construct too: one that held inf/nan brought it (said by ``entered``)
+    return all_finite((top.args, top.kwargs), cache) and top_parameters_finite(top, cache)
 
 
 def top_output_overflowed(top: Any, cache: HostCache) -> bool:

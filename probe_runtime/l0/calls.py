@@ -66,9 +66,17 @@ class CellCall:
     own_construct: Optional[str] = None
     #: its backward entry was recorded as the origin before the carried entries its own code fed
     own_backward_recorded: bool = False
-    #: a sub-Cell call in it took tensors inside a list, tuple or dict, which get no gradient hook: that
-    #: sub-Cell's own backward cannot be told from this Cell's own code (``check.provenance.backward_maker``)
+    #: a sub-Cell call in it took tensors that got no gradient hook (nested deeper than one level in a list,
+    #: tuple or dict argument, or in one that could not be rebuilt or written): that sub-Cell's own backward
+    #: cannot be told from this Cell's own code (``check.provenance.backward_maker``)
     unhooked_child: bool = False
+    #: a tensor among its outputs got no gradient hook (nested deeper than one level, or in a container
+    #: whose class cannot be rebuilt): the gradient w.r.t. its outputs is not all known, so its backward and
+    #: ``parameters_grad`` entries are never an origin (``check.provenance.forward_clean``)
+    outputs_unhooked: bool = False
+    #: (container, key, the caller's tensor, the hooked one) for tensors of a list or dict argument swapped in
+    #: place for hooked ones until the call returns (``l0.cell_hooks.CellHooks._hook_inputs``)
+    swapped: Optional[list] = None
 
     @property
     def name(self) -> str:
@@ -110,6 +118,14 @@ class TopCall:
         index: call index of ``prefix`` in the step.
         frames: the user's frames of the call.
         params: the model's own Parameters (short name -> Parameter).
+        param_probe: their finiteness probes, one per Parameter in
+            ``params`` order, taken at the model's first call in the window
+            and again at its first call after an update (``check.probes``);
+            None when it has none or the Parameter checks are off.
+        unhooked_child: a sub-Cell called directly in it took tensors that
+            got no gradient hook: a gradient that overflowed there may have
+            been made by that sub-Cell's backward, so it is not said to come
+            from outside the checked Cells.
     """
 
     class_name: str
@@ -125,6 +141,8 @@ class TopCall:
     params: dict = field(default_factory=dict)
     #: no update (backward pass, optimizer step, in-place write) came before this call in the window
     params_at_start: bool = True
+    param_probe: Optional[list] = None
+    unhooked_child: bool = False
     step: int = 0
     #: the forward entries of sub-Cells held back, once one got inf/nan this model's own code made, until this
     #: call's own entry is judged (its record, the origin, comes first); None while nothing is held
@@ -139,6 +157,7 @@ class TopCall:
                         output=self.output, step=self.step)
         call.own_construct = message
         call.params_at_start = self.params_at_start
+        call.param_probe = self.param_probe
         return call
 
 

@@ -83,6 +83,9 @@ class CellHooks:
         self._executor: Any = None
         #: prefix -> (finiteness probes of the Cell's own Parameters, taken at ``start()``?)
         self._probes: dict[str, tuple[list, bool]] = {}
+        #: prefix of a model given to ``start()`` -> probes of its own Parameters (taken at its first call in
+        #: the window and again at its first call after each update)
+        self._top_probes: dict[str, list] = {}
         #: Parameters may have changed since ``start()`` (an optimizer step or ``Parameter.set_data``)
         self.params_changed = False
         #: the window runs synchronously: Parameters are checked on the host at install
@@ -153,6 +156,7 @@ class CellHooks:
         self._local.stack = []
         self._seq = 0
         self._probes = {}
+        self._top_probes = {}
         self._written = {}
         self.params_changed = False
         if "parameters" not in self.broken:
@@ -251,6 +255,7 @@ class CellHooks:
         if self.installed:
             self.params_changed = True
             self._probes = {}
+            self._top_probes = {}
             self._written = {}
 
     def _probe_again(self, target: Target) -> Optional[tuple[list, bool]]:
@@ -264,6 +269,27 @@ class CellHooks:
             self._fail("parameters", err)
             return None
         self._probes[target.prefix] = probes
+        return probes
+
+    def _top_probe(self, prefix: str, params: dict) -> Optional[list]:
+        """Probes of the own Parameters (``params``) of the model given to
+        ``start()`` named ``prefix``: its own ``construct`` uses them as
+        inputs, so a Parameter that already held inf/nan keeps its output
+        from being called an origin (``check.provenance.top_overflow``).
+        Taken at its first call in the window and at its first call after
+        each update (:meth:`forget_probes`), as a hooked Cell's are; None
+        when it has no Parameters or the Parameter checks are off (a fault
+        turns them off)."""
+        if not params or "parameters" in self.broken:
+            return None
+        probes = self._top_probes.get(prefix)
+        if probes is None:
+            try:
+                probes = [probe_now(p) if self.synchronous else launch_sum(p) for p in params.values()]
+            except Exception as err:
+                self._fail("parameters", err)
+                return None
+            self._top_probes[prefix] = probes
         return probes
 
     def _hook_tops(self, model: Any) -> None:
@@ -282,7 +308,8 @@ class CellHooks:
                         local.top = TopCall(type(cell).__name__, args, dict(kwargs) if kwargs else {}, prefix=prefix,
                                             index=sink.next_index(prefix),
                                             frames=capture_frames(sys._getframe(1)), params=params,
-                                            params_at_start=not self.params_changed)
+                                            params_at_start=not self.params_changed,
+                                            param_probe=self._top_probe(prefix, params))
                         local.top_cell = id(cell)
                     except Exception as err:
                         self._fail("top", err)
@@ -336,6 +363,9 @@ class CellHooks:
                 handle.remove()
             except Exception:  # pragma: no cover - interpreter exit
                 pass
+        for call in reversed(self._local.stack):  # calls still running (or that raised): the caller's tensors back
+            if call.swapped:
+                put_back(call)
         self._local.stack = []
         self._local.top = None
         self._local.last = None  # the last Cell call and its output: not kept past the window
@@ -379,6 +409,7 @@ class CellHooks:
                 parent = stack[-1] if stack else None
                 call = CellCall(prefix, sink.next_index(prefix), parent, args, dict(kwargs) if kwargs else {},
                                 capture_frames(sys._getframe(1)), target.params)
+                call.params_at_start = not self.params_changed  # a Parameter argument: as it was at start()?
                 probes = self._probes.get(prefix) or self._probe_again(target)
                 if probes is not None:
                     call.param_probe, call.params_at_start = probes
@@ -414,6 +445,9 @@ class CellHooks:
                 for position in range(len(stack) - 1, -1, -1):  # skip calls that raised
                     if stack[position].prefix == prefix:
                         call = stack[position]
+                        for left in reversed(stack[position:]):  # the caller's lists and dicts get their tensors back
+                            if left.swapped:
+                                put_back(left)
                         del stack[position:]
                         break
                 if call is None or not sink.live:
@@ -498,42 +532,124 @@ class CellHooks:
         return True
 
     def _hook_inputs(self, call: CellCall, args: tuple, kwargs: Optional[dict] = None) -> Optional[tuple]:
-        """The call's tensor inputs, positional and keyword, passed through
-        one ``HookBackward``: ``(new_args, new_kwargs)`` as a pre-hook
+        """The call's tensor inputs, positional and keyword, with the tensors
+        one level inside a list, tuple or dict argument, passed through one
+        ``HookBackward``: ``(new_args, new_kwargs)`` as a pre-hook
         registered ``with_kwargs`` returns them, or None when there is no
-        tensor among them."""
-        names = [name for name, value in (kwargs or {}).items() if is_tensor(value)]
-        items = list(args) + [kwargs[name] for name in names] if kwargs else list(args)
-        if call.parent is not None and any(isinstance(item, (list, tuple, dict)) and next(iter_tensors(item), None)
-                                           is not None for item in list(args) + list((kwargs or {}).values())):
-            call.parent.unhooked_child = True  # its tensors nested in a container get no gradient hook
-        positions = [i for i, a in enumerate(items) if is_tensor(a)]
-        if not positions:
+        tensor among them.
+
+        A tuple argument is rebuilt as the same kind of tuple
+        (:func:`same_kind`). A list or dict argument keeps its identity: it
+        holds the hooked tensors during the call and the caller's own again
+        when the call returns (:func:`put_back`), so a Cell that appends to
+        a list it is given still appends to the caller's. A tensor nested
+        deeper, in a tuple whose class cannot be rebuilt or in a container
+        that refuses the write gets no hook: the enclosing Cell's call (or
+        the model's, for a Cell called directly in it) is marked
+        ``unhooked_child``, so no gradient that overflowed there is said to
+        come from outside the checked Cells or from that Cell's own code."""
+        keys = list(kwargs) if kwargs else []
+        values = list(args) + [kwargs[key] for key in keys] if kwargs else list(args)
+        tensors: list = []
+        places: list = []  # (slot in values, key inside it or None), one per tensor
+        missed = False
+        seen: set = set()
+        for slot, value in enumerate(values):
+            if is_tensor(value):
+                tensors.append(value)
+                places.append((slot, None))
+                continue
+            if not isinstance(value, (list, tuple, dict)):
+                continue
+            mutable = not isinstance(value, tuple)
+            if mutable and id(value) in seen:  # the same list again: its tensors are already swapped
+                continue
+            seen.add(id(value))
+            pairs = list(value.items()) if isinstance(value, dict) else list(enumerate(value))
+            inner = [(key, item) for key, item in pairs if is_tensor(item)]
+            if any(not is_tensor(item) and next(iter_tensors(item), None) is not None for _, item in pairs):
+                missed = True  # nested deeper
+            if inner and not mutable and same_kind(value, list(value)) is None:
+                missed = True
+                continue
+            for key, item in inner:
+                tensors.append(item)
+                places.append((slot, key))
+        if tensors:
+            missed = self._hook_tensors(call, values, tensors, places) or missed
+        if missed:
+            owner: Any = call.parent if call.parent is not None else call.top
+            if owner is not None:
+                owner.unhooked_child = True
+        if not tensors:
             return None
+        new_kwargs = dict(zip(keys, values[len(args):]))
+        if keys:
+            call.kwargs = dict(new_kwargs)
+        return tuple(values[:len(args)]), new_kwargs
+
+    def _hook_tensors(self, call: CellCall, values: list, tensors: list, places: list) -> bool:
+        """Pass ``tensors`` (found by :meth:`_hook_inputs` at ``places``:
+        ``(slot, None)`` for ``values[slot]`` itself, ``(slot, key)`` for
+        the item ``key`` of the container ``values[slot]``) through one
+        ``HookBackward`` and put the hooked ones in their places: in
+        ``values`` (changed in place; tuples rebuilt), and in place inside
+        lists and dicts, which ``call.swapped`` lists for :func:`put_back`.
+        True when a container refused the write (that tensor is not
+        hooked)."""
         sink = self.sink
 
         def deliver(grads: tuple) -> None:
             if "backward" not in self.broken:
                 sink.on_grad_inputs(call, list(iter_tensors(grads)))
 
-        new_items = hook_gradients(self._hook_backward, items, positions, self._boxes, deliver,
-                                   lambda err: self._fail("backward", err))
+        hooked = hook_gradients(self._hook_backward, tensors, list(range(len(tensors))), self._boxes, deliver,
+                                lambda err: self._fail("backward", err))
         call.expects_input_grads = True
-        new_kwargs = dict(kwargs or {})
-        new_kwargs.update(zip(names, new_items[len(args):]))
-        if names:
-            call.kwargs = dict(new_kwargs)
-        return tuple(new_items[:len(args)]), new_kwargs
+        tuples: dict = {}  # slot -> the tuple's items, rebuilt below
+        swapped: list = []
+        refused = False
+        originals = list(values)
+        for (slot, key), original, new in zip(places, tensors, hooked):
+            if key is None:
+                values[slot] = new
+                continue
+            container = originals[slot]
+            if isinstance(container, tuple):
+                tuples.setdefault(slot, list(container))[key] = new
+                continue
+            try:
+                container[key] = new
+            except Exception:  # a container that refuses writes: that tensor is not hooked
+                refused = True
+                continue
+            swapped.append((container, key, original, new))
+        for slot, items in tuples.items():
+            values[slot] = same_kind(originals[slot], items)
+        call.swapped = swapped or None
+        return refused
 
     def _hook_outputs(self, call: CellCall, output: Any) -> Any:
-        """The output with its floating tensors (top level of a tuple,
-        rebuilt as the same kind of tuple: a namedtuple stays one) passed
-        through one ``HookBackward``; None when there is nothing to hook or
-        the tuple's class cannot be rebuilt."""
-        single = not isinstance(output, tuple)
-        if not single and same_kind(output, list(output)) is None:
+        """The output with its tensors passed through one ``HookBackward``:
+        a tensor, or the tensors at the top level of a tuple, list or dict,
+        rebuilt as a container of the same class (a namedtuple stays one, a
+        dict keeps its keys and their order: :func:`same_kind`); None when
+        there is nothing to hook. Tensors it cannot hook (nested deeper, or
+        in a container whose class cannot be rebuilt) set
+        ``call.outputs_unhooked``: the gradient w.r.t. the outputs is then
+        not all known, and the call's backward and ``parameters_grad``
+        entries are never an origin."""
+        if is_tensor(output):
+            items: list = [output]
+        elif isinstance(output, (tuple, list, dict)):
+            items = list(output.values()) if isinstance(output, dict) else list(output)
+            if any(not is_tensor(item) and next(iter_tensors(item), None) is not None for item in items):
+                call.outputs_unhooked = True  # nested deeper
+            if type(output) not in (tuple, list, dict) and same_kind(output, items) is None:
+                call.outputs_unhooked = call.outputs_unhooked or any(is_tensor(item) for item in items)
+                return None
+        else:
             return None
-        items = (output,) if single else output
         positions = [i for i, item in enumerate(items) if is_tensor(item)]
         if not positions:
             return None
@@ -548,7 +664,7 @@ class CellHooks:
 
         new_items = hook_gradients(self._hook_backward, items, positions, self._boxes, deliver,
                                    lambda err: self._fail("backward", err))
-        return new_items[0] if single else same_kind(output, new_items)
+        return new_items[0] if is_tensor(output) else same_kind(output, new_items)
 
     def _make_param_hook(self, target: Target, param_name: str):
         sink = self.sink
@@ -584,29 +700,55 @@ def force_forward_hook(cell: Any, hook: Any) -> Any:
     return handle
 
 
-def same_kind(original: tuple, items: list) -> Optional[tuple]:
-    """``items`` as a tuple of ``original``'s class: a plain tuple, a
-    namedtuple (``_make``), or another tuple subclass built from one
-    iterable; None when that class cannot be built so. A fresh user's
-    finding: a sub-Cell returning a namedtuple gave its parent a plain
-    tuple under a gradient computation, and ``o.h`` then raised."""
+def same_kind(original: Any, items: list) -> Any:
+    """``items`` (the values of ``original``, in order) in a container of
+    ``original``'s class: a plain tuple or list, a dict with ``original``'s
+    keys in their order, a namedtuple (``_make``), another tuple or list
+    subclass built from one iterable, a dict subclass built from its
+    ``(key, value)`` pairs; None when that class cannot be built so. A
+    fresh user's finding: a sub-Cell returning a namedtuple gave its parent
+    a plain tuple under a gradient computation, and ``o.h`` then raised."""
     kind = type(original)
     if kind is tuple:
         return tuple(items)
+    if kind is list:
+        return list(items)
+    if kind is dict:
+        return dict(zip(original, items))
     try:
-        make = getattr(kind, "_make", None)
-        rebuilt = make(items) if callable(make) else kind(items)
+        if isinstance(original, dict):
+            rebuilt = kind(zip(original, items))
+        else:
+            make = getattr(kind, "_make", None) if isinstance(original, tuple) else None
+            rebuilt = make(items) if callable(make) else kind(items)
     except Exception:
         return None
     if type(rebuilt) is not kind or len(rebuilt) != len(items):
         return None
+    if isinstance(original, dict) and list(rebuilt) != list(original):
+        return None
     own = getattr(original, "__dict__", None)
-    if own:  # what a subclass's own __new__ set on the instance (``_make`` does not run it)
+    if own:  # what a subclass's own __new__ or __init__ set on the instance (``_make`` does not run it)
         try:
             rebuilt.__dict__.update(own)
         except Exception:
             return None
     return rebuilt
+
+
+def put_back(call: CellCall) -> None:
+    """A call returned (or raised): the lists and dicts it was given get the
+    caller's tensors back where they still hold the hooked ones
+    (``call.swapped``, latest first); what the Cell wrote into them stays.
+    Never raises."""
+    swapped, call.swapped = call.swapped, None
+    for container, key, original, hooked in reversed(swapped or ()):
+        try:
+            current = container.get(key) if isinstance(container, dict) else container[key]
+            if current is hooked:
+                container[key] = original
+        except Exception:  # the Cell shortened the list or took the key out
+            continue
 
 
 def _register_pre_hook(cell: Any, hook: Callable[..., Any]) -> Any:

@@ -669,3 +669,276 @@ def test_a_traced_jit_function_differentiated_at_l0_trains_as_without_the_tool(t
         results.append(json.loads(proc.stdout.strip().splitlines()[-1]))
     plain, checked = results
     assert checked["losses"] == plain["losses"] and checked["hooked"] == []
+
+
+# -- tensors inside lists and dicts; the model's own Parameters -------------------------
+class _Owner(nn.Cell):
+    """Owns ``w`` and returns ``x * w`` as ``kind``: a tuple, a list, a dict
+    or (``deep``) a dict holding a list."""
+
+    def __init__(self, kind):
+        super().__init__()
+        self.kind = kind
+        self.w = Parameter(Tensor(np.ones((3,), np.float32)), name="w")
+
+    def construct(self, x):
+        y = x * self.w
+        if self.kind == "tuple":
+            return (y,)
+        if self.kind == "list":
+            return [y]
+        if self.kind == "dict":
+            return {"first": y * 1.0, "y": y}
+        return {"y": [y]}
+
+
+class _RootOfOwner(nn.Cell):
+    """Takes sqrt of zero from the owner's output in its own construct: the
+    gradient w.r.t. the owner's output is already nan when it gets there."""
+
+    def __init__(self, kind):
+        super().__init__()
+        self.kind = kind
+        self.owner = _Owner(kind)
+
+    def construct(self, x):
+        out = self.owner(x)
+        y = out["y"] if self.kind == "dict" else out["y"][0] if self.kind == "deep" else out[0]
+        return ops.sqrt(y * 0.0).sum()
+
+
+@pytest.mark.parametrize("sync", ["auto", "0"])
+@pytest.mark.parametrize("kind", ["tuple", "list", "dict"])
+def test_a_cell_returning_a_list_or_dict_gets_its_output_gradient(work, monkeypatch, sync, kind):
+    """A Cell returning a list or a dict got no gradient hook on its
+    outputs, so its Parameter gradient (nan from a nan gradient w.r.t. its
+    output, made by the model's own sqrt) was compared with nothing and
+    called the origin. Its outputs are hooked as a tuple's are: the
+    gradient that came in is seen, the entries are carried, and the caller
+    still gets a list or a dict with the same keys in the same order."""
+    monkeypatch.setenv("PROBE_SYNC", sync)
+    tmp_path, make = work
+    net = _RootOfOwner(kind)
+    debugger = make()
+    seen = []
+    net.owner.register_forward_hook(lambda cell, args, out: seen.append(out))
+    debugger.start(net)
+    grads = ms.grad(net, None, net.trainable_params())(Tensor(np.full((2, 3), 0.5, np.float32)))
+    debugger.stop()
+    assert np.isnan(grads[0].asnumpy()).all()
+    found = records(tmp_path)
+    assert found and not any(r["origin"] for r in found), found
+    first = found[0]
+    assert first["name"] == "Cell.owner._Owner.parameters_grad"
+    assert first["entered"]["source"] == "outside"
+    assert first["entered"]["input"] == ("input[1]" if kind == "dict" else "input[0]")  # "y", the second key
+    out = seen[-1]
+    assert type(out) is {"tuple": tuple, "list": list, "dict": dict}[kind]
+    if kind == "dict":
+        assert list(out) == ["first", "y"]
+
+
+def test_output_tensors_nested_deeper_are_never_an_origin(work):
+    """A tensor two levels inside a Cell's output gets no gradient hook: the
+    gradient w.r.t. it is not known, so neither the Cell's Parameter
+    gradient nor its backward entry is called the origin, and where it
+    started is not claimed."""
+    tmp_path, make = work
+    net = _RootOfOwner("deep")
+    debugger = make()
+    debugger.start(net)
+    ms.grad(net, None, net.trainable_params())(Tensor(np.full((2, 3), 0.5, np.float32)))
+    debugger.stop()
+    found = records(tmp_path)
+    assert found and not any(r["origin"] for r in found), found
+    assert not any(r.get("entered") for r in found), found
+
+
+class _Merge(nn.Cell):
+    """sqrt(a * 0) + b from tensors given inside a container (``how``)."""
+
+    def __init__(self, how):
+        super().__init__()
+        self.how = how
+
+    def construct(self, *args, **kwargs):
+        if self.how == "list" or self.how == "tuple":
+            a, b = args[0]
+        elif self.how == "dict":
+            a, b = args[0]["a"], args[0]["b"]
+        elif self.how == "kwarg":
+            a, b = kwargs["pair"]
+        else:  # deep: [[a], b]
+            a, b = args[0][0][0], args[0][1]
+        return ops.sqrt(a * 0.0) + b
+
+
+class _MergeNet(nn.Cell):
+    def __init__(self, how):
+        super().__init__()
+        self.how = how
+        self.fa = nn.Dense(3, 3)
+        self.fb = nn.Dense(3, 3)
+        self.merge = _Merge(how)
+
+    def construct(self, x):
+        a, b = self.fa(x), self.fb(x)
+        if self.how == "list":
+            c = self.merge([a, b])
+        elif self.how == "tuple":
+            c = self.merge((a, b))
+        elif self.how == "dict":
+            c = self.merge({"a": a, "b": b})
+        elif self.how == "kwarg":
+            c = self.merge(pair=[a, b])
+        else:
+            c = self.merge([[a], b])
+        return c.sum()
+
+
+@pytest.mark.parametrize("sync", ["auto", "0"])
+@pytest.mark.parametrize("how", ["list", "tuple", "dict", "kwarg"])
+def test_a_cell_taking_its_tensors_in_a_list_or_dict_gets_its_input_gradient(work, monkeypatch, sync, how):
+    """A Cell given its tensors inside a list (tuple, dict, keyword) got no
+    gradient hook on them: its backward (sqrt at 0) was never judged, and
+    the Dense before it was said to get a gradient "made outside the
+    checked Cells". Those tensors are hooked now: the Cell's backward entry
+    is the origin."""
+    monkeypatch.setenv("PROBE_SYNC", sync)
+    tmp_path, make = work
+    net = _MergeNet(how)
+    debugger = make()
+    debugger.start(net)
+    ms.grad(net, None, net.trainable_params())(Tensor(np.full((2, 3), 0.5, np.float32)))
+    debugger.stop()
+    found = records(tmp_path)
+    assert found and found[0]["name"] == "Cell.merge._Merge.backward.0" and found[0]["origin"] is True, found
+    assert not any(r["origin"] for r in found[1:])
+    assert not any("made outside" in (r.get("entered") or {}).get("message", "") for r in found)
+
+
+def test_input_tensors_nested_deeper_make_no_outside_claim(work):
+    """Tensors two levels inside an argument get no gradient hook, so the
+    Cell's own backward cannot be told from code outside every Cell: the
+    gradient the Dense before it gets is not said to come from outside."""
+    tmp_path, make = work
+    net = _MergeNet("deep")
+    debugger = make()
+    debugger.start(net)
+    ms.grad(net, None, net.trainable_params())(Tensor(np.full((2, 3), 0.5, np.float32)))
+    debugger.stop()
+    found = records(tmp_path)
+    assert found and not any(r["origin"] for r in found), found
+    assert not any(r.get("entered") for r in found), found
+
+
+def test_a_list_a_cell_appends_to_is_the_callers_list(work):
+    """The tensors of a list argument are hooked in the list itself and put
+    back after the call: a Cell that appends to the list it is given (a
+    cache of features) still appends to the caller's list, which holds the
+    caller's own tensors again after the call."""
+    tmp_path, make = work
+
+    class Collect(nn.Cell):
+        def construct(self, x, feats):
+            feats.append(x * 2.0)
+            return x + feats[0]
+
+    class CollectNet(nn.Cell):
+        def __init__(self):
+            super().__init__()
+            self.collect = Collect()
+
+        def construct(self, x):
+            feats = [x]
+            y = self.collect(x, feats)
+            assert len(feats) == 2 and feats[0] is x
+            return y.sum() + feats[1].sum()
+
+    net = CollectNet()
+    debugger = make()
+    x = Tensor(np.ones((2,), np.float32))
+    debugger.start(net)
+    grad = ms.grad(net)(x)
+    debugger.stop()
+    np.testing.assert_array_equal(grad.asnumpy(), np.full((2,), 4.0, np.float32))
+    assert records(tmp_path) == []
+
+
+class _UsesW(nn.Cell):
+    def construct(self, x, w):
+        return (x * w).sum()
+
+
+class _Total(nn.Cell):
+    def construct(self, h):
+        return h.sum()
+
+
+class _OwnsW(nn.Cell):
+    """The model given to ``start()`` owns ``w`` itself and hands it to a
+    sub-Cell (``arg``) or multiplies by it before one (``mul``)."""
+
+    def __init__(self, how):
+        super().__init__()
+        self.how = how
+        self.w = Parameter(Tensor(np.ones((3,), np.float32)), name="w")
+        self.uses = _UsesW()
+        self.total = _Total()
+
+    def construct(self, x):
+        if self.how == "arg":
+            return self.uses(x, self.w)
+        return self.total(x * self.w)
+
+
+@pytest.mark.parametrize("sync", ["auto", "0"])  # its Parameters checked on the host / a sum on the device
+@pytest.mark.parametrize("grad", [True, False])
+@pytest.mark.parametrize("how", ["arg", "mul"])
+def test_the_models_own_nan_parameter_makes_no_origin(work, monkeypatch, sync, how, grad):
+    """The model given to ``start()`` whose own Parameter held nan before
+    ``start()`` was called the origin of its own construct ("its inputs
+    were finite"). Its own Parameters count as its inputs: no record is an
+    origin and the first says the Parameter already held inf/nan (also
+    when no gradient is computed and the sub-Cell gets the Parameter
+    itself, not a tensor with a gradient hook)."""
+    monkeypatch.setenv("PROBE_SYNC", sync)
+    tmp_path, make = work
+    net = _OwnsW(how)
+    net.w.set_data(Tensor(np.full((3,), np.nan, np.float32)))
+    debugger = make()
+    x = Tensor(np.ones((3,), np.float32))
+    debugger.start(net)
+    if grad:
+        ms.value_and_grad(net, None, net.trainable_params())(x)
+    else:
+        net(x)
+    debugger.stop()
+    found = records(tmp_path)
+    assert found and not any(r["origin"] for r in found), found
+    entered = found[0]["entered"]
+    assert entered["source"] == "parameter" and entered["parameter"] == "w" and entered["at_start"] is True
+    assert "already held inf/nan at start()" in entered["message"]
+
+
+def test_the_models_own_parameter_written_nan_by_the_optimizer_makes_no_origin(work):
+    """After an optimizer step wrote nan into the model's own Parameter, the
+    next window's calls of the model (four micro-batches) carry it: none
+    is an origin."""
+    tmp_path, make = work
+    net = _OwnsW("arg")
+    optimizer = nn.SGD(net.trainable_params(), 1.0)
+    grad_fn = ms.grad(net, None, optimizer.parameters)
+    debugger = make()
+    for step, value in enumerate((np.inf, 1.0)):
+        debugger.start(net)
+        grads = None
+        for _ in range(4):
+            g = grad_fn(Tensor(np.full((3,), value, np.float32)))
+            grads = g if grads is None else tuple(a + b for a, b in zip(grads, g))
+        optimizer(grads)
+        debugger.stop()
+        debugger.step()
+    found = records(tmp_path, 1)
+    assert found and not any(r["origin"] for r in found), found
+    assert found[0]["entered"]["source"] == "parameter"
