@@ -42,17 +42,14 @@ consumes it; one passing it on elementwise is deferred, as the place it
 came in; when it reaches a judged result, that call is recorded then,
 carried, with ``entered`` saying the -inf came from outside. At L0, a Cell
 whose non-finite inputs hold -inf only and whose outputs are finite (an
-attention Cell given a -inf mask) consumed it: no record; when its output
-holds NaN or +inf it made them itself (its scores overflowed): it is the
-origin, its -inf inputs counting as finite (:func:`decide_cell`).
+attention Cell given a -inf mask) consumed it: no record.
 
 Which APIs may make -inf by design, and which pass it on, is data
 (:data:`MAKERS`, :data:`PASS_ON`), keyed by the API's name without its
 prefix (``Functional.masked_fill`` and ``Tensor.masked_fill`` alike), as
 ``provenance.JUDGED_OUTPUTS`` is for BatchNorm's workspace outputs. NaN and
 +inf are never by design. Level L0 defers nothing: a Cell's output is
-judged as it is (a Cell whose output holds -inf only from finite inputs is
-an origin, one handing a -inf input on carries it).
+judged as it is.
 
 Example::
 
@@ -67,9 +64,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from probe_format.layout import INPUT_ARGS, INPUT_KWARGS
-
-from .verdict import FLOAT_DTYPES, HostCache, dtype_name, is_tensor, iter_tensors
+from .verdict import FLOAT_DTYPES, HostCache, dtype_name, iter_tensors
 
 #: APIs whose -inf output may be by design (the name after the prefix;
 #: MindSpore ``ops``/``mint``/``Tensor`` functions and their primitives).
@@ -413,73 +408,11 @@ def decide(kind: str, call: Any, inputs: list, outputs: list, origin: bool, cach
     return Decision.AS_USUAL, []
 
 
-class CellDecision(enum.Enum):
-    """What the checker does with an L0 Cell's forward entry that
-    overflowed (:func:`decide_cell`)."""
-
-    AS_USUAL = "as usual"  #: judge and record it by its plain verdict
-    CONSUMED = "consumed"  #: no record: it turned a -inf (a mask) into finite values
-    OWN = "own"            #: record it as the origin: its NaN/+inf is its own, its -inf inputs count as finite
-
-
-def decide_cell(inputs: list, outputs: list, cache: HostCache, input_floats: tuple = (),
-                output_floats: tuple = ()) -> CellDecision:
-    """The verdict of an L0 Cell's forward entry that overflowed, against
-    -inf inputs (a mask made by design). When every non-finite input (a
-    tensor, or a Python number in ``input_floats``) holds -inf and nothing
-    else: finite outputs consumed it (:attr:`CellDecision.CONSUMED`); an
-    output holding NaN or +inf (a tensor, or a number in
-    ``output_floats``) was made inside the Cell, as at L1 a call that only
-    keeps values is the origin of the NaN/+inf it returns
-    (:attr:`CellDecision.OWN`); outputs holding -inf only carry it
-    (:attr:`CellDecision.AS_USUAL`). Any NaN or +inf input: as usual (the
-    Cell carries it), and so is an entry whose inputs are all finite."""
-    if any(value != -np.inf for value in input_floats):
-        return CellDecision.AS_USUAL
+def consumed_by_cell(inputs: list, outputs: list, cache: HostCache) -> bool:
+    """L0: a Cell whose non-finite inputs hold -inf only and whose outputs
+    are finite consumed a -inf made by design (an attention Cell given a
+    -inf mask)."""
+    if not all(cache.finite(t) for t in iter_tensors(outputs)):
+        return False
     bad = [t for t in iter_tensors(inputs) if not cache.finite(t)]
-    if not bad and not input_floats:
-        return CellDecision.AS_USUAL
-    if not all(only_negative_infinity(t, cache) for t in bad):
-        return CellDecision.AS_USUAL
-    made = [t for t in iter_tensors(outputs) if not cache.finite(t)]
-    if not made and not output_floats:
-        return CellDecision.CONSUMED
-    if all(only_negative_infinity(t, cache) for t in made) and all(value == -np.inf for value in output_floats):
-        return CellDecision.AS_USUAL  # a -inf handed on (a mask passed through)
-    return CellDecision.OWN
-
-
-def minus_infinity_inputs(call: Any, cache: HostCache) -> list[str]:
-    """The dump.json positions of an L0 Cell call's inputs that hold -inf
-    (``input_args[1]``, ``input_kwargs.mask``), tensors and Python numbers
-    alike, in order."""
-    found: list[str] = []
-    _minus_infinity(INPUT_ARGS, call.args, cache, found, 0)
-    _minus_infinity(INPUT_KWARGS, call.kwargs, cache, found, 0)
-    return found
-
-
-def _minus_infinity(label: str, obj: Any, cache: HostCache, found: list, depth: int) -> None:
-    if is_tensor(obj):
-        if only_negative_infinity(obj, cache):
-            found.append(label)
-    elif isinstance(obj, (float, np.floating)):
-        if float(obj) == -np.inf:
-            found.append(label)
-    elif depth < 4 and isinstance(obj, (list, tuple)):
-        for i, item in enumerate(obj):
-            _minus_infinity(f"{label}[{i}]", item, cache, found, depth + 1)
-    elif depth < 4 and isinstance(obj, dict):
-        for key, item in obj.items():
-            _minus_infinity(f"{label}.{key}", item, cache, found, depth + 1)
-
-
-def own_nan_message(call: Any, labels: list[str]) -> str:
-    """The ``entered`` message of an L0 Cell that made NaN or +inf from
-    inputs whose only non-finite values were -inf (:attr:`CellDecision.OWN`)."""
-    method, unit = ("forward", "sub-Module") if str(call.prefix).startswith("Module.") else ("construct", "sub-Cell")
-    held = ", ".join(labels) if labels else "an input"
-    return (f"inf/nan started in {call.prefix.rsplit('.', 1)[-1]}.{method} itself: its inputs held no inf/nan "
-            f"but -inf ({held}: a mask, say, which is by design) and its output holds NaN or +inf, which it made "
-            f"(a value that overflowed inside it, or the -inf turned into NaN, such as a softmax over a row that "
-            f"is all -inf); use level L1 to see the API")
+    return bool(bad) and all(only_negative_infinity(t, cache) for t in bad)

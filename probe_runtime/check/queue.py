@@ -27,19 +27,19 @@ import logging
 from dataclasses import replace
 from typing import Any, Callable, Optional
 
-from probe_format.layout import INPUT_ARGS, INPUT_KWARGS, SOURCE_OUTSIDE, SOURCE_OWN_CONSTRUCT
+from probe_format.layout import SOURCE_OWN_CONSTRUCT
 from probe_format.records import entered_object
 
 from ..hooks.guard import tool_section
 from ..state import RunState
-from .by_design import ByDesign, CellDecision, Decision, decide, decide_cell, minus_infinity_inputs, own_nan_message
+from .by_design import ByDesign, Decision, consumed_by_cell, decide
 from .collective import collective_of, collective_tensors, pass_up, through_collective
 from .provenance import (all_finite, backward_maker, entered, entry_tensors, forward_clean, inner_origin, mark_parent,
-                         masked_call, own_backward_message, own_code, own_construct_between_message,
-                         own_construct_message, own_parameters_finite, stale_parameters, top_hint,
-                         top_output_overflowed, top_overflow, written_nonfinite)
+                         masked_call, own_backward_message, own_construct_between_message, own_construct_message,
+                         own_parameters_finite,
+                         stale_parameters, top_hint, top_output_overflowed, top_overflow, written_nonfinite)
 from .records import Recorder
-from .verdict import HostCache, Verdict, is_parameter, iter_tensors, judge, nonfinite_floats
+from .verdict import HostCache, Verdict, is_parameter, iter_tensors, judge
 
 LOGGER = logging.getLogger("probe_runtime")
 #: errors inside the tool after which detection turns itself off
@@ -323,27 +323,15 @@ class Checker:
         if sums:
             for message in stale_parameters(call, sums, cache):
                 self._log_once(message)
-        cell_forward = kind == "forward" and collective is None and hasattr(call, "ancestry")
-        floats_in, floats_out = cell_floats(call) if cell_forward else ((), ())
         try:
-            verdict = judge(inputs, outputs, cache, input_floats=floats_in, output_floats=floats_out)
+            verdict = judge(inputs, outputs, cache)
         except Exception as err:
             self.on_error("while checking", err)
             return True
         carried = False
-        own_nan: Optional[str] = None  # L0: the message of a Cell that made NaN/+inf from -inf-only inputs
-        if verdict.overflow and cell_forward:  # L0: -inf inputs (a mask) consumed, or NaN/+inf made from them?
-            try:
-                action = decide_cell(inputs, outputs, cache, floats_in, floats_out)
-            except Exception as err:
-                self.on_error("while judging -inf made by design", err)
-                action = CellDecision.AS_USUAL
-            if action is CellDecision.CONSUMED:
-                self._settle_deferred(call)
-                return True
-            if action is CellDecision.OWN and not verdict.origin:
-                verdict = replace(verdict, origin=True)
-                own_nan = own_nan_message(call, minus_infinity_inputs(call, cache))
+        if verdict.overflow and collective is None and kind == "forward" and hasattr(call, "ancestry") \
+                and self._consumed_by_cell(call, inputs, outputs, cache):  # L0: a Cell consumed a -inf by design
+            return True
         if verdict.overflow and collective is None and not hasattr(call, "ancestry"):  # L1: -inf by design?
             try:
                 handled, carried, own = self._by_design(kind, call, inputs, outputs, verdict, cache, batch)
@@ -376,19 +364,12 @@ class Checker:
             if not origin and not received:
                 try:
                     where_in = entered(kind, call, cache)
-                    if where_in is None and floats_in:  # L0: the inf/nan is a Python number it was given
-                        where_in = float_entered(call)
                 except Exception as err:  # the record is still written, without it
                     self.on_error("while finding where the overflow came in", err)
         if where_in is None and verdict.origin and not origin:
             where_in = through_collective(kind, call)  # L0: came in through a collective inside the Cell
         if where_in is None and getattr(call, "own_construct", None):  # L0: a model's own construct made it
             where_in = entered_object(call.name, input=None, source=SOURCE_OWN_CONSTRUCT, message=call.own_construct)
-        if where_in is None and origin and own_nan:  # L0: NaN/+inf made inside the Cell, beside a -inf input
-            where_in = entered_object(call.name, input=None, source=SOURCE_OWN_CONSTRUCT, message=own_nan)
-        if where_in is None and origin and floats_out and all(cache.finite(t) for t in iter_tensors(outputs)):
-            where_in = entered_object(call.name, input=None, source=SOURCE_OWN_CONSTRUCT,
-                                      message=float_output_message(call))  # L0: only a Python number is inf/nan
         written = written_nonfinite(call, cache) if kind == "forward" else []
         if self.state.count_record():
             batch.counted = True
@@ -452,6 +433,14 @@ class Checker:
                 return False, False, False
             return None, bool(makers), False
         return None, False, action is Decision.ORIGIN
+
+    def _consumed_by_cell(self, call: Any, inputs: list, outputs: list, cache: HostCache) -> bool:
+        """L0: a Cell that consumed a -inf made by design gets no record
+        (:func:`.by_design.consumed_by_cell`)."""
+        if not consumed_by_cell(inputs, outputs, cache):
+            return False
+        self._settle_deferred(call)
+        return True
 
     @staticmethod
     def _settle_deferred(call: Any) -> None:
@@ -538,8 +527,7 @@ class Checker:
                 if message:
                     self._log_once(message)
             top = getattr(call, "top", None)
-            if top is not None and verdict.overflow and top_overflow(call, top, verdict.origin, cache) \
-                    and not nonfinite_floats([top.args, top.kwargs]):  # not so when the model was given inf/nan
+            if top is not None and verdict.overflow and top_overflow(call, top, verdict.origin, cache):
                 self._hint_top(top)
                 if top.prefix and top.stash is None:  # the model's own record comes first: hold this one back
                     top.stash = []
@@ -659,66 +647,3 @@ class Checker:
         if message not in self._logged:
             self._logged.add(message)
             LOGGER.error(message)
-
-
-def cell_floats(call: Any) -> tuple[tuple, tuple]:
-    """(inputs, outputs): the inf/nan Python floats and numpy floating
-    scalars an L0 Cell call took (anywhere in its arguments, as tensors
-    are found) and returned (its output itself, or the top level of a
-    tuple, list or dict output: ``return x, float(peak)``), for
-    :func:`~.verdict.judge`. At L1 a Python number is an argument, never
-    judged (``masked_fill``'s -inf value is how a mask is made)."""
-    return nonfinite_floats([call.args, call.kwargs]), nonfinite_floats(call.output, nested=False)
-
-
-def float_output_message(call: Any) -> str:
-    """The ``entered`` message of an L0 Cell that is the origin through a
-    Python number it returned (its tensors are finite, so the statistics
-    show nothing): which output, and that its own code made it."""
-    output = call.output
-    if isinstance(output, (tuple, list)):
-        labelled = [(f"output[{i}]", item) for i, item in enumerate(output)]
-    elif isinstance(output, dict):
-        labelled = [(f"output[0].{key}", item) for key, item in output.items()]
-    else:
-        labelled = [("output[0]", output)]
-    shown = ", ".join(f"{label}={values[0]} ({type(item).__name__})" for label, item in labelled
-                      for values in [nonfinite_floats(item, nested=False)]
-                      if values and not isinstance(item, (tuple, list, dict)))
-    method, _ = own_code(call)
-    shown = shown or "a number that is inf/nan"
-    return (f"inf/nan started in {call.prefix.rsplit('.', 1)[-1]}.{method} itself: its inputs were finite and it "
-            f"returned {shown}, a Python number, not a tensor (no statistics); use level L1 to see the API that "
-            "made it")
-
-
-def float_entered(call: Any) -> Optional[dict]:
-    """L0: the ``entered`` description of a carried Cell call whose
-    non-finite input is a Python number (no tensor held inf/nan), when
-    it got that number from outside every checked Cell: the outermost
-    enclosing Cell that got one too has no enclosing hooked Cell. None
-    when an enclosing Cell got finite inputs (its own code made the
-    number: it is judged the origin) or no such number is found."""
-    node = call
-    while node.parent is not None and nonfinite_floats([node.parent.args, node.parent.kwargs]):
-        node = node.parent
-    if node.parent is not None:
-        return None
-    label = _float_label(INPUT_ARGS, node.args) or _float_label(INPUT_KWARGS, node.kwargs)
-    if label is None:
-        return None
-    return entered_object(node.name, input=label, source=SOURCE_OUTSIDE,
-                          message=f"non-finite input entered at the first checked Cell: {label} of {node.name} "
-                                  "(a Python number, not a tensor), made outside the checked Cells")
-
-
-def _float_label(label: str, obj: Any, depth: int = 0) -> Optional[str]:
-    """The dump.json position (``input_args[1]``, ``input_kwargs.scale``)
-    of the first inf/nan Python number in ``obj``, or None."""
-    if isinstance(obj, (list, tuple)) and depth < 4:
-        return next((found for found in (_float_label(f"{label}[{i}]", item, depth + 1)
-                                         for i, item in enumerate(obj)) if found), None)
-    if isinstance(obj, dict) and depth < 4:
-        return next((found for found in (_float_label(f"{label}.{key}", item, depth + 1)
-                                         for key, item in obj.items()) if found), None)
-    return label if nonfinite_floats(obj, nested=False) and not isinstance(obj, (list, tuple, dict)) else None

@@ -10,10 +10,7 @@ Rules (SPEC 4):
 
 * An entry overflows when a *floating* tensor among its inputs or outputs
   holds inf or nan. Integer, bool and complex tensors never count; empty
-  tensors never count; objects that are not tensors are ignored, except
-  that at L0 a Python float (or numpy floating scalar) that is inf or nan
-  among a Cell's inputs, or at the top level of its output, counts as a
-  non-finite input or output (:func:`nonfinite_floats`).
+  tensors never count; objects that are not tensors are ignored.
 * The entry is an *origin* when every floating input is finite and some
   floating output is not; otherwise it *carries* an overflow on.
 * Statistics (Max, Min, Mean, Norm) are computed in float32, or float64
@@ -34,7 +31,6 @@ for it (a device sync); callers batch their calls (see ``queue.py``).
 from __future__ import annotations
 
 import logging
-import math
 from dataclasses import dataclass
 from typing import Any, Iterable, Iterator, Optional
 
@@ -351,31 +347,6 @@ def _collect(obj: Any, depth: int, out: list) -> None:
             _collect(item, depth + 1, out)
 
 
-def nonfinite_floats(obj: Any, nested: bool = True) -> tuple:
-    """The inf and nan values among the Python floats and numpy floating
-    scalars in ``obj``: ``obj`` itself, the items of its lists and tuples
-    and the values of its dicts, nested up to 4 levels deep (``nested``),
-    else those of the top level only. Tensors and other objects are not
-    looked into. Returns a tuple of floats, empty when there is none."""
-    out: list = []
-    _floats(obj, 0, 4 if nested else 1, out)
-    return tuple(out)
-
-
-def _floats(obj: Any, depth: int, limit: int, out: list) -> None:
-    klass = type(obj)
-    if klass is float or (klass is not bool and isinstance(obj, (float, np.floating))):
-        value = float(obj)
-        if not math.isfinite(value):
-            out.append(value)
-    elif depth < limit and (klass is tuple or klass is list or isinstance(obj, (list, tuple))):
-        for item in obj:
-            _floats(item, depth + 1, limit, out)
-    elif depth < limit and isinstance(obj, dict):
-        for item in obj.values():
-            _floats(item, depth + 1, limit, out)
-
-
 @dataclass(frozen=True)
 class Verdict:
     """Outcome of checking one entry.
@@ -551,8 +522,7 @@ def storage_keys_usable() -> bool:
     return _STORAGE_KEYS
 
 
-def judge(inputs: Iterable[Any], outputs: Iterable[Any], cache: Optional[HostCache] = None, *,
-          input_floats: tuple = (), output_floats: tuple = ()) -> Verdict:
+def judge(inputs: Iterable[Any], outputs: Iterable[Any], cache: Optional[HostCache] = None) -> Verdict:
     """Check one entry's floating tensors.
 
     Args:
@@ -562,16 +532,13 @@ def judge(inputs: Iterable[Any], outputs: Iterable[Any], cache: Optional[HostCac
         outputs: what the entry produced (results, or the gradients w.r.t.
             its inputs).
         cache: shares host copies between entries of one batch.
-        input_floats, output_floats: non-finite Python numbers that count
-            as non-finite inputs / outputs (an L0 Cell's, found by
-            :func:`nonfinite_floats`); empty for every other entry.
     Returns:
         A Verdict. Waits for the device when a tensor is not ready.
     """
     cache = cache or HostCache()
     finite = cache.finite
-    inputs_finite = not input_floats and all(finite(t) for t in iter_tensors(list(inputs)))
-    outputs_finite = not output_floats and all(finite(t) for t in iter_tensors(list(outputs)))
+    inputs_finite = all(finite(t) for t in iter_tensors(list(inputs)))
+    outputs_finite = all(finite(t) for t in iter_tensors(list(outputs)))
     overflow = not (inputs_finite and outputs_finite)
     return Verdict(overflow, overflow and inputs_finite and not outputs_finite)
 
