@@ -197,26 +197,37 @@ def run_default_and_exact(tmp_path: Path, monkeypatch: Any, scenario: Callable[[
     return results
 
 
-def _stats_finite(value: Any) -> bool:
+def _stats_finite(value: Any, minus_inf_ok: bool = False) -> bool:
     """Every tensor statistics object inside ``value`` (dump.json nesting)
-    has finite Max/Min/Mean/Norm (None counts as finite)."""
+    has finite Max/Min/Mean/Norm (None counts as finite); with
+    ``minus_inf_ok`` a tensor whose only non-finite values are -inf (Min
+    -inf, Max and Mean neither NaN nor +inf: a mask made by design) counts
+    too."""
     import math
+
+    def number(stats: dict, key: str) -> float:
+        item = stats.get(key)
+        return item if isinstance(item, float) else 0.0
 
     if isinstance(value, dict):
         if "Max" in value and ("dtype" in value or "type" in value):
-            return all(not isinstance(value.get(k), float) or math.isfinite(value[k])
-                       for k in ("Max", "Min", "Mean", "Norm"))
-        return all(_stats_finite(v) for v in value.values())
+            if all(not isinstance(value.get(k), float) or math.isfinite(value[k])
+                   for k in ("Max", "Min", "Mean", "Norm")):
+                return True
+            top, low, mean = number(value, "Max"), number(value, "Min"), number(value, "Mean")
+            return minus_inf_ok and low == -math.inf and not math.isnan(top) and top != math.inf \
+                and not math.isnan(mean) and mean != math.inf
+        return all(_stats_finite(v, minus_inf_ok) for v in value.values())
     if isinstance(value, list):
-        return all(_stats_finite(v) for v in value)
+        return all(_stats_finite(v, minus_inf_ok) for v in value)
     return True
 
 
 def assert_origin_invariant(dump_path: Path) -> int:
     """Every record under ``dump_path`` (any step and rank) marked origin in
-    overflow.json has all its dumped inputs finite (``input_args``,
-    ``input_kwargs``, an L0 Cell's ``parameters``; a backward entry's
-    ``input``) and some dumped output not (``output``, and ``written``:
+    overflow.json has all its dumped inputs finite or -inf only by design
+    (``input_args``, ``input_kwargs``, an L0 Cell's ``parameters``: a
+    frozen mask; a backward entry's ``input``) and some dumped output not (``output``, and ``written``:
     what a call left in the Parameters it wrote in place); returns the
     number of records checked."""
     from probe_runtime.dump.writer import read_json
@@ -241,6 +252,7 @@ def assert_origin_invariant(dump_path: Path) -> int:
             else:
                 inputs = [entry.get("input_args"), entry.get("input_kwargs"), entry.get("parameters")]
                 outputs = [entry.get("output"), entry.get("written")]
-            assert _stats_finite(inputs), f"{index}: {name} is an origin but a dumped input is not finite"
+            assert _stats_finite(inputs, minus_inf_ok=True), \
+                f"{index}: {name} is an origin but a dumped input holds NaN or +inf"
             assert not _stats_finite(outputs), f"{index}: {name} is an origin but every dumped output is finite"
     return checked

@@ -329,9 +329,19 @@ def top_parameters_finite(top: Any, cache: HostCache) -> bool:
     """L0: the own Parameters of the model given to ``start()`` (``top``, a
     ``TopCall``) were finite when it was called (its probes) and are now:
     its own ``construct`` uses them as inputs, so when one is not, an
-    overflow in that ``construct`` is carried, never an origin."""
-    probes = getattr(top, "param_probe", None) or ()
-    return all(cache.finite(t) for t in probes) and all_finite(list(top.params.values()), cache)
+    overflow in that ``construct`` is carried, never an origin. A frozen
+    Parameter (``requires_grad=False``, which no optimizer updates) whose
+    only non-finite values are -inf is a mask made by design (a causal
+    mask) and counts as finite, now and in its probe (which holds no sign:
+    a frozen mask was one at the call too); a trainable one holding -inf
+    was written so by an update."""
+    probes = getattr(top, "param_probe", None) or [None] * len(top.params)
+    for param, probe in zip(top.params.values(), probes):
+        if (probe is None or cache.finite(probe)) and cache.finite(param):
+            continue
+        if getattr(param, "requires_grad", True) or not only_negative_infinity(param, cache):
+            return False
+    return True
 
 
 def _top_parameter(top: Any, cache: HostCache, reached: str) -> Optional[dict]:

@@ -66,17 +66,13 @@ class CellCall:
     own_construct: Optional[str] = None
     #: its backward entry was recorded as the origin before the carried entries its own code fed
     own_backward_recorded: bool = False
-    #: a sub-Cell call in it took tensors that got no gradient hook (nested deeper than one level in a list,
-    #: tuple or dict argument, or in one that could not be rebuilt or written): that sub-Cell's own backward
-    #: cannot be told from this Cell's own code (``check.provenance.backward_maker``)
+    #: a sub-Cell call in it took tensors inside a list, tuple or dict, which get no gradient hook: that
+    #: sub-Cell's own backward cannot be told from this Cell's own code (``check.provenance.backward_maker``)
     unhooked_child: bool = False
-    #: a tensor among its outputs got no gradient hook (nested deeper than one level, or in a container
-    #: whose class cannot be rebuilt): the gradient w.r.t. its outputs is not all known, so its backward and
-    #: ``parameters_grad`` entries are never an origin (``check.provenance.forward_clean``)
+    #: a tensor among its outputs got no gradient hook (in a list or dict, nested deeper than a tuple's top
+    #: level, or in a tuple whose class cannot be rebuilt): the gradient w.r.t. its outputs is not all known,
+    #: so its backward and ``parameters_grad`` entries are never an origin (``check.provenance.forward_clean``)
     outputs_unhooked: bool = False
-    #: (container, key, the caller's tensor, the hooked one) for tensors of a list or dict argument swapped in
-    #: place for hooked ones until the call returns (``l0.cell_hooks.CellHooks._hook_inputs``)
-    swapped: Optional[list] = None
 
     @property
     def name(self) -> str:
@@ -122,10 +118,11 @@ class TopCall:
             ``params`` order, taken at the model's first call in the window
             and again at its first call after an update (``check.probes``);
             None when it has none or the Parameter checks are off.
-        unhooked_child: a sub-Cell called directly in it took tensors that
-            got no gradient hook: a gradient that overflowed there may have
-            been made by that sub-Cell's backward, so it is not said to come
-            from outside the checked Cells.
+        unhooked_child: a sub-Cell called directly in it took tensors inside
+            a list, tuple or dict, which get no gradient hook: a gradient
+            that overflowed there may have been made by that sub-Cell's
+            backward, so it is not said to come from outside the checked
+            Cells.
     """
 
     class_name: str

@@ -363,9 +363,6 @@ class CellHooks:
                 handle.remove()
             except Exception:  # pragma: no cover - interpreter exit
                 pass
-        for call in reversed(self._local.stack):  # calls still running (or that raised): the caller's tensors back
-            if call.swapped:
-                put_back(call)
         self._local.stack = []
         self._local.top = None
         self._local.last = None  # the last Cell call and its output: not kept past the window
@@ -445,9 +442,6 @@ class CellHooks:
                 for position in range(len(stack) - 1, -1, -1):  # skip calls that raised
                     if stack[position].prefix == prefix:
                         call = stack[position]
-                        for left in reversed(stack[position:]):  # the caller's lists and dicts get their tensors back
-                            if left.swapped:
-                                put_back(left)
                         del stack[position:]
                         break
                 if call is None or not sink.live:
@@ -532,123 +526,57 @@ class CellHooks:
         return True
 
     def _hook_inputs(self, call: CellCall, args: tuple, kwargs: Optional[dict] = None) -> Optional[tuple]:
-        """The call's tensor inputs, positional and keyword, with the tensors
-        one level inside a list, tuple or dict argument, passed through one
-        ``HookBackward``: ``(new_args, new_kwargs)`` as a pre-hook
+        """The call's tensor inputs, positional and keyword, passed through
+        one ``HookBackward``: ``(new_args, new_kwargs)`` as a pre-hook
         registered ``with_kwargs`` returns them, or None when there is no
-        tensor among them.
-
-        A tuple argument is rebuilt as the same kind of tuple
-        (:func:`same_kind`). A list or dict argument keeps its identity: it
-        holds the hooked tensors during the call and the caller's own again
-        when the call returns (:func:`put_back`), so a Cell that appends to
-        a list it is given still appends to the caller's. A tensor nested
-        deeper, in a tuple whose class cannot be rebuilt or in a container
-        that refuses the write gets no hook: the enclosing Cell's call (or
-        the model's, for a Cell called directly in it) is marked
-        ``unhooked_child``, so no gradient that overflowed there is said to
-        come from outside the checked Cells or from that Cell's own code."""
-        keys = list(kwargs) if kwargs else []
-        values = list(args) + [kwargs[key] for key in keys] if kwargs else list(args)
-        tensors: list = []
-        places: list = []  # (slot in values, key inside it or None), one per tensor
-        missed = False
-        seen: set = set()
-        for slot, value in enumerate(values):
-            if is_tensor(value):
-                tensors.append(value)
-                places.append((slot, None))
-                continue
-            if not isinstance(value, (list, tuple, dict)):
-                continue
-            mutable = not isinstance(value, tuple)
-            if mutable and id(value) in seen:  # the same list again: its tensors are already swapped
-                continue
-            seen.add(id(value))
-            pairs = list(value.items()) if isinstance(value, dict) else list(enumerate(value))
-            inner = [(key, item) for key, item in pairs if is_tensor(item)]
-            if any(not is_tensor(item) and next(iter_tensors(item), None) is not None for _, item in pairs):
-                missed = True  # nested deeper
-            if inner and not mutable and same_kind(value, list(value)) is None:
-                missed = True
-                continue
-            for key, item in inner:
-                tensors.append(item)
-                places.append((slot, key))
-        if tensors:
-            missed = self._hook_tensors(call, values, tensors, places) or missed
-        if missed:
-            owner: Any = call.parent if call.parent is not None else call.top
-            if owner is not None:
-                owner.unhooked_child = True
-        if not tensors:
+        tensor among them. Tensors inside a list, tuple or dict argument
+        get none (the container is the caller's own object, which the Cell
+        may keep or change): the enclosing Cell's call, or the model's for a
+        Cell called in it, is marked ``unhooked_child``, so a gradient that
+        overflowed there is never said to come from outside the checked
+        Cells or from the enclosing code."""
+        names = [name for name, value in (kwargs or {}).items() if is_tensor(value)]
+        items = list(args) + [kwargs[name] for name in names] if kwargs else list(args)
+        owner: Any = call.parent if call.parent is not None else call.top  # the model, for a Cell called in it
+        if owner is not None and any(isinstance(item, (list, tuple, dict)) and next(iter_tensors(item), None)
+                                     is not None for item in list(args) + list((kwargs or {}).values())):
+            owner.unhooked_child = True  # its tensors nested in a container get no gradient hook
+        positions = [i for i, a in enumerate(items) if is_tensor(a)]
+        if not positions:
             return None
-        new_kwargs = dict(zip(keys, values[len(args):]))
-        if keys:
-            call.kwargs = dict(new_kwargs)
-        return tuple(values[:len(args)]), new_kwargs
-
-    def _hook_tensors(self, call: CellCall, values: list, tensors: list, places: list) -> bool:
-        """Pass ``tensors`` (found by :meth:`_hook_inputs` at ``places``:
-        ``(slot, None)`` for ``values[slot]`` itself, ``(slot, key)`` for
-        the item ``key`` of the container ``values[slot]``) through one
-        ``HookBackward`` and put the hooked ones in their places: in
-        ``values`` (changed in place; tuples rebuilt), and in place inside
-        lists and dicts, which ``call.swapped`` lists for :func:`put_back`.
-        True when a container refused the write (that tensor is not
-        hooked)."""
         sink = self.sink
 
         def deliver(grads: tuple) -> None:
             if "backward" not in self.broken:
                 sink.on_grad_inputs(call, list(iter_tensors(grads)))
 
-        hooked = hook_gradients(self._hook_backward, tensors, list(range(len(tensors))), self._boxes, deliver,
-                                lambda err: self._fail("backward", err))
+        new_items = hook_gradients(self._hook_backward, items, positions, self._boxes, deliver,
+                                   lambda err: self._fail("backward", err))
         call.expects_input_grads = True
-        tuples: dict = {}  # slot -> the tuple's items, rebuilt below
-        swapped: list = []
-        refused = False
-        originals = list(values)
-        for (slot, key), original, new in zip(places, tensors, hooked):
-            if key is None:
-                values[slot] = new
-                continue
-            container = originals[slot]
-            if isinstance(container, tuple):
-                tuples.setdefault(slot, list(container))[key] = new
-                continue
-            try:
-                container[key] = new
-            except Exception:  # a container that refuses writes: that tensor is not hooked
-                refused = True
-                continue
-            swapped.append((container, key, original, new))
-        for slot, items in tuples.items():
-            values[slot] = same_kind(originals[slot], items)
-        call.swapped = swapped or None
-        return refused
+        new_kwargs = dict(kwargs or {})
+        new_kwargs.update(zip(names, new_items[len(args):]))
+        if names:
+            call.kwargs = dict(new_kwargs)
+        return tuple(new_items[:len(args)]), new_kwargs
 
     def _hook_outputs(self, call: CellCall, output: Any) -> Any:
-        """The output with its tensors passed through one ``HookBackward``:
-        a tensor, or the tensors at the top level of a tuple, list or dict,
-        rebuilt as a container of the same class (a namedtuple stays one, a
-        dict keeps its keys and their order: :func:`same_kind`); None when
-        there is nothing to hook. Tensors it cannot hook (nested deeper, or
-        in a container whose class cannot be rebuilt) set
+        """The output with its floating tensors (top level of a tuple,
+        rebuilt as the same kind of tuple: a namedtuple stays one) passed
+        through one ``HookBackward``; None when there is nothing to hook or
+        the tuple's class cannot be rebuilt.
+
+        A tensor left without a hook (in a list or dict output, whose
+        identity the caller may rely on, nested deeper than a tuple's top
+        level, or in a tuple that cannot be rebuilt) sets
         ``call.outputs_unhooked``: the gradient w.r.t. the outputs is then
         not all known, and the call's backward and ``parameters_grad``
-        entries are never an origin."""
-        if is_tensor(output):
-            items: list = [output]
-        elif isinstance(output, (tuple, list, dict)):
-            items = list(output.values()) if isinstance(output, dict) else list(output)
-            if any(not is_tensor(item) and next(iter_tensors(item), None) is not None for item in items):
-                call.outputs_unhooked = True  # nested deeper
-            if type(output) not in (tuple, list, dict) and same_kind(output, items) is None:
-                call.outputs_unhooked = call.outputs_unhooked or any(is_tensor(item) for item in items)
-                return None
-        else:
+        entries are never an origin (``check.provenance.forward_clean``)."""
+        single = not isinstance(output, tuple)
+        items = (output,) if single else output
+        if any(not is_tensor(item) and next(iter_tensors(item), None) is not None for item in items):
+            call.outputs_unhooked = True
+        if not single and same_kind(output, list(output)) is None:
+            call.outputs_unhooked = call.outputs_unhooked or any(is_tensor(item) for item in items)
             return None
         positions = [i for i, item in enumerate(items) if is_tensor(item)]
         if not positions:
@@ -664,7 +592,7 @@ class CellHooks:
 
         new_items = hook_gradients(self._hook_backward, items, positions, self._boxes, deliver,
                                    lambda err: self._fail("backward", err))
-        return new_items[0] if is_tensor(output) else same_kind(output, new_items)
+        return new_items[0] if single else same_kind(output, new_items)
 
     def _make_param_hook(self, target: Target, param_name: str):
         sink = self.sink
@@ -700,55 +628,29 @@ def force_forward_hook(cell: Any, hook: Any) -> Any:
     return handle
 
 
-def same_kind(original: Any, items: list) -> Any:
-    """``items`` (the values of ``original``, in order) in a container of
-    ``original``'s class: a plain tuple or list, a dict with ``original``'s
-    keys in their order, a namedtuple (``_make``), another tuple or list
-    subclass built from one iterable, a dict subclass built from its
-    ``(key, value)`` pairs; None when that class cannot be built so. A
-    fresh user's finding: a sub-Cell returning a namedtuple gave its parent
-    a plain tuple under a gradient computation, and ``o.h`` then raised."""
+def same_kind(original: tuple, items: list) -> Optional[tuple]:
+    """``items`` as a tuple of ``original``'s class: a plain tuple, a
+    namedtuple (``_make``), or another tuple subclass built from one
+    iterable; None when that class cannot be built so. A fresh user's
+    finding: a sub-Cell returning a namedtuple gave its parent a plain
+    tuple under a gradient computation, and ``o.h`` then raised."""
     kind = type(original)
     if kind is tuple:
         return tuple(items)
-    if kind is list:
-        return list(items)
-    if kind is dict:
-        return dict(zip(original, items))
     try:
-        if isinstance(original, dict):
-            rebuilt = kind(zip(original, items))
-        else:
-            make = getattr(kind, "_make", None) if isinstance(original, tuple) else None
-            rebuilt = make(items) if callable(make) else kind(items)
+        make = getattr(kind, "_make", None)
+        rebuilt = make(items) if callable(make) else kind(items)
     except Exception:
         return None
     if type(rebuilt) is not kind or len(rebuilt) != len(items):
         return None
-    if isinstance(original, dict) and list(rebuilt) != list(original):
-        return None
     own = getattr(original, "__dict__", None)
-    if own:  # what a subclass's own __new__ or __init__ set on the instance (``_make`` does not run it)
+    if own:  # what a subclass's own __new__ set on the instance (``_make`` does not run it)
         try:
             rebuilt.__dict__.update(own)
         except Exception:
             return None
     return rebuilt
-
-
-def put_back(call: CellCall) -> None:
-    """A call returned (or raised): the lists and dicts it was given get the
-    caller's tensors back where they still hold the hooked ones
-    (``call.swapped``, latest first); what the Cell wrote into them stays.
-    Never raises."""
-    swapped, call.swapped = call.swapped, None
-    for container, key, original, hooked in reversed(swapped or ()):
-        try:
-            current = container.get(key) if isinstance(container, dict) else container[key]
-            if current is hooked:
-                container[key] = original
-        except Exception:  # the Cell shortened the list or took the key out
-            continue
 
 
 def _register_pre_hook(cell: Any, hook: Callable[..., Any]) -> Any:
