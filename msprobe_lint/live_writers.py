@@ -32,6 +32,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import stat
 import sys
 import time
 from dataclasses import dataclass
@@ -169,7 +170,7 @@ def _parse(path: str, raw: bytes, rank_dir: str) -> Writer:
     writer = Writer(path=path, rank_dir=rank_dir)
     try:
         data = json.loads(raw.decode("utf-8"))
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested deeper than json.loads reads
         return writer
     if isinstance(data, dict):
         pid = data.get("pid")
@@ -196,11 +197,14 @@ def read_writers(dump_path: str, *, skip: Optional[str] = None) -> list[Writer]:
         if skip is not None and name == marker_name(skip):
             continue
         path = os.path.join(dump_path, name)
-        try:
-            fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
+        try:  # O_NONBLOCK: a FIFO of that name would otherwise hold the open until a writer comes
+            fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+                         | getattr(os, "O_NONBLOCK", 0))
         except OSError:
             continue
         try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):  # no marker: only a regular file is one
+                continue
             writer = _read_open(fd, path, name[len(PREFIX):-len(SUFFIX)])
         finally:
             os.close(fd)

@@ -228,7 +228,7 @@ def _holds_a_config(output: str) -> bool:
 
     try:  # a text report quotes a config's lines; only a JSON object is one
         return isinstance(json.loads(raw), dict)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested deeper than json.loads reads
         return False
 
 

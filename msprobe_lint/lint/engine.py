@@ -17,7 +17,7 @@ from .config_view import ConfigView
 from .context import Context
 from .diagnostic import Diagnostic, Finding, Severity
 from .fixes.edits import resolve
-from .loader import Document, load
+from .loader import Document, load, nested_too_deep
 from .positions import split
 from .rules import load_all
 from .selection import Selection, matches
@@ -149,14 +149,20 @@ def check_data(data: dict, context: Context, *, selection: Selection, path: str 
         from .atb import is_atb_config
 
         if is_atb_config(data):  # msprobe's ATB dump config: its own schema, none of PrecisionDebugger's rules
-            return validate(data, skip=skip, profile="atb")[0]
+            try:
+                return validate(data, skip=skip, profile="atb")[0]
+            except RecursionError:
+                return [nested_too_deep(data)]
 
     rules = load_all()
     profile, why = select(context)
     script = context.script
     given = ("dump_path",) if script is not None and getattr(script, "passes_dump_path", False) else ()
-    findings, bad = validate(data, skip=skip, profile=profile.name, why=why, given_in_code=given,
-                             framework=context.framework, runtime=context.runtime)
+    try:  # json.loads read it, but jsonschema recurses further per level (and repr()s a value it rejects)
+        findings, bad = validate(data, skip=skip, profile=profile.name, why=why, given_in_code=given,
+                                 framework=context.framework, runtime=context.runtime)
+    except RecursionError:  # nested nearly as deep as json.loads reads: PL001, as deeper is, never a traceback
+        return [nested_too_deep(data)]
     view = ConfigView(data, bad, path, profile=profile.name, given_in_code=frozenset(given))
     for info in rules.values():
         if info.check is None or not selection.enabled(info.code):
@@ -165,6 +171,8 @@ def check_data(data: dict, context: Context, *, selection: Selection, path: str 
             continue
         try:
             findings.extend(info.check(view, context))
+        except RecursionError:  # a rule recursing into a value nested too deep for it: the same PL001
+            return [nested_too_deep(data)]
         except Exception as err:  # pragma: no cover - a bug in a rule
             findings.append(Finding(info.code, f"internal error in rule {info.code} ({info.name}): "
                                                f"{type(err).__name__}: {err}; please report it",
@@ -175,17 +183,27 @@ def check_data(data: dict, context: Context, *, selection: Selection, path: str 
     return findings
 
 
+#: the code of a file that could not be read at all: never filtered nor re-graded (``--ignore PL006``,
+#: ``--select PL1``, a per-file ignore, a severity): the run exits 2 for it whatever the selection, so the
+#: report must say why, not "All checks passed"
+UNREADABLE = "PL006"
+
+
 def to_diagnostics(findings: Iterable[Finding], doc: Optional[Document], selection: Selection) -> list[Diagnostic]:
-    """Position, filter, grade, de-duplicate and sort findings."""
+    """Position, filter, grade, de-duplicate and sort findings; PL006 (a
+    file that could not be read) is kept as an error whatever ``selection``
+    says (see :data:`UNREADABLE`)."""
     rules = load_all()
     out: dict[tuple, Diagnostic] = {}
     for finding in findings:
-        if not selection.enabled(finding.code) or not selection.keeps(finding.code, finding.pointer):
+        unreadable = finding.code == UNREADABLE
+        if not unreadable and (not selection.enabled(finding.code)
+                               or not selection.keeps(finding.code, finding.pointer)):
             continue
         info: Optional[RuleInfo] = rules.get(finding.code)
         severity = selection.severity.get(finding.code) or finding.severity or (
             info.severity if info else Severity.ERROR)
-        if selection.always and matches(finding.code, selection.always):
+        if unreadable or (selection.always and matches(finding.code, selection.always)):
             severity = Severity.ERROR
         if finding.line is not None:
             line, column = finding.line, finding.column or 1

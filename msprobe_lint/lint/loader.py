@@ -349,6 +349,27 @@ def _too_deep(text: str) -> Finding:
                    hint="msprobe configs nest a few levels: check what generated this file")
 
 
+def nested_too_deep(data: Any) -> Finding:
+    """PL001 for parsed ``data`` that json.loads read but that is nested
+    too deep for the checks after it (jsonschema, the rules: they recurse
+    into values and, near Python's recursion limit, raise RecursionError):
+    how deep it is, at its deepest value (by pointer), found without
+    recursion; not a syntax error."""
+    deepest, where = 0, ()
+    stack: list[tuple[Any, tuple, int]] = [(data, (), 0)]
+    while stack:
+        item, path, depth = stack.pop()
+        if isinstance(item, (dict, list)):
+            depth += 1
+            if depth > deepest:
+                deepest, where = depth, path
+            children = item.items() if isinstance(item, dict) else enumerate(item)
+            stack.extend((value, path + (key,), depth) for key, value in children)
+    return Finding("PL001", f"nested {deepest} levels deep, deeper than probe lint checks (Python's recursion limit, "
+                            f"{sys.getrecursionlimit()}, less what the linter uses); this is not a syntax error",
+                   pointer=pointer(*where), hint="msprobe configs nest a few levels: check what generated this file")
+
+
 def _walk_nonfinite(value: Any, path: tuple = ()) -> list[tuple[str, NonFinite]]:
     found: list[tuple[str, NonFinite]] = []
     stack = [(value, path)]

@@ -128,6 +128,29 @@ def _pattern_list(path: Path, key: str, value: Any) -> tuple[str, ...]:
     return tuple(v.strip() for v in value)
 
 
+def _unquoted_version(path: Path, key: str, name: str, value: Any) -> str:
+    """Why a version that is not a TOML string is refused: ``2.10``
+    unquoted is the float 2.1 (a false PL203 for MindSpore 2.10), so only a
+    string is taken; the message shows the quoted form, as written in the
+    file when it can be found there."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        import re  # only for a mistake: not on every start-up
+
+        written = str(value)
+        try:
+            with open(path, encoding="utf-8") as handle:
+                found = re.search(rf"^[ \t]*{re.escape(key)}[ \t]*=[ \t]*([0-9][0-9._]*)", handle.read(), re.M)
+        except (OSError, ValueError):
+            found = None
+        if found:
+            written = found.group(1)
+        lost = ", losing digits" if written.replace("_", "") != str(value) else ""
+        return (f"{name} must be a quoted string: write {key} = \"{written}\" (unquoted, TOML reads {written} as "
+                f"the number {value!r}{lost})")
+    example = "2.6.0" if name == "mindspore_version" else "8.3"
+    return f"{name} must be a quoted version string such as \"{example}\", not {value!r}"
+
+
 def load(path: Path) -> Optional[ProjectSettings]:
     """Parse ``[tool.probe-lint]`` of ``path``; None when the table is absent.
 
@@ -163,7 +186,9 @@ def load(path: Path) -> Optional[ProjectSettings]:
                            f"; known: {', '.join(sorted(k for k in KNOWN if '_' not in k))}"))
     settings = ProjectSettings(path=path)
     for key, name in CONTEXT_KEYS.items():
-        if key in table:
+        if key in table and name in ("mindspore_version", "msprobe_version") and not isinstance(table[key], str):
+            problems.append(f"{path}: [tool.probe-lint] {key}: {_unquoted_version(path, key, name, table[key])}")
+        elif key in table:
             try:
                 settings.facts[name] = normalise(name, table[key], f"{path.name} [tool.probe-lint]")
             except ValueError as err:

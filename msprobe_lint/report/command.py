@@ -77,6 +77,9 @@ def writer_problems(dump_path: str) -> list[tuple[str, str]]:
 
 def _summarise(dump_path: str, *, keep_received: bool, progress: Optional[Progress],
                cache: Optional[ReadCache]) -> tuple[Summary, ExitStatus, Optional[str]]:
+    if not dump_path:  # Path("") is the current folder: `probe report "$UNSET"` would read it unasked
+        return Summary(dump_path), ExitStatus.USAGE, ("an empty DUMP_PATH names no folder (an unset variable?); "
+                                                      "give the dump_path folder, `.` for the current one")
     root = Path(dump_path)
     if not root.exists():
         return Summary(dump_path), ExitStatus.USAGE, f"{dump_path}: no such file or directory"
@@ -151,7 +154,7 @@ def run(dump_path: str, fmt: str = "text", out: Optional[IO[str]] = None, err: O
     """The body of :func:`msprobe_lint.report.main` (same arguments)."""
     out = out or sys.stdout
     err = err or sys.stderr
-    refused = inside_dump(output, dump_path) if output is not None else None
+    refused = inside_dump(output, dump_path) if output is not None and dump_path else None  # "": refused below
     if refused:
         err.write(shown(f"probe: error: {refused}") + "\n")
         return ExitStatus.USAGE

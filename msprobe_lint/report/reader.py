@@ -12,9 +12,11 @@ there too. Nothing here raises for bad input.
 """
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
+import stat
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Iterator, Optional, Union
@@ -48,12 +50,21 @@ def read_bytes(path: Union[str, Path]) -> bytes:
     """The file's bytes.
 
     Raises:
-        Unreadable: missing, not readable, or larger than :data:`MAX_FILE`.
+        Unreadable: missing, not readable, not a regular file (a FIFO, a
+            device: opened without waiting for a writer, never read), or
+            larger than :data:`MAX_FILE`.
     """
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        # O_NONBLOCK: opening a FIFO would otherwise wait for a writer, forever (it changes nothing for
+        # the read of a regular file)
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0))
         try:
-            size = os.fstat(fd).st_size
+            status = os.fstat(fd)
+            if stat.S_ISDIR(status.st_mode):
+                raise Unreadable(os.strerror(errno.EISDIR))
+            if not stat.S_ISREG(status.st_mode):
+                raise Unreadable("not a regular file")
+            size = status.st_size
             if size > MAX_FILE:
                 raise Unreadable(f"larger than {MAX_FILE // (1024 * 1024)} MiB")
             chunks = [os.read(fd, size + 1)]
@@ -181,7 +192,7 @@ def _salvage_items(text: str, start: int, closer: str, keyed: bool) -> list:
             else:
                 value, i = decoder.raw_decode(text, i)
                 items.append(value)
-        except (json.JSONDecodeError, ValueError):
+        except (ValueError, RecursionError):
             return items
 
 
@@ -193,7 +204,8 @@ def load_json(path: Union[str, Path], problems: list[tuple[str, str]], kind: str
     ``problems``. Accepts the bare ``Infinity``/``NaN`` tokens msprobe writes.
 
     Raises:
-        Unreadable: empty, not JSON, or not readable.
+        Unreadable: empty, not JSON, not readable, or (``overflow``) cut off
+            before its first record.
     """
     return parse_json(read_bytes(path), path, problems, kind)
 
@@ -207,11 +219,17 @@ def parse_json(data: bytes, path: Union[str, Path], problems: list[tuple[str, st
         return json.loads(text), True
     except json.JSONDecodeError as err:
         reason = f"{err.msg}: line {err.lineno} column {err.colno}"
+    except RecursionError:  # no dump file nests this deep: not one probe report reads, nor a truncated one
+        raise Unreadable("nested deeper than probe report reads (Python's recursion limit); not a dump file "
+                         "msprobe or probe_runtime writes") from None
     if kind == "overflow":
         at = text.find("[")
         if at < 0 or text[:at].strip():
             raise Unreadable(f"not a JSON list ({reason})")
         items = _salvage_items(text, at + 1, "]", keyed=False)
+        if not items:  # cut off before its first record: nothing read, one "not read" warning (not two)
+            raise Unreadable(f"truncated or malformed before its first record: {reason}; was the job killed "
+                             "mid-run?")
         problems.append((str(path), f"truncated or malformed ({reason}); read the first {len(items)} record(s)"
                                     " (was the job killed mid-run?)"))
         return items, False
@@ -396,7 +414,7 @@ class ReadCache:
         if hit is None:
             try:
                 value, complete = json.loads(compact), True
-            except ValueError:  # not JSON, or not UTF-8: read it as it is, for the right positions
+            except (ValueError, RecursionError):  # not JSON, not UTF-8 or too deep: as it is, for the positions
                 value, complete = parse_json(raw, path, problems, "overflow")
             if not isinstance(value, list):
                 raise Unreadable("not a list of overflow records")

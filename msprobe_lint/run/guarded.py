@@ -83,8 +83,8 @@ def _live_writers(config: str) -> Optional[str]:
     try:
         with open(config, encoding="utf-8") as f:
             dump_path = json.load(f).get("dump_path")
-    except (OSError, ValueError, AttributeError):
-        return None
+    except (OSError, ValueError, AttributeError, RecursionError):  # the lint says what is wrong (PL001 for
+        return None  # a config nested deeper than json.load reads)
     if not isinstance(dump_path, str) or not os.path.isdir(dump_path):
         return None
     live = [w for w in read_writers(dump_path) if w.live]

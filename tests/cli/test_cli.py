@@ -213,3 +213,18 @@ def test_show_files_refuses_a_format_it_cannot_honour(tmp_path, fmt):
     assert (proc.returncode, proc.stdout) == (2, "")
     assert proc.stderr == (f"probe: error: --show-files lists files as text or --format json; --format {fmt} "
                            "reports findings\n")
+
+
+@pytest.mark.parametrize("flags", [["--ignore", "PL006"], ["--select", "PL1"], ["--ignore", "ALL"]])
+def test_a_file_that_cannot_be_read_is_never_said_to_pass(tmp_path, flags):
+    """`probe lint --ignore PL006 nope.json` printed "All checks passed (1
+    file)." and exited 2. A file that cannot be read is never passed: PL006
+    cannot be turned off (as the exit status 2 it gives cannot)."""
+    proc = run_probe("lint", "--isolated", *flags, "nope.json", cwd=tmp_path)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "passed" not in proc.stdout and "PL006" in proc.stdout, proc.stdout
+    proc = run_probe("lint", "--isolated", *flags, "--format", "json", "nope.json", cwd=tmp_path)
+    assert proc.returncode == 2 and [d["code"] for d in json.loads(proc.stdout)["diagnostics"]] == ["PL006"]
+    (tmp_path / "pyproject.toml").write_text('[tool.probe-lint]\nignore = ["PL006"]\n')
+    proc = run_probe("lint", "nope.json", cwd=tmp_path)
+    assert proc.returncode == 2 and "passed" not in proc.stdout and "PL006" in proc.stdout, proc.stdout

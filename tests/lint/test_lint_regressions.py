@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from msprobe_lint.lint.engine import lint_file
 from msprobe_lint.lint.reporters import NAMES, get
 
@@ -203,3 +205,79 @@ def test_caret_under_wide_and_combining_characters(tmp_path):
     accent = write_config(tmp_path, '{"dump_path": "/cafe\u0301", "task": "overflow_check", "bad": 1}', "accent.json")
     # 50 characters before "bad", the combining accent takes no column
     assert caret_of(accent, "PL101") == "     | " + " " * 49 + "^" * 5
+
+
+def _deep_list_config(where: str, depth: int) -> str:
+    nested = "[" * depth + "0" + "]" * depth
+    if where == "list":
+        return '{"task": "statistics", "dump_path": "/tmp/d", "level": "L1", "statistics": {"list": ' + nested + "}}"
+    return '{"task": "overflow_check", "dump_path": "/tmp/d", "level": "L1", "' + where + '": ' + nested + "}"
+
+
+@pytest.mark.parametrize("where", ["rank", "step", "list"])
+def test_a_list_nested_about_as_deep_as_the_reader_reads_is_pl001_or_linted_never_a_crash(tmp_path, where):
+    """A list nested ~981-985 deep in rank/step/list was read by json.loads
+    but crashed jsonschema (RecursionError from repr of the value, a
+    traceback and exit 1); deeper was PL001. Every depth must give PL001
+    or be linted."""
+    path = tmp_path / "config.json"
+    for depth in range(800, 1101, 7):  # in this process (pytest's stack is deeper: the edge moves)
+        path.write_text(_deep_list_config(where, depth), encoding="utf-8")
+        found = lint_file(str(path)).diagnostics
+        assert found, depth
+        deep = [d for d in found if d.code == "PL001"]
+        assert not deep or "levels deep" in deep[0].message, deep
+    for depth in (975, 981, 983, 985, 990):  # the CLI, at the depths that crashed
+        path.write_text(_deep_list_config(where, depth), encoding="utf-8")
+        proc = run_probe("lint", "--isolated", str(path))
+        assert "Traceback" not in proc.stderr and "RecursionError" not in proc.stderr, proc.stderr[-2000:]
+        assert proc.returncode == 1 and proc.stdout.strip(), (depth, proc.stdout, proc.stderr[-500:])
+        if "PL001" in proc.stdout:
+            assert "levels deep" in proc.stdout
+
+
+def _elif_chain(branches: int, mode: str = "ms.GRAPH_MODE", last: str = "ms.GRAPH_MODE") -> str:
+    lines = ["import mindspore as ms", "v = 3", "if v == 0:", f"    ms.set_context(mode={mode})"]
+    for i in range(1, branches):
+        lines += [f"elif v == {i}:", f"    ms.set_context(mode={mode})"]
+    lines += ["else:", f"    ms.set_context(mode={last})"]
+    return "\n".join(lines) + "\n"
+
+
+def test_a_long_elif_chain_is_analysed_not_a_recursion_error():
+    """A valid script with 500 elifs (or a 1,000-term expression) crashed
+    the script analysis with RecursionError (a traceback from `probe lint
+    --script` and `probe run`)."""
+    from msprobe_lint.lint.script import analyse_source
+    from msprobe_lint.lint.script.model import UNKNOWN
+
+    found = analyse_source(_elif_chain(1500), "train.py")
+    assert found.facts["mode"].value == "graph"  # every branch agrees: the value stays known
+    found = analyse_source(_elif_chain(1500, last="ms.PYNATIVE_MODE"), "train.py")
+    assert "mode" not in found.facts or found.facts["mode"].value is UNKNOWN  # one branch differs
+    source = "import mindspore as ms\nms.set_context(mode=ms.GRAPH_MODE)\nx = " + "+".join(["1"] * 1000) \
+        + "\ny = a" + ".b" * 1000 + "\n"
+    assert analyse_source(source, "train.py").facts["mode"].value == "graph"
+
+
+def test_a_long_elif_chain_elif_main_guard_is_followed():
+    """The elif chain, walked without recursion, keeps the branch rules:
+    an ``elif __name__ == "__main__"`` runs its body, the other branches
+    are joined."""
+    from msprobe_lint.lint.script import analyse_source
+
+    source = ("import mindspore as ms\nimport sys\nif sys.argv[1:] == ['a']:\n    ms.set_context(mode=ms.GRAPH_MODE)\n"
+              "elif __name__ == '__main__':\n    ms.set_context(mode=ms.GRAPH_MODE)\nelse:\n"
+              "    ms.set_context(mode=ms.PYNATIVE_MODE)\n")
+    assert analyse_source(source, "train.py").facts["mode"].value == "graph"
+
+
+def test_probe_lint_script_with_500_elifs_and_a_long_sum(tmp_path):
+    config = write_config(tmp_path, {"task": "overflow_check", "dump_path": "/tmp/d", "level": "L1"})
+    script = tmp_path / "train.py"
+    chain = "v = 3\nif v == 0:\n    x = 0\n" + "".join(f"elif v == {i}:\n    x = {i}\n" for i in range(1, 501))
+    for text in ("import mindspore as ms\n" + chain, "import mindspore as ms\nx = " + "+".join(["1"] * 1000) + "\n"):
+        script.write_text(text, encoding="utf-8")
+        proc = run_probe("lint", "--isolated", str(config), "--script", str(script))
+        assert "Traceback" not in proc.stderr, proc.stderr[-2000:]
+        assert proc.returncode == 0, (proc.stdout, proc.stderr[-500:])

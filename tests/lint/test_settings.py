@@ -238,3 +238,22 @@ def test_rule_names_are_accepted_wherever_codes_are(tmp_path, monkeypatch):
     assert codes(lint_paths([str(bad)], LintOptions()).results[0].diagnostics) == ["PL103"]
     proc = run_probe("lint", "--isolated", "--select", "unknwn-key", str(bad))
     assert proc.returncode == 2 and proc.stderr.endswith("; did you mean unknown-key?\n"), proc.stderr
+
+
+@pytest.mark.parametrize("line, key, quoted", [
+    ("mindspore-version = 2.10", "mindspore-version", '"2.10"'),
+    ("mindspore_version = 2.6", "mindspore_version", '"2.6"'),
+    ("msprobe-version = 8.30", "msprobe-version", '"8.30"'),
+    ("mindspore-version = 2", "mindspore-version", '"2"'),
+])
+def test_an_unquoted_version_is_refused_naming_the_key_and_the_quoted_form(project, tmp_path, line, key, quoted):
+    """TOML reads ``mindspore-version = 2.10`` as the float 2.1: the lint
+    took MindSpore 2.1 and gave a false PL203. A version that is not a
+    string is a bad value (exit 2, as ``world-size = true``), and the
+    message says to quote it."""
+    path = project(line + "\n")
+    proc = run_probe("lint", path, cwd=tmp_path)
+    assert proc.returncode == 2 and proc.stdout == "" and "Traceback" not in proc.stderr, proc.stderr
+    assert f"[tool.probe-lint] {key}: " in proc.stderr and quoted in proc.stderr and "PL203" not in proc.stderr
+    with pytest.raises(UsageError, match="quote"):
+        run(path)

@@ -607,3 +607,52 @@ def test_an_unreadable_overflow_json_is_one_warning_and_dump_json_is_read(tmp_pa
     assert "Functional.exp.3" in out and "Not read" not in out and "no overflow.json:" not in out
     status, out, _ = report(tmp_path / "dump", "json")
     assert status == 0 and len(json.loads(out)["problems"]) == 1
+
+
+def test_a_truncated_overflow_json_with_no_record_beside_dump_json_is_one_warning(tmp_path):
+    """overflow.json cut off before its first record (`[ {"name": "Primi`)
+    beside an intact dump.json gave two warnings, one false ("not read (an
+    empty list)"), and a summary naming the folder both "Without origin
+    marks" and "Not read". The doc: one warning, "Without origin marks"."""
+    root = tmp_path / "dump"
+    shutil.copytree(DATA / "ours", root)
+    (root / "step0" / "rank1" / "overflow.json").write_text('[\n {\n  "name": "Primi')
+    status, out, err = report(root)
+    assert status == 0, err
+    warnings = [line for line in err.splitlines() if "step0/rank1/overflow.json" in line]
+    assert len(warnings) == 1, err
+    assert "not read (" in warnings[0] and "truncated" in warnings[0] and "empty list" not in warnings[0]
+    assert warnings[0].endswith("the records are dump.json's entries, without origin marks")
+    last = out.splitlines()[-1]
+    assert "Without origin marks (overflow.json not read, see the warnings): step0/rank1" in last
+    assert "Not read" not in last
+    status, out, _ = report(root, "json")
+    assert status == 0 and len([p for p in json.loads(out)["problems"] if "step0/rank1/overflow" in p["path"]]) == 1
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="named pipes")
+@pytest.mark.parametrize("name", ["overflow.json", "dump.json"])
+def test_a_fifo_in_the_dump_is_a_warning_not_a_hang(tmp_path, name):
+    """`probe report` hung forever on a FIFO named overflow.json (open
+    blocks until a writer comes): it is not a regular file, said as any
+    file that cannot be read."""
+    folder = tmp_path / "dump" / "step0" / "rank0"
+    folder.mkdir(parents=True)
+    os.mkfifo(folder / name)
+    proc = run_probe("report", str(tmp_path / "dump"), timeout=60)
+    assert proc.returncode == 2, proc.stderr
+    assert f"{name}: not a regular file" in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+
+
+@pytest.mark.parametrize("fmt", ["text", "json"])
+def test_an_empty_dump_path_is_refused_not_the_current_folder(tmp_path, fmt):
+    """`probe report ""` (`probe report "$UNSET"`) reported the current
+    folder; it is a usage error, as `probe lint ""` is."""
+    shutil.copytree(DATA / "ours", tmp_path, dirs_exist_ok=True)  # a dump right here: it must not be read
+    proc = run_probe("report", "", "--format", fmt, cwd=tmp_path)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert "ORIGIN" not in proc.stdout and "Functional.exp" not in proc.stdout
+    said = proc.stderr if fmt == "text" else json.loads(proc.stdout)["summary"]["message"]
+    assert "empty DUMP_PATH" in said, (proc.stdout, proc.stderr)
+    status, out, err = report("", fmt)
+    assert status == 2 and "Functional.exp" not in out

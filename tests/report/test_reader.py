@@ -107,3 +107,21 @@ def test_a_malformed_version_is_read_as_this_one_and_said(tmp_path):
     assert dump.records[0].origin is True
     (path, problem), = dump.problems
     assert "format_version [1]" in problem and "read as version 1.0" in problem
+
+
+def test_a_fifo_is_not_read_and_not_waited_on(tmp_path):
+    """Opening a FIFO blocks until a writer comes: read_bytes must say it is
+    not a regular file at once (probe report hung on one)."""
+    import os
+
+    import pytest
+
+    from msprobe_lint.report.reader import Unreadable, read_bytes
+
+    if not hasattr(os, "mkfifo"):
+        pytest.skip("named pipes")
+    os.mkfifo(tmp_path / "overflow.json")
+    with pytest.raises(Unreadable, match="not a regular file"):
+        read_bytes(tmp_path / "overflow.json")
+    with pytest.raises(Unreadable, match="Is a directory"):
+        read_bytes(tmp_path)

@@ -521,3 +521,32 @@ def test_a_config_path_the_analysis_cannot_read_is_said_before_the_start(tmp_pat
                      env={"PYTHONPATH": str(Path(__file__).resolve().parents[2])})
     said = "cannot tell which config that expression names" in proc.stderr
     assert said is warned, proc.stderr
+
+
+def test_a_config_too_deep_for_json_is_pl001_and_not_started(tmp_path):
+    """A config nested deeper than json.load reads crashed `probe run` in
+    its check for running writers (RecursionError, a traceback), where
+    `probe lint` says PL001."""
+    cfg = tmp_path / "config.json"
+    cfg.write_text('{"task": "overflow_check", "dump_path": ' + json.dumps(str(tmp_path / "dump"))
+                   + ', "level": "L1", "overflow_check": ' + '{"a": ' * 1200 + "1" + "}" * 1200 + "}")
+    marker = tmp_path / "started"
+    proc = run_probe("run", str(cfg), "--", PY, "-c", f"open({str(marker)!r}, 'w').close()", cwd=tmp_path)
+    assert "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    assert proc.returncode == 1 and not marker.exists()
+    assert "PL001" in proc.stderr and "levels deep" in proc.stderr and "not starting" in proc.stderr
+
+
+@pytest.mark.parametrize("body", [
+    "v = 3\nif v == 0:\n    x = 0\n" + "".join(f"elif v == {i}:\n    x = {i}\n" for i in range(1, 501)),
+    "x = " + "+".join(["1"] * 1000) + "\n",
+])
+def test_a_script_with_a_long_elif_chain_or_sum_is_analysed_and_run(tmp_path, body):
+    """A valid training script with 500 elifs or a 1,000-term sum crashed
+    `probe run` with RecursionError in the script analysis."""
+    cfg = config(tmp_path)
+    marker = tmp_path / "started"
+    (tmp_path / "train.py").write_text(f"{body}open({str(marker)!r}, 'w').close()\n")
+    proc = run_probe("run", str(cfg), "--", PY, "train.py", cwd=tmp_path)
+    assert "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    assert proc.returncode == 0 and marker.exists() and "passed; starting" in proc.stderr, proc.stderr[-1000:]

@@ -33,6 +33,7 @@ Example::
 from __future__ import annotations
 
 import ast
+import sys
 
 from .context_flow import resolve_context
 from .debuggers import collect_debuggers
@@ -118,13 +119,19 @@ def analyse_source(source: str, path: str = "train.py") -> ScriptAnalysis:
     Raises:
         ScriptError: when ``source`` is not valid Python.
     """
-    index = Index(parse(source, path), path)
-    result = ScriptAnalysis(path, direct_imports=index.direct_imports)
-    set_context_seen = resolve_context(index, result)
-    result.debuggers = collect_debuggers(index)
-    result.jit_uses = collect_jit(index)
-    result.model_train = model_train_line(index)
-    framework = infer_framework(index, set_context_seen)
+    tree = parse(source, path)
+    try:
+        index = Index(tree, path)
+        result = ScriptAnalysis(path, direct_imports=index.direct_imports)
+        set_context_seen = resolve_context(index, result)
+        result.debuggers = collect_debuggers(index)
+        result.jit_uses = collect_jit(index)
+        result.model_train = model_train_line(index)
+        framework = infer_framework(index, set_context_seen)
+    except RecursionError:  # the walks are loops; a last guard for what ast's own helpers recurse into
+        raise ScriptError(f"{path}: cannot be analysed: it nests deeper than the analysis follows (Python's "
+                          f"recursion limit, {sys.getrecursionlimit()}); give the mode and jit_level with --mode and "
+                          "--jit-level instead") from None
     if framework is not None:
         result.facts["framework"] = framework
     return result

@@ -102,14 +102,7 @@ class _Flow:
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             return  # defined, not executed (module functions are followed where called)
         if isinstance(stmt, ast.If):
-            if _is_main_guard(stmt.test):
-                self._exec(stmt.body, state, functions, stack)
-                return
-            self._calls_in(stmt.test, state, functions, stack)
-            other = state.copy()
-            self._exec(stmt.body, state, functions, stack)
-            self._exec(stmt.orelse, other, functions, stack)
-            state.merge(other)
+            self._exec_if(stmt, state, functions, stack)
             return
         if isinstance(stmt, (ast.For, ast.AsyncFor, ast.While)):
             self._calls_in(stmt.iter if not isinstance(stmt, ast.While) else stmt.test, state, functions, stack)
@@ -157,6 +150,37 @@ class _Flow:
                 self._calls_in(stmt.value, state, functions, stack)
             return
         self._calls_in(stmt, state, functions, stack)
+
+    def _exec_if(self, stmt: ast.If, state: "_State", functions: dict, stack: tuple[str, ...]) -> None:
+        """An ``if``/``elif``/``else`` chain: each branch from the state its
+        test leaves, all joined into ``state``. An ``elif`` is an ``if``
+        nested in the ``else``, so a long chain nests as deep as it is long
+        (500 elifs: deeper than Python's recursion limit if each were a
+        call): the chain is walked in a loop, and joined innermost first,
+        as the nested calls would."""
+        branches: list[_State] = []  # the state of each branch taken after a test, outermost first
+        current, here = stmt, state
+        while True:
+            if _is_main_guard(current.test):  # the script's entry point: always taken, no else
+                self._exec(current.body, here, functions, stack)
+                break
+            self._calls_in(current.test, here, functions, stack)
+            other = here.copy()
+            self._exec(current.body, here, functions, stack)
+            branches.append(here)
+            orelse = current.orelse
+            if len(orelse) == 1 and isinstance(orelse[0], ast.If):  # elif
+                self.budget -= 1
+                if self.budget < 0:
+                    raise _OutOfBudget
+                current, here = orelse[0], other
+                continue
+            self._exec(orelse, other, functions, stack)
+            here = other
+            break
+        for branch in reversed(branches):  # branch.merge(what follows it), innermost first
+            branch.merge(here)
+            here = branch
 
     def _calls_in(self, node: ast.AST, state: "_State", functions: dict, stack: tuple[str, ...]) -> None:
         """Apply the set_context calls in ``node`` and follow calls of

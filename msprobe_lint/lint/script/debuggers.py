@@ -65,7 +65,10 @@ def _construction(index: Index, node: ast.Call, origin: str) -> Debugger:
     if given and isinstance(given[0], ast.Constant) and isinstance(given[0].value, str):
         debugger.config_path = given[0].value
     elif given and not _is_none(given[0]):
-        source = ast.unparse(given[0])
+        try:
+            source = ast.unparse(given[0])
+        except RecursionError:  # ast.unparse recurses: an expression nested deeper than it goes
+            source = "(an expression nested too deep to show)"
         if "PROBE_CONFIG" not in source:  # os.environ["PROBE_CONFIG"] reads what probe run gives
             debugger.config_path_expression = source
     for keyword in node.keywords:

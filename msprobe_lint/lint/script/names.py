@@ -93,32 +93,39 @@ class Index:
         """``"train.py:4"`` for this script."""
         return f"{self.path}:{line}"
 
-    def _index(self, node: ast.AST, scope: ScopeNode, loops: tuple[LoopNode, ...]) -> None:
-        """Parent, scope and enclosing-loop (within the scope) of every node."""
-        self.scope_of[node] = scope
-        self.loops_of[node] = loops
-        inner_scope: ScopeNode = node if isinstance(node, SCOPES) else scope  # type: ignore[assignment]
-        inner_loops = () if isinstance(node, SCOPES) else loops
-        for name, value in ast.iter_fields(node):
-            children = value if isinstance(value, list) else [value]
-            for child in children:
-                if not isinstance(child, ast.AST):
-                    continue
-                self.parents[child] = node
-                child_scope, child_loops = inner_scope, inner_loops
-                if isinstance(node, SCOPES) and name in ("decorator_list", "args", "returns", "bases",
-                                                          "keywords"):
-                    child_scope, child_loops = scope, loops  # evaluated in the enclosing scope
-                if isinstance(node, (ast.For, ast.AsyncFor)) and name == "body":
-                    child_loops = loops + (node,)
-                elif isinstance(node, ast.While) and name in ("test", "body"):
-                    child_loops = loops + (node,)
-                elif isinstance(node, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)) \
-                        and name in ("elt", "key", "value"):
-                    child_loops = loops + tuple(node.generators)
-                elif isinstance(node, ast.comprehension) and name == "ifs":
-                    child_loops = loops + (node,)
-                self._index(child, child_scope, child_loops)
+    def _index(self, root: ast.AST, scope: ScopeNode, loops: tuple[LoopNode, ...]) -> None:
+        """Parent, scope and enclosing-loop (within the scope) of every node,
+        in source order, walked with a stack (no recursion: a valid script
+        nests deeper than Python's recursion limit, e.g. 500 elifs or a
+        1,000-term sum)."""
+        todo: list[tuple[ast.AST, ScopeNode, tuple[LoopNode, ...]]] = [(root, scope, loops)]
+        while todo:
+            node, scope, loops = todo.pop()
+            self.scope_of[node] = scope
+            self.loops_of[node] = loops
+            inner_scope: ScopeNode = node if isinstance(node, SCOPES) else scope  # type: ignore[assignment]
+            inner_loops = () if isinstance(node, SCOPES) else loops
+            children: list[tuple[ast.AST, ScopeNode, tuple[LoopNode, ...]]] = []
+            for name, value in ast.iter_fields(node):
+                for child in value if isinstance(value, list) else [value]:
+                    if not isinstance(child, ast.AST):
+                        continue
+                    self.parents[child] = node
+                    child_scope, child_loops = inner_scope, inner_loops
+                    if isinstance(node, SCOPES) and name in ("decorator_list", "args", "returns", "bases",
+                                                              "keywords"):
+                        child_scope, child_loops = scope, loops  # evaluated in the enclosing scope
+                    if isinstance(node, (ast.For, ast.AsyncFor)) and name == "body":
+                        child_loops = loops + (node,)
+                    elif isinstance(node, ast.While) and name in ("test", "body"):
+                        child_loops = loops + (node,)
+                    elif isinstance(node, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)) \
+                            and name in ("elt", "key", "value"):
+                        child_loops = loops + tuple(node.generators)
+                    elif isinstance(node, ast.comprehension) and name == "ifs":
+                        child_loops = loops + (node,)
+                    children.append((child, child_scope, child_loops))
+            todo.extend(reversed(children))  # the first child next: the order the recursion had
 
     def qualname(self, node: ast.AST) -> Optional[str]:
         """``mindspore.set_context`` for ``ms.set_context`` with
@@ -132,9 +139,17 @@ class Index:
                 if module.startswith(("msprobe", "probe_runtime")) and node.id == "PrecisionDebugger":
                     return module + ".PrecisionDebugger"
             return None
-        if isinstance(node, ast.Attribute):
-            base = self.qualname(node.value)
-            return canonical(f"{base}.{node.attr}") if base else None
+        if isinstance(node, ast.Attribute):  # a.b.c: down to the name without recursion (any length)
+            attrs: list[str] = []
+            while isinstance(node, ast.Attribute):
+                attrs.append(node.attr)
+                node = node.value
+            base = self.qualname(node) if isinstance(node, ast.Name) else None
+            for attr in reversed(attrs):
+                if not base:
+                    return None
+                base = canonical(f"{base}.{attr}")
+            return base
         return None
 
     def _collect_imports(self) -> None:
