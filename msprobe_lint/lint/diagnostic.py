@@ -180,14 +180,24 @@ class Diagnostic(namedtuple("Diagnostic", "path line column code severity messag
         """Order: file, line, column, code."""
         return (self.path, self.line, self.column, self.code, self.message)
 
+    def span(self) -> tuple:
+        """(line, column, end_line, end_column) as reporters show them: an
+        empty range on one line (PL004's byte-order mark, before line 1,
+        column 1) is one character, as for any point."""
+        end_column = self.end_column
+        if self.end_line == self.line and end_column is not None and end_column == self.column:
+            end_column += 1
+        return self.line, self.column, self.end_line, end_column
+
     def to_dict(self) -> dict[str, Any]:
         """The ``--format json`` shape of one diagnostic."""
+        line, column, end_line, end_column = self.span()
         return {
             "path": self.path,
-            "line": self.line,
-            "column": self.column,
-            "end_line": self.end_line,
-            "end_column": self.end_column,
+            "line": line,
+            "column": column,
+            "end_line": end_line,
+            "end_column": end_column,
             "code": self.code,
             "severity": self.severity.value,
             "message": self.message,

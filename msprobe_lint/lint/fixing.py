@@ -34,7 +34,9 @@ class FixOutcome:
             nothing was fixed).
         applied: the diagnostics whose fix was applied, in order.
         skipped: why the file was not fixed (a soft link, unreadable,
-            not UTF-8, does not parse), or None.
+            not UTF-8, does not parse), or which fixes due could not be
+            applied (their findings are then reported without a fix), or
+            None.
         written: True when the file on disk was rewritten.
         failed: True when fixes were due but the file could not be
             rewritten (an I/O error: the run's exit status is 2).
@@ -125,6 +127,10 @@ def fix_paths(paths: list[str], options: Optional[LintOptions] = None, *, unsafe
             outcome.after, outcome.applied, remaining = fix_text(text, lint, unsafe=unsafe)
             if any(d.code in ("PL001", "PL003", "PL007") for d in remaining) and not outcome.applied:
                 outcome.skipped = "does not parse as an msprobe config; nothing fixed"
+            pending = [d for d in remaining if d.fix is not None and (unsafe or d.fix.safe)]
+            if pending and not outcome.skipped:  # never left silently, nor counted as fixable
+                outcome.skipped = _not_applied(pending)
+                remaining = [d._replace(fix=None) if d in pending else d for d in remaining]
         if write and not item.stdin and outcome.after != outcome.before:
             try:
                 if read_bytes(path)[0] != raw:  # saved by someone else meanwhile: theirs wins
@@ -143,6 +149,15 @@ def fix_paths(paths: list[str], options: Optional[LintOptions] = None, *, unsafe
     if any(o.failed for o in outcomes):
         status = ExitStatus.USAGE  # could not write: an I/O error, as for a file that cannot be read
     return LintRun(results, status), outcomes
+
+
+def _not_applied(pending: list) -> str:
+    """What ``--fix`` says of fixes it asked for and could not apply (each
+    would spoil the text, or the rounds ran out)."""
+    named = "; ".join(f"{d.code} {d.fix.description}" for d in pending)
+    many = len(pending) != 1
+    return (f"{len(pending)} fix{'es' if many else ''} could not be applied ({named}): "
+            f"{'they are' if many else 'it is'} left for you to make by hand")
 
 
 def _unfixable(diagnostics: list) -> list:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from .diagnostic import json_text
-from .fixes.edits import unified_diff
+from .fixes.edits import removal, unified_diff
 from .loader import load, write_atomic
 from .positions import pointer
 from .profiles import RENAMES, for_version, line
@@ -36,7 +36,12 @@ class Migration:
         path: the config.
         before, after: the file's text before and after.
         changes: one line per rename applied, e.g. ``/run_ut -> acc_check``.
-        notes: what could not be migrated, and why.
+        notes: what could not be migrated, and why; what was dropped (an
+            empty section or key the renamed one replaces).
+        conflicts: renames into a key the file already has, where both
+            hold values: one of them would be lost (json.load keeps the
+            last of two equal keys), so nothing is migrated (``after`` is
+            ``before``) and ``probe migrate`` exits 1.
     """
 
     path: str
@@ -44,6 +49,7 @@ class Migration:
     after: str
     changes: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    conflicts: list[str] = field(default_factory=list)
 
     def diff(self) -> str:
         """Unified diff of the rewrite ("" when nothing changes)."""
@@ -70,12 +76,39 @@ def plan(path: str, to: str, *, framework: Optional[str] = None) -> Migration:
         first = doc.findings[0]
         raise MigrationError(f"{path}: {first.message} ({first.code}); fix it before migrating")
     data = doc.data
-    edits: list[tuple[int, int, str, str]] = []  # start, end, new text, description
+    edits: list[tuple[int, int, str, str]] = []  # start, end, new text, description ("" for a removal)
 
     def rename(ptr: str, at: str, new: str) -> None:
         where = doc.positions.offsets(ptr, at)
         if where is not None:
             edits.append((where[0], where[1], json_text(new), f"{ptr} ({at}) -> {new}"))
+
+    def rename_member(obj: dict, parent: tuple, frm: str, to_name: str) -> None:
+        """Rename the member ``frm`` of ``obj`` (at ``parent``) to
+        ``to_name``, never making a duplicate key: when ``to_name`` is there
+        already, the empty one of the two (``{}``) is dropped; when both
+        hold values, the rename is refused (a conflict)."""
+        if to_name not in obj:
+            rename(pointer(*parent, frm), "key", to_name)
+            return
+        place = f" in the {parent[0]} section" if parent else ""
+        if obj[to_name] == {} or obj[frm] == {}:
+            drop = to_name if obj[to_name] == {} else frm
+            span = removal(doc, pointer(*parent, drop))
+            if span is None:
+                migration.conflicts.append(f"{frm!r}{place} cannot be renamed to {to_name!r}: the file already "
+                                           f"has {to_name!r}, and its position is unknown")
+                return
+            edits.append((span[0], span[1], "", ""))
+            if drop == to_name:
+                rename(pointer(*parent, frm), "key", to_name)
+                migration.notes.append(f"dropped the empty {to_name!r}{place}: {frm!r} is renamed to it")
+            else:
+                migration.notes.append(f"dropped the empty {frm!r}{place}: the file already has {to_name!r}")
+            return
+        migration.conflicts.append(f"{frm!r}{place} cannot be renamed to {to_name!r}: the file already has "
+                                   f"{to_name!r}, and both hold values (json.load would keep only the last); "
+                                   f"merge them by hand, then migrate again")
 
     migration = Migration(path, doc.text, doc.text)
     source_line = "8" if target == "26" else "26"
@@ -102,13 +135,16 @@ def plan(path: str, to: str, *, framework: Optional[str] = None) -> Migration:
             if data.get("task") == frm:
                 rename("/task", "value", to_name)
             if frm in data:
-                rename(pointer(frm), "key", to_name)
+                rename_member(data, (), frm, to_name)
         else:
-            rename(pointer(section, frm), "key", to_name)
+            rename_member(data[section], (section,), frm, to_name)
+    if migration.conflicts:  # nothing half done: the file stays as it is
+        return migration
     text = doc.text
     for start, end, new_text, description in sorted(edits, reverse=True):
         text = text[:start] + new_text + text[end:]
-        migration.changes.append(description)
+        if description:
+            migration.changes.append(description)
     migration.after = text
     migration.changes.reverse()
     migration.notes.extend(_left_over(text, profile))

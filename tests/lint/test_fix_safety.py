@@ -287,3 +287,111 @@ def test_a_rank_or_step_entry_fix_leaves_a_valid_entry_or_is_not_offered(tmp_pat
     path.write_text(fixed)
     assert [d.code for d in lint_file(str(path), Context()).diagnostics] == []
     assert json.loads(fixed)["step"][0] >= 0
+
+
+@settings(deadline=None, derandomize=True, database=None, max_examples=150,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(messy_configs(), st.sampled_from(RELEASES), st.sampled_from([None, 2, 4]),
+       st.sampled_from([{}, {"framework": "pytorch"}, {"mode": "pynative"}, {"mode": "graph", "jit_level": "O2"},
+                        {"world_size": 1, "mindspore_version": Version("2.6.0")}]))
+def test_unsafe_fixes_reach_a_fixed_point(data, release, indent, facts):
+    """Defect 6: ``--fix --unsafe-fixes`` ends with no finding whose fix
+    could still apply: conflicting fixes (a key moved into a section whose
+    only member another fix removes) take two rounds, never cancel each
+    other or the rest. Compact and indented layouts both."""
+    text = json.dumps(data, indent=indent, ensure_ascii=False)
+
+    def lint(candidate: str) -> list[Diagnostic]:
+        return lint_as(candidate, release, **facts)
+
+    fixed, applied, left = fix_text(text, lint, unsafe=True)
+    json.loads(fixed)
+    assert [d for d in left if d.fix is not None] == [], (text, fixed)
+    if any(d.fix is not None for d in lint(text)):
+        assert applied, text
+
+
+@st.composite
+def moves_into_emptied_sections(draw):
+    """Keys of the active task's section at the top level (PL105 moves
+    them in) while that section holds only what other fixes remove or
+    rename (deprecated keys, slips, duplicate list entries)."""
+    task = draw(st.sampled_from(["overflow_check", "statistics", "tensor"]))
+    section_keys = sorted(set(key_index("8.3")[task]) - set(key_index("8.3")[""]) - {"backward_input"})
+    data = {"task": task, "dump_path": "/data/d", "level": "L1"}
+    if task == "tensor":
+        data["step"] = [0]
+    for key in draw(st.lists(st.sampled_from(section_keys), min_size=1, max_size=2, unique=True)):
+        data[key] = draw(st.sampled_from([1, 4, "all", ["all"], [], "statistics", True]))
+    inside = draw(st.dictionaries(st.sampled_from(["backward_input", "seed", "overflow_numbr", "summary_mod"]),
+                                  st.sampled_from([[], 3, "x", ["a", "a"]]), min_size=1, max_size=2))
+    data[task] = inside
+    if draw(st.booleans()):
+        data = {task: data.pop(task), **data}  # the section before the moved keys
+    return data
+
+
+@settings(deadline=None, derandomize=True, database=None, max_examples=80,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(moves_into_emptied_sections(), st.sampled_from([None, 2, 4]))
+def test_moves_into_an_emptied_section_reach_a_fixed_point(data, indent):
+    text = json.dumps(data, indent=indent)
+    fixed, applied, left = fix_text(text, lambda t: lint_as(t, "8.3"), unsafe=True)
+    json.loads(fixed)
+    assert applied and [d for d in left if d.fix is not None] == [], (text, fixed)
+    moved = [k for k in data if k in key_index("8.3")[data["task"]]]
+    assert all(k in json.loads(fixed)[data["task"]] for k in moved), (text, fixed)  # no moved key lost
+
+
+def test_a_move_into_a_section_emptied_by_a_removal_takes_two_rounds():
+    text = json.dumps({"task": "overflow_check", "dump_path": "/tmp/d", "level": "L1", "overflow_nums": 4,
+                       "overflow_check": {"backward_input": []}})
+    fixed, applied, left = fix_text(text, lambda t: lint_as(t, "8.3"), unsafe=True)
+    assert json.loads(fixed)["overflow_check"] == {"overflow_nums": 4}
+    assert sorted(d.code for d in applied) == ["PL105", "PL106"] and left == []
+
+
+# ---------------------------------------------------------------------------
+# Defect 7: a rename into a key the target release no longer reads
+
+def test_a_slip_of_a_key_26_0_no_longer_reads_is_not_renamed_into_it():
+    """26.0 deprecates overflow_check's overflow_nums (PL106: not read). The
+    safe rename of 'overflow_number' wrote it, and the next --fix removed
+    it: the user's 3 was gone. No rename (26.0 has no replacement key in
+    that section); the hint says why."""
+    text = json.dumps({"task": "overflow_check", "dump_path": "/tmp/d", "level": "L2",
+                       "overflow_check": {"overflow_number": 3}}, indent=2)
+    (typo,) = [d for d in lint_as(text, "26.0") if d.code == "PL101"]
+    assert typo.fix is None
+    assert "'overflow_nums'" in typo.hint and "26.0 no longer reads it" in typo.hint
+    for unsafe in (False, True):
+        fixed, _, _ = fix_text(text, lambda t: lint_as(t, "26.0"), unsafe=unsafe)
+        fixed, _, _ = fix_text(fixed, lambda t: lint_as(t, "26.0"), unsafe=unsafe)  # a second --fix
+        assert json.loads(fixed)["overflow_check"] == {"overflow_number": 3}
+    (typo,) = [d for d in lint_as(text, "8.3") if d.code == "PL101"]  # 8.3 reads it: the rename stays
+    assert typo.fix.safe and typo.fix.description == "rename 'overflow_number' to 'overflow_nums'"
+
+
+@PROPERTY
+@given(slipped())
+def test_no_rename_targets_a_key_the_release_does_not_read(case):
+    """Safe or unsafe, PL101's rename never writes a key the target release
+    marks deprecated (PL106 would then remove it, and the user's value with
+    it); and safe fixes, run twice, never lose the value the user typed."""
+    release, where, key, typed, value = case
+    index = key_index(release)
+    data = config(task=where if where in PROFILES[release].tasks else "statistics")
+    (data.setdefault(where, {}) if where else data)[typed] = value
+    text = json.dumps(data, indent=2)
+    for diagnostic in lint_as(text, release):
+        if diagnostic.code == "PL101" and diagnostic.fix is not None:
+            new = split(diagnostic.fix.writes[0])[-1]
+            assert not (index[where].get(new) or {}).get("deprecated"), (release, where, typed, new)
+    if typed in index[where] or known_places(typed):
+        return  # a key itself (PL106 may remove what the release ignores), not a slip
+    fixed = text
+    for _ in range(2):
+        fixed, _, _ = fix_text(fixed, lambda t: lint_as(t, release))
+    final = json.loads(fixed)
+    base = "/" + where if where else ""
+    assert any(exists(final, base + "/" + name) for name in {typed} | set(index[where])), (text, fixed)

@@ -156,17 +156,37 @@ def test_byte_order_mark_removed(tmp_path):
 
 
 def test_byte_order_mark_has_a_range_in_json_output(tmp_path):
-    """PL004's range is the mark itself, which columns do not count: the
-    empty range before line 1, column 1, the same as its fix's edit (whose
-    offsets do count it: 0-1). Not-UTF-8 PL004 spans the bad byte's column."""
+    """Defect 12: PL004's range and its fix's edit were the empty range 1:1-1:1
+    while the edit's offsets were 0-1: a client applying the edit by line and
+    column removed nothing. The mark is one character, line 1, column 1 (an
+    edit's lines and columns are the same range as its offsets, which count
+    the mark), in JSON, SARIF and GitHub output. Not-UTF-8 PL004 spans the
+    bad byte's column."""
     (tmp_path / "config.json").write_bytes(b"\xef\xbb\xbf" + BASE.encode())
     proc = run_probe("lint", "--isolated", "--format", "json", "config.json", cwd=tmp_path)
     (bom,) = json.loads(proc.stdout)["diagnostics"]
     assert bom["code"] == "PL004"
-    assert (bom["line"], bom["column"], bom["end_line"], bom["end_column"]) == (1, 1, 1, 1)
+    assert (bom["line"], bom["column"], bom["end_line"], bom["end_column"]) == (1, 1, 1, 2)
     (edit,) = bom["fix"]["edits"]
     assert (edit["start"], edit["end"], edit["line"], edit["column"], edit["end_line"], edit["end_column"]) == \
-        (0, 1, 1, 1, 1, 1)
+        (0, 1, 1, 1, 1, 2)
+    proc = run_probe("lint", "--isolated", "--format", "sarif", "config.json", cwd=tmp_path)
+    (result,) = json.loads(proc.stdout)["runs"][0]["results"]
+    region = result["locations"][0]["physicalLocation"]["region"]
+    assert region == {"startLine": 1, "startColumn": 1, "endLine": 1, "endColumn": 2}
+    (replacement,) = result["fixes"][0]["artifactChanges"][0]["replacements"]
+    assert replacement["deletedRegion"] == {"charOffset": 0, "charLength": 1}
+    proc = run_probe("lint", "--isolated", "--format", "github", "config.json", cwd=tmp_path)
+    assert "line=1,col=1,endLine=1,endColumn=2," in proc.stdout
+    # a one-line file: every edit's columns on line 1 count the mark, as its offsets do
+    text = '{"task": "statistics", "dump_path": "/tmp/x", "level": "l1"}'
+    (tmp_path / "config.json").write_bytes(b"\xef\xbb\xbf" + text.encode())
+    proc = run_probe("lint", "--isolated", "--format", "json", "config.json", cwd=tmp_path)
+    found = {d["code"]: d for d in json.loads(proc.stdout)["diagnostics"]}
+    (edit,) = found["PL103"]["fix"]["edits"]
+    raw = "\ufeff" + text
+    assert raw[edit["start"]:edit["end"]] == '"l1"'
+    assert raw[edit["column"] - 1:edit["end_column"] - 1] == '"l1"'
     (tmp_path / "config.json").write_bytes(b'{\n  "task": "\xc3x"}')
     proc = run_probe("lint", "--isolated", "--format", "json", "config.json", cwd=tmp_path)
     (bad,) = json.loads(proc.stdout)["diagnostics"]
@@ -602,3 +622,70 @@ def test_the_summary_names_the_working_command_for_unsafe_fixes(tmp_path):
     path.write_text('{"task": "statistics", "dump_path": "data/d", "level": "l1"}\n')
     proc = run_probe("lint", "--isolated", "config.json", cwd=tmp_path)
     assert proc.stdout.endswith("[*] 1 fixable with --fix; 1 more with --fix --unsafe-fixes.\n"), proc.stdout
+
+
+# ---------------------------------------------------------------------------
+# Defect 6: a move into a section whose only key is removed
+
+MOVE_INTO_EMPTIED = ('{\n    "task": "overflow_check",\n    "dump_path": "/tmp/d",\n    "level": "L1",\n'
+                     '    "overflow_nums": 4,\n    "overflow_check": {"backward_input": []}\n}\n')
+
+
+@pytest.mark.parametrize("layout", ["compact", "indented"])
+def test_a_move_into_a_section_whose_only_key_is_removed_applies_both(tmp_path, layout):
+    """PL105 moved overflow_nums into the section while PL106 removed the
+    section's only member, in one round: the text did not parse, and the
+    whole round (even the safe PL106 removal) was silently dropped."""
+    text = MOVE_INTO_EMPTIED
+    if layout == "indented":
+        text = text.replace('{"backward_input": []}', '{\n        "backward_input": []\n    }')
+    path = tmp_path / "config.json"
+    path.write_text(text)
+    run, outcome = fix(path, unsafe=True)
+    assert sorted(d.code for d in outcome.applied) == ["PL105", "PL106"]
+    assert json.loads(path.read_text())["overflow_check"] == {"overflow_nums": 4}
+    assert "overflow_nums" not in json.loads(path.read_text())
+    assert [d.code for d in run.results[0].diagnostics] == [] and run.status == 0
+    path.write_text(text)  # the safe fix alone, as before
+    run, outcome = fix(path)
+    assert [d.code for d in outcome.applied] == ["PL106"]
+    assert [d.code for d in run.results[0].diagnostics] == ["PL105"]
+
+
+def test_diff_with_unsafe_fixes_shows_a_move_into_a_section_emptied_by_another_fix(tmp_path):
+    path = tmp_path / "config.json"
+    path.write_text(MOVE_INTO_EMPTIED)
+    proc = run_probe("lint", "--isolated", "--diff", "--unsafe-fixes", str(path))
+    assert proc.returncode == 1, proc.stderr
+    assert '+    "overflow_check": {"overflow_nums": 4}' in proc.stdout
+    assert "add --unsafe-fixes" not in proc.stderr and "Would fix 2 findings in 1 file." in proc.stderr
+    assert path.read_text() == MOVE_INTO_EMPTIED
+
+
+def test_a_fix_that_cannot_be_applied_is_said_not_left_counted_as_fixable(tmp_path, monkeypatch):
+    """A fix whose result would not parse (a bug in a fix) is left out, the
+    others are applied, and the run says which was not (not "[*] fixable")."""
+    import msprobe_lint.lint.fixes.edits as edits
+    from msprobe_lint.lint.diagnostic import Edit
+
+    real = edits.apply_fixes
+
+    def breaking(text, diagnostics, unsafe=False, protected=()):
+        spoilt = []
+        for d in diagnostics:
+            if d.code == "PL103" and d.fix is not None:  # the level fix writes a broken token
+                d = d._replace(fix=d.fix._replace(edits=tuple(Edit(e.start, e.end, "{", e.line, e.column,
+                                                                   e.end_line, e.end_column, e.pointer)
+                                                              for e in d.fix.edits)))
+            spoilt.append(d)
+        return real(text, spoilt, unsafe, protected)
+
+    monkeypatch.setattr(edits, "apply_fixes", breaking)
+    path = tmp_path / "config.json"
+    path.write_text(MESSY)
+    run, outcome = fix(path)
+    assert sorted(d.code for d in outcome.applied) == ["PL101", "PL102"]
+    assert "PL103" in (outcome.skipped or "") and "could not be applied" in outcome.skipped
+    (left,) = run.results[0].diagnostics
+    assert left.code == "PL103" and left.fix is None
+    assert json.loads(path.read_text())["level"] == "l1"

@@ -156,3 +156,47 @@ def test_explain_suggests_only_a_near_miss(text, suggestion):
         assert "did you mean" not in message and "see `probe rules`" in message
     else:
         assert message.endswith(f"did you mean {suggestion}?"), message
+
+
+def _members(path):
+    return json.loads(path.read_text(), object_pairs_hook=lambda pairs: pairs)
+
+
+def test_migrate_into_an_empty_section_of_the_new_name_keeps_the_values(tmp_path):
+    """Defect 9: run_ut renamed to acc_check beside an empty "acc_check": {}
+    wrote acc_check twice; json.load kept the empty one, white_list was
+    lost. The empty section is dropped, the rename keeps every value."""
+    path = tmp_path / "config.json"
+    path.write_text('{\n  "task": "run_ut",\n  "dump_path": "/tmp/d",\n  "run_ut": {"white_list": ["conv2d"]},\n'
+                    '  "acc_check": {}\n}\n')
+    proc = run_probe("migrate", str(path), "--to", "26.0", "--write")
+    assert proc.returncode == 0, proc.stderr
+    assert path.read_text() == ('{\n  "task": "acc_check",\n  "dump_path": "/tmp/d",\n'
+                                '  "acc_check": {"white_list": ["conv2d"]}\n}\n')
+    assert "empty 'acc_check'" in proc.stderr
+    # the old name empty, the new one holding values: the empty old section is dropped
+    path.write_text('{"task": "run_ut", "dump_path": "/tmp/d", "acc_check": {"white_list": ["mm"]}, "run_ut": {}}')
+    proc = run_probe("migrate", str(path), "--to", "26.0", "--write")
+    assert proc.returncode == 0, proc.stderr
+    assert _members(path) == [("task", "acc_check"), ("dump_path", "/tmp/d"), ("acc_check", [("white_list", ["mm"])])]
+
+
+def test_migrate_refuses_a_rename_into_a_key_that_holds_values(tmp_path):
+    """Both sections hold values: no rename can keep both; nothing is
+    written, the reason is said, the exit status is 1."""
+    text = ('{"task": "run_ut", "dump_path": "/tmp/d", "run_ut": {"white_list": ["conv2d"]},\n'
+            ' "acc_check": {"black_list": ["mm"]}}\n')
+    path = tmp_path / "config.json"
+    path.write_text(text)
+    for extra in ([], ["--write"]):
+        proc = run_probe("migrate", str(path), "--to", "26.0", *extra)
+        assert proc.returncode == 1, proc.stderr
+        assert "'run_ut' cannot be renamed to 'acc_check'" in proc.stderr and "both hold" in proc.stderr
+        assert "rewritten" not in proc.stderr and path.read_text() == text
+    # the same inside a section (PyTorch's overflow_nums -> diff_nums)
+    path.write_text('{"task": "overflow_check", "dump_path": "/d", "level": "L1",'
+                    ' "overflow_check": {"overflow_nums": 2, "diff_nums": 3}}')
+    proc = run_probe("migrate", str(path), "--to", "26.0", "--framework", "pytorch", "--write")
+    assert proc.returncode == 1
+    assert "'overflow_nums' in the overflow_check section cannot be renamed to 'diff_nums'" in proc.stderr
+    assert json.loads(path.read_text())["overflow_check"] == {"overflow_nums": 2, "diff_nums": 3}

@@ -12,7 +12,9 @@ from ..messages import fail
 def main(config: str, to: str, *, framework: Optional[str] = None, write: bool = False) -> int:
     """Print the migration's diff (notes and a summary on stderr) and
     rewrite ``config`` when ``write``; a usage error for an unreadable
-    config, a bad target or a file that cannot be written."""
+    config, a bad target or a file that cannot be written; exit 1, writing
+    nothing, when a rename would make a duplicate key whose two values
+    cannot both be kept."""
     from ...lint import migrate
 
     try:
@@ -21,6 +23,11 @@ def main(config: str, to: str, *, framework: Optional[str] = None, write: bool =
         return fail(str(err))
     for note in migration.notes:
         sys.stderr.write(f"note: {note}\n")
+    if migration.conflicts:
+        for conflict in migration.conflicts:
+            sys.stderr.write(f"probe: {config}: {conflict}\n")
+        sys.stderr.write(f"{config}: not migrated{' (nothing written)' if write else ''}\n")
+        return ExitStatus.PROBLEMS
     if not migration.changes:
         sys.stderr.write(f"{config}: nothing to rename for mindstudio-probe {to}\n")
         return ExitStatus.OK

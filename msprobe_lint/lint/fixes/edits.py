@@ -50,8 +50,8 @@ def resolve(spec: FixSpec, doc) -> Optional[Fix]:
     if doc.fatal and any(op[0] not in ("text", "bom") for op in spec.ops):
         return None
     text = doc.text
-    line_col = _line_col_of(doc)
     shift = 1 if doc.bom else 0
+    line_col = _line_col_of(doc, shift)
     edits: list[Edit] = []
     writes: list[str] = []
     removes: list[str] = []
@@ -60,8 +60,8 @@ def resolve(spec: FixSpec, doc) -> Optional[Fix]:
         for op in spec.ops:
             kind = op[0]
             if kind == "bom":
-                if doc.bom:
-                    edits.append(Edit(0, 1, "", 1, 1, 1, 1, None))
+                if doc.bom:  # the mark is the first character: line 1, column 1
+                    edits.append(Edit(0, 1, "", 1, 1, 1, 2, None))
                 continue
             if kind == "text":
                 start, end, new = op[1], op[2], op[3]
@@ -117,15 +117,28 @@ def resolve(spec: FixSpec, doc) -> Optional[Fix]:
     return Fix(spec.description, tuple(edits), safe, tuple(writes), tuple(removes))
 
 
-def _line_col_of(doc):
-    """offset -> (line, column) in ``doc.text``: by the position map's
-    newline index when the text parsed (its map is built anyway), else by
-    counting (a text that did not parse: PL008's few edits)."""
+def _line_col_of(doc, bom: int = 0):
+    """offset in ``doc.text`` -> (line, column) of the file's text: by the
+    position map's newline index when the text parsed (its map is built
+    anyway), else by counting (a text that did not parse: PL008's few
+    edits). An edit's lines and columns are the same range as its offsets,
+    so a byte-order mark (``bom`` 1) counts as the first column of line 1,
+    as it counts as character 0."""
     if doc.data is not None and not doc.fatal:
-        return doc.positions.line_col
-    from ..positions import line_col
+        plain = doc.positions.line_col
+    else:
+        from ..positions import line_col
 
-    return lambda offset: line_col(doc.text, offset)
+        def plain(offset: int) -> tuple[int, int]:
+            return line_col(doc.text, offset)
+    if not bom:
+        return plain
+
+    def counted(offset: int) -> tuple[int, int]:
+        line, column = plain(offset)
+        return line, column + (bom if line == 1 else 0)
+
+    return counted
 
 
 def _holds_something(data, ptr: str) -> bool:
@@ -152,6 +165,16 @@ def _offsets(doc, ptr: str, at: str) -> tuple[int, int]:
     if found is None:
         raise _Unresolvable(ptr)
     return found
+
+
+def removal(doc, ptr: str) -> Optional[tuple[int, int]]:
+    """The character range of ``doc.text`` that removing the member (or
+    item) at ``ptr`` takes, with its separator (see :func:`_with_separator`),
+    or None when its position is not known."""
+    try:
+        return _with_separator(doc.text, *_member(doc, ptr))
+    except (_Unresolvable, ValueError, IndexError):
+        return None
 
 
 def _member(doc, ptr: str) -> tuple[int, int]:
@@ -247,14 +270,25 @@ def _clash(a: int, b: int, c: int, d: int) -> bool:
     return (a < d and c < b) or (a == c and (a == b or c == d))
 
 
+def _touch(a: int, b: int, c: int, d: int) -> bool:
+    """True when edits ``[a, b)`` and ``[c, d)`` of two different fixes
+    cannot be applied together: they overlap, or one inserts at an end of
+    the other. Each fix's edits are made for the text around them as it
+    is (an insertion after the last member of a section brings its own
+    comma), so an insertion where another fix removes that member must
+    wait for the next round, against the text that removal leaves."""
+    return _clash(a, b, c, d) or (a == b and c <= a <= d) or (c == d and a <= c <= b)
+
+
 def apply_fixes(text: str, diagnostics: Iterable[Diagnostic], unsafe: bool = False,
                 protected: Iterable[str] = ()) -> tuple[str, list[Diagnostic]]:
     """Apply the fixes of ``diagnostics`` to ``text`` (the file's decoded
     text, byte-order mark included, that the diagnostics were made from).
 
     Safe fixes only, unless ``unsafe``. Fixes are taken in the order of
-    their first edit; one whose edits overlap a fix already taken is left
-    for a later round (see :func:`fix_text`). A fix that would remove one
+    their first edit; one whose edits overlap (or insert at an end of) the
+    edits of a fix already taken is left for a later round (see
+    :func:`fix_text`). A fix that would remove one
     of the ``protected`` pointers (what earlier fixes wrote) or anything
     holding one is never taken.
 
@@ -271,7 +305,7 @@ def apply_fixes(text: str, diagnostics: Iterable[Diagnostic], unsafe: bool = Fal
         edits = diagnostic.fix.edits  # type: ignore[union-attr]
         if any(e.end > len(text) for e in edits):
             continue
-        if any(_clash(e.start, e.end, s, t) for e in edits for s, t in taken):
+        if any(_touch(e.start, e.end, s, t) for e in edits for s, t in taken):
             continue
         taken.extend((e.start, e.end) for e in edits)
         chosen.append(diagnostic)
@@ -295,26 +329,47 @@ def fix_text(text: str, lint: Callable[[str], list[Diagnostic]], *, unsafe: bool
         diagnostics of the fixed text). What a fix writes is never removed
         by a later one (a key moved into a section, then that section
         removed as inactive). A round whose result would not parse while
-        its input did (a bug in a fix) is undone and ends the loop, so the
+        its input did, or would hold more duplicate keys, is never taken
+        whole: its fixes are taken one by one, each kept when the text
+        stays sound, and a fix that spoils the text even alone (a bug in
+        a fix) is left out of every later round, its finding keeping its
+        fix (the caller says it could not be applied). So conflicting
+        fixes never cancel each other or the rest of the round, and the
         text returned always parses when the one given did; a text that
         did not parse may only be repaired (PL008's replacements).
     """
     diagnostics = lint(text)
     applied: list[Diagnostic] = []
     written: list[str] = []
+    failed: set[tuple] = set()
     for _ in range(rounds):
-        new, chosen = apply_fixes(text, diagnostics, unsafe, protected=written)
-        if not chosen or new == text:
+        usable = [d for d in diagnostics if _identity(d) not in failed]
+        new, chosen = apply_fixes(text, usable, unsafe, protected=written)
+        if not chosen:
             break
-        after = lint(new)
-        if _duplicates(after) > _duplicates(diagnostics):
-            new, chosen, after = _without_clashes(text, chosen, lint, _duplicates(diagnostics), written)
-        if _broken(after) and not _broken(diagnostics):  # pragma: no cover - a fix that broke the JSON
-            break
+        after = lint(new) if new != text else diagnostics
+        if new == text or _spoilt(after, diagnostics):
+            new, chosen, after, spoiling = _one_by_one(text, chosen, lint, diagnostics, written)
+            failed.update(_identity(d) for d in spoiling)
+            if not chosen:
+                continue  # some fix was left out for good: the next round tries the rest
         text, diagnostics = new, after
         applied.extend(chosen)
         written.extend(w for d in chosen for w in d.fix.writes)  # type: ignore[union-attr]
     return text, applied, [_blocked(d, written) for d in diagnostics]
+
+
+def _identity(diagnostic: Diagnostic) -> tuple:
+    """What names one finding's fix from one round to the next (its edits'
+    offsets move as other fixes change the text)."""
+    fix = diagnostic.fix
+    return diagnostic.code, diagnostic.pointer, fix.description if fix is not None else None
+
+
+def _spoilt(after: Sequence[Diagnostic], before: Sequence[Diagnostic]) -> bool:
+    """True when a text with the diagnostics ``after`` is worse than the
+    one with ``before``: it no longer parses, or holds more duplicate keys."""
+    return (_broken(after) and not _broken(before)) or _duplicates(after) > _duplicates(before)
 
 
 def _blocked(diagnostic: Diagnostic, written: Sequence[str]) -> Diagnostic:
@@ -337,28 +392,38 @@ def _duplicates(diagnostics: Iterable[Diagnostic]) -> int:
     return sum(d.code == "PL002" for d in diagnostics)
 
 
-def _without_clashes(text: str, chosen: list[Diagnostic], lint: Callable[[str], list[Diagnostic]],
-                     allowed: int, protected: Sequence[str] = ()) -> tuple[str, list[Diagnostic], list[Diagnostic]]:
+def _one_by_one(text: str, chosen: list[Diagnostic], lint: Callable[[str], list[Diagnostic]],
+                before: Sequence[Diagnostic], protected: Sequence[str] = ()
+                ) -> tuple[str, list[Diagnostic], list[Diagnostic], list[Diagnostic]]:
     """The fixes of one round taken one by one, each kept only when the
-    text still has no more duplicate keys than ``allowed``. One fix never
-    makes a duplicate (a rename or move into a key that is there already
-    has no fix), but two can: two keys renamed to the same name, or two
-    members moved into a section that neither finds there and each
-    creates. The fixes left out are tried again in the next round, against
-    the text this one leaves.
+    text it leaves, with those kept before it, still parses (if ``text``
+    did), holds no more duplicate keys than ``text`` and differs from it.
+    One fix never makes a duplicate (a rename or move into a key that is
+    there already has no fix), but two can: two keys renamed to the same
+    name, or two members moved into a section that neither finds there
+    and each creates. A fix left out only for what another kept did is
+    tried again in the next round, against the text this one leaves.
 
     Returns:
-        (new text, the fixes kept, the new text's diagnostics).
+        (new text, the fixes kept, the new text's diagnostics, the fixes
+        that spoil ``text`` even alone).
     """
     kept: list[Diagnostic] = []
-    new, after = text, lint(text)
+    spoiling: list[Diagnostic] = []
+    new, after = text, list(before)
     for diagnostic in chosen:
         trial, _ = apply_fixes(text, kept + [diagnostic], unsafe=True, protected=protected)
-        trial_after = lint(trial)
-        if _duplicates(trial_after) <= allowed:
+        trial_after = lint(trial) if trial != new else after
+        if trial != new and not _spoilt(trial_after, before):
             kept.append(diagnostic)
             new, after = trial, trial_after
-    return new, kept, after
+        elif not kept:
+            spoiling.append(diagnostic)  # alone against ``text``: it can never apply there
+        else:
+            alone, _ = apply_fixes(text, [diagnostic], unsafe=True, protected=protected)
+            if alone == text or _spoilt(lint(alone), before):
+                spoiling.append(diagnostic)
+    return new, kept, after, spoiling
 
 
 def unified_diff(before: str, after: str, fromfile: str, tofile: str) -> str:

@@ -57,14 +57,15 @@ def display_path(path: str) -> str:
 
 def command(diagnostic: Diagnostic, names: dict[str, str]) -> str:
     """One workflow command line."""
-    props = [("file", _shown(display_path(diagnostic.path))), ("line", str(diagnostic.line))]
-    one_line = diagnostic.end_line is None or diagnostic.end_line == diagnostic.line
+    line, column, end_line, end_column = diagnostic.span()
+    props = [("file", _shown(display_path(diagnostic.path))), ("line", str(line))]
+    one_line = end_line is None or end_line == line
     if one_line:
-        props.append(("col", str(diagnostic.column)))
-    if diagnostic.end_line is not None:
-        props.append(("endLine", str(diagnostic.end_line)))
-        if one_line and diagnostic.end_column is not None:
-            props.append(("endColumn", str(diagnostic.end_column)))
+        props.append(("col", str(column)))
+    if end_line is not None:
+        props.append(("endLine", str(end_line)))
+        if one_line and end_column is not None:
+            props.append(("endColumn", str(end_column)))
     name = names.get(diagnostic.code)
     props.append(("title", f"{diagnostic.code} {name}" if name else diagnostic.code))
     message = _shown(diagnostic.message)

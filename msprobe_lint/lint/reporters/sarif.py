@@ -77,10 +77,11 @@ def artifact_location(path: str, base: Optional[Path] = None) -> dict[str, str]:
 
 
 def _result(diagnostic: Diagnostic, rule_index: dict[str, int], base: Path) -> dict[str, Any]:
-    region: dict[str, int] = {"startLine": diagnostic.line, "startColumn": diagnostic.column}
-    if diagnostic.end_line is not None and diagnostic.end_column is not None:
-        region["endLine"] = diagnostic.end_line
-        region["endColumn"] = diagnostic.end_column
+    line, column, end_line, end_column = diagnostic.span()
+    region: dict[str, int] = {"startLine": line, "startColumn": column}
+    if end_line is not None and end_column is not None:
+        region["endLine"] = end_line
+        region["endColumn"] = end_column
     text = diagnostic.message if diagnostic.message.endswith(".") else diagnostic.message + "."
     if diagnostic.hint:
         text += f" Help: {diagnostic.hint}"

@@ -345,6 +345,7 @@ def validate(data: dict, *, skip: Iterable[str] = (), profile: str = "8.3",
     if is_valid(data, profile):
         return ([] if profile == ATB else [_release_note(f, profile, why) for f in _deprecated(data, profile)]), bad
     active = _active_task(data, profile)
+    converted: set[str] = set()  # an integer written 0.0 or "0" that is out of range as 0 too
     for error in _validator(profile).iter_errors(_shrunk(data, profile)):
         path = list(error.absolute_path)
         ptr = make_pointer(*path)
@@ -361,6 +362,11 @@ def validate(data: dict, *, skip: Iterable[str] = (), profile: str = "8.3",
         hint = (error.schema.get("x-probe-hint") if isinstance(error.schema, dict) else None) or (
             leaf.schema.get("x-probe-hint") if isinstance(leaf.schema, dict) else None)
         finding = _describe(code, leaf, path, ptr, hint)
+        if finding.code == "PL102" and finding.fix is not None and leaf.validator_value == "integer":
+            ranged = _out_of_range_once_converted(leaf, path, ptr, hint, profile)
+            if ranged is not None:
+                finding = ranged
+                converted.add(ptr)
         if ptr == "/task" and isinstance(error.instance, str):
             if finding.fix is not None and _task_elsewhere(error.instance):
                 finding = finding._replace(fix=None)  # another release's task, not a typo
@@ -370,6 +376,7 @@ def validate(data: dict, *, skip: Iterable[str] = (), profile: str = "8.3",
     # one diagnostic per fault: a value of the wrong type ("level": ["L1"]) is not also "not allowed"
     wrong_type = {f.pointer for f in findings if f.code == "PL102"}
     findings = [f for f in findings if not (f.code == "PL103" and f.pointer in wrong_type)]
+    findings = _one_range_finding_each(findings, converted)
     if not runtime:
         findings = [_accepted_default(f, data, framework) for f in findings]
     if profile != ATB:
@@ -751,14 +758,55 @@ def _as_index(value: Any, ptr: str) -> Optional[FixSpec]:
 def _as_integer(value: Any, ptr: str) -> Optional[FixSpec]:
     """The fix writing ``3.0`` or ``"3"`` as the integer 3 (safe: the
     same number, in the type msprobe reads); None for anything else."""
-    number: Optional[int] = None
-    if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
-        number = int(value)
-    elif isinstance(value, str) and _INTEGER.fullmatch(value.strip()) and len(value.strip()) < 19:
-        number = int(value)
+    number = _integer_of(value)
     if number is None:
         return None
     return set_value(ptr, number, f"write {number}")
+
+
+def _integer_of(value: Any) -> Optional[int]:
+    """The integer ``3.0`` or ``"3"`` stands for, or None."""
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
+        return int(value)
+    if isinstance(value, str) and _INTEGER.fullmatch(value.strip()) and len(value.strip()) < 19:
+        return int(value)
+    return None
+
+
+def _out_of_range_once_converted(error: Any, path: list, ptr: str, hint: Optional[str],
+                                 profile: str) -> Optional[Finding]:
+    """For ``error``, an integer written as ``0.0`` or ``"0"`` (PL102, whose
+    fix writes the integer): the finding about that integer when the
+    schema refuses it too (out of range: PL107), with no fix and the value
+    as written; None when the integer is valid (the type fix stands). A
+    safe fix must not write a value that is still wrong, and the fault
+    the user has to decide on is the range (SPEC 3: one diagnostic per
+    fault)."""
+    number = _integer_of(error.instance)
+    if number is None or not isinstance(error.schema, dict):
+        return None
+    problems = list(_validator(profile).evolve(schema=error.schema).iter_errors(number))
+    if not problems:
+        return None
+    problem = problems[0]
+    problem.instance = error.instance  # the message shows what the file says
+    code = _override(problem) or KEYWORD_CODES.get(problem.validator, "PL107")
+    return _describe(code, problem, path, ptr, hint)
+
+
+def _one_range_finding_each(findings: list[Finding], converted: set[str]) -> list[Finding]:
+    """At most one PL107 for each of the ``converted`` pointers (``0.0``
+    fails both the type and the range of overflow_nums; both now say "out
+    of range")."""
+    seen: set = set()
+    out = []
+    for finding in findings:
+        if finding.code == "PL107" and finding.pointer in converted:
+            if finding.pointer in seen:
+                continue
+            seen.add(finding.pointer)
+        out.append(finding)
+    return out
 
 
 def _json(value: Any) -> str:
@@ -847,12 +895,21 @@ def _unknown(key: str, ptr: str, location: str, siblings: dict, here: dict, prof
     from ..schema.fast import fits
     from ..schema.keys import known_places, plausible_misspelling
 
-    guess = None if key in MINDSPORE_DUMP_KEYS else suggest(key, list(here))
-    if guess is not None and (known_places(key) or not plausible_misspelling(key, guess)):
-        guess = None
+    def slip_of(names: list[str]) -> Optional[str]:
+        found = None if key in MINDSPORE_DUMP_KEYS else suggest(key, names)
+        if found is not None and (known_places(key) or not plausible_misspelling(key, found)):
+            return None
+        return found
+
+    # Only a key this release reads is suggested or renamed to: one it
+    # deprecates (26.0's overflow_check overflow_nums) is ignored, and PL106
+    # would then remove it, the user's value with it.
+    read = [name for name in here if _reads(here, name)]
+    guess = slip_of(read)
+    ignored = None if guess else slip_of([name for name in here if name not in read])
     fix = None
     if guess and guess not in siblings:
-        clear = guess.lower() == key.lower() or len(difflib.get_close_matches(key, list(here), n=2, cutoff=0.6)) < 2
+        clear = guess.lower() == key.lower() or len(difflib.get_close_matches(key, read, n=2, cutoff=0.6)) < 2
         safe = clear and fits(siblings[key], here[guess], profile) is True
         fix = FixSpec(f"rename {key!r} to {guess!r}", (("key", ptr, guess),), safe=safe)
     if key in MINDSPORE_DUMP_KEYS:
@@ -865,8 +922,20 @@ def _unknown(key: str, ptr: str, location: str, siblings: dict, here: dict, prof
             "; it is a key of PrecisionDebugger's config" if known_places(key) else "")
     else:
         message = f"unknown key {key!r} {_where(location)}; msprobe ignores it"
-    return Finding("PL101", message, pointer=ptr, at="key", fix=fix,
-                   hint=f"did you mean {guess!r}?" if guess else f"known keys here: {', '.join(here)}")
+    if guess:
+        hint = f"did you mean {guess!r}?"
+    elif ignored:
+        hint = f"did you mean {ignored!r}? {_label(profile)} no longer reads it {_where(location)}: remove it"
+    else:
+        hint = f"known keys here: {', '.join(read or here)}"
+    return Finding("PL101", message, pointer=ptr, at="key", fix=fix, hint=hint)
+
+
+def _label(profile: str) -> str:
+    """``mindstudio-probe 26.0`` for ``"26.0"``."""
+    from ..profiles import PROFILES
+
+    return PROFILES[profile].label if profile in PROFILES else profile
 
 
 def _move_hint(target: str) -> str:
