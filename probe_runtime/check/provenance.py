@@ -276,7 +276,7 @@ def entered(kind: str, call: Any, cache: HostCache) -> Optional[dict]:
                                           "there); use level L1 to see the API")
         return entered_object(name, input=label, source=SOURCE_OUTSIDE,
                               message=f"non-finite input entered at the first checked {unit}: {label} of {name}, "
-                                      f"made outside {outside}")
+                                      f"made outside {outside}" + _mask_note(cell, tensor, node, cache))
     if kind == FORWARD and cell:  # inputs finite: the Cell's own Parameters, probed at start()
         return _own_parameter(node, cache, None, ancestors=False)
     return None
@@ -323,6 +323,23 @@ def _own_parameter(cell_call: Any, cache: HostCache, reached: Optional[str], anc
                 return entry
         node = node.parent if ancestors else None
     return None
+
+
+def _mask_note(cell: bool, tensor: Any, node: Any, cache: HostCache) -> str:
+    """L0: what to add when the input that came in holds -inf only (a mask
+    made by design, which L0 cannot tell from an overflow) and the Cell's
+    output holds NaN or +inf, which the -inf alone does not explain: that
+    may have started inside the Cell. "" otherwise (and on any fault)."""
+    try:
+        if not cell or not only_negative_infinity(tensor, cache):
+            return ""
+        made = [t for t in iter_tensors(node.output) if not cache.finite(t)]
+        if not made or all(only_negative_infinity(t, cache) for t in made):
+            return ""
+    except Exception:
+        return ""
+    return ("; it holds -inf only (a mask made by design?) while the output holds NaN or +inf, which may have "
+            f"started inside {node.name}: level L1 names the call")
 
 
 def top_parameters_finite(top: Any, cache: HostCache) -> bool:

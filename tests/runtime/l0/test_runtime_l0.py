@@ -978,3 +978,39 @@ def test_the_models_own_minus_inf_mask_parameter_is_not_blamed(work):
     assert found and found[0]["origin"] is True, found
     assert found[0]["name"].startswith("Cell._MaskedOwnExp.forward"), found
     assert "already held" not in json.dumps(found[0].get("entered")), found
+
+
+class _MaskedScores(nn.Cell):
+    """Scores that overflow (x * 1e38 * 10 is inf in float32) plus an
+    additive -inf mask: inf + -inf is NaN in the output."""
+
+    def construct(self, x, mask=None):
+        return ops.softmax(x * 1e38 * 10.0 + mask, -1)
+
+
+class _MaskedNet(nn.Cell):
+    def __init__(self):
+        super().__init__()
+        self.attn = _MaskedScores()
+
+    def construct(self, x, mask):
+        return self.attn(x, mask=mask).sum()
+
+
+def test_a_minus_inf_mask_beside_nan_made_in_the_cell_says_so(work):
+    """A Cell given a by-design -inf mask whose own scores overflow: L0
+    cannot tell the mask from an overflow, so the Cell stays carried with
+    the mask as what came in, and ``entered`` says the mask holds -inf only
+    while the NaN/+inf in the output may have started inside the Cell."""
+    tmp_path, make = work
+    net = _MaskedNet()
+    debugger = make()
+    mask = Tensor(np.triu(np.full((3, 3), -np.inf, np.float32), 1))
+    debugger.start(net)
+    net(Tensor(np.ones((3, 3), np.float32)), mask)
+    debugger.stop()
+    found = records(tmp_path)
+    assert found and found[0]["name"] == "Cell.attn._MaskedScores.forward.0" and not found[0]["origin"], found
+    message = found[0]["entered"]["message"]
+    assert found[0]["entered"]["input"] == "input_kwargs.mask"
+    assert "holds -inf only" in message and "may have started inside Cell.attn._MaskedScores.forward.0" in message
