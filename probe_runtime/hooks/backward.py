@@ -205,27 +205,44 @@ def hook_gradients(hook_backward: Any, items: Sequence[Any], positions: list[int
     return through_hook(hook_backward, hook, items, positions, boxes)
 
 
-def leaves_apart(items: Sequence[Any], positions: list[int]) -> list[int]:
-    """The positions among ``positions`` whose tensor is a leaf of the
-    autograd graph that is not a ``Parameter`` (data fed to the model, a
-    constant made outside the differentiated function) when some other
-    position is not one; else ``[]``.
+def data_positions(items: Sequence[Any], positions: list[int], derived: Optional[dict] = None) -> list[int]:
+    """The positions among ``positions`` whose tensor depends on no
+    ``Parameter`` as far as the tool can tell: a leaf of the autograd graph
+    that is not a ``Parameter`` (data fed to the model, a constant made
+    outside the differentiated function), or a tensor in ``derived``
+    (``id -> tensor``: what the caller knows was computed from such data
+    alone, e.g. the batch cast to float16 before the first layer).
 
-    One ``HookBackward`` over a call's inputs makes MindSpore compute the
-    gradient of every one of them as soon as one needs it: the gradient
-    w.r.t. the batch that the first convolution or matmul takes with its
-    weight, which training never computes (on a small CNN that backward
-    kernel was about a third of the step). Such leaves get a hook of their
-    own, which MindSpore never calls unless the gradient is asked for (the
-    input is differentiated). Read through MindSpore's private
-    ``Tensor._is_leaf`` (2.10; about 0.4 us); without it (2.7) nothing is
-    set apart. Never raises."""
+    Why: one ``HookBackward`` over a call's inputs makes MindSpore compute
+    the gradient of every one of them as soon as one needs it: the
+    gradient w.r.t. the batch that the first convolution or matmul takes
+    with its weight, which training never computes (on a small CNN that
+    backward kernel was about a third of the step; a fresh user's float16
+    batch, cast before the first matmul, got a gradient that overflowed
+    and was reported although training never made it). L1 gives data
+    inputs a hook of their own, which MindSpore never calls unless the
+    gradient is asked for. Setting a tensor apart is never wrong, only a
+    hook more: its hook still fires when its gradient is computed.
+
+    A leaf is read through MindSpore's private ``Tensor._is_leaf`` (2.10;
+    about 0.4 us) or, where that is missing (2.7), ``_has_auto_grad()``
+    being False (no autograd node made it). Never raises ([] on a fault)."""
     try:
-        apart = [i for i in positions if getattr(items[i], "_is_leaf", False) is True
-                 and not _is_mindspore_parameter(items[i])]
+        found = []
+        for i in positions:
+            item = items[i]
+            if derived and derived.get(id(item)) is item:
+                found.append(i)
+                continue
+            leaf = getattr(item, "_is_leaf", None)
+            if leaf is None:  # MindSpore 2.7: a method
+                made = getattr(item, "_has_auto_grad", None)
+                leaf = callable(made) and made() is False
+            if leaf is True and not _is_mindspore_parameter(item):
+                found.append(i)
+        return found
     except Exception:
         return []
-    return apart if len(apart) < len(positions) else []
 
 
 def release(boxes: list) -> None:

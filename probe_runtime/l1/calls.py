@@ -30,6 +30,9 @@ class ApiCall:
         grad_inputs: gradients w.r.t. the tensor inputs (backward), in order;
             None for a data leaf whose gradient was never computed.
         expects_input_grads: an input hook was attached.
+        from_data: its tensor inputs depend on no Parameter as far as the
+            tool can tell (data, or made from data alone): its outputs are
+            data too (``hooks.backward.data_positions``).
         step: the step the call was made in (set by the sink).
         param_sums: ``id(Parameter)`` -> its float32 sum launched when the
             call was made (the inputs' finiteness is judged on those).
@@ -64,6 +67,7 @@ class ApiCall:
     grad_outputs: list = field(default_factory=list)
     grad_inputs: list = field(default_factory=list)
     expects_input_grads: bool = False
+    from_data: bool = False
     step: int = 0
     backward_queued: bool = False
     param_sums: Optional[dict] = None

@@ -31,7 +31,7 @@ from typing import Any, Callable, Optional
 
 from ..check.probes import launch_sum, probe_now
 from ..check.verdict import framework_error, is_floating, is_parameter, is_tensor, iter_tensors, surfaced
-from ..hooks.backward import HookMaker, hook_gradients, leaves_apart, release
+from ..hooks.backward import HookMaker, data_positions, hook_gradients, release
 from ..hooks.collectives import REDUCER_FORM, Form, collective_form, describe
 from ..hooks.frames import capture_frames
 from ..hooks.guard import GUARD, jit_tracing
@@ -74,6 +74,9 @@ class Wrappers:
         self._parameter_type: Any = None
         #: id(Parameter) -> (Parameter, float32 sum launched at its first use since the last change)
         self._probes: dict = {}
+        #: id -> tensor: outputs of this window's calls made from data alone (no Parameter among their
+        #: inputs' sources): set apart from weights in a call's input hook (``hooks.backward.data_positions``)
+        self._data: dict = {}
         self.synchronous = False
         self.params_changed = False
         self._boxes: list = []  # what this window's HookBackward hooks refer to (see through_hook)
@@ -104,11 +107,13 @@ class Wrappers:
     def open_window(self) -> None:
         """A ``start()`` window opens: no Parameter probed, none changed yet."""
         self._probes = {}
+        self._data = {}
         self.params_changed = False
 
     def close_window(self) -> None:
         """The window closed: this window's backward hooks do nothing any more."""
         release(self._boxes)
+        self._data = {}
 
     def wrap_function(self, api: str, original: Callable, inplace: bool) -> Callable:
         """Wrapper of a function or Tensor method, handed on as ``api``
@@ -318,6 +323,9 @@ class Wrappers:
                     hooked = self._hook_outputs(call, output)
                     if hooked is not None:  # what the caller gets; one host copy serves both
                         output = call.output = hooked
+                    if call.from_data and not kwargs:  # computed from data alone: its outputs are data too
+                        for tensor in iter_tensors(output):
+                            self._data[id(tensor)] = tensor
                 sink.on_forward(call)
             except Exception as err:
                 self._fault(api, "after the call", err)
@@ -457,20 +465,25 @@ class Wrappers:
 
     def _hook_inputs(self, call: ApiCall, args: tuple) -> tuple:
         """The arguments with their tensors passed through ``HookBackward``:
-        one hook over all of them, or two when some are data leaves
-        (:func:`leaves_apart`); ``call.grad_inputs`` then holds None for a
-        leaf whose gradient MindSpore never computed (written as null)."""
+        one hook over all of them, or two when some are data (a leaf that
+        is not a Parameter, or what this window's calls made from data
+        alone: :func:`data_positions`); ``call.grad_inputs`` then holds
+        None for data whose gradient MindSpore never computed (written as
+        null). Sets ``call.from_data`` when every tensor input is data."""
         # chosen by type, not dtype: the first dtype read of a fresh output
         # waits for the device (integer tensors pass through harmlessly)
         positions = [i for i, a in enumerate(args) if is_tensor(a)]
         if not positions:
+            call.from_data = True  # ones, zeros, arange: made from no tensor
             return args
         sink = self.sink
 
         def on_fault(err: BaseException) -> None:
             self._fault(call.api, "in the backward input hook", err)
 
-        apart = leaves_apart(args, positions)
+        data = data_positions(args, positions, self._data)
+        call.from_data = len(data) == len(positions)
+        apart = data if len(data) < len(positions) else []
         if not apart:
             def deliver(grads: tuple) -> None:
                 self.forget_probes()
