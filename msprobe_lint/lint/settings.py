@@ -139,11 +139,12 @@ def _unquoted_version(path: Path, key: str, name: str, value: Any) -> str:
         written = str(value)
         try:
             with open(path, encoding="utf-8") as handle:
-                found = re.search(rf"^[ \t]*{re.escape(key)}[ \t]*=[ \t]*([0-9][0-9._]*)", handle.read(), re.M)
+                found = re.search(rf"^[ \t]*([\"']?){re.escape(key)}\1[ \t]*=[ \t]*([0-9][0-9._]*)", handle.read(),
+                                  re.M)
         except (OSError, ValueError):
             found = None
         if found:
-            written = found.group(1)
+            written = found.group(2)
         lost = ", losing digits" if written.replace("_", "") != str(value) else ""
         return (f"{name} must be a quoted string: write {key} = \"{written}\" (unquoted, TOML reads {written} as "
                 f"the number {value!r}{lost})")

@@ -351,6 +351,24 @@ def test_a_move_into_a_section_emptied_by_a_removal_takes_two_rounds():
     assert sorted(d.code for d in applied) == ["PL105", "PL106"] and left == []
 
 
+def test_moved_keys_whose_values_need_a_fix_are_fixed_within_the_rounds():
+    """Twelve tensor-section keys at the top level, most with a value to
+    fix: a move's insertion beside a fixed value (not a removal) needs no
+    extra round, so every fix is applied and nothing fixable is left (a
+    stricter conflict rule ran out of rounds and left a move undone)."""
+    text = json.dumps({"task": "tensor", "dump_path": "/tmp/d", "level": "L1", "step": [0], "data_mode": "all",
+                       "file_format": "NPY", "list": None, "scope": None, "summary_mode": "Statistics",
+                       "online_run_ut": "false", "online_run_ut_recompute": "false", "host": "127.0.0.1",
+                       "port": "8080", "nfs_path": "./n", "tls_path": "./t", "backward_input": None},
+                      indent=4)
+    fixed, applied, left = fix_text(text, lambda t: lint_as(t, "8.3"), unsafe=True)
+    section = json.loads(fixed)["tensor"]
+    assert {"data_mode", "file_format", "list", "scope", "summary_mode", "port", "backward_input"} <= set(section)
+    assert section["file_format"] == "npy" and section["port"] == 8080 and section["list"] == []
+    assert not [d for d in left if d.fix is not None], left
+    assert len([d for d in applied if d.code == "PL105"]) == 12
+
+
 # ---------------------------------------------------------------------------
 # Defect 7: a rename into a key the target release no longer reads
 

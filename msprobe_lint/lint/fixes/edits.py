@@ -50,8 +50,8 @@ def resolve(spec: FixSpec, doc) -> Optional[Fix]:
     if doc.fatal and any(op[0] not in ("text", "bom") for op in spec.ops):
         return None
     text = doc.text
+    line_col = _line_col_of(doc)
     shift = 1 if doc.bom else 0
-    line_col = _line_col_of(doc, shift)
     edits: list[Edit] = []
     writes: list[str] = []
     removes: list[str] = []
@@ -60,8 +60,8 @@ def resolve(spec: FixSpec, doc) -> Optional[Fix]:
         for op in spec.ops:
             kind = op[0]
             if kind == "bom":
-                if doc.bom:  # the mark is the first character: line 1, column 1
-                    edits.append(Edit(0, 1, "", 1, 1, 1, 2, None))
+                if doc.bom:  # before column 1 of line 1 (columns do not count it): a point there
+                    edits.append(Edit(0, 1, "", 1, 1, 1, 1, None))
                 continue
             if kind == "text":
                 start, end, new = op[1], op[2], op[3]
@@ -117,28 +117,16 @@ def resolve(spec: FixSpec, doc) -> Optional[Fix]:
     return Fix(spec.description, tuple(edits), safe, tuple(writes), tuple(removes))
 
 
-def _line_col_of(doc, bom: int = 0):
-    """offset in ``doc.text`` -> (line, column) of the file's text: by the
-    position map's newline index when the text parsed (its map is built
-    anyway), else by counting (a text that did not parse: PL008's few
-    edits). An edit's lines and columns are the same range as its offsets,
-    so a byte-order mark (``bom`` 1) counts as the first column of line 1,
-    as it counts as character 0."""
+def _line_col_of(doc):
+    """offset -> (line, column) in ``doc.text``: by the position map's
+    newline index when the text parsed (its map is built anyway), else by
+    counting (a text that did not parse: PL008's few edits). Columns are
+    those of the diagnostics: a byte-order mark is not counted."""
     if doc.data is not None and not doc.fatal:
-        plain = doc.positions.line_col
-    else:
-        from ..positions import line_col
+        return doc.positions.line_col
+    from ..positions import line_col
 
-        def plain(offset: int) -> tuple[int, int]:
-            return line_col(doc.text, offset)
-    if not bom:
-        return plain
-
-    def counted(offset: int) -> tuple[int, int]:
-        line, column = plain(offset)
-        return line, column + (bom if line == 1 else 0)
-
-    return counted
+    return lambda offset: line_col(doc.text, offset)
 
 
 def _holds_something(data, ptr: str) -> bool:
@@ -270,14 +258,17 @@ def _clash(a: int, b: int, c: int, d: int) -> bool:
     return (a < d and c < b) or (a == c and (a == b or c == d))
 
 
-def _touch(a: int, b: int, c: int, d: int) -> bool:
+def _touch(a: int, b: int, removes_ab: bool, c: int, d: int, removes_cd: bool) -> bool:
     """True when edits ``[a, b)`` and ``[c, d)`` of two different fixes
     cannot be applied together: they overlap, or one inserts at an end of
-    the other. Each fix's edits are made for the text around them as it
-    is (an insertion after the last member of a section brings its own
-    comma), so an insertion where another fix removes that member must
-    wait for the next round, against the text that removal leaves."""
-    return _clash(a, b, c, d) or (a == b and c <= a <= d) or (c == d and a <= c <= b)
+    text the other removes (``removes_*``: the edit deletes its range).
+    Each fix's edits are made for the text around them as it is (an
+    insertion after the last member of a section brings its own comma),
+    so an insertion where another fix removes that member must wait for
+    the next round, against the text that removal leaves; an insertion
+    beside a replaced value (a moved key's value fixed) needs no wait."""
+    return _clash(a, b, c, d) or (a == b and removes_cd and c <= a <= d) or \
+        (c == d and removes_ab and a <= c <= b)
 
 
 def apply_fixes(text: str, diagnostics: Iterable[Diagnostic], unsafe: bool = False,
@@ -296,7 +287,7 @@ def apply_fixes(text: str, diagnostics: Iterable[Diagnostic], unsafe: bool = Fal
         (new text, the diagnostics whose fix was applied).
     """
     chosen: list[Diagnostic] = []
-    taken: list[tuple[int, int]] = []
+    taken: list[tuple[int, int, bool]] = []  # (start, end, the edit deletes its range)
     protected = tuple(protected)
     candidates = [d for d in diagnostics if d.fix is not None and d.fix.edits and (unsafe or d.fix.safe)
                   and not any(covers(r, w) for r in d.fix.removes for w in protected)]
@@ -305,9 +296,10 @@ def apply_fixes(text: str, diagnostics: Iterable[Diagnostic], unsafe: bool = Fal
         edits = diagnostic.fix.edits  # type: ignore[union-attr]
         if any(e.end > len(text) for e in edits):
             continue
-        if any(_touch(e.start, e.end, s, t) for e in edits for s, t in taken):
+        if any(_touch(e.start, e.end, e.start < e.end and not e.text, s, t, gone) for e in edits
+               for s, t, gone in taken):
             continue
-        taken.extend((e.start, e.end) for e in edits)
+        taken.extend((e.start, e.end, e.start < e.end and not e.text) for e in edits)
         chosen.append(diagnostic)
     every = sorted((e for d in chosen for e in d.fix.edits), key=lambda e: e.start,  # type: ignore[union-attr]
                    reverse=True)

@@ -512,7 +512,7 @@ def _release_note(finding: Finding, profile: str, why: str, name: Optional[str] 
         return finding
     note = MIGRATION_NOTES.get((line(profile), name))
     others = [p for p in sorted(PROFILES.values(), key=_preference) if p.name != profile and (
-        _reads(key_index(p.name).get(location, {}), name) if not is_task else name in p.tasks)]
+        _reads(key_index(p.name).get(location, {}), name, p.name, location) if not is_task else name in p.tasks)]
     if note is None and others:
         note = f"{name!r} is accepted {'as a task' if is_task else _where(location)} by {_releases(others)}"
     elif note is None and finding.code == "PL101":
@@ -532,12 +532,21 @@ def _release_note(finding: Finding, profile: str, why: str, name: Optional[str] 
     return finding._replace(message=f"{finding.message}; {note}{suffix}", hint=hint)
 
 
-def _reads(keys: dict, name: str) -> bool:
-    """True when ``name`` is among ``keys`` (a key_index location) and that
-    release reads it: a key it marks deprecated (8.3's online run_ut keys)
-    is accepted there but does nothing, so no hint sends the user to it."""
+def _reads(keys: dict, name: str, profile: str, location: str) -> bool:
+    """True when ``name`` is among ``keys`` (``profile``'s key_index entry
+    for ``location``) and that release reads it: a key its schema marks
+    deprecated (8.3's online run_ut keys, 26.0's overflow_nums, the old
+    backward_input) is accepted there but does nothing, so no hint or
+    rename sends the user to it, unless the release still honours it
+    (``profiles.STILL_READ``: PyTorch 8.x reads enable_dataloader)."""
     schema = keys.get(name)
-    return schema is not None and not (isinstance(schema, dict) and schema.get("deprecated"))
+    if schema is None:
+        return False
+    if not (isinstance(schema, dict) and schema.get("deprecated")):
+        return True
+    from ..profiles import STILL_READ
+
+    return location == "" and name in STILL_READ.get(profile, {})
 
 
 def _preference(profile: Any) -> tuple:
@@ -904,7 +913,7 @@ def _unknown(key: str, ptr: str, location: str, siblings: dict, here: dict, prof
     # Only a key this release reads is suggested or renamed to: one it
     # deprecates (26.0's overflow_check overflow_nums) is ignored, and PL106
     # would then remove it, the user's value with it.
-    read = [name for name in here if _reads(here, name)]
+    read = [name for name in here if _reads(here, name, profile, location)]
     guess = slip_of(read)
     ignored = None if guess else slip_of([name for name in here if name not in read])
     fix = None
