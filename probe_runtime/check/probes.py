@@ -32,23 +32,31 @@ from .verdict import to_host
 
 class HostVerdict:
     """A one-element float32 stand-in for a tensor whose finiteness was
-    already decided on the host (0.0 when finite, nan when not): what
+    already decided on the host: 0.0 when finite, -inf when its only
+    non-finite values are -inf (a mask kept in a Parameter, which the
+    by-design rules treat as a -inf made outside), nan otherwise. What
     :func:`probe_now` returns, judged like any tensor."""
 
     dtype = "Float32"
     shape = (1,)
 
-    def __init__(self, finite: bool) -> None:
-        self._array = np.array([0.0 if finite else np.nan], np.float32)
+    def __init__(self, finite: bool, minus_inf_only: bool = False) -> None:
+        value = 0.0 if finite else -np.inf if minus_inf_only else np.nan
+        self._array = np.array([value], np.float32)
 
     def asnumpy(self) -> np.ndarray:
         return self._array
 
 
 def probe_now(tensor: Any) -> HostVerdict:
-    """The finiteness of ``tensor``'s values now, decided on the host.
-    Keeps no reference to the tensor or its values."""
-    return HostVerdict(to_host(tensor).finite())
+    """The finiteness of ``tensor``'s values now, decided on the host, and
+    whether its non-finite values are -inf only (as :func:`launch_sum`'s
+    sum tells). Keeps no reference to the tensor or its values."""
+    host = to_host(tensor)
+    if host.finite():
+        return HostVerdict(True)
+    flat = host.array.reshape(-1) if host.array is not None else np.zeros(0, np.float32)
+    return HostVerdict(False, not bool(np.isnan(flat).any()) and not bool(np.isposinf(flat).any()))
 
 
 class HostCopy:

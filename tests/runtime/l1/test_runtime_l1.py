@@ -473,3 +473,33 @@ def test_gradient_of_data_prepared_in_the_forward_pass_is_not_checked(work, prep
     debugger.stop()
     assert np.isfinite(grad_w.asnumpy()).all()
     assert records(tmp_path) == []
+
+
+@pytest.mark.parametrize("sync", ["auto", "0"])  # the mask probed on the host / a sum launched on the device
+def test_a_minus_inf_mask_kept_in_a_frozen_parameter_is_by_design(work, monkeypatch, sync):
+    """A causal mask kept as a Parameter (requires_grad=False) holding -inf
+    above the diagonal, added to the scores before a softmax: by design,
+    as a mask made outside the window is. It was reported in every clean
+    step as "Parameter ... already held inf/nan at start()" (its probe
+    said only "not finite"), and with overflow_nums 1 the real overflow of
+    a later step was never recorded."""
+    monkeypatch.setenv("PROBE_SYNC", sync)
+    tmp_path, make = work
+    debugger = make()
+    mask = ms.Parameter(Tensor(np.triu(np.full((4, 4), -np.inf, np.float32), 1)), name="causal_mask",
+                        requires_grad=False)
+    w = ms.Parameter(Tensor(np.full((4, 4), 1.0, np.float32)), name="w")
+
+    def forward(x, scale):  # scale 1e38: each score is 4e38, inf in float32
+        scores = ops.matmul(x * scale, w) + mask
+        return ops.softmax(scores, -1).sum()
+
+    x = Tensor(np.ones((4, 4), np.float32))
+    for step, scale in enumerate((1.0, 1e38)):
+        debugger.start()
+        ms.value_and_grad(forward, None, [w])(x, scale)
+        debugger.stop()
+        debugger.step()
+    assert records(tmp_path, step=0) == []
+    first = records(tmp_path, step=1)[0]
+    assert first["name"] == "Functional.matmul.0.forward" and first["origin"] is True, first
