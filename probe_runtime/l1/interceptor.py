@@ -204,7 +204,7 @@ class ApiInterceptor:
                 continue
             method = getattr(tensor_cls, attr)
             inplace = ((attr.endswith("_") and not attr.startswith("__")) or attr.startswith("__i")
-                       or attr == "__setitem__")
+                       or attr == "__setitem__" or attr in FUNCTION_INPLACE)
             self._set(tensor_cls, attr, self.wrappers.wrap_function(f"Tensor.{attr}", method, inplace))
         for attr in TENSOR_MUTATORS:
             if hasattr(tensor_cls, attr):

@@ -50,8 +50,13 @@ PRIMITIVE_SKIP = frozenset({
 #: classes of primitives made by name (``Primitive("typeof")``): such an
 #: entry is named by the operator (``prim.name``), not by the class.
 GENERIC_PRIMITIVES = frozenset({"Primitive", "PrimitiveWithInfer", "PrimitiveWithCheck"})
-#: functional names that change their first arguments in place.
-FUNCTION_INPLACE = frozenset({"assign", "assign_add", "assign_sub"})
+#: functional (and Tensor method) names that change their first arguments
+#: in place. ``index_add``: ``ops.index_add`` takes a Parameter to add into
+#: (MindSpore's docs), and on the CPU backend of 2.7 and 2.10
+#: ``ops.index_add``, ``mint.index_add`` and ``Tensor.index_add`` all write
+#: into their input (its ``IndexAdd`` primitive has ``side_effect_mem``): a
+#: fresh user's inf written there was blamed on the call that made the input.
+FUNCTION_INPLACE = frozenset({"assign", "assign_add", "assign_sub", "index_add"})
 
 #: MSAdapter (PyTorch code on MindSpore): the torch namespaces L1 patches,
 #: ``(module name, entry prefix)``, named as msprobe names them there

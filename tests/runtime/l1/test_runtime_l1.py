@@ -503,3 +503,27 @@ def test_a_minus_inf_mask_kept_in_a_frozen_parameter_is_by_design(work, monkeypa
     assert records(tmp_path, step=0) == []
     first = records(tmp_path, step=1)[0]
     assert first["name"] == "Functional.matmul.0.forward" and first["origin"] is True, first
+
+
+@pytest.mark.parametrize("how", ["ops", "tensor"])
+def test_index_add_writes_its_input_in_place(work, how):
+    """``ops.index_add`` (and ``Tensor.index_add``) writes into its first
+    argument on CPU. Its result was judged as if out of place: the input,
+    read after the write, held the inf, so the call that made the input
+    (``x * 1``, values 1000) was called the origin. The write is the
+    index_add's: it is the origin, the multiplication is clean."""
+    tmp_path, make = work
+    debugger = make()
+    x = Tensor(np.full((3, 2), 1000.0, np.float16))
+    y = Tensor(np.full((2, 2), 65000.0, np.float16))
+    index = Tensor(np.array([0, 2], np.int32))
+    debugger.start()
+    a = x * 1
+    if how == "ops":
+        ops.index_add(a, index, y, 0)
+    else:
+        a.index_add(0, index, y)
+    debugger.stop()
+    got = records(tmp_path)
+    assert got and got[0]["origin"] is True and "index_add.0.forward" in got[0]["name"], got
+    assert not any(r["name"].startswith("Tensor.__mul__") for r in got), got
