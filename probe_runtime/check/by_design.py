@@ -375,7 +375,9 @@ def decide(kind: str, call: Any, inputs: list, outputs: list, origin: bool, cach
     (finite inputs, non-finite output). May defer the entry in
     ``registry`` (the rules: the module docstring)."""
     if kind != "forward":
-        if registry.deferred(call):  # its own backward overflowed: the -inf it made reached the gradients
+        # its own backward made the overflow from finite gradients: the -inf it made reached them; a backward
+        # that only carried inf/nan coming from downstream says nothing of its -inf (the softmax consumed it)
+        if registry.deferred(call) and origin:
             return Decision.AFTER_MAKERS, [call]
         return Decision.AS_USUAL, []
     inplace = bool(getattr(call, "inplace", False))

@@ -257,3 +257,33 @@ def test_a_minus_inf_from_outside_moved_past_the_limit_is_not_an_origin(tmp_path
     assert ("Functional.reshape.0.forward" in [name for _, name, _ in exact])
     assert all(not origin for _, name, origin in exact if name == "Functional.reshape.0.forward"), exact
     assert default == exact
+
+
+def test_a_mask_whose_backward_only_carries_nan_is_not_an_origin(tmp_path, monkeypatch):
+    """A masked loss: logits masked with -inf (by design, the softmax turns
+    it into probabilities of 0), then ``where(allowed, log(p), 0)``. The
+    forward pass is finite; log's backward divides 0 by 0 at the banned
+    entries. The log is the origin; the masked_fill, whose backward only
+    carried the NaN coming from the softmax's backward, was recorded as a
+    second origin of the same step."""
+    banned = Tensor(np.array([False] * 4 + [True] * 2))
+
+    def scenario(debugger):
+        ms.set_seed(0)
+        head = nn.Dense(4, 6)
+
+        def forward(x):
+            p = ops.softmax(head(x).masked_fill(banned, MINUS_INF), axis=-1)
+            return -ops.where(~banned, ops.log(p), ops.zeros_like(p)).mean()
+
+        grad_fn = ms.value_and_grad(forward, None, head.trainable_params())
+        debugger.start()
+        _, grads = grad_fn(Tensor(np.random.RandomState(0).randn(3, 4).astype(np.float32)))
+        debugger.stop()
+        debugger.step()
+        assert not all(np.isfinite(g.asnumpy()).all() for g in grads)
+
+    for records in _run_both(tmp_path, monkeypatch, scenario):
+        origins = [name for _, name, origin in records if origin]
+        assert origins == ["Functional.log.0.forward"], records
+        assert "Tensor.masked_fill.0.backward" in [name for _, name, _ in records]
