@@ -49,13 +49,17 @@ class HostVerdict:
 
 
 def probe_now(tensor: Any) -> HostVerdict:
-    """The finiteness of ``tensor``'s values now, decided on the host, and
-    whether its non-finite values are -inf only (as :func:`launch_sum`'s
-    sum tells). Keeps no reference to the tensor or its values."""
+    """The finiteness of ``tensor``'s values now, decided on the host, and,
+    for a frozen Parameter (``requires_grad`` False: no optimizer writes
+    it, so a -inf there is a mask by design), whether its non-finite values
+    are -inf only. A trainable Parameter an update filled with -inf stays
+    plain "not finite". Keeps no reference to the tensor or its values."""
     host = to_host(tensor)
     if host.finite():
         return HostVerdict(True)
-    flat = host.array.reshape(-1) if host.array is not None else np.zeros(0, np.float32)
+    if getattr(tensor, "requires_grad", True) is not False or host.array is None:
+        return HostVerdict(False)
+    flat = host.array.reshape(-1)
     return HostVerdict(False, not bool(np.isnan(flat).any()) and not bool(np.isposinf(flat).any()))
 
 

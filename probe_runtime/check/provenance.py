@@ -327,12 +327,15 @@ def _own_parameter(cell_call: Any, cache: HostCache, reached: Optional[str], anc
 
 def _mask_note(cell: bool, tensor: Any, node: Any, cache: HostCache) -> str:
     """L0: what to add when the input that came in holds -inf only (a mask
-    made by design, which L0 cannot tell from an overflow) and the Cell's
-    output holds NaN or +inf, which the -inf alone does not explain: that
-    may have started inside the Cell. "" otherwise (and on any fault)."""
+    made by design, which L0 cannot tell from an overflow), no input holds
+    NaN or +inf, and the Cell's output holds NaN or +inf, which the -inf
+    alone does not explain: that may have started inside the Cell. ""
+    otherwise (and on any fault)."""
     try:
         if not cell or not only_negative_infinity(tensor, cache):
             return ""
+        if not all(cache.finite(t) or only_negative_infinity(t, cache) for t in iter_tensors((node.args, node.kwargs))):
+            return ""  # NaN or +inf came in with another input: nothing says it started inside
         made = [t for t in iter_tensors(node.output) if not cache.finite(t)]
         if not made or all(only_negative_infinity(t, cache) for t in made):
             return ""

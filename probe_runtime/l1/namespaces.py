@@ -57,6 +57,11 @@ GENERIC_PRIMITIVES = frozenset({"Primitive", "PrimitiveWithInfer", "PrimitiveWit
 #: into their input (its ``IndexAdd`` primitive has ``side_effect_mem``): a
 #: fresh user's inf written there was blamed on the call that made the input.
 FUNCTION_INPLACE = frozenset({"assign", "assign_add", "assign_sub", "index_add"})
+#: of those, the ones that are differentiable and return a new tensor besides
+#: writing their first argument: their other inputs and their result still
+#: get the backward hooks (never the first argument: a hooked copy of it
+#: would take the write instead of the user's tensor)
+WRITES_FIRST_ONLY = frozenset({"index_add"})
 
 #: MSAdapter (PyTorch code on MindSpore): the torch namespaces L1 patches,
 #: ``(module name, entry prefix)``, named as msprobe names them there

@@ -36,6 +36,7 @@ from ..hooks.collectives import REDUCER_FORM, Form, collective_form, describe
 from ..hooks.frames import capture_frames
 from ..hooks.guard import GUARD, jit_tracing
 from .calls import ApiCall, Sink
+from .namespaces import WRITES_FIRST_ONLY
 from .primitives import call_arity, primitive_api, side_effect
 
 #: what a nested call's wrapper appends to ``GUARD.nested``: ``(kind, api or
@@ -294,6 +295,10 @@ class Wrappers:
                                       for i, a in enumerate(args))
                 elif inplace:
                     self._copy_inputs(call, args, kwargs)
+                    if api.rpartition(".")[2] in WRITES_FIRST_ONLY and self._grad_flag() \
+                            and not self.nested_gradient():  # index_add: differentiable, a result of its own
+                        backward = True
+                        call_args = self._hook_inputs(call, args, written=0)
                 else:
                     self._probe_parameters(call, args)
                     if self._grad_flag() and not self.nested_gradient():
@@ -463,16 +468,19 @@ class Wrappers:
         executor = self._executor
         return bool(executor is not None and executor.grad_flag())
 
-    def _hook_inputs(self, call: ApiCall, args: tuple) -> tuple:
+    def _hook_inputs(self, call: ApiCall, args: tuple, written: Optional[int] = None) -> tuple:
         """The arguments with their tensors passed through ``HookBackward``:
         one hook over all of them, or two when some are data (a leaf that
         is not a Parameter, or what this window's calls made from data
         alone: :func:`data_positions`); ``call.grad_inputs`` then holds
         None for data whose gradient MindSpore never computed (written as
-        null). Sets ``call.from_data`` when every tensor input is data."""
+        null). Sets ``call.from_data`` when every tensor input is data.
+        ``written``: the position of an argument the call writes in place
+        (``index_add``'s first), never hooked (a hooked copy would take the
+        write); the gradients are those of the other tensor inputs."""
         # chosen by type, not dtype: the first dtype read of a fresh output
         # waits for the device (integer tensors pass through harmlessly)
-        positions = [i for i, a in enumerate(args) if is_tensor(a)]
+        positions = [i for i, a in enumerate(args) if is_tensor(a) and i != written]
         if not positions:
             call.from_data = True  # ones, zeros, arange: made from no tensor
             return args

@@ -1014,3 +1014,33 @@ def test_a_minus_inf_mask_beside_nan_made_in_the_cell_says_so(work):
     message = found[0]["entered"]["message"]
     assert found[0]["entered"]["input"] == "input_kwargs.mask"
     assert "holds -inf only" in message and "may have started inside Cell.attn._MaskedScores.forward.0" in message
+
+
+class _MaskAndData(nn.Cell):
+    def construct(self, mask, h):
+        return ops.softmax(h + mask, -1)
+
+
+class _MaskAndDataNet(nn.Cell):
+    def __init__(self):
+        super().__init__()
+        self.attn = _MaskAndData()
+
+    def construct(self, mask, h):
+        return self.attn(mask, h).sum()
+
+
+def test_no_mask_note_when_nan_came_in_with_another_input(work):
+    """The -inf mask is the first input the Cell got, but the NaN came in
+    with its other input: nothing says the NaN started inside the Cell."""
+    tmp_path, make = work
+    net = _MaskAndDataNet()
+    debugger = make()
+    mask = Tensor(np.triu(np.full((3, 3), -np.inf, np.float32), 1))
+    h = Tensor(np.full((3, 3), np.nan, np.float32))
+    debugger.start(net)
+    net(mask, h)
+    debugger.stop()
+    found = records(tmp_path)
+    assert found and not found[0]["origin"], found
+    assert "holds -inf only" not in found[0]["entered"]["message"], found[0]["entered"]

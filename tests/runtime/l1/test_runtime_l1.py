@@ -527,3 +527,46 @@ def test_index_add_writes_its_input_in_place(work, how):
     got = records(tmp_path)
     assert got and got[0]["origin"] is True and "index_add.0.forward" in got[0]["name"], got
     assert not any(r["name"].startswith("Tensor.__mul__") for r in got), got
+
+
+def test_index_add_keeps_its_backward_checks(work):
+    """index_add writes its input in place but is differentiable and
+    returns a tensor of its own: the gradient w.r.t. the added tensor
+    (alpha * dout = 1000 * 100 in float16: inf) is its backward's, which
+    stays checked (its written input gets no hook), so it is the origin,
+    not a call "outside the checked calls"."""
+    tmp_path, make = work
+    debugger = make()
+    index = Tensor(np.array([0, 2], np.int32))
+    p = ms.Parameter(Tensor(np.full((2, 2), 1e-3, np.float16)), name="p")
+    w = ms.Parameter(Tensor(np.ones((3, 2), np.float16)), name="w")
+
+    def forward(x):
+        o = mint.index_add(x * w, 0, index, p * 1, alpha=1000)
+        return (o.astype(ms.float32) * 100.0).sum()
+
+    debugger.start()
+    _, (grad_p, _) = ms.value_and_grad(forward, None, [p, w])(Tensor(np.ones((3, 2), np.float16)))
+    debugger.stop()
+    assert np.isinf(grad_p.asnumpy()).all()
+    got = records(tmp_path)
+    assert got and got[0]["name"] == "Mint.index_add.0.backward" and got[0]["origin"] is True, got
+
+
+def test_a_trainable_parameter_an_update_filled_with_minus_inf_is_no_mask(work):
+    """Only a frozen Parameter's -inf is a mask by design: a trainable one
+    that an update filled with -inf (column 0 of an additive bias), whose
+    consumer's result is finite, is still recorded in the next steps."""
+    tmp_path, make = work
+    debugger = make()
+    bias = ms.Parameter(Tensor(np.zeros((4, 4), np.float32)), name="bias")
+    bias.set_data(Tensor(np.where(np.arange(16).reshape(4, 4) % 4 == 0, -np.inf, 0.0).astype(np.float32)))
+
+    def forward(x):
+        return ops.softmax(x + bias, -1).sum()
+
+    debugger.start()
+    ms.value_and_grad(forward, None, [bias])(Tensor(np.ones((4, 4), np.float32)))
+    debugger.stop()
+    got = records(tmp_path)
+    assert got and got[0]["name"] == "Tensor.__add__.0.forward" and not got[0]["origin"], got
