@@ -744,22 +744,6 @@ def test_a_cell_returning_a_list_or_dict_is_never_a_gradient_origin(work, monkey
         assert _RECEIVED and all(got is made for got, made in zip(_RECEIVED, _RETURNED))
 
 
-def test_output_tensors_nested_deeper_are_never_an_origin(work):
-    """A tensor two levels inside a Cell's output gets no gradient hook: the
-    gradient w.r.t. it is not known, so neither the Cell's Parameter
-    gradient nor its backward entry is called the origin, and where it
-    started is not claimed."""
-    tmp_path, make = work
-    net = _RootOfOwner("deep")
-    debugger = make()
-    debugger.start(net)
-    ms.grad(net, None, net.trainable_params())(Tensor(np.full((2, 3), 0.5, np.float32)))
-    debugger.stop()
-    found = records(tmp_path)
-    assert found and not any(r["origin"] for r in found), found
-    assert not any(r.get("entered") for r in found), found
-
-
 class _Merge(nn.Cell):
     """sqrt(a * 0) + b from tensors given inside a container (``how``)."""
 
@@ -802,6 +786,20 @@ class _MergeNet(nn.Cell):
         return c.sum()
 
 
+def _no_origin_under_grad(work, net):
+    """The records of one gradient computation of ``net`` (input 0.5 of
+    shape (2, 3)) under L0, after asserting there is one and none is an
+    origin."""
+    tmp_path, make = work
+    debugger = make()
+    debugger.start(net)
+    ms.grad(net, None, net.trainable_params())(Tensor(np.full((2, 3), 0.5, np.float32)))
+    debugger.stop()
+    found = records(tmp_path)
+    assert found and not any(r["origin"] for r in found), found
+    return found
+
+
 @pytest.mark.parametrize("sync", ["auto", "0"])
 @pytest.mark.parametrize("how", ["list", "tuple", "dict", "kwarg"])
 def test_a_cell_taking_its_tensors_in_a_container_makes_no_outside_claim(work, monkeypatch, sync, how):
@@ -811,29 +809,17 @@ def test_a_cell_taking_its_tensors_in_a_container_makes_no_outside_claim(work, m
     Cells". Those tensors get no hook (the container is the caller's), so
     where the gradient started is not claimed: no origin, no outside."""
     monkeypatch.setenv("PROBE_SYNC", sync)
-    tmp_path, make = work
-    net = _MergeNet(how)
-    debugger = make()
-    debugger.start(net)
-    ms.grad(net, None, net.trainable_params())(Tensor(np.full((2, 3), 0.5, np.float32)))
-    debugger.stop()
-    found = records(tmp_path)
-    assert found and not any(r["origin"] for r in found), found
+    found = _no_origin_under_grad(work, _MergeNet(how))
     assert not any("made outside" in (r.get("entered") or {}).get("message", "") for r in found), found
 
 
-def test_input_tensors_nested_deeper_make_no_outside_claim(work):
-    """Tensors two levels inside an argument get no gradient hook, so the
-    Cell's own backward cannot be told from code outside every Cell: the
-    gradient the Dense before it gets is not said to come from outside."""
-    tmp_path, make = work
-    net = _MergeNet("deep")
-    debugger = make()
-    debugger.start(net)
-    ms.grad(net, None, net.trainable_params())(Tensor(np.full((2, 3), 0.5, np.float32)))
-    debugger.stop()
-    found = records(tmp_path)
-    assert found and not any(r["origin"] for r in found), found
+@pytest.mark.parametrize("where", ["output", "input"])
+def test_tensors_nested_deeper_claim_nothing(work, where):
+    """A tensor two levels inside a Cell's output (``{"y": [y]}``) or
+    argument (``[[a], b]``) gets no gradient hook: the gradient w.r.t. it
+    is not known, so no entry is called the origin and where the overflow
+    started is not claimed (not from outside every Cell either)."""
+    found = _no_origin_under_grad(work, _RootOfOwner("deep") if where == "output" else _MergeNet("deep"))
     assert not any(r.get("entered") for r in found), found
 
 
