@@ -29,7 +29,26 @@ def free_port() -> int:
 def run_two_workers(tmp_path, script: Path, ranks: list, checks: str = "") -> tuple:
     """``probe run config.json -- msrun`` with 2 workers on loopback running
     ``script`` (as train.py), the config's rank filter ``ranks``; (the
-    completed process, the workers' logs, the dump path)."""
+    completed process, the workers' logs, the dump path).
+
+    Run once more, in a fresh folder, when a worker died of SIGSEGV after
+    every worker had printed that it was done: MindSpore 2.7's CPU build
+    now and then crashes while its processes exit (seen once in about 30
+    runs of these jobs, not reproduced; every record was already on disk).
+    Said on stderr. Any other failure is returned as it is."""
+    proc, logs, dump = _two_workers(tmp_path, script, ranks, checks)
+    workers = [part for part in logs.split("== ") if part.startswith("worker_")]
+    if proc.returncode and "Error code: -11" in proc.stderr and workers and all("done" in w for w in workers):
+        sys.stderr.write(f"test_msrun: a worker crashed (SIGSEGV) after the job's work was done; run again\n"
+                         f"{proc.stderr[-1500:]}\n")
+        retry = tmp_path / "again"
+        retry.mkdir()
+        proc, logs, dump = _two_workers(retry, script, ranks, checks)
+    return proc, logs, dump
+
+
+def _two_workers(tmp_path, script: Path, ranks: list, checks: str) -> tuple:
+    """One run of :func:`run_two_workers` in ``tmp_path``."""
     pytest.importorskip("mindspore")
     runtime = pytest.importorskip("probe_runtime")
     if not hasattr(runtime, "PrecisionDebugger"):
@@ -75,7 +94,7 @@ def test_two_workers_with_rank_filter(tmp_path):
     assert report.returncode == 0, report.stderr
     assert report.stdout.splitlines()[0].startswith("step0/rank1")
     assert "Overflow started in step0/rank1: Functional.exp.0.forward (API, forward)" in report.stdout
-    assert not (tmp_path / "rank_0").exists()
+    assert not (dump.parent / "rank_0").exists()
 
 
 def test_a_replay_never_issues_a_collective(tmp_path):
