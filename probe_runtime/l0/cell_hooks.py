@@ -233,18 +233,21 @@ class CellHooks:
         snapshot of its values instead, which is also the value its next
         call starts from."""
         if not target.written:
-            if self.synchronous:
-                return [probe_now(p) for p in target.params.values()]
-            return [launch_sum(p) for p in target.params.values()]
+            return [self._probe_one(p) for p in target.params.values()]
         probes, state = [], {}
         for name, param in target.params.items():
             if name in target.written:
                 probe = state[name] = snapshot(param, self.synchronous)
             else:
-                probe = probe_now(param) if self.synchronous else launch_sum(param)
+                probe = self._probe_one(param)
             probes.append(probe)
         self._written[target.prefix] = state
         return probes
+
+    def _probe_one(self, param: Any) -> Any:
+        """One Parameter's finiteness probe: decided on the host in a
+        synchronous window, else a float32 sum launched on the device."""
+        return probe_now(param) if self.synchronous else launch_sum(param)
 
     def forget_probes(self) -> None:
         """Parameters are about to change in place (an optimizer step,
@@ -285,7 +288,7 @@ class CellHooks:
         probes = self._top_probes.get(prefix)
         if probes is None:
             try:
-                probes = [probe_now(p) if self.synchronous else launch_sum(p) for p in params.values()]
+                probes = [self._probe_one(p) for p in params.values()]
             except Exception as err:
                 self._fail("parameters", err)
                 return None
