@@ -31,6 +31,7 @@ for it (a device sync); callers batch their calls (see ``queue.py``).
 from __future__ import annotations
 
 import logging
+import math
 from dataclasses import dataclass
 from typing import Any, Iterable, Iterator, Optional
 
@@ -83,10 +84,11 @@ class HostTensor:
         """False when a floating, non-empty tensor holds inf or nan.
 
         Non-floating or empty tensors are always "finite". Exact for every
-        dtype (``numpy.isfinite`` on the values themselves, never a derived
-        quantity such as a sum that could overflow), warning-free, and in
-        chunks of ``FINITE_CHUNK`` elements so the temporary mask stays
-        small (1 MiB) whatever the tensor's size.
+        dtype: a derived quantity only ever proves finiteness (a finite
+        sum of squares, :func:`_finite_values`), and whatever it cannot
+        prove is decided by ``numpy.isfinite`` on the values themselves.
+        Warning-free, and in chunks of ``FINITE_CHUNK`` elements so any
+        temporary stays small (1 MiB of mask) whatever the tensor's size.
         """
         if not self.floating or self.empty:
             return True
@@ -101,8 +103,25 @@ class HostTensor:
 
 
 def _finite_values(flat: np.ndarray) -> bool:
-    """No inf/nan in a 1-D floating array (``numpy.isfinite``)."""
+    """No inf/nan in a 1-D floating array.
+
+    First the sum of squares (``flat @ flat``, one BLAS dot product, no
+    temporary): every square is >= 0, +inf for an infinite value and nan
+    for a nan, and a sum of non-negative terms cannot cancel an infinite
+    one, so a finite result proves every value finite. Only a non-finite
+    result (an inf/nan, or finite values above about 1.8e19 in float32,
+    whose squares overflow) goes on to ``numpy.isfinite`` on the values,
+    which decides. About half the time of ``numpy.isfinite(...).all()``
+    on float32/float64 arrays of 64 to 262,144 values (measured with
+    ``timeit`` on the benchmark machine), which makes its bool mask.
+    """
+    if flat.dtype in _DOT_DTYPES and math.isfinite(flat.dot(flat)):
+        return True
     return bool(np.isfinite(flat).all())
+
+
+#: dtypes whose sum of squares :func:`_finite_values` tries first (numpy's BLAS dot)
+_DOT_DTYPES = frozenset({np.dtype(np.float32), np.dtype(np.float64)})
 
 
 #: float16 bits: sign cleared (``0x7FFF``), and exponent all ones (``0x7C00``,

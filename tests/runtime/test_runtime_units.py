@@ -55,6 +55,30 @@ def test_finite_float16_whose_sum_would_overflow():
     assert host(np.full(3 * (1 << 20), 60000.0), "Float16", np.float16).finite()
 
 
+@pytest.mark.parametrize("np_dtype", [np.float32, np.float64])
+def test_finite_values_sum_of_squares_agrees_with_isfinite(np_dtype):
+    """float32/float64 are tried through their sum of squares first: a
+    finite sum proves finiteness, anything else is decided by isfinite.
+    Finite values whose squares overflow, subnormals, +inf beside -inf
+    (which would cancel in a plain sum) and a lone nan, in arrays of
+    several sizes and strides, each get numpy's verdict; a user's
+    ``np.errstate(all="raise")`` changes nothing."""
+    info = np.finfo(np_dtype)
+    rng = np.random.default_rng(7)
+    specials = [info.max, -info.max, info.tiny / 4, np.inf, -np.inf, np.nan]
+    for size in (1, 63, 4096, 70001):
+        base = rng.standard_normal(size).astype(np_dtype)
+        for picks in ([], [0], [0, 1], [3, 4], [5], [2, 0], [3]):
+            values = base.copy()
+            for k, pick in enumerate(picks):
+                values[(k * 7919) % size] = specials[pick]
+            for view in (values, values[::3]):
+                expected = bool(np.isfinite(view).all())
+                with np.errstate(all="raise"):
+                    assert host(view, "Float64" if np_dtype == np.float64 else "Float32",
+                                np_dtype).finite() == expected, (size, picks)
+
+
 def test_float16_verdict_from_bits_matches_isfinite_for_every_value():
     """float16 tensors are judged from their bits: every one of the 65,536
     float16 values, alone and beside finite ones, gets numpy's verdict."""
