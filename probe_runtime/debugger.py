@@ -52,7 +52,7 @@ from typing import Any, Optional
 
 from . import lifecycle
 from .errors import RuntimeMissing, UsageError
-from .gate import admit, claim_dump_path
+from .gate import ModeWatch, admit, claim_dump_path
 from .instance import CHECKS_VARIABLE, CONFIG_VARIABLE, MsprobeSingleton
 from .scenario import detect, imported_late
 from .state import RunState, expand_ids, live_rank_source
@@ -126,10 +126,8 @@ class PrecisionDebugger(metaclass=MsprobeSingleton):
         rank = live_rank_source()
         config = admit(config_path, overrides, rank)
         self._writer_claim = claim_dump_path(config_path, overrides, rank, config)  # one writer per rank folder
-        self.config = config
-        self.config_path = config_path
-        self.task = config.get("task", "statistics")
-        self.level = config.get("level", "L1")
+        self.config, self.config_path = config, config_path
+        self.task, self.level = config.get("task", "statistics"), config.get("level", "L1")
         self.dump_path = os.path.abspath(config["dump_path"])
         section = config.get("overflow_check") or {}
         self.state = RunState(steps=expand_ids(config.get("step")), ranks=expand_ids(config.get("rank")),
@@ -178,6 +176,7 @@ class PrecisionDebugger(metaclass=MsprobeSingleton):
                                             before_step=windows.before_step, after_step=windows.after_step)
         grads.on_computation, grads.on_forward = windows.on_computation, windows.on_forward
         self.grads, self.cells, self.interceptor = grads, cells, interceptor
+        self._mode = ModeWatch(self.level, windows.summary)  # the mode the gate judged, checked at each start()
         self.compiled = compiled_parts(self.level, config, self.state, self.dump_path, self.checker,
                                        on_exhausted=self._unpatch, summary=windows.summary)  # L2, mindspore.jit
 
@@ -197,22 +196,23 @@ class PrecisionDebugger(metaclass=MsprobeSingleton):
         """Start checking the calls that follow.
 
         Args:
-            model: level L0: the network whose Cells are hooked (a Cell, a
-                ``torch.nn.Module`` for PyTorch code on MindSpore, or a
-                list/tuple of them). L1 ignores it (msprobe's signature).
+            model: level L0: the network whose Cells are hooked (a Cell, a ``torch.nn.Module``
+                for PyTorch code on MindSpore, or a list/tuple of them). L1 ignores it (msprobe's).
 
-        Does nothing when the current step or this rank is not selected or
-        ``overflow_nums`` is reached. Never raises because of the tool.
+        Does nothing when the current step or this rank is not selected, ``overflow_nums``
+        is reached or the execution mode no longer fits the level (:class:`.gate.ModeWatch`:
+        nothing is installed, the step is said not checked). Never raises because of the tool.
 
         Raises:
-            UsageError: L0 without a model or with a non-Cell (non-Module),
-                or torch on MindSpore imported after the debugger was built
-                (a ``ValueError``); even in unchecked steps, so it shows early.
+            UsageError: L0 without a model or with a non-Cell (non-Module), or torch on MindSpore
+                imported after the debugger was built (a ``ValueError``); even in unchecked steps.
         """
         self._torch_unseen = self._torch_unseen and ("torch" not in sys.modules or _refuse_late_layer())
         if self.level == "L0":
             self.cells.check_model(model)  # raises UsageError for no model or a non-Cell
         self.windows.summary.started(self.state.step)
+        if not self._mode.fits(self.state):  # set_context(mode=...) since the gate: nothing installed
+            return
         if self._started or self.level == "L2":  # L2: compiled steps checked (probe_runtime.l2)
             self._started = self._started or self.compiled.open()
             return
@@ -262,10 +262,9 @@ class PrecisionDebugger(metaclass=MsprobeSingleton):
     forward_backward_dump_end = stop  # msprobe's older name of stop() (8.1.2 docs: "will be removed")
 
     def finish(self) -> None:
-        """What interpreter exit and SIGTERM do (:mod:`.lifecycle`): remove
-        every patch, resolve everything pending (records written), close the
-        window and, when nothing was found, say so once. The debugger
-        counts as stopped afterwards."""
+        """What interpreter exit and SIGTERM do (:mod:`.lifecycle`): remove every patch, resolve
+        everything pending (records written), close the window and, when nothing was found, say
+        so once. The debugger counts as stopped afterwards."""
         try:
             self._unpatch()
             self.checker.live = False

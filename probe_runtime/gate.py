@@ -266,3 +266,81 @@ def claim_dump_path(config_path: Optional[str], overrides: dict, rank: tuple, co
         LOGGER.warning("probe_runtime: %s", finding.message)
         return None
     raise ConfigLintError(errors)
+
+
+#: the execution mode each level checks: level L2 static graph, L0 and L1 PyNative
+GRAPH_LEVELS = ("L2",)
+#: why a level sees nothing in the other mode
+WHY_UNSEEN = {"L1": "a compiled graph makes no API call it could intercept",
+              "L0": "its Cell hooks do not compile into a static graph",
+              "L2": "it checks compiled static-graph steps only"}
+
+
+def live_graph_mode() -> Optional[bool]:
+    """True when MindSpore runs in GRAPH_MODE now, False in PyNative mode,
+    None when the mode cannot be read (``mindspore.get_context("mode")``,
+    about 20 us)."""
+    try:
+        import mindspore
+
+        return bool(mindspore.get_context("mode") == mindspore.GRAPH_MODE)
+    except Exception:
+        return None
+
+
+def mode_name(graph: Optional[bool]) -> str:
+    """``"GRAPH_MODE"``, ``"PYNATIVE_MODE"``, or ``"an unknown mode"`` for None."""
+    return "an unknown mode" if graph is None else "GRAPH_MODE" if graph else "PYNATIVE_MODE"
+
+
+class ModeWatch:
+    """The gate's mode check, again at every ``start()``: the gate judged
+    the level against the execution mode when the debugger was built, and a
+    script may call ``set_context(mode=...)`` after that. In a mode the
+    level does not see (L0/L1 in GRAPH_MODE: nothing is intercepted, and
+    L0's Cell hooks fail to compile; L2 in PyNative mode: no compiled step)
+    nothing is installed: one error says why and what to do, and each such
+    step the config selects is told to the all-clear as not checked
+    (``Summary.not_seen``), never counted as checked.
+
+    Args:
+        level: the config's level.
+        summary: the all-clear's counter (``windows.summary.Summary``).
+
+    Example::
+
+        watch = ModeWatch("L1", summary)     # built in PyNative mode
+        mindspore.set_context(mode=mindspore.GRAPH_MODE)
+        watch.fits(state)                    # False: error logged once, state.step said not checked
+    """
+
+    def __init__(self, level: str, summary: Any) -> None:
+        self.level = level
+        self.summary = summary
+        self.built = live_graph_mode()
+        self.said = False
+
+    def fits(self, state: Any) -> bool:
+        """True when the live execution mode is the one the level checks
+        (or cannot be read). Else logs the error (once), tells the summary
+        that ``state.step`` was not checked when the config selects it
+        (``state.selected()``), and returns False: nothing may be installed."""
+        graph = live_graph_mode()
+        if graph is None or graph == (self.level in GRAPH_LEVELS):
+            return True
+        now, then = mode_name(graph), mode_name(self.built)
+        fits = "L2" if graph else "L1 or L0"
+        if state.selected():
+            self.summary.not_seen(state.step, f"started in {now} and were NOT checked (step {{steps}}): level "
+                                              f"{self.level} sees nothing in {now}, and the debugger was created "
+                                              f"in {then}; create PrecisionDebugger after set_context(mode=...), "
+                                              f"with level {fits} in {now}")
+        if not self.said:
+            self.said = True
+            LOGGER.error("probe_runtime: error: the execution mode is %s at start() of step %s, but the debugger "
+                         "was created in %s: level %s sees nothing in %s (%s), so nothing is checked in any step "
+                         "started in %s (training goes on unchecked, and the summary at exit names those steps). "
+                         "Create PrecisionDebugger after mindspore.set_context(mode=...), so that its check sees "
+                         "the mode the training runs in, with the level that fits it: L2 in GRAPH_MODE, L1 or "
+                         "L0 in PYNATIVE_MODE", now, state.step, then, self.level, now, WHY_UNSEEN[self.level], now)
+        return False

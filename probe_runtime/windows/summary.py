@@ -27,6 +27,15 @@ L2_CPU_LIMITS = ("level L2 on the CPU backend tests what each compiled Cell step
                  "is not a Cell call (a functional mindspore.jit training step); it cannot see saturation mode, "
                  "where an overflow becomes +-max instead of inf (only Ascend's float status sees it), and the "
                  "CPU's kernels and fusion differ from Ascend's, so a float16 overflow there may not happen here")
+#: why a level L2 window was not checked (``Summary.not_seen``'s default; ``{steps}``: the steps)
+NO_CELL = ("called no Cell between start() and stop() and were not checked (step {steps}): level L2 checks the "
+           "compiled steps of Cells (a TrainOneStepCell, the network Model.train runs), not a functional "
+           "mindspore.jit training step; call a Cell, or use level L1 in PyNative")
+
+
+def shown_steps(steps: set) -> str:
+    """The first six of ``steps`` in order, ``", ..."`` after them when there are more."""
+    return ", ".join(str(step) for step in sorted(steps)[:6]) + (", ..." if len(steps) > 6 else "")
 
 
 def outside_filter(unchecked: set, steps: Optional[frozenset]) -> str:
@@ -79,7 +88,8 @@ class Summary:
         self.start_failed = False
         self.said = False
         self.unfinished: set[int] = set()
-        self.unseen: set[int] = set()
+        #: the steps whose window was not checked, by why (a text with ``{steps}``, as :data:`NO_CELL`)
+        self.unseen: dict[str, set[int]] = {}
         #: calls of mindspore.jit regions checked in windows at L1/L0 (``l2.jit.JitRegions``)
         self.jit_calls = 0
 
@@ -94,12 +104,15 @@ class Summary:
         if exact:
             self.exact_steps.add(step)
 
-    def not_seen(self, step: int) -> None:
-        """Level L2: the window of ``step`` ran no compiled Cell step (a
-        functional ``mindspore.jit`` step is not seen): not a checked step."""
+    def not_seen(self, step: int, why: str = NO_CELL) -> None:
+        """The window of ``step`` was not checked: not a checked step, and
+        the all-clear says so with ``why`` (a text with ``{steps}``). By
+        default level L2's: it ran no compiled Cell step (a functional
+        ``mindspore.jit`` step is not seen); the debugger's when the
+        execution mode no longer fits the level (``gate.ModeWatch``)."""
         self.checked_steps.discard(step)
         self.exact_steps.discard(step)
-        self.unseen.add(step)
+        self.unseen.setdefault(why, set()).add(step)
 
     def interrupted(self, step: int) -> None:
         """The window of ``step`` was still open at exit: its code never
@@ -120,13 +133,12 @@ class Summary:
         if self.rank_outside:  # a fresh user's finding: "0 checked step(s)" said nothing of why
             message += f"; {self.rank_outside}, so no step of this process was checked"
         else:
-            message += outside_filter(self.run_steps - self.checked_steps - self.unseen, self.steps)
-        if self.unseen:  # a fresh user's finding: a functional jit step at L2 was called "checked"
-            shown = ", ".join(str(step) for step in sorted(self.unseen)[:6]) + (", ..." if len(self.unseen) > 6 else "")
-            message += (f"; {len(self.unseen)} step(s) called no Cell between start() and stop() and were not "
-                        f"checked (step {shown}): level L2 checks the compiled steps of Cells (a TrainOneStepCell, "
-                        "the network Model.train runs), not a functional mindspore.jit training step; call a Cell, "
-                        "or use level L1 in PyNative")
+            message += outside_filter(self.run_steps - self.checked_steps - set().union(*self.unseen.values()),
+                                      self.steps)
+        # fresh users' findings: a functional jit step at L2, and steps run in an execution mode the level does
+        # not see (set_context(mode=...) after the debugger was built), were called "checked"
+        for why, steps in self.unseen.items():
+            message += f"; {len(steps)} step(s) " + why.format(steps=shown_steps(steps))
         if self.unfinished:  # a fresh user's finding: a step cut short by an exception was counted as checked
             shown = ", ".join(str(step) for step in sorted(self.unfinished))
             message += (f"; step {shown} did not reach stop() (still running at exit: an exception, or no stop()), "
@@ -137,6 +149,8 @@ class Summary:
                         "(its result finite, such as clip_by_global_norm compiled with @jit) is not seen, nor is "
                         "one its backward makes named (it shows in the calls whose gradients it feeds); without "
                         "@jit level L1 names the call")
+        if not self.checked_steps:  # no limit of a check that never ran (nor its advice) to add
+            return message
         if self.level == "L2":  # what the CPU's kernel check cannot see
             message += " (" + L2_CPU_LIMITS + ")"
         if self.level == "L0":  # what L0 cannot see, so the all-clear is not read as more than it is

@@ -121,9 +121,13 @@ def level_not_allowed(config: ConfigView, context: Context) -> Iterator[Finding]
                                f"{implied}{_because(context, 'mode')}", pointer=at, hint=hint, fix=fix)
     elif level == "L2" and dynamic:
         scenario = "PyNative mode" if mode == "pynative" else framework
+        hint = "use \"level\": \"L1\" (API) or \"L0\" (Cell)"
+        if context.runtime and mode == "pynative":  # a fresh user's finding: built before set_context(GRAPH_MODE)
+            hint += (" for PyNative training; if the script switches to GRAPH_MODE later, create PrecisionDebugger "
+                     "after set_context(mode=GRAPH_MODE) instead (L1 and L0 see nothing in static graph)")
         yield Finding("PL201", f"level L2 (kernel) works for overflow_check only in MindSpore static graph, "
                                f"not in {scenario}{_because(context, 'framework', 'mode')}", pointer=at,
-                      hint="use \"level\": \"L1\" (API) or \"L0\" (Cell)", fix=fit("L1"))
+                      hint=hint, fix=fit("L1"))
 
 
 @rule("PL202", "l2-needs-jit-o2", "error", "overflow_check L2 in static graph needs jit_level O2")
