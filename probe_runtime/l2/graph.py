@@ -38,10 +38,9 @@ import weakref
 from types import FrameType
 from typing import Any, Callable, Optional
 
-import numpy as np
-
 from probe_format.layout import OUTSIDE
 
+from ..check.verdict import is_tensor, to_host
 from ..state import RunState
 from .dump_config import NET_NAME
 from .private import DumpSwitch
@@ -53,23 +52,24 @@ LOGGER = logging.getLogger("probe_runtime")
 
 
 def nonfinite_outputs(result: Any, label: str = "output") -> list[str]:
-    """Labels of the floating tensors in ``result`` (a tensor, or a
-    tuple/list of them, nested) that hold inf/nan."""
+    """Labels of the floating tensors in ``result`` (a tensor, or tuples,
+    lists and dicts of them, nested) that hold inf/nan: ``output``,
+    ``output 1``, ``output 'score'``. Every tensor is read on the host
+    (:func:`~probe_runtime.check.verdict.to_host`: bfloat16 and float8 cast
+    to float32 first; one that cannot be read counts as finite)."""
     if isinstance(result, (tuple, list)):
         found: list[str] = []
         for i, item in enumerate(result):
             found += nonfinite_outputs(item, f"{label} {i}")
         return found
-    asnumpy = getattr(result, "asnumpy", None)
-    if asnumpy is None:
+    if isinstance(result, dict):
+        found = []
+        for key, item in result.items():
+            found += nonfinite_outputs(item, f"{label} {key!r}")
+        return found
+    if not is_tensor(result):
         return []
-    try:
-        array = np.asarray(asnumpy())
-    except Exception:
-        return []
-    if array.dtype.kind == "f" and not np.isfinite(array).all():
-        return [label]
-    return []
+    return [] if to_host(result).finite() else [label]
 
 
 def caller_where(library_roots: tuple[str, ...]) -> Optional[str]:
@@ -122,7 +122,9 @@ class GraphChecks:
         self._exit_registered = False
         self.replays = 0
         self._snapshots: dict[int, tuple[Callable[[], Any], StateSnapshot]] = {}
-        self._noted: set[str] = set()
+        self._noted: dict[str, int] = {}  # kind of note -> the step it was first said in
+        #: id of a Cell's snapshot -> the step after whose record its Parameters held inf/nan
+        self._spoiled: dict[int, int] = {}
         self._original: Optional[Callable] = None
         self._depth = 0
         #: a window is open: Cell calls are checked
@@ -213,10 +215,13 @@ class GraphChecks:
             result = original(cell, *args, **kwargs)
             self.checked += 1
             try:
-                found = nonfinite_outputs(result) + [f"Parameter {n}" for n in snapshot.nonfinite()]
+                left = snapshot.nonfinite()
+                found = nonfinite_outputs(result) + [f"Parameter {n}" for n in left]
+                if not found and self._spoiled:
+                    self._spoiled.pop(id(snapshot), None)  # its Parameters are finite again
                 if not found or self.state.exhausted:
                     return result
-                return self.replay(original, cell, args, kwargs, snapshot, found, result)
+                return self.replay(original, cell, args, kwargs, snapshot, found, result, left=left)
             except Exception as err:
                 self.on_error("checking a compiled step", err)
                 return result
@@ -224,18 +229,29 @@ class GraphChecks:
             self._depth -= 1
 
     def replay(self, original: Callable, cell: Any, args: tuple, kwargs: dict, snapshot: StateSnapshot,
-               found: list[str], result: Any) -> Any:
+               found: list[str], result: Any, left: Optional[list[str]] = None) -> Any:
         """Run the step again under the dump and write what it names;
         returns ``result``, the step's own result, with the Parameters as
         the step left them (a replay that drew different random numbers,
-        a dropout mask, would otherwise change training)."""
+        a dropout mask, would otherwise change training). ``left``: the
+        Parameters holding inf/nan after the step (a later step that
+        starts from them is said to carry this step's overflow on)."""
         where = caller_where(self.library_roots)
         before = snapshot.taken_nonfinite()
         if before:
-            self._note([f"Parameter {n}" for n in before], where,
-                       f"Parameters {', '.join(before[:4])} held inf/nan before the compiled step at {where}: the "
-                       "overflow happened before this step, outside what was checked")
+            named = ", ".join(before[:4])
+            since = self._spoiled.get(id(snapshot))
+            if since is not None:  # this tool's record of an earlier step says where they became inf/nan
+                message = (f"Parameters {named} held inf/nan before the compiled step at {where}: since the "
+                           f"overflow recorded in step {since} (see that step's records); this step carried it on")
+            else:
+                message = (f"Parameters {named} held inf/nan before the compiled step at {where}: the overflow "
+                           "happened before this step, outside what was checked")
+            self._note("before", [f"Parameter {n}" for n in before], where, message,
+                       again=f"Parameters {named} held inf/nan again before the compiled step at {where}",
+                       record_again=False)
             return result
+        given_finite = not nonfinite_outputs([*args, *kwargs.values()])  # and the Parameters: `before` is empty
         after = StateSnapshot(cell)  # what the step left (its update, moving statistics, optimizer state)
         after.take()
         snapshot.restore()
@@ -247,36 +263,66 @@ class GraphChecks:
             self.switch.off()
             after.restore()
         self.replays += 1
-        kernels = scan(self.scratch, self.library_roots)
+        kernels = scan(self.scratch, self.library_roots, given_finite=given_finite)
         drawn = random_kernels(self.scratch)
+        dumped = bool(glob.glob(os.path.join(self.scratch, "rank_*", NET_NAME, "*", "*", "*.npy")))
         self._clear_scratch()
         if drawn and "random" not in self._noted:
-            self._noted.add("random")
+            self._noted["random"] = self.state.step
             LOGGER.warning("probe_runtime: the replay of the compiled step at %s ran its random kernels (%s) once "
                            "more: the step's result and Parameters are kept, but the random numbers drawn after this "
                            "step differ from a run without the tool", where, ", ".join(drawn[:4]))
         if not kernels:
-            self._note(found, where,
-                       f"the compiled step at {where} returned inf/nan ({', '.join(found[:4])}), but MindSpore's "
-                       "dump of its replay holds no kernel with inf/nan (was a graph compiled before "
-                       "PrecisionDebugger() was created? the dump config must be set before the first compile)")
+            outputs = ", ".join(found[:4])
+            if drawn:
+                why = (f"its random kernels ({', '.join(drawn[:4])}) drew other numbers in the replay, which did not "
+                       "overflow: the overflow likely depends on what they drew")
+            elif dumped:
+                why = ("the replay did not overflow (a kernel that does not give the same result twice, or a "
+                       "state the replay could not put back?)")
+            else:
+                why = ("MindSpore's dump of its replay is empty (was a graph compiled before PrecisionDebugger() "
+                       "was created? the dump config must be set before the first compile; or MindSpore could not "
+                       "write it: see its log)")
+            self._note("replay", found, where,
+                       f"the compiled step at {where} returned inf/nan ({outputs}), but MindSpore's dump of its replay "
+                       f"holds no kernel with inf/nan: {why}",
+                       again=f"the compiled step at {where} returned inf/nan ({outputs}) again, and again its replay "
+                             f"named no kernel: {why}")
+            self._spoil(snapshot, left)
             return result
         self.state.count_record()
         self.records.write(kernels)
+        self._spoil(snapshot, left)
         if self.state.exhausted:
             self.on_exhausted()
         return result
 
-    def _note(self, labels: list[str], where: Optional[str], message: str) -> None:
+    def _spoil(self, snapshot: StateSnapshot, left: Optional[list[str]]) -> None:
+        """Remember this step, whose record was just written, when it left
+        Parameters ``left`` (of ``snapshot``'s Cell) holding inf/nan: the
+        next step starts from them."""
+        if left:
+            self._spoiled.setdefault(id(snapshot), self.state.step)
+
+    def _note(self, kind: str, labels: list[str], where: Optional[str], message: str, *, again: str,
+              record_again: bool = True) -> None:
         """A record of kind ``outside`` (no kernel named; it does not count
-        towards ``overflow_nums``), once per kind of finding: Parameters
-        that stay inf/nan would say it again every step."""
-        kind = message.split(" ", 1)[0]
-        if kind in self._noted:
-            return
-        self._noted.add(kind)
-        self.records.note(OUTSIDE, labels, where, message)
-        self.on_note()
+        towards ``overflow_nums``) saying ``message``. A finding of the
+        same ``kind`` seen again is never silent: with ``record_again`` a
+        record saying ``again`` (a step that overflowed again), else
+        ``again`` on stderr only (Parameters that stay inf/nan would get a
+        record in every step)."""
+        first = self._noted.get(kind)
+        if first is None:
+            self._noted[kind] = self.state.step
+            self.records.note(OUTSIDE, labels, where, message)
+            self.on_note()
+        elif record_again:
+            self.records.note(OUTSIDE, labels, where, f"{again} (as in step {first})")
+            self.on_note()
+        else:
+            LOGGER.warning("probe_runtime: step %s: %s (said in step %s)", self.state.step, again, first)
 
     def _clear_scratch(self) -> None:
         """Remove the tensors MindSpore dumped; its graphs (``.ir``) and

@@ -31,7 +31,7 @@ from probe_format.records import call_record, note_record
 from ..check.verdict import HostTensor, statistics
 from ..dump.writer import Record, StepWriter
 from ..state import RunState
-from .scan import Kernel
+from .scan import Kernel, all_finite
 
 LOGGER = logging.getLogger("probe_runtime")
 #: carried kernels recorded per replay, after the origin
@@ -74,7 +74,31 @@ def kernel_record(kernel: Kernel, *, with_data: bool) -> Record:
     else:
         entry = {INPUT_ARGS: side(kernel.inputs, "input"), INPUT_KWARGS: {}, OUTPUT: side(kernel.outputs, "output")}
     entry["kernel"] = {"type": kernel.op, "scope": kernel.scope, "graph": kernel.graph}
+    if kernel.runs > 1:  # a kernel in a graph loop: the run recorded, of how many, how many held inf/nan
+        entry["kernel"].update(run=kernel.run, runs=kernel.runs, nonfinite_runs=kernel.nonfinite_runs)
+    if not kernel.inputs_known:
+        entry["kernel"]["inputs_not_dumped"] = "all" if kernel.unread is None else list(kernel.unread)
     return Record(name=kernel.name, origin=kernel.origin, where=kernel.where, entry=entry, arrays=arrays)
+
+
+def kernel_message(kernel: Kernel) -> Optional[str]:
+    """What a kernel's record says beyond its name, or None: which run of
+    a kernel in a graph loop it is, and the inputs MindSpore did not write
+    (then whether it started the overflow may not be known)."""
+    said = []
+    if kernel.runs > 1:
+        said.append(f"run {kernel.run + 1} of {kernel.runs} of this kernel (a graph loop); "
+                    f"{kernel.nonfinite_runs} of them held inf/nan")
+    if not kernel.inputs_known:
+        unread = kernel.unread_text()
+        read_finite = all(all_finite(a) for a in kernel.inputs.values())
+        if kernel.origin:
+            said.append(f"MindSpore did not dump {unread} (a value carried around a graph loop, or not a tensor): "
+                        "taken as finite, nothing before this kernel held inf/nan")
+        elif read_finite and not kernel.inplace:
+            said.append(f"MindSpore did not dump {unread} (a value carried around a graph loop, or not a tensor): "
+                        "whether they held inf/nan is not known, so where the overflow started is not known")
+    return "; ".join(said) or None
 
 
 class KernelRecords:
@@ -131,12 +155,13 @@ class KernelRecords:
             record = kernel_record(kernel, with_data=kernel.origin)
             if kernel.name in writer.data:  # the same kernel in another replay of this step
                 record.name = f"{kernel.name}.{sum(1 for n in writer.data if n.startswith(kernel.name))}"
+            message = kernel_message(kernel)
             writer.write(record, **call_record(record.name, origin=kernel.origin, where=kernel.where,
                                                kind=BACKWARD if kernel.backward else FORWARD, step=step,
-                                               rank=self.state.rank, inside=inside))
-            LOGGER.warning("probe_runtime: overflow in kernel %s (%s) at %s%s", record.name,
+                                               rank=self.state.rank, inside=inside, message=message))
+            LOGGER.warning("probe_runtime: overflow in kernel %s (%s) at %s%s%s", record.name,
                            "origin" if kernel.origin else "carried", kernel.where,
-                           f" inside {inside}" if inside else "")
+                           f" inside {inside}" if inside else "", f": {message}" if message else "")
         if len(carried) > MAX_CARRIED:
             LOGGER.warning("probe_runtime: step %s: %d more kernels carried the inf/nan on (not recorded)", step,
                            len(carried) - MAX_CARRIED)

@@ -23,6 +23,15 @@ that format's traps:
   are written after they ran, so their inputs show the updated values: one
   counts as the origin when no kernel before it held inf/nan;
 * ``Parameter.*`` files are the Parameters after the step, not kernels: skipped;
+* a kernel in a graph loop (``while``) is written once per run, under one
+  name: each run is a :class:`Kernel` of its own (its files told apart by
+  their timestamps), judged alone;
+* some inputs are not written: a value carried around a loop (the loop's
+  ``h`` in ``h = h * 10``), a non-tensor argument (``ReduceSum``'s axis).
+  Such a kernel is the origin only when nothing before it held inf/nan and
+  the step's arguments and Parameters were finite (its unwritten input was
+  made by a kernel before it, or given to the step); otherwise where the
+  overflow started is not known (:attr:`Kernel.unread`);
 * a backward kernel's scope may name the wrong Cell; its source line (from
   the ``.ir``: the last frame outside MindSpore's own package) is right.
 
@@ -72,6 +81,15 @@ class Kernel:
             no kernel before it held inf/nan).
         nonfinite: an output (in place: any file) held inf/nan.
         where: the user's ``file:line`` it came from, or None.
+        run: which run of the kernel this is (0: the first; a kernel in a
+            graph loop runs once per iteration).
+        runs: how many runs of the kernel were dumped.
+        nonfinite_runs: how many of them held inf/nan (set by :func:`classify`).
+        unread: the input slots MindSpore wrote no readable file for (below
+            the highest one written), None when it wrote no input file.
+        listed: its full name in its graph's execution order (and ``.ir``),
+            found by :func:`align`; ``""`` when it cannot be told, None
+            when there is no execution order.
     """
 
     op: str
@@ -83,6 +101,11 @@ class Kernel:
     origin: bool = False
     nonfinite: bool = False
     where: Optional[str] = None
+    run: int = 0
+    runs: int = 1
+    nonfinite_runs: int = 0
+    unread: Optional[list[int]] = field(default_factory=list)
+    listed: Optional[str] = None
 
     @property
     def name(self) -> str:
@@ -103,6 +126,19 @@ class Kernel:
     def inplace(self) -> bool:
         """True for a kernel that updates a Parameter in place."""
         return self.op.startswith(INPLACE_PREFIXES) or self.op in INPLACE_NAMES
+
+    @property
+    def inputs_known(self) -> bool:
+        """True when every input MindSpore wrote a file for was read, and
+        it wrote one for each slot up to the highest (see :attr:`unread`)."""
+        return self.unread is not None and not self.unread
+
+    def unread_text(self) -> str:
+        """What was not dumped of its inputs, for people (``input 0``,
+        ``its inputs``)."""
+        if self.unread is None:
+            return "its inputs"
+        return f"input{'s' if len(self.unread) > 1 else ''} {', '.join(str(s) for s in self.unread)}"
 
 
 def load_npy(path: str) -> Optional[np.ndarray]:
@@ -156,6 +192,46 @@ def full_names(rank_folder: str) -> dict[str, str]:
     return names
 
 
+def align(kernels: list[Kernel], rank_folder: str) -> None:
+    """Set :attr:`Kernel.listed` of the kernels of each graph that has an
+    execution order CSV. The dump's file names number some kernels
+    otherwise than the execution order and the ``.ir`` do (the float16
+    Casts of an O2 backward pass, MindSpore 2.10: the file name's
+    ``Grad_Cast/Cast-op5`` is the row ``Grad_Cast/Cast-op6``, and the
+    ``.ir``'s ``Cast-op5`` is another Cast, in ``amp.py``), so a file name
+    looked up in the ``.ir`` may give another kernel's line. Kernels of one
+    scope and type (the full name without ``-opN``) keep their order in
+    both (kernels of different scopes do not always, measured), so within
+    such a group the dumped kernels, in the order they first ran, are the
+    rows in order when there are as many of each; when there are not, a
+    kernel keeps its file's name if it is a row, else ``listed`` is ``""``:
+    not known (the kernel that ran before it gives its line)."""
+    firsts: dict[str, dict[str, list[Kernel]]] = {}  # graph -> shape -> first runs, in execution order
+    for kernel in kernels:
+        if kernel.run == 0:
+            firsts.setdefault(kernel.graph, {}).setdefault(_OP_NUMBER.sub("", kernel.full_name), []).append(kernel)
+    listed: dict[tuple[str, str, str], str] = {}
+    for graph, groups in firsts.items():
+        path = os.path.join(rank_folder, "execution_order", f"ms_execution_order_graph_{graph}.csv")
+        try:
+            with open(path, encoding="utf-8", newline="") as f:
+                rows = [row[0] for row in csv.reader(f) if row and "/" in row[0]]
+        except OSError:
+            continue
+        by_shape: dict[str, list[str]] = {}
+        for row in rows:
+            by_shape.setdefault(_OP_NUMBER.sub("", row), []).append(row)
+        for shape, dumped in groups.items():
+            own = by_shape.get(shape)
+            if not own:  # kernels the backend inserted, or another graph's: left to the file name
+                continue
+            names = own if len(own) == len(dumped) else [k.full_name if k.full_name in own else "" for k in dumped]
+            for kernel, name in zip(dumped, names):
+                listed[(graph, kernel.op, kernel.full_name)] = name
+    for kernel in kernels:
+        kernel.listed = listed.get((kernel.graph, kernel.op, kernel.full_name), kernel.listed)
+
+
 def unflatten(flat: str, names: dict[str, str]) -> str:
     """The full name of a kernel file's ``/``-as-``_`` name: looked up, or
     for a kernel no execution order lists (one the backend inserted after
@@ -178,7 +254,7 @@ _IR_GRAPH = re.compile(r"_graph_(\d+)\.ir$")
 
 
 def source_lines(rank_folder: str, wanted: Iterable[str], library_roots: tuple[str, ...],
-                 graph: Optional[str] = None) -> dict[str, str]:
+                 graph: Optional[str] = None, renumbered_too: bool = True) -> dict[str, str]:
     """Full name -> the user's ``file:line`` for the kernels in ``wanted``,
     from the graphs' ``.ir`` files: the last ``In file`` frame outside
     ``library_roots`` (the last frame of all when every one is inside, as
@@ -191,9 +267,11 @@ def source_lines(rank_folder: str, wanted: Iterable[str], library_roots: tuple[s
     one (:func:`scan` then looks in every ``.ir`` for those it holds
     not). Two compiled Cells or ``@jit`` regions name their kernels alike
     (``Default/Mul-op0`` in each): looked up across every graph, a
-    kernel took the line of the other graph's (a fresh user's finding)."""
+    kernel took the line of the other graph's (a fresh user's finding).
+    ``renumbered_too`` False: exact names only (names from the graph's own
+    execution order, :func:`align`)."""
     wanted = set(wanted)
-    unnumbered = {_OP_NUMBER.sub("", name): name for name in wanted}
+    unnumbered = {_OP_NUMBER.sub("", name): name for name in wanted} if renumbered_too else {}
     found: dict[str, str] = {}
     library: dict[str, str] = {}
     # kernels listed under another -opN (numbers change between compiles: a region compiled again)
@@ -237,9 +315,12 @@ def source_lines(rank_folder: str, wanted: Iterable[str], library_roots: tuple[s
 
 
 def read_kernels(root: str) -> list[Kernel]:
-    """Every kernel dumped under ``root`` (the dump config's path), in
-    execution order; ``Parameter.*`` files left out."""
-    kernels: dict[tuple[str, str, str], Kernel] = {}
+    """Every run of every kernel dumped under ``root`` (the dump config's
+    path), in execution order; ``Parameter.*`` files left out. A kernel
+    that ran several times (in a graph loop) gives one :class:`Kernel` per
+    run: its files, in timestamp order, start a new run at an input after
+    an output, or at a slot the run already has."""
+    files: dict[tuple[str, str, str], list[tuple[int, bool, int, str]]] = {}
     for rank_folder in sorted(glob.glob(os.path.join(root, "rank_*"))):
         names = full_names(rank_folder)
         for path in glob.glob(os.path.join(rank_folder, "*", "*", "*", "*.npy")):
@@ -247,23 +328,40 @@ def read_kernels(root: str) -> list[Kernel]:
             if match is None or match.group("op") == "Parameter":
                 continue
             graph = os.path.basename(os.path.dirname(os.path.dirname(path)))
-            full = unflatten(match.group("scope"), names)
-            key = (graph, match.group("op"), full)
-            stamp = int(match.group("stamp"))
-            kernel = kernels.get(key)
-            if kernel is None:
-                kernel = kernels[key] = Kernel(op=match.group("op"), full_name=full, graph=graph, stamp=stamp)
-            kernel.stamp = min(kernel.stamp, stamp)
+            key = (graph, match.group("op"), unflatten(match.group("scope"), names))
+            files.setdefault(key, []).append((int(match.group("stamp")), match.group("io") == "input",
+                                              int(match.group("slot")), path))
+    kernels: list[Kernel] = []
+    for (graph, op, full), items in files.items():
+        runs: list[tuple[Kernel, set[int], set[int]]] = []  # each run, the input and output slots it has files for
+        for stamp, is_input, slot, path in sorted(items):
+            current = runs[-1] if runs else None
+            if current is None or ((slot in current[1] or bool(current[2])) if is_input else slot in current[2]):
+                current = (Kernel(op=op, full_name=full, graph=graph, stamp=stamp, run=len(runs)), set(), set())
+                runs.append(current)
+            kernel, in_slots, out_slots = current
+            (in_slots if is_input else out_slots).add(slot)
             array = load_npy(path)
             if array is not None:
-                side = kernel.inputs if match.group("io") == "input" else kernel.outputs
-                side[int(match.group("slot"))] = array
-    return sorted(kernels.values(), key=lambda k: (k.stamp, k.graph, k.full_name))
+                (kernel.inputs if is_input else kernel.outputs)[slot] = array
+        for kernel, in_slots, _ in runs:
+            kernel.runs = len(runs)
+            kernel.unread = None if not in_slots else \
+                [slot for slot in range(max(in_slots) + 1) if slot not in kernel.inputs]
+            kernels.append(kernel)
+    return sorted(kernels, key=lambda k: (k.stamp, k.graph, k.full_name))
 
 
-def classify(kernels: list[Kernel]) -> list[Kernel]:
+def classify(kernels: list[Kernel], given_finite: bool = True) -> list[Kernel]:
     """The kernels that held inf/nan, in execution order, each marked
-    origin or carried (see the module's docstring)."""
+    origin or carried (see the module's docstring), each kernel once: of
+    its runs (``kernels`` holds every run), the first origin run, else the
+    first that held inf/nan (``nonfinite_runs`` counts them).
+
+    ``given_finite``: the step's arguments and Parameters were finite, so
+    an input MindSpore did not write (:attr:`Kernel.unread`) was finite
+    when no kernel before it held inf/nan; False: such a kernel is never
+    the origin."""
     flagged: list[Kernel] = []
     for kernel in kernels:
         outputs_finite = all(all_finite(a) for a in kernel.outputs.values())
@@ -273,11 +371,22 @@ def classify(kernels: list[Kernel]) -> list[Kernel]:
                 continue
             kernel.nonfinite, kernel.origin = True, not flagged
         elif not outputs_finite:
-            kernel.nonfinite, kernel.origin = True, inputs_finite
+            # an input not written: finite only when everything that could have made it was
+            known = kernel.inputs_known or (given_finite and not flagged)
+            kernel.nonfinite, kernel.origin = True, inputs_finite and known
         else:
             continue
         flagged.append(kernel)
-    return flagged
+    chosen: dict[tuple[str, str, str], Kernel] = {}
+    count: dict[tuple[str, str, str], int] = {}
+    for kernel in flagged:
+        key = (kernel.graph, kernel.op, kernel.full_name)
+        count[key] = count.get(key, 0) + 1
+        if key not in chosen or (kernel.origin and not chosen[key].origin):
+            chosen[key] = kernel
+    for key, kernel in chosen.items():
+        kernel.nonfinite_runs = count[key]
+    return sorted(chosen.values(), key=lambda k: (k.stamp, k.graph, k.full_name))
 
 
 #: kernels that draw random numbers (their own state or the generator's): a replay draws again
@@ -299,26 +408,37 @@ def random_kernels(root: str) -> list[str]:
     return sorted(found)
 
 
-def scan(root: str, library_roots: tuple[str, ...]) -> list[Kernel]:
+def scan(root: str, library_roots: tuple[str, ...], given_finite: bool = True) -> list[Kernel]:
     """The kernels of the dump under ``root`` that held inf/nan, in
     execution order, with their source lines (``where``). A kernel no
     ``.ir`` lists (inserted by the backend after compiling, such as the
-    Cast after a float16 MatMul) gets the line of the nearest kernel
-    before it that has one."""
+    Cast after a float16 MatMul), or whose file name is another kernel's
+    in the ``.ir`` (:func:`align`), gets the line of the nearest kernel
+    before it that has one. ``given_finite``: as :func:`classify`'s."""
     kernels = read_kernels(root)
-    flagged = classify(kernels)
+    flagged = classify(kernels, given_finite)
     if flagged:
+        rank_folders = sorted(glob.glob(os.path.join(root, "rank_*")))
+        for rank_folder in rank_folders:
+            align(kernels, rank_folder)
         lines: dict[str, dict[str, str]] = {}  # graph id -> full name -> file:line
         for graph in sorted({k.graph for k in kernels}):
-            wanted = {k.full_name for k in kernels if k.graph == graph}
             found = lines.setdefault(graph, {})
-            for rank_folder in sorted(glob.glob(os.path.join(root, "rank_*"))):
+            # a kernel its file names otherwise than its graph's execution order: that order's name, in that
+            # graph's .ir, exactly (its file's name there is another kernel's)
+            listed = {k.listed for k in kernels if k.graph == graph and k.listed and k.listed != k.full_name}
+            for rank_folder in rank_folders:
+                found.update(source_lines(rank_folder, listed - set(found), library_roots, graph=graph,
+                                          renumbered_too=False))
+            wanted = {k.full_name for k in kernels if k.graph == graph and k.listed in (None, k.full_name)}
+            for rank_folder in rank_folders:
                 found.update(source_lines(rank_folder, wanted - set(found), library_roots, graph=graph))
-            for rank_folder in sorted(glob.glob(os.path.join(root, "rank_*"))):  # not in its own graph's .ir
+            for rank_folder in rank_folders:  # not in its own graph's .ir
                 if wanted - set(found):
                     found.update(source_lines(rank_folder, wanted - set(found), library_roots))
         last: Optional[str] = None
         for kernel in kernels:
-            kernel.where = lines[kernel.graph].get(kernel.full_name) or (last if kernel.nonfinite else None)
+            name = kernel.full_name if kernel.listed is None else kernel.listed
+            kernel.where = lines[kernel.graph].get(name) or (last if kernel.nonfinite else None)
             last = kernel.where or last
     return flagged

@@ -12,7 +12,9 @@ MatMul result exceeds float16), ``log0`` (log of 0 in the loss),
 optimizer: log of 0 in the loss), ``graphjit`` (the same functional step in
 GRAPH_MODE, which level L2 does not see: no Cell is called from Python),
 ``twocells`` (two Cells compiled apart, ``Prep`` then ``Score``, each with
-a ``Mul`` named ``Default/Mul-op0`` in its own graph; Score's overflows).
+a ``Mul`` named ``Default/Mul-op0`` in its own graph; Score's overflows),
+``loop`` (a forward Cell whose graph ``while`` loop multiplies by 10 six
+times: its 4th multiplication passes float32's maximum).
 With CONFIG ``none`` no debugger is created (the reference run). OUT gets
 the losses and a digest of the final Parameters.
 """
@@ -144,6 +146,30 @@ elif SCENARIO == "twocells":
         if debugger:
             debugger.start()
         loss = score(prep(x, ms.Tensor(np.ones((2, 4), np.float32))))
+        if debugger:
+            debugger.stop()
+            debugger.step()
+        losses.append(float(loss.asnumpy()))
+elif SCENARIO == "loop":
+    class Loop(nn.Cell):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Dense(4, 4, weight_init="ones", bias_init="zeros")
+
+        def construct(self, x, n):
+            h = self.fc(x)
+            i = ms.Tensor(0, ms.int32)
+            while i < n:
+                h = h * 10.0
+                i = i + 1
+            return h.sum()
+
+    loop = Loop()
+    for step in range(STEPS):
+        x = ms.Tensor(np.full((2, 4), 1e34 if step == BAD_STEP else 1.0, np.float32))
+        if debugger:
+            debugger.start()
+        loss = loop(x, ms.Tensor(6, ms.int32))
         if debugger:
             debugger.stop()
             debugger.step()

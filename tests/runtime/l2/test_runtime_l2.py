@@ -375,3 +375,17 @@ def test_overflow_nums_counts_kernel_records_as_l1_counts_calls(tmp_path):
     (only,) = records(tmp_path / "dump", 3)
     assert only["origin"] is True and only["name"].startswith("Log."), only
     assert not list((tmp_path / "dump").glob("step4"))
+
+
+def test_a_kernel_in_a_graph_loop_is_named_by_its_first_overflowing_run(tmp_path):
+    """A tester's finding: a ``while`` loop's ``h = h * 10.0`` ran six
+    times, each run dumped under one name; the runs were read as one kernel
+    with the last-listed run's files (finite), and the ReduceSum after the
+    loop, whose loop-carried input MindSpore did not write, was called the
+    origin. Each run is judged: the Mul's 4th run is the origin."""
+    run(tmp_path, "loop", write_runtime_config(tmp_path, level="L2", nums=-1), steps=4)
+    found = records(tmp_path / "dump", 3)
+    assert found[0]["origin"] is True and found[0]["name"].startswith("Mul."), found
+    assert found[0]["where"] == f"{SCRIPT}:{line_of('h = h * 10.0')}"
+    assert "run 4 of 6" in found[0]["message"]
+    assert not any(r["origin"] for r in found[1:]), found
