@@ -177,7 +177,7 @@ class PrecisionDebugger(metaclass=MsprobeSingleton):
         grads.on_computation, grads.on_forward = windows.on_computation, windows.on_forward
         self.grads, self.cells, self.interceptor = grads, cells, interceptor
         self._mode = ModeWatch(self.level, windows.summary)  # the mode the gate judged, checked at each start()
-        self.compiled = compiled_parts(self.level, config, self.state, self.dump_path, self.checker,
+        self.compiled = windows.compiled = compiled_parts(self.level, config, self.state, self.dump_path, self.checker,
                                        on_exhausted=self._unpatch, summary=windows.summary)  # L2, mindspore.jit
 
     @property
@@ -210,7 +210,7 @@ class PrecisionDebugger(metaclass=MsprobeSingleton):
         self._torch_unseen = self._torch_unseen and ("torch" not in sys.modules or _refuse_late_layer())
         if self.level == "L0":
             self.cells.check_model(model)  # raises UsageError for no model or a non-Cell
-        self.windows.summary.started(self.state.step)
+        self.windows.started(self.state.step, model)  # and step() opens the next step's window with it until stop()
         if not self._mode.fits(self.state):  # set_context(mode=...) since the gate: nothing installed
             return
         if self._started or self.level == "L2":  # L2: compiled steps checked (probe_runtime.l2)
@@ -231,6 +231,7 @@ class PrecisionDebugger(metaclass=MsprobeSingleton):
     def stop(self) -> None:
         """Stop checking, remove the patches and resolve every pending check
         (records are on disk when it returns)."""
+        self.windows.resume = None  # step() opens no window until the next start()
         self.compiled.close()
         self._unpatch()
         self._started = False
@@ -241,15 +242,14 @@ class PrecisionDebugger(metaclass=MsprobeSingleton):
             self.checker.on_error("in stop()", err)
 
     def step(self) -> None:
-        """End the current step (resolving what is pending) and count one
-        more; call indices start again at 0."""
-        if self._started:
-            self.stop()
-        else:
-            self.checker.flush(final=True)
+        """End the current step (resolving what is pending), count one more (call indices from 0 again);
+        after a ``start()`` with no ``stop()``, check the next one too, as msprobe (``Windows.stepped``)."""
+        resume = self.windows.resume
+        self.stop() if self._started else self.checker.flush(final=True)
         self.state.next_step()
         self.cells.new_step()
         self.compiled.new_step()
+        self.windows.stepped(self.start, resume)
 
     def set_init_step(self, step: int) -> None:
         """Set the number of the current step (e.g. when resuming).

@@ -13,7 +13,11 @@ rules of what is judged in it, at every kind (:mod:`.policy`):
 * closing: what the gradient watch still holds, then per kind: the
   sentinel's record, an exact window's ``outside`` note when a gradient
   computation returned inf/nan that no record explains, a watched window's
-  cover (:mod:`.watched`); then the policy learns what the window computed.
+  cover (:mod:`.watched`); then the policy learns what the window computed;
+* ``step()`` after a ``start()`` with no ``stop()`` (msprobe collects on
+  until ``stop()``): the next step's window is opened with the same model
+  (:meth:`Windows.stepped`); one that sees no training call before it ends
+  (the one the last ``step()`` opens before exit) counts as no step.
 
 What is written when no call is named: :mod:`.notes`. The closing
 summary: :mod:`.summary`.
@@ -51,6 +55,8 @@ class Window:
         bad_before: the optimizer being called had Parameters holding
             inf/nan (its replay said so).
         optimizers: ``id()`` of the optimizers whose state was judged in it.
+        found_step: ``RunState.found`` when the optimizer step being run
+            began (records written since were made by its own calls).
     """
 
     kind: Kind
@@ -61,6 +67,7 @@ class Window:
     replayed: set = field(default_factory=set)
     bad_before: bool = False
     optimizers: set = field(default_factory=set)
+    found_step: int = 0
 
 
 class Windows:
@@ -79,6 +86,13 @@ class Windows:
             replay runs).
         level: ``"L0"`` or ``"L1"``.
         dump_path: for the closing summary.
+
+    Attributes:
+        resume: ``(model,)`` of the last ``start()`` while no ``stop()``
+            followed it: ``step()`` opens the next step's window with it.
+        compiled: the debugger's ``l2.parts.CompiledParts`` (set after it is
+            built): its checked Cell steps and ``mindspore.jit`` region calls
+            count as training calls of a window.
     """
 
     def __init__(self, policy: WindowPolicy, exact: ExactChecks, *, checker: Any, state: Any, grads: Any, states: Any,
@@ -92,7 +106,8 @@ class Windows:
         outside = state.ranks is not None and (state.rank or 0) not in state.ranks
         self.summary = Summary(level, dump_path, state.steps,
                                f"rank {state.rank or 0} is not in the config's rank filter {sorted(state.ranks)}"
-                               if outside and state.ranks is not None else None)
+                               if outside and state.ranks is not None else None,
+                               task=getattr(checker.records, "task", "overflow_check"))
         self.current: Optional[Window] = None
         self.watched = WatchedWindow(self, replayer)
         self._sentinel_empty_said = False
@@ -102,12 +117,77 @@ class Windows:
         self._tainted: set[int] = set()
         #: ``id()`` of the optimizers that ran in the last window (their state was followed through it)
         self._last_optimizers: set[int] = set()
+        self.resume: Optional[tuple] = None
+        self.compiled: Any = None
+        #: (step, :meth:`_activity`) of the step whose ``start()`` ``step()`` made, until that step ends
+        self._reopened: Optional[tuple[int, Any]] = None
+        self._reopening = False
 
     # -- what the facade calls ---------------------------------------------------
     @property
     def kind(self) -> Optional[Kind]:
         """The open window's kind; None between windows."""
         return self.current.kind if self.current is not None else None
+
+    def started(self, step: int, model: Any) -> None:
+        """``start(model)`` was called in ``step`` (checked or not): the
+        all-clear counts it, unless ``step()`` made it (:meth:`stepped`), and
+        ``step()`` opens the next step's window with ``model`` until ``stop()``."""
+        self.resume = (model,)
+        if self._reopening:
+            return
+        if self._reopened is not None and self._reopened[0] == step:  # the user's own start(): a step of theirs
+            self._reopened = None
+        self.summary.started(step)
+
+    def stepped(self, start: Any, resume: Optional[tuple]) -> None:
+        """``step()`` ended a step and counted one more. When ``start()`` had
+        no ``stop()`` after it (``resume``: its arguments), the window of
+        the next step is opened by calling ``start(*resume)``: msprobe
+        collects from ``start()`` until ``stop()``, ``step()`` only counts
+        the step (a fresh user's finding: ``start()`` once before the loop,
+        ``step()`` in it, checked step 0 alone and said "no overflow found
+        in 1 checked step(s)" of a run whose step 3 overflowed). A step so
+        opened that saw no training call when it ends, by ``stop()``,
+        ``step()`` or exit (the one the last ``step()`` opens), counts as no
+        step (:meth:`close`).
+
+        Raises:
+            UsageError: what ``start()`` raises (a torch layer imported late).
+        """
+        self.summary.step_calls += 1
+        previous, self._reopened = self._reopened, None
+        if previous is not None:  # opened by step(), it ran to this step() with no window: outside the filter
+            self.summary.started(previous[0])
+        if resume is None:
+            return
+        self._reopening = True
+        try:
+            start(*resume)
+        finally:
+            self._reopening = False
+        self._reopened = (self.state.step, self._activity())
+
+    def _activity(self) -> tuple:
+        """Counts that grow with the training calls of any window: compiled
+        Cell steps checked at L2, ``mindspore.jit`` regions checked at L1/L0."""
+        compiled = self.compiled
+        graph, jit = getattr(compiled, "graph", None), getattr(compiled, "jit", None)
+        return getattr(graph, "checked", 0), getattr(jit, "calls", 0)
+
+    def _unused_reopened(self, window: Optional[Window]) -> bool:
+        """The step now ending was opened by ``step()`` (:meth:`stepped`)
+        and saw no training call: no API or Cell call checked, no gradient
+        computation, no optimizer step, no compiled step or region. With
+        no window open (the step outside the step filter, ``overflow_nums``
+        reached) nothing can tell: it counts as unused."""
+        reopened, self._reopened = self._reopened, None
+        if reopened is None or reopened[0] != self.state.step or self._activity() != reopened[1]:
+            return False
+        if window is None:
+            return True
+        return not (self.state.counters or self.state.collective_counters or self.grads.computations
+                    or self.grads.depth or window.optimizers or window.updated)
 
     def open(self, model: Any) -> None:
         """Open the next window (``start()``, once the checker said the step
@@ -144,8 +224,21 @@ class Windows:
         judge what the gradient watch still holds, write what the kind asks
         for, and let the policy choose the next kind. ``at_exit``: the
         interpreter is exiting; a window still open then is a step whose
-        code never reached ``stop()``, which the all-clear says."""
+        code never reached ``stop()``, which the all-clear says. A window
+        ``step()`` opened that saw no training call is dropped as if it
+        never opened: not a checked step, not cut short, and the policy
+        learns nothing from it."""
         window = self.current
+        if self._unused_reopened(window):
+            self.summary.forget(self.state.step)
+            if window is not None:
+                try:
+                    self.grads.end_window()
+                    self.states.end_window()
+                finally:
+                    self.current = None
+                    self.checker.by_design.clear()
+            return
         if window is None:
             return
         if at_exit:
@@ -212,13 +305,17 @@ class Windows:
         inf/nan and no checked Cell made it, the loss was computed outside
         the Cells given to ``start()`` (a loss Cell ``Model.train`` adds):
         said now, before any backward record, and no backward entry of the
-        window is an origin (they all derive from that loss)."""
+        window is an origin (they all derive from that loss). Only output
+        0 is surely the loss: with ``has_aux=True`` the others are
+        auxiliary outputs, not differentiated, which is known only once the
+        gradients come; inf/nan in them alone is judged with the gradients
+        (an ``outside`` record when the window closes, :meth:`_explain`)."""
         window = self.current
         if window is None or window.kind is not Kind.EXACT or self.level != "L0" or self.stopped():
             return
         labelled = [(f"forward output {i}", t) for i, t in enumerate(iter_tensors(computation.output))]
         bad = self.grads.judge(labelled)
-        if not bad:
+        if not bad or labelled[0][0] not in bad:  # a fresh user's finding: an auxiliary output was called the loss
             return
         self.checker.flush()  # the forward entries of the Cells first: one may have made it
         if self.explained(window):
@@ -251,7 +348,7 @@ class Windows:
         if self.checker.release_by_design():  # -inf made by design reached the result: its maker is named
             return
         labels = list(dict.fromkeys(label for c in findings for label in c.nonfinite))
-        self.notes.outside(labels, findings[0].frames)
+        self.notes.outside(labels, findings[0].frames, aux=any(c.has_aux is True for c in findings))
 
     # -- around an optimizer step ----------------------------------------------------
     def before_step(self, optimizer: Any, args: tuple, frames: tuple) -> None:
@@ -260,7 +357,10 @@ class Windows:
         last window, its own state is judged: inf/nan there came in with
         it (a resumed checkpoint) or was written in unchecked steps, since
         no checked call wrote it. In a watched window, its Parameters too
-        (:meth:`.watched.WatchedWindow.before_step`)."""
+        (:meth:`.watched.WatchedWindow.before_step`). When the window
+        already holds a record, its Parameters and state are read before
+        the step too, so :meth:`after_step` tells an update that makes
+        inf/nan from one that carries what was recorded."""
         window = self.current
         if window is None:
             return
@@ -287,21 +387,38 @@ class Windows:
             # after_step tells what the step made from what its state carried into it
             if not self.grads.judge(optimizer_state(optimizer)):
                 self._tainted.discard(id(optimizer))
+        self.checker.before_update()  # the calls before the step are judged now (it would, right after this)
+        window.found_step = self.state.found  # records from here on are the step's own calls' (after_step)
+        if self.explained(window) and not self.stopped():
+            # a fresh user's finding: an update that made Adam's moment2 inf in a step that already had an origin
+            # (an overflow masked before the loss) lost its record; read what the step starts from, so that
+            # after_step tells an update that makes inf/nan from one that carries an overflow recorded before it
+            if self.grads.judge(self._held(optimizer)):
+                window.bad_before = True
         if window.kind is Kind.WATCHED:
             self.watched.before_step(window, optimizer)
 
+    def _held(self, optimizer: Any) -> list:
+        """(label, tensor) for the Parameters an optimizer updates and its own state."""
+        return ([(f"Parameter {getattr(p, 'name', '?')}", p) for p in optimizer_parameters(optimizer)]
+                + optimizer_state(optimizer))
+
     def after_step(self, optimizer: Any, args: tuple, frames: tuple) -> None:
-        """An optimizer call returned. Unless the window already explains
-        an inf/nan: inf/nan in the gradients it got that no gradient
-        computation returned is said (``outside``: the code between them
-        made it); else inf/nan its Parameters or its own state (Adam's
+        """An optimizer call returned. Unless a gradient computation of the
+        window returned inf/nan or the optimizer's own calls were recorded:
+        inf/nan in the gradients it got that no gradient computation
+        returned is said (``outside``: the code between them made it),
+        unless a record of the window explains them (a checked call made
+        them); else inf/nan its Parameters or its own state (Adam's
         moments, ``global_step``) hold now, though they and the gradients
         were finite before, is said (``update``), read together in one
         judgement. In every window, so an update that goes inf/nan is
         named in its own step, also when only the state went inf/nan (the
-        Parameters turn inf/nan a step later). An optimizer whose state held
-        inf/nan before the step that an earlier record explains (tainted:
-        :meth:`before_step` read it) gets no ``update`` record: what its
+        Parameters turn inf/nan a step later), and also when the step
+        already has a record of another overflow. An optimizer whose
+        Parameters or state held inf/nan before the step (``bad_before``),
+        or whose state held inf/nan an earlier record explains (tainted:
+        :meth:`before_step` read it), gets no ``update`` record: what its
         update writes is carried."""
         window = self.current
         if window is None or window.kind is Kind.SENTINEL or self.stopped() or window.bad_before:
@@ -309,17 +426,18 @@ class Windows:
         if self.grads.findings:
             return
         self.checker.flush()  # calls the optimizer made (a PyNative update) explain it first
-        if self.explained(window):
+        if self.state.found > window.found_step:
             return
         params = optimizer_parameters(optimizer)
         given = self.grads.judge([(label, t) for label, t in labelled_inputs(args, params)
                                   if not self.grads.known_finite(t)])
         name = type(optimizer).__name__
         if given:
+            if self.explained(window):  # a checked call recorded in the window made them: carried
+                return
             self.notes.given(given, name, frames)
         else:
-            held = self.grads.judge([(f"Parameter {getattr(p, 'name', '?')}", p) for p in params]
-                                    + optimizer_state(optimizer))
+            held = self.grads.judge(self._held(optimizer))
             if not held:
                 self._tainted.discard(id(optimizer))  # finite now: inf/nan in it later is new
                 return

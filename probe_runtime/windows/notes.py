@@ -76,9 +76,11 @@ class Notes:
                    "inf/nan: it was written outside the checked windows, or is not used by the computation")
         return self._write(OUTSIDE, labels, where, message)
 
-    def outside(self, labels: list, frames: tuple) -> bool:
+    def outside(self, labels: list, frames: tuple, aux: bool = False) -> bool:
         """A gradient computation returned inf/nan that no checked call or
-        Cell explains: where to look instead."""
+        Cell explains: where to look instead. ``aux``: it was asked with
+        ``has_aux=True`` (its forward output 0 is the loss, the others are
+        auxiliary outputs, not differentiated)."""
         where = self.records.where(frames)
         if self.level == "L0":
             # a fresh user's finding: a float16 gather in the model's own construct made the gradient of a
@@ -91,13 +93,19 @@ class Notes:
                        "the inside of one kernel)")
         message = (f"inf/nan in {shown_labels(labels)}, returned by the gradient computation at {where}, and no "
                    f"checked {self._checked} made it: the overflow lies outside {outside}")
+        if aux and any(label.startswith("forward output ") and label != "forward output 0" for label in labels):
+            message += ("; it was asked with has_aux=True: forward output 0 is the loss, the others are auxiliary "
+                        "outputs, returned but not differentiated")
         return self._write(OUTSIDE, labels, where, message)
 
     def loss(self, labels: list, frames: tuple) -> bool:
-        """L0: a gradient computation's forward output (the loss) held
-        inf/nan before its backward pass, and no checked Cell made it."""
+        """L0: a gradient computation's forward output 0 (the loss; the
+        first of ``labels``) held inf/nan before its backward pass, and no
+        checked Cell made it. Other outputs in ``labels`` are named as
+        such: with ``has_aux=True`` they are auxiliary, not the loss."""
         where = self.records.where(frames)
-        message = (f"inf/nan in {shown_labels(labels)} (the loss) of the gradient computation at {where}, before "
+        shown = shown_labels([f"{labels[0]} (the loss)", *labels[1:]])
+        message = (f"inf/nan in {shown} of the gradient computation at {where}, before "
                    "its backward pass, and no checked Cell made it: the loss was computed outside the Cells given "
                    "to start() (a loss function or loss Cell, as Model.train adds one); use level L1, or pass the "
                    "loss Cell to start() too, e.g. start([net, loss_fn])")

@@ -65,9 +65,12 @@ class Summary:
         steps: the config's step filter (None: every step is checked).
         rank_outside: why this process is outside the config's rank
             filter (``"rank 0 is not in the config's rank [3]"``), or None.
+        task: the config's task: only ``overflow_check`` says that
+            ``start()`` was never called.
 
     Attributes:
         start_calls: ``start()`` calls (checked steps or not).
+        step_calls: ``step()`` calls.
         run_steps: steps in which ``start()`` was called, checked or not.
         checked_steps: steps in which a window opened.
         exact_steps: those with an exact window.
@@ -76,12 +79,14 @@ class Summary:
     """
 
     def __init__(self, level: str, dump_path: str, steps: Optional[frozenset] = None,
-                 rank_outside: Optional[str] = None) -> None:
+                 rank_outside: Optional[str] = None, task: str = "overflow_check") -> None:
         self.level = level
         self.dump_path = dump_path
         self.steps = steps
         self.rank_outside = rank_outside
+        self.task = task
         self.start_calls = 0
+        self.step_calls = 0
         self.run_steps: set[int] = set()
         self.checked_steps: set[int] = set()
         self.exact_steps: set[int] = set()
@@ -113,6 +118,15 @@ class Summary:
         self.checked_steps.discard(step)
         self.exact_steps.discard(step)
         self.unseen.setdefault(why, set()).add(step)
+
+    def forget(self, step: int) -> None:
+        """``step`` was opened by ``step()`` (``start()`` without ``stop()``)
+        and saw no training call before it ended: no step of the user's,
+        neither run, checked, nor cut short."""
+        for steps in (self.run_steps, self.checked_steps, self.exact_steps, self.unfinished,
+                      *self.unseen.values()):
+            steps.discard(step)
+        self.unseen = {why: steps for why, steps in self.unseen.items() if steps}
 
     def interrupted(self, step: int) -> None:
         """The window of ``step`` was still open at exit: its code never
@@ -160,16 +174,28 @@ class Summary:
                         "the call)")
         return message
 
+    def never_started(self) -> str:
+        """The exit line of a run that called ``step()`` but never
+        ``start()``: nothing was checked, and why."""
+        return (f"probe_runtime: no step was checked: start() was never called ({self.step_calls} step() call(s)); "
+                "call debugger.start() before the training step (start(model) at level L0), stop() after it; "
+                f"dump_path: {self.dump_path}")
+
     def say(self, *, found: int, disabled: bool, notes: int, auto: bool) -> None:
         """At exit, after at least one ``start()``: the line on stderr (and
         the logger, at INFO) when no record or note was written and
-        detection was not turned off; once."""
-        if self.said or not self.start_calls or found or disabled or notes:
+        detection was not turned off; once. Without any ``start()``, when
+        ``step()`` was called (an overflow_check task): that nothing was
+        checked (:meth:`never_started`)."""
+        if self.said or found or disabled or notes:
             return
-        if self.start_failed and not self.checked_steps:  # it never checked; start() said why
+        if not self.start_calls:  # a fresh user's finding: a script that only called step() heard nothing
+            if not self.step_calls or self.task != "overflow_check":
+                return
+        elif self.start_failed and not self.checked_steps:  # it never checked; start() said why
             return
         self.said = True
-        message = self.line(auto)
+        message = self.line(auto) if self.start_calls else self.never_started()
         LOGGER.info(message)
         try:
             print(message, file=sys.stderr, flush=True)
