@@ -123,8 +123,9 @@ class GraphChecks:
         self.replays = 0
         self._snapshots: dict[int, tuple[Callable[[], Any], StateSnapshot]] = {}
         self._noted: dict[str, int] = {}  # kind of note -> the step it was first said in
-        #: id of a Cell's snapshot -> the step after whose record its Parameters held inf/nan
-        self._spoiled: dict[int, int] = {}
+        #: id of a Parameter -> (a weak reference to it, the step after whose record it held inf/nan); a Parameter
+        #: may be another Cell's too (an evaluation Cell sharing the trained one's)
+        self._spoiled: dict[int, tuple[weakref.ref, int]] = {}
         self._original: Optional[Callable] = None
         self._depth = 0
         #: a window is open: Cell calls are checked
@@ -217,8 +218,8 @@ class GraphChecks:
             try:
                 left = snapshot.nonfinite()
                 found = nonfinite_outputs(result) + [f"Parameter {n}" for n in left]
-                if not found and self._spoiled:
-                    self._spoiled.pop(id(snapshot), None)  # its Parameters are finite again
+                if self._spoiled:
+                    self._mend(snapshot, left)
                 if not found or self.state.exhausted:
                     return result
                 return self.replay(original, cell, args, kwargs, snapshot, found, result, left=left)
@@ -240,14 +241,14 @@ class GraphChecks:
         before = snapshot.taken_nonfinite()
         if before:
             named = ", ".join(before[:4])
-            since = self._spoiled.get(id(snapshot))
+            since = self._spoiled_since(snapshot, before)
             if since is not None:  # this tool's record of an earlier step says where they became inf/nan
                 message = (f"Parameters {named} held inf/nan before the compiled step at {where}: since the "
                            f"overflow recorded in step {since} (see that step's records); this step carried it on")
             else:
                 message = (f"Parameters {named} held inf/nan before the compiled step at {where}: the overflow "
                            "happened before this step, outside what was checked")
-            self._note("before", [f"Parameter {n}" for n in before], where, message,
+            self._note(f"before {since} {', '.join(before)}", [f"Parameter {n}" for n in before], where, message,
                        again=f"Parameters {named} held inf/nan again before the compiled step at {where}",
                        record_again=False)
             return result
@@ -299,11 +300,34 @@ class GraphChecks:
         return result
 
     def _spoil(self, snapshot: StateSnapshot, left: Optional[list[str]]) -> None:
-        """Remember this step, whose record was just written, when it left
-        Parameters ``left`` (of ``snapshot``'s Cell) holding inf/nan: the
-        next step starts from them."""
-        if left:
-            self._spoiled.setdefault(id(snapshot), self.state.step)
+        """Remember this step, whose record was just written, for the
+        Parameters ``left`` (of ``snapshot``'s Cell) it left holding
+        inf/nan: the next step of any Cell that holds them starts from
+        them. A replay runs only from finite Parameters, so this step is
+        the latest that made them inf/nan (it replaces an earlier one)."""
+        for name, parameter in snapshot.parameters():
+            if name in (left or ()):
+                self._spoiled[id(parameter)] = (weakref.ref(parameter), self.state.step)
+
+    def _mend(self, snapshot: StateSnapshot, left: list[str]) -> None:
+        """Forget the Parameters of ``snapshot``'s Cell that are finite
+        after its step (all but ``left``)."""
+        for name, parameter in snapshot.parameters():
+            if name not in left:
+                self._spoiled.pop(id(parameter), None)
+
+    def _spoiled_since(self, snapshot: StateSnapshot, names: list[str]) -> Optional[int]:
+        """The step whose record left Parameters ``names`` (of
+        ``snapshot``'s Cell) holding inf/nan, the latest when they differ;
+        None unless every one of them was left so by a recorded step."""
+        steps = []
+        for name, parameter in snapshot.parameters():
+            if name in names:
+                held = self._spoiled.get(id(parameter))
+                if held is None or held[0]() is not parameter:
+                    return None
+                steps.append(held[1])
+        return max(steps) if steps else None
 
     def _note(self, kind: str, labels: list[str], where: Optional[str], message: str, *, again: str,
               record_again: bool = True) -> None:

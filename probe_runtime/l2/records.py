@@ -81,23 +81,29 @@ def kernel_record(kernel: Kernel, *, with_data: bool) -> Record:
     return Record(name=kernel.name, origin=kernel.origin, where=kernel.where, entry=entry, arrays=arrays)
 
 
-def kernel_message(kernel: Kernel) -> Optional[str]:
+def kernel_message(kernel: Kernel, origin: Optional[Kernel] = None) -> Optional[str]:
     """What a kernel's record says beyond its name, or None: which run of
     a kernel in a graph loop it is, and the inputs MindSpore did not write
-    (then whether it started the overflow may not be known)."""
+    (then whether it started the overflow may not be known). ``origin``:
+    the step's origin, when one is named (a carried kernel after it then
+    says its inputs not dumped may have brought that overflow, not that
+    where it started is not known)."""
     said = []
     if kernel.runs > 1:
         said.append(f"run {kernel.run + 1} of {kernel.runs} of this kernel (a graph loop); "
                     f"{kernel.nonfinite_runs} of them held inf/nan")
     if not kernel.inputs_known:
-        unread = kernel.unread_text()
-        read_finite = all(all_finite(a) for a in kernel.inputs.values())
+        unread = f"MindSpore did not dump {kernel.unread_text()} (a value carried around a graph loop, or not a tensor)"
         if kernel.origin:
-            said.append(f"MindSpore did not dump {unread} (a value carried around a graph loop, or not a tensor): "
-                        "taken as finite, nothing before this kernel held inf/nan")
-        elif read_finite and not kernel.inplace:
-            said.append(f"MindSpore did not dump {unread} (a value carried around a graph loop, or not a tensor): "
-                        "whether they held inf/nan is not known, so where the overflow started is not known")
+            said.append(f"{unread}: taken as finite, nothing before this kernel held inf/nan")
+        elif all(all_finite(a) for a in kernel.inputs.values()) and not kernel.inplace:
+            if origin is None:
+                said.append(f"{unread}: whether they held inf/nan is not known, so where the overflow started is not "
+                            "known")
+            elif origin.stamp < kernel.stamp:
+                said.append(f"{unread}: it may have taken the inf/nan from the kernels before it")
+            else:
+                said.append(f"{unread}: whether they held inf/nan is not known")
     return "; ".join(said) or None
 
 
@@ -155,7 +161,7 @@ class KernelRecords:
             record = kernel_record(kernel, with_data=kernel.origin)
             if kernel.name in writer.data:  # the same kernel in another replay of this step
                 record.name = f"{kernel.name}.{sum(1 for n in writer.data if n.startswith(kernel.name))}"
-            message = kernel_message(kernel)
+            message = kernel_message(kernel, origins[0] if origins else None)
             writer.write(record, **call_record(record.name, origin=kernel.origin, where=kernel.where,
                                                kind=BACKWARD if kernel.backward else FORWARD, step=step,
                                                rank=self.state.rank, inside=inside, message=message))

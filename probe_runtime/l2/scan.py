@@ -27,11 +27,20 @@ that format's traps:
   name: each run is a :class:`Kernel` of its own (its files told apart by
   their timestamps), judged alone;
 * some inputs are not written: a value carried around a loop (the loop's
-  ``h`` in ``h = h * 10``), a non-tensor argument (``ReduceSum``'s axis).
-  Such a kernel is the origin only when nothing before it held inf/nan and
+  ``h`` in ``h = h * 10``, a tensor or a float scalar), a step argument a
+  loop's graph takes, a non-tensor argument (``ReduceSum``'s axis, a
+  tuple). The ``.ir`` gives each kernel's input types (the line after its
+  node: ``(<Tensor[Float32], (2, 4)>, <Tuple[], TupleShape()>, <Bool,
+  NoShape>, ...)``); an unwritten input counts only when its type can hold
+  inf/nan (a floating tensor or scalar, or a tuple of them), or when the
+  ``.ir`` does not list the kernel (:func:`input_kinds`). A kernel with
+  such an input is the origin only when nothing before it held inf/nan and
   the step's arguments and Parameters were finite (its unwritten input was
   made by a kernel before it, or given to the step); otherwise where the
-  overflow started is not known (:attr:`Kernel.unread`);
+  overflow started is not known (:attr:`Kernel.unread`). A -inf mask among
+  the step's arguments counts too: a loop's graph may take it unwritten and
+  turn it into +inf (``h - mask``), and L1 records the call that turns a
+  -inf from outside into NaN/+inf as carried, not as the origin;
 * a backward kernel's scope may name the wrong Cell; its source line (from
   the ``.ir``: the last frame outside MindSpore's own package) is right.
 
@@ -85,8 +94,10 @@ class Kernel:
             graph loop runs once per iteration).
         runs: how many runs of the kernel were dumped.
         nonfinite_runs: how many of them held inf/nan (set by :func:`classify`).
-        unread: the input slots MindSpore wrote no readable file for (below
-            the highest one written), None when it wrote no input file.
+        unread: the input slots that may hold inf/nan (a floating type in
+            the ``.ir``) MindSpore wrote no readable file for; without the
+            kernel's types in the ``.ir``, every slot below the highest one
+            written, and None when it wrote no input file.
         listed: its full name in its graph's execution order (and ``.ir``),
             found by :func:`align`; ``""`` when it cannot be told, None
             when there is no execution order.
@@ -129,8 +140,8 @@ class Kernel:
 
     @property
     def inputs_known(self) -> bool:
-        """True when every input MindSpore wrote a file for was read, and
-        it wrote one for each slot up to the highest (see :attr:`unread`)."""
+        """True when every input that may hold inf/nan was read (see
+        :attr:`unread`)."""
         return self.unread is not None and not self.unread
 
     def unread_text(self) -> str:
@@ -251,6 +262,65 @@ def unflatten(flat: str, names: dict[str, str]) -> str:
 
 
 _IR_GRAPH = re.compile(r"_graph_(\d+)\.ir$")
+#: an .ir node's types line: ``: (<input>, <input> ...) -> (<output>)``
+_IR_TYPES = re.compile(r"^:\s*\((?P<inputs>.*)\)\s*->")
+#: a type that can hold inf/nan: a floating dtype (``BFloat16`` too), a number of no known type
+_FLOATING = re.compile(r"Float|Complex|Number|Any")
+
+
+def _floating_slots(inputs: str) -> tuple[bool, ...]:
+    """For each type in an .ir types list (``<Tensor[Float32], (2, 4)>,
+    <Tuple[], TupleShape()>``): whether it can hold inf/nan."""
+    found, depth, start = [], 0, 0
+    for i, char in enumerate(inputs):
+        if char == "<":
+            start = i if depth == 0 else start
+            depth += 1
+        elif char == ">" and depth:
+            depth -= 1
+            if depth == 0:
+                found.append(bool(_FLOATING.search(inputs[start:i])))
+    return tuple(found)
+
+
+def input_kinds(rank_folder: str) -> dict[str, dict[str, tuple[bool, ...]]]:
+    """Graph id -> full name -> for each input slot of the kernel, whether
+    its type can hold inf/nan, from the graphs' ``.ir`` files: a node's
+    first types line (``(<Tensor[Float32], (2, 4)>, <Tuple[],
+    TupleShape()>, <Bool, NoShape>, <Bool, NoShape>) -> ...``: ReduceSum,
+    whose axis and flags cannot) before its ``Fullname with scope``."""
+    kinds: dict[str, dict[str, tuple[bool, ...]]] = {}
+    for path in sorted(glob.glob(os.path.join(rank_folder, "graphs", "*.ir"))):
+        match = _IR_GRAPH.search(path)
+        own = kinds.setdefault(match.group(1) if match else "", {})
+        slots: Optional[tuple[bool, ...]] = None
+        awaiting = False  # a node line was read, its types line not yet
+        with open(path, encoding="utf-8", errors="replace") as f:
+            for line in f:
+                stripped = line.strip()
+                if stripped.startswith("%") and " = " in stripped:
+                    slots, awaiting = None, True
+                elif awaiting and stripped.startswith(":"):
+                    types = _IR_TYPES.match(stripped)
+                    slots, awaiting = (_floating_slots(types.group("inputs")) if types else None), False
+                elif slots is not None and (name := _FULLNAME.match(stripped)) is not None:
+                    own.setdefault(name.group("name"), slots)
+                    slots = None
+    return kinds
+
+
+def _kinds_of(kernel: Kernel, kinds: dict[str, dict[str, tuple[bool, ...]]]) -> Optional[tuple[bool, ...]]:
+    """The input kinds (:func:`input_kinds`) of ``kernel``: under its
+    execution order name (:func:`align`) in its own graph's ``.ir``, else
+    in the one other ``.ir`` that lists it alike; None when not known."""
+    name = kernel.full_name if kernel.listed is None else kernel.listed
+    if not name:
+        return None
+    own = kinds.get(kernel.graph, {}).get(name)
+    if own is not None:
+        return own
+    others = {found[name] for found in kinds.values() if name in found}
+    return others.pop() if len(others) == 1 else None
 
 
 def source_lines(rank_folder: str, wanted: Iterable[str], library_roots: tuple[str, ...],
@@ -314,14 +384,24 @@ def source_lines(rank_folder: str, wanted: Iterable[str], library_roots: tuple[s
     return {**renumbered, **library, **found}
 
 
+def _agrees(floating: tuple[bool, ...], written: set[int], inputs: dict[int, np.ndarray]) -> bool:
+    """True when input kinds from the ``.ir`` fit the input files written:
+    a slot for each, and no floating file where the ``.ir`` has no floating type."""
+    return all(slot < len(floating) for slot in written) and \
+        all(floating[slot] or array.dtype.kind not in "fc" for slot, array in inputs.items())
+
+
 def read_kernels(root: str) -> list[Kernel]:
     """Every run of every kernel dumped under ``root`` (the dump config's
     path), in execution order; ``Parameter.*`` files left out. A kernel
     that ran several times (in a graph loop) gives one :class:`Kernel` per
     run: its files, in timestamp order, start a new run at an input after
-    an output, or at a slot the run already has."""
+    an output, or at a slot the run already has. Each is matched to its
+    execution order name (:func:`align`) and its inputs that may hold
+    inf/nan but were not written are found (:attr:`Kernel.unread`)."""
     files: dict[tuple[str, str, str], list[tuple[int, bool, int, str]]] = {}
-    for rank_folder in sorted(glob.glob(os.path.join(root, "rank_*"))):
+    rank_folders = sorted(glob.glob(os.path.join(root, "rank_*")))
+    for rank_folder in rank_folders:
         names = full_names(rank_folder)
         for path in glob.glob(os.path.join(rank_folder, "*", "*", "*", "*.npy")):
             match = FILE_PATTERN.match(os.path.basename(path))
@@ -332,6 +412,7 @@ def read_kernels(root: str) -> list[Kernel]:
             files.setdefault(key, []).append((int(match.group("stamp")), match.group("io") == "input",
                                               int(match.group("slot")), path))
     kernels: list[Kernel] = []
+    written: list[tuple[Kernel, set[int]]] = []
     for (graph, op, full), items in files.items():
         runs: list[tuple[Kernel, set[int], set[int]]] = []  # each run, the input and output slots it has files for
         for stamp, is_input, slot, path in sorted(items):
@@ -346,10 +427,24 @@ def read_kernels(root: str) -> list[Kernel]:
                 (kernel.inputs if is_input else kernel.outputs)[slot] = array
         for kernel, in_slots, _ in runs:
             kernel.runs = len(runs)
+            kernels.append(kernel)
+            written.append((kernel, in_slots))
+    kernels.sort(key=lambda k: (k.stamp, k.graph, k.full_name))  # align() needs the execution order
+    kinds: dict[str, dict[str, tuple[bool, ...]]] = {}
+    for rank_folder in rank_folders:
+        align(kernels, rank_folder)
+        for graph, found in input_kinds(rank_folder).items():
+            kinds.setdefault(graph, {}).update(found)
+    for kernel, in_slots in written:
+        floating = _kinds_of(kernel, kinds)
+        if floating is not None and not _agrees(floating, in_slots, kernel.inputs):
+            floating = None  # another kernel's types
+        if floating is not None:  # the .ir's types: only an input that can hold inf/nan counts
+            kernel.unread = [slot for slot, can in enumerate(floating) if can and slot not in kernel.inputs]
+        else:
             kernel.unread = None if not in_slots else \
                 [slot for slot in range(max(in_slots) + 1) if slot not in kernel.inputs]
-            kernels.append(kernel)
-    return sorted(kernels, key=lambda k: (k.stamp, k.graph, k.full_name))
+    return kernels
 
 
 def classify(kernels: list[Kernel], given_finite: bool = True) -> list[Kernel]:
@@ -359,9 +454,11 @@ def classify(kernels: list[Kernel], given_finite: bool = True) -> list[Kernel]:
     first that held inf/nan (``nonfinite_runs`` counts them).
 
     ``given_finite``: the step's arguments and Parameters were finite, so
-    an input MindSpore did not write (:attr:`Kernel.unread`) was finite
-    when no kernel before it held inf/nan; False: such a kernel is never
-    the origin."""
+    an input MindSpore did not write (:attr:`Kernel.unread`: loop-carried
+    or given, of a type that can hold inf/nan) was finite when no kernel
+    before it held inf/nan; False (a -inf mask among the arguments too:
+    it may reach such an input unwritten): such a kernel is never the
+    origin. A kernel whose inputs were all read is judged by them alone."""
     flagged: list[Kernel] = []
     for kernel in kernels:
         outputs_finite = all(all_finite(a) for a in kernel.outputs.values())
@@ -419,8 +516,6 @@ def scan(root: str, library_roots: tuple[str, ...], given_finite: bool = True) -
     flagged = classify(kernels, given_finite)
     if flagged:
         rank_folders = sorted(glob.glob(os.path.join(root, "rank_*")))
-        for rank_folder in rank_folders:
-            align(kernels, rank_folder)
         lines: dict[str, dict[str, str]] = {}  # graph id -> full name -> file:line
         for graph in sorted({k.graph for k in kernels}):
             found = lines.setdefault(graph, {})

@@ -50,6 +50,10 @@ class StateSnapshot:
     def __len__(self) -> int:
         return len(self._entries)
 
+    def parameters(self) -> list[tuple[str, Any]]:
+        """(name, Parameter) of each Parameter copied."""
+        return [(name, parameter) for name, parameter, _ in self._entries]
+
     def take(self) -> None:
         """Copy every Parameter's current value into its buffer."""
         for _, parameter, buffer in self._entries:

@@ -14,7 +14,12 @@ GRAPH_MODE, which level L2 does not see: no Cell is called from Python),
 ``twocells`` (two Cells compiled apart, ``Prep`` then ``Score``, each with
 a ``Mul`` named ``Default/Mul-op0`` in its own graph; Score's overflows),
 ``loop`` (a forward Cell whose graph ``while`` loop multiplies by 10 six
-times: its 4th multiplication passes float32's maximum).
+times: its 4th multiplication passes float32's maximum), ``mask`` (a
+forward Cell given a -inf attention mask, which a softmax consumes, and
+whose ``(x * 1e37).sum()`` passes float32's maximum), ``shared`` (the
+``update`` network trained with SGD, and the network itself called after
+each step, as an evaluation sharing its weight; before step 5 the weight
+is set back to 1 and step 5 overflows again).
 With CONFIG ``none`` no debugger is created (the reference run). OUT gets
 the losses and a digest of the final Parameters.
 """
@@ -81,7 +86,8 @@ def data(step):
         return np.full((2, 4), 2e4 if big else 0.5, np.float32), np.ones((2, 1), np.float32)
     if SCENARIO in ("log0", "jit", "jitstep", "graphjit"):
         return np.full((2, 4), 0.5, np.float32), np.full((2, 1), 0.0 if big else 1.0, np.float32)
-    if SCENARIO == "update":  # the gradient (3e38) is finite, lr * it is not
+    if SCENARIO in ("update", "shared"):  # the gradient (3e38) is finite, lr * it is not
+        big = big or (SCENARIO == "shared" and step == BAD_STEP + 2)
         return np.full((1, 1), 3e38 if big else 1.0, np.float32), np.full((1, 1), 1.0 if big else 0.0, np.float32)
     return np.full((2, 4), 0.1 + 0.01 * step, np.float32), np.ones((2, 1), np.float32)
 
@@ -91,13 +97,13 @@ def build():
         return Half(), nn.MSELoss()
     if SCENARIO in ("log0", "jit", "jitstep", "graphjit"):
         return nn.Dense(4, 1, weight_init="ones", bias_init="zeros"), LogLoss()
-    if SCENARIO == "update":
+    if SCENARIO in ("update", "shared"):
         return nn.Dense(1, 1, weight_init="ones", has_bias=False), MeanLoss()
     return ExpNet(), nn.MSELoss()
 
 
 net, loss_fn = build()
-lr = 10.0 if SCENARIO == "update" else 0.01
+lr = 10.0 if SCENARIO in ("update", "shared") else 0.01
 optimizer = nn.Momentum(net.trainable_params(), lr, 0.9)
 losses = []
 
@@ -170,6 +176,39 @@ elif SCENARIO == "loop":
         if debugger:
             debugger.start()
         loss = loop(x, ms.Tensor(6, ms.int32))
+        if debugger:
+            debugger.stop()
+            debugger.step()
+        losses.append(float(loss.asnumpy()))
+elif SCENARIO == "mask":
+    class Masked(nn.Cell):
+        def construct(self, x, mask):
+            p = ops.softmax(x + mask, -1)
+            s = (x * 1e37).sum()
+            return p.sum() + s
+
+    masked = Masked()
+    mask = ms.Tensor(np.array([[0, -np.inf, 0, 0]] * 2, np.float32))
+    for step in range(STEPS):
+        x = ms.Tensor(np.full((2, 4), 10.0 if step == BAD_STEP else 1.0, np.float32))
+        if debugger:
+            debugger.start()
+        loss = masked(x, mask)
+        if debugger:
+            debugger.stop()
+            debugger.step()
+        losses.append(float(loss.asnumpy()))
+elif SCENARIO == "shared":
+    train = nn.TrainOneStepCell(nn.WithLossCell(net, loss_fn), nn.SGD(net.trainable_params(), lr))
+    for step in range(STEPS):
+        if step == BAD_STEP + 2:  # the user sets the weight back (unchecked), and the step overflows again
+            ops.assign(net.weight, ms.Tensor(np.ones((1, 1), np.float32)))
+        x, y = (ms.Tensor(a) for a in data(step))
+        if debugger:
+            debugger.start()
+        loss = train(x, y)
+        # an evaluation sharing the trained weight
+        score = net(ms.Tensor(np.ones((1, 1), np.float32)))
         if debugger:
             debugger.stop()
             debugger.step()

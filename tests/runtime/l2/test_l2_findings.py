@@ -109,6 +109,21 @@ def test_a_kernel_record_says_its_run_and_its_inputs_not_dumped(tmp_path):
     assert kernel["run"] == 3 and kernel["runs"] == 6 and kernel["inputs_not_dumped"] == [0]
 
 
+def test_a_carried_kernel_does_not_deny_the_origin_the_step_names(tmp_path):
+    """A reviewer's finding (/tmp/review32/s/a_loop.py nested): a kernel
+    after the named origin whose loop-carried input was not written said
+    "where the overflow started is not known" in the same step's records."""
+    exp = ("Exp", "Default/Exp-op0", [FINITE], [INF])
+    found = scan(str(loop_dump(tmp_path / "d", before=(exp,))), library_roots=("/lib/mindspore",))
+    state = RunState(overflow_nums=-1, step=1)
+    KernelRecords(state, dump_path=str(tmp_path / "dump")).write(found)
+    records = json.loads((tmp_path / "dump" / "step1" / "rank" / "overflow.json").read_text())
+    assert [r["origin"] for r in records] == [True, False, False]
+    for record in records[1:]:
+        assert "did not dump input" in record["message"], record
+        assert "not known" not in record["message"] and "inf/nan from the kernels before it" in record["message"]
+
+
 def test_a_kernel_outside_a_loop_keeps_its_answer(tmp_path):
     """A ReduceSum outside a loop has no input 1 file either (its axis):
     as the first kernel to overflow it stays the origin."""
@@ -122,6 +137,78 @@ def test_a_kernel_outside_a_loop_keeps_its_answer(tmp_path):
     (found,) = scan(str(root), library_roots=("/lib/mindspore",))
     assert found.origin and found.unread == [1] and found.runs == 1
     assert "taken as finite" in l2_records.kernel_message(found)
+
+
+def typed_dump(root: Path, kernels: list) -> Path:
+    """A one-graph dump whose ``.ir`` gives each kernel's input types, as
+    MindSpore 2.7.0 and 2.10 write them: ``kernels`` is a list of (op, full
+    name, .ir input types, inputs by slot, outputs) in execution order."""
+    rank = root / "rank_0"
+    folder = rank / "Net" / "0" / "1"
+    folder.mkdir(parents=True)
+    (rank / "execution_order").mkdir()
+    (rank / "execution_order" / "ms_execution_order_graph_0.csv").write_text(
+        "NodeExecutionOrder-FullNameWithScope\n" + "".join(f"{full}\n" for _, full, _, _, _ in kernels))
+    (rank / "graphs").mkdir()
+    (rank / "graphs" / "ms_output_trace_code_graph_0.ir").write_text("".join(
+        f"  %{i}(CNode_{i}) = PrimFunc_{op}(%para1_x) primitive_attrs: {{}}\n"
+        f"      : ({types}) -> (<Tensor[Float32], ()>)\n      : (Tensor) -> (Tensor)\n"
+        f"      # Fullname with scope: ({full})\n      # In file /home/u/net.py:{10 + i}, 4~9/  x/\n"
+        for i, (op, full, types, _, _) in enumerate(kernels)))
+    for i, (op, full, _, inputs, outputs) in enumerate(kernels):
+        for io, arrays in (("input", inputs), ("output", dict(enumerate(outputs)))):
+            for slot, array in arrays.items():
+                np.save(folder / f"{op}.{full.replace('/', '_')}.0.0.{1000 + 10 * i + (io == 'output')}.{io}.{slot}"
+                                 f".DefaultFormat.Float32.npy", array)
+    return root
+
+
+MASK = np.array([[0, -np.inf, 0, 0]] * 2, np.float32)
+SUM_TYPES = "<Tensor[Float32], (2, 4)>, <Tuple[], TupleShape()>, <Bool, NoShape>, <Bool, NoShape>"
+
+
+def test_an_axis_never_written_does_not_cost_reduce_sum_the_origin(tmp_path):
+    """A reviewer's finding (/tmp/review32/s/f_mask.py): a -inf attention
+    mask given to the step, and ``(x * 1e37).sum()`` overflowing. The sum's
+    ReduceSum has no input 1 file (its axis, a tuple: MindSpore writes
+    none), which counted as an input that might hold inf/nan, so with the
+    mask in the step's arguments (and the ``x + mask`` before it holding
+    -inf) it was never the origin, and the step had none. The ``.ir`` types
+    say the axis and flags cannot hold inf/nan."""
+    add = ("Add", "Default/Add-op0", "<Tensor[Float32], (2, 4)>, <Tensor[Float32], (2, 4)>",
+           {0: FINITE, 1: MASK}, [MASK])
+    reduce_sum = ("ReduceSum", "Expand/_SumExt/ReduceSum-op1", SUM_TYPES, {0: FINITE * 1e38, 2: BOOL, 3: BOOL},
+                  [np.array(np.inf, np.float32)])
+    found = scan(str(typed_dump(tmp_path / "d", [add, reduce_sum])), library_roots=("/lib",), given_finite=False)
+    assert [(k.op, k.origin, k.unread) for k in found] == [("Add", False, []), ("ReduceSum", True, [])]
+    assert found[1].where == "/home/u/net.py:11" and l2_records.kernel_message(found[1]) is None
+
+
+@pytest.mark.parametrize("types", ["<Tensor[Float32], (2, 4)>, <Tensor[Float32], (), value=...>",
+                                   "<Float32, NoShape>, <Float32, NoShape>",  # a float scalar carried (ScalarMul)
+                                   None])  # a kernel the .ir does not list
+def test_an_unwritten_input_that_can_hold_inf_still_counts(tmp_path, types):
+    """A loop-carried input (a float tensor or scalar: its .ir type is
+    floating) that MindSpore did not write may hold the step's -inf: the
+    kernel is not called the origin."""
+    mul = ("Mul", "Expand/_Muls/Mul-op0", types or "", {1: TEN}, [INF])
+    root = typed_dump(tmp_path / "d", [mul])
+    if types is None:
+        (root / "rank_0" / "graphs" / "ms_output_trace_code_graph_0.ir").write_text("")
+    (found,) = classify(read_kernels(str(root)), given_finite=False)
+    assert not found.origin and found.unread == [0]
+    (alone,) = classify(read_kernels(str(root)))
+    assert alone.origin
+
+
+def test_input_types_that_are_another_kernels_are_not_used(tmp_path):
+    """The .ir lists the kernel's name with types its files contradict (a
+    floating file where the .ir has a flag): those types are another
+    kernel's, and every slot up to the highest written counts again."""
+    odd = ("ReduceSum", "Default/ReduceSum-op0", "<Tensor[Float32], (2, 4)>, <Bool, NoShape>, <Bool, NoShape>",
+           {0: FINITE, 2: FINITE}, [INF])
+    (found,) = classify(read_kernels(str(typed_dump(tmp_path / "d", [odd]))), given_finite=False)
+    assert found.unread == [1] and not found.origin
 
 
 # -- 2. what a compiled Cell returns ----------------------------------------------------------
@@ -251,6 +338,44 @@ def test_the_step_after_a_recorded_overflow_points_to_its_record(tmp_path, monke
     assert "outside what was checked" not in after["message"]
     assert not step_records(tmp_path, 4)
     assert any("step 4" in r.getMessage() and "again" in r.getMessage() for r in caplog.records)
+
+
+def test_parameters_shared_with_another_cell_point_to_the_latest_record(tmp_path, monkeypatch):
+    """A reviewer's findings (/tmp/review32/s/d_after.py eval, reset2): the
+    step that left Parameters inf/nan was kept per Cell, and the first one
+    only. An evaluation Cell sharing the trained weight, called after the
+    step-2 overflow, was told the overflow happened "outside what was
+    checked"; after the weight was set back and step 4 overflowed again,
+    step 5 named step 2 (on stderr only)."""
+    ms = pytest.importorskip("mindspore")
+    from mindspore import ops
+
+    weight = ms.Parameter(ms.Tensor(np.ones(2, np.float32)), name="w")
+    origin = Kernel(op="Exp", full_name="Default/Exp-op0", graph="0", stamp=1, inputs={0: FINITE},
+                    outputs={0: INF}, origin=True, nonfinite=True)
+    made, state, errors = checks(tmp_path, monkeypatch, lambda step: [origin])
+
+    def train(cell, x):
+        ops.assign(weight, weight * x)
+        return (weight * 1.0).sum()
+
+    def evaluate(cell):
+        return (weight * 2.0).sum()
+
+    trained, evaluation = FakeCell({"w": weight}), FakeCell({"w": weight})
+    for step, value in ((1, 1.0), (2, np.inf), (3, 1.0), (4, np.inf), (5, 1.0)):
+        state.step = step
+        if step == 4:  # the user sets the weight back, unchecked
+            ops.assign(weight, ms.Tensor(np.ones(2, np.float32)))
+        made.call(train, trained, (ms.Tensor(np.float32(value)),), {})
+        if step == 2:
+            made.call(evaluate, evaluation, (), {})
+    assert not errors
+    (evaluated,) = [r for r in step_records(tmp_path, 2) if not r["origin"]]
+    assert "since the overflow recorded in step 2" in evaluated["message"], evaluated
+    assert [r["origin"] for r in step_records(tmp_path, 4)] == [True]
+    (after,) = step_records(tmp_path, 5)
+    assert "since the overflow recorded in step 4" in after["message"], after
 
 
 # -- 5. a Cast whose dump-file number is another Cast's in the .ir ------------------------------
