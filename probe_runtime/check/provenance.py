@@ -30,6 +30,7 @@ from probe_format.layout import (BACKWARD, FORWARD, INPUT, INPUT_ARGS, INPUT_KWA
 from probe_format.records import entered_object
 
 from .by_design import may_defer, only_negative_infinity
+from .names import parameter_name
 from .verdict import HostCache, is_parameter, is_tensor, iter_tensors
 
 
@@ -95,7 +96,7 @@ def stale_parameters(call: Any, sums: dict, cache: HostCache) -> Iterator[str]:
     for key, probe in sums.items():
         param = params.get(key)
         if param is not None and cache.finite(probe) and not cache.finite(param):
-            yield (f"probe_runtime: Parameter {getattr(param, 'name', '?')} was changed by code the "
+            yield (f"probe_runtime: Parameter {parameter_name(param)} was changed by code the "
                    f"tool does not see between {call.name} and its check; that entry's statistics "
                    "describe the changed values (update Parameters through an optimizer or "
                    "Parameter.set_data, which resolve the checks first, or call stop() before)")
@@ -123,8 +124,16 @@ def masked_call(nested: list, cache: HostCache) -> Optional[Any]:
 def written_nonfinite(call: Any, cache: HostCache) -> list[str]:
     """The names of the Parameters ``call`` wrote inf/nan into: finite
     before the call (``written``'s copy or snapshot), not after it."""
-    return [name for _, before, after, name in getattr(call, "written", None) or ()
+    return [written_name(name) for _, before, after, name in getattr(call, "written", None) or ()
             if cache.finite(before) and not cache.finite(after)]
+
+
+def written_name(name: Any) -> str:
+    """The name of a written Parameter: ``written``'s last item is its name
+    or, where naming it costs a lookup (a layer Parameter or buffer an
+    in-place L1 call wrote, :func:`~.names.parameter_name`), the tensor,
+    named only when a record needs it."""
+    return name if isinstance(name, str) else parameter_name(name, search=True)
 
 
 def parameters_seen(call: Any) -> dict:
@@ -259,7 +268,7 @@ def entered(kind: str, call: Any, cache: HostCache) -> Optional[dict]:
         else:
             bad_then = True
         if is_parameter(tensor) or id(tensor) in copies:  # an in-place call's input is its copy of the Parameter
-            parameter = copies[id(tensor)] if id(tensor) in copies else getattr(tensor, "name", "?")
+            parameter = written_name(copies[id(tensor)]) if id(tensor) in copies else parameter_name(tensor)
             return _parameter_entry(name, label, parameter, bool(getattr(node, "params_at_start", False)) and bad_then)
         if maker is not None:  # L0: made inside an enclosing Cell from finite inputs
             return _own_parameter(maker, cache, f"{label} of {name}")
@@ -316,7 +325,7 @@ def _own_parameter(cell_call: Any, cache: HostCache, reached: Optional[str], anc
         values = node.param_probe if node.param_probe is not None else list(node.parameters.values())
         for param, value in zip(node.parameters.values(), values):
             if not cache.finite(value):
-                entry = _parameter_entry(node.name, None, getattr(param, "name", "?"),
+                entry = _parameter_entry(node.name, None, parameter_name(param),
                                          bool(getattr(node, "params_at_start", True)))
                 if reached:
                     entry[MESSAGE] += f" (it reached {reached})"

@@ -283,22 +283,29 @@ def is_floating(tensor: Any) -> bool:
 
 
 #: (class, MindSpore base class name) -> whether the class derives from it
-_MINDSPORE_BASES: dict[tuple[type, str], bool] = {}
+_MINDSPORE_BASES: dict[tuple[type, str, str], bool] = {}
 
 
-def _derives(obj: Any, base: str) -> bool:
-    """``obj``'s class derives from MindSpore's class named ``base``
-    (decided once per class and name; no MindSpore import here)."""
-    key = (type(obj), base)
+def _derives(obj: Any, base: str, package: str = "mindspore") -> bool:
+    """``obj``'s class derives from MindSpore's (``package``'s) class named
+    ``base`` (decided once per class and name; no MindSpore import here)."""
+    key = (type(obj), base, package)
     known = _MINDSPORE_BASES.get(key)
     if known is None:
-        known = any(k.__name__ == base and k.__module__.startswith("mindspore") for k in key[0].__mro__)
+        known = any(k.__name__ == base and (k.__module__ or "").startswith(package) for k in key[0].__mro__)
         _MINDSPORE_BASES[key] = known
     return known
 
 
 def is_parameter(obj: Any) -> bool:
-    """``obj`` is a ``mindspore.Parameter``."""
+    """``obj`` is a ``mindspore.Parameter``, or a Parameter of the
+    MSAdapter layer (mindtorch's ``torch.nn.Parameter``, a
+    ``mindspore.Tensor`` of its own class)."""
+    return _derives(obj, "Parameter") or _derives(obj, "Parameter", "mindtorch")
+
+
+def is_mindspore_parameter(obj: Any) -> bool:
+    """``obj`` is a ``mindspore.Parameter`` (not one of the MSAdapter layer)."""
     return _derives(obj, "Parameter")
 
 

@@ -27,6 +27,7 @@ import threading
 import weakref
 from typing import Any, Callable, Optional
 
+from ..check.names import parameter_name
 from ..check.probes import launch_sum, probe_now, snapshot
 from ..check.verdict import framework_error, is_tensor, iter_tensors
 from ..hooks.backward import HookMaker, hook_gradients, register_grad_hook, release
@@ -161,7 +162,7 @@ class CellHooks:
         self.params_changed = False
         if "parameters" not in self.broken:
             for target in targets:  # the weights as the forward pass will see them
-                if target.params:
+                if target.params or target.written:
                     self._probes[target.prefix] = (self._probe(target), True)
         for target in targets:
             self._hook_cell(target)
@@ -241,6 +242,9 @@ class CellHooks:
             else:
                 probe = self._probe_one(param)
             probes.append(probe)
+        for name, buffer in target.written.items():  # a Module's buffers (running statistics): no probe of their own
+            if name not in state:
+                state[name] = snapshot(buffer, self.synchronous)
         self._written[target.prefix] = state
         return probes
 
@@ -264,7 +268,7 @@ class CellHooks:
     def _probe_again(self, target: Target) -> Optional[tuple[list, bool]]:
         """The probes of ``target``'s Parameters for a call made after an
         update in the window (taken once per Cell and update)."""
-        if not target.params or not self.params_changed or "parameters" in self.broken:
+        if not (target.params or target.written) or not self.params_changed or "parameters" in self.broken:
             return None
         try:
             probes = (self._probe(target), False)
@@ -478,7 +482,7 @@ class CellHooks:
         before = self._written.get(target.prefix)
         if before is None:
             return
-        call.written = [(name, before[name], None, getattr(param, "name", name))
+        call.written = [(name, before[name], None, parameter_name(param, name))
                         for name, param in target.written.items()]
         call.param_probe = [before.get(name, probe) for name, probe in zip(target.params, call.param_probe or ())]
 

@@ -20,7 +20,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from ..check.writable import writable_parameters
+from ..check.names import register_module
+from ..check.writable import writable_module_state, writable_parameters
 from ..errors import UsageError
 from ..hooks.collectives import is_reducer_cell
 
@@ -42,7 +43,8 @@ class Target:
             made from it).
         written: the own Parameters its forward may write in place (short
             name -> Parameter; :func:`writable_parameters`: a
-            ``BatchNorm``'s moving statistics), read after each call.
+            ``BatchNorm``'s moving statistics; for a Module, its buffers
+            too: :func:`writable_module_state`), read after each call.
     """
 
     cell: Any
@@ -147,15 +149,21 @@ def plan_cells(model: Any, modules: bool = False) -> tuple[list[Target], list[tu
 
 def _plan_modules(model: Any) -> list[Target]:
     """:func:`plan_cells` for ``torch.nn.Module`` models (no jit, no custom
-    bprop, no in-place Parameter writes: a Module's running statistics are
-    buffers, not Parameters)."""
+    bprop). A normalisation Module's forward writes its running statistics
+    (buffers) and, on mindtorch's CPU kernel, its weight and bias in place:
+    those are its ``written`` state (:func:`writable_module_state`). The
+    models' Parameters and buffers are named by their ``named_parameters()``
+    names, relative to the model (``check.names.register_module``): their
+    own ``name`` is a UUID on this layer."""
     targets: list[Target] = []
     for index_prefix, root in models(model, modules=True):
+        register_module(root, index_prefix)
         for path, module in root.named_modules():
             if module is root:
                 continue
+            params = own_parameters(module, modules=True)
             targets.append(Target(module, path, f"Module.{index_prefix}{path}.{type(module).__name__}",
-                                  own_parameters(module, modules=True), False))
+                                  params, False, written=writable_module_state(module, params)))
     return targets
 
 

@@ -24,7 +24,7 @@ from ..hooks.patching import Patches, Plan, patched_module_class, subclasses
 from .calls import Sink
 from .namespaces import (
     FUNCTION_INPLACE, FUNCTION_SKIP, PRIMITIVE_SKIP, TENSOR_MUTATORS, TENSOR_OPERATORS, TENSOR_SKIP, TORCH_MODULES,
-    TORCH_SKIP, TORCH_TENSOR_SKIP,
+    TORCH_SKIP, TORCH_TENSOR_SKIP, TORCH_WRITES,
 )
 from .wrappers import Wrappers
 
@@ -176,7 +176,7 @@ class ApiInterceptor:
             if hasattr(value, "__probe_original__"):
                 continue
             inplace = attr.endswith("_") or attr.startswith("inplace_")
-            table[attr] = self.wrappers.wrap_function(f"{prefix}.{attr}", value, inplace)
+            table[attr] = self.wrappers.wrap_function(f"{prefix}.{attr}", value, inplace, TORCH_WRITES.get(attr))
         if table:
             for module in modules:
                 self._set(module, "__class__", patched_module_class(type(module), table))

@@ -63,6 +63,21 @@ FUNCTION_INPLACE = frozenset({"assign", "assign_add", "assign_sub", "index_add"}
 #: would take the write instead of the user's tensor)
 WRITES_FIRST_ONLY = frozenset({"index_add"})
 
+#: MSAdapter: torch functions that write some of their tensor arguments in
+#: place besides returning a new result, by name: ``(their parameters in
+#: order, those it may write, the argument that turns the writes on)``.
+#: ``F.batch_norm(input, running_mean, running_var, weight, bias, training)``
+#: updates the running statistics when training; mindtorch 0.5.1 hands its
+#: CPU kernel the four in another order, so there the update lands in
+#: ``weight`` and ``bias`` (a batch of one writes nan into the bias). What
+#: the call leaves in any of them is judged with its result (the call is
+#: the origin of inf/nan written there); only ``input`` and the result get
+#: backward hooks (a hooked copy of a written argument would take the write).
+TORCH_WRITES: dict[str, tuple[tuple[str, ...], frozenset, str]] = {
+    "batch_norm": (("input", "running_mean", "running_var", "weight", "bias", "training"),
+                   frozenset({"running_mean", "running_var", "weight", "bias"}), "training"),
+}
+
 #: MSAdapter (PyTorch code on MindSpore): the torch namespaces L1 patches,
 #: ``(module name, entry prefix)``, named as msprobe names them there
 #: (``Torch.exp.0.forward``, ``Functional.cross_entropy.0.forward``).

@@ -27,8 +27,9 @@ from __future__ import annotations
 
 import functools
 import sys
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Iterable, Optional
 
+from ..check.names import layer_parameter_type
 from ..check.probes import launch_sum, probe_now
 from ..check.verdict import framework_error, is_floating, is_parameter, is_tensor, iter_tensors, surfaced
 from ..hooks.backward import HookMaker, data_positions, hook_gradients, release
@@ -95,7 +96,8 @@ class Wrappers:
 
         self._hook_backward = HookMaker(ops.HookBackward, mindspore.__version__)
         self._deepcopy = ops.deepcopy
-        self._parameter_type = mindspore.Parameter
+        layer = layer_parameter_type()  # MSAdapter: mindtorch's Parameter is no mindspore.Parameter
+        self._parameter_type = mindspore.Parameter if layer is None else (mindspore.Parameter, layer)
         try:
             from mindspore.graph.api import _pynative_executor  # MindSpore >= 2.9
         except Exception:
@@ -116,10 +118,12 @@ class Wrappers:
         release(self._boxes)
         self._data = {}
 
-    def wrap_function(self, api: str, original: Callable, inplace: bool) -> Callable:
+    def wrap_function(self, api: str, original: Callable, inplace: bool,
+                      writes: Optional[tuple] = None) -> Callable:
         """Wrapper of a function or Tensor method, handed on as ``api``
         (``Functional.exp``, ``Tensor.__mul__``); ``inplace``: it changes
-        its inputs."""
+        its inputs; ``writes``: it writes some of them besides returning a
+        result of its own (``namespaces.TORCH_WRITES``)."""
         handle = self._handle
         sink = self.sink
 
@@ -134,7 +138,7 @@ class Wrappers:
                 return output
             if not sink.live:
                 return original(*args, **kwargs)
-            return handle(api, original, inplace, args, kwargs, sys._getframe(1))
+            return handle(api, original, inplace, args, kwargs, sys._getframe(1), writes=writes)
 
         wrapper.__probe_original__ = original  # type: ignore[attr-defined]
         return wrapper
@@ -263,11 +267,14 @@ class Wrappers:
         return wrapper
 
     def _handle(self, api: str, original: Callable, inplace: bool, args: tuple, kwargs: dict, frame: Any,
-                form: Optional[Form] = None, prim: Any = None) -> Any:
+                form: Optional[Form] = None, prim: Any = None, writes: Optional[tuple] = None) -> Any:
         """The outermost call: hand it on, run it under the guard. ``form``:
         the call is a collective (``prim`` its primitive or reducer Cell):
         it is counted in its group even when its API is turned off, and
-        only what it writes into is treated as changed in place."""
+        only what it writes into is treated as changed in place.
+        ``writes``: the call may write some of its arguments
+        (:func:`written_arguments`); those it writes this time are copied
+        and judged after it as :meth:`_copy_inputs` does."""
         sink = self.sink
         GUARD.depth += 1
         try:
@@ -293,12 +300,17 @@ class Wrappers:
                     copied = collective.form.copied
                     call.args = tuple(self._deepcopy(a) if i in copied and is_floating(a) else a
                                       for i, a in enumerate(args))
+                elif writes is not None and (targets := written_arguments(writes, args, kwargs)):
+                    self._copy_written(call, args, kwargs, targets)
+                    if self._grad_flag() and not self.nested_gradient():  # the input and the result only
+                        backward = True
+                        call_args = self._hook_inputs(call, args, hooked=(0,))
                 elif inplace:
                     self._copy_inputs(call, args, kwargs)
                     if api.rpartition(".")[2] in WRITES_FIRST_ONLY and self._grad_flag() \
                             and not self.nested_gradient():  # index_add: differentiable, a result of its own
                         backward = True
-                        call_args = self._hook_inputs(call, args, written=0)
+                        call_args = self._hook_inputs(call, args, hooked=range(1, len(args)))
                 else:
                     self._probe_parameters(call, args)
                     if self._grad_flag() and not self.nested_gradient():
@@ -355,11 +367,32 @@ class Wrappers:
         for position, item in enumerate(args):
             if is_floating(item):
                 copy = self._deepcopy(item)
-                if is_parameter(item):
-                    written.append((f"input_args[{position}]", copy, item, getattr(item, "name", "?")))
+                if is_parameter(item):  # named when a record needs it (check.provenance.written_name)
+                    written.append((f"input_args[{position}]", copy, item, item))
                 item = copy
             copies.append(item)
         call.args = tuple(copies)
+        if written:
+            call.written = written
+            call.params_at_start = at_start
+
+    def _copy_written(self, call: ApiCall, args: tuple, kwargs: dict, targets: list) -> None:
+        """:meth:`_copy_inputs` for a call that writes the arguments
+        ``targets`` (``(position or keyword, label, tensor)``) only: those
+        are announced and copied (the entry's inputs are their values
+        before the call) and kept in ``call.written``, Parameters or not (a
+        ``BatchNorm``'s running statistics are buffers), judged after it."""
+        at_start = not self.params_changed
+        self.forget_probes()
+        self.sink.before_mutation([tensor for _, _, tensor in targets])
+        copies: dict = {}
+        written = []
+        for key, label, tensor in targets:
+            if is_floating(tensor):
+                copy = copies[key] = self._deepcopy(tensor)
+                written.append((label, copy, tensor, tensor))
+        call.args = tuple(copies.get(i, a) for i, a in enumerate(args))
+        call.kwargs = {k: copies.get(k, v) for k, v in kwargs.items()}
         if written:
             call.written = written
             call.params_at_start = at_start
@@ -468,19 +501,21 @@ class Wrappers:
         executor = self._executor
         return bool(executor is not None and executor.grad_flag())
 
-    def _hook_inputs(self, call: ApiCall, args: tuple, written: Optional[int] = None) -> tuple:
+    def _hook_inputs(self, call: ApiCall, args: tuple, hooked: Optional[Iterable[int]] = None) -> tuple:
         """The arguments with their tensors passed through ``HookBackward``:
         one hook over all of them, or two when some are data (a leaf that
         is not a Parameter, or what this window's calls made from data
         alone: :func:`data_positions`); ``call.grad_inputs`` then holds
         None for data whose gradient MindSpore never computed (written as
         null). Sets ``call.from_data`` when every tensor input is data.
-        ``written``: the position of an argument the call writes in place
-        (``index_add``'s first), never hooked (a hooked copy would take the
-        write); the gradients are those of the other tensor inputs."""
+        ``hooked``: the positions that may be hooked (default all): not
+        those of arguments the call writes in place (``index_add``'s first,
+        ``batch_norm``'s statistics and weights), as a hooked copy would
+        take the write; the gradients are those of the other tensor inputs."""
         # chosen by type, not dtype: the first dtype read of a fresh output
         # waits for the device (integer tensors pass through harmlessly)
-        positions = [i for i, a in enumerate(args) if is_tensor(a) and i != written]
+        allowed = None if hooked is None else set(hooked)
+        positions = [i for i, a in enumerate(args) if is_tensor(a) and (allowed is None or i in allowed)]
         if not positions:
             call.from_data = True  # ones, zeros, arange: made from no tensor
             return args
@@ -571,3 +606,31 @@ class Wrappers:
         if kind is not tuple and kind is not list:
             return new_items[0]
         return kind(new_items)
+
+
+def written_arguments(writes: tuple, args: tuple, kwargs: dict) -> list:
+    """The tensor arguments a call of a function that writes some of them
+    (``writes``: an entry of ``namespaces.TORCH_WRITES``) writes this time,
+    as ``(position or keyword, dump.json label, tensor)``; [] when its flag
+    (``training``) is off or absent. A flag that is not a plain bool or int
+    counts as on."""
+    names, written, flag = writes
+
+    def argument(name: str) -> tuple[Any, str, Any]:
+        position = names.index(name)
+        if position < len(args):
+            return position, f"input_args[{position}]", args[position]
+        if name in kwargs:
+            return name, f"input_kwargs.{name}", kwargs[name]
+        return None, "", None
+
+    on = argument(flag)[2]
+    if on is None or (isinstance(on, (bool, int)) and not on):
+        return []
+    found = []
+    for name in names:
+        if name in written:
+            key, label, tensor = argument(name)
+            if key is not None and is_tensor(tensor):
+                found.append((key, label, tensor))
+    return found

@@ -236,3 +236,91 @@ def test_l1_names_an_overflow_a_torch_call_masked_inside_it(python, tmp_path):
     assert record["name"].startswith("Primitive.") and record["origin"] is True
     assert record["inside"] == "Functional.normalize.0.forward"
     assert record["where"] == f"{script}:8"
+
+
+#: a script for the tests below: a model with a BatchNorm1d; ``CASE``
+#: ``bn1`` trains it on a batch of one at step 1 (mindtorch 0.5.1's CPU
+#: batch_norm then writes nan into the layer's bias: the call's result stays
+#: finite and the bias is not read again in the step), ``inf`` writes inf
+#: into the first Linear's weight by hand after step 0 (outside the window)
+STATE_SCRIPT = """\
+import os
+import numpy as np
+import mindtorch, torch
+import torch.nn as nn
+from probe_runtime import PrecisionDebugger
+CASE, LEVEL = os.environ["CASE"], os.environ["LEVEL"]
+net = nn.Sequential(nn.Linear(4, 4), nn.BatchNorm1d(4), nn.Linear(4, 2))
+with torch.no_grad():
+    net[1].bias.copy_(torch.tensor(np.array([0.1, 0.2, 0.3, 0.4], np.float32)))
+d = PrecisionDebugger(task='overflow_check', dump_path=os.path.abspath('dump'), level=LEVEL,
+                      checks=os.environ['CHECKS'])
+for step in range(2):
+    x = torch.tensor(np.random.RandomState(0).randn(1 if CASE == 'bn1' and step == 1 else 4, 4).astype(np.float32))
+    d.start(net if LEVEL == 'L0' else None)
+    out = net(x)  # LINE_CALL
+    d.stop()
+    d.step()
+    if CASE == 'inf':
+        with torch.no_grad():
+            net[0].weight.copy_(net[0].weight * 1e38 * 1e38)
+    print('step', step, 'bias finite', bool(np.isfinite(net[1].bias.asnumpy()).all()))
+"""
+
+
+def run_state(python: Path, tmp_path: Path, case: str, level: str, checks: str) -> tuple[dict, Path]:
+    """STATE_SCRIPT in its own process; (its first record, the script)."""
+    script = tmp_path / "state.py"
+    script.write_text(STATE_SCRIPT)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PROBE_")}
+    env.update(CASE=case, LEVEL=level, CHECKS=checks)
+    proc = subprocess.run([str(python), str(script)], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr[-4000:]
+    if case == "bn1":  # what the user's run does without the tool, untouched
+        assert "step 1 bias finite False" in proc.stdout, proc.stdout
+    record = first_record(tmp_path / "dump")
+    assert record is not None, proc.stderr[-4000:]
+    return record, script
+
+
+def script_line(script: Path, snippet: str) -> int:
+    return next(n for n, line in enumerate(script.read_text().splitlines(), 1) if snippet in line)
+
+
+@pytest.mark.parametrize("checks", ["exact", "auto"])
+def test_l1_names_batch_norm_as_the_origin_of_nan_it_wrote_into_a_weight(python, tmp_path, checks):
+    """``F.batch_norm`` writes into its arguments (the running statistics;
+    on mindtorch's CPU kernel, the weight and bias): what it leaves there
+    is judged with its result, so the call that wrote nan into the bias is
+    the origin, naming the bias by its Module name (not an input "made
+    outside the checked window")."""
+    record, script = run_state(python, tmp_path, "bn1", "L1", checks)
+    assert record["step"] == 1
+    assert record["name"] == "Functional.batch_norm.0.forward" and record["origin"] is True, record
+    assert record["written"] == ["1.bias"]
+    assert record["where"] == f"{script}:{script_line(script, 'LINE_CALL')}"
+
+
+@pytest.mark.parametrize("checks", ["exact", "auto"])
+def test_l0_judges_what_a_batchnorm_module_wrote_into_its_own_state(python, tmp_path, checks):
+    """L0: the BatchNorm1d Module's forward wrote nan into its own
+    (trainable) bias and nothing read it afterwards: the Module is the
+    origin (no "no overflow found")."""
+    record, _ = run_state(python, tmp_path, "bn1", "L0", checks)
+    assert record["step"] == 1
+    assert record["name"] == "Module.1.BatchNorm1d.forward.0" and record["origin"] is True, record
+    assert record["written"] == ["1.bias"]
+
+
+@pytest.mark.parametrize("level", ["L0", "L1"])
+def test_a_weight_holding_inf_at_start_is_named_by_its_module_name(python, tmp_path, level):
+    """A Parameter that already held inf at start() is reported as such, as
+    for a MindSpore Cell, named by ``named_parameters()`` (``0.weight``),
+    not by the UUID the layer gives ``Parameter.name``."""
+    record, _ = run_state(python, tmp_path, "inf", level, "exact")
+    assert record["step"] == 1 and record["origin"] is False
+    entered = record["entered"]
+    assert entered["source"] == "parameter" and entered["parameter"] == "0.weight", entered
+    assert entered["at_start"] is True
+    assert entered["message"].startswith("Parameter 0.weight already held inf/nan at start(); first used by ")
