@@ -310,10 +310,10 @@ def test_an_empty_replay_dump_still_names_a_late_compile(tmp_path, monkeypatch):
     assert "compiled before PrecisionDebugger() was created" in record["message"] and not errors
 
 
-def test_the_step_after_a_recorded_overflow_points_to_its_record(tmp_path, monkeypatch, caplog):
-    """An overflow recorded at step 2 leaves inf in the Parameters; step 3
-    was told "the overflow happened before this step, outside what was
-    checked". It points to step 2's record, and step 4 is not silent."""
+def weight_training(tmp_path, monkeypatch):
+    """(ms, weight, made, state, errors, train): checks whose every replay
+    names an Exp origin, and a step ``train(cell, x)`` that multiplies
+    Parameter ``w`` by ``x`` (inf: it is left inf)."""
     ms = pytest.importorskip("mindspore")
     from mindspore import ops
 
@@ -325,6 +325,15 @@ def test_the_step_after_a_recorded_overflow_points_to_its_record(tmp_path, monke
     def train(cell, x):
         ops.assign(weight, weight * x)
         return (weight * 1.0).sum()
+
+    return ms, weight, made, state, errors, train
+
+
+def test_the_step_after_a_recorded_overflow_points_to_its_record(tmp_path, monkeypatch, caplog):
+    """An overflow recorded at step 2 leaves inf in the Parameters; step 3
+    was told "the overflow happened before this step, outside what was
+    checked". It points to step 2's record, and step 4 is not silent."""
+    ms, weight, made, state, errors, train = weight_training(tmp_path, monkeypatch)
 
     cell = FakeCell({"w": weight})
     with caplog.at_level("WARNING", logger="probe_runtime"):
@@ -347,17 +356,7 @@ def test_parameters_shared_with_another_cell_point_to_the_latest_record(tmp_path
     step-2 overflow, was told the overflow happened "outside what was
     checked"; after the weight was set back and step 4 overflowed again,
     step 5 named step 2 (on stderr only)."""
-    ms = pytest.importorskip("mindspore")
-    from mindspore import ops
-
-    weight = ms.Parameter(ms.Tensor(np.ones(2, np.float32)), name="w")
-    origin = Kernel(op="Exp", full_name="Default/Exp-op0", graph="0", stamp=1, inputs={0: FINITE},
-                    outputs={0: INF}, origin=True, nonfinite=True)
-    made, state, errors = checks(tmp_path, monkeypatch, lambda step: [origin])
-
-    def train(cell, x):
-        ops.assign(weight, weight * x)
-        return (weight * 1.0).sum()
+    ms, weight, made, state, errors, train = weight_training(tmp_path, monkeypatch)
 
     def evaluate(cell):
         return (weight * 2.0).sum()
@@ -366,7 +365,7 @@ def test_parameters_shared_with_another_cell_point_to_the_latest_record(tmp_path
     for step, value in ((1, 1.0), (2, np.inf), (3, 1.0), (4, np.inf), (5, 1.0)):
         state.step = step
         if step == 4:  # the user sets the weight back, unchecked
-            ops.assign(weight, ms.Tensor(np.ones(2, np.float32)))
+            weight.set_data(ms.Tensor(np.ones(2, np.float32)))
         made.call(train, trained, (ms.Tensor(np.float32(value)),), {})
         if step == 2:
             made.call(evaluate, evaluation, (), {})
