@@ -210,6 +210,8 @@ class PrecisionDebugger(metaclass=MsprobeSingleton):
         self._torch_unseen = self._torch_unseen and ("torch" not in sys.modules or _refuse_late_layer())
         if self.level == "L0":
             self.cells.check_model(model)  # raises UsageError for no model or a non-Cell
+        if self._started and self.windows.replaced_by(self.state.step, model):
+            self._end()  # the window step() opened (another model, or calls seen): the user's opens instead
         self.windows.started(self.state.step, model)  # and step() opens the next step's window with it until stop()
         if not self._mode.fits(self.state):  # set_context(mode=...) since the gate: nothing installed
             return
@@ -232,20 +234,24 @@ class PrecisionDebugger(metaclass=MsprobeSingleton):
         """Stop checking, remove the patches and resolve every pending check
         (records are on disk when it returns)."""
         self.windows.resume = None  # step() opens no window until the next start()
+        self._end()
+
+    def _end(self, by_step: bool = False) -> None:
+        """End the open window (``stop()``; ``step()``: ``by_step``, the window is never dropped as unused)."""
         self.compiled.close()
         self._unpatch()
         self._started = False
         try:
             self.checker.end()
-            self.windows.close()
+            self.windows.close(by_step=by_step)
         except Exception as err:  # pragma: no cover
             self.checker.on_error("in stop()", err)
 
     def step(self) -> None:
         """End the current step (resolving what is pending), count one more (call indices from 0 again);
         after a ``start()`` with no ``stop()``, check the next one too, as msprobe (``Windows.stepped``)."""
-        resume = self.windows.resume
-        self.stop() if self._started else self.checker.flush(final=True)
+        resume, self.windows.resume = self.windows.resume, None
+        self._end(by_step=True) if self._started else self.checker.flush(final=True)
         self.state.next_step()
         self.cells.new_step()
         self.compiled.new_step()

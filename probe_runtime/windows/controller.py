@@ -16,8 +16,11 @@ rules of what is judged in it, at every kind (:mod:`.policy`):
   cover (:mod:`.watched`); then the policy learns what the window computed;
 * ``step()`` after a ``start()`` with no ``stop()`` (msprobe collects on
   until ``stop()``): the next step's window is opened with the same model
-  (:meth:`Windows.stepped`); one that sees no training call before it ends
-  (the one the last ``step()`` opens before exit) counts as no step.
+  (:meth:`Windows.stepped`). The next ``step()`` closes it as any other
+  (the loop ran an iteration); one ended by ``stop()`` or exit that saw no
+  training call (the one the last ``step()`` opens) counts as no step; a
+  ``start()`` of the user's in its step with another model, or after calls,
+  ends it and opens the user's window (:meth:`Windows.replaced_by`).
 
 What is written when no call is named: :mod:`.notes`. The closing
 summary: :mod:`.summary`.
@@ -30,6 +33,7 @@ from typing import Any, Optional
 
 from ..check.verdict import iter_tensors
 from ..hooks.guard import keep_training
+from .activity import CellCalls, asked_has_aux
 from .exact import ExactChecks
 from .notes import Notes
 from .optimizers import labelled_inputs, optimizer_parameters, optimizer_state
@@ -122,6 +126,8 @@ class Windows:
         #: (step, :meth:`_activity`) of the step whose ``start()`` ``step()`` made, until that step ends
         self._reopened: Optional[tuple[int, Any]] = None
         self._reopening = False
+        #: whether a Cell was called in the window ``step()`` opened (no hook watches a watched/sentinel one)
+        self._cells = CellCalls()
 
     # -- what the facade calls ---------------------------------------------------
     @property
@@ -132,13 +138,34 @@ class Windows:
     def started(self, step: int, model: Any) -> None:
         """``start(model)`` was called in ``step`` (checked or not): the
         all-clear counts it, unless ``step()`` made it (:meth:`stepped`), and
-        ``step()`` opens the next step's window with ``model`` until ``stop()``."""
+        ``step()`` opens the next step's window with ``model`` until ``stop()``.
+        A window ``step()`` opened in ``step`` that is still open here was
+        kept (:meth:`replaced_by`): it is the user's from now on."""
         self.resume = (model,)
         if self._reopening:
             return
         if self._reopened is not None and self._reopened[0] == step:  # the user's own start(): a step of theirs
             self._reopened = None
+            self._cells.disarm()
         self.summary.started(step)
+
+    def replaced_by(self, step: int, model: Any) -> bool:
+        """The user's own ``start(model)`` in ``step``, while the window
+        ``step()`` opened for it (:meth:`stepped`) is open: True when that
+        window must end first (the caller stops it, :meth:`close` drops it
+        when it saw no training call, else closes it as any other) so that
+        ``start()`` opens one with ``model``; False when there is none, or
+        when ``model`` is the one it was opened with and it saw nothing yet
+        (it is kept and becomes the user's, :meth:`started`). A fresh
+        review's finding: ``start(net_b)`` in the odd steps of a loop that
+        calls ``start()`` every step and never ``stop()`` returned early
+        (already started), so the window ``step()`` had opened with the even
+        steps' ``net_a`` checked step 3 and net_b's Cells were never hooked:
+        "no overflow found" of a run whose net_b overflowed there."""
+        reopened, window = self._reopened, self.current
+        if self._reopening or reopened is None or reopened[0] != step or window is None:
+            return False
+        return not (_same_model(model, window.model) and self._unused(window, reopened))
 
     def stepped(self, start: Any, resume: Optional[tuple]) -> None:
         """``step()`` ended a step and counted one more. When ``start()`` had
@@ -147,10 +174,12 @@ class Windows:
         collects from ``start()`` until ``stop()``, ``step()`` only counts
         the step (a fresh user's finding: ``start()`` once before the loop,
         ``step()`` in it, checked step 0 alone and said "no overflow found
-        in 1 checked step(s)" of a run whose step 3 overflowed). A step so
-        opened that saw no training call when it ends, by ``stop()``,
-        ``step()`` or exit (the one the last ``step()`` opens), counts as no
-        step (:meth:`close`).
+        in 1 checked step(s)" of a run whose step 3 overflowed). The next
+        ``step()`` closes a window so opened as any other; one that
+        ``stop()`` or exit ends (the one the last ``step()`` opens) counts
+        as no step when it saw no training call (:meth:`close`): a Cell
+        call is watched for while it is open (:class:`.activity.CellCalls`),
+        the one sign of a forward pass in a watched or sentinel window.
 
         Raises:
             UsageError: what ``start()`` raises (a torch layer imported late).
@@ -167,6 +196,8 @@ class Windows:
         finally:
             self._reopening = False
         self._reopened = (self.state.step, self._activity())
+        if self.current is not None:  # a watched or sentinel window hooks no call: a Cell call says one ran
+            self._cells.arm()
 
     def _activity(self) -> tuple:
         """Counts that grow with the training calls of any window: compiled
@@ -175,19 +206,33 @@ class Windows:
         graph, jit = getattr(compiled, "graph", None), getattr(compiled, "jit", None)
         return getattr(graph, "checked", 0), getattr(jit, "calls", 0)
 
-    def _unused_reopened(self, window: Optional[Window]) -> bool:
-        """The step now ending was opened by ``step()`` (:meth:`stepped`)
-        and saw no training call: no API or Cell call checked, no gradient
-        computation, no optimizer step, no compiled step or region. With
-        no window open (the step outside the step filter, ``overflow_nums``
-        reached) nothing can tell: it counts as unused."""
+    def _unused_reopened(self, window: Optional[Window], by_step: bool) -> bool:
+        """The step now ending was opened by ``step()`` (:meth:`stepped`),
+        is ended by ``stop()``, exit or the user's ``start()``
+        (:meth:`replaced_by`), not by the next ``step()`` (``by_step``: the
+        loop ran an iteration in it, whatever the window saw), and saw no
+        training call (:meth:`_unused`). With no window open (the step
+        outside the step filter, ``overflow_nums`` reached) nothing can
+        tell: it counts as unused."""
         reopened, self._reopened = self._reopened, None
-        if reopened is None or reopened[0] != self.state.step or self._activity() != reopened[1]:
+        if by_step or reopened is None or reopened[0] != self.state.step:
             return False
         if window is None:
-            return True
+            return bool(self._activity() == reopened[1])
+        return self._unused(window, reopened)
+
+    def _unused(self, window: Window, reopened: tuple) -> bool:
+        """The window ``step()`` opened (``reopened``: its step and
+        :meth:`_activity` then) saw no training call: no API or Cell call
+        checked, no Cell called at all (:class:`.activity.CellCalls`: the one
+        sign a watched or sentinel window has of a forward pass), no
+        gradient computation, no optimizer step, no compiled step or region.
+        Forward code that calls no Cell (functional calls alone) leaves no
+        sign in a watched or sentinel window."""
+        if self._activity() != reopened[1]:
+            return False
         return not (self.state.counters or self.state.collective_counters or self.grads.computations
-                    or self.grads.depth or window.optimizers or window.updated)
+                    or self.grads.depth or window.optimizers or window.updated or self._cells.seen)
 
     def open(self, model: Any) -> None:
         """Open the next window (``start()``, once the checker said the step
@@ -219,17 +264,24 @@ class Windows:
         """``open`` failed: no window is open."""
         self.current = None
 
-    def close(self, at_exit: bool = False) -> None:
+    def close(self, at_exit: bool = False, by_step: bool = False) -> None:
         """The window's checks are resolved (``stop()``, ``step()``, exit):
         judge what the gradient watch still holds, write what the kind asks
         for, and let the policy choose the next kind. ``at_exit``: the
         interpreter is exiting; a window still open then is a step whose
         code never reached ``stop()``, which the all-clear says. A window
         ``step()`` opened that saw no training call is dropped as if it
-        never opened: not a checked step, not cut short, and the policy
-        learns nothing from it."""
+        never opened when ``stop()``, exit or the user's ``start()`` ends
+        it: not a checked step, not cut short, and the policy learns nothing
+        from it. ``by_step``: ``step()`` ends it; the loop ran an iteration
+        in it, so it is closed as any other (a fresh review's finding: an
+        evaluation step of auto checks, whose watched window hooks no call,
+        was dropped as unused: not counted, no warning that it computed no
+        gradients, and the next window stayed watched, missing the overflow
+        of the next evaluation step)."""
         window = self.current
-        if self._unused_reopened(window):
+        self._cells.disarm()
+        if self._unused_reopened(window, by_step):
             self.summary.forget(self.state.step)
             if window is not None:
                 try:
@@ -274,6 +326,7 @@ class Windows:
         """Remove every installed part (exact checks, the optimizer watch,
         the gradient watch), each in its own guard."""
         self.exact.close()
+        self._cells.disarm()
         for part, what in ((self.optimizers, "the optimizer hook"), (self.grads, "the gradient watch")):
             with keep_training(f"removing {what}"):
                 part.uninstall()
@@ -305,23 +358,29 @@ class Windows:
         inf/nan and no checked Cell made it, the loss was computed outside
         the Cells given to ``start()`` (a loss Cell ``Model.train`` adds):
         said now, before any backward record, and no backward entry of the
-        window is an origin (they all derive from that loss). Only output
-        0 is surely the loss: with ``has_aux=True`` the others are
-        auxiliary outputs, not differentiated, which is known only once the
-        gradients come; inf/nan in them alone is judged with the gradients
-        (an ``outside`` record when the window closes, :meth:`_explain`)."""
+        window is an origin (they all derive from that loss). Every output
+        is differentiated, so each is "the loss", unless the computation
+        was asked with ``has_aux=True`` (read from MindSpore's frames, as
+        the gradient watch learns it only with the gradients:
+        :func:`.activity.asked_has_aux`): then only output 0 is, the others
+        are auxiliary outputs, not differentiated, and inf/nan in them alone
+        is judged with the gradients (an ``outside`` record when the window
+        closes, :meth:`_explain`)."""
         window = self.current
         if window is None or window.kind is not Kind.EXACT or self.level != "L0" or self.stopped():
             return
         labelled = [(f"forward output {i}", t) for i, t in enumerate(iter_tensors(computation.output))]
         bad = self.grads.judge(labelled)
-        if not bad or labelled[0][0] not in bad:  # a fresh user's finding: an auxiliary output was called the loss
+        if not bad:
+            return
+        aux = len(labelled) > 1 and asked_has_aux() is True
+        if aux and labelled[0][0] not in bad:  # a fresh user's finding: an auxiliary output was called the loss
             return
         self.checker.flush()  # the forward entries of the Cells first: one may have made it
         if self.explained(window):
             return
         self.checker.loss_nonfinite = True
-        self.notes.loss(bad, computation.frames)
+        self.notes.loss(bad, computation.frames, aux=aux)
 
     def _resolve_sentinel(self) -> None:
         """Sentinel checks: inf/nan in what the window's gradient
@@ -447,3 +506,12 @@ class Windows:
                                                                       for label in held))
             self._tainted.add(id(optimizer))  # its next steps carry it (also in this window)
         self.policy.ask_exact()
+
+
+def _same_model(model: Any, other: Any) -> bool:
+    """``start()`` got the same model: the same object, or lists/tuples of
+    the same objects (``start([net, loss_fn])`` builds a new list each time)."""
+    if model is other:
+        return True
+    return (isinstance(model, (list, tuple)) and isinstance(other, (list, tuple)) and len(model) == len(other)
+            and all(a is b for a, b in zip(model, other)))

@@ -98,13 +98,15 @@ class Notes:
                         "outputs, returned but not differentiated")
         return self._write(OUTSIDE, labels, where, message)
 
-    def loss(self, labels: list, frames: tuple) -> bool:
-        """L0: a gradient computation's forward output 0 (the loss; the
-        first of ``labels``) held inf/nan before its backward pass, and no
-        checked Cell made it. Other outputs in ``labels`` are named as
-        such: with ``has_aux=True`` they are auxiliary, not the loss."""
+    def loss(self, labels: list, frames: tuple, aux: bool = False) -> bool:
+        """L0: a gradient computation's forward output (the loss) held
+        inf/nan before its backward pass, and no checked Cell made it.
+        ``aux``: it was asked with ``has_aux=True``: output 0 (the first of
+        ``labels``) is the loss, the other outputs are named as auxiliary;
+        else every output is differentiated, each one the loss."""
         where = self.records.where(frames)
-        shown = shown_labels([f"{labels[0]} (the loss)", *labels[1:]])
+        shown = (shown_labels([f"{labels[0]} (the loss)", *labels[1:]]) if aux
+                 else f"{shown_labels(labels)} (the loss)")
         message = (f"inf/nan in {shown} of the gradient computation at {where}, before "
                    "its backward pass, and no checked Cell made it: the loss was computed outside the Cells given "
                    "to start() (a loss function or loss Cell, as Model.train adds one); use level L1, or pass the "

@@ -14,6 +14,19 @@ are called, and two records they led to (each test fails without its fix).
    holds inf/nan is not called "the loss" (output 0 is);
 4. an optimizer update that makes Adam's moment2 inf gets its ``update``
    record also in a step that already has an origin record.
+
+A review of those fixes found (each test below fails without its fix):
+
+5. ``start(model)`` every step with no ``stop()``, two models in turn: the
+   user's ``start(net_b)`` in a step whose window ``step()`` re-opened with
+   ``net_a`` replaces that window (net_b's Cells were never hooked);
+6. a window ``step()`` re-opened is closed by the next ``step()`` as any
+   other, also a watched or sentinel one of a forward-only step (it hooks
+   no call, and was dropped as unused: not counted, no warning, the policy
+   learned nothing); one ended by exit is dropped only when no Cell was
+   called in it either;
+7. L0 without ``has_aux``: every forward output is differentiated, so an
+   inf/nan output 1 is "the loss" again, said before the backward pass.
 """
 from __future__ import annotations
 
@@ -71,13 +84,16 @@ def exit_line(debugger: Any, capsys: Any) -> str:
 
 
 def train(debugger: Any, level: str, pattern: str, steps: int = 5,
-          overflow: Callable[[int], bool] = lambda step: step == BAD_STEP) -> None:
+          overflow: Callable[[int], bool] = lambda step: step == BAD_STEP,
+          evaluate: Callable[[int], bool] = lambda step: False) -> None:
     """``steps`` SGD steps of a float16 MLP (seed 3) whose batch is scaled
     by 3000 where ``overflow(step)`` (float16 overflows there). ``pattern``:
     ``"each"`` start/stop/step around every step (the README's loop),
     ``"once"`` ``start()`` before the loop and ``step()`` after each step,
     no ``stop()``, ``"once-stop"`` the same with ``stop()`` after the loop.
-    At L0 ``start`` gets the net."""
+    At L0 ``start`` gets the net. Where ``evaluate(step)``, the step runs
+    the net's forward pass alone (an evaluation step: no gradients, no
+    update)."""
     ms.set_seed(3)
     net = nn.SequentialCell([nn.Dense(8, 16), nn.ReLU(), nn.Dense(16, 1)])
     net.to_float(ms.float16)
@@ -96,8 +112,11 @@ def train(debugger: Any, level: str, pattern: str, steps: int = 5,
             start()
         x = Tensor(rng.normal(size=(4, 8)).astype(np.float16) * (3000 if overflow(step) else 1))
         y = Tensor(rng.normal(size=(4, 1)).astype(np.float32))
-        _, grads = grad_fn(x, y)
-        optimizer(grads)
+        if evaluate(step):
+            net(x * 30)  # float16 overflows where the batch of a training step would
+        else:
+            _, grads = grad_fn(x, y)
+            optimizer(grads)
         if pattern == "each":
             debugger.stop()
         debugger.step()
@@ -294,3 +313,195 @@ def test_an_update_record_is_written_beside_the_steps_origin(make, level):
     assert len(updates) == 1, records
     assert updates[0]["nonfinite"] == ["Adam moment2 of fc.weight", "Adam moment2 of fc.bias"]
     assert "in the optimizer's own state" in updates[0]["message"]
+
+
+# -- 5. start(model) every step, no stop(), another model in turn ---------------------------------------------------
+def train_two(debugger: Any, pattern: str, overflow: bool = True, masked: bool = False, steps: int = 5) -> None:
+    """Two float16 MLPs (seed 5) trained in turn: ``net_a`` in the even
+    steps, ``net_b`` in the odd ones, ``start(net)`` at the start of every
+    step at L0, ``step()`` at its end; ``pattern`` ``"each"`` calls
+    ``stop()`` before ``step()``, ``"no-stop"`` never does. With
+    ``overflow`` the batch of step 3 (net_b's) is 1e5, above float16's
+    largest value: net_b overflows. ``masked``: that batch's result only
+    decides a flag, outside the differentiated loss (which stays finite)."""
+    ms.set_seed(5)
+
+    def make() -> tuple:
+        net = nn.SequentialCell([nn.Dense(4, 4), nn.Dense(4, 1)])
+        net.to_float(ms.float16)
+        optimizer = nn.SGD(net.trainable_params(), learning_rate=1e-3)
+        ones = Tensor(np.ones((2, 4), np.float32))
+        if masked:
+            def forward(x, y):
+                flag = ops.stop_gradient(ops.isfinite(net(x)).all().astype(ms.float32))
+                return ((net(ones).astype(ms.float32) - y) ** 2).mean() + flag
+        else:
+            def forward(x, y):
+                return ((net(x).astype(ms.float32) - y) ** 2).mean()
+        return net, optimizer, ms.value_and_grad(forward, None, optimizer.parameters)
+
+    models = [make(), make()]
+    y = Tensor(np.zeros((2, 1), np.float32))
+    for step in range(steps):
+        net, optimizer, grad_fn = models[step % 2]
+        debugger.start(net)
+        _, grads = grad_fn(Tensor(np.full((2, 4), 1e5 if overflow and step == BAD_STEP else 1.0, np.float32)), y)
+        optimizer(grads)
+        if pattern == "each":
+            debugger.stop()
+        debugger.step()
+
+
+@pytest.mark.parametrize("masked", [False, True])
+def test_start_with_another_model_in_a_step_step_reopened_hooks_that_model(make, capsys, masked):
+    """A review's finding: ``start(net)`` every step and never ``stop()``,
+    net_a in the even steps and net_b in the odd ones, net_b overflowing
+    in step 3. ``step()`` re-opened each step's window with the last
+    model, net_a, and the user's ``start(net_b)`` returned early (already
+    started): net_b's Cells were never hooked, so the overflow masked
+    before the loss was never seen ("no overflow found in 5 checked
+    step(s)") and the one that reaches the loss got an ``outside`` record
+    instead of net_b's Cell. That ``start()`` now ends the window
+    ``step()`` opened and opens one with net_b: the records are those of
+    the same loop with ``stop()``, record for record."""
+    usual, reopened = make("usual", "L0"), make("reopened", "L0")
+    train_two(usual, "each", masked=masked)
+    train_two(reopened, "no-stop", masked=masked)
+    expected = dump_records(Path(usual.dump_path))
+    assert {step for step, _ in expected} == {BAD_STEP}
+    assert any(record["origin"] and record["name"].startswith("Cell.") for _, record in expected), expected
+    assert dump_records(Path(reopened.dump_path)) == expected
+    assert "no overflow found" not in exit_line(reopened, capsys)
+
+
+@pytest.mark.parametrize("level", ["L0", "L1"])
+def test_start_every_step_without_stop_counts_each_step_once(make, capsys, level):
+    """The user's ``start()`` in a step whose window ``step()`` opened,
+    with another model (L0, two models in turn) or after calls of the step
+    were checked (L1, a call before ``start()``), ends that window and
+    opens the user's in the same step: five steps are five checked steps,
+    none cut short, and the last ``step()``'s unused window is not one."""
+    debugger = make("reopened", level)
+    if level == "L0":
+        train_two(debugger, "no-stop", overflow=False)
+    else:
+        for _ in range(5):
+            ops.exp(Tensor(np.ones(3, np.float32)))  # checked in the window step() opened
+            debugger.start()
+            ops.exp(Tensor(np.ones(3, np.float32)))
+            debugger.step()
+    err = exit_line(debugger, capsys)
+    assert "probe_runtime: no overflow found in 5 checked step(s)" in err, err
+    assert "did not reach stop()" not in err and err.count("probe_runtime:") == 1
+
+
+@pytest.mark.parametrize("form", ["cell", "list"])
+def test_start_with_the_same_model_keeps_the_window_step_opened(make, form):
+    """``start(net)`` with the model ``step()`` re-opened the window with
+    (``start([net, loss_fn])``: a new list of the same Cells), before any
+    call of the step: that window is kept (it becomes the user's), not
+    closed and opened again."""
+    debugger = make("same", "L0")
+    net, loss_fn = nn.Dense(2, 2), nn.MSELoss()
+    model = (lambda: net) if form == "cell" else (lambda: [net, loss_fn])
+    debugger.start(model())
+    net(Tensor(np.ones((1, 2), np.float32)))
+    debugger.step()
+    window = debugger.windows.current
+    assert window is not None
+    debugger.start(model())
+    assert debugger.windows.current is window
+
+
+# -- 6. the window step() opened is closed by the next step() as any other ------------------------------------------
+def test_auto_checks_an_evaluation_step_after_start_once_is_a_step_without_gradients(make, capsys, caplog):
+    """A review's finding: under auto checks, ``start()`` once and ``step()``
+    in the loop, steps 3 and 4 forward-only (an evaluation), step 4's
+    overflowing float16. The watched window of step 3 hooks no call, so it
+    looked unused and was dropped: not counted, no warning that it computed
+    no gradients, and step 4 stayed watched and saw nothing ("no overflow
+    found in 3 checked step(s)"). The next ``step()`` now closes it as any
+    other: the warning, step 4 under exact checks, its origin, the records
+    of the start/stop/step loop."""
+    usual, once = make("usual", "L1", "auto"), make("once", "L1", "auto")
+    evaluate = lambda step: step >= BAD_STEP  # noqa: E731
+    overflow = lambda step: step == BAD_STEP + 1  # noqa: E731
+    train(usual, "L1", "each", overflow=overflow, evaluate=evaluate)
+    caplog.clear()
+    train(once, "L1", "once", overflow=overflow, evaluate=evaluate)
+    said = [r.getMessage() for r in caplog.records if "computed no gradients" in r.getMessage()]
+    assert len(said) == 1 and said[0].startswith(f"probe_runtime: step {BAD_STEP} computed no gradients"), said
+    expected = dump_records(Path(usual.dump_path))
+    assert {step for step, _ in expected} == {BAD_STEP + 1}
+    assert any(record["origin"] for _, record in expected)
+    assert dump_records(Path(once.dump_path)) == expected
+    assert "no overflow found" not in exit_line(once, capsys)
+
+
+def test_sentinel_checks_count_forward_only_steps_after_start_once(make, capsys):
+    """A review's finding: sentinel checks, ``start()`` once, five
+    forward-only steps: "1 checked step(s)" where the start/stop/step loop
+    says 5 (each sentinel window hooks no call, and looked unused)."""
+    debugger = make("once", "L1", "sentinel")
+    train(debugger, "L1", "once", overflow=lambda step: False, evaluate=lambda step: True)
+    err = exit_line(debugger, capsys)
+    assert "probe_runtime: no overflow found in 5 checked step(s)" in err, err
+
+
+def test_a_watched_window_that_ran_a_forward_pass_before_exit_is_not_dropped(make, capsys, caplog):
+    """The window the last ``step()`` opens under auto checks is watched:
+    no hook sees a forward pass there, but a Cell called in it is a sign
+    that one ran (an evaluation after the loop, before exit): it is closed
+    as any other, not dropped: counted, cut short, said to have computed
+    no gradients. Without a Cell call it is dropped (five checked steps)."""
+    debugger = make("once", "L1", "auto")
+    train(debugger, "L1", "once", overflow=lambda step: False, steps=3)
+    assert debugger.window == "watched"
+    caplog.clear()
+    nn.Dense(2, 2)(Tensor(np.ones((1, 2), np.float32)))  # after the loop, no stop(): still in step 3's window
+    err = exit_line(debugger, capsys)
+    assert "no overflow found in 4 checked step(s)" in err and "; step 3 did not reach stop()" in err, err
+    said = [r.getMessage() for r in caplog.records if "computed no gradients" in r.getMessage()]
+    assert len(said) == 1 and said[0].startswith("probe_runtime: step 3 computed no gradients"), said
+
+
+def test_the_cell_call_sign_puts_cell_call_back(make):
+    """The sign of a Cell call in a window ``step()`` opened wraps
+    ``nn.Cell.__call__`` until the first call, and puts it back then and
+    when the window ends."""
+    original = nn.Cell.__dict__["__call__"]
+    debugger = make("once", "L1", "auto")
+    train(debugger, "L1", "once", overflow=lambda step: False, steps=2)
+    assert nn.Cell.__dict__["__call__"] is not original  # armed: nothing called since step()
+    nn.Dense(2, 2)(Tensor(np.ones((1, 2), np.float32)))
+    assert nn.Cell.__dict__["__call__"] is original
+    debugger.step()
+    assert nn.Cell.__dict__["__call__"] is not original
+    debugger.stop()
+    assert nn.Cell.__dict__["__call__"] is original
+
+
+# -- 7. L0 without has_aux: every forward output is the loss ----------------------------------------------------------
+def test_l0_without_has_aux_every_forward_output_is_the_loss(make):
+    """A review's finding: ``value_and_grad(forward, None, weights)``
+    without ``has_aux`` differentiates every output of a forward that
+    returns (loss, extra); extra = exp(logits * 1000) is inf, computed
+    outside the model at L0. The fix for ``has_aux=True`` (output 1 is
+    auxiliary there) had made it a later generic record; it is again "the
+    loss", said before the backward pass (no backward entry an origin)."""
+    debugger = make("noaux", "L0")
+    net = nn.Dense(4, 2, weight_init="ones", bias_init="zeros")
+
+    def forward(x, y):
+        logits = net(x)
+        return ((logits - y) ** 2).mean(), ops.exp(logits * 1000.0).sum()
+
+    grad_fn = ms.value_and_grad(forward, None, net.trainable_params())
+    debugger.start(net)
+    grad_fn(Tensor(np.ones((2, 4), np.float32)), Tensor(np.zeros((2, 2), np.float32)))
+    debugger.stop()
+    records = [record for _, record in dump_records(Path(debugger.dump_path))]
+    assert [record["kind"] for record in records] == ["outside"], records
+    assert records[0]["nonfinite"] == ["forward output 1"]
+    assert records[0]["message"].startswith("inf/nan in forward output 1 (the loss) of the gradient computation at ")
+    assert "before its backward pass" in records[0]["message"]
