@@ -97,17 +97,23 @@ def _search_modules(tensor: Any) -> None:
     if not isinstance(kind, type):
         _remember(tensor, None)
         return
-    try:
-        modules: list[Any] = [obj for obj in gc.get_objects() if isinstance(obj, kind)]
-        inner = {id(child) for m in modules for child in m.modules() if child is not m}
-        for root in modules:
-            if id(root) in inner:
-                continue
+    # type(), not isinstance(): isinstance reads __class__, which a dead weak proxy among the objects raises on
+    modules: list[Any] = [obj for obj in gc.get_objects() if issubclass(type(obj), kind)]
+    inner: set[int] = set()
+    for module in modules:
+        try:
+            inner.update(id(child) for child in module.modules() if child is not module)
+        except Exception:  # a Module half built or torn down: skipped
+            continue
+    for root in modules:
+        if id(root) in inner:
+            continue
+        try:
             for name, item in list(root.named_parameters()) + list(root.named_buffers()):
                 if not _known(item)[0]:
                     _remember(item, name)
-    except Exception:
-        pass
+        except Exception:
+            continue
     if not _known(tensor)[0]:
         _remember(tensor, None)
 

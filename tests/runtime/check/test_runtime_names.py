@@ -66,3 +66,18 @@ def test_tensors_no_module_holds_cost_one_walk_per_interval(layer, monkeypatch):
     model = Module(**{"fc.weight": late})
     assert names.parameter_name(late, search=True) == "fc.weight"
     assert len(layer) == 2 and model.params
+
+
+def test_a_dead_weak_proxy_among_the_objects_does_not_stop_the_walk(layer):
+    """Found by the suite: isinstance() on a weakref.proxy whose object is
+    gone raises ReferenceError; the walk then named nothing."""
+    import weakref
+
+    class Gone:
+        pass
+
+    holder = [weakref.proxy(Gone())]  # dead at once; the list keeps the proxy where gc.get_objects() finds it
+    weight = Tensor("uuid-w")
+    model = Module(**{"0.weight": weight})
+    assert names.parameter_name(weight, search=True) == "0.weight"
+    assert holder and model.params
