@@ -150,22 +150,26 @@ class Windows:
         self.summary.started(step)
 
     def replaced_by(self, step: int, model: Any) -> bool:
-        """The user's own ``start(model)`` in ``step``, while the window
-        ``step()`` opened for it (:meth:`stepped`) is open: True when that
-        window must end first (the caller stops it, :meth:`close` drops it
-        when it saw no training call, else closes it as any other) so that
-        ``start()`` opens one with ``model``; False when there is none, or
-        when ``model`` is the one it was opened with and it saw nothing yet
-        (it is kept and becomes the user's, :meth:`started`). A fresh
-        review's finding: ``start(net_b)`` in the odd steps of a loop that
-        calls ``start()`` every step and never ``stop()`` returned early
-        (already started), so the window ``step()`` had opened with the even
-        steps' ``net_a`` checked step 3 and net_b's Cells were never hooked:
-        "no overflow found" of a run whose net_b overflowed there."""
-        reopened, window = self._reopened, self.current
-        if self._reopening or reopened is None or reopened[0] != step or window is None:
+        """The user's own ``start(model)`` in ``step`` while a window is
+        open: True when that window must end first (the caller stops it,
+        :meth:`close` drops it when ``step()`` opened it and it saw no
+        training call, else closes it as any other) so that ``start()``
+        opens one with ``model``. False when ``model`` is the one the window
+        checks (it is kept, also after calls ran in it: a Cell called before
+        ``start()``; it becomes the user's, :meth:`started`). Another model
+        replaces the window ``step()`` opened (:meth:`stepped`) and, at L0,
+        the user's own: the Cells checked are those of the model given to
+        the last ``start()``. Fresh reviews' findings: ``start(net_b)`` in
+        the odd steps of a loop that starts ``net_a`` in the even ones and
+        never calls ``stop()``, and ``start(disc)`` after ``start(gen)`` in
+        each step of a GAN loop, returned early (already started): net_b's
+        and disc's Cells were never hooked ("no overflow found", or an
+        ``outside`` record for an overflow in them)."""
+        window = self.current
+        if self._reopening or window is None or _same_model(model, window.model):
             return False
-        return not (_same_model(model, window.model) and self._unused(window, reopened))
+        reopened = self._reopened
+        return (reopened is not None and reopened[0] == step) or self.level == "L0"
 
     def stepped(self, start: Any, resume: Optional[tuple]) -> None:
         """``step()`` ended a step and counted one more. When ``start()`` had

@@ -90,7 +90,9 @@ def train(debugger: Any, level: str, pattern: str, steps: int = 5,
     by 3000 where ``overflow(step)`` (float16 overflows there). ``pattern``:
     ``"each"`` start/stop/step around every step (the README's loop),
     ``"once"`` ``start()`` before the loop and ``step()`` after each step,
-    no ``stop()``, ``"once-stop"`` the same with ``stop()`` after the loop.
+    no ``stop()``, ``"once-stop"`` the same with ``stop()`` after the loop,
+    ``"forward-first"`` a forward pass of the net, then ``start()`` and the
+    step, every step, no ``stop()``.
     At L0 ``start`` gets the net. Where ``evaluate(step)``, the step runs
     the net's forward pass alone (an evaluation step: no gradients, no
     update)."""
@@ -108,7 +110,9 @@ def train(debugger: Any, level: str, pattern: str, steps: int = 5,
     if pattern.startswith("once"):
         start()
     for step in range(steps):
-        if pattern == "each":
+        if pattern == "forward-first":
+            net(Tensor(np.ones((4, 8), np.float16)))
+        if pattern in ("each", "forward-first"):
             start()
         x = Tensor(rng.normal(size=(4, 8)).astype(np.float16) * (3000 if overflow(step) else 1))
         y = Tensor(rng.normal(size=(4, 1)).astype(np.float32))
@@ -505,3 +509,65 @@ def test_l0_without_has_aux_every_forward_output_is_the_loss(make):
     assert records[0]["nonfinite"] == ["forward output 1"]
     assert records[0]["message"].startswith("inf/nan in forward output 1 (the loss) of the gradient computation at ")
     assert "before its backward pass" in records[0]["message"]
+
+
+# -- 7. the user's start() with the model the window checks keeps it; another model at L0 replaces it ---------------
+@pytest.mark.parametrize("checks", ["auto", "sentinel"])
+def test_a_forward_pass_before_start_with_the_same_model_keeps_the_window(make, capsys, caplog, checks):
+    """A review's finding: a forward pass of the net, then ``start(net)``,
+    every step, no ``stop()``: the Cell call made the window ``step()``
+    opened look used, so ``start(net)`` ended it: under auto and sentinel
+    checks each such window was closed on its own, said to have computed
+    no gradients, and the policy learned from it. The same model keeps
+    the window: the all-clear of the start/stop/step loop, no warning."""
+    usual, first = make("usual", "L0", checks), make("first", "L0", checks)
+    train(usual, "L0", "each", overflow=lambda step: False)
+    expected = exit_line(usual, capsys)
+    caplog.clear()
+    train(first, "L0", "forward-first", overflow=lambda step: False)
+    assert not [r for r in caplog.records if "no gradient" in r.getMessage()], caplog.records
+    assert exit_line(first, capsys) == expected.replace("/usual/", "/first/")
+
+
+def train_gan(debugger: Any, pattern: str, steps: int = 5) -> None:
+    """A GAN-style loop at L0: each step ``start(gen)`` and one SGD step of
+    the float16 MLP ``gen``, then ``start(disc)`` and one of ``disc``
+    (seed 7), then ``step()``; ``pattern`` ``"each"`` calls ``stop()``
+    after each part, ``"no-stop"`` never does. disc's batch is 1e5 in step
+    3, above float16's largest value."""
+    ms.set_seed(7)
+    parts = []
+    for _ in range(2):
+        net = nn.SequentialCell([nn.Dense(4, 4), nn.Dense(4, 1)])
+        net.to_float(ms.float16)
+        optimizer = nn.SGD(net.trainable_params(), learning_rate=1e-3)
+        grad_fn = ms.value_and_grad(lambda x, y, net=net: ((net(x).astype(ms.float32) - y) ** 2).mean(), None,
+                                    optimizer.parameters)
+        parts.append((net, optimizer, grad_fn))
+    y = Tensor(np.zeros((2, 1), np.float32))
+    for step in range(steps):
+        for which, (net, optimizer, grad_fn) in enumerate(parts):
+            debugger.start(net)
+            scale = 1e5 if which == 1 and step == BAD_STEP else 1.0
+            _, grads = grad_fn(Tensor(np.full((2, 4), scale, np.float32)), y)
+            optimizer(grads)
+            if pattern == "each":
+                debugger.stop()
+        debugger.step()
+
+
+def test_a_second_start_with_another_model_in_a_step_checks_that_model(make):
+    """A review's finding: ``start(gen)`` then ``start(disc)`` in each step
+    of a GAN loop with no ``stop()``: the second ``start()`` returned
+    early (already started), disc's Cells were never hooked, and its
+    step-3 overflow got an ``outside`` record ("the loss was computed
+    outside the Cells given to start()"). At L0 another model's
+    ``start()`` ends the open window and opens one with it: the records
+    of the loop that calls ``stop()`` after each part."""
+    usual, nostop = make("usual", "L0"), make("nostop", "L0")
+    train_gan(usual, "each")
+    train_gan(nostop, "no-stop")
+    expected = dump_records(Path(usual.dump_path))
+    assert min(step for step, _ in expected) == BAD_STEP  # and later steps carry disc's inf weights
+    assert any(record["origin"] and record["name"].startswith("Cell.") for _, record in expected), expected
+    assert dump_records(Path(nostop.dump_path)) == expected
