@@ -36,6 +36,7 @@ from ..hooks.guard import jit_tracing
 from ..hooks.patching import Patches
 from .calls import CellCall, ParamGradCall, TopCall
 from .plan import Target, is_jit_compiled, jit_warning, models, own_parameters, plan_cells
+from .state_sweep import StateSweep
 
 LOGGER = logging.getLogger("probe_runtime")
 
@@ -102,6 +103,8 @@ class CellHooks:
         self._model: Any = None
         self._suspended = False
         self._jit_patch = Patches()
+        #: the state no Cell check reads, probed at start() and when the window closes
+        self.sweep = StateSweep()
 
     @property
     def installed(self) -> bool:
@@ -164,6 +167,7 @@ class CellHooks:
             for target in targets:  # the weights as the forward pass will see them
                 if target.params or target.written:
                     self._probes[target.prefix] = (self._probe(target), True)
+            self.sweep.begin(model, self.modules, self._probe_one)
         for target in targets:
             self._hook_cell(target)
         self._hook_tops(model)

@@ -23,8 +23,8 @@ from ..hooks.collectives import FORMS, reducer_classes
 from ..hooks.patching import Patches, Plan, patched_module_class, subclasses
 from .calls import Sink
 from .namespaces import (
-    FUNCTION_INPLACE, FUNCTION_SKIP, PRIMITIVE_SKIP, TENSOR_MUTATORS, TENSOR_OPERATORS, TENSOR_SKIP, TORCH_MODULES,
-    TORCH_SKIP, TORCH_TENSOR_SKIP, TORCH_WRITES,
+    FUNCTION_INPLACE, FUNCTION_SKIP, FUNCTION_WRITES, PRIMITIVE_SKIP, TENSOR_MUTATORS, TENSOR_OPERATORS, TENSOR_SKIP,
+    TORCH_MODULES, TORCH_SKIP, TORCH_TENSOR_SKIP, TORCH_WRITES,
 )
 from .wrappers import Wrappers
 
@@ -143,7 +143,8 @@ class ApiInterceptor:
                 if hasattr(value, "__probe_original__"):
                     continue
                 inplace = attr.endswith("_") or attr in FUNCTION_INPLACE or attr.startswith("scatter_")
-                table[attr] = self.wrappers.wrap_function(f"{prefix}.{attr}", value, inplace)
+                table[attr] = self.wrappers.wrap_function(f"{prefix}.{attr}", value, inplace,
+                                                          FUNCTION_WRITES.get(attr))
             if table:
                 self._set(module, "__class__", patched_module_class(type(module), table))
         for name, prefix in TORCH_MODULES:

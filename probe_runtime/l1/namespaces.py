@@ -62,6 +62,20 @@ FUNCTION_INPLACE = frozenset({"assign", "assign_add", "assign_sub", "index_add"}
 #: get the backward hooks (never the first argument: a hooked copy of it
 #: would take the write instead of the user's tensor)
 WRITES_FIRST_ONLY = frozenset({"index_add"})
+#: MindSpore functions that write some of their tensor arguments in place
+#: besides returning a new result (the form of :data:`TORCH_WRITES`).
+#: ``ops.batch_norm(input_x, running_mean, running_var, weight, bias,
+#: training, momentum, eps)`` updates ``running_mean`` and ``running_var``
+#: when training (CPU, MindSpore 2.7.0 and 2.10; ``weight`` and ``bias``
+#: are left alone): a batch of one writes nan into ``running_var`` (the
+#: unbiased variance of one sample) while its result stays finite, and a
+#: fresh review got "carried ... Parameter rv held inf/nan when first used"
+#: from L1 and an all-clear from L0. ``mint.nn.functional.batch_norm`` has
+#: the same parameters and contract (no CPU kernel to check it on).
+FUNCTION_WRITES: dict[str, tuple[tuple[str, ...], frozenset, str]] = {
+    "batch_norm": (("input_x", "running_mean", "running_var", "weight", "bias", "training"),
+                   frozenset({"running_mean", "running_var"}), "training"),
+}
 
 #: MSAdapter: torch functions that write some of their tensor arguments in
 #: place besides returning a new result, by name: ``(their parameters in

@@ -302,9 +302,11 @@ class Wrappers:
                                       for i, a in enumerate(args))
                 elif writes is not None and (targets := written_arguments(writes, args, kwargs)):
                     self._copy_written(call, args, kwargs, targets)
-                    if self._grad_flag() and not self.nested_gradient():  # the input and the result only
+                    if self._grad_flag() and not self.nested_gradient():  # never a written argument
                         backward = True
-                        call_args = self._hook_inputs(call, args, hooked=(0,))
+                        keys = {key for key, _, _ in targets}
+                        call_args = self._hook_inputs(call, args, hooked=[i for i in range(len(args))
+                                                                          if i not in keys])
                 elif inplace:
                     self._copy_inputs(call, args, kwargs)
                     if api.rpartition(".")[2] in WRITES_FIRST_ONLY and self._grad_flag() \
@@ -333,7 +335,7 @@ class Wrappers:
             try:
                 call.output = output
                 if nested:
-                    call.nested = self._nested_calls(call, nested, output)
+                    call.nested = self._nested_calls(call, nested, output, writes is not None)
                 if collective is not None and collective.form.written:
                     collective.written = [args[i] for i in collective.form.written if i < len(args)]
                 if backward:
@@ -397,7 +399,7 @@ class Wrappers:
             call.written = written
             call.params_at_start = at_start
 
-    def _nested_calls(self, outer: ApiCall, nested: list, output: Any) -> Optional[list]:
+    def _nested_calls(self, outer: ApiCall, nested: list, output: Any, writes: bool = False) -> Optional[list]:
         """The calls made inside ``outer`` (``nested``: what the wrappers
         appended, in the order the calls finished) whose result is not
         ``outer``'s own result, as ``ApiCall`` entries with ``inside`` set
@@ -406,14 +408,29 @@ class Wrappers:
         calls run one primitive that makes their result (``Tensor.__mul__``
         runs ``Mul``): that result is judged with ``outer`` and not kept twice.
         A function and the primitive inside it that made the same result
-        keep the primitive (it finished first)."""
+        keep the primitive (it finished first). ``writes``: ``outer`` writes
+        some of its arguments (``namespaces.TORCH_WRITES``): a result made
+        inside it and handed to a later call inside it is left out, as that
+        kernel may write it (mindtorch's ``F.batch_norm`` makes a zeros
+        ``bias`` for ``bias=None``, and on CPU the kernel writes nan there
+        for a batch of one): judged after ``outer``, it would show what the
+        kernel wrote, not what its maker made (a fresh review got
+        ``Primitive.Zeros.0.forward`` as the origin). What the kernel leaves
+        in such a temporary nobody reads; what reaches ``outer``'s result is
+        judged with ``outer``."""
         if len(nested) == 1 and nested[0][4] is output:
             return None
         own = {id(t) for t in iter_tensors(output)}
+        handed: set = set()
+        if writes:  # the results a later call inside outer got as arguments
+            for position, entry in enumerate(nested):
+                later = {id(t) for item in nested[position + 1:] for t in iter_tensors((item[2], item[3]))}
+                if any(id(t) in later for t in iter_tensors(entry[4])):
+                    handed.add(position)
         kept = []
         last = None
-        for kind, target, args, kwargs, result in nested:
-            if result is last:
+        for position, (kind, target, args, kwargs, result) in enumerate(nested):
+            if result is last or position in handed:
                 continue
             last = result
             tensors = list(iter_tensors(result))

@@ -259,6 +259,8 @@ class Windows:
             self.states.begin_window()
         if kind is Kind.EXACT:
             self.exact.open(model)
+        elif kind is Kind.WATCHED:
+            self.exact.begin_sweep(model)
         if kind is not Kind.SENTINEL:
             self.optimizers.install()
         self.grads.install()  # raises when another debugger's watch is installed
@@ -314,6 +316,8 @@ class Windows:
             elif window.kind is Kind.EXACT:
                 self._explain(window)
             else:
+                if not self.explained(window) and (written := self.exact.written_state()):
+                    self.notes.written_inside(written)  # L0: what a Cell's own code wrote (l0.state_sweep)
                 self.watched.cover(window)
         finally:
             self.checker.by_design.clear()  # the tensors of -inf made by design, held for the window
@@ -405,6 +409,11 @@ class Windows:
         """An exact window closed: a gradient computation in it returned
         inf/nan and no record of the window explains it: the overflow lies
         outside what the level checks."""
+        if not self.explained(window) and not self.checker.loss_nonfinite:
+            written = self.exact.written_state()
+            if written:  # L0: state a Cell's own code wrote (ops.batch_norm in a custom construct)
+                self.notes.written_inside(written)
+                return
         findings = self.grads.complete_findings()
         if not findings or self.explained(window) or self.checker.loss_nonfinite:
             return

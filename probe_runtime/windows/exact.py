@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from ..check.probes import launch_sum, probe_now
+from ..check.verdict import HostCache
 from ..hooks.guard import keep_training
 
 
@@ -74,6 +76,22 @@ class ExactChecks:
                 part.uninstall()
         with keep_training("restoring the execution mode"):
             self.sync.leave()
+
+    def begin_sweep(self, model: Any) -> None:
+        """L0, a window without the Cell hooks (auto checks' watched one):
+        probe the state :meth:`written_state` reads when it closes (the
+        exact window's ``install`` does so itself)."""
+        if self.level == "L0" and model is not None:  # on the host on CPU: cheaper than a device sum there
+            probe = probe_now if self.sync.enabled or self.sync.active else launch_sum
+            self.cells.sweep.begin(model, self.cells.modules, probe)
+
+    def written_state(self) -> list:
+        """L0: ``(name, owner)`` of the state of the models given to
+        ``start()`` that no Cell check reads and that went from finite to
+        inf/nan in the window (``l0.state_sweep``); read once per window."""
+        if self.level != "L0":
+            return []
+        return self.cells.sweep.changed(HostCache())
 
     def forget_probes(self) -> None:
         """Parameters may change (an optimizer step, ``Parameter.set_data``):

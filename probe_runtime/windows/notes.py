@@ -98,6 +98,23 @@ class Notes:
                         "outputs, returned but not differentiated")
         return self._write(OUTSIDE, labels, where, message)
 
+    def written_inside(self, written: list) -> bool:
+        """L0: state of the models given to ``start()`` that no Cell check
+        reads (a Parameter without gradient, a buffer, or a Parameter of a
+        Cell whose code calls a function that writes its arguments, as
+        ``ops.batch_norm`` does) was finite at ``start()`` and held inf/nan
+        when the window closed, and no record explains it
+        (``l0.state_sweep``): written in place by code inside its owner,
+        most likely, which returned finite values."""
+        labels = [f"Parameter {name}" for name, _ in written]
+        owners = list(dict.fromkeys(owner for _, owner in written))
+        message = (f"{shown_labels(labels)} of {', '.join(owners)} held inf/nan when the window closed, although "
+                   "it was finite at start() and no record of the window explains it: it was written in place in the "
+                   f"window, most likely by the own code of {', '.join(owners)} (a function that writes its "
+                   "arguments, as ops.batch_norm or F.batch_norm in training writes its running statistics: a batch "
+                   "of one leaves nan in the running variance); use level L1 to name the call")
+        return self._write(OUTSIDE, labels, None, message)
+
     def loss(self, labels: list, frames: tuple, aux: bool = False) -> bool:
         """L0: a gradient computation's forward output (the loss) held
         inf/nan before its backward pass, and no checked Cell made it.

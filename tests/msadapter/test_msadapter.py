@@ -324,3 +324,75 @@ def test_a_weight_holding_inf_at_start_is_named_by_its_module_name(python, tmp_p
     assert entered["source"] == "parameter" and entered["parameter"] == "0.weight", entered
     assert entered["at_start"] is True
     assert entered["message"].startswith("Parameter 0.weight already held inf/nan at start(); first used by ")
+
+
+#: ``CASE`` ``fbn``: a custom Module calling ``F.batch_norm`` on its own
+#: Parameters and buffers in ``forward`` (mindtorch's CPU kernel writes nan
+#: into ``b`` for the batch of one of step 1); ``noaff``: a
+#: ``BatchNorm1d(affine=False)``, whose ``F.batch_norm`` makes a zeros bias
+#: inside the call that the kernel writes nan into (nothing the user holds)
+WRITES_SCRIPT = """\
+import os
+import numpy as np
+import mindtorch, torch
+import torch.nn as nn
+import torch.nn.functional as F
+from probe_runtime import PrecisionDebugger
+CASE, LEVEL = os.environ["CASE"], os.environ["LEVEL"]
+class FBN(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+        self.w = nn.Parameter(torch.ones(4)); self.b = nn.Parameter(torch.zeros(4))
+        self.register_buffer("rm", torch.zeros(4)); self.register_buffer("rv", torch.ones(4))
+    def forward(self, x):
+        return F.batch_norm(self.fc(x), self.rm, self.rv, self.w, self.b, training=True)
+net = FBN() if CASE == "fbn" else nn.Sequential(nn.Linear(4, 4), nn.BatchNorm1d(4, affine=False), nn.Linear(4, 2))
+d = PrecisionDebugger(task='overflow_check', dump_path=os.path.abspath('dump'), level=LEVEL,
+                      checks=os.environ['CHECKS'])
+for step in range(2):
+    x = torch.tensor(np.random.RandomState(0).randn(1 if step == 1 else 4, 4).astype(np.float32))
+    d.start(net if LEVEL == 'L0' else None)
+    out = net(x)
+    d.stop()
+    d.step()
+    state = [t for t in list(net.parameters()) + list(net.buffers())]
+    print('step', step, 'out finite', bool(np.isfinite(out.asnumpy()).all()), 'state finite',
+          all(bool(np.isfinite(t.asnumpy()).all()) for t in state))
+"""
+
+
+def run_writes(python: Path, tmp_path: Path, case: str, level: str, checks: str) -> tuple[Optional[dict], str]:
+    script = tmp_path / "writes.py"
+    script.write_text(WRITES_SCRIPT)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PROBE_")}
+    env.update(CASE=case, LEVEL=level, CHECKS=checks)
+    proc = subprocess.run([str(python), str(script)], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr[-4000:]
+    return first_record(tmp_path / "dump"), proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize("checks", ["exact", "auto"])
+def test_l0_names_the_state_a_modules_own_f_batch_norm_wrote(python, tmp_path, checks):
+    """A custom Module's own ``F.batch_norm`` wrote nan into its bias, its
+    output finite: L0 does not read a plain Module's state after each call,
+    but the state the window closes with is read once; a note names the
+    bias and the Module (it said "no overflow found")."""
+    record, out = run_writes(python, tmp_path, "fbn", "L0", checks)
+    assert "step 1 out finite True state finite False" in out, out
+    assert "no overflow found" not in out
+    assert record is not None and record["step"] == 1 and record["origin"] is False, out[-3000:]
+    assert record["nonfinite"] == ["Parameter b"], record
+    assert "Module.FBN" in record["message"], record
+
+
+def test_l1_a_temporary_batch_norm_made_is_not_an_origin(python, tmp_path):
+    """``BatchNorm1d(affine=False)`` on a batch of one: mindtorch's
+    ``F.batch_norm`` makes a zeros bias, and the CPU kernel writes nan into
+    it; its result and the user's state stay finite. ``Primitive.Zeros``
+    was named the origin of nan it never made; nothing the user holds
+    overflowed."""
+    record, out = run_writes(python, tmp_path, "noaff", "L1", "exact")
+    assert "step 1 out finite True state finite True" in out, out
+    assert record is None, record
