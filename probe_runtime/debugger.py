@@ -195,13 +195,10 @@ class PrecisionDebugger(metaclass=MsprobeSingleton):
     def start(self, model: Any = None) -> None:
         """Start checking the calls that follow.
 
-        Args:
-            model: level L0: the network whose Cells are hooked (a Cell, a ``torch.nn.Module``
-                for PyTorch code on MindSpore, or a list/tuple of them). L1 ignores it (msprobe's).
-
-        Does nothing when the current step or this rank is not selected, ``overflow_nums``
-        is reached or the execution mode no longer fits the level (:class:`.gate.ModeWatch`:
-        nothing is installed, the step is said not checked). Never raises because of the tool.
+        ``model``: level L0: the network whose Cells are hooked (a Cell, a ``torch.nn.Module`` for
+        PyTorch code on MindSpore, or a list/tuple of them); L1 ignores it (msprobe's). Does nothing
+        when the step or rank is not selected, ``overflow_nums`` is reached or the execution mode no
+        longer fits the level (:class:`.gate.ModeWatch`). Never raises because of the tool.
 
         Raises:
             UsageError: L0 without a model or with a non-Cell (non-Module), or torch on MindSpore
@@ -231,8 +228,7 @@ class PrecisionDebugger(metaclass=MsprobeSingleton):
             self._unpatch()
 
     def stop(self) -> None:
-        """Stop checking, remove the patches and resolve every pending check
-        (records are on disk when it returns)."""
+        """Stop checking, remove the patches and resolve every pending check (records on disk after)."""
         self.windows.resume = None  # step() opens no window until the next start()
         self._end()
 
@@ -258,11 +254,7 @@ class PrecisionDebugger(metaclass=MsprobeSingleton):
         self.windows.stepped(self.start, resume)
 
     def set_init_step(self, step: int) -> None:
-        """Set the number of the current step (e.g. when resuming).
-
-        Raises:
-            ValueError: ``step`` is not an int >= 0.
-        """
+        """Set the number of the current step (e.g. when resuming). Raises ValueError unless an int >= 0."""
         self.state.set_step(step)
 
     forward_backward_dump_end = stop  # msprobe's older name of stop() (8.1.2 docs: "will be removed")
