@@ -59,6 +59,22 @@ def write_runtime_config(folder: Path, *, level: str = "L1", nums: int = -1, dum
     return path
 
 
+def float16_mlp() -> tuple:
+    """(net, optimizer, grad_fn): a float16 MLP 8-16-1 (seed 3), SGD with
+    learning rate 0.1, and the value and gradients of its float32 squared
+    error, ``grad_fn(x, y)``."""
+    import mindspore as ms
+    from mindspore import nn
+
+    ms.set_seed(3)
+    net = nn.SequentialCell([nn.Dense(8, 16), nn.ReLU(), nn.Dense(16, 1)])
+    net.to_float(ms.float16)
+    optimizer = nn.SGD(net.trainable_params(), learning_rate=0.1)
+    grad_fn = ms.value_and_grad(lambda x, y: ((net(x).astype(ms.float32) - y) ** 2).mean(), None,
+                                optimizer.parameters)
+    return net, optimizer, grad_fn
+
+
 def train_mlp(debugger: Any = None, *, level: str = "L1", between: Optional[Callable[[int], None]] = None,
               steps: int = 3, overflow: Callable[[int], bool] = lambda step: step >= 1) -> tuple[list, list]:
     """(losses, gradients) as numpy arrays of ``steps`` training steps of a
@@ -68,15 +84,10 @@ def train_mlp(debugger: Any = None, *, level: str = "L1", between: Optional[Call
     step, and ``between(step)`` runs after it."""
     import mindspore as ms
     import numpy as np
-    from mindspore import Tensor, nn
+    from mindspore import Tensor
 
     ms.set_context(mode=ms.PYNATIVE_MODE)
-    ms.set_seed(3)
-    net = nn.SequentialCell([nn.Dense(8, 16), nn.ReLU(), nn.Dense(16, 1)])
-    net.to_float(ms.float16)
-    optimizer = nn.SGD(net.trainable_params(), learning_rate=0.1)
-    grad_fn = ms.value_and_grad(lambda x, y: ((net(x).astype(ms.float32) - y) ** 2).mean(), None,
-                                optimizer.parameters)
+    net, optimizer, grad_fn = float16_mlp()
     rng = np.random.default_rng(0)
     losses: list = []
     grads_seen: list = []

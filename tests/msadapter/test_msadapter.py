@@ -268,15 +268,24 @@ for step in range(2):
 """
 
 
-def run_state(python: Path, tmp_path: Path, case: str, level: str, checks: str) -> tuple[dict, Path]:
-    """STATE_SCRIPT in its own process; (its first record, the script)."""
-    script = tmp_path / "state.py"
-    script.write_text(STATE_SCRIPT)
+def run_case(python: Path, tmp_path: Path, name: str, text: str, case: str, level: str,
+             checks: str) -> subprocess.CompletedProcess:
+    """``text`` written to ``tmp_path/name`` and run there with CASE, LEVEL
+    and CHECKS set (no PROBE_ variable of the caller's); it must succeed."""
+    script = tmp_path / name
+    script.write_text(text)
     env = {k: v for k, v in os.environ.items() if not k.startswith("PROBE_")}
     env.update(CASE=case, LEVEL=level, CHECKS=checks)
     proc = subprocess.run([str(python), str(script)], cwd=tmp_path, env=env, capture_output=True, text=True,
                           timeout=300)
     assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr[-4000:]
+    return proc
+
+
+def run_state(python: Path, tmp_path: Path, case: str, level: str, checks: str) -> tuple[dict, Path]:
+    """STATE_SCRIPT in its own process; (its first record, the script)."""
+    script = tmp_path / "state.py"
+    proc = run_case(python, tmp_path, script.name, STATE_SCRIPT, case, level, checks)
     if case == "bn1":  # what the user's run does without the tool, untouched
         assert "step 1 bias finite False" in proc.stdout, proc.stdout
     record = first_record(tmp_path / "dump")
@@ -363,13 +372,8 @@ for step in range(2):
 
 
 def run_writes(python: Path, tmp_path: Path, case: str, level: str, checks: str) -> tuple[Optional[dict], str]:
-    script = tmp_path / "writes.py"
-    script.write_text(WRITES_SCRIPT)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PROBE_")}
-    env.update(CASE=case, LEVEL=level, CHECKS=checks)
-    proc = subprocess.run([str(python), str(script)], cwd=tmp_path, env=env, capture_output=True, text=True,
-                          timeout=300)
-    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr[-4000:]
+    """WRITES_SCRIPT in its own process; (its first record or None, its output)."""
+    proc = run_case(python, tmp_path, "writes.py", WRITES_SCRIPT, case, level, checks)
     return first_record(tmp_path / "dump"), proc.stdout + proc.stderr
 
 

@@ -43,7 +43,9 @@ np = pytest.importorskip("numpy")
 from mindspore import Tensor, nn, ops  # noqa: E402
 
 from probe_runtime import PrecisionDebugger, lifecycle  # noqa: E402
-from runtime_support import assert_origin_invariant, dump_records, isolate, write_runtime_config  # noqa: E402
+from runtime_support import (  # noqa: E402
+    assert_origin_invariant, dump_records, float16_mlp, isolate, write_runtime_config,
+)
 
 ms.set_context(mode=ms.PYNATIVE_MODE)
 #: the step whose batch overflows float16 in the training of :func:`train`
@@ -96,12 +98,7 @@ def train(debugger: Any, level: str, pattern: str, steps: int = 5,
     At L0 ``start`` gets the net. Where ``evaluate(step)``, the step runs
     the net's forward pass alone (an evaluation step: no gradients, no
     update)."""
-    ms.set_seed(3)
-    net = nn.SequentialCell([nn.Dense(8, 16), nn.ReLU(), nn.Dense(16, 1)])
-    net.to_float(ms.float16)
-    optimizer = nn.SGD(net.trainable_params(), learning_rate=0.1)
-    grad_fn = ms.value_and_grad(lambda x, y: ((net(x).astype(ms.float32) - y) ** 2).mean(), None,
-                                optimizer.parameters)
+    net, optimizer, grad_fn = float16_mlp()
     rng = np.random.default_rng(0)
 
     def start() -> None:
