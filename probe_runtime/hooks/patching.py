@@ -4,7 +4,9 @@
 the optimizer watch, the sentinel's two wrappers): :meth:`Patches.apply`
 sets ``(owner, attr, value)`` triples and remembers what each attribute
 was, :meth:`Patches.remove` puts everything back in reverse order, deleting
-what was inherited (:data:`MISSING`) instead of leaving a copy on the owner.
+what was inherited (:data:`MISSING`) instead of leaving a copy on the owner;
+an attribute another tool set over ours in the meantime is left as that
+tool set it (its patch is not undone by ours).
 A module namespace is patched by swapping its class
 (:func:`patched_module_class`) instead of writing every attribute.
 
@@ -62,8 +64,9 @@ class Patches:
     a context manager that removes them on exit)."""
 
     def __init__(self) -> None:
-        # (owner, attr, original or MISSING), or (module, None, {attr: original or MISSING}) for a Plan's group
-        self._saved: list[tuple[Any, Any, Any]] = []
+        # (owner, attr, original or MISSING, ours), or (module, None, {attr: original or MISSING}, {attr: ours})
+        # for a Plan's group
+        self._saved: list[tuple[Any, Any, Any, Any]] = []
         self._count = 0
 
     def __len__(self) -> int:
@@ -93,7 +96,7 @@ class Patches:
             if attr is None:  # a Plan's group of one module's attributes
                 namespace = owner.__dict__
                 get = namespace.get
-                append((owner, None, {name: get(name, missing) for name in value}))
+                append((owner, None, {name: get(name, missing) for name in value}, value))
                 namespace.update(value)
                 self._count += len(value)
                 continue
@@ -104,25 +107,36 @@ class Patches:
                 if skip_refused:
                     continue
                 raise
-            append((owner, attr, original))
+            append((owner, attr, original, value))
             self._count += 1
         return self._count
 
     def remove(self) -> None:
         """Put every patched attribute back in reverse order; one that was
-        inherited is deleted. Never raises (an owner may be gone at
-        interpreter exit); safe to call twice."""
+        inherited is deleted. An attribute that no longer holds what this
+        group set (another tool patched it over ours since) is left alone:
+        putting ours back would undo that tool's patch. Never raises (an
+        owner may be gone at interpreter exit); safe to call twice."""
         saved, self._saved, self._count = self._saved, [], 0
-        for owner, attr, original in reversed(saved):
+        missing = MISSING
+        for owner, attr, original, ours in reversed(saved):
             try:
                 if attr is None:
                     namespace = owner.__dict__
+                    get = namespace.get
                     for name, value in original.items():
-                        if value is MISSING:
-                            namespace.pop(name, None)
+                        if get(name, missing) is not ours[name]:
+                            continue
+                        if value is missing:
+                            del namespace[name]
                         else:
                             namespace[name] = value
-                elif original is MISSING:
+                elif attr == "__class__":
+                    if type(owner) is ours:
+                        owner.__class__ = original
+                elif owner.__dict__.get(attr, missing) is not ours:
+                    continue
+                elif original is missing:
                     delattr(owner, attr)
                 else:
                     setattr(owner, attr, original)

@@ -52,3 +52,55 @@ def test_the_same_attribute_twice_keeps_the_order():
     assert module.exp == "second"
     patches.remove()
     assert module.exp == "exp"
+
+
+def test_a_patch_another_tool_made_over_ours_is_left_in_place():
+    module = types.ModuleType("fake_ops")
+    module.exp = "exp"
+
+    class Owner:
+        method = "method"
+
+    class Base:
+        pass
+
+    class Swapped(Base):
+        pass
+
+    instance = Base()
+    patches = Patches()
+    patches.apply(Plan([(module, "exp", "ours"), (Owner, "method", "ours"), (instance, "__class__", Swapped)]))
+    module.exp, Owner.method = "theirs", "theirs"  # another tool wraps what it finds: ours
+    instance.__class__ = Base  # and someone put the class back already
+    patches.remove()
+    assert (module.exp, Owner.method, type(instance)) == ("theirs", "theirs", Base)
+    patches.apply(Plan([(module, "exp", "ours again")]))
+    patches.remove()
+    assert module.exp == "theirs"  # what was there when the group was applied
+
+
+def test_cell_calls_does_not_undo_a_patch_made_while_armed():
+    nn = __import__("pytest").importorskip("mindspore").nn
+    from probe_runtime.windows.activity import CellCalls
+
+    mindspores = nn.Cell.__dict__["__call__"]
+    seen = []
+
+    calls = CellCalls()
+    calls.arm()
+    ours = nn.Cell.__dict__["__call__"]
+    assert ours is not mindspores
+
+    def theirs(cell, *args, **kwargs):  # another tool's wrapper over whatever it found
+        seen.append(type(cell).__name__)
+        return ours(cell, *args, **kwargs)
+
+    nn.Cell.__call__ = theirs
+    try:
+        nn.ReLU()(__import__("mindspore").Tensor([1.0]))
+        assert calls.seen and seen == ["ReLU"]
+        assert nn.Cell.__dict__["__call__"] is theirs  # the first call put nothing back over it
+        calls.disarm()
+        assert nn.Cell.__dict__["__call__"] is theirs
+    finally:
+        nn.Cell.__call__ = mindspores
