@@ -29,6 +29,7 @@ import functools
 import sys
 from typing import Any, Callable, Iterable, Optional
 
+from ..check.by_design import KEEP_VALUES, api_word
 from ..check.names import layer_parameter_type
 from ..check.probes import launch_sum, probe_now
 from ..check.verdict import framework_error, is_floating, is_parameter, is_tensor, iter_tensors, surfaced
@@ -417,8 +418,16 @@ class Wrappers:
         kernel wrote, not what its maker made (a fresh review got
         ``Primitive.Zeros.0.forward`` as the origin). What the kernel leaves
         in such a temporary nobody reads; what reaches ``outer``'s result is
-        judged with ``outer``."""
+        judged with ``outer``. An ``outer`` that only moves, keeps or writes
+        values (``by_design.KEEP_VALUES``: ``masked_fill``, ``__setitem__``,
+        casts) keeps none: what it makes inside is the value it writes
+        (``masked_fill(mask, -1e9)`` in float16 casts -1e9 to -inf first),
+        which matters only where it reaches ``outer``'s result, judged with
+        ``outer``; with an all-False mask nothing is written, and a hunt
+        found such a cast recorded as an overflow in every step."""
         if len(nested) == 1 and nested[0][4] is output:
+            return None
+        if api_word(outer.api) in KEEP_VALUES:
             return None
         own = {id(t) for t in iter_tensors(output)}
         handed: set = set()

@@ -287,3 +287,44 @@ def test_a_mask_whose_backward_only_carries_nan_is_not_an_origin(tmp_path, monke
         origins = [name for _, name, origin in records if origin]
         assert origins == ["Functional.log.0.forward"], records
         assert "Tensor.masked_fill.0.backward" in [name for _, name, _ in records]
+
+
+def _float16_fill(how, mask_at):
+    """Three forward steps over float16 scores filled where ``mask`` holds,
+    as ``how`` says, with a value float16 cannot hold (-1e9 or 1e5: the
+    fill casts it to -inf or +inf first); the mask is all False except in
+    the step ``mask_at``. The scores are consumed by a softmax; with
+    1e5 the +inf written in step ``mask_at`` is a real overflow."""
+    def scenario(debugger):
+        for step in range(STEPS):
+            scores = ops.mul(Tensor(np.ones((2, 4), np.float16)), 3.0)
+            mask = np.zeros((2, 4), bool)
+            if step == mask_at:
+                mask[:, 3] = True
+            debugger.start()
+            if how == "masked_fill":
+                scores = scores.masked_fill(Tensor(mask), -1e9)
+            elif how == "setitem":
+                scores[Tensor(mask)] = -1e9
+            else:
+                scores[Tensor(mask)] = 1e5
+            ops.softmax(scores.astype(ms.float32), axis=-1).sum().asnumpy()
+            debugger.stop()
+            debugger.step()
+    return scenario
+
+
+@pytest.mark.parametrize("how", ["masked_fill", "setitem", "setitem_plus"])
+def test_a_float16_fill_with_an_all_false_mask_is_no_overflow(tmp_path, monkeypatch, how):
+    """A fresh hunt: ``scores.masked_fill(mask == 0, -1e9)`` in float16
+    (the Annotated Transformer's idiom) with no padding in the batch writes
+    nothing, yet the cast of -1e9 to float16 made inside the call (-inf)
+    was recorded in every step, with ``overflow_nums`` 1 hiding the real
+    overflow. Nothing is written, so nothing is recorded; a +inf written
+    where the mask holds is still the origin, in its step."""
+    default, exact = _run_both(tmp_path, monkeypatch, _float16_fill(how, mask_at=2 if how == "setitem_plus" else None))
+    if how == "setitem_plus":
+        assert default[0] == exact[0] == (2, "Tensor.__setitem__.0.forward", True)
+        assert all(step == 2 for step, _, _ in exact), exact
+    else:
+        assert default == exact == []
