@@ -61,6 +61,8 @@ class Window:
         optimizers: ``id()`` of the optimizers whose state was judged in it.
         found_step: ``RunState.found`` when the optimizer step being run
             began (records written since were made by its own calls).
+        nested: a gradient computation nested in another's forward pass
+            returned inf/nan that no record explained (its note is written).
     """
 
     kind: Kind
@@ -72,6 +74,7 @@ class Window:
     bad_before: bool = False
     optimizers: set = field(default_factory=set)
     found_step: int = 0
+    nested: bool = False
 
 
 class Windows:
@@ -359,6 +362,14 @@ class Windows:
         """A gradient computation returned (the gradient watch judged it)."""
         computation.step = self.state.step
         self.watched.on_computation(computation)
+        window = self.current
+        if (computation.nested and computation.complete and computation.nonfinite and window is not None
+                and window.kind is Kind.EXACT and not self.stopped()):
+            # a gradient of a gradient (a gradient penalty): the inner computation's backward is not checked call
+            # by call, so the first call taking its inf/nan was said to get it from outside the window
+            self.checker.flush()
+            if not self.explained(window) and not window.nested:
+                window.nested = self.notes.nested_backward(computation.nonfinite, computation.frames)
 
     def on_forward(self, computation: Any) -> None:
         """L0, exact window: a gradient computation's forward pass returned
@@ -388,7 +399,8 @@ class Windows:
         if self.explained(window):
             return
         self.checker.loss_nonfinite = True
-        self.notes.loss(bad, computation.frames, aux=aux)
+        if not window.nested:  # else the loss took what a nested gradient computation returned: said already
+            self.notes.loss(bad, computation.frames, aux=aux)
 
     def _resolve_sentinel(self) -> None:
         """Sentinel checks: inf/nan in what the window's gradient

@@ -98,6 +98,18 @@ class Notes:
                         "outputs, returned but not differentiated")
         return self._write(OUTSIDE, labels, where, message)
 
+    def nested_backward(self, labels: list, frames: tuple) -> bool:
+        """A gradient computation run inside another's forward pass (a
+        gradient of a gradient: a gradient penalty, MAML) returned inf/nan,
+        and no checked call or Cell made it: its own backward pass, which
+        gets forward checks only (``docs/checks.md``), made it."""
+        where = self.records.where(frames)
+        message = (f"inf/nan in {shown_labels(labels)}, returned by the gradient computation at {where}, which ran "
+                   f"inside another gradient computation's forward pass (a gradient of a gradient), and no checked "
+                   f"{self._checked} made it: the overflow started in its backward pass, which is checked only as a "
+                   "whole (what it returns), not call by call; calls that take its result carry it")
+        return self._write(OUTSIDE, labels, where, message)
+
     def written_inside(self, written: list) -> bool:
         """L0: state of the models given to ``start()`` that no Cell check
         reads (a Parameter without gradient, a buffer, or a Parameter of a
