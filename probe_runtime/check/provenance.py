@@ -187,6 +187,19 @@ def forward_clean(calls: Any, cache: HostCache) -> bool:
     return True
 
 
+def tied_gradient_nonfinite(call: Any, cache: HostCache) -> bool:
+    """L0, a ``parameters_grad`` entry: another Cell of the step took one of
+    its Parameters as an argument (``tied``: a tied weight, an embedding
+    table handed to the output head) and that Cell's gradient w.r.t. its
+    inputs holds inf/nan. The Parameter's gradient is the sum of both, so
+    the entry carries what that Cell's backward made; a hunt found it
+    called a second ORIGIN beside the head's backward."""
+    for other in getattr(call, "tied", ()):
+        if any(not cache.finite(t) for t in iter_tensors(getattr(other, "grad_inputs", None) or ())):
+            return True
+    return False
+
+
 def own_parameters_finite(call: Any, cache: HostCache) -> tuple[bool, Optional[str]]:
     """L0, read only when a Cell's output overflowed from finite inputs:
     whether its own Parameters were finite when it was called (the probes

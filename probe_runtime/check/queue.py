@@ -35,6 +35,7 @@ from ..state import RunState
 from .by_design import ByDesign, Decision, consumed_by_cell, decide
 from .collective import collective_of, collective_tensors, pass_up, through_collective
 from .provenance import (all_finite, backward_maker, entered, entry_tensors, forward_clean, inner_origin, mark_parent,
+                         tied_gradient_nonfinite,
                          masked_call, own_backward_message, own_construct_between_message, own_construct_message,
                          own_parameters_finite,
                          stale_parameters, top_hint, top_output_overflowed, top_overflow, written_nonfinite)
@@ -536,7 +537,8 @@ class Checker:
             # gradients computed from non-finite forward values carry that overflow, and so do all of them once
             # the loss itself was not finite (L0: made outside the checked Cells, said by an ``outside`` record)
             origin = not self.loss_nonfinite and \
-                forward_clean(call.owner_calls if kind == "parameters_grad" else (call,), cache)
+                forward_clean(call.owner_calls if kind == "parameters_grad" else (call,), cache) and \
+                not (kind == "parameters_grad" and tied_gradient_nonfinite(call, cache))
         if verdict.origin:
             mark_parent(kind, call)
             pass_up(kind, call, origin, False)

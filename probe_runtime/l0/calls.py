@@ -69,6 +69,8 @@ class CellCall:
     #: a sub-Cell call in it took tensors inside a list, tuple or dict, which get no gradient hook: that
     #: sub-Cell's own backward cannot be told from this Cell's own code (``check.provenance.backward_maker``)
     unhooked_child: bool = False
+    #: the Parameters among its positional arguments (a tied weight handed to it), as given, before any hook
+    parameter_args: list = field(default_factory=list)
     #: a tensor among its outputs got no gradient hook (in a list or dict, nested deeper than a tuple's top
     #: level, or in a tuple whose class cannot be rebuilt): the gradient w.r.t. its outputs is not all known,
     #: so its backward and ``parameters_grad`` entries are never an origin (``check.provenance.forward_clean``)
@@ -168,12 +170,16 @@ class ParamGradCall:
         owner: the Cell's latest call in the step (gives ``where`` and the
             gradients w.r.t. its outputs that the origin test compares to).
         owner_calls: every call of the Cell in the step.
+        tied: calls of other Cells in the step that took one of these
+            Parameters as an argument (a tied weight): their gradients
+            w.r.t. their inputs add up into the Parameter's gradient.
     """
 
     prefix: str
     owner: Optional[CellCall]
     owner_calls: list
     grads: dict = field(default_factory=dict)
+    tied: list = field(default_factory=list)
     step: int = 0
     queued: bool = False
 

@@ -29,7 +29,7 @@ from typing import Any, Callable, Optional
 
 from ..check.names import parameter_name
 from ..check.probes import launch_sum, probe_now, snapshot
-from ..check.verdict import framework_error, is_tensor, iter_tensors
+from ..check.verdict import framework_error, is_parameter, is_tensor, iter_tensors
 from ..hooks.backward import HookMaker, hook_gradients, register_grad_hook, release
 from ..hooks.frames import capture_frames
 from ..hooks.guard import jit_tracing
@@ -418,6 +418,7 @@ class CellHooks:
                 call = CellCall(prefix, sink.next_index(prefix), parent, args, dict(kwargs) if kwargs else {},
                                 capture_frames(sys._getframe(1)), target.params)
                 call.params_at_start = not self.params_changed  # a Parameter argument: as it was at start()?
+                call.parameter_args = [a for a in args if is_parameter(a)]  # a tied weight (the hooks copy args)
                 probes = self._probes.get(prefix) or self._probe_again(target)
                 if probes is not None:
                     call.param_probe, call.params_at_start = probes
@@ -608,6 +609,7 @@ class CellHooks:
     def _make_param_hook(self, target: Target, param_name: str):
         sink = self.sink
         prefix = target.prefix
+        param = target.params[param_name]
 
         def param_hook(grad: Any) -> None:
             if not sink.live or "parameters" in self.broken:
@@ -619,12 +621,26 @@ class CellHooks:
                     entry = ParamGradCall(prefix, calls[-1] if calls else None, calls)
                     self._param_calls[prefix] = entry
                 entry.grads[param_name] = grad
+                entry.tied.extend(self._tied_calls(prefix, param, entry.tied))
                 sink.on_param_grad(entry)
             except Exception as err:
                 self._fail("parameters", err)
             return None
 
         return param_hook
+
+    def _tied_calls(self, prefix: str, param: Any, known: list) -> list:
+        """The calls of the step of Cells other than ``prefix`` that took
+        ``param`` itself as an argument (a tied weight: a language model's
+        embedding table handed to its output head), not in ``known``."""
+        found = []
+        for other, calls in self._calls_by_prefix.items():
+            if other == prefix:
+                continue
+            for call in calls:
+                if call not in known and any(t is param for t in call.parameter_args):
+                    found.append(call)
+        return found
 
 
 def force_forward_hook(cell: Any, hook: Any) -> Any:
