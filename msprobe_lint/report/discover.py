@@ -5,8 +5,12 @@ step and rank come from the folders above it (``step{N}``, ``rank{R}``,
 ``rank`` alone when not distributed), in either nesting, below an optional
 ``graph/`` or ``pynative/`` (msprobe's split of a run with mindspore.jit
 parts); the dump path may itself be a step or rank folder. Folders more
-than four levels below the dump path are not searched, and soft links to
-folders are not followed.
+than four levels below the dump path are not searched. Soft links to
+folders are followed (a step kept on another disk), each folder read once:
+a second way to the same folder (a loop, or ``step5`` linked to
+``step2``) and a link to nothing are named in the problems, never skipped
+in silence (a fresh user's finding: a linked step was left out and the
+report named a later step as the start).
 """
 from __future__ import annotations
 
@@ -61,6 +65,12 @@ def iter_rank_folders(root: Path, problems: list[tuple[str, str]]) -> Iterator[R
     # step roots still to walk: (step key, path, step, rank, depth, variant), smallest step first
     pending: list[tuple[int, str, Optional[int], Optional[int], int, str]] = [
         (_key(step), str(root), step, rank, 0, "")]
+    seen: dict[tuple[int, int], str] = {}  # (st_dev, st_ino) of each folder walked: the path it was read by
+    try:
+        info = root.stat()
+        seen[(info.st_dev, info.st_ino)] = str(root)
+    except OSError:
+        pass  # the listing below names the problem
     while pending:
         key = pending[0][0]
         roots = []
@@ -68,16 +78,17 @@ def iter_rank_folders(root: Path, problems: list[tuple[str, str]]) -> Iterator[R
             roots.append(heapq.heappop(pending))
         found: list[tuple[int, str, Optional[int], frozenset, str]] = []
         for _, path, step, rank, depth, variant in roots:
-            _walk(path, step, rank, depth, variant, found, pending, problems)
+            _walk(path, step, rank, depth, variant, found, pending, problems, seen)
         found.sort(key=lambda f: (f[0], f[1]))
         for _, path, rank, files, variant in found:
             yield RankFolder(roots[0][2], rank, path, files, variant)
 
 
 def _walk(folder: str, step: Optional[int], rank: Optional[int], depth: int, variant: str, found: list,
-          pending: list, problems: list[tuple[str, str]]) -> None:
+          pending: list, problems: list[tuple[str, str]], seen: dict[tuple[int, int], str]) -> None:
     """Collect the rank folders of one step under ``folder``; a step folder
-    below it goes to ``pending`` (walked when its step comes)."""
+    below it goes to ``pending`` (walked when its step comes). ``seen``
+    maps each folder already taken to the path it was taken by."""
     stack = [(folder, rank, depth, variant)]
     while stack:
         current, rank, depth, variant = stack.pop()
@@ -96,11 +107,15 @@ def _walk(folder: str, step: Optional[int], rank: Optional[int], depth: int, var
         if not os.access(current, os.X_OK):  # listed, but its folders cannot be entered
             problems.append((current, os.strerror(errno.EACCES)))
             continue
-        children = sorted(e.name for e in entries if _is_dir(e))
-        for name in reversed(children):
+        # folders first, then soft links: a link to a folder listed here too is the second way to it
+        children = sorted(((e.is_symlink(), e.name), e) for e in entries if _is_dir(e) or e.is_symlink())
+        for (_, name), entry in children:
             child = f"{current}{os.sep}{name}" if not current.endswith(os.sep) else current + name
             is_step, child_step = parse_step(name)
             is_rank, child_rank = parse_rank(name)
+            if not (is_step or is_rank or (name in MODE_DIRS and depth == 0)) or not _first_visit(
+                    entry, child, seen, problems):
+                continue
             if is_step:
                 heapq.heappush(pending, (_key(child_step), child, child_step, rank, depth + 1, variant))
             elif is_rank:
@@ -115,3 +130,25 @@ def _is_dir(entry: os.DirEntry) -> bool:
         return entry.is_dir(follow_symlinks=False)
     except OSError:
         return False
+
+
+def _first_visit(entry: os.DirEntry, path: str, seen: dict[tuple[int, int], str],
+                 problems: list[tuple[str, str]]) -> bool:
+    """Whether to walk ``path``: a folder, or a soft link to one, not taken
+    before by another path. A link to nothing (or to a file), and a second
+    path to a folder already taken, are appended to ``problems``."""
+    try:
+        info = entry.stat()  # follows a soft link
+    except OSError as err:
+        problems.append((path, f"a soft link to {os.readlink(path) if entry.is_symlink() else path} that "
+                               f"cannot be followed ({err.strerror or err}): not read"))
+        return False
+    if not entry.is_dir():
+        if entry.is_symlink():
+            problems.append((path, f"a soft link to {os.readlink(path)}, not a folder: not read"))
+        return False
+    first = seen.setdefault((info.st_dev, info.st_ino), path)
+    if first != path:
+        problems.append((path, f"the same folder as {first} (a soft link): not read twice"))
+        return False
+    return True

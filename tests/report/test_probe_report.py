@@ -656,3 +656,35 @@ def test_an_empty_dump_path_is_refused_not_the_current_folder(tmp_path, fmt):
     assert "empty DUMP_PATH" in said, (proc.stdout, proc.stderr)
     status, out, err = report("", fmt)
     assert status == 2 and "Functional.exp" not in out
+
+
+def test_soft_linked_step_folders_are_followed_and_read_once(tmp_path):
+    """A fresh user's finding: a step folder kept elsewhere and linked into
+    the dump path was skipped in silence, and the report named a later step
+    as where the overflow started. Links to folders are followed; a second
+    way to a folder already read, and a link to nothing, are warnings."""
+    elsewhere = tmp_path / "disk2" / "step0"
+    shutil.copytree(DATA / "ours" / "step0", elsewhere)
+    root = tmp_path / "dump"
+    shutil.copytree(DATA / "ours" / "step1", root / "step1")
+    (root / "step0").symlink_to(elsewhere, target_is_directory=True)
+    status, out, err = report(root)
+    assert status == 0 and err == "", err
+    assert out.splitlines()[0].startswith("step0/rank1")
+    assert "Overflow started in step0/rank1: Functional.exp.3.forward" in out.splitlines()[-1]
+    # a second way to step0, a loop back to the dump path, a link to nothing
+    (root / "step7").symlink_to(root / "step0", target_is_directory=True)
+    (root / "step1" / "rank3").symlink_to(root, target_is_directory=True)
+    (root / "step9").symlink_to(tmp_path / "gone", target_is_directory=True)
+    status, out, err = report(root, "text", "--all")
+    assert status == 0 and "Overflow started in step0/rank1" in out.splitlines()[-1]
+    headers = [line.split()[0] for line in out.splitlines() if line.startswith("step")]
+    assert headers == ["step0/rank1", "step1/rank1"], out
+    assert sorted(err.splitlines()) == [
+        f"probe: warning: {root / 'step1' / 'rank3'}: the same folder as {root} (a soft link): not read twice",
+        f"probe: warning: {root / 'step7'}: the same folder as {root / 'step0'} (a soft link): not read twice",
+        f"probe: warning: {root / 'step9'}: a soft link to {tmp_path / 'gone'} that cannot be followed "
+        "(No such file or directory): not read"], err
+    problems = strict_json(report(root, "json")[1])["problems"]
+    assert sorted(p["path"] for p in problems) == [str(root / "step1" / "rank3"), str(root / "step7"),
+                                                   str(root / "step9")]
