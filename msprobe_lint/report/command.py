@@ -170,8 +170,8 @@ def run(dump_path: str, fmt: str = "text", out: Optional[IO[str]] = None, err: O
     warn = fmt != "json" or unwritten
     if warn:
         _warn(err, result.problems)
-        if not result.summary.records:
-            err.write(shown(f"probe: {'error' if status == ExitStatus.USAGE else 'note'}: {result.message}") + "\n")
+    if not result.summary.records and (warn or status == ExitStatus.USAGE):  # an error is said on stderr too
+        err.write(shown(f"probe: {'error' if status == ExitStatus.USAGE else 'note'}: {result.message}") + "\n")
     before = len(result.problems)
     pieces = iter(pieces)
     first = next(pieces, None)

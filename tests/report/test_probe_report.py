@@ -167,6 +167,11 @@ def test_missing_and_not_a_folder(tmp_path):
     assert status == 2 and "no such file or directory" in err
     (tmp_path / "file").write_text("x")
     assert report(tmp_path / "file")[0] == 2
+    # JSON on stdout says why, and so does stderr, as for text (a fresh user's finding: `-f json | jq` hid it)
+    status, out, err = report(tmp_path / "nope", "json")
+    assert status == 2 and strict_json(out)["summary"]["message"].endswith("nope: no such file or directory")
+    assert err == f"probe: error: {tmp_path / 'nope'}: no such file or directory\n"
+    assert report(tmp_path, "json")[2] == ""  # no dump found: a note, in the JSON only
 
 
 def test_truncated_dump_and_overflow_json(tmp_path):
