@@ -350,3 +350,39 @@ def test_config_owned_by_another_user_is_pl408_simulated(tmp_path, monkeypatch):
     else:
         assert [c for c, _ in found] == ["PL408"] and "belongs to another user" in found[0][1]
     assert stat.S_IMODE(path.stat().st_mode) == 0o640
+
+
+def test_config_own_path_gets_pl402_and_pl403_with_check_fs(tmp_path, monkeypatch):
+    """A fresh user's finding: msprobe checks the config file's own real
+    path for its characters and length as it reads it (so a config under
+    "my configs/" stops the job), but the lint looked at the paths inside
+    the config only. With --check-fs (always in the gate) it looks at the
+    config's real path too; without it, where the config will live is not
+    known."""
+    def codes(path, check_fs=True):
+        run = lint_paths([str(path)], LintOptions(isolated=True, check_fs=check_fs, framework="mindspore",
+                                                  mode="pynative"))
+        return [(d.code, d.message) for r in run.results for d in r.diagnostics if d.code in ("PL402", "PL403")]
+
+    spaced = tmp_path / "my configs"
+    spaced.mkdir()
+    path = write_config(spaced, CONFIG)
+    path.chmod(0o640)
+    found = codes(path)
+    assert [c for c, _ in found] == ["PL402"] and f"real path {path}" in found[0][1] and "' '" in found[0][1]
+    assert codes(path, check_fs=False) == []
+    monkeypatch.chdir(tmp_path)  # a real path over 4096 characters, read through a short relative one
+    for _ in range(17):
+        os.mkdir("d" * 250)
+        os.chdir("d" * 250)
+    write_config(Path("."), CONFIG).chmod(0o640)
+    found = codes(Path("config.json"))
+    assert [c for c, _ in found] == ["PL403"] and "characters long; the limit is 4096" in found[0][1], found
+    monkeypatch.chdir(tmp_path)
+    # the real path is judged: a clean link to the spaced folder is PL406 (a link) and PL402, not clean
+    clean = tmp_path / "clean"
+    clean.symlink_to(spaced, target_is_directory=True)
+    assert [c for c, _ in codes(clean / path.name)] == ["PL402"]
+    assert [c for c, _ in fs_codes(clean / path.name)] == ["PL406"]
+    done = run_probe("lint", "--isolated", "--check-fs", str(path))
+    assert done.returncode == 1 and "PL402" in done.stdout and "Traceback" not in done.stderr

@@ -5,7 +5,8 @@ only ``[A-Za-z0-9_./-]``, at most 4096 characters with no component over
 absolute paths, which msprobe's docs ask for; and no placeholder copied
 from the docs (PL409, reported instead of the others for that path).
 PL406-PL408 look at the filesystem and run only with ``--check-fs``
-(always in probe_runtime).
+(always in probe_runtime); so do PL402 and PL403 on the config file's own
+path, which msprobe checks as it reads it.
 """
 from __future__ import annotations
 
@@ -116,7 +117,9 @@ def bad_characters(config: ConfigView, context: Context) -> Iterator[Finding]:
     """
     msprobe refuses any path with a character outside letters, digits, '_',
     '.', '/' and '-': spaces, non-ASCII letters, ':' and the like stop the
-    job when it first writes.
+    job when it first writes. With --check-fs (always in probe_runtime) the
+    config file's own real path is checked too: msprobe reads it only
+    through the same check.
 
     Bad:
         "dump_path": "/home/my data/dump"
@@ -132,6 +135,12 @@ def bad_characters(config: ConfigView, context: Context) -> Iterator[Finding]:
         yield Finding("PL402", f"{name} has characters msprobe rejects: {shown}", pointer=ptr,
                       hint=f"use only letters, digits, '_', '.', '/', '-', e.g. {cleaned}",
                       fix=_rewrite(ptr, cleaned, "replace the rejected characters with '_'"))
+    own = _config_real_path(config, context)
+    if own is not None and not ALLOWED.match(own):
+        shown = " ".join(repr(c) for c in sorted({c for c in own if not ALLOWED.match(c)})[:8])
+        yield Finding("PL402", f"the config file's real path {own} has characters msprobe rejects: {shown} "
+                               "(it checks the config's own path too)",
+                      hint=f"move or rename the config, e.g. to {DISALLOWED_RUN.sub('_', own)}")
 
 
 @rule("PL409", "path-placeholder", "error", "Path is a placeholder copied from the docs")
@@ -176,6 +185,24 @@ def too_long(config: ConfigView, context: Context) -> Iterator[Finding]:
         if len(longest) > MAX_COMPONENT:
             yield Finding("PL403", f"{name} has a component of {len(longest)} characters; the limit is "
                                    f"{MAX_COMPONENT}", pointer=ptr, hint="shorten the folder name")
+    own = _config_real_path(config, context)
+    longest = max(own.split("/"), key=len) if own is not None else ""
+    if own is not None and (len(own) > MAX_PATH or len(longest) > MAX_COMPONENT):
+        what = (f"is {len(own)} characters long; the limit is {MAX_PATH}" if len(own) > MAX_PATH else
+                f"has a component of {len(longest)} characters; the limit is {MAX_COMPONENT}")
+        yield Finding("PL403", f"the config file's real path {what} (msprobe checks the config's own path too)",
+                      hint="move the config to a shorter path")
+
+
+def _config_real_path(config: ConfigView, context: Context) -> Optional[str]:
+    """The config file's real path (soft links resolved, as msprobe checks
+    it before reading: ``FileOpen``/``FileChecker`` in its
+    ``core/common/file_utils.py`` apply the character and length checks to
+    ``os.path.realpath``), or None: no filesystem checks, or no file (text
+    given on standard input or by an editor)."""
+    if not context.check_fs or not config.path or config.path.startswith("<") or config.path == "-":
+        return None
+    return os.path.realpath(config.path)
 
 
 @rule("PL404", "path-dotdot", "warning", "Path contains '..'", fix="unsafe")
