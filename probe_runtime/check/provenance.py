@@ -286,7 +286,8 @@ def entered(kind: str, call: Any, cache: HostCache) -> Optional[dict]:
         if maker is not None:  # L0: made inside an enclosing Cell from finite inputs
             return _own_parameter(maker, cache, f"{label} of {name}")
         top = getattr(node, "top", None) if cell else None
-        if top is not None and all_finite((top.args, top.kwargs), cache):  # L0: the model's own construct made it
+        if top is not None and all_finite((top.args, top.kwargs), cache) and \
+                not gradients_nonfinite(top, node.seq, cache):  # L0: the model's own construct made it
             held = _top_parameter(top, cache, f"{label} of {name}")
             if held is not None:  # unless one of its own Parameters already held inf/nan
                 return held
@@ -501,9 +502,12 @@ def top_overflow(call: Any, top: Any, raw_origin: bool, cache: HostCache) -> boo
     (its inputs were not finite) with no origin before it in that call got
     them from the top Cell's own code when no enclosing hooked Cell got
     finite inputs (else that Cell made them itself) and the top Cell's own
-    inputs were finite: its arguments and its own Parameters
+    inputs were finite: its arguments, its own Parameters
     (:func:`top_parameters_finite`; when one held inf/nan, the entry's
-    ``entered`` names it). Reads only on an overflow."""
+    ``entered`` names it) and the gradients a computation inside it gave
+    its sub-Cells before the call (:func:`gradients_nonfinite`: a
+    ``TrainOneStepCell`` hands its optimizer the gradients its sub-Cells'
+    backward made or carried). Reads only on an overflow."""
     if raw_origin:
         top.child_origin = True
         return False
@@ -516,20 +520,37 @@ def top_overflow(call: Any, top: Any, raw_origin: bool, cache: HostCache) -> boo
             return False  # that Cell's own code made them (it is the origin)
         node = node.parent
     top.hinted = True
-    # its own Parameters are inputs of its construct too: one that held inf/nan brought it (said by ``entered``)
-    return all_finite((top.args, top.kwargs), cache) and top_parameters_finite(top, cache)
+    # its own Parameters are inputs of its construct too: one that held inf/nan brought it (said by ``entered``),
+    # and so are the gradients a computation over its sub-Cells gave it before this call (a TrainOneStepCell's)
+    return all_finite((top.args, top.kwargs), cache) and top_parameters_finite(top, cache) and \
+        not gradients_nonfinite(top, call.seq, cache)
 
 
 def top_output_overflowed(top: Any, cache: HostCache) -> bool:
     """After every entry inside the top Cell's call: True (once) when its
-    output is not finite although its inputs were and no hooked Cell in it
-    overflowed."""
+    output is not finite although its inputs were, no hooked Cell in it
+    overflowed and no gradient computed inside it over its sub-Cells held
+    inf/nan (:func:`gradients_nonfinite`: a step Cell returning them)."""
     if top.child_overflow or top.child_origin or top.hinted:
         return False
-    if not all_finite(top.output, cache) and all_finite((top.args, top.kwargs), cache):
+    if not all_finite(top.output, cache) and all_finite((top.args, top.kwargs), cache) and \
+            not gradients_nonfinite(top, None, cache):
         top.hinted = True
         return True
     return False
+
+
+def gradients_nonfinite(top: Any, before: Optional[int], cache: HostCache) -> bool:
+    """L0: a gradient computation inside the own ``construct`` of the model
+    given to ``start()`` (``top``, a ``TopCall``: ``nn.TrainOneStepCell``'s
+    ``GradOperation`` over its network) gave its sub-Cells' calls gradients
+    holding inf/nan (``TopCall.gradients``), before the Cell call whose
+    ``seq`` is ``before`` (None: at any time in the model's call). The
+    gradients it hands on (to its ``grad_reducer``, its optimizer) or
+    returns then carry what the sub-Cells' backward made or carried: its
+    own code did not make that. Reads only on an overflow."""
+    return any((before is None or seq < before) and not all_finite(grads, cache)
+               for seq, grads in getattr(top, "gradients", ()))
 
 
 def own_construct_message(top: Any) -> str:

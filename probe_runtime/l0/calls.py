@@ -125,6 +125,14 @@ class TopCall:
             that overflowed there may have been made by that sub-Cell's
             backward, so it is not said to come from outside the checked
             Cells.
+        gradients: the gradients of its sub-Cells' calls that arrived while
+            it ran (a gradient computation in its own ``construct``, as
+            ``nn.TrainOneStepCell``'s over its network), as ``(seq, grads)``
+            with ``seq`` the ``CellCall.seq`` of the latest Cell call then:
+            inf/nan among them reached what the sub-Cells called after
+            them got and what it returned, which its own code did not make
+            (``check.provenance.gradients_nonfinite``). References to the
+            tensors the gradient entries hold anyway, never copies.
     """
 
     class_name: str
@@ -147,6 +155,9 @@ class TopCall:
     #: call's own entry is judged (its record, the origin, comes first); None while nothing is held
     stash: Optional[list] = None
     released: bool = False
+    gradients: list = field(default_factory=list)
+    #: its call returned (gradients arriving later are not its own construct's)
+    returned: bool = False
 
     def as_cell_call(self, message: str) -> "CellCall":
         """This call as a Cell entry the checker judges and records, with

@@ -329,6 +329,8 @@ class CellHooks:
         def top_forward_hook(cell: Any, args: tuple, output: Any) -> None:
             try:
                 top, local.top = local.top, None
+                if top is not None:
+                    top.returned = True
                 if top is not None and sink.live and "top" not in self.broken:
                     top.output = output
                     sink.on_top(top)
@@ -560,7 +562,9 @@ class CellHooks:
 
         def deliver(grads: tuple) -> None:
             if "backward" not in self.broken:
-                sink.on_grad_inputs(call, list(iter_tensors(grads)))
+                tensors = list(iter_tensors(grads))
+                sink.on_grad_inputs(call, tensors)
+                self._note_gradients(call, tensors)
 
         new_items = hook_gradients(self._hook_backward, items, positions, self._boxes, deliver,
                                    lambda err: self._fail("backward", err))
@@ -601,6 +605,7 @@ class CellHooks:
                 if call.feeds is not None:  # the next Cell's input gradient (see _fed_by_previous)
                     sink.on_grad_inputs(call.feeds, list(tensors))
                 sink.on_grad_outputs(call, tensors)
+                self._note_gradients(call, tensors)
 
         new_items = hook_gradients(self._hook_backward, items, positions, self._boxes, deliver,
                                    lambda err: self._fail("backward", err))
@@ -623,11 +628,24 @@ class CellHooks:
                 entry.grads[param_name] = grad
                 entry.tied.extend(self._tied_calls(prefix, param, entry.tied))
                 sink.on_param_grad(entry)
+                self._note_gradients(entry.owner, [grad])
             except Exception as err:
                 self._fail("parameters", err)
             return None
 
         return param_hook
+
+    def _note_gradients(self, call: Optional[CellCall], grads: list) -> None:
+        """Gradients of ``call`` arrived before the call of the model given
+        to ``start()`` it ran in returned: a gradient computation inside
+        that model's own ``construct`` (``nn.TrainOneStepCell``'s
+        ``GradOperation`` over its network). Kept on the model's call with
+        the ``seq`` of the latest Cell call (``TopCall.gradients``): the
+        sub-Cells called after them may get them, and inf/nan among them is
+        not the model's own code's."""
+        top = call.top if call is not None else None
+        if top is not None and not top.returned and grads:
+            top.gradients.append((self._seq, grads))
 
     def _tied_calls(self, prefix: str, param: Any, known: list) -> list:
         """The calls of the step of Cells other than ``prefix`` that took

@@ -1,0 +1,174 @@
+"""L0 with a training-step Cell given to ``start()``: ``nn.TrainOneStepCell``,
+``nn.TrainOneStepWithLossScaleCell`` or a step Cell of one's own.
+
+Such a Cell's own ``construct`` computes the gradients of its network (a
+``GradOperation`` over ``self.network``) and hands them to its
+``grad_reducer`` and optimizer. A tester found that when a sub-Cell of the
+network made the inf in that gradient computation (a float16 Dense whose
+weight gradient overflows, the backward of ``ops.exp`` in a small Cell),
+the right sub-Cell was the origin, but a second ORIGIN record said the
+overflow started "inside TrainOneStepCell.construct itself" (``entered``
+source ``own-construct``): the inf gradients its ``grad_reducer`` got
+were taken for values its own code made. They came from the gradient
+computation over its sub-Cells; only inf/nan its own code makes from
+finite values (gradients scaled there) is its own.
+"""
+from __future__ import annotations
+
+import pytest
+
+pytestmark = pytest.mark.mindspore
+ms = pytest.importorskip("mindspore")
+np = pytest.importorskip("numpy")
+
+from mindspore import ParameterTuple, Tensor, nn, ops  # noqa: E402
+
+from runtime_support import PatchedState, assert_origin_invariant, run_default_and_exact  # noqa: E402
+
+ms.set_context(mode=ms.PYNATIVE_MODE)
+ORIGINAL = PatchedState()
+OWN = "own-construct"
+
+
+class _Exp(nn.Cell):
+    """exp in float16: exp(10) = 22026 is finite, its backward (the
+    incoming gradient, 88104, cast to float16) is not."""
+
+    def construct(self, x):
+        return ops.exp(x.astype(ms.float16)).astype(ms.float32)
+
+
+class _Net(nn.Cell):
+    """fc1 (float16, all-ones weight, no bias) -> act -> fc2 (all ones).
+
+    ``how="dense"``: act is ReLU; with inputs of 200, fc1's outputs (800)
+    and the loss are finite, its weight gradient (2 * 3200 * 200, float16)
+    is not: ``Cell.network._backbone.fc1.Dense.parameters_grad`` is the
+    origin. ``how="exp"``: act is :class:`_Exp`, with inputs 2.5 (fc1's
+    outputs 10): its backward entry is the origin."""
+
+    def __init__(self, how):
+        super().__init__()
+        self.fc1 = nn.Dense(4, 4, weight_init="ones", has_bias=False)
+        self.fc1.to_float(ms.float16)
+        self.act = _Exp() if how == "exp" else nn.ReLU()
+        self.fc2 = nn.Dense(4, 1, weight_init="ones", bias_init="zeros")
+
+    def construct(self, x):
+        return self.fc2(self.act(self.fc1(x).astype(ms.float32)))
+
+
+ORIGIN = {"dense": "Cell.network._backbone.fc1.Dense.parameters_grad",
+          "exp": "Cell.network._backbone.act._Exp.backward.0"}
+BIG = {"dense": 200.0, "exp": 2.5}
+
+
+class _CpuLossScaleCell(nn.TrainOneStepWithLossScaleCell):
+    """``nn.TrainOneStepWithLossScaleCell`` whose overflow status runs on
+    the CPU: its own compiles ``NPUGetFloatStatusV2``, which the CPU
+    backend has no kernel for (docs/l2.md). Its ``construct`` is
+    MindSpore's, unchanged (a ``grad_reducer`` call, the optimizer's
+    only when the gradients are finite)."""
+
+    def get_overflow_status(self, status, compute_output):
+        return ops.logical_not(ms.amp.all_finite(compute_output))
+
+
+def _train_cell(wrapper, network, optimizer):
+    if wrapper == "TrainOneStepCell":
+        return nn.TrainOneStepCell(network, optimizer)
+    return _CpuLossScaleCell(network, optimizer, scale_sense=nn.FixedLossScaleUpdateCell(1.0))
+
+
+def _scenario(wrapper, how):
+    """Three steps of ``train_net(x, y)``; in step 1 a sub-Cell of the
+    network makes inf in the gradient computation (SGD's learning rate is
+    0, so the weights stay as they were)."""
+
+    def run(debugger):
+        net = _Net(how)
+        optimizer = nn.SGD(net.trainable_params(), learning_rate=0.0)
+        train_net = _train_cell(wrapper, nn.WithLossCell(net, nn.MSELoss()), optimizer)
+        train_net.set_train()
+        y = Tensor(np.zeros((2, 1), np.float32))
+        for step in range(3):
+            x = Tensor(np.full((2, 4), BIG[how] if step == 1 else 0.5, np.float16))
+            debugger.start(train_net)
+            train_net(x, y)
+            debugger.stop()
+            debugger.step()
+
+    return run
+
+
+@pytest.mark.parametrize("how", ["dense", "exp"])
+@pytest.mark.parametrize("wrapper", ["TrainOneStepCell", "TrainOneStepWithLossScaleCell"])
+def test_a_train_step_cell_is_not_the_origin_of_its_sub_cells_gradient(tmp_path, monkeypatch, wrapper, how):
+    default, exact = run_default_and_exact(tmp_path, monkeypatch, _scenario(wrapper, how), ORIGINAL, level="L0")
+    own_record = "Cell.TrainOneStepCell." if wrapper == "TrainOneStepCell" else "Cell._CpuLossScaleCell."
+    for records in (default, exact):
+        step1 = [r for step, r in records if step == 1]
+        summary = [(r["name"], r["origin"], (r.get("entered") or {}).get("source")) for r in step1]
+        assert step1 and step1[0]["name"] == ORIGIN[how] and step1[0]["origin"] is True, summary
+        assert [r["name"] for r in step1 if r["origin"]] == [ORIGIN[how]], summary
+        assert not [r for r in step1 if r["name"].startswith(own_record)], summary
+        assert OWN not in [(r.get("entered") or {}).get("source") for step, r in records], summary
+        assert "Cell.grad_reducer.Identity.forward.0" in [r["name"] for r in step1], summary
+        assert not [r for step, r in records if step == 0], records
+    for checks in ("default", "exact"):
+        assert_origin_invariant(tmp_path / checks / "dump")
+
+
+class _OwnStep(nn.Cell):
+    """A training step of one's own: the gradients of its network, scaled
+    by its own code (``scale``), handed to a reducer (``reducer=True``) or
+    returned as they are."""
+
+    def __init__(self, network, reducer):
+        super().__init__()
+        self.network = network
+        self.network.set_grad()
+        self.weights = ParameterTuple(network.trainable_params())
+        self.grad = ops.GradOperation(get_by_list=True)
+        self.reducer = nn.Identity() if reducer else None
+
+    def construct(self, x, y, scale):
+        loss = self.network(x, y)
+        grads = self.grad(self.network, self.weights)(x, y)
+        grads = tuple(g * scale for g in grads)
+        if self.reducer is not None:
+            grads = self.reducer(grads)
+        return loss, grads
+
+
+@pytest.mark.parametrize("reducer", [True, False])
+def test_a_step_cells_own_code_is_named_only_for_the_inf_it_made(tmp_path, monkeypatch, reducer):
+    """Step 0: fc1's float16 weight gradient overflows in the gradient
+    computation: it is the only origin, the step Cell (handing the
+    gradients to its reducer, or returning them) is not named. Step 1: the
+    gradients are finite and the step Cell's own code scales them to inf
+    (1e38): it is the origin, ``own-construct``."""
+
+    def run(debugger):
+        step_cell = _OwnStep(nn.WithLossCell(_Net("dense"), nn.MSELoss()), reducer)
+        y = Tensor(np.zeros((2, 1), np.float32))
+        for x, scale in ((200.0, 1.0), (0.5, 1e38)):
+            debugger.start(step_cell)
+            step_cell(Tensor(np.full((2, 4), x, np.float16)), y, Tensor(scale, ms.float32))
+            debugger.stop()
+            debugger.step()
+
+    default, exact = run_default_and_exact(tmp_path, monkeypatch, run, ORIGINAL, level="L0")
+    for records in (default, exact):
+        step0 = [(r["name"], r["origin"], (r.get("entered") or {}).get("source")) for step, r in records
+                 if step == 0]
+        assert step0[0] == ("Cell.network._backbone.fc1.Dense.parameters_grad", True, None), step0
+        assert [name for name, origin, _ in step0 if origin] == [step0[0][0]], step0
+        assert OWN not in [source for _, _, source in step0] and "Cell._OwnStep.forward.0" not in \
+            [name for name, _, _ in step0], step0
+        step1 = [r for step, r in records if step == 1]
+        assert step1 and step1[0]["name"] == "Cell._OwnStep.forward.0" and step1[0]["origin"] is True, step1
+        assert step1[0]["entered"]["source"] == OWN, step1[0]
+        assert [r["name"] for r in step1 if r["origin"]] == ["Cell._OwnStep.forward.0"], step1
+    for checks in ("default", "exact"):
+        assert_origin_invariant(tmp_path / checks / "dump")
