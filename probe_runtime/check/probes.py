@@ -27,6 +27,7 @@ from typing import Any, Optional
 
 import numpy as np
 
+from ..hooks.precision import cast_by_mixed_precision, outside_mixed_precision
 from .verdict import to_host
 
 
@@ -90,7 +91,8 @@ def snapshot(tensor: Any, synchronous: bool) -> Any:
     """``tensor``'s values now, kept apart from it (a later in-place write
     does not change them): a :class:`HostCopy` in a synchronous window (the
     read stalls no pipeline), else a copy made on the device
-    (``mindspore.ops.deepcopy``, no wait), read with the batch."""
+    (``mindspore.ops.deepcopy``, no wait, at the tensor's own dtype also
+    inside a Cell given a precision), read with the batch."""
     if synchronous:
         host = to_host(tensor)
         return HostCopy(host.dtype, host.shape, None if host.array is None else host.array.copy())
@@ -99,7 +101,10 @@ def snapshot(tensor: Any, synchronous: bool) -> Any:
         from mindspore import ops
 
         _COPY = ops.deepcopy
-    return _COPY(tensor)
+    copy = _COPY(tensor)
+    if cast_by_mixed_precision((tensor,), (copy,)):  # inside a Cell given a precision: its values as they are
+        copy = outside_mixed_precision(_COPY, tensor)
+    return copy
 
 
 _SUM: Optional[tuple] = None
@@ -107,7 +112,9 @@ _SUM: Optional[tuple] = None
 
 def launch_sum(tensor: Any) -> Any:
     """The float32 sum of ``tensor``, launched on the device without waiting
-    (a one-element tensor): non-finite when ``tensor`` holds inf/nan.
+    (a one-element tensor): non-finite when ``tensor`` holds inf/nan. In
+    float32 also inside a Cell given a precision (``to_float``), whose
+    float16 would make the sum of a finite Parameter inf.
 
     Through one ``Cast`` and one ``ReduceSum`` primitive made once (a
     ``Tensor.sum(dtype=...)`` per call kept memory for good with the
@@ -119,4 +126,7 @@ def launch_sum(tensor: Any) -> Any:
 
         _SUM = (ops.Cast(), ops.ReduceSum(), mindspore.float32)
     cast, reduce_sum, float32 = _SUM
-    return reduce_sum(cast(tensor, float32))
+    total = reduce_sum(cast(tensor, float32))
+    if total.dtype is not float32:  # inside a Cell given a precision (to_float): summed in float16, not float32
+        total = outside_mixed_precision(lambda: reduce_sum(cast(tensor, float32)))
+    return total

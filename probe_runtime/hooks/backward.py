@@ -23,6 +23,8 @@ from __future__ import annotations
 import threading
 from typing import Any, Callable, Optional, Sequence
 
+from .precision import cast_by_mixed_precision, outside_mixed_precision
+
 #: MindSpore releases on which a ``HookBackward`` instance may be reused with
 #: another hook function set before each use (:class:`HookMaker`): in a
 #: synchronous process each use keeps the function set when it ran
@@ -117,7 +119,9 @@ def through_hook(hook_backward: Any, hook: Callable[..., None], items: Sequence[
     through one ``hook_backward(...)`` (``mindspore.ops.HookBackward`` or a
     :class:`HookMaker`): in
     the backward pass ``hook`` receives the gradients w.r.t. them. Values
-    are unchanged; the call waits once for the PyNative pipeline.
+    and dtypes are unchanged, also inside a Cell given a precision
+    (``to_float``: :mod:`.precision`); the call waits once for the PyNative
+    pipeline.
 
     ``hook`` is reached through a one-item list appended to ``boxes``: the
     owner empties those lists when its window closes (:func:`release`).
@@ -133,9 +137,14 @@ def through_hook(hook_backward: Any, hook: Callable[..., None], items: Sequence[
 
     if boxes is not None:
         boxes.append(box)
-    hooked = hook_backward(hook_fn)(*[items[i] for i in positions])
+    tensors = [items[i] for i in positions]
+    hooked = hook_backward(hook_fn)(*tensors)
     if not isinstance(hooked, (tuple, list)):
         hooked = (hooked,)
+    if cast_by_mixed_precision(tensors, hooked):  # inside a Cell given a precision: the values must not change
+        hooked = outside_mixed_precision(hook_backward(hook_fn), *tensors)
+        if not isinstance(hooked, (tuple, list)):
+            hooked = (hooked,)
     out = list(items)
     for i, tensor in zip(positions, hooked):
         carry_attributes(items[i], tensor)
