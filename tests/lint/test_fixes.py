@@ -691,3 +691,26 @@ def test_a_fix_that_cannot_be_applied_is_said_not_left_counted_as_fixable(tmp_pa
     (left,) = run.results[0].diagnostics
     assert left.code == "PL103" and left.fix is None
     assert json.loads(path.read_text())["level"] == "l1"
+
+
+@pytest.mark.parametrize("task_key", ['"tsak"', '"Task"', None])
+def test_a_section_is_never_removed_when_the_config_names_no_task(tmp_path, task_key):
+    """A fresh user's finding: with the "task" key misspelt, msprobe's default
+    task (statistics) made the overflow_check section inactive, and one
+    ``--fix --unsafe-fixes`` run renamed the key *and* removed the section,
+    losing overflow_nums. With no "task" of its own the section is still
+    named (PL206), with no fix."""
+    text = BASE.replace('"overflow_check": {"overflow_nums": 1}', '"overflow_check": {"overflow_nums": 5}')
+    text = text.replace('  "task":   "overflow_check",\n',
+                        f'  {task_key}:   "overflow_check",\n' if task_key else "")
+    path = tmp_path / "config.json"
+    path.write_text(text)
+    run, outcome = fix(path, unsafe=True)
+    after = json.loads(path.read_text())
+    assert after["overflow_check"] == {"overflow_nums": 5}, path.read_text()
+    assert "PL206" not in [d.code for d in outcome.applied]
+    if task_key:  # the key is renamed: the section is the active one
+        assert after["task"] == "overflow_check" and "PL206" not in [d.code for d in run.results[0].diagnostics]
+    else:
+        (left,) = [d for d in run.results[0].diagnostics if d.code == "PL206"]
+        assert "the config sets no \"task\"" in left.message and left.fix is None

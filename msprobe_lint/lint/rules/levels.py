@@ -308,11 +308,18 @@ def inactive_section(config: ConfigView, context: Context) -> Iterator[Finding]:
     task = config.task
     if task is None:
         return
+    # With no "task" of its own (msprobe's default task, or a misspelt key that another rule renames in the
+    # same --fix run), the section is what the user meant: it is named, never removed (a fresh user lost
+    # overflow_nums that way).
+    chosen = isinstance(config.data, dict) and "task" in config.data
     for name in PROFILES[config.profile].tasks:
         if name != task and name in config.data:
-            yield Finding("PL206", f"section {name!r} is ignored: the active task is {task}",
-                          pointer=f"/{name}", at="key", hint=f"remove it, or set \"task\": \"{name}\"",
-                          fix=remove(f"/{name}", f"remove the inactive section {name!r}", safe=False))
+            yield Finding("PL206", f"section {name!r} is ignored: the active task is {task}"
+                                   + ("" if chosen else " (msprobe's default: the config sets no \"task\")"),
+                          pointer=f"/{name}", at="key",
+                          hint=f"remove it, or set \"task\": \"{name}\"" if chosen else f"set \"task\": \"{name}\"",
+                          fix=remove(f"/{name}", f"remove the inactive section {name!r}", safe=False) if chosen
+                          else None)
 
 
 @rule("PL207", "option-unused-by-task", "warning", "Option set for a task or level that does not use it", fix="unsafe")
