@@ -17,7 +17,9 @@ takes one of them is judged as if it were finite there, so:
 * its result holds NaN or +inf, or it is not in :data:`PASS_ON` (a
   reduction: ``log(0)`` reaching the loss through ``mean``): the -inf
   reached a judged result, so the maker is recorded then, as the ORIGIN
-  of the step, and this call as carried;
+  of the step, and this call as carried; unless another input of the
+  call already held NaN or +inf (scores a real overflow made inf, plus
+  the mask): that overflow is carried on, and the maker is no origin;
 * the maker's own backward entry overflows (``where(p > 0, log(p), 0)``:
   ``0 * (1 / 0)`` is NaN): the maker is recorded first, likewise;
 * the window closes with a gradient computation whose result holds
@@ -98,6 +100,15 @@ PASS_ON = frozenset({
     "copy_", "index_put", "index_put_", "tensor_scatter_update", "masked_scatter", "masked_scatter_", "scatter",
     "scatter_", "TensorScatterUpdate", "TensorScatterElements", "InplaceCopy", "InplaceIndexPut",
     "InplaceMaskedScatter",
+    # joined, padded, repeated, selected, split, sorted: the values move, none is computed (a fresh user's
+    # prefix mask ops.cat([zeros, causal]), per-head masks stacked, top-k attention: an ORIGIN every step)
+    "cat", "concat", "stack", "hstack", "vstack", "column_stack", "pad", "repeat_interleave", "index_select",
+    "split", "tensor_split", "chunk", "narrow", "unbind", "select", "topk", "sort", "gather", "gather_elements",
+    "take_along_dim", "flip", "fliplr", "flipud", "roll", "movedim", "moveaxis", "diagonal", "slice",
+    "Concat", "Stack", "StackExt", "Pad", "PadV3", "ConstantPadND", "RepeatInterleaveInt",
+    "RepeatInterleaveTensor", "IndexSelect", "Split", "SplitTensor", "SplitWithSize", "Chunk", "Narrow",
+    "Unstack", "TopK", "TopkExt", "Sort", "SortExt", "Gather", "GatherD", "ReverseV2", "Roll", "Slice",
+    "SliceExt",
 })
 #: the makers and passers-on that compute with the -inf they take (``mask
 #: - mask`` and ``log`` of a -inf are NaN): the others only move values, keep
@@ -402,6 +413,9 @@ def decide(kind: str, call: Any, inputs: list, outputs: list, origin: bool, cach
         if inputs_finite and not only_minus_inf and api_word(call.api) in KEEP_VALUES:  # s[i] = inf after a mask
             registry.let_go(makers, nonfinite)
             return Decision.ORIGIN, []
+        if not inputs_finite:  # another input held NaN/+inf already: the overflow is that one's, carried on
+            registry.consumed(makers)  # (scores made inf by a real overflow plus a -inf mask: its maker is no origin)
+            return Decision.AS_USUAL, []
         # the -inf reached a judged result: its makers are the origin, recorded before this entry
         return (Decision.AFTER_MAKERS, makers) if makers else (Decision.AS_USUAL, [])
     if origin and nonfinite and only_minus_inf and may_defer(call.api, False) and not registry.full():
