@@ -540,6 +540,21 @@ def top_output_overflowed(top: Any, cache: HostCache) -> bool:
     return False
 
 
+def top_input_overflowed(top: Any, cache: HostCache) -> bool:
+    """After every entry inside the top Cell's call: True (once) when its
+    inputs held inf/nan, so did its output, and no hooked Cell in it
+    overflowed (a leaf model, such as one ``nn.Dense`` given to
+    ``start()``): the model is where the overflow came in (a NaN in the
+    batch), and it is recorded, carried. A model with sub-Cells leaves that
+    to the first of them that got the inf/nan."""
+    if top.child_overflow or top.child_origin or top.hinted:
+        return False
+    if not all_finite(top.output, cache) and not all_finite((top.args, top.kwargs), cache):
+        top.hinted = True
+        return True
+    return False
+
+
 def gradients_nonfinite(top: Any, before: Optional[int], cache: HostCache) -> bool:
     """L0: a gradient computation inside the own ``construct`` of the model
     given to ``start()`` (``top``, a ``TopCall``: ``nn.TrainOneStepCell``'s

@@ -38,7 +38,8 @@ from .provenance import (all_finite, backward_maker, entered, entry_tensors, for
                          tied_gradient_nonfinite,
                          masked_call, own_backward_message, own_construct_between_message, own_construct_message,
                          own_parameters_finite,
-                         stale_parameters, top_hint, top_output_overflowed, top_overflow, written_nonfinite)
+                         stale_parameters, top_hint, top_input_overflowed, top_output_overflowed, top_overflow,
+                         written_nonfinite)
 from .records import Recorder
 from .verdict import HostCache, Verdict, is_parameter, iter_tensors, judge
 
@@ -573,13 +574,17 @@ class Checker:
     # -- L0: an overflow in the top Cell's own code ---------------------------------
     def _check_top(self, top: Any, cache: HostCache, batch: _Batch) -> bool:
         """A model given to ``start()`` returned inf/nan from finite inputs
-        and no sub-Cell in it overflowed: its own ``construct`` made it.
+        and no sub-Cell in it overflowed: its own ``construct`` made it. (A
+        model with no hooked sub-Cell that got inf/nan and returned them is
+        recorded too, carried: where the overflow came in.)
         Said once on the logger and recorded (``Cell.<Class>.forward.<n>``,
         an origin unless its own Parameters held inf/nan), with the hint
         to use L1 in the record's ``entered``. False when writing failed."""
         if top.stash is not None and not top.released:
             return self._release_stash(top, cache, batch, record_top=True)
         try:
+            if top.prefix and top_input_overflowed(top, cache):  # a leaf model that got inf/nan: where it came in
+                return self._judge_entry("forward", top.as_cell_call(None), cache, batch)
             if not top_output_overflowed(top, cache):
                 return True
             if all_finite(list(top.params.values()), cache):  # else its own Parameter brought it: no L1 hint

@@ -159,7 +159,7 @@ class TopCall:
     #: its call returned (gradients arriving later are not its own construct's)
     returned: bool = False
 
-    def as_cell_call(self, message: str) -> "CellCall":
+    def as_cell_call(self, message: Optional[str]) -> "CellCall":
         """This call as a Cell entry the checker judges and records, with
         ``message`` (why its own ``construct`` is the place to look) kept
         for the record's ``entered``."""
