@@ -45,6 +45,10 @@ def run_lint(paths: list[str], options: Any, *, format: str = "text", output: Op
                           show_files=show_files)
     if problem:
         return fail(problem)
+    read = next((f for f in _read_besides(paths, options) if _overwrites(f, output)), None) if output else None
+    if read is not None:  # a fresh user's training script was replaced by the report
+        return fail(f"--output {output} is read by the lint ({read}: the training script or the settings); "
+                    "it would be overwritten (choose another file)")
     try:
         if show_files:
             text, status = list_files(paths, options, format)
@@ -191,6 +195,24 @@ def _replace(path: str, data: bytes) -> None:
         if os.path.exists(temporary):
             os.unlink(temporary)
         raise
+
+
+def _read_besides(paths: list[str], options: Any) -> list[str]:
+    """The files the lint reads besides the configs: ``--script``,
+    ``--config-file``, and the pyproject.toml whose ``[tool.probe-lint]``
+    applies with the script it names (none when those settings cannot be
+    read: the lint itself then says why)."""
+    files = [getattr(options, "script", None), getattr(options, "config_file", None)]
+    from ..lint.inputs import settings_start
+    from ..lint.options import UsageError, find_project
+
+    try:
+        project = find_project(options, settings_start(paths, options))
+    except UsageError:
+        project = None
+    if project is not None:
+        files += [str(project.path), project.script]
+    return [f for f in files if f]
 
 
 def _overwrites(path: str, output: Optional[str]) -> bool:

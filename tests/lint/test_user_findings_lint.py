@@ -36,6 +36,25 @@ def test_output_never_overwrites_an_input(tmp_path):
     assert path.read_bytes() == before
 
 
+def test_output_never_overwrites_the_script_or_the_settings(tmp_path):
+    """A fresh user's finding: ``--script train.py --output train.py`` left
+    the lint report where the training script was; so did the pyproject.toml
+    holding [tool.probe-lint] and the script it names."""
+    path = write_config(tmp_path, config())
+    script = tmp_path / "train.py"
+    script.write_text("import mindspore as ms\nms.set_context(mode=ms.PYNATIVE_MODE)\n")
+    settings = tmp_path / "pyproject.toml"
+    settings.write_text('[tool.probe-lint]\nscript = "train.py"\n')
+    before = {f: f.read_bytes() for f in (script, settings)}
+    for flags, target in ((["--isolated", "--script", str(script)], script), ([], script), ([], settings),
+                          (["--config-file", str(settings)], settings)):
+        proc = run_probe("lint", str(path), *flags, "--output", str(target), cwd=tmp_path)
+        assert proc.returncode == 2 and "is read by the lint" in proc.stderr, (flags, target, proc.stderr)
+        assert {f: f.read_bytes() for f in before} == before
+    proc = run_probe("lint", str(path), "--output", str(tmp_path / "report.txt"), cwd=tmp_path)
+    assert proc.returncode == 0 and (tmp_path / "report.txt").exists(), proc.stderr
+
+
 def test_unknown_codes_and_versions_and_folders_are_usage_errors(tmp_path):
     path = write_config(tmp_path, config())
     for args in (["--select", "PL999"], ["--ignore", "PL9"], ["--msprobe-version", "9.0"],
