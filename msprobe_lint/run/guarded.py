@@ -14,12 +14,15 @@ import os
 import shlex
 import sys
 from pathlib import Path
-from typing import Callable, Optional, Sequence, TextIO
+from typing import TYPE_CHECKING, Callable, Optional, Sequence, TextIO
 
 from ..exit import ExitStatus
 from .environment import child_environment
 from .launchers import parse_command
 from .process import CommandError, run_command
+
+if TYPE_CHECKING:
+    from ..lint.options import LintOptions
 
 
 def _script_analysis_available() -> bool:
@@ -41,6 +44,22 @@ def _single_process(plan):
     if plan.launcher != "python" or any(os.environ.get(name) for name in WORLD_SIZE_VARIABLES):
         return None
     return Fact(1, f"{os.path.basename(plan.argv[0])} without a launcher: one process")
+
+
+def _lint_flags(options: LintOptions) -> str:
+    """The `probe lint` flags that give it the context `probe run` linted
+    in (``" --mode graph"``), as the fix summary's command needs them
+    (``--check-fs``, ``--world-size`` and ``--script`` are added there
+    when a finding needs them)."""
+    flags = []
+    for name in ("framework", "mode", "jit_level", "mindspore_version", "msprobe_version", "world_size", "cwd",
+                 "config_file"):
+        value = getattr(options, name)
+        if value is not None:
+            flags += ["--" + name.replace("_", "-"), str(value)]
+    if options.isolated:
+        flags.append("--isolated")
+    return "".join(" " + shlex.quote(flag) for flag in flags)
 
 
 def _configs_read_instead(script: str, config: str, stream: TextIO) -> list[str]:
@@ -169,9 +188,10 @@ def guarded_run(config: str, command: Sequence[str], options=None, *, stream: Op
         if busy:
             stream.write(f"probe: not starting `{shlex.join(command)}`: {busy}\n")
             return ExitStatus.PROBLEMS
-    # the world size probe run worked out from CMD, which `probe lint` cannot know: its --fix is told it
-    # when a fix depends on it (PL303, PL304), else that fix would find nothing to do
+    # what probe run knew and `probe lint` cannot (the world size from CMD, the script, the flags, the
+    # filesystem checks): its --fix is told it, else the fix finds nothing to do (a fresh user's finding)
     told = f" --world-size {getattr(world, 'value', world)}" if world is not None and options.world_size is None else ""
+    flags = _lint_flags(options)
     worst = ExitStatus.OK
     for checked in [config] + instead:  # every config, so all their problems are said in one go
         try:
@@ -182,8 +202,13 @@ def guarded_run(config: str, command: Sequence[str], options=None, *, stream: Op
         has_findings = any(result.diagnostics for result in run.results)
         if has_findings or run.status:
             # `probe run` has no --fix: the fix summary names the command that has it
-            by_world = any(d.code in ("PL303", "PL304") for result in run.results for d in result.diagnostics)
-            fix = f"with `probe lint --fix {shlex.quote(checked)}{told if by_world else ''}`"
+            found = [d for result in run.results for d in result.diagnostics]
+            codes = {d.code for d in found}
+            cited = script is not None and any(os.path.basename(script) in d.message for d in found)
+            needs = (told if codes & {"PL303", "PL304"} else "") + flags + (
+                f" --script {shlex.quote(script)}" if cited and script else "") + (
+                " --check-fs" if codes & {"PL406", "PL407", "PL408"} else "")
+            fix = f"with `probe lint --fix {shlex.quote(checked)}{needs}`"
             stream.write(get("text")(run.results, color=color).replace("with --fix --unsafe-fixes",
                                                                         fix[:-1] + " --unsafe-fixes`")
                          .replace("with --fix", fix))

@@ -488,6 +488,34 @@ def test_a_fix_that_needs_the_world_size_probe_run_found_is_told_it(tmp_path):
     assert proc.returncode == 0 and json.loads(config.read_text())["rank"] == [], proc.stdout + proc.stderr
 
 
+@pytest.mark.parametrize("how", ["--mode", "script", "link"])
+def test_the_fix_command_carries_what_probe_run_knew(tmp_path, how):
+    """A fresh user's finding: the command `probe run` named ("fixable with
+    `probe lint --fix c.json --unsafe-fixes`") fixed nothing when the
+    finding came from --mode, from the mode CMD's script sets, or from the
+    filesystem checks probe run always makes: it said all checks passed.
+    The command carries --mode, --script or --check-fs, and does fix it."""
+    (tmp_path / "real").mkdir()
+    (tmp_path / "linked").symlink_to(tmp_path / "real", target_is_directory=True)
+    dump = tmp_path / ("linked" if how == "link" else "real") / "d"
+    config = tmp_path / "c.json"
+    config.write_text(json.dumps({"task": "overflow_check", "dump_path": str(dump), "level": "L1", "rank": [],
+                                  "step": [], "overflow_check": {"overflow_nums": 1}}))
+    os.chmod(config, 0o640)
+    mode = "GRAPH_MODE" if how == "script" else "PYNATIVE_MODE"
+    (tmp_path / "t.py").write_text(f"import mindspore as ms\nms.set_context(mode=ms.{mode})\n")
+    flags = ["--mode", "graph"] if how == "--mode" else []
+    proc = run_probe("run", "c.json", *flags, "--", sys.executable, "t.py", cwd=tmp_path)
+    out = proc.stderr + proc.stdout
+    wanted = {"--mode": "--mode graph", "script": "--script t.py", "link": "--check-fs"}[how]
+    command = f"probe lint --fix c.json {wanted} --unsafe-fixes"
+    assert proc.returncode == 1 and f"fixable with `{command}`" in out, out
+    before = config.read_text()
+    proc = run_probe(*command.split()[1:], cwd=tmp_path)
+    assert "fixed 1" in proc.stderr or "fixed 2" in proc.stderr, proc.stdout + proc.stderr
+    assert config.read_text() != before
+
+
 def test_every_config_the_job_reads_is_reported_at_once(tmp_path, monkeypatch):
     """A fresh user's finding: with CONFIG and the config the script reads
     instead both wrong, only CONFIG's errors were shown; the other's came
