@@ -343,7 +343,11 @@ class Windows:
                 part.uninstall()
 
     def say_nothing_found(self) -> None:
-        """At exit: the all-clear, when nothing was recorded (:mod:`.summary`)."""
+        """At exit: the all-clear, when nothing was recorded, or the steps
+        left unchecked once ``overflow_nums`` was reached (:mod:`.summary`)."""
+        if self.state.exhausted and not self.checker.disabled:
+            self.summary.say_limit(self.state.overflow_nums)
+            return
         self.summary.say(found=self.state.found, disabled=self.checker.disabled, notes=self.notes.count,
                          auto=self.policy.checks is Checks.AUTO)
 

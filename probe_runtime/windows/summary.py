@@ -174,6 +174,28 @@ class Summary:
                         "the call)")
         return message
 
+    def say_limit(self, overflow_nums: int) -> None:
+        """At exit, once ``overflow_nums`` records were written: the steps
+        that ran after the last checked one (within the config's step
+        filter) were not checked; one line on stderr (and the logger, at
+        INFO), nothing when no step ran after it. A fresh user's finding:
+        with msprobe's default of 1, a later real overflow went unseen and
+        nothing said detection had stopped."""
+        last = max(self.checked_steps, default=None)
+        later = {step for step in self.run_steps if last is not None and step > last
+                 and (self.steps is None or step in self.steps)}
+        if self.said or not later:
+            return
+        self.said = True
+        message = (f"probe_runtime: overflow_nums={overflow_nums} reached in step {last}, so detection stopped "
+                   f"there: {len(later)} later step(s) ran and were not checked (step {shown_steps(later)}); "
+                   "set overflow_check.overflow_nums higher (-1: no limit) to check them")
+        LOGGER.info(message)
+        try:
+            print(message, file=sys.stderr, flush=True)
+        except Exception:  # pragma: no cover - stderr closed at exit
+            pass
+
     def never_started(self) -> str:
         """The exit line of a run that called ``step()`` but never
         ``start()``: nothing was checked, and why."""

@@ -139,6 +139,32 @@ def test_the_all_clear_counts_the_steps_outside_the_step_filter(tmp_path, monkey
     assert not list((tmp_path / "dump").glob("step*"))
 
 
+def test_reaching_overflow_nums_says_which_later_steps_were_not_checked(tmp_path, monkeypatch, capsys):
+    """A fresh user's finding: with overflow_nums 1 (msprobe's default) the
+    step-0 record stopped detection, a real overflow in step 2 went unseen,
+    and nothing said so at exit. The steps that ran after it are named;
+    with no limit nothing is added."""
+    for nums, said in ((1, True), (-1, False)):
+        (tmp_path / str(nums)).mkdir()
+        isolate(monkeypatch, tmp_path / str(nums))
+        path = write_runtime_config(tmp_path / str(nums), nums=nums)
+        debugger = PrecisionDebugger(config_path=str(path))
+        for step in range(4):
+            debugger.start()
+            ops.exp(Tensor(np.full(3, 100.0 if step in (0, 2) else 1.0, np.float32)))
+            debugger.stop()
+            debugger.step()
+        capsys.readouterr()
+        lifecycle.at_exit(weakref.ref(debugger))
+        err = capsys.readouterr().err
+        line = ("probe_runtime: overflow_nums=1 reached in step 0, so detection stopped there: 3 later step(s) ran "
+                "and were not checked (step 1, 2, 3); set overflow_check.overflow_nums higher (-1: no limit) to "
+                "check them")
+        assert (line in err) is said and "no overflow found" not in err, err
+        steps = sorted(p.name for p in (tmp_path / str(nums) / "dump").glob("step*"))
+        assert steps == (["step0"] if said else ["step0", "step2"])
+
+
 def test_the_all_clear_says_when_the_rank_filter_leaves_this_process_out(tmp_path, monkeypatch, capsys):
     """A single process (rank 0) with "rank": [3] (its PL304 turned off in
     the project): every step overflows and none is checked; the all-clear
