@@ -8,8 +8,9 @@ parts); the dump path may itself be a step or rank folder. Folders more
 than four levels below the dump path are not searched. Soft links to
 folders are followed (a step kept on another disk), each folder read once:
 a second way to the same folder (a loop, or ``step5`` linked to
-``step2``) and a link to nothing are named in the problems, never skipped
-in silence (a fresh user's finding: a linked step was left out and the
+``step2``), a link to nothing, and a folder named almost as a step or
+rank folder that holds a dump (``step1a``, ``rank-1``) are named in the
+problems, never skipped in silence (a fresh user's finding: a linked step was left out and the
 report named a later step as the start).
 """
 from __future__ import annotations
@@ -113,8 +114,12 @@ def _walk(folder: str, step: Optional[int], rank: Optional[int], depth: int, var
             child = f"{current}{os.sep}{name}" if not current.endswith(os.sep) else current + name
             is_step, child_step = parse_step(name)
             is_rank, child_rank = parse_rank(name)
-            if not (is_step or is_rank or (name in MODE_DIRS and depth == 0)) or not _first_visit(
-                    entry, child, seen, problems):
+            if not (is_step or is_rank or (name in MODE_DIRS and depth == 0)):
+                if name[:4].lower() in ("step", "rank") and _holds_a_dump(child):  # step1a, rank-1, Step2 ...
+                    problems.append((child, "holds a dump but is not named step{N} or rank{R} (N, R numbers, "
+                                            "as msprobe names them): not read; rename it to be reported"))
+                continue
+            if not _first_visit(entry, child, seen, problems):
                 continue
             if is_step:
                 heapq.heappush(pending, (_key(child_step), child, child_step, rank, depth + 1, variant))
@@ -130,6 +135,21 @@ def _is_dir(entry: os.DirEntry) -> bool:
         return entry.is_dir(follow_symlinks=False)
     except OSError:
         return False
+
+
+def _holds_a_dump(folder: str) -> bool:
+    """``folder`` or a folder in it holds dump.json or overflow.json (at
+    most one listing below it; a folder that cannot be listed holds none)."""
+    try:
+        with os.scandir(folder) as listing:
+            entries = list(listing)
+    except OSError:
+        return False
+    names = {e.name for e in entries}
+    if DUMP_FILE in names or OVERFLOW_FILE in names:
+        return True
+    return any(os.path.exists(os.path.join(e.path, DUMP_FILE)) or os.path.exists(os.path.join(e.path, OVERFLOW_FILE))
+               for e in entries if _is_dir(e))
 
 
 def _first_visit(entry: os.DirEntry, path: str, seen: dict[tuple[int, int], str],

@@ -693,3 +693,22 @@ def test_soft_linked_step_folders_are_followed_and_read_once(tmp_path):
     problems = strict_json(report(root, "json")[1])["problems"]
     assert sorted(p["path"] for p in problems) == [str(root / "step1" / "rank3"), str(root / "step7"),
                                                    str(root / "step9")]
+
+
+def test_a_folder_almost_named_as_a_step_or_rank_that_holds_a_dump_is_named(tmp_path):
+    """A fresh user's finding: stepX/rank0/dump.json and step1/rank-1/dump.json
+    were skipped in silence and the report said "no dump found ... nothing
+    overflowed". They are warnings now (exit 2: nothing could be read); a
+    folder of that kind without a dump (MindSpore's rank_0 of a failed
+    compile) says nothing."""
+    for folder in ("stepX/rank0", "step1/rank-1"):
+        shutil.copytree(DATA / "ours" / "step0" / "rank1", tmp_path / folder)
+    (tmp_path / "rank_0" / "graph").mkdir(parents=True)
+    status, out, err = report(tmp_path)
+    assert status == 2 and out == "" and "no dump found" not in err
+    assert sorted(line.split(": ")[2] for line in err.splitlines() if line.startswith("probe: warning")) == [
+        str(tmp_path / "step1" / "rank-1"), str(tmp_path / "stepX")], err
+    assert "holds a dump but is not named step{N} or rank{R}" in err and "rank_0" not in err
+    shutil.copytree(DATA / "ours" / "step0", tmp_path / "step0")  # a readable step beside them: reported, warned
+    status, out, err = report(tmp_path)
+    assert status == 0 and out.startswith("step0/rank1") and err.count("probe: warning:") == 2
