@@ -90,6 +90,11 @@ def flag_facts(options: LintOptions) -> dict[str, Fact]:
                 facts[name] = normalise(name, raw, "--" + name.replace("_", "-"))
             except ValueError as err:
                 raise UsageError(str(err)) from None
+    framework, mode = facts.get("framework"), facts.get("mode")
+    if framework is not None and mode is not None and mode.value == "graph" and framework.value == "pytorch":
+        # a fresh user's finding: both were taken, and two contradicting findings followed
+        raise UsageError(f"--mode graph is MindSpore's static graph; it does not go with --framework "
+                         f"{framework.value}")
     return facts
 
 

@@ -155,6 +155,9 @@ def run(dump_path: str, fmt: str = "text", out: Optional[IO[str]] = None, err: O
     """The body of :func:`msprobe_lint.report.main` (same arguments)."""
     out = out or sys.stdout
     err = err or sys.stderr
+    if force and output is None:  # a fresh user's finding: --force without -o was taken silently
+        err.write("probe: error: --force replaces an existing --output file; it goes with --output\n")
+        return ExitStatus.USAGE
     refused = inside_dump(output, dump_path) if output is not None and dump_path else None  # "": refused below
     if refused:
         err.write(shown(f"probe: error: {refused}") + "\n")

@@ -55,6 +55,16 @@ def test_output_never_overwrites_the_script_or_the_settings(tmp_path):
     assert proc.returncode == 0 and (tmp_path / "report.txt").exists(), proc.stderr
 
 
+def test_graph_mode_with_pytorch_is_a_usage_error(tmp_path):
+    """A fresh user's finding: --framework pytorch --mode graph was taken
+    and gave two findings that contradict each other."""
+    path = write_config(tmp_path, config())
+    proc = run_probe("lint", str(path), "--isolated", "--framework", "pytorch", "--mode", "graph")
+    assert proc.returncode == 2 and "does not go with --framework pytorch" in proc.stderr, proc.stderr
+    proc = run_probe("lint", str(path), "--isolated", "--framework", "mindspore", "--mode", "graph")
+    assert proc.returncode != 2 and "PL201" in proc.stdout
+
+
 def test_unknown_codes_and_versions_and_folders_are_usage_errors(tmp_path):
     path = write_config(tmp_path, config())
     for args in (["--select", "PL999"], ["--ignore", "PL9"], ["--msprobe-version", "9.0"],

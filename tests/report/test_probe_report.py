@@ -712,3 +712,11 @@ def test_a_folder_almost_named_as_a_step_or_rank_that_holds_a_dump_is_named(tmp_
     shutil.copytree(DATA / "ours" / "step0", tmp_path / "step0")  # a readable step beside them: reported, warned
     status, out, err = report(tmp_path)
     assert status == 0 and out.startswith("step0/rank1") and err.count("probe: warning:") == 2
+
+
+def test_force_without_output_is_a_usage_error(tmp_path):
+    out, err = io.StringIO(), io.StringIO()
+    assert main(str(DATA / "ours"), "text", out=out, err=err, force=True) == 2
+    assert out.getvalue() == "" and "--force replaces an existing --output file" in err.getvalue()
+    proc = run_probe("report", str(DATA / "ours"), "--force")
+    assert proc.returncode == 2 and "goes with --output" in proc.stderr
