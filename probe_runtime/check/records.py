@@ -155,7 +155,7 @@ class Recorder:
         notes = "".join([f" inside {inside}" if inside is not None else "",
                          f"; it wrote inf/nan into Parameter {', '.join(written)}" if written else "",
                          " (found by a replay)" if self.marks else ""])
-        LOGGER.warning("probe_runtime: overflow in %s (%s) at %s%s", name, mark, where, notes)
+        LOGGER.warning("probe_runtime: step %s: overflow in %s (%s) at %s%s", call.step, name, mark, where, notes)
 
     def note_sentinel(self, found: dict) -> bool:
         """Write a sentinel finding (``grad_watch.GradWatch.resolve``) of the

@@ -165,7 +165,7 @@ class KernelRecords:
             writer.write(record, **call_record(record.name, origin=kernel.origin, where=kernel.where,
                                                kind=BACKWARD if kernel.backward else FORWARD, step=step,
                                                rank=self.state.rank, inside=inside, message=message))
-            LOGGER.warning("probe_runtime: overflow in kernel %s (%s) at %s%s%s", record.name,
+            LOGGER.warning("probe_runtime: step %s: overflow in kernel %s (%s) at %s%s%s", step, record.name,
                            "origin" if kernel.origin else "carried", kernel.where,
                            f" inside {inside}" if inside else "", f": {message}" if message else "")
         if len(carried) > MAX_CARRIED:
