@@ -174,7 +174,10 @@ def test_the_ascend_config_matches_msprobe_812_itself():
 
 
 def test_the_cpu_config_and_its_install(tmp_path, monkeypatch):
-    monkeypatch.delenv(dump_config.ENV, raising=False)
+    # set, then removed: monkeypatch records the variable and takes install()'s value away afterwards (a bare
+    # delenv of an unset variable records nothing, and the path leaked into later tests' L2 debuggers)
+    monkeypatch.setenv(dump_config.ENV, "unset")
+    monkeypatch.delenv(dump_config.ENV)
     config = dump_config.cpu_config(str(tmp_path), "1")
     common = config["common_dump_settings"]
     assert common["saved_data"] == "tensor" and common["iteration"] == "1" and common["file_format"] == "npy"
