@@ -105,6 +105,7 @@ PASS_ON = frozenset({
     "cat", "concat", "stack", "hstack", "vstack", "column_stack", "pad", "repeat_interleave", "index_select",
     "split", "tensor_split", "chunk", "narrow", "unbind", "select", "topk", "sort", "gather", "gather_elements",
     "take_along_dim", "flip", "fliplr", "flipud", "roll", "movedim", "moveaxis", "diagonal", "slice",
+    "masked_select", "MaskedSelect",
     "Concat", "Stack", "StackExt", "Pad", "PadV3", "ConstantPadND", "RepeatInterleaveInt",
     "RepeatInterleaveTensor", "IndexSelect", "Split", "SplitTensor", "SplitWithSize", "Chunk", "Narrow",
     "Unstack", "TopK", "TopkExt", "Sort", "SortExt", "Gather", "GatherD", "ReverseV2", "Roll", "Slice",

@@ -45,6 +45,7 @@ MOVERS = {
     "topk": lambda c: ops.flip(ops.topk(c, T)[0], (1,)).expand_dims(0),
     "gather": lambda c: ops.gather(c, Tensor(np.arange(T), ms.int32), 0).expand_dims(0),
     "mint.cat": lambda c: mint.cat([c, c], dim=0)[:T].expand_dims(0),
+    "masked_select": lambda c: ops.masked_select(c, ops.ones((T, T), ms.bool_)).reshape(1, T, T),
 }
 
 
