@@ -526,6 +526,29 @@ def top_overflow(call: Any, top: Any, raw_origin: bool, cache: HostCache) -> boo
         not gradients_nonfinite(top, call.seq, cache)
 
 
+def enclosing_maker(call: Any, cache: HostCache) -> Any:
+    """An L0 forward entry got inf/nan (its inputs were not finite): the
+    nearest enclosing Cell call (``call.parent`` upwards, a ``CellCall``) whose
+    inputs and own Parameters were finite and in which nothing came in
+    through a collective or started in another sub-Cell, i.e. the Cell
+    whose own ``construct`` made the inf/nan between its sub-Cells (an
+    origin, whatever was recorded before it in the step); None when there
+    is none (the model given to ``start()`` is judged by
+    :func:`top_overflow`). Reads only on an overflow."""
+    node = getattr(call, "parent", None)
+    while node is not None:
+        if all_finite((node.args, node.kwargs), cache):
+            if getattr(node, "received_inside", None) is not None or getattr(node, "started_inside", False) \
+                    or node.child_overflow:
+                return None
+            probes = node.param_probe or ()
+            if all(cache.finite(t) for t in probes) and all_finite(list(node.parameters.values()), cache):
+                return node
+            return None
+        node = node.parent
+    return None
+
+
 def top_output_overflowed(top: Any, cache: HostCache) -> bool:
     """After every entry inside the top Cell's call: True (once) when its
     output is not finite although its inputs were, no hooked Cell in it

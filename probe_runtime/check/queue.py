@@ -34,12 +34,10 @@ from ..hooks.guard import tool_section
 from ..state import RunState
 from .by_design import ByDesign, Decision, consumed_by_cell, decide
 from .collective import collective_of, collective_tensors, pass_up, through_collective
-from .provenance import (all_finite, backward_maker, entered, entry_tensors, forward_clean, inner_origin, mark_parent,
-                         tied_gradient_nonfinite,
-                         masked_call, own_backward_message, own_construct_between_message, own_construct_message,
-                         own_parameters_finite,
-                         stale_parameters, top_hint, top_input_overflowed, top_output_overflowed, top_overflow,
-                         written_nonfinite)
+from .provenance import (all_finite, backward_maker, enclosing_maker, entered, entry_tensors, forward_clean,
+                         inner_origin, mark_parent, masked_call, own_backward_message, own_construct_between_message,
+                         own_construct_message, own_parameters_finite, stale_parameters, tied_gradient_nonfinite,
+                         top_hint, top_input_overflowed, top_output_overflowed, top_overflow, written_nonfinite)
 from .records import Recorder
 from .verdict import HostCache, Verdict, is_parameter, iter_tensors, judge
 
@@ -107,7 +105,7 @@ class Checker:
         self.synchronous = False
         #: L1: the window's calls whose -inf output is by design, not recorded yet (:mod:`.by_design`)
         self.by_design = ByDesign()
-        #: L0: model calls holding sub-Cell entries back until their own record is written (``TopCall.stash``)
+        #: L0: model and Cell calls holding sub-Cell entries back until their own record is written (``stash``)
         self._stashed: list = []
         #: the window's gradient computation returned a non-finite loss no checked Cell made (L0): no
         #: backward entry of the window is an origin (set by ``windows.controller.Windows.on_forward``)
@@ -314,6 +312,13 @@ class Checker:
     def _judge_entry(self, kind: str, call: Any, cache: HostCache, batch: _Batch) -> bool:
         """Judge one entry and write its record when it overflowed; False
         when writing failed (detection is then turned off)."""
+        if kind == "forward" and getattr(call, "stash", None) is not None and not call.released:
+            # an L0 Cell whose own construct made the inf/nan a sub-Cell got: its record first, then theirs
+            call.released = True
+            call.own_construct = own_construct_between_message(call)
+            if not self._judge_entry(kind, call, cache, batch):
+                return False
+            return self._release_stash(call, cache, batch, record_top=False)
         if kind == "backward" and getattr(call, "own_backward_recorded", False):
             return True  # recorded already, as the Cell whose own code made the gradient (_record_backward_maker)
         collective = collective_of(kind, call)
@@ -345,9 +350,9 @@ class Checker:
             if own:  # its NaN/+inf is its own: the -inf by design among its inputs counts as finite
                 verdict = replace(verdict, origin=True)
         origin = self._origin(kind, call, verdict, cache) and not carried
-        top = getattr(call, "top", None) if kind == "forward" else None
-        if top is not None and top.stash is not None and not top.released:  # after the model's own record
-            top.stash.append((kind, call))
+        holder = _holder(call) if kind == "forward" else None
+        if holder is not None:  # after the record of the Cell (or model) whose own code made it
+            holder.stash.append((kind, call))
             return True
         nested = getattr(call, "nested", None) if kind == "forward" else None
         if nested:
@@ -528,6 +533,11 @@ class Checker:
                 origin, message = own_parameters_finite(call, cache)
                 if message:
                     self._log_once(message)
+            if verdict.overflow and not verdict.origin and hasattr(call, "ancestry"):
+                maker = enclosing_maker(call, cache)  # a Cell whose own construct made it: hold back until its record
+                if maker is not None and maker.stash is None and not maker.released:
+                    maker.stash = []
+                    self._stashed.append(maker)
             top = getattr(call, "top", None)
             if top is not None and verdict.overflow and top_overflow(call, top, verdict.origin, cache):
                 self._hint_top(top)
@@ -654,3 +664,19 @@ class Checker:
         if message not in self._logged:
             self._logged.add(message)
             LOGGER.error(message)
+
+
+def _holder(call: Any) -> Any:
+    """The L0 call holding ``call``'s forward entry back: the nearest
+    enclosing Cell call, else the model given to ``start()``, that holds
+    entries (``stash``) until its own record is written; None when none
+    does (always at L1)."""
+    node = getattr(call, "parent", None)
+    while node is not None:
+        if node.stash is not None and not node.released:
+            return node
+        node = node.parent
+    top = getattr(call, "top", None)
+    if top is not None and top.stash is not None and not top.released:
+        return top
+    return None

@@ -75,11 +75,20 @@ class CellCall:
     #: level, or in a tuple whose class cannot be rebuilt): the gradient w.r.t. its outputs is not all known,
     #: so its backward and ``parameters_grad`` entries are never an origin (``check.provenance.forward_clean``)
     outputs_unhooked: bool = False
+    #: the forward entries of sub-Cells held back, once one got inf/nan this Cell's own code made between its
+    #: sub-Cells from finite inputs, until this call's own entry is judged (its record, the origin, comes first)
+    stash: Optional[list] = None
+    released: bool = False
 
     @property
     def name(self) -> str:
         """``Cell.fc1.Dense.forward.0``."""
         return f"{self.prefix}.forward.{self.index}"
+
+    @property
+    def class_name(self) -> str:
+        """``Dense`` (the last part of ``prefix``)."""
+        return self.prefix.rsplit(".", 1)[-1]
 
     @property
     def backward_name(self) -> str:

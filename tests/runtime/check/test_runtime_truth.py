@@ -385,8 +385,10 @@ class _Wrapper(nn.Cell):
 
 def test_l0_overflow_made_in_an_enclosing_cells_own_code_is_its_origin(work):
     """At L0 the first overflowing entry (the inner Dense) got a value its
-    parent made from finite inputs: no ``entered`` ("made outside") is
-    written; the parent is the origin."""
+    parent made from finite inputs: the parent is the origin, recorded
+    first (its entry held back until then), with ``entered`` saying its own
+    construct made it; the Dense after it, carried, with no ``entered``
+    ("made outside")."""
     tmp_path, make = work
     debugger = make("L0")
     net = _Wrapper()
@@ -394,9 +396,10 @@ def test_l0_overflow_made_in_an_enclosing_cells_own_code_is_its_origin(work):
     net(Tensor(np.ones((2, 3), np.float32)))
     debugger.stop()
     records = _records(tmp_path, 0)
-    assert [r["name"] for r in records] == ["Cell.outer.inner.Dense.forward.0", "Cell.outer._Outer.forward.0"]
-    assert "entered" not in records[0]
-    assert [r["origin"] for r in records] == [False, True]
+    assert [r["name"] for r in records] == ["Cell.outer._Outer.forward.0", "Cell.outer.inner.Dense.forward.0"]
+    assert records[0]["entered"]["source"] == "own-construct"
+    assert "entered" not in records[1]
+    assert [r["origin"] for r in records] == [True, False]
     assert_origin_invariant(tmp_path / "dump")
 
 
