@@ -377,10 +377,14 @@ def top_parameters_finite(top: Any, cache: HostCache) -> bool:
     only non-finite values are -inf is a mask made by design (a causal
     mask) and counts as finite, now and in its probe (which holds no sign:
     a frozen mask was one at the call too); a trainable one holding -inf
-    was written so by an update."""
+    was written so by an update. One finite at the call that an update
+    the tool saw during the call wrote (``top.updated``: a step Cell's
+    optimizer writing what its own code scaled to inf) counts as finite:
+    its value now is a result, not an input."""
     probes = getattr(top, "param_probe", None) or [None] * len(top.params)
     for param, probe in zip(top.params.values(), probes):
-        if (probe is None or cache.finite(probe)) and cache.finite(param):
+        if (probe is None or cache.finite(probe)) and (cache.finite(param) or
+                                                       (probe is not None and getattr(top, "updated", False))):
             continue
         if getattr(param, "requires_grad", True) or not only_negative_infinity(param, cache):
             return False

@@ -167,6 +167,9 @@ class TopCall:
     gradients: list = field(default_factory=list)
     #: its call returned (gradients arriving later are not its own construct's)
     returned: bool = False
+    #: an update the tool sees (an optimizer step, ``Parameter.set_data``) ran during its call: Parameters
+    #: finite at its call and not now were written by it (a result, not an input)
+    updated: bool = False
 
     def as_cell_call(self, message: Optional[str]) -> "CellCall":
         """This call as a Cell entry the checker judges and records, with

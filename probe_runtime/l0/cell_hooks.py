@@ -265,6 +265,8 @@ class CellHooks:
         probes its Parameters again (:meth:`_probe_again`), once per update."""
         if self.installed:
             self.params_changed = True
+            if self._local.top is not None:  # an update inside the model's call (its optimizer sub-Cell)
+                self._local.top.updated = True
             self._probes = {}
             self._top_probes = {}
             self._written = {}
@@ -380,6 +382,14 @@ class CellHooks:
         self._local.top = None
         self._local.last = None  # the last Cell call and its output: not kept past the window
         self._cells = {}
+
+    def holding(self) -> bool:
+        """The call of a model given to ``start()`` running now (on this
+        thread) holds sub-Cell entries back (``TopCall.stash``): its own
+        ``construct`` made an inf/nan a sub-Cell got, and its record, the
+        origin, is written when it returns."""
+        top = self._local.top
+        return top is not None and top.stash is not None and not top.released
 
     def current_call(self) -> Optional[CellCall]:
         """The hooked Cell's call running now on this thread (the innermost), or None."""

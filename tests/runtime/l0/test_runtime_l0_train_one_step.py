@@ -172,3 +172,58 @@ def test_a_step_cells_own_code_is_named_only_for_the_inf_it_made(tmp_path, monke
         assert [r["name"] for r in step1 if r["origin"]] == ["Cell._OwnStep.forward.0"], step1
     for checks in ("default", "exact"):
         assert_origin_invariant(tmp_path / checks / "dump")
+
+
+class _ScalingStep(nn.Cell):
+    """A training step of one's own that scales the gradients of its
+    network in its own code and hands them to its optimizer, returning
+    only the loss."""
+
+    def __init__(self, network, optimizer):
+        super().__init__()
+        self.network = network
+        self.network.set_grad()
+        self.weights = optimizer.parameters
+        self.optimizer = optimizer
+        self.grad = ops.GradOperation(get_by_list=True)
+
+    def construct(self, x, y, scale):
+        loss = self.network(x, y)
+        grads = self.grad(self.network, self.weights)(x, y)
+        self.optimizer(tuple(g * scale * scale for g in grads))
+        return loss
+
+
+@pytest.mark.parametrize("nums", [1, -1])
+def test_a_step_cell_scaling_its_optimizers_gradients_to_inf_is_the_first_record(tmp_path, monkeypatch, nums):
+    """A fresh user's finding: in the step whose own code scaled finite
+    gradients to inf (1e38 twice) before its optimizer, the first record
+    was ``outside`` ("the code between them made it"), the only one kept
+    with ``overflow_nums`` 1; and once the optimizer had written the inf
+    into the weights, the step Cell's Parameters (read after its call)
+    were taken as its inputs, so it was not named at all: the optimizer's
+    entry said the inf came from a Parameter. The step Cell is the
+    origin (``own-construct``), recorded first; the weights the update
+    wrote are its result, not its input."""
+
+    def run(debugger):
+        net = _Net("dense")
+        optimizer = nn.SGD(net.trainable_params(), 1e-3)
+        step_cell = _ScalingStep(nn.WithLossCell(net, nn.MSELoss()), optimizer)
+        y = Tensor(np.zeros((2, 1), np.float32))
+        for scale in (1.0, 1e38, 1.0):
+            debugger.start(step_cell)
+            step_cell(Tensor(np.full((2, 4), 0.5, np.float16)), y, Tensor(scale, ms.float32))
+            debugger.stop()
+            debugger.step()
+
+    default, exact = run_default_and_exact(tmp_path, monkeypatch, run, ORIGINAL, level="L0", nums=nums)
+    for records in (default, exact):
+        assert {step for step, _ in records} == ({1} if nums == 1 else {1, 2}), records
+        step1 = [(r["name"], r["origin"], (r.get("entered") or {}).get("source")) for step, r in records
+                 if step == 1]
+        assert step1[0] == ("Cell._ScalingStep.forward.0", True, OWN), step1
+        assert [name for name, origin, _ in step1 if origin] == ["Cell._ScalingStep.forward.0"], step1
+        assert "outside" not in [name for name, _, _ in step1], step1
+    for checks in ("default", "exact"):
+        assert_origin_invariant(tmp_path / checks / "dump")
