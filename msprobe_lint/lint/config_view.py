@@ -3,6 +3,8 @@
 Values that failed a structural check (schema, NaN literal) are hidden:
 the semantic rules see them as absent, so one fault gives one diagnostic.
 Defaults follow msprobe: task ``statistics`` and level ``L1`` when absent.
+A misspelt task with a clear did-you-mean (``"overflow-check"``) reads as
+the task it means, so its PL103 does not hide the rules of that task.
 """
 from __future__ import annotations
 
@@ -27,16 +29,21 @@ class ConfigView:
             PrecisionDebugger (``dump_path``), whose config values are
             therefore not used.
         memo: what the rules compute once per config and share (a long
-            rank list read once for PL301-PL303), keyed by the rule family."""
+            rank list read once for PL301-PL303), keyed by the rule family.
+        meant_task: the task a refused ``task`` value clearly means (its
+            PL103's did-you-mean, rules/schema.py's ``meant_task``), or
+            None."""
 
     def __init__(self, data: dict, bad: set[str] | frozenset[str] = frozenset(), path: str = "<config>",
-                 profile: str = "8.3", given_in_code: frozenset[str] = frozenset()):
+                 profile: str = "8.3", given_in_code: frozenset[str] = frozenset(),
+                 meant_task: str | None = None):
         self.data = data
         self.bad = bad
         self.path = path
         self.profile = profile
         self.given_in_code = given_in_code
         self.memo: dict = {}
+        self.meant_task = meant_task
 
     def get(self, *parts: Any, default: Any = None) -> Any:
         """The value at ``parts`` (keys/indices), or ``default`` when absent
@@ -61,9 +68,13 @@ class ConfigView:
 
     @property
     def task(self) -> Any:
-        """The active task; ``statistics`` when absent, None when invalid."""
+        """The active task; ``statistics`` when absent; the task meant when
+        the value is a clear misspelling of one (:attr:`meant_task`), else
+        None when invalid."""
         if "task" not in self.data:
             return "statistics"
+        if self.meant_task is not None:
+            return self.meant_task
         return self.get("task")
 
     @property

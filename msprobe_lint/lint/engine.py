@@ -143,7 +143,7 @@ def check_data(data: dict, context: Context, *, selection: Selection, path: str 
     traceback, since a linter that hides a crash would pass a bad config.
     """
     from .profiles import ATB_ONLY_KEYS, select
-    from .rules.schema import validate
+    from .rules.schema import meant_task, validate
 
     if not (ATB_ONLY_KEYS.isdisjoint(data) and data.get("task") != "all") and not context.runtime:
         from .atb import is_atb_config
@@ -163,7 +163,10 @@ def check_data(data: dict, context: Context, *, selection: Selection, path: str 
                                  framework=context.framework, runtime=context.runtime)
     except RecursionError:  # nested nearly as deep as json.loads reads: PL001, as deeper is, never a traceback
         return [nested_too_deep(data)]
-    view = ConfigView(data, bad, path, profile=profile.name, given_in_code=frozenset(given))
+    # a misspelt task with a clear did-you-mean: the rules judge the task meant, so the typo's PL103 does
+    # not hide the level's or the section's findings until it is fixed (a lint reports every problem at once)
+    meant = meant_task(data, profile.name) if "/task" in bad else None
+    view = ConfigView(data, bad, path, profile=profile.name, given_in_code=frozenset(given), meant_task=meant)
     for info in rules.values():
         if info.check is None or not selection.enabled(info.code):
             continue

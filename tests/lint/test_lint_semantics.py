@@ -11,6 +11,23 @@ def test_reports_every_problem_at_once(lint):
     assert sorted(codes(found)) == ["PL101", "PL101", "PL102", "PL401"]
 
 
+def test_a_misspelt_task_does_not_hide_the_rules_of_the_task_it_means(lint):
+    """A fresh user's finding: with "overflow-check" for overflow_check,
+    only the task's PL103 came out; the level (PL201) and the section's
+    options (PL204, PL206) showed up once the typo was fixed. A clear
+    did-you-mean is judged as the task it means; a value near no task, or
+    another release's task, is judged as before."""
+    bad = config(task="overflow-check", level="L2", overflow_check={"check_mode": "aicore"}, statistics={})
+    fixed = config(level="L2", overflow_check={"check_mode": "aicore"}, statistics={})
+    found = lint(bad, mode="pynative", framework="mindspore")
+    assert codes(found) == ["PL103", "PL201", "PL204", "PL206"]
+    assert found[0].hint == "did you mean 'overflow_check'?"
+    assert found[1:] == lint(fixed, mode="pynative", framework="mindspore")
+    assert codes(lint(config(task="Overflow_Check", level="mix"))) == ["PL103", "PL201"]
+    assert codes(lint(config(task="dump", level="mix"))) == ["PL103"]
+    assert codes(lint(config(task="diff_check", level="mix"))) == ["PL103"]  # 26.x's task, not a typo
+
+
 def test_typo_suggestions(lint):
     (top,) = lint(config(levle="L1"))
     assert top.hint == "did you mean 'level'?"

@@ -91,6 +91,10 @@ define("PL103", "value-not-allowed", "error", "Value not among the allowed ones"
        check=not_allowed, doc="""
     Enumerated options (task, level, check_mode, summary_mode, ...) are
     case-sensitive. The hint gives the case-insensitive or closest match.
+    A task misspelt with one clear match ("overflow-check") is judged by
+    the other rules as the task it means, so the level and that task's
+    options are reported in the same run; a task near no task, or near
+    two, leaves the rules of any task silent.
     Some values msprobe refuses only with a framework or beside another
     option, each stopping it at start-up (mindstudio-probe 8.1 and 8.3):
     in free_benchmark, fuzz_device "cpu" or pert_mode "to_cpu" on
@@ -481,13 +485,52 @@ def _task_elsewhere(task: str) -> bool:
 
 def _active_task(data: dict, profile: str) -> Optional[str]:
     """The task whose section msprobe reads: the ``task`` value when this
-    release accepts it, ``statistics`` when absent, else None."""
+    release accepts it, ``statistics`` when absent, the task a misspelt
+    value clearly means (:func:`meant_task`), else None."""
     if profile == ATB:
         return None
     from ..profiles import PROFILES
 
     task = data.get("task", "statistics")
-    return task if isinstance(task, str) and task in PROFILES[profile].tasks else None
+    if isinstance(task, str) and task in PROFILES[profile].tasks:
+        return task
+    return meant_task(data, profile)
+
+
+def meant_task(data: dict, profile: str) -> Optional[str]:
+    """The task of release ``profile`` that a ``task`` value it refuses
+    (PL103) clearly means: the same name in another case
+    (``"Overflow_Check"``), or the only task that close (``"overflow-check"``
+    -> ``overflow_check``, the did-you-mean of its PL103). None for an
+    accepted or absent task, a value that is not a string, a task another
+    release (or the ATB dump tool) accepts (not a typo: its PL103 says
+    what it is), and a value near no task or near two.
+
+    The semantic rules judge the config as if it named that task, so a
+    typo in the task does not hide the other problems (the level, the
+    task's section) until it is fixed; a value with no clear match
+    leaves them silent, as before.
+
+    >>> meant_task({"task": "overflow-check"}, "8.3")
+    'overflow_check'
+    >>> meant_task({"task": "dump"}, "8.3") is None
+    True
+    """
+    if profile == ATB:
+        return None
+    import difflib
+
+    from ..profiles import PROFILES
+
+    value = data.get("task")
+    tasks = PROFILES[profile].tasks
+    if not isinstance(value, str) or value in tasks or _task_elsewhere(value):
+        return None
+    guess = suggest(value, tasks)
+    if guess is None or guess.lower() == value.lower():
+        return guess
+    close = difflib.get_close_matches(value.lower(), [task.lower() for task in tasks], n=2, cutoff=0.6)
+    return guess if close == [guess.lower()] else None
 
 
 def _release_note(finding: Finding, profile: str, why: str, name: Optional[str] = None) -> Finding:
