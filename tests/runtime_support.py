@@ -275,7 +275,7 @@ def assert_origin_invariant(dump_path: Path) -> int:
             if entered.get("source") == "own-construct" and "handed a sub-" in entered.get("message", ""):
                 if position + 1 < len(listed):
                     fed = data[listed[position + 1]["name"]]
-                    assert not _stats_finite([fed.get("input_args"), fed.get("input_kwargs")]), \
+                    assert not _stats_finite([fed.get("input_args"), fed.get("input_kwargs"), fed.get("input")]), \
                         f"{index}: {name} handed a sub-Cell inf/nan, but the next record's inputs are finite"
                 continue
             assert not _stats_finite(outputs), f"{index}: {name} is an origin but every dumped output is finite"

@@ -553,6 +553,27 @@ def enclosing_maker(call: Any, cache: HostCache) -> Any:
     return None
 
 
+def top_made_gradient(kind: str, call: Any, cache: HostCache) -> Any:
+    """An L0 backward or ``parameters_grad`` entry carried an overflow in
+    the gradient w.r.t. the outputs, and it is the step's first: the call
+    of the model given to ``start()`` (a ``TopCall``) whose own
+    ``construct`` asked for that gradient with inf/nan in it (a step Cell
+    handing ``GradOperation(sens_param=True)`` a sensitivity it scaled to
+    inf), when the outermost Cell call enclosing the entry got a
+    non-finite gradient w.r.t. its outputs while that model's call ran
+    (``CellCall.grad_in_top``) and the model's arguments and own
+    Parameters were finite; else None. Reads only on an overflow."""
+    node = call.owner if kind == PARAMETERS_GRAD else call
+    while node is not None and node.parent is not None:
+        node = node.parent
+    top = getattr(node, "top", None)
+    if top is None or not top.prefix or top.released or not getattr(node, "grad_in_top", False):
+        return None
+    if all_finite(node.grad_outputs, cache) or not all_finite((top.args, top.kwargs), cache):
+        return None
+    return top if top_parameters_finite(top, cache) else None
+
+
 def top_output_overflowed(top: Any, cache: HostCache) -> bool:
     """After every entry inside the top Cell's call: True (once) when its
     output is not finite although its inputs were, no hooked Cell in it

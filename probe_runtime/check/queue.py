@@ -37,7 +37,8 @@ from .collective import collective_of, collective_tensors, pass_up, through_coll
 from .provenance import (all_finite, backward_maker, enclosing_maker, entered, entry_tensors, forward_clean,
                          inner_origin, mark_parent, masked_call, own_backward_message, own_construct_between_message,
                          own_construct_message, own_parameters_finite, stale_parameters, tied_gradient_nonfinite,
-                         top_hint, top_input_overflowed, top_output_overflowed, top_overflow, written_nonfinite)
+                         top_hint, top_input_overflowed, top_made_gradient, top_output_overflowed, top_overflow,
+                         written_nonfinite)
 from .records import Recorder
 from .verdict import HostCache, Verdict, is_parameter, iter_tensors, judge
 
@@ -364,6 +365,13 @@ class Checker:
         where_in = None
         if call.step not in self._overflow_steps and not origin and not received and hasattr(call, "ancestry") \
                 and kind in ("backward", "parameters_grad"):
+            maker = top_made_gradient(kind, call, cache)
+            if maker is not None:  # the model's own construct asked for an inf/nan gradient: its record first
+                if maker.stash is None:
+                    maker.stash = []
+                    self._stashed.append(maker)
+                maker.stash.append((kind, call))
+                return True
             if not self._record_backward_maker(kind, call, cache, batch):
                 return False
         if call.step not in self._overflow_steps:

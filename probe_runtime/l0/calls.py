@@ -79,6 +79,9 @@ class CellCall:
     #: sub-Cells from finite inputs, until this call's own entry is judged (its record, the origin, comes first)
     stash: Optional[list] = None
     released: bool = False
+    #: the gradient w.r.t. its outputs arrived while the call of the model given to ``start()`` it ran in was
+    #: still running: a gradient computation inside that model's own ``construct`` asked for it
+    grad_in_top: bool = False
 
     @property
     def name(self) -> str:

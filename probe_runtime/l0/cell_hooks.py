@@ -614,6 +614,7 @@ class CellHooks:
                 tensors = list(iter_tensors(grads))
                 if call.feeds is not None:  # the next Cell's input gradient (see _fed_by_previous)
                     sink.on_grad_inputs(call.feeds, list(tensors))
+                call.grad_in_top = call.top is not None and not call.top.returned
                 sink.on_grad_outputs(call, tensors)
                 self._note_gradients(call, tensors)
 

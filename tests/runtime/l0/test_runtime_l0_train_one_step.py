@@ -227,3 +227,56 @@ def test_a_step_cell_scaling_its_optimizers_gradients_to_inf_is_the_first_record
         assert "outside" not in [name for name, _, _ in step1], step1
     for checks in ("default", "exact"):
         assert_origin_invariant(tmp_path / checks / "dump")
+
+
+class _SensStep(nn.Cell):
+    """A training step of one's own that asks for the gradients with a
+    sensitivity (``sens_param=True``) its own code scales: 1e38 twice is
+    inf in float32."""
+
+    def __init__(self, network, optimizer):
+        super().__init__()
+        self.network = network
+        self.network.set_grad()
+        self.weights = optimizer.parameters
+        self.optimizer = optimizer
+        self.grad = ops.GradOperation(get_by_list=True, sens_param=True)
+
+    def construct(self, x, y, scale):
+        loss = self.network(x, y)
+        sens = ops.ones_like(loss) * scale * scale
+        self.optimizer(self.grad(self.network, self.weights)(x, y, sens))
+        return loss
+
+
+@pytest.mark.parametrize("nums", [1, -1])
+def test_a_step_cell_whose_sensitivity_is_inf_is_the_origin(tmp_path, monkeypatch, nums):
+    """Found while fixing the test above: the gradient computation got an
+    inf sensitivity from the step Cell's own code; every backward entry
+    was carried, none named where it started, and with ``overflow_nums`` 1
+    the one record kept said nothing of the step Cell. It is now the
+    origin (``own-construct``), recorded first, the backward entries after
+    it, carried."""
+
+    def run(debugger):
+        net = _Net("dense")
+        optimizer = nn.SGD(net.trainable_params(), 1e-3)
+        step_cell = _SensStep(nn.WithLossCell(net, nn.MSELoss()), optimizer)
+        y = Tensor(np.zeros((2, 1), np.float32))
+        for scale in (1.0, 1e38, 1.0):
+            debugger.start(step_cell)
+            step_cell(Tensor(np.full((2, 4), 0.5, np.float16)), y, Tensor(scale, ms.float32))
+            debugger.stop()
+            debugger.step()
+
+    default, exact = run_default_and_exact(tmp_path, monkeypatch, run, ORIGINAL, level="L0", nums=nums)
+    for records in (default, exact):
+        assert 0 not in {step for step, _ in records}, records
+        step1 = [(r["name"], r["origin"], (r.get("entered") or {}).get("source")) for step, r in records
+                 if step == 1]
+        assert step1[0] == ("Cell._SensStep.forward.0", True, OWN), step1
+        assert [name for name, origin, _ in step1 if origin] == ["Cell._SensStep.forward.0"], step1
+        if nums == -1:
+            assert "Cell.network._loss_fn.MSELoss.backward.0" in [name for name, _, _ in step1], step1
+    for checks in ("default", "exact"):
+        assert_origin_invariant(tmp_path / checks / "dump")
