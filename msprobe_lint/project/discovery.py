@@ -199,7 +199,8 @@ class FileFilter:
     yields").
 
     Attributes:
-        include: pattern sets replacing ``*.json`` (empty: the default).
+        include: pattern sets replacing ``*.json`` (empty: the default,
+            any case of the suffix: :func:`json_name`).
         extend_include: pattern sets adding to it.
         default_exclude: whether DEFAULT_EXCLUDE applies.
         exclude: pattern sets skipping files and folders.
@@ -304,11 +305,29 @@ def discover(paths: Sequence[str], file_filter: Optional[FileFilter] = None, *, 
 MISSING = "no such file or folder"
 
 
+def json_name(name: str) -> bool:
+    """True when ``name`` ends in ``.json`` in any case (``config.json``,
+    ``CONFIG.JSON``): the walk's default ``include``. pre-commit picks
+    files the same way (``types: [json]``: identify reads the extension in
+    lower case, and this project's hook pattern is ``(?i)``), so a walk
+    and the hook agree; a name matched case-sensitively would pass over a
+    config silently, where a lint should speak. One slice and one
+    lower-case comparison: cheap enough for every file of a walk.
+    (msprobe itself loads only a name ending in ``.json`` as written:
+    ``probe run`` says so.)
+
+    >>> json_name("CONFIG.JSON"), json_name("config.json"), json_name("config.jsonl")
+    (True, True, False)
+    """
+    return name[-5:].lower() == ".json"
+
+
 def _missing_not_a_config_name(path: str) -> bool:
     """True for a path that does not exist and may have been meant for a
-    folder: it ends with ``/`` or its name does not end with ``.json`` (a
-    missing ``x.json`` is a config file not found, as the lint says)."""
-    if path.endswith(("/", os.sep)) or not path.endswith(".json"):
+    folder: it ends with ``/`` or its name does not end with ``.json`` in
+    any case (a missing ``x.json`` is a config file not found, as the lint
+    says)."""
+    if path.endswith(("/", os.sep)) or not json_name(path):
         return not os.path.lexists(path)
     return False
 
@@ -362,7 +381,7 @@ def _walk(root: str, flt: FileFilter, skipped: bool = True) -> Iterator[Candidat
                 is_dir = False
             if not is_dir:
                 if default_include:
-                    if not name.endswith(".json") and not (extend_include and _included(entry.path, entry.path[
+                    if not json_name(name) and not (extend_include and _included(entry.path, entry.path[
                             rel_start:], extend_include)):
                         continue
                 elif not _included(entry.path, entry.path[rel_start:], flt.include + extend_include):

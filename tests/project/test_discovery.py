@@ -73,6 +73,26 @@ def test_walk_keeps_msprobe_configs_and_says_why_for_the_rest(proj):
     }
 
 
+def test_a_config_named_in_upper_case_is_found_like_config_json(proj):
+    """A fresh user's finding: a walk passed over CONFIG.JSON silently,
+    where pre-commit (``types: [json]``, and the hook's ``(?i)`` pattern)
+    hands it to the lint. The suffix is matched in any case; a name
+    merely containing json is not."""
+    write_config(proj / "configs", BAD, "CONFIG.JSON")
+    write_config(proj / "configs", BAD, "Other.Json")
+    write_config(proj / "configs", BAD, "records.jsonl")
+    assert kept([proj / "configs"]) == ["proj/configs/CONFIG.JSON", "proj/configs/Other.Json",
+                                        "proj/configs/bad.json", "proj/configs/good.json",
+                                        "proj/configs/nested/deep.json"]
+    shown = run_probe("lint", "--isolated", "--show-files", "proj/configs")
+    assert "lint  proj/configs/CONFIG.JSON  (msprobe config)" in shown.stdout.splitlines()
+    linted = run_probe("lint", "--isolated", "proj/configs")
+    assert linted.returncode == 1 and "proj/configs/CONFIG.JSON:" in linted.stdout
+    # a missing GONE.JSON is a config file not found, as gone.json is
+    assert run_probe("lint", "--isolated", "GONE.JSON").stdout.startswith(
+        "GONE.JSON:1:1: PL006 error: config file not found")
+
+
 def test_order_is_depth_first_by_name_and_dot_is_not_shown(proj):
     os.chdir(proj)
     assert kept(["."]) == ["configs/bad.json", "configs/good.json", "configs/nested/deep.json"]
