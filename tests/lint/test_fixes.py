@@ -306,6 +306,29 @@ def test_a_rank_string_that_is_no_id_list_gets_a_hint_and_no_fix(tmp_path):
     assert rank["fix"] is None and 'e.g. [0, "2-3"]' in rank["hint"]
 
 
+@pytest.mark.parametrize("dump_path, named", [("/home/模型/dump", "'模型'"), ("/home/my 模型/run:1", "'my 模型'"),
+                                              ("/home/café/dump", "'café'")])
+def test_a_path_named_in_another_script_gets_a_hint_to_rename_and_no_fix(tmp_path, dump_path, named):
+    """A fresh user's finding: PL402's fix wrote '_' for each run of
+    non-ASCII letters, so /home/模型/dump became /home/_/dump: the name
+    lost, and 数据 would have become the same folder. A name is the
+    user's to rename; only separators (a space, ':', a fullwidth space)
+    are still replaced, as an unsafe fix."""
+    path = tmp_path / "config.json"
+    text = BASE.replace("/home/data_dump", dump_path)
+    path.write_text(text, encoding="utf-8")
+    out = json.loads(run_probe("lint", "--isolated", "-f", "json", str(path)).stdout)
+    (found,) = out["diagnostics"]
+    assert found["code"] == "PL402" and found["fix"] is None
+    assert found["hint"].startswith(f"rename {named} with only ASCII letters") and "/home/_" not in found["hint"]
+    proc = run_probe("lint", "--isolated", "--fix", "--unsafe-fixes", str(path))
+    assert proc.returncode == 1 and path.read_text(encoding="utf-8") == text
+    separator = BASE.replace("/home/data_dump", "/home/data\u3000dump")
+    path.write_text(separator, encoding="utf-8")
+    (spaced,) = json.loads(run_probe("lint", "--isolated", "-f", "json", str(path)).stdout)["diagnostics"]
+    assert spaced["fix"]["applicability"] == "unsafe" and "/home/data_dump" in spaced["fix"]["description"]
+
+
 def test_unsafe_fixes_needs_fix_or_diff(tmp_path):
     path = tmp_path / "config.json"
     path.write_text(MESSY)

@@ -119,7 +119,11 @@ def bad_characters(config: ConfigView, context: Context) -> Iterator[Finding]:
     '.', '/' and '-': spaces, non-ASCII letters, ':' and the like stop the
     job when it first writes. With --check-fs (always in probe_runtime) the
     config file's own real path is checked too: msprobe reads it only
-    through the same check.
+    through the same check. The fix (unsafe: the dump then lands in another
+    folder) writes '_' for spaces, ':' and other separators. A name in
+    another script ("/data/模型/dump") gets no fix, only the hint to rename
+    it in ASCII: '_' for its letters would lose the name, and different
+    names would become one folder.
 
     Bad:
         "dump_path": "/home/my data/dump"
@@ -130,17 +134,48 @@ def bad_characters(config: ConfigView, context: Context) -> Iterator[Finding]:
         if _expands(value) or ALLOWED.match(value):
             continue
         bad = sorted(set(DISALLOWED_RUN.findall(value)) and {c for c in value if not ALLOWED.match(c)})
-        cleaned = DISALLOWED_RUN.sub("_", value)
         shown = " ".join(repr(c) for c in bad[:8])
+        named = _named_in_other_script(value)
+        if named:
+            yield Finding("PL402", f"{name} has characters msprobe rejects: {shown}", pointer=ptr,
+                          hint=f"rename {_and(named)} with only ASCII letters, digits, '_', '.' and '-' (its "
+                               "English or pinyin name, say) and write the new path here; no automatic fix: '_' "
+                               "for its letters would lose the name")
+            continue
+        cleaned = DISALLOWED_RUN.sub("_", value)
         yield Finding("PL402", f"{name} has characters msprobe rejects: {shown}", pointer=ptr,
                       hint=f"use only letters, digits, '_', '.', '/', '-', e.g. {cleaned}",
                       fix=_rewrite(ptr, cleaned, "replace the rejected characters with '_'"))
     own = _config_real_path(config, context)
     if own is not None and not ALLOWED.match(own):
         shown = " ".join(repr(c) for c in sorted({c for c in own if not ALLOWED.match(c)})[:8])
+        named = _named_in_other_script(own)
         yield Finding("PL402", f"the config file's real path {own} has characters msprobe rejects: {shown} "
                                "(it checks the config's own path too)",
-                      hint=f"move or rename the config, e.g. to {DISALLOWED_RUN.sub('_', own)}")
+                      hint=f"move the config, or rename {_and(named)} with only ASCII letters, digits, '_', '.' "
+                           "and '-'"
+                      if named else f"move or rename the config, e.g. to {DISALLOWED_RUN.sub('_', own)}")
+
+
+def _named_in_other_script(path: str) -> list[str]:
+    """The components of ``path`` (quoted) holding letters, digits or marks
+    outside ASCII (``'模型'`` of ``/data/模型/dump``, ``'café'``): names,
+    which no character replacement can keep. Empty when the rejected
+    characters are separators only (spaces, ':', fullwidth punctuation).
+
+    >>> _named_in_other_script("/data/模型/dump run")
+    ["'模型'"]
+    >>> _named_in_other_script("/data/dump run:1")
+    []
+    """
+    import unicodedata  # only for a path msprobe rejects
+
+    return [repr(part) for part in path.split("/")
+            if any(not c.isascii() and unicodedata.category(c)[0] in "LMN" for c in part)]
+
+
+def _and(names: list[str]) -> str:
+    return ", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else "".join(names)
 
 
 @rule("PL409", "path-placeholder", "error", "Path is a placeholder copied from the docs")
