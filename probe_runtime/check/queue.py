@@ -317,8 +317,12 @@ class Checker:
             # an L0 Cell whose own construct made the inf/nan a sub-Cell got: its record first, then theirs
             call.released = True
             call.own_construct = own_construct_between_message(call)
+            found = self.state.found
             if not self._judge_entry(kind, call, cache, batch):
                 return False
+            if self.state.found == found and not self._write_own(call, cache, batch):
+                return False  # it hid the inf/nan again (its output is finite): still where it started
+            call.forward_finite = False  # its code made inf/nan: its backward entry carries what that gives
             return self._release_stash(call, cache, batch, record_top=False)
         if kind == "backward" and getattr(call, "own_backward_recorded", False):
             return True  # recorded already, as the Cell whose own code made the gradient (_record_backward_maker)
@@ -367,6 +371,7 @@ class Checker:
                 and kind in ("backward", "parameters_grad"):
             maker = top_made_gradient(kind, call, cache)
             if maker is not None:  # the model's own construct asked for an inf/nan gradient: its record first
+                self._hint_top(maker)
                 if maker.stash is None:
                     maker.stash = []
                     self._stashed.append(maker)
@@ -383,7 +388,7 @@ class Checker:
                     self.on_error("while finding where the overflow came in", err)
         if where_in is None and verdict.origin and not origin:
             where_in = through_collective(kind, call)  # L0: came in through a collective inside the Cell
-        if where_in is None and getattr(call, "own_construct", None):  # L0: a model's own construct made it
+        if where_in is None and kind == "forward" and getattr(call, "own_construct", None):  # L0: its own code made it
             where_in = entered_object(call.name, input=None, source=SOURCE_OWN_CONSTRUCT, message=call.own_construct)
         written = written_nonfinite(call, cache) if kind == "forward" else []
         if self.state.count_record():
@@ -625,23 +630,32 @@ class Checker:
         held, top.stash = top.stash or [], None
         if top in self._stashed:
             self._stashed.remove(top)
-        if record_top and not self.state.exhausted:
-            call = top.as_cell_call(own_construct_between_message(top))
-            self._overflow_steps.add(call.step)
-            if self.state.count_record():
-                batch.counted = True
-                try:
-                    self.records.write("forward", call, True, cache, entered_object(
-                        call.name, input=None, source=SOURCE_OWN_CONSTRUCT, message=call.own_construct), [])
-                except Exception as err:
-                    self.turn_off(f"cannot write the dump ({type(err).__name__}: {err})")
-                    return False
-                batch.counted = False
+        if record_top and not self._write_own(top.as_cell_call(own_construct_between_message(top)), cache, batch):
+            return False
         for kind, call in held:
             if self.state.exhausted or self.disabled:
                 break
             if not self._judge_entry(kind, call, cache, batch):
                 return False
+        return True
+
+    def _write_own(self, call: Any, cache: HostCache, batch: _Batch) -> bool:
+        """Record ``call`` (an L0 Cell entry, or a model's as one) as the
+        origin whose own ``construct`` handed a sub-Cell inf/nan
+        (``entered.source`` ``own-construct``, ``call.own_construct`` its
+        message), whatever its output holds. False when writing failed."""
+        if self.state.exhausted:
+            return True
+        self._overflow_steps.add(call.step)
+        if self.state.count_record():
+            batch.counted = True
+            try:
+                self.records.write("forward", call, True, cache, entered_object(
+                    call.name, input=None, source=SOURCE_OWN_CONSTRUCT, message=call.own_construct), [])
+            except Exception as err:
+                self.turn_off(f"cannot write the dump ({type(err).__name__}: {err})")
+                return False
+            batch.counted = False
         return True
 
     def _hint_top(self, top: Any) -> None:

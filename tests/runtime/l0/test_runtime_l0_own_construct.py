@@ -71,12 +71,15 @@ class Outer(nn.Cell):
 
 
 class Deep(nn.Cell):
-    def __init__(self):
+    def __init__(self, pre=False):
         super().__init__()
+        self.pre = _dense(4, 4) if pre else None  # Outer's input then needs a gradient: its backward entry is judged
         self.outer = Outer()
         self.head = _dense(4, 2)
 
     def construct(self, x):
+        if self.pre is not None:
+            x = self.pre(x)
         return self.head(self.outer(x))
 
 
@@ -133,8 +136,31 @@ def test_the_nearest_cell_with_finite_inputs_is_named_not_an_inner_one(tmp_path,
     assert "Cell.outer.block.fc1.Dense.forward.0" in dict(names), names
 
 
-def test_a_cell_that_hides_it_again_is_no_origin(tmp_path, monkeypatch):
-    """Its output is finite: no record of the Block (an origin must have a
-    non-finite output); what fc2 got is still recorded, carried."""
-    found = _run(tmp_path, monkeypatch, lambda: Net(mask_after=True), checks=None, nums=-1, train=False)
-    assert [(r["name"], r["origin"]) for _, r in found] == [("Cell.block.fc2.Dense.forward.0", False)], found
+@pytest.mark.parametrize("nums", [1, -1])
+def test_a_cell_that_hides_it_again_is_still_where_it_started(tmp_path, monkeypatch, nums):
+    """A fresh user's finding: the Block hides the inf its own code made
+    (its output is finite). It was not recorded: with ``overflow_nums`` 1
+    the one record was fc2's, carried, "where it started is not known";
+    with -1 its backward entry came last, as ORIGIN, with the forward
+    pass's message (level L1 names its ``exp`` forward, its backward
+    carried). The Block is the origin now, first, its output finite; its
+    backward entry is carried and says nothing of its forward pass."""
+    found = _run(tmp_path, monkeypatch, lambda: Net(mask_after=True), checks=None, nums=nums)
+    first = found[0][1]
+    assert (first["name"], first["origin"], first["entered"]["source"]) == \
+        ("Cell.block.Block.forward.0", True, "own-construct"), found
+    assert [r["name"] for _, r in found if r["origin"]] == ["Cell.block.Block.forward.0"], found
+    if nums == -1:
+        assert found[1][1]["name"] == "Cell.block.fc2.Dense.forward.0", found
+        assert not [r for _, r in found[1:] if "entered" in r], found  # only a step's first record says it
+
+
+def test_the_cells_backward_entry_does_not_repeat_the_forward_message(tmp_path, monkeypatch):
+    """A fresh user's finding: the enclosing Cell's carried backward entry
+    got ``entered`` with the forward pass's "own-construct" message, which
+    ``probe report`` printed twice; only a step's first record says where
+    the overflow came in."""
+    found = _run(tmp_path, monkeypatch, lambda: Deep(pre=True), checks=None, nums=-1, train=True)
+    assert found[0][1]["name"] == "Cell.outer.Outer.forward.0", found
+    assert "Cell.outer.Outer.backward.0" in [r["name"] for _, r in found], found
+    assert not [r["name"] for _, r in found[1:] if "entered" in r], found
