@@ -194,41 +194,6 @@ class _ScalingStep(nn.Cell):
         return loss
 
 
-@pytest.mark.parametrize("nums", [1, -1])
-def test_a_step_cell_scaling_its_optimizers_gradients_to_inf_is_the_first_record(tmp_path, monkeypatch, nums):
-    """A fresh user's finding: in the step whose own code scaled finite
-    gradients to inf (1e38 twice) before its optimizer, the first record
-    was ``outside`` ("the code between them made it"), the only one kept
-    with ``overflow_nums`` 1; and once the optimizer had written the inf
-    into the weights, the step Cell's Parameters (read after its call)
-    were taken as its inputs, so it was not named at all: the optimizer's
-    entry said the inf came from a Parameter. The step Cell is the
-    origin (``own-construct``), recorded first; the weights the update
-    wrote are its result, not its input."""
-
-    def run(debugger):
-        net = _Net("dense")
-        optimizer = nn.SGD(net.trainable_params(), 1e-3)
-        step_cell = _ScalingStep(nn.WithLossCell(net, nn.MSELoss()), optimizer)
-        y = Tensor(np.zeros((2, 1), np.float32))
-        for scale in (1.0, 1e38, 1.0):
-            debugger.start(step_cell)
-            step_cell(Tensor(np.full((2, 4), 0.5, np.float16)), y, Tensor(scale, ms.float32))
-            debugger.stop()
-            debugger.step()
-
-    default, exact = run_default_and_exact(tmp_path, monkeypatch, run, ORIGINAL, level="L0", nums=nums)
-    for records in (default, exact):
-        assert {step for step, _ in records} == ({1} if nums == 1 else {1, 2}), records
-        step1 = [(r["name"], r["origin"], (r.get("entered") or {}).get("source")) for step, r in records
-                 if step == 1]
-        assert step1[0] == ("Cell._ScalingStep.forward.0", True, OWN), step1
-        assert [name for name, origin, _ in step1 if origin] == ["Cell._ScalingStep.forward.0"], step1
-        assert "outside" not in [name for name, _, _ in step1], step1
-    for checks in ("default", "exact"):
-        assert_origin_invariant(tmp_path / checks / "dump")
-
-
 class _SensStep(nn.Cell):
     """A training step of one's own that asks for the gradients with a
     sensitivity (``sens_param=True``) its own code scales: 1e38 twice is
@@ -249,19 +214,14 @@ class _SensStep(nn.Cell):
         return loss
 
 
-@pytest.mark.parametrize("nums", [1, -1])
-def test_a_step_cell_whose_sensitivity_is_inf_is_the_origin(tmp_path, monkeypatch, nums):
-    """Found while fixing the test above: the gradient computation got an
-    inf sensitivity from the step Cell's own code; every backward entry
-    was carried, none named where it started, and with ``overflow_nums`` 1
-    the one record kept said nothing of the step Cell. It is now the
-    origin (``own-construct``), recorded first, the backward entries after
-    it, carried."""
+def _scaled_step(step_class):
+    """Three steps of ``step_class`` (a step Cell of one's own); in step 1
+    its own code scales by 1e38 twice: inf in float32."""
 
     def run(debugger):
         net = _Net("dense")
         optimizer = nn.SGD(net.trainable_params(), 1e-3)
-        step_cell = _SensStep(nn.WithLossCell(net, nn.MSELoss()), optimizer)
+        step_cell = step_class(nn.WithLossCell(net, nn.MSELoss()), optimizer)
         y = Tensor(np.zeros((2, 1), np.float32))
         for scale in (1.0, 1e38, 1.0):
             debugger.start(step_cell)
@@ -269,14 +229,33 @@ def test_a_step_cell_whose_sensitivity_is_inf_is_the_origin(tmp_path, monkeypatc
             debugger.stop()
             debugger.step()
 
-    default, exact = run_default_and_exact(tmp_path, monkeypatch, run, ORIGINAL, level="L0", nums=nums)
+    return run
+
+
+@pytest.mark.parametrize("nums", [1, -1])
+@pytest.mark.parametrize("step_class", [_ScalingStep, _SensStep])
+def test_a_step_cell_whose_own_code_scales_to_inf_is_the_first_record(tmp_path, monkeypatch, step_class, nums):
+    """A fresh user's finding (``_ScalingStep``): in the step whose own
+    code scaled finite gradients to inf before its optimizer, the first
+    record was ``outside`` ("the code between them made it"), the only one
+    kept with ``overflow_nums`` 1; and once the optimizer had written the
+    inf into the weights, the step Cell's Parameters (read after its call)
+    were taken as its inputs, so it was not named at all. Found while
+    fixing it (``_SensStep``): with an inf sensitivity every backward entry
+    was carried and none named where it started. The step Cell is the
+    origin (``own-construct``), recorded first, what it fed after it,
+    carried; the weights the update wrote are its result, not its input."""
+    default, exact = run_default_and_exact(tmp_path, monkeypatch, _scaled_step(step_class), ORIGINAL,
+                                           level="L0", nums=nums)
+    name = f"Cell.{step_class.__name__}.forward.0"
     for records in (default, exact):
-        assert 0 not in {step for step, _ in records}, records
+        assert {step for step, _ in records} == ({1} if nums == 1 else {1, 2}), records
         step1 = [(r["name"], r["origin"], (r.get("entered") or {}).get("source")) for step, r in records
                  if step == 1]
-        assert step1[0] == ("Cell._SensStep.forward.0", True, OWN), step1
-        assert [name for name, origin, _ in step1 if origin] == ["Cell._SensStep.forward.0"], step1
-        if nums == -1:
-            assert "Cell.network._loss_fn.MSELoss.backward.0" in [name for name, _, _ in step1], step1
+        assert step1[0] == (name, True, OWN), step1
+        assert [n for n, origin, _ in step1 if origin] == [name], step1
+        assert "outside" not in [n for n, _, _ in step1], step1
+        if nums == -1 and step_class is _SensStep:
+            assert "Cell.network._loss_fn.MSELoss.backward.0" in [n for n, _, _ in step1], step1
     for checks in ("default", "exact"):
         assert_origin_invariant(tmp_path / checks / "dump")
