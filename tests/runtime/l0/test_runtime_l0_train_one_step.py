@@ -179,13 +179,13 @@ class _ScalingStep(nn.Cell):
     network in its own code and hands them to its optimizer, returning
     only the loss."""
 
-    def __init__(self, network, optimizer):
+    def __init__(self, network, optimizer, sens_param=False):
         super().__init__()
         self.network = network
         self.network.set_grad()
         self.weights = optimizer.parameters
         self.optimizer = optimizer
-        self.grad = ops.GradOperation(get_by_list=True)
+        self.grad = ops.GradOperation(get_by_list=True, sens_param=sens_param)
 
     def construct(self, x, y, scale):
         loss = self.network(x, y)
@@ -194,18 +194,13 @@ class _ScalingStep(nn.Cell):
         return loss
 
 
-class _SensStep(nn.Cell):
+class _SensStep(_ScalingStep):
     """A training step of one's own that asks for the gradients with a
     sensitivity (``sens_param=True``) its own code scales: 1e38 twice is
     inf in float32."""
 
     def __init__(self, network, optimizer):
-        super().__init__()
-        self.network = network
-        self.network.set_grad()
-        self.weights = optimizer.parameters
-        self.optimizer = optimizer
-        self.grad = ops.GradOperation(get_by_list=True, sens_param=True)
+        super().__init__(network, optimizer, sens_param=True)
 
     def construct(self, x, y, scale):
         loss = self.network(x, y)
