@@ -372,10 +372,7 @@ class Checker:
             maker = top_made_gradient(kind, call, cache)
             if maker is not None:  # the model's own construct asked for an inf/nan gradient: its record first
                 self._hint_top(maker)
-                if maker.stash is None:
-                    maker.stash = []
-                    self._stashed.append(maker)
-                maker.stash.append((kind, call))
+                self._hold(maker).append((kind, call))
                 return True
             if not self._record_backward_maker(kind, call, cache, batch):
                 return False
@@ -548,15 +545,13 @@ class Checker:
                     self._log_once(message)
             if verdict.overflow and not verdict.origin and hasattr(call, "ancestry"):
                 maker = enclosing_maker(call, cache)  # a Cell whose own construct made it: hold back until its record
-                if maker is not None and maker.stash is None and not maker.released:
-                    maker.stash = []
-                    self._stashed.append(maker)
+                if maker is not None and not maker.released:
+                    self._hold(maker)
             top = getattr(call, "top", None)
             if top is not None and verdict.overflow and top_overflow(call, top, verdict.origin, cache):
                 self._hint_top(top)
-                if top.prefix and top.stash is None:  # the model's own record comes first: hold this one back
-                    top.stash = []
-                    self._stashed.append(top)
+                if top.prefix:  # the model's own record comes first: hold this one back
+                    self._hold(top)
         elif origin:
             # gradients computed from non-finite forward values carry that overflow, and so do all of them once
             # the loss itself was not finite (L0: made outside the checked Cells, said by an ``outside`` record)
@@ -638,6 +633,15 @@ class Checker:
             if not self._judge_entry(kind, call, cache, batch):
                 return False
         return True
+
+    def _hold(self, holder: Any) -> list:
+        """The list of entries ``holder`` (an L0 Cell or model call) holds
+        back until its own record is written (``stash``), started now if
+        it holds none yet."""
+        if holder.stash is None:
+            holder.stash = []
+            self._stashed.append(holder)
+        return holder.stash
 
     def _write_own(self, call: Any, cache: HostCache, batch: _Batch) -> bool:
         """Record ``call`` (an L0 Cell entry, or a model's as one) as the
