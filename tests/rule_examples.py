@@ -8,6 +8,7 @@ must not.
 """
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -46,6 +47,15 @@ def _world_writable(tmp: Path) -> dict:
     (tmp / "open").mkdir()
     os.chmod(tmp / "open", 0o777)
     return {"config": config(dump_path=str(tmp / "open")), "check_fs": True}
+
+
+def _named(name: str):
+    def setup(tmp: Path) -> dict:
+        path = tmp / name
+        path.write_text(json.dumps(config()), encoding="utf-8")
+        return {"path": str(path)}
+
+    return setup
 
 
 EXAMPLES = {
@@ -97,6 +107,7 @@ EXAMPLES = {
     "PL405": ({"config": config(dump_path="$HOME/dump")}, {"config": config(dump_path="/home/u/dump")}),
     "PL406": ({"setup": _symlinked_dump}, {"setup": _real_dump}),
     "PL409": ({"config": config(dump_path="/path/to/dump")}, {"config": config(dump_path="/data/run1/dump")}),
+    "PL410": ({"setup": _named("Config.JSON")}, {"setup": _named("config.json")}),
     "PL407": ({"setup": _file_dump}, {"setup": _real_dump}),
     "PL408": ({"setup": _world_writable}, {"setup": _real_dump}),
     "PL501": ({"config": config(), "script": SCRIPT_HEAD + "from mindspore.ops import relu\n" + LOOP_OK},

@@ -285,6 +285,18 @@ def test_a_dump_path_that_cannot_be_created_is_refused(work):
     assert "PL407" in str(caught.value) and "/proc/probe-dump cannot be created" in str(caught.value)
 
 
+def test_a_config_name_msprobe_refuses_is_refused(work):
+    """msprobe's PrecisionDebugger refuses a config whose name does not end
+    in lower-case '.json'; so does the drop-in (PL410), with the file kept."""
+    tmp_path, _ = work
+    path = write_runtime_config(tmp_path)
+    renamed = path.rename(tmp_path / "Config.JSON")
+    with pytest.raises(ConfigLintError) as caught:
+        PrecisionDebugger(config_path=str(renamed))
+    assert "PL410" in str(caught.value) and "'Config.JSON'" in str(caught.value)
+    assert renamed.is_file() and not (tmp_path / "dump").exists()
+
+
 def test_an_uncaught_refusal_prints_its_message_without_a_traceback(tmp_path):
     import subprocess
     import sys

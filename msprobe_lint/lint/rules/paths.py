@@ -1,9 +1,10 @@
-"""Paths family (PL401-PL409): the path rules msprobe enforces at run time
+"""Paths family (PL401-PL410): the path rules msprobe enforces at run time
 (SPEC 2.4; msprobe's file checks in ``msprobe/core/common/file_utils.py``):
 only ``[A-Za-z0-9_./-]``, at most 4096 characters with no component over
 255, no soft link, not writable by others nor owned by another user; and
 absolute paths, which msprobe's docs ask for; and no placeholder copied
-from the docs (PL409, reported instead of the others for that path).
+from the docs (PL409, reported instead of the others for that path); and
+a config file whose name ends in ``.json`` (PL410).
 PL406-PL408 look at the filesystem and run only with ``--check-fs``
 (always in probe_runtime); so do PL402 and PL403 on the config file's own
 path, which msprobe checks as it reads it.
@@ -238,6 +239,33 @@ def _config_real_path(config: ConfigView, context: Context) -> Optional[str]:
     if not context.check_fs or not config.path or config.path.startswith("<") or config.path == "-":
         return None
     return os.path.realpath(config.path)
+
+
+@rule("PL410", "config-name-not-json", "error", "Config file name does not end in '.json'")
+def config_name(config: ConfigView, context: Context) -> Iterator[Finding]:
+    """
+    msprobe's PrecisionDebugger reads its config only through a file check
+    that wants the name to end in '.json', in lower case (the ``.json`` file
+    type of ``FileChecker`` in its ``core/common/file_utils.py``, 8.1.2 and
+    later): a config saved as CONFIG.JSON, config.json.bak or config.txt
+    stops the job at ``PrecisionDebugger(config_path=...)``, whatever it
+    holds. Checked on the name the file is linted under (text from an
+    editor or standard input has none); a soft link is PL406's.
+
+    Bad:
+        /home/user/msprobe/Config.JSON
+    Good:
+        /home/user/msprobe/config.json
+    """
+    path = config.path
+    if not path or path.startswith("<") or path == "-" or path.endswith(".json"):
+        return
+    name = os.path.basename(path)
+    base = name.rpartition(".")[0] or name  # Config.JSON, config.txt, config.json.bak, config
+    better = (base[:-5] if base.lower().endswith(".json") else base) + ".json"
+    yield Finding("PL410", f"the config's file name {name!r} does not end in '.json' (lower case): msprobe's "
+                           "PrecisionDebugger refuses it before training starts",
+                  hint=f"rename the file, e.g. to {better}, and pass that name as config_path")
 
 
 @rule("PL404", "path-dotdot", "warning", "Path contains '..'", fix="unsafe")
