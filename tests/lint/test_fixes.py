@@ -329,6 +329,18 @@ def test_a_path_named_in_another_script_gets_a_hint_to_rename_and_no_fix(tmp_pat
     assert spaced["fix"]["applicability"] == "unsafe" and "/home/data_dump" in spaced["fix"]["description"]
 
 
+def test_a_relative_path_named_in_another_script_keeps_the_name_in_pl401s_example(tmp_path):
+    """PL401's example was the path with '_' for its letters
+    (/home/user/_/dump for 模型/dump), the replacement PL402 no longer
+    proposes."""
+    path = tmp_path / "config.json"
+    path.write_text(BASE.replace("/home/data_dump", "模型/dump"), encoding="utf-8")
+    out = json.loads(run_probe("lint", "--isolated", "-f", "json", str(path)).stdout)
+    (relative,) = [d for d in out["diagnostics"] if d["code"] == "PL401"]
+    assert relative["hint"] == "give an absolute path, e.g. /home/user/模型/dump"
+    assert {d["code"] for d in out["diagnostics"]} == {"PL401", "PL402"}
+
+
 def test_unsafe_fixes_needs_fix_or_diff(tmp_path):
     path = tmp_path / "config.json"
     path.write_text(MESSY)

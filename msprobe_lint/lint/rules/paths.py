@@ -106,7 +106,9 @@ def not_absolute(config: ConfigView, context: Context) -> Iterator[Finding]:
             continue
         absolute = os.path.normpath(os.path.join(os.path.abspath(context.cwd or os.curdir), value))
         against = context.cwd_label or ('--cwd' if context.cwd else 'this folder')
-        example = DISALLOWED_RUN.sub('_', value.lstrip('./')) or 'dump'
+        relative = value.lstrip('./')
+        # a name in another script is PL402's to rename: '_' for its letters is no example
+        example = (relative if _named_in_other_script(relative) else DISALLOWED_RUN.sub('_', relative)) or 'dump'
         yield Finding("PL401", f"{name} {value!r} is relative: it lands wherever the job starts", pointer=ptr,
                       severity=None if name == "dump_path" else Severity.WARNING,
                       hint=f"give an absolute path, e.g. /home/user/{example}",
