@@ -51,7 +51,7 @@ import sys
 from typing import Any, Optional
 
 from . import lifecycle
-from .errors import RuntimeMissing, UsageError
+from .errors import ConfigLintError, RuntimeMissing, UsageError
 from .gate import ModeWatch, admit, claim_dump_path
 from .instance import CHECKS_VARIABLE, CONFIG_VARIABLE, MsprobeSingleton
 from .scenario import detect, imported_late
@@ -103,7 +103,9 @@ class PrecisionDebugger(metaclass=MsprobeSingleton):
         RuntimeMissing: no numpy or MindSpore (an ``ImportError``).
         ValueError: ``checks`` (or ``PROBE_CHECKS``) is not one of
             :data:`CHECKS`, or ``PROBE_SYNC`` not ``0``, ``1`` or ``auto``.
-        ConfigLintError: the lint found errors in this live context (bad
+        ConfigLintError: ``config_path`` or ``dump_path`` given but not a
+            ``str`` (a ``pathlib.Path``: msprobe refuses it too), or the
+            lint found errors in this live context (bad
             config, task not overflow_check, L2 on GPU, L0/L1 in graph mode,
             a dump_path relative, a soft link, not writable or holding an
             earlier run's dump of this rank ...); nothing patched or written.
@@ -116,6 +118,7 @@ class PrecisionDebugger(metaclass=MsprobeSingleton):
         require_runtime()  # RuntimeMissing without numpy or MindSpore, before anything else
         if config_path is None:
             config_path = os.environ.get(CONFIG_VARIABLE) or None
+        _refuse_non_strings(config_path=config_path, dump_path=dump_path)  # ConfigLintError, as msprobe refuses
         named = checks if checks is not None else os.environ.get(CHECKS_VARIABLE) or None
         mode = parse_checks(named, "checks" if checks is not None else CHECKS_VARIABLE)  # ValueError
         from .execution import check_sync_mode
@@ -299,3 +302,19 @@ def _device_target() -> Optional[str]:
         return str(mindspore.get_context("device_target"))
     except Exception:  # pragma: no cover
         return None
+
+
+def _refuse_non_strings(**given: Any) -> None:
+    """msprobe's PrecisionDebugger refuses a ``config_path`` or ``dump_path``
+    that is not a ``str`` ("must be a string", its ``_check_input_params``,
+    8.1.2); so does the drop-in, saying what to pass, before the lint reads
+    anything (a ``pathlib.Path`` gave the path rules internal errors).
+
+    Raises:
+        ConfigLintError: one of ``given`` is neither None nor a ``str``.
+    """
+    for name, value in given.items():
+        if value is not None and not isinstance(value, str):
+            raise ConfigLintError([], f"probe_runtime refuses to start: {name} must be a string, as msprobe's "
+                                      f"PrecisionDebugger requires, not a {type(value).__name__} ({value!r}); "
+                                      f"pass {name}=str(...)")

@@ -297,6 +297,19 @@ def test_a_config_name_msprobe_refuses_is_refused(work):
     assert renamed.is_file() and not (tmp_path / "dump").exists()
 
 
+@pytest.mark.parametrize("given", ["path", "bytes"])
+def test_a_config_path_that_is_no_string_is_refused_as_msprobe_does(work, given):
+    """A pathlib.Path gave six "internal error in rule PL40x" lines, bytes a
+    TypeError traceback; msprobe says config_path must be a string."""
+    tmp_path, _ = work
+    path = write_runtime_config(tmp_path)
+    value = path if given == "path" else str(path).encode()
+    with pytest.raises(ConfigLintError) as caught:
+        PrecisionDebugger(config_path=value)
+    assert "config_path must be a string" in str(caught.value) and "internal error" not in str(caught.value)
+    assert not (tmp_path / "dump").exists()
+
+
 def test_an_uncaught_refusal_prints_its_message_without_a_traceback(tmp_path):
     import subprocess
     import sys
