@@ -104,6 +104,10 @@ def lint_file(path: str, context: Optional[Context] = None, *, selection: Option
             # position is the file's key, whose value is not the one judged: the message says so
             found = [_given_in_code(f, doc.data) if _overridden(f.pointer, overrides) else f for f in found]
         findings.extend(found)
+    elif any(f.code == "PL001" for f in findings) and selection.enabled("PL410"):
+        from .rules.paths import config_name_findings  # the name is wrong whatever the file holds
+
+        findings.extend(config_name_findings(path, context.check_fs))
     findings.extend(extra_findings)
     return Result(path, to_diagnostics(findings, doc, selection), unreadable=doc.unreadable,
                   source=doc.text or None)

@@ -148,9 +148,12 @@ def guarded_run(config: str, command: Sequence[str], options=None, *, stream: Op
         # end in ".json", case included (FileChecker with the .json file type,
         # 8.1.2 to 26.0: docs/profiles-research.md); this is also what
         # `probe run -- python train.py` (CONFIG forgotten) looks like.
+        from ..lint.rules.paths import json_name
+
+        rename = f" (rename it, e.g. to {json_name(config)})" if os.path.isfile(config) else ""
         stream.write(f"probe: error: CONFIG must be the msprobe config, given before `--`, and its name must end in "
-                     f"'.json' (msprobe's PrecisionDebugger refuses any other name); got {config!r}; usage: probe "
-                     "run CONFIG [options] -- CMD ARGS...\n")
+                     f"'.json', in lower case (msprobe's PrecisionDebugger refuses any other name: PL410); got "
+                     f"{config!r}{rename}; usage: probe run CONFIG [options] -- CMD ARGS...\n")
         return ExitStatus.USAGE
     checks = os.environ.get("PROBE_CHECKS")
     # probe_runtime.PrecisionDebugger would refuse it (case and white space do not matter)

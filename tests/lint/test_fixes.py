@@ -339,6 +339,10 @@ def test_a_relative_path_named_in_another_script_keeps_the_name_in_pl401s_exampl
     (relative,) = [d for d in out["diagnostics"] if d["code"] == "PL401"]
     assert relative["hint"] == "give an absolute path, e.g. /home/user/模型/dump"
     assert {d["code"] for d in out["diagnostics"]} == {"PL401", "PL402"}
+    path.write_text(BASE.replace("/home/data_dump", "./my dump/模型:1"), encoding="utf-8")
+    out = json.loads(run_probe("lint", "--isolated", "-f", "json", str(path)).stdout)
+    (relative,) = [d for d in out["diagnostics"] if d["code"] == "PL401"]
+    assert relative["hint"] == "give an absolute path, e.g. /home/user/my_dump/模型_1"  # separators replaced
 
 
 def test_unsafe_fixes_needs_fix_or_diff(tmp_path):

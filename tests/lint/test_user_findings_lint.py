@@ -24,8 +24,33 @@ def test_probe_run_without_config_is_a_usage_error(tmp_path):
     assert not marker.exists()
     upper = write_config(tmp_path, config(), "config.JSON")  # msprobe refuses the name, not only a missing CONFIG
     proc = run_probe("run", str(upper), "--", "touch", str(marker), cwd=tmp_path)
-    assert proc.returncode == 2 and "must end in '.json' (msprobe's PrecisionDebugger refuses" in proc.stderr
-    assert not marker.exists()
+    assert proc.returncode == 2 and "must end in '.json', in lower case (msprobe's PrecisionDebugger" in proc.stderr
+    assert "(rename it, e.g. to config.json)" in proc.stderr and not marker.exists()
+
+
+def test_pl410_judges_the_name_msprobe_reads(tmp_path):
+    """A fresh user's findings on PL410: hidden behind a syntax error;
+    silent on a soft link to Real.JSON (msprobe resolves the link, then
+    checks the real name) and wrong on Link.JSON -> config.json; a hint
+    that renamed config.json.bak onto the config.json beside it."""
+    def codes(*args):
+        out = json.loads(run_probe("lint", "--isolated", "-f", "json", *args, cwd=tmp_path).stdout)
+        return [(d["path"], d["code"], d["hint"]) for d in out["diagnostics"]]
+
+    (tmp_path / "bad.JSON").write_text('{"task": "overflow_check",}')
+    assert [c for _, c, _ in codes("bad.JSON")] == ["PL410", "PL001"]
+    write_config(tmp_path, config(), "Real.JSON")
+    os.symlink("Real.JSON", tmp_path / "link.json")
+    write_config(tmp_path, config(), "config.json")
+    os.symlink("config.json", tmp_path / "Link.JSON")
+    found = codes("--check-fs", "link.json", "Link.JSON")
+    assert [(p, c) for p, c, _ in found] == [("link.json", "PL406"), ("link.json", "PL410"), ("Link.JSON", "PL406")]
+    assert "Real.json" in found[1][2]
+    write_config(tmp_path, config(), "config.json.bak")
+    write_config(tmp_path, config(), "other.json.bak")
+    hints = [h for _, _, h in codes("config.json.bak", "other.json.bak")]
+    assert hints == ["rename the file, e.g. to config_bak.json, and pass that name as config_path",
+                     "rename the file, e.g. to other.json, and pass that name as config_path"]
 
 
 def test_output_never_overwrites_an_input(tmp_path):

@@ -4,7 +4,8 @@ only ``[A-Za-z0-9_./-]``, at most 4096 characters with no component over
 255, no soft link, not writable by others nor owned by another user; and
 absolute paths, which msprobe's docs ask for; and no placeholder copied
 from the docs (PL409, reported instead of the others for that path); and
-a config file whose name ends in ``.json`` (PL410).
+a config file whose name ends in ``.json`` (PL410, also on a file that does
+not parse).
 PL406-PL408 look at the filesystem and run only with ``--check-fs``
 (always in probe_runtime); so do PL402 and PL403 on the config file's own
 path, which msprobe checks as it reads it.
@@ -106,9 +107,8 @@ def not_absolute(config: ConfigView, context: Context) -> Iterator[Finding]:
             continue
         absolute = os.path.normpath(os.path.join(os.path.abspath(context.cwd or os.curdir), value))
         against = context.cwd_label or ('--cwd' if context.cwd else 'this folder')
-        relative = value.lstrip('./')
         # a name in another script is PL402's to rename: '_' for its letters is no example
-        example = (relative if _named_in_other_script(relative) else DISALLOWED_RUN.sub('_', relative)) or 'dump'
+        example = _separators_replaced(value.lstrip('./')) or 'dump'
         yield Finding("PL401", f"{name} {value!r} is relative: it lands wherever the job starts", pointer=ptr,
                       severity=None if name == "dump_path" else Severity.WARNING,
                       hint=f"give an absolute path, e.g. /home/user/{example}",
@@ -157,7 +157,28 @@ def bad_characters(config: ConfigView, context: Context) -> Iterator[Finding]:
                                "(it checks the config's own path too)",
                       hint=f"move the config, or rename {_and(named)} with only ASCII letters, digits, '_', '.' "
                            "and '-'"
-                      if named else f"move or rename the config, e.g. to {DISALLOWED_RUN.sub('_', own)}")
+                      if named else f"move or rename the config, e.g. to {_loadable(own)}")
+
+
+def _loadable(path: str) -> str:
+    """``path`` with '_' for the characters msprobe rejects and a name it
+    loads (:func:`json_name`)."""
+    folder = DISALLOWED_RUN.sub("_", os.path.dirname(path))
+    name = os.path.basename(path)
+    return os.path.join(folder, DISALLOWED_RUN.sub("_", name if name.endswith(".json") else json_name(path)))
+
+
+def _separators_replaced(path: str) -> str:
+    """``path`` with '_' for each run of rejected characters that are not
+    part of a name in another script (spaces, ':', tabs), the names kept:
+    ``./my dump/模型`` -> ``./my_dump/模型``."""
+    import unicodedata  # only for a path msprobe rejects
+
+    def keep_names(run: re.Match) -> str:
+        kept = "".join(c if not c.isascii() and unicodedata.category(c)[0] in "LMN" else "_" for c in run.group())
+        return re.sub("_+", "_", kept)
+
+    return DISALLOWED_RUN.sub(keep_names, path)
 
 
 def _named_in_other_script(path: str) -> list[str]:
@@ -251,23 +272,52 @@ def config_name(config: ConfigView, context: Context) -> Iterator[Finding]:
     type of ``FileChecker`` in its ``core/common/file_utils.py``, 8.1.2 and
     later): a config saved as CONFIG.JSON, config.json.bak or config.txt
     stops the job at ``PrecisionDebugger(config_path=...)``, whatever it
-    holds. Checked on the name the file is linted under (text from an
-    editor or standard input has none); a soft link is PL406's.
+    holds. Checked on the name the file is linted under (``--stdin-filename``
+    for standard input; an editor's buffer, its file's); with --check-fs
+    (always in probe_runtime) on the real file's name, soft links resolved,
+    as msprobe checks it. Also reported beside a syntax error (PL001): the
+    name is wrong whatever the file holds.
 
     Bad:
         /home/user/msprobe/Config.JSON
     Good:
         /home/user/msprobe/config.json
     """
-    path = config.path
-    if not path or path.startswith("<") or path == "-" or path.endswith(".json"):
-        return
-    name = os.path.basename(path)
-    base = name.rpartition(".")[0] or name  # Config.JSON, config.txt, config.json.bak, config
-    better = (base[:-5] if base.lower().endswith(".json") else base) + ".json"
-    yield Finding("PL410", f"the config's file name {name!r} does not end in '.json' (lower case): msprobe's "
-                           "PrecisionDebugger refuses it before training starts",
-                  hint=f"rename the file, e.g. to {better}, and pass that name as config_path")
+    yield from config_name_findings(config.path, context.check_fs)
+
+
+def config_name_findings(path: str, check_fs: bool) -> list[Finding]:
+    """PL410 for the config file ``path`` (none for text without a file
+    name: ``<...>`` or ``-``); with ``check_fs`` the real path's name is
+    judged, as msprobe resolves soft links before it checks the suffix."""
+    if not path or path.startswith("<") or path == "-":
+        return []
+    real = os.path.realpath(path) if check_fs else path
+    if real.endswith(".json"):
+        return []
+    name = os.path.basename(real)
+    linked = f" ({path} leads to it)" if check_fs and os.path.basename(path) != name else ""
+    return [Finding("PL410", f"the config's file name {name!r}{linked} does not end in '.json' (lower case): "
+                             "msprobe's PrecisionDebugger refuses it before training starts",
+                    hint=f"rename the file, e.g. to {json_name(real)}, and pass that name as config_path")]
+
+
+def json_name(path: str) -> str:
+    """A name for the file ``path`` that msprobe loads: its name with the
+    suffix ``.json`` (``Config.JSON`` -> ``Config.json``, ``cfg`` ->
+    ``cfg.json``, ``config.txt`` -> ``config.json``), or, when a file of
+    that name is already in its folder, one that keeps the old suffix
+    (``config.json.bak`` -> ``config_bak.json``): renaming onto it would
+    replace another config."""
+    folder, name = os.path.split(path)
+    stem, dot, suffix = name.rpartition(".")
+    if not stem:  # no suffix ("cfg"), or a hidden name (".cfg")
+        return name + ".json"
+    if suffix.lower() == "json":
+        return stem + ".json"
+    bare = stem[:-5] if stem.lower().endswith(".json") else stem
+    plain, kept = bare + ".json", f"{bare}_{suffix}.json"
+    return kept if os.path.lexists(os.path.join(folder, plain)) else plain
 
 
 @rule("PL404", "path-dotdot", "warning", "Path contains '..'", fix="unsafe")
