@@ -9,7 +9,8 @@ float32 tensor that is judged with the entry like any other tensor:
 * :func:`probe_now`: decided on the host at once (a synchronous window:
   the read stalls no pipeline, and is cheaper than launching an operator);
 * :func:`launch_sum`: a float32 sum launched on the device without waiting
-  (non-finite when the Parameter holds inf/nan), read only with the batch.
+  (non-finite when the Parameter holds inf/nan), read only with the batch
+  (a trainable Parameter's -inf read as nan: :class:`TrainableSum`).
 
 A Parameter a Cell may write in place (an L0 ``BatchNorm``'s moving
 statistics) is kept as a :func:`snapshot` instead: its values (a host copy
@@ -129,4 +130,25 @@ def launch_sum(tensor: Any) -> Any:
     total = reduce_sum(cast(tensor, float32))
     if total.dtype is not float32:  # inside a Cell given a precision (to_float): summed in float16, not float32
         total = outside_mixed_precision(lambda: reduce_sum(cast(tensor, float32)))
+    if getattr(tensor, "requires_grad", True) is not False:
+        return TrainableSum(total)  # its -inf is no mask (as probe_now decides), though its sum says -inf as one's
     return total
+
+
+class TrainableSum:
+    """:func:`launch_sum` of a trainable Parameter: the one-element sum on
+    the device, read as nan when it is -inf. Only a frozen Parameter's
+    -inf is a mask by design (:func:`probe_now`); a sum of -inf does not
+    tell the two apart, and a trainable Parameter an update filled with
+    -inf was judged a mask on the asynchronous path (no record: a false
+    all-clear). Read only with the batch, as the sum itself."""
+
+    dtype = "Float32"
+    shape = (1,)
+
+    def __init__(self, total: Any) -> None:
+        self.total = total  # the float32 sum, on the device
+
+    def asnumpy(self) -> np.ndarray:
+        value = np.asarray(self.total.asnumpy(), np.float32).reshape(1)
+        return np.where(np.isneginf(value), np.float32(np.nan), value)

@@ -553,10 +553,14 @@ def test_index_add_keeps_its_backward_checks(work):
     assert got and got[0]["name"] == "Mint.index_add.0.backward" and got[0]["origin"] is True, got
 
 
-def test_a_trainable_parameter_an_update_filled_with_minus_inf_is_no_mask(work):
+@pytest.mark.parametrize("sync", ["auto", "0"])  # probed on the host / a sum launched on the device
+def test_a_trainable_parameter_an_update_filled_with_minus_inf_is_no_mask(work, monkeypatch, sync):
     """Only a frozen Parameter's -inf is a mask by design: a trainable one
     that an update filled with -inf (column 0 of an additive bias), whose
-    consumer's result is finite, is still recorded in the next steps."""
+    consumer's result is finite, is still recorded in the next steps; also
+    on the asynchronous path, whose float32 sum of it is -inf as a mask's
+    is (it was missed there)."""
+    monkeypatch.setenv("PROBE_SYNC", sync)
     tmp_path, make = work
     debugger = make()
     bias = ms.Parameter(Tensor(np.zeros((4, 4), np.float32)), name="bias")
