@@ -164,3 +164,20 @@ def test_the_cells_backward_entry_does_not_repeat_the_forward_message(tmp_path, 
     assert found[0][1]["name"] == "Cell.outer.Outer.forward.0", found
     assert "Cell.outer.Outer.backward.0" in [r["name"] for _, r in found], found
     assert not [r["name"] for _, r in found[1:] if "entered" in r], found
+
+
+def _recomputed():
+    net = Net()
+    net.block.recompute()  # MindSpore puts _RecomputeCell and _WrapCell around Block.construct
+    return net
+
+
+@pytest.mark.parametrize("nums", [1, -1])
+def test_a_recomputed_cell_is_named_not_mindspore_wrapper_cells(tmp_path, monkeypatch, nums):
+    """A fresh user's finding: with ``Cell.recompute()`` the origin was
+    ``Cell.block._recompute_cell.wrap_cell._WrapCell``, MindSpore's Cell
+    around Block.construct, not the user's Block."""
+    found = _run(tmp_path, monkeypatch, _recomputed, checks=None, nums=nums)
+    assert (found[0][1]["name"], found[0][1]["origin"]) == ("Cell.block.Block.forward.0", True), found
+    assert found[0][1]["entered"]["source"] == "own-construct", found[0][1]
+    assert not any("_recompute_cell" in r["name"] for _, r in found), [r["name"] for _, r in found]
