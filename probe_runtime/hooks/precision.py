@@ -49,9 +49,11 @@ def outside_mixed_precision(run: Callable[..., Any], *args: Any) -> Any:
     if _EXECUTOR is None:
         from mindspore._c_expression import MixedPrecisionType
 
-        from mindspore.common.api import _pynative_executor
+        # the package attribute, not ``mindspore.common.api`` by name: MindSpore >= 2.9 warns on that
+        # import and the attribute is then ``mindspore.graph.api``
+        from mindspore.common import api
 
-        _EXECUTOR = (_pynative_executor.set_mixed_precision_type, MixedPrecisionType.NOTSET)
+        _EXECUTOR = (api._pynative_executor.set_mixed_precision_type, MixedPrecisionType.NOTSET)
     set_type, none = _EXECUTOR
     set_type(none)
     try:
