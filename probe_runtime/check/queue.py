@@ -536,6 +536,10 @@ class Checker:
                 pass_up(kind, call, False, True)
             return False
         origin = verdict.origin and not inner_origin(kind, call)
+        if origin and kind == "forward" and getattr(call, "recomputed", False) and call.step in self._overflow_steps:
+            # MindSpore ran this code again in the backward pass (Cell.recompute()): its first run in the
+            # forward pass was judged before; an origin only when nothing overflowed before it in the step
+            origin = False
         if kind == "forward":
             call.forward_finite = not verdict.overflow  # its backward entry reuses this (no new read)
             if origin and getattr(call, "parameters", None):

@@ -35,6 +35,11 @@ from .verdict import HostCache, dtype_label, is_dtype, is_tensor, statistics
 
 LOGGER = logging.getLogger("probe_runtime")
 
+#: the ``message`` of the record of a forward call made while MindSpore ran a recomputed Cell's forward
+#: pass again in the backward pass
+RECOMPUTED_MESSAGE = ("recomputed in the backward pass (Cell.recompute()): MindSpore ran this code again for "
+                      "values it did not keep; the forward pass's run of it is recorded before this one")
+
 
 class Recorder:
     """Writes the records of one debugger, one :class:`StepWriter` per step.
@@ -147,6 +152,9 @@ class Recorder:
                 written_kind = COMMUNICATION
                 message = received_message(described.api, described.group,
                                            None if described.ranks is None else list(described.ranks))
+        recomputed = kind == FORWARD and getattr(call, "recomputed", False)
+        if recomputed and message is None:
+            message = RECOMPUTED_MESSAGE
         inside = getattr(call, "inside", None)
         self.writer(call.step).write(record, **call_record(
             name, origin=origin, where=where, kind=written_kind, step=call.step, rank=self.state.rank,
@@ -154,6 +162,7 @@ class Recorder:
             **self.marks))
         notes = "".join([f" inside {inside}" if inside is not None else "",
                          f"; it wrote inf/nan into Parameter {', '.join(written)}" if written else "",
+                         " (recomputed in the backward pass)" if recomputed else "",
                          " (found by a replay)" if self.marks else ""])
         LOGGER.warning("probe_runtime: step %s: overflow in %s (%s) at %s%s", call.step, name, mark, where, notes)
 

@@ -55,6 +55,9 @@ class ApiCall:
         parent: at L0, the hooked Cell's call this call was made in (its
             construct.json parent), else None.
         cells: the call was checked at L0 (only Cells and collectives are).
+        recomputed: made while MindSpore ran a recomputed Cell's forward pass
+            again in the backward pass (``Cell.recompute()``): it repeats a
+            forward call of the same step.
     """
 
     api: str
@@ -78,6 +81,7 @@ class ApiCall:
     collective: Any = None
     parent: Any = None
     cells: bool = False
+    recomputed: bool = False
 
     @property
     def name(self) -> str:

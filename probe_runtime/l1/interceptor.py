@@ -26,7 +26,7 @@ from .namespaces import (
     FUNCTION_INPLACE, FUNCTION_SKIP, FUNCTION_WRITES, PRIMITIVE_SKIP, TENSOR_MUTATORS, TENSOR_OPERATORS, TENSOR_SKIP,
     TORCH_MODULES, TORCH_SKIP, TORCH_TENSOR_SKIP, TORCH_WRITES,
 )
-from .wrappers import Wrappers
+from .wrappers import Wrappers, recompute_methods
 
 
 #: what L1 patches when PyTorch code runs on MindSpore (MSAdapter): the torch
@@ -156,6 +156,8 @@ class ApiInterceptor:
             self._patch_primitives()
         elif "Collective" in self.namespaces:
             self._patch_collectives()
+        for klass, attr in recompute_methods():  # calls made there repeat forward calls judged before
+            self._set(klass, attr, self.wrappers.wrap_recompute(vars(klass)[attr]))
         if "Primitive" in self.namespaces or "Collective" in self.namespaces:
             for klass in reducer_classes():  # their AllReduces run in compiled code: the Cell's call is the collective
                 self._set(klass, "__call__", self.wrappers.wrap_reducer(klass.__call__))

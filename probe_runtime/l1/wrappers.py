@@ -46,6 +46,25 @@ from .primitives import call_arity, primitive_api, side_effect
 #: the primitive's attributes after its arguments (cut by ``call_arity``)
 FUNCTION, PRIMITIVE, PYBOOST = 0, 1, 2
 
+#: where MindSpore runs a recomputed Cell's forward pass again, in the backward pass
+#: (``mindspore/common/recompute.py``): ``_RecomputeCell.bprop`` (``Cell.recompute()``, and
+#: ``mindspore.recompute`` with ``use_reentrant=True``, 2.7 and 2.10) and ``_RecomputeHandle.recompute``
+#: (``use_reentrant=False``, 2.10)
+RECOMPUTE_METHODS = (("_RecomputeCell", "bprop"), ("_RecomputeHandle", "recompute"))
+
+
+def recompute_methods() -> list[tuple[type, str]]:
+    """``(class, method name)`` of :data:`RECOMPUTE_METHODS` that this
+    MindSpore has (none when ``mindspore.common.recompute`` was never
+    imported: nothing can recompute then)."""
+    module = sys.modules.get("mindspore.common.recompute")
+    found = []
+    for klass_name, attr in RECOMPUTE_METHODS:
+        klass = getattr(module, klass_name, None)
+        if isinstance(klass, type) and callable(vars(klass).get(attr)):
+            found.append((klass, attr))
+    return found
+
 
 class Wrappers:
     """Builds the L1 wrappers of one interceptor and handles their calls.
@@ -82,6 +101,8 @@ class Wrappers:
         self._data: dict = {}
         self.synchronous = False
         self.params_changed = False
+        #: > 0 while MindSpore recomputes a Cell's forward pass in the backward pass (:meth:`wrap_recompute`)
+        self.recomputing = 0
         self._boxes: list = []  # what this window's HookBackward hooks refer to (see through_hook)
         self.broken: set[str] = set()
         self._fault_causes: set[str] = set()
@@ -113,6 +134,7 @@ class Wrappers:
         self._probes = {}
         self._data = {}
         self.params_changed = False
+        self.recomputing = 0
 
     def close_window(self) -> None:
         """The window closed: this window's backward hooks do nothing any more."""
@@ -228,6 +250,25 @@ class Wrappers:
         wrapper.__probe_original__ = original  # type: ignore[attr-defined]
         return wrapper
 
+    def wrap_recompute(self, original: Callable) -> Callable:
+        """Wrapper of the method MindSpore runs a recomputed Cell's
+        forward pass again with, in the backward pass (``Cell.recompute()``,
+        ``mindspore.recompute``: :data:`RECOMPUTE_METHODS`): the calls made
+        while it runs are marked ``recomputed`` (a repeat of forward calls
+        already judged, never an origin: ``check.queue``)."""
+        wrappers = self
+
+        @functools.wraps(original)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            wrappers.recomputing += 1
+            try:
+                return original(*args, **kwargs)
+            finally:
+                wrappers.recomputing -= 1
+
+        wrapper.__probe_original__ = original  # type: ignore[attr-defined]
+        return wrapper
+
     def wrap_reducer(self, original: Callable) -> Callable:
         """Wrapper of the ``__call__`` of a gradient reducer Cell
         (``nn.DistributedGradReducer``: ``hooks.collectives.REDUCER_CELLS``),
@@ -289,6 +330,8 @@ class Wrappers:
                 if jit_tracing():
                     return original(*args, **kwargs)
                 call = ApiCall(api, sink.next_index(api), args, kwargs, capture_frames(frame), inplace)
+                if self.recomputing:
+                    call.recomputed = True
                 if self.enclosing is not None:
                     call.parent, call.cells = self.enclosing(), True
                 if collective is not None:
