@@ -363,7 +363,7 @@ class CellHooks:
                 self._handles.append(cell.register_forward_hook(forward_hook))
         if "parameters" not in self.broken:
             for param_name, param in target.params.items():
-                if getattr(param, "requires_grad", False):
+                if getattr(param, "requires_grad", False) and param_name not in target.hidden:
                     self._handles.append(register_grad_hook(param, self._make_param_hook(target, param_name)))
 
     def uninstall(self) -> None:

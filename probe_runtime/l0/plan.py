@@ -34,7 +34,14 @@ class Target:
         cell: the Cell.
         path: its path in the model (``fc1``, ``block.attn``).
         prefix: its entry prefix, ``Cell.<path>.<Class>``.
-        params: its own Parameters (short name -> Parameter).
+        params: its own Parameters (short name -> Parameter); for a Cell
+            compiled with ``mindspore.jit``, also those of the Cells inside
+            it (path relative to it, ``dense.weight`` -> Parameter): L0 does
+            not see those Cells, so their weights are inputs of this call,
+            and one that already held inf/nan keeps its output from being
+            called an origin (a fresh user's finding: a compiled Cell was
+            ORIGIN in a step whose own ``outside`` record said its weights
+            held nan before the call).
         bprop: it has a custom ``bprop`` (its forward hook is set directly).
         follows: the hooked Cell just before this one in a plain
             ``nn.SequentialCell`` (its output is this Cell's only input and
@@ -55,6 +62,9 @@ class Target:
     follows: Optional["Target"] = None
     sequence: int = 0
     written: dict = field(default_factory=dict)
+    #: keys of ``params`` that belong to Cells inside a compiled Cell: probed and dumped with its
+    #: call, no gradient hook (their gradients come out of the compiled region's backward)
+    hidden: frozenset = frozenset()
 
 
 def models(model: Any, modules: bool = False) -> list[tuple[str, Any]]:
@@ -156,13 +166,29 @@ def plan_cells(model: Any, modules: bool = False) -> tuple[list[Target], list[tu
                 continue
             params = {key.split(".")[-1]: value for key, value in cell.parameters_dict(recurse=False).items()}
             written = writable_parameters(cell, params)
-            targets.append(Target(cell, path, f"Cell.{index_prefix}{path}.{type(cell).__name__}", params,
-                                  bool(getattr(cell, "has_bprop", False)), written=written))
-            if is_jit_compiled(cell):
+            compiled = is_jit_compiled(cell)
+            hidden = compiled_inner_parameters(cell, params) if compiled else {}
+            targets.append(Target(cell, path, f"Cell.{index_prefix}{path}.{type(cell).__name__}", {**params, **hidden},
+                                  bool(getattr(cell, "has_bprop", False)), written=written,
+                                  hidden=frozenset(hidden)))
+            if compiled:
                 jit_here.append((path, []))
                 jit_cells.append((index_prefix + path, cell, jit_here[-1][1]))
     link_sequential(model, targets)
     return targets, jit_cells
+
+
+def compiled_inner_parameters(cell: Any, own: dict) -> dict:
+    """The Parameters of the Cells inside ``cell`` (compiled with
+    ``mindspore.jit``), keyed by their path relative to it
+    (``dense.weight``), each once and none of ``own``."""
+    seen = {id(p) for p in own.values()}
+    out = {}
+    for name, param in cell.parameters_and_names():
+        if id(param) not in seen and "." in name:
+            seen.add(id(param))
+            out[name] = param
+    return out
 
 
 def _plan_modules(model: Any) -> list[Target]:
