@@ -35,6 +35,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
+from ..check.names import parameter_name
 from ..check.verdict import HostCache, is_floating, is_tensor, iter_tensors
 from ..hooks.frames import capture_frames
 from ..hooks.guard import inside_tool, tool_section
@@ -158,7 +159,7 @@ def label_gradients(out: Any, weights: Any, grad_position: Any = None) -> list[t
                 labelled.extend((f"gradient w.r.t. input {where} item {j}", t)
                                 for j, t in enumerate(iter_tensors(item)))
     for param, tensor in zip(params, tensors[len(tensors) - n_weights:] if n_weights else []):
-        labelled.append((f"gradient of {getattr(param, 'name', '?')}", tensor))
+        labelled.append((f"gradient of {parameter_name(param)}", tensor))
     return labelled
 
 

@@ -31,6 +31,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+from ..check.names import parameter_name
 from ..check.verdict import iter_tensors
 from ..hooks.guard import keep_training
 from .activity import CellCalls, asked_has_aux
@@ -488,7 +489,7 @@ class Windows:
 
     def _held(self, optimizer: Any) -> list:
         """(label, tensor) for the Parameters an optimizer updates and its own state."""
-        return ([(f"Parameter {getattr(p, 'name', '?')}", p) for p in optimizer_parameters(optimizer)]
+        return ([(f"Parameter {parameter_name(p)}", p) for p in optimizer_parameters(optimizer)]
                 + optimizer_state(optimizer))
 
     def after_step(self, optimizer: Any, args: tuple, frames: tuple) -> None:

@@ -55,9 +55,10 @@ def optimizer_state(optimizer: Any) -> list[tuple[str, Any]]:
 def labelled_inputs(args: tuple, params: list) -> list:
     """(label, tensor) for the gradients given to an optimizer: ``gradient
     of <Parameter>`` when they line up with its Parameters, else ``input i``."""
+    from ..check.names import parameter_name
     from ..check.verdict import iter_tensors
 
     tensors = list(iter_tensors(list(args)))
     if len(tensors) == len(params):
-        return [(f"gradient of {getattr(p, 'name', '?')}", t) for p, t in zip(params, tensors)]
+        return [(f"gradient of {parameter_name(p)}", t) for p, t in zip(params, tensors)]
     return [(f"input {i}", t) for i, t in enumerate(tensors)]

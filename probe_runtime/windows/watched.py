@@ -28,6 +28,7 @@ from typing import Any, Callable, Optional
 
 from probe_format.layout import REPLAY
 
+from ..check.names import parameter_name
 from .optimizers import optimizer_parameters
 from .policy import Checks, Kind
 
@@ -91,7 +92,7 @@ class WatchedWindow:
         if w.stopped() or w.grads.findings or w.explained(window) or not w.grads.window:
             return
         params = optimizer_parameters(optimizer)
-        bad = w.grads.judge([(f"Parameter {getattr(p, 'name', '?')}", p) for p in params])
+        bad = w.grads.judge([(f"Parameter {parameter_name(p)}", p) for p in params])
         if bad:
             window.bad_before = True
             self.replay(w.grads.window[-1], masked=bad)

@@ -400,3 +400,18 @@ def test_l1_a_temporary_batch_norm_made_is_not_an_origin(python, tmp_path):
     record, out = run_writes(python, tmp_path, "noaff", "L1", "exact")
     assert "step 1 out finite True state finite True" in out, out
     assert record is None, record
+
+
+def test_sentinel_names_gradients_by_their_module_names(python, tmp_path):
+    """Sentinel checks (one finiteness check of what each gradient
+    computation returns) label the gradients by ``named_parameters()``
+    names, as exact records name them: a fresh user's finding was the
+    layer's Parameter UUIDs (``gradient of 5fbfc544-...``), which appear
+    nowhere in the user's code."""
+    proc = run(python, tmp_path, CASE="exp", LEVEL="L1", DUMP=str(tmp_path / "dump"), CHECKS="sentinel")
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    record = first_record(tmp_path / "dump")
+    assert record is not None and record["kind"] == "sentinel" and record["step"] == 3, record
+    assert record["nonfinite"] == ["forward output 0", "gradient of fc1.weight", "gradient of fc1.bias",
+                                   "gradient of fc2.weight", "gradient of fc2.bias"], record
+    assert "gradient of fc1.weight" in proc.stderr
