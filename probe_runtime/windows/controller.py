@@ -265,8 +265,7 @@ class Windows:
             self.exact.open(model)
         elif kind is Kind.WATCHED:
             self.exact.begin_sweep(model)
-        if kind is not Kind.SENTINEL:
-            self.optimizers.install()
+        self.optimizers.install()  # a sentinel window too: it judges what an optimizer got (after_step)
         self.grads.install()  # raises when another debugger's watch is installed
         self.summary.checked(self.state.step, exact=kind is Kind.EXACT)
 
@@ -407,6 +406,25 @@ class Windows:
         if not window.nested:  # else the loss took what a nested gradient computation returned: said already
             self.notes.loss(bad, computation.frames, aux=aux)
 
+    def _sentinel_step(self, optimizer: Any, args: tuple, frames: tuple) -> None:
+        """Sentinel checks, after an optimizer call: inf/nan in the
+        gradients it got that no gradient computation returned (a fresh
+        user's finding: gradients user code made inf after the gradient
+        computation were written into the weights and the step said
+        nothing; the next step's sentinel named the next step). Only the
+        tensors no finite gradient result holds are read (none when the
+        gradients are handed on as computed); a finding gets a sentinel
+        record and exact checks for good, as a gradient computation's.
+        What the update itself makes of finite gradients is not read
+        (a copy of every weight a step): the next step's computation
+        sees it."""
+        params = optimizer_parameters(optimizer)
+        given = self.grads.judge([(label, t) for label, t in labelled_inputs(args, params)
+                                  if not self.grads.known_finite(t)])
+        if given:
+            self.policy.sentinel_found()
+            self.notes.sentinel_given(given, type(optimizer).__name__, frames)
+
     def _resolve_sentinel(self) -> None:
         """Sentinel checks: inf/nan in what the window's gradient
         computations returned gets its record, and exact checks for good."""
@@ -451,7 +469,7 @@ class Windows:
         the step too, so :meth:`after_step` tells an update that makes
         inf/nan from one that carries what was recorded."""
         window = self.current
-        if window is None:
+        if window is None or window.kind is Kind.SENTINEL:  # it judges only what the optimizer got (after_step)
             return
         window.bad_before = False
         if id(optimizer) not in window.optimizers:
@@ -508,11 +526,15 @@ class Windows:
         Parameters or state held inf/nan before the step (``bad_before``),
         or whose state held inf/nan an earlier record explains (tainted:
         :meth:`before_step` read it), gets no ``update`` record: what its
-        update writes is carried."""
+        update writes is carried. A sentinel window judges only the
+        gradients it got (:meth:`_sentinel_step`)."""
         window = self.current
-        if window is None or window.kind is Kind.SENTINEL or self.stopped() or window.bad_before:
+        if window is None or self.stopped() or window.bad_before:
             return
         if self.grads.findings:
+            return
+        if window.kind is Kind.SENTINEL:
+            self._sentinel_step(optimizer, args, frames)
             return
         self.checker.flush()  # calls the optimizer made (a PyNative update) explain it first
         if self.state.found > window.found_step:

@@ -151,6 +151,17 @@ class Notes:
                    "a clip) made it")
         return self._write(OUTSIDE, labels, where, message)
 
+    def sentinel_given(self, labels: list, optimizer: str, frames: tuple) -> bool:
+        """Sentinel checks: an optimizer got inf/nan gradients that no
+        gradient computation returned (an unscale, a clip between them made
+        them); the record names no call, exact checks run from the next
+        ``start()`` on (the caller tells the policy)."""
+        where = self.records.where(frames)
+        message = (f"inf/nan in {shown_labels(labels)} given to the optimizer {optimizer} at {where}, which no "
+                   "gradient computation returned: the code between them (an unscale, a clip) made it; sentinel "
+                   f"checks name no call: exact {self.level} checks run from the next start() on")
+        return self._write(SENTINEL, labels, where, message)
+
     def update(self, labels: list, optimizer: str, frames: tuple, state_only: bool = False) -> bool:
         """Parameters (or the optimizer's own state: ``"Adam moment2 of
         fc.bias"``) held inf/nan right after an optimizer step though they

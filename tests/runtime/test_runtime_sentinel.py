@@ -291,3 +291,53 @@ def test_the_device_path_judges_as_the_host_path(work, overflow, monkeypatch):
     else:
         assert not list((tmp_path / "dump").glob("step*"))
         assert not reads and debugger.grads.on_device      # nothing read on the host, the path kept
+
+
+def test_gradients_made_inf_between_the_computation_and_the_optimizer_are_seen_that_step(work):
+    """A fresh user's finding: gradients user code made inf after the
+    gradient computation (an unscale by a scale of 0) and the optimizer
+    wrote into the weights got no record in that step; the next step's
+    sentinel named the next step. The optimizer's inputs that no finite
+    gradient result holds are judged: the record is in the right step,
+    names the gradients and the optimizer, and exact checks follow."""
+    tmp_path, make = work
+    debugger = make()
+    ms.set_seed(2)
+    net = nn.Dense(3, 2)
+    optimizer = nn.SGD(net.trainable_params(), 0.1)
+    grad_fn = ms.value_and_grad(lambda x: net(x).sum(), None, optimizer.parameters)
+    x = Tensor(np.ones((2, 3), np.float32))
+    for step in range(3):
+        debugger.start()
+        _, grads = grad_fn(x)
+        scale = 0.0 if step == 1 else 1.0
+        grads = tuple(g / scale for g in grads)                # 1/0: inf in every gradient of step 1
+        optimizer(grads)
+        debugger.stop()
+        debugger.step()
+    assert index(tmp_path, 0) is None
+    (record,) = index(tmp_path, 1)
+    assert record["kind"] == "sentinel", record
+    assert record["nonfinite"] == [f"gradient of {p.name}" for p in net.trainable_params()], record
+    assert "given to the optimizer SGD" in record["message"], record
+    assert debugger.windows.policy.next_kind() == "exact"
+
+
+def test_gradients_handed_on_as_computed_are_not_read_again(work, monkeypatch):
+    """The optimizer's inputs a finite gradient result holds are not read
+    a second time (the sentinel's cost is one read of each gradient)."""
+    from probe_runtime.check import verdict
+
+    _, make = work
+    debugger = make()
+    net = nn.Dense(3, 2)
+    optimizer = nn.SGD(net.trainable_params(), 0.1)
+    grad_fn = ms.value_and_grad(lambda x: net(x).sum(), None, optimizer.parameters)
+    reads = []
+    original = verdict.HostCache.finite
+    monkeypatch.setattr(verdict.HostCache, "finite", lambda self, t: reads.append(id(t)) or original(self, t))
+    debugger.start()
+    _, grads = grad_fn(Tensor(np.ones((2, 3), np.float32)))
+    optimizer(grads)
+    debugger.stop()
+    assert len(reads) == 3 and len(set(reads)) == 3, reads      # the loss and two gradients, once each
