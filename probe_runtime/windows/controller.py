@@ -548,7 +548,10 @@ class Windows:
                 return
             if self.exact.cells.holding():  # L0: the model whose call runs made them; its record comes at its return
                 return
-            self.notes.given(given, name, frames)
+            if window.kind is Kind.WATCHED and self.state.rank is not None:  # maybe a collective's: no origin here
+                self.notes.given_unseen(given, name, frames)
+            else:
+                self.notes.given(given, name, frames)
         else:
             held = self.grads.judge(self._held(optimizer))
             if not held:

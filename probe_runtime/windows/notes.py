@@ -151,6 +151,24 @@ class Notes:
                    "a clip) made it")
         return self._write(OUTSIDE, labels, where, message)
 
+    def given_unseen(self, labels: list, optimizer: str, frames: tuple) -> bool:
+        """Auto checks in a job of several ranks: an optimizer got inf/nan
+        gradients that no gradient computation returned. The code between
+        them is not watched, and it may hold a collective (the gradient
+        AllReduce of data parallelism) that brought another rank's inf/nan:
+        the record says so and claims no origin on this rank (a fresh
+        user's finding: the ``outside`` record said an unscale or a clip on
+        rank 0 made what rank 1's ``exp`` made). Kind ``outside``, as the
+        single-process record: ``probe report`` then names another rank's
+        origin of the step first. Exact checks run from the next
+        ``start()`` on (the caller tells the policy)."""
+        where = self.records.where(frames)
+        message = (f"inf/nan in {shown_labels(labels)} given to the optimizer {optimizer} at {where}, which no "
+                   "gradient computation returned: the code between them made it or brought it from another rank "
+                   "(a collective, such as the gradient AllReduce of data parallelism); auto checks do not see that "
+                   f"code: exact {self.level} checks run from the next start() on")
+        return self._write(OUTSIDE, labels, where, message)
+
     def sentinel_given(self, labels: list, optimizer: str, frames: tuple) -> bool:
         """Sentinel checks: an optimizer got inf/nan gradients that no
         gradient computation returned (an unscale, a clip between them made

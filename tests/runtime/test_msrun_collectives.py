@@ -68,10 +68,11 @@ class Job:
         return f"{self.folder / 'train.py'}:{line_of(text)}"
 
 
-def launch(folder: Path, workers: int, scenarios: dict[str, dict]) -> Job:
+def launch(folder: Path, workers: int, scenarios: dict[str, dict], checks: str = "") -> Job:
     """Run train_collectives.py under msrun with ``workers`` CPU workers,
     one config per scenario (``level`` L1 and ``overflow_nums`` -1 unless
-    the scenario's dict says otherwise)."""
+    the scenario's dict says otherwise), under the checks mode ``checks``
+    (``PROBE_CHECKS``; empty: the default)."""
     msrun = Path(sys.executable).parent / "msrun"
     if not msrun.exists():
         pytest.skip(f"no msrun beside {sys.executable}")
@@ -81,7 +82,9 @@ def launch(folder: Path, workers: int, scenarios: dict[str, dict]) -> Job:
                   "overflow_check": {"overflow_nums": changes.pop("nums", -1)}, **changes}
         (folder / f"cfg_{name}.json").write_text(json.dumps(config, indent=2))
     env = {k: v for k, v in os.environ.items() if k not in ("RANK_ID", "RANK", "RANK_SIZE", "WORLD_SIZE",
-                                                              "MS_WORKER_NUM", "PROBE_CONFIG")}
+                                                              "MS_WORKER_NUM", "PROBE_CONFIG", "PROBE_CHECKS")}
+    if checks:
+        env["PROBE_CHECKS"] = checks
     env["PATH"] = f"{msrun.parent}{os.pathsep}{env.get('PATH', '')}"  # msrun starts a bare `python`
     proc = subprocess.run([str(msrun), f"--worker_num={workers}", f"--local_worker_num={workers}",
                            "--master_addr=127.0.0.1", f"--master_port={free_port()}", "--join=True",
@@ -116,6 +119,12 @@ def l0(tmp_path_factory):
 def four(tmp_path_factory):
     pytest.importorskip("mindspore")
     return launch(tmp_path_factory.mktemp("msrun-4"), 4, {"dp": {}, "tpgroups": {}, "tpgroups-L0": {"level": "L0"}})
+
+
+@pytest.fixture(scope="module")
+def auto(tmp_path_factory):
+    pytest.importorskip("mindspore")
+    return launch(tmp_path_factory.mktemp("msrun-auto"), 2, {"dp": {}, "reducer": {}}, checks="auto")
 
 
 def kinds(records: list[dict]) -> list[tuple]:
@@ -261,6 +270,22 @@ def test_overflow_nums_1_stops_the_origin_rank_before_the_collective(l1):
                     f"(API, forward) at {l1.where('return ops.exp(x)')}. 1 rank received inf/nan through "
                     "collective calls: rank 0.")
     assert received(data) == [(0, "Primitive.AllReduce.0.forward", "AllReduce", 0, "forward", 1)]
+
+
+# -- auto checks, 2 workers ------------------------------------------------------------------
+@pytest.mark.parametrize("scenario", ["dp", "reducer"])
+def test_auto_checks_claim_no_origin_for_gradients_a_collective_brought(auto, scenario):
+    """Auto checks (opt-in) in a job of several ranks: rank 1 overflows and
+    the gradient AllReduce, which auto checks do not watch, brings the inf
+    to rank 0's optimizer. A fresh user's finding: rank 0's record said an
+    unscale or a clip made it. It now says the code between them made it or
+    brought it from another rank, and the report names rank 1's origin."""
+    (zero,) = auto.records(scenario, 0)
+    assert (zero["kind"], zero["origin"]) == ("outside", False), zero
+    assert "brought it from another rank" in zero["message"] and "(an unscale, a clip)" not in zero["message"]
+    assert auto.records(scenario, 1)[0]["origin"] is True
+    _, data = auto.report(scenario)
+    assert (data["started"]["rank"], data["started"]["how"]) == (1, "origin"), data["started"]
 
 
 # -- L0, 2 workers --------------------------------------------------------------------------
