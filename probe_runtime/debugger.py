@@ -116,6 +116,7 @@ class PrecisionDebugger(metaclass=MsprobeSingleton):
                  dump_path: Optional[str] = None, level: Optional[str] = None,
                  step: Optional[list] = None, *, checks: Optional[str] = None) -> None:
         require_runtime()  # RuntimeMissing without numpy or MindSpore, before anything else
+        lifecycle.install_excepthook()  # a refusal reads as a message, after mindspore.communication.init() too
         if config_path is None:
             config_path = os.environ.get(CONFIG_VARIABLE) or None
         _refuse_non_strings(config_path=config_path, dump_path=dump_path)  # ConfigLintError, as msprobe refuses

@@ -7,6 +7,9 @@ Each message says what to change:
   environment;
 * :class:`UsageError` (a ``ValueError``): the debugger was called in a way
   that cannot work (``start()`` without a model at level L0);
+* :class:`Unavailable` (a ``UsageError``): what the config asks for cannot
+  run in this process (``L2Unavailable``: level L2 in a rank of a
+  distributed job on the CPU backend);
 * :class:`RuntimeMissing` (an ``ImportError``): numpy or MindSpore, the
   ``runtime`` extra, is not installed (``pip install .`` installs the
   linter alone).
@@ -27,6 +30,15 @@ from typing import Any, Optional
 class UsageError(ValueError):
     """The debugger was called in a way that cannot work (e.g. ``start()``
     without a model at level L0). The message says how to call it."""
+
+
+class Unavailable(UsageError):
+    """What the config asks for cannot run in this process (level L2 on
+    the CPU backend in a rank of a distributed job, a MindSpore release
+    without a private function it needs). The message says why and what
+    to do instead; left uncaught it prints that message alone, without a
+    traceback (as :class:`ConfigLintError`): in an ``msrun`` worker's log
+    too."""
 
 
 def format_diagnostic(d: Any) -> str:

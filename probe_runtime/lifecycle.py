@@ -9,7 +9,8 @@
   handler installed before, or, for the default action, by sending it
   again so the process still ends "killed by SIGTERM");
 * an uncaught :class:`~probe_runtime.errors.ConfigLintError` (or
-  :class:`~probe_runtime.errors.RuntimeMissing`) prints its message alone,
+  :class:`~probe_runtime.errors.RuntimeMissing`, or
+  :class:`~probe_runtime.errors.Unavailable`) prints its message alone,
   without a traceback (``sys.excepthook``, set on import).
 
 Ctrl-C needs nothing here: Python raises ``KeyboardInterrupt`` and an
@@ -30,7 +31,7 @@ import threading
 import weakref
 from typing import Any, Optional
 
-from .errors import ConfigLintError, RuntimeMissing
+from .errors import ConfigLintError, RuntimeMissing, Unavailable
 
 _DEBUGGERS: "weakref.WeakSet[Any]" = weakref.WeakSet()
 _PREVIOUS_SIGTERM: Any = None
@@ -39,15 +40,41 @@ _SIGTERM_INSTALLED = False
 
 def _excepthook(kind: type, value: BaseException, tb: Any, _previous: Any = sys.excepthook) -> None:
     """An uncaught ConfigLintError is the gate saying no: its message alone
-    (the config's errors), no traceback; the exit status stays 1. Any
-    other exception goes to the hook that was there before."""
-    if issubclass(kind, (ConfigLintError, RuntimeMissing)):
-        print(value, file=sys.stderr, flush=True)
+    (the config's errors), no traceback; the exit status stays 1 (so for
+    RuntimeMissing and Unavailable: what cannot run here, and why). Any
+    other exception goes to the hook that was there before.
+
+    When that hook is another library's (``mindspore.communication.init()``
+    installs one that tells the cluster this worker failed, then prints),
+    it still runs, given no traceback: the one line it prints is the
+    message after the class name."""
+    if issubclass(kind, (ConfigLintError, RuntimeMissing, Unavailable)):
+        if _previous is sys.__excepthook__ or getattr(_previous, "_probe_runtime", False):
+            print(value, file=sys.stderr, flush=True)
+        else:
+            _previous(kind, value.with_traceback(None), None)  # Python prints the exception's own traceback
         return
     _previous(kind, value, tb)
 
 
+_excepthook._probe_runtime = True  # type: ignore[attr-defined]
 sys.excepthook = _excepthook
+
+
+def install_excepthook() -> None:
+    """Put :func:`_excepthook` back in front when another hook replaced it
+    since import (``mindspore.communication.init()`` does, in every rank
+    of an ``msrun`` job: the gate's refusal was then a traceback in each
+    worker's log); the replacing hook is kept behind it."""
+    current = sys.excepthook
+    if getattr(current, "_probe_runtime", False):
+        return
+
+    def hook(kind: type, value: BaseException, tb: Any) -> None:
+        _excepthook(kind, value, tb, current)
+
+    hook._probe_runtime = True  # type: ignore[attr-defined]
+    sys.excepthook = hook
 
 
 def register(debugger: Any) -> None:

@@ -104,8 +104,10 @@ def compiled_parts(level: str, config: dict, state: RunState, dump_path: str, ch
         from .graph import GraphChecks
 
         if state.rank is not None:
-            raise L2Unavailable(f"level L2 on the CPU backend does not run in a distributed job (this process is rank "
-                                f"{state.rank}): {DISTRIBUTED}; check one process, or use level L1/L0 in PyNative")
+            raise L2Unavailable(f"probe_runtime refuses to start: level L2 on the CPU backend does not run in a "
+                                f"distributed job (this process is rank {state.rank}): {DISTRIBUTED}; check the step "
+                                f"in one process (python train.py, no launcher), or use level L1 or L0 in PyNative "
+                                f"mode, which run in every rank")
         switch = dump_switch()
         scratch = dump_config.process_scratch()
         switch.off()

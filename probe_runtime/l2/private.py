@@ -28,7 +28,7 @@ from __future__ import annotations
 import logging
 from typing import Any, Callable
 
-from ..errors import UsageError
+from ..errors import Unavailable
 
 LOGGER = logging.getLogger("probe_runtime")
 #: the releases the L2 check was tested on (CPU backend)
@@ -39,10 +39,13 @@ INIT_ITER = "_set_init_iter"
 DUMPED_ITERATION = "1"
 
 
-class L2Unavailable(UsageError):
-    """This MindSpore lacks a private function the L2 check needs (a
-    ``ValueError``); the message names the function, the release and what
-    to do instead."""
+class L2Unavailable(Unavailable):
+    """Level L2 (or the check inside ``mindspore.jit`` regions) cannot run
+    in this process: this MindSpore lacks a private function it needs, the
+    temporary folder's path has a ``.``, or the process is a rank of a
+    distributed job on the CPU backend (a ``ValueError``); the message
+    names why and what to do instead. Left uncaught, the message alone is
+    printed, without a traceback (:class:`~probe_runtime.errors.Unavailable`)."""
 
 
 def _release() -> str:

@@ -52,6 +52,12 @@ _RUNTIME_L2 = ("probe_runtime checks static graph at L2: kernel by kernel on the
                "overflows is run again under MindSpore's dump), through MindSpore's overflow dump on Ascend")
 #: the devices probe_runtime runs level L2 on
 _RUNTIME_L2_DEVICES = ("cpu", "ascend")
+#: why probe_runtime's L2 on the CPU backend does not run in a distributed job (measured: msrun, CPU)
+RUNTIME_L2_DISTRIBUTED = ("MindSpore's CPU AllReduce fails while its dump config is set (\"RunRingAllReduce Memcpy "
+                          "error\", msrun on MindSpore 2.7.0 and 2.10.0)")
+#: what to do instead
+RUNTIME_L2_INSTEAD = ("check the step in one process (python train.py, no launcher), or use level L1 or L0 in "
+                      "PyNative mode, which run in every rank")
 
 
 @rule("PL201", "level-not-allowed", "error", "overflow_check level not allowed in this framework/mode", fix="unsafe")
@@ -242,9 +248,10 @@ def task_not_available(config: ConfigView, context: Context) -> Iterator[Finding
     exception_dump is MindSpore's (PyTorch's config has no class for it and
     stops at start-up). Inside probe_runtime (PrecisionDebugger, probe
     run) it also reports what the bundled runtime cannot run: any task but
-    overflow_check, and level L2 on a device other than the CPU or Ascend
+    overflow_check, level L2 on a device other than the CPU or Ascend
     (msprobe's own L2 needs Ascend; probe_runtime's runs on the CPU backend
-    too).
+    too), and level L2 on the CPU backend in a distributed job (world size
+    over 1: MindSpore's CPU AllReduce fails while its dump config is set).
 
     Bad:
         {"task": "free_benchmark"}    with framework=msadapter
@@ -289,6 +296,12 @@ def task_not_available(config: ConfigView, context: Context) -> Iterator[Finding
                                f"{context.value('device')}{_because(context, 'device')}",
                       pointer=config.where_level(), hint="run on the CPU backend (device_target=\"CPU\"), or use "
                                                          "level L1 or L0 in PyNative mode")
+    elif config.level == "L2" and str(context.value("device") or "").lower() == "cpu" \
+            and (context.value("world_size") or 1) > 1:
+        yield Finding("PL205", f"probe_runtime runs level L2 (kernel) on the CPU backend in a single process only, "
+                               f"not in a distributed job of {context.value('world_size')} processes"
+                               f"{_because(context, 'device', 'world_size')}: {RUNTIME_L2_DISTRIBUTED}",
+                      pointer=config.where_level(), hint=RUNTIME_L2_INSTEAD)
 
 
 @rule("PL206", "inactive-section", "info", "Section for a task other than the active one", fix="unsafe")

@@ -427,3 +427,46 @@ def test_parameters_spoiled_by_a_recorded_step_are_traced_to_it_from_any_cell(tm
         assert note["where"] == evaluation, note
         assert f"since the overflow recorded in step {step}" in note["message"], note
     assert not any("outside what was checked" in r.get("message", "") for s in (3, 5) for r in records(dump, s))
+
+
+#: a worker of a distributed job as `msrun` starts it, reduced to what the refusal depends on:
+#: the launcher's variables (given by the test) and the hook mindspore.communication.init() installs
+#: (it tells the cluster this worker failed, then hands the exception to Python's own hook)
+WORKER = """
+import sys
+import mindspore as ms
+ms.set_context(mode=ms.GRAPH_MODE, device_target="CPU")
+from probe_runtime import PrecisionDebugger
+def cluster_hook(kind, value, tb, _python=sys.excepthook):
+    sys.stderr.write("cluster told\\n")
+    _python(kind, value, tb)
+sys.excepthook = cluster_hook
+PrecisionDebugger(config_path=sys.argv[1])
+print("not refused")
+"""
+
+
+@pytest.mark.parametrize("launcher, said", [
+    ({"MS_WORKER_NUM": "2", "RANK_ID": "1"}, "PL205 error: probe_runtime runs level L2 (kernel) on the CPU backend in "
+                                             "a single process only, not in a distributed job of 2 processes"),
+    ({"RANK_ID": "1"}, "probe_runtime refuses to start: level L2 on the CPU backend does not run in a distributed "
+                       "job (this process is rank 1)"),
+])
+def test_l2_in_a_worker_of_a_distributed_job_is_refused_in_one_message(tmp_path, launcher, said):
+    """A fresh user's finding: under msrun each worker died with an
+    L2Unavailable traceback in its log (mindspore.communication.init()
+    replaces sys.excepthook, so the debugger's hook no longer said a
+    refusal alone). The gate now refuses L2 on the CPU backend in a job of
+    more than one process (PL205), and either refusal is one message, exit
+    1, with the hook init() installed still called."""
+    config = write_runtime_config(tmp_path, level="L2")
+    env = {k: v for k, v in os.environ.items() if k not in LAUNCHER_VARIABLES + ("MINDSPORE_DUMP_CONFIG",)}
+    env.update(launcher, PYTHONPATH=str(ROOT), TMPDIR=str(tmp_path))
+    proc = subprocess.run([sys.executable, "-c", WORKER, str(config)], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=300)
+    err = "\n".join(line for line in proc.stderr.splitlines() if not line.startswith(("[WARNING]", "[INFO]")))
+    assert proc.returncode == 1 and "not refused" not in proc.stdout, err
+    assert "Traceback" not in err and said in err and "level L1 or L0 in PyNative mode" in err, err
+    assert err.startswith("cluster told\n"), err
+    if "MS_WORKER_NUM" in launcher:
+        assert not (tmp_path / "dump").exists()  # the gate refused it: nothing written
