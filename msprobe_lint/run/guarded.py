@@ -115,6 +115,40 @@ def _live_writers(config: str) -> Optional[str]:
             "or wait until that one ends")
 
 
+def _ascend_present() -> bool:
+    """True when this machine has an Ascend device (its driver's device
+    files, which an Ascend container is given too)."""
+    import glob
+
+    return os.path.exists("/dev/davinci_manager") or bool(glob.glob("/dev/davinci[0-9]*"))
+
+
+def _l2_distributed(configs: Sequence[str], world: Optional[int]) -> Optional[str]:
+    """Why CMD must not start: a config at level L2 (overflow_check) in a
+    job of ``world`` processes on a machine with no Ascend device, where
+    probe_runtime's L2 runs on the CPU backend, which it refuses in every
+    rank of a distributed job (PL205 in each worker's gate); else None."""
+    import json
+
+    from ..lint.rules.levels import RUNTIME_L2_DISTRIBUTED, RUNTIME_L2_INSTEAD
+
+    if world is None or world <= 1 or _ascend_present():
+        return None
+    for path in configs:
+        try:
+            with open(path, encoding="utf-8") as f:
+                data = json.load(f)
+        except (OSError, ValueError, RecursionError):
+            continue
+        if isinstance(data, dict) and data.get("task") == "overflow_check" and data.get("level") == "L2":
+            return (f"{path} asks for level L2 (kernel) in a distributed job of {world} processes on a machine "
+                    f"with no Ascend device (no /dev/davinci*), so the workers would run level L2 on the CPU "
+                    f"backend, which probe_runtime runs in a single process only: "
+                    f"{RUNTIME_L2_DISTRIBUTED}; each worker would refuse to start (PL205). Instead, "
+                    f"{RUNTIME_L2_INSTEAD}")
+    return None
+
+
 def guarded_run(config: str, command: Sequence[str], options=None, *, stream: Optional[TextIO] = None,
                 color: bool = False, runner: Optional[Callable[..., int]] = None) -> int:
     """Lint ``config`` (and CMD's script) and run CMD only when no error
@@ -132,7 +166,8 @@ def guarded_run(config: str, command: Sequence[str], options=None, *, stream: Op
         CMD's exit status; 1 when the lint found errors, 2 for a usage
         error (``PROBE_CHECKS`` not ``exact``, ``auto`` or ``sentinel``, or
         ``PROBE_SYNC`` not ``0``, ``1`` or ``auto``, included), an unreadable config or a missing script; 1 too when
-        another running process writes the config's dump_path; 126/127 when CMD
+        another running process writes the config's dump_path, or when a level L2 config would run in a job of
+        several processes on a machine with no Ascend device (:func:`_l2_distributed`); 126/127 when CMD
         cannot be started.
     """
     from ..lint.api import LintOptions, UsageError, lint_paths
@@ -220,6 +255,16 @@ def guarded_run(config: str, command: Sequence[str], options=None, *, stream: Op
         stream.write(f"probe: not starting `{shlex.join(command)}`: fix the problems above"
                      + (" (--strict: warnings count)" if options.strict and worst == 1 else "") + "\n")
         return worst
+    size = options.world_size if options.world_size is not None else getattr(world, "value", world)
+    if size is None:  # probe run started once per rank by an outer launcher: what it exported
+        from ..lint.context import WORLD_SIZE_VARIABLES
+
+        size = next((int(v) for v in (os.environ.get(n, "").strip() for n in WORLD_SIZE_VARIABLES)
+                     if v.isdigit()), None)
+    refusal = _l2_distributed([config] + instead, size if isinstance(size, int) else None)
+    if refusal:
+        stream.write(f"probe: not starting `{shlex.join(command)}`: {refusal}\n")
+        return ExitStatus.PROBLEMS
     also = f" ({', '.join(instead)}, which {script} reads instead, passed too)" if instead else ""
     stream.write(f"probe: {config} passed{also}; starting: {shlex.join(command)}\n")
     stream.flush()

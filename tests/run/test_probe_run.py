@@ -139,6 +139,39 @@ def guarded(cfg, command, **options):
     return status, stream.getvalue(), runner.calls
 
 
+def test_an_l2_config_under_msrun_without_an_ascend_device_is_refused_before_the_start(tmp_path, monkeypatch):
+    """A fresh user's finding: `probe run` let an L2 config start `msrun`,
+    and every worker died with an L2Unavailable traceback found only in
+    msrun's worker logs. On a machine with no Ascend device the workers run
+    L2 on the CPU backend, which refuses a distributed job: said once,
+    before anything starts, exit 1. With an Ascend device (MindSpore's
+    overflow dump, per rank) or in one process the job starts."""
+    import msprobe_lint.run.guarded as guarded_module
+
+    monkeypatch.chdir(tmp_path)
+    for name in ("RANK_SIZE", "WORLD_SIZE", "MS_WORKER_NUM"):
+        monkeypatch.delenv(name, raising=False)
+    (tmp_path / "t.py").write_text("")
+    cfg = config(tmp_path, level="L2")
+    msrun = ["msrun", "--worker_num=2", "--local_worker_num=2", "--join=True", "t.py"]
+    monkeypatch.setattr(guarded_module, "_ascend_present", lambda: False)
+    status, out, calls = guarded(cfg, msrun)
+    assert status == 1 and not calls, out
+    assert "level L2 (kernel) in a distributed job of 2 processes" in out and "no Ascend device" in out, out
+    assert "in a single process only" in out and "level L1 or L0 in PyNative mode" in out, out
+    refusal = out.splitlines()[-1]  # one paragraph, after the lint's warnings
+    assert refusal.startswith("probe: not starting `msrun") and "asks for level L2" in refusal, out
+    assert guarded(cfg, ["python", "t.py"])[0] == 5  # one process: L2 on the CPU runs
+    assert guarded(config(tmp_path, level="L1"), msrun)[0] == 5  # L1 runs in every rank
+    monkeypatch.setenv("WORLD_SIZE", "4")  # probe run started once per rank by an outer launcher
+    status, out, calls = guarded(config(tmp_path, level="L2"), ["python", "t.py"])
+    assert status == 1 and not calls and "distributed job of 4 processes" in out, out
+    monkeypatch.delenv("WORLD_SIZE")
+    monkeypatch.setattr(guarded_module, "_ascend_present", lambda: True)
+    status, out, calls = guarded(cfg, msrun)
+    assert status == 5 and calls, out
+
+
 def test_world_size_from_msrun_feeds_pl303(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "t.py").write_text("")
