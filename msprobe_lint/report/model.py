@@ -7,7 +7,8 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Optional
 
 from probe_format.collectives import collective_semantics
-from probe_format.layout import MESSAGE, NOTE_KINDS, OUTSIDE, SENTINEL, UPDATE, direction_of, entry_kind
+from probe_format.layout import (BACKWARD, FORWARD, MESSAGE, NOTE_KINDS, OUTSIDE, SENTINEL, UPDATE, direction_of,
+                                 entry_kind)
 
 
 @dataclass
@@ -141,7 +142,12 @@ class Record:
 
     @property
     def direction(self) -> Optional[str]:
-        """``forward``, ``backward``, ``parameters_grad`` or None (from the name)."""
+        """``forward``, ``backward``, ``parameters_grad`` or None (from the
+        name; a kernel's from its record's ``kind`` when that says
+        ``forward`` or ``backward``: a kernel of the gradient computation
+        need not be named ``Gradients/...``)."""
+        if self.record_kind in (FORWARD, BACKWARD) and entry_kind(self.name) == "kernel":
+            return self.record_kind
         return direction_of(self.name)
 
     @property

@@ -8,8 +8,8 @@ kernel dumps name kernels, ``<Op>.<full name with scope>``
 statistics of its inputs and outputs and a ``kernel`` object (``type``,
 ``scope``: the Cell scope, ``graph``: the graph id), and an
 ``overflow.json`` record (``origin`` as at L1, ``where`` the user's
-``file:line``, kind ``backward`` for a kernel of the gradient graph,
-else ``forward``). Only the origin's tensors are saved as ``.npy``; at
+``file:line`` or null, kind ``backward`` for a kernel of the gradient
+computation (:attr:`~.scan.Kernel.backward`), else ``forward``). Only the origin's tensors are saved as ``.npy``; at
 most :data:`MAX_CARRIED` carried kernels are recorded per replay (the
 rest are counted in the log).
 
@@ -165,8 +165,9 @@ class KernelRecords:
             writer.write(record, **call_record(record.name, origin=kernel.origin, where=kernel.where,
                                                kind=BACKWARD if kernel.backward else FORWARD, step=step,
                                                rank=self.state.rank, inside=inside, message=message))
-            LOGGER.warning("probe_runtime: step %s: overflow in kernel %s (%s) at %s%s%s", step, record.name,
-                           "origin" if kernel.origin else "carried", kernel.where,
+            LOGGER.warning("probe_runtime: step %s: overflow in kernel %s (%s) %s%s%s", step, record.name,
+                           "origin" if kernel.origin else "carried",
+                           f"at {kernel.where}" if kernel.where else "(file:line unknown)",
                            f" inside {inside}" if inside else "", f": {message}" if message else "")
         if len(carried) > MAX_CARRIED:
             LOGGER.warning("probe_runtime: step %s: %d more kernels carried the inf/nan on (not recorded)", step,

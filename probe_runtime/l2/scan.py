@@ -41,6 +41,11 @@ that format's traps:
   the step's arguments counts too: a loop's graph may take it unwritten and
   turn it into +inf (``h - mask``), and L1 records the call that turns a
   -inf from outside into NaN/+inf as carried, not as the origin;
+* a kernel of the gradient computation is not always named
+  ``Gradients/...``: a ``while`` loop's backward body is a graph of its
+  own, whose expanded kernels are named as the forward body's
+  (``Expand/_Muls/Mul-op1``); its ``.ir`` marks it ``# Corresponding
+  forward node candidate:`` (:func:`gradient_marks`, :attr:`Kernel.backward`);
 * a backward kernel's scope may name the wrong Cell; its source line (from
   the ``.ir``: the last frame outside MindSpore's own package) is right.
 
@@ -101,6 +106,10 @@ class Kernel:
         listed: its full name in its graph's execution order (and ``.ir``),
             found by :func:`align`; ``""`` when it cannot be told, None
             when there is no execution order.
+        gradient: its graph's ``.ir`` lists it as made from a forward
+            node (``# Corresponding forward node candidate:``): a kernel of
+            the gradient computation whose name does not say so
+            (:func:`gradient_names`).
     """
 
     op: str
@@ -117,6 +126,7 @@ class Kernel:
     nonfinite_runs: int = 0
     unread: Optional[list[int]] = field(default_factory=list)
     listed: Optional[str] = None
+    gradient: bool = False
 
     @property
     def name(self) -> str:
@@ -125,8 +135,11 @@ class Kernel:
 
     @property
     def backward(self) -> bool:
-        """True for a kernel of the gradient graph (full name ``Gradients/...``)."""
-        return self.full_name.startswith("Gradients/")
+        """True for a kernel of the gradient graph: full name
+        ``Gradients/...``, or one the ``.ir`` says was made from a forward
+        node (:attr:`gradient`: the expanded ``Expand/_Muls/Mul-op1`` of a
+        backward ``while`` loop)."""
+        return self.gradient or self.full_name.startswith("Gradients/")
 
     @property
     def scope(self) -> str:
@@ -216,7 +229,7 @@ def align(kernels: list[Kernel], rank_folder: str) -> None:
     such a group the dumped kernels, in the order they first ran, are the
     rows in order when there are as many of each; when there are not, a
     kernel keeps its file's name if it is a row, else ``listed`` is ``""``:
-    not known (the kernel that ran before it gives its line)."""
+    not known (:func:`scan` gives it no line of its own)."""
     firsts: dict[str, dict[str, list[Kernel]]] = {}  # graph -> shape -> first runs, in execution order
     for kernel in kernels:
         if kernel.run == 0:
@@ -321,6 +334,56 @@ def _kinds_of(kernel: Kernel, kinds: dict[str, dict[str, tuple[bool, ...]]]) -> 
         return own
     others = {found[name] for found in kinds.values() if name in found}
     return others.pop() if len(others) == 1 else None
+
+
+#: the .ir's mark of a node made from a forward node by differentiation (its ``In file`` lines are that node's)
+_FORWARD_NODE = "Corresponding forward node candidate"
+
+
+def gradient_marks(rank_folder: str) -> dict[str, dict[str, bool]]:
+    """Graph id -> each full name its ``.ir`` lists -> whether it marks
+    the node as made from a forward node (``# Corresponding forward node
+    candidate:`` among the comment lines after its ``Fullname with
+    scope``): a kernel of the gradient computation. Its name need not
+    start with ``Gradients/``: a ``while`` loop's backward body is a graph
+    of its own, whose expanded kernels are named ``Expand/_Muls/Mul-op1``
+    as the forward body's are (MindSpore 2.10, CPU)."""
+    marks: dict[str, dict[str, bool]] = {}
+    for path in sorted(glob.glob(os.path.join(rank_folder, "graphs", "*.ir"))):
+        match = _IR_GRAPH.search(path)
+        own = marks.setdefault(match.group(1) if match else "", {})
+        current: Optional[str] = None
+        with open(path, encoding="utf-8", errors="replace") as f:
+            for line in f:
+                stripped = line.strip()
+                if not stripped.startswith("#"):
+                    current = None
+                    continue
+                name = _FULLNAME.match(stripped)
+                if name is not None:
+                    current = name.group("name")
+                    own.setdefault(current, False)
+                elif current is not None and _FORWARD_NODE in stripped:
+                    own[current] = True
+                    current = None
+    return marks
+
+
+def mark_gradients(kernels: list[Kernel], rank_folder: str) -> None:
+    """Set :attr:`Kernel.gradient` from :func:`gradient_marks`: under its
+    execution order name (:func:`align`) in its own graph's ``.ir``, else
+    in the other ``.ir`` files that list it, when they agree. A kernel
+    whose name cannot be told (``listed`` ``""``) keeps what its name says."""
+    marks = gradient_marks(rank_folder)
+    for kernel in kernels:
+        name = kernel.full_name if kernel.listed is None else kernel.listed
+        if not name:
+            continue
+        own = marks.get(kernel.graph, {}).get(name)
+        if own is None:
+            others = {found[name] for found in marks.values() if name in found}
+            own = others == {True}
+        kernel.gradient = kernel.gradient or own
 
 
 def source_lines(rank_folder: str, wanted: Iterable[str], library_roots: tuple[str, ...],
@@ -433,6 +496,7 @@ def read_kernels(root: str) -> list[Kernel]:
     kinds: dict[str, dict[str, tuple[bool, ...]]] = {}
     for rank_folder in rank_folders:
         align(kernels, rank_folder)
+        mark_gradients(kernels, rank_folder)
         for graph, found in input_kinds(rank_folder).items():
             kinds.setdefault(graph, {}).update(found)
     for kernel, in_slots in written:
@@ -510,8 +574,10 @@ def scan(root: str, library_roots: tuple[str, ...], given_finite: bool = True) -
     execution order, with their source lines (``where``). A kernel no
     ``.ir`` lists (inserted by the backend after compiling, such as the
     Cast after a float16 MatMul), or whose file name is another kernel's
-    in the ``.ir`` (:func:`align`), gets the line of the nearest kernel
-    before it that has one. ``given_finite``: as :func:`classify`'s."""
+    in the ``.ir`` (:func:`align`), or that the ``.ir`` lists without a
+    source line (a backend Cast), gets the line of the kernel that made its
+    input inside its Cell scope, else none (:func:`_producer_line`).
+    ``given_finite``: as :func:`classify`'s."""
     kernels = read_kernels(root)
     flagged = classify(kernels, given_finite)
     if flagged:
@@ -531,9 +597,47 @@ def scan(root: str, library_roots: tuple[str, ...], given_finite: bool = True) -
             for rank_folder in rank_folders:  # not in its own graph's .ir
                 if wanted - set(found):
                     found.update(source_lines(rank_folder, wanted - set(found), library_roots))
-        last: Optional[str] = None
         for kernel in kernels:
             name = kernel.full_name if kernel.listed is None else kernel.listed
-            kernel.where = lines[kernel.graph].get(name) or (last if kernel.nonfinite else None)
-            last = kernel.where or last
+            kernel.where = lines[kernel.graph].get(name) if name else None
+        own = [kernel.where for kernel in kernels]  # each kernel's own line, before any is given one
+        for index, kernel in enumerate(kernels):
+            if kernel.nonfinite and kernel.where is None:
+                kernel.where = _producer_line(kernel, kernels[:index], own[:index])
     return flagged
+
+
+#: a backward kernel's ``Grad_<Op>`` scope part (the forward operation it differentiates)
+_GRAD_PART = re.compile(r"/Grad_[A-Za-z0-9]+$")
+#: how many kernels before one with no line of its own are searched for the one that made its input
+PRODUCER_REACH = 64
+
+
+def _same_values(a: np.ndarray, b: np.ndarray) -> bool:
+    """True when ``a`` and ``b`` hold the same values (inf/nan where the other does)."""
+    if a.shape != b.shape:
+        return False
+    floating = a.dtype.kind in "fc" and b.dtype.kind in "fc"
+    return bool(np.array_equal(a, b, equal_nan=floating))
+
+
+def _producer_line(kernel: Kernel, before: list[Kernel], lines: list[Optional[str]]) -> Optional[str]:
+    """The line of a kernel with no line of its own (one the backend
+    inserted after compiling, such as the Cast after a float16 MatMul, or
+    one its ``.ir`` lists without a source line, as ``is_backend_cast``
+    Casts): the own line of the kernel that made its input (an output of
+    it holds the same values), when that kernel lies inside its Cell scope
+    (a ``Grad_<Op>`` part left out; a bare ``Default`` or ``Expand/...``
+    scope says nothing): the backend inserted it for that kernel. Else
+    None: never the line of whatever kernel ran before it (an optimizer's
+    Cast was given the line of the gradient kernel before it)."""
+    scope = _GRAD_PART.sub("", kernel.scope)
+    if "/" not in scope or scope.startswith("Expand/") or not kernel.inputs:
+        return None
+    start = max(0, len(before) - PRODUCER_REACH)
+    for other, line in zip(reversed(before[start:]), reversed(lines[start:])):
+        if line is None or not other.full_name.startswith(scope + "/"):
+            continue
+        if any(_same_values(out, given) for out in other.outputs.values() for given in kernel.inputs.values()):
+            return line
+    return None

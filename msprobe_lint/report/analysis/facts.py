@@ -34,6 +34,8 @@ class RecordRef:
     written: tuple[str, ...] = ()
     #: overflow.json's ``kind`` of an ``outside`` or ``update`` record (it names no call), else None
     kind: Optional[str] = None
+    #: ``forward``, ``backward``, ``parameters_grad`` or None (``Record.direction``)
+    direction: Optional[str] = None
 
 
 def ref(record: Record) -> RecordRef:
@@ -43,7 +45,7 @@ def ref(record: Record) -> RecordRef:
                          record.message, kind=record.record_kind)
     message = record.entered.get("message") if record.entered else None
     return RecordRef(record.folder, record.step, record.rank, record.index, record.name, record.where, message,
-                     record.inside, tuple(record.written))
+                     record.inside, tuple(record.written), direction=record.direction)
 
 
 def call_key(rank: Optional[int], collective: Collective) -> CallKey:

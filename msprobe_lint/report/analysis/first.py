@@ -45,7 +45,8 @@ def describe_ref(record: RecordRef) -> str:
     inside = f" inside {record.inside}" if record.inside else ""
     where = f" at {record.where}" if record.where else ""
     written = f", writing inf/nan into Parameter {', '.join(record.written)}" if record.written else ""
-    return f"{record.name} ({kind}, {direction_of(record.name) or 'direction unknown'}){inside}{where}{written}"
+    direction = record.direction or direction_of(record.name)
+    return f"{record.name} ({kind}, {direction or 'direction unknown'}){inside}{where}{written}"
 
 
 def _start_sentence(start: Start, why_unknown: str) -> str:

@@ -7,6 +7,8 @@ which starts from the inf/nan Parameters it left."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -378,14 +380,14 @@ def test_parameters_shared_with_another_cell_point_to_the_latest_record(tmp_path
 
 
 # -- 5. a Cast whose dump-file number is another Cast's in the .ir ------------------------------
-def test_an_inserted_cast_numbered_otherwise_in_the_dump_gets_the_line_before_it(tmp_path):
+def test_an_inserted_cast_numbered_otherwise_in_the_dump_gets_the_line_of_what_it_casts(tmp_path):
     """MindSpore 2.10, amp O2 with loss scaling (/tmp/hunt_l2/s3/amp.py):
     the dump file names number the backward float16 Casts 0.. while the
     execution order and the .ir number them 5..; the overflowing Cast's
     file name (Cast-op5) is the .ir's first Cast, in mindspore/train/amp.py.
     Matched by order within its scope it is the row Cast-op6, which the
     .ir does not list: an inserted kernel, with the line of the kernel
-    that ran before it."""
+    that made its input (the MatMul, inside its scope)."""
     grad = "Gradients/Default/network-WithLossCell"
     matmul = f"{grad}/_backbone-Net/fc2-Dense/Grad_MatMul/MatMul-op0"
     ir = (f"      # Fullname with scope: ({matmul})\n"
@@ -410,3 +412,98 @@ def test_an_inserted_cast_numbered_otherwise_in_the_dump_gets_the_line_before_it
     (found,) = scan(str(tmp_path / "d"), library_roots=("/lib/mindspore",))
     assert found.name == f"Cast.{grad}/Grad_Cast/Cast-op5" and found.origin
     assert found.where == "/home/u/amp.py:22", found.where
+
+
+# -- 6. a backward while-loop's expanded Mul, and Casts with no line of their own -----------------
+LIB = "/lib/mindspore"
+#: what MindSpore 2.10's .ir says of each kernel (measured, CPU, a float16 Cell whose while loop does
+#: ``h = h * 10.0``, trained with SGD): the backward body's expanded Mul is named as the forward body's,
+#: its mark is "Corresponding forward node candidate"; the optimizer's backend Casts have no source line
+BACKLOOP_IR = {
+    "3": ("Expand/_Muls/Mul-op0", "      # Corresponding code candidate:\n"
+          "      # In file /home/u/train.py:22, 16~24/            h = h * 10.0/\n"
+          f"      # In file {LIB}/ops/auto_generate/gen_ops_def.py:8466, 11~32/    return muls_op(input, other)/\n"),
+    "4": ("Expand/_Muls/Mul-op1", "      # Corresponding code candidate:\n"
+          "      # Corresponding forward node candidate:\n"
+          "      # In file /home/u/train.py:22, 16~24/            h = h * 10.0/\n"
+          f"      # In file {LIB}/ops/auto_generate/gen_ops_def.py:8466, 11~32/    return muls_op(input, other)/\n"),
+}
+
+
+def backloop_dump(root: Path) -> Path:
+    """The replay's dump of that step, reduced: the forward body's Mul
+    (graph 3, finite), the backward body's Mul (graph 4, where the float16
+    gradient overflows), the gradient of the weight (graph 2, its own
+    line), and the optimizer's Cast and SGD kernels, whose .ir lists the
+    Cast without a line (``is_backend_cast``)."""
+    rank = root / "rank_0"
+    (rank / "execution_order").mkdir(parents=True)
+    (rank / "graphs").mkdir()
+    grad = "Gradients/Default/network-WithLossCell/_backbone-Net/Grad_Mul/Mul-op0"
+    graph2 = [grad, "Default/optimizer-SGD/Cast-op1", "Default/optimizer-SGD/SGD-op0"]
+    for graph, names in (("3", [BACKLOOP_IR["3"][0]]), ("4", [BACKLOOP_IR["4"][0]]), ("2", graph2)):
+        (rank / "execution_order" / f"ms_execution_order_graph_{graph}.csv").write_text(
+            "NodeExecutionOrder-FullNameWithScope\n" + "".join(f"{n}\n" for n in names))
+    for graph, (name, lines) in BACKLOOP_IR.items():
+        (rank / "graphs" / f"ms_output_trace_code_graph_{graph}.ir").write_text(
+            f"  %2(CNode_1) = PrimFunc_Mul(%1, Tensor(shape=[], dtype=Float16, value=10))\n"
+            f"      : (<Tensor[Float16], (2, 4)>, <Tensor[Float16], (), value=...>) -> (<Tensor[Float16], (2, 4)>)\n"
+            f"      # Fullname with scope: ({name})\n{lines}")
+    (rank / "graphs" / "ms_output_trace_code_graph_2.ir").write_text(
+        f"      # Fullname with scope: ({grad})\n"
+        "      # Corresponding forward node candidate:\n"
+        "      # In file /home/u/train.py:19, 12~22/        h = x * self.w/\n"
+        "  %4(CNode_77) = PrimFunc_Cast(%3) primitive_attrs: {is_backend_cast: Bool(1)}\n"
+        "      # Fullname with scope: (Default/optimizer-SGD/Cast-op1)\n"
+        "  %5(CNode_78) = SGD(%4)\n"
+        "      # Fullname with scope: (Default/optimizer-SGD/SGD-op0)\n"
+        f"      # In file {LIB}/nn/optim/sgd.py:241, 8~40/        success = self.opt(...)/\n")
+    half, big = np.full((2, 4), 1e4, np.float16), np.full((2, 4), np.inf, np.float16)
+    stamp = iter(range(100, 200))
+
+    def put(graph: str, op: str, name: str, io: str, slot: int, array: np.ndarray) -> None:
+        folder = rank / "Net" / graph / "1"
+        folder.mkdir(parents=True, exist_ok=True)
+        np.save(folder / f"{op}.{name.replace('/', '_')}.0.0.{next(stamp)}.{io}.{slot}.DefaultFormat.Float16.npy",
+                array)
+
+    put("3", "Mul", BACKLOOP_IR["3"][0], "input", 1, np.array(10.0, np.float16))
+    put("3", "Mul", BACKLOOP_IR["3"][0], "output", 0, half)
+    put("4", "Mul", BACKLOOP_IR["4"][0], "input", 1, np.array(10.0, np.float16))
+    put("4", "Mul", BACKLOOP_IR["4"][0], "output", 0, big)
+    put("2", "Mul", grad, "output", 0, big)
+    put("2", "Cast", "Default/optimizer-SGD/Cast-op1", "input", 0, big)
+    put("2", "Cast", "Default/optimizer-SGD/Cast-op1", "output", 0, big.astype(np.float32))
+    put("2", "SGD", "Default/optimizer-SGD/SGD-op0", "input", 0, big.astype(np.float32))
+    put("2", "SGD", "Default/optimizer-SGD/SGD-op0", "output", 0, big.astype(np.float32))
+    return root
+
+
+def test_a_backward_loop_kernel_named_as_a_forward_one_is_backward_and_casts_get_no_borrowed_line(tmp_path):
+    """A fresh user's finding: in a graph's backward while loop, the
+    expanded Mul is named ``Expand/_Muls/Mul-op1`` like the forward body's
+    (no ``Gradients/``): its ORIGIN record said kind forward. Its .ir
+    marks it "Corresponding forward node candidate", which is what now
+    makes it backward. And the optimizer's Cast, which its .ir lists with
+    no source line, was given the line of the kernel that ran before it
+    (the weight's gradient, ``h = x * self.w``): it now has none."""
+    found = scan(str(backloop_dump(tmp_path / "d")), library_roots=(LIB,))
+    by_op = {k.full_name: k for k in found}
+    mul = by_op["Expand/_Muls/Mul-op1"]
+    assert mul.origin and mul.backward and mul.where == "/home/u/train.py:22", mul
+    assert by_op["Gradients/Default/network-WithLossCell/_backbone-Net/Grad_Mul/Mul-op0"].where == \
+        "/home/u/train.py:19"
+    assert by_op["Default/optimizer-SGD/Cast-op1"].where is None
+    assert by_op["Default/optimizer-SGD/SGD-op0"].where == f"{LIB}/nn/optim/sgd.py:241"
+    assert not any(k.backward for k in found if k.full_name.startswith("Default/"))
+    KernelRecords(RunState(overflow_nums=-1), dump_path=str(tmp_path / "dump")).write(found)
+    written = {r["name"]: r for r in step_records(tmp_path, 0)}
+    origin = written["Mul.Expand/_Muls/Mul-op1"]
+    assert origin["origin"] is True and origin["kind"] == "backward", origin
+    entry = json.loads((tmp_path / "dump" / "step0" / "rank" / "dump.json").read_text())["data"]
+    assert "input" in entry["Mul.Expand/_Muls/Mul-op1"]  # a backward entry's layout, as for Gradients/ kernels
+    assert written["Cast.Default/optimizer-SGD/Cast-op1"]["where"] is None
+    report = subprocess.run([sys.executable, "-m", "msprobe_lint", "report", str(tmp_path / "dump")],
+                            capture_output=True, text=True, timeout=300)
+    assert "Overflow started in step0/rank: Mul.Expand/_Muls/Mul-op1 (kernel, backward) at /home/u/train.py:22" \
+        in report.stdout, report.stdout + report.stderr
