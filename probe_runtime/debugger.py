@@ -123,7 +123,6 @@ class PrecisionDebugger(metaclass=MsprobeSingleton):
         named = checks if checks is not None else os.environ.get(CHECKS_VARIABLE) or None
         mode = parse_checks(named, "checks" if checks is not None else CHECKS_VARIABLE)  # ValueError
         from .execution import check_sync_mode
-
         check_sync_mode()  # ValueError for PROBE_SYNC=maybe, as for PROBE_CHECKS=foo
         overrides = {k: v for k, v in (("task", task), ("dump_path", dump_path), ("level", level),
                                         ("step", step)) if v is not None}
