@@ -1,4 +1,4 @@
-"""The closing summary: one line at exit when nothing was recorded.
+"""The closing summary: one line at exit when nothing was recorded (or what was not checked).
 
 So a run without overflow is told apart from a wrong ``dump_path``, and an
 all-clear is never read as more than it is: it says how many steps were
@@ -149,14 +149,8 @@ class Summary:
         else:
             message += outside_filter(self.run_steps - self.checked_steps - set().union(*self.unseen.values()),
                                       self.steps)
-        # fresh users' findings: a functional jit step at L2, and steps run in an execution mode the level does
-        # not see (set_context(mode=...) after the debugger was built), were called "checked"
-        for why, steps in self.unseen.items():
-            message += f"; {len(steps)} step(s) " + why.format(steps=shown_steps(steps))
-        if self.unfinished:  # a fresh user's finding: a step cut short by an exception was counted as checked
-            shown = ", ".join(str(step) for step in sorted(self.unfinished))
-            message += (f"; step {shown} did not reach stop() (still running at exit: an exception, or no stop()), "
-                        "so only its calls up to then were checked")
+        for part in self.unchecked_parts():
+            message += "; " + part
         if self.jit_calls and self.level in ("L1", "L0"):  # a fresh user's finding: a clip compiled with @jit
             message += (f"; {self.jit_calls} call(s) of mindspore.jit regions ran in the checked steps: a region is "
                         "judged by what it returns and the Parameters it writes, so an overflow masked inside one "
@@ -174,6 +168,19 @@ class Summary:
                         "the call)")
         return message
 
+    def unchecked_parts(self) -> list[str]:
+        """What the exit line says of the steps that ran and were not
+        checked, or only in part: those :meth:`not_seen` named, by why, and
+        those cut short (:meth:`interrupted`); [] when there are none."""
+        # fresh users' findings: a functional jit step at L2, and steps run in an execution mode the level does
+        # not see (set_context(mode=...) after the debugger was built), were called "checked"
+        parts = [f"{len(steps)} step(s) " + why.format(steps=shown_steps(steps)) for why, steps in self.unseen.items()]
+        if self.unfinished:  # a fresh user's finding: a step cut short by an exception was counted as checked
+            shown = ", ".join(str(step) for step in sorted(self.unfinished))
+            parts.append(f"step {shown} did not reach stop() (still running at exit: an exception, or no stop()), "
+                         "so only its calls up to then were checked")
+        return parts
+
     def say_limit(self, overflow_nums: int) -> None:
         """At exit, once ``overflow_nums`` records were written: the steps
         that ran after the last checked one (within the config's step
@@ -187,14 +194,9 @@ class Summary:
         if self.said or not later:
             return
         self.said = True
-        message = (f"probe_runtime: overflow_nums={overflow_nums} reached in step {last}, so detection stopped "
-                   f"there: {len(later)} later step(s) ran and were not checked (step {shown_steps(later)}); "
-                   "set overflow_check.overflow_nums higher (-1: no limit) to check them")
-        LOGGER.info(message)
-        try:
-            print(message, file=sys.stderr, flush=True)
-        except Exception:  # pragma: no cover - stderr closed at exit
-            pass
+        self._print(f"probe_runtime: overflow_nums={overflow_nums} reached in step {last}, so detection stopped "
+                    f"there: {len(later)} later step(s) ran and were not checked (step {shown_steps(later)}); "
+                    "set overflow_check.overflow_nums higher (-1: no limit) to check them")
 
     def never_started(self) -> str:
         """The exit line of a run that called ``step()`` but never
@@ -208,8 +210,19 @@ class Summary:
         the logger, at INFO) when no record or note was written and
         detection was not turned off; once. Without any ``start()``, when
         ``step()`` was called (an overflow_check task): that nothing was
-        checked (:meth:`never_started`)."""
-        if self.said or found or disabled or notes:
+        checked (:meth:`never_started`). When records or notes were written,
+        no all-clear, but the steps that ran unchecked or cut short
+        (:meth:`unchecked_parts`) are still said: a fresh user's finding was
+        a run whose step 0 recorded an overflow and whose later steps, run
+        in GRAPH_MODE at L1, went unchecked without a word."""
+        if self.said or disabled:
+            return
+        if found or notes:  # no all-clear; but steps not checked are said (they were only in the all-clear before)
+            parts = self.unchecked_parts()
+            if parts:
+                self.said = True
+                self._print(f"probe_runtime: records were written to {self.dump_path}; besides them, "
+                            + "; ".join(parts))
             return
         if not self.start_calls:  # a fresh user's finding: a script that only called step() heard nothing
             if not self.step_calls or self.task != "overflow_check":
@@ -217,7 +230,11 @@ class Summary:
         elif self.start_failed and not self.checked_steps:  # it never checked; start() said why
             return
         self.said = True
-        message = self.line(auto) if self.start_calls else self.never_started()
+        self._print(self.line(auto) if self.start_calls else self.never_started())
+
+    @staticmethod
+    def _print(message: str) -> None:
+        """``message`` on stderr and to the logger, at INFO."""
         LOGGER.info(message)
         try:
             print(message, file=sys.stderr, flush=True)

@@ -45,3 +45,29 @@ def test_jit_regions_in_the_checked_steps_are_said_with_what_is_not_seen_inside(
         assert (said in line) is (level != "L2"), line
         if level != "L2":
             assert "an overflow masked inside one (its result finite" in line
+
+
+def test_steps_not_checked_are_said_when_records_were_written(capsys):
+    """Records in step 0, steps 1-2 run in an execution mode the level does
+    not see: no all-clear, but the unchecked steps are said (they were said
+    only in the all-clear, so a run with a record kept them quiet)."""
+    summary = Summary("L1", "/d")
+    for step in range(3):
+        summary.started(step)
+        summary.checked(step, exact=True)
+    summary.not_seen(1, "started in GRAPH_MODE and were NOT checked (step {steps})")
+    summary.not_seen(2, "started in GRAPH_MODE and were NOT checked (step {steps})")
+    summary.say(found=2, disabled=False, notes=0, auto=False)
+    err = capsys.readouterr().err
+    assert err == ("probe_runtime: records were written to /d; besides them, 2 step(s) started in GRAPH_MODE and "
+                   "were NOT checked (step 1, 2)\n")
+    assert "no overflow found" not in err
+
+
+def test_nothing_more_is_said_when_records_were_written_and_every_step_was_checked(capsys):
+    summary = Summary("L1", "/d")
+    summary.started(0)
+    summary.checked(0, exact=True)
+    summary.say(found=1, disabled=False, notes=0, auto=False)
+    summary.say(found=0, disabled=False, notes=1, auto=False)
+    assert capsys.readouterr().err == ""
