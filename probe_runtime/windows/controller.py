@@ -461,9 +461,12 @@ class Windows:
     def before_step(self, optimizer: Any, args: tuple, frames: tuple) -> None:
         """An optimizer is about to update its Parameters (every window
         but the sentinel's). When it is first seen, or did not run in the
-        last window, its own state is judged: inf/nan there came in with
-        it (a resumed checkpoint) or was written in unchecked steps, since
-        no checked call wrote it. In a watched window, its Parameters too
+        last window, its own state and its Parameters are judged: inf/nan
+        there, which no record of the window explains, came in with them (a
+        resumed checkpoint) or was written in unchecked steps, since no
+        checked call wrote it (a fresh finding: a Parameter that held NaN
+        from the start and no checked call used, an unused head, got an
+        ``update`` record in every step, "the update made it"). In a watched window, its Parameters too
         (:meth:`.watched.WatchedWindow.before_step`). When the window
         already holds a record, its Parameters and state are read before
         the step too, so :meth:`after_step` tells an update that makes
@@ -479,7 +482,7 @@ class Windows:
             # Parameters: an update can make it inf/nan while they stay finite (Adam's moment2 of a gradient
             # of 2e20 is inf; the weights go NaN only in the next step)
             if id(optimizer) not in self._last_optimizers and not self.stopped() and not self.explained(window):
-                bad = self.grads.judge(optimizer_state(optimizer))
+                bad = self.grads.judge(self._held(optimizer))  # its Parameters too: one no checked call used
                 if bad:
                     window.bad_before = True
                     if id(optimizer) in self._tainted:  # an overflow already recorded wrote it: carried
@@ -490,9 +493,9 @@ class Windows:
                     return
                 self._tainted.discard(id(optimizer))  # finite before this step: inf/nan after it is new
         if id(optimizer) in self._tainted and not self.stopped() and not self.explained(window):
-            # an earlier record may explain inf/nan in its state: read it before the step (only then), so that
-            # after_step tells what the step made from what its state carried into it
-            if not self.grads.judge(optimizer_state(optimizer)):
+            # an earlier record may explain inf/nan in its state or Parameters: read them before the step (only
+            # then), so that after_step tells what the step made from what they carried into it
+            if not self.grads.judge(self._held(optimizer)):
                 self._tainted.discard(id(optimizer))
         self.checker.before_update()  # the calls before the step are judged now (it would, right after this)
         window.found_step = self.state.found  # records from here on are the step's own calls' (after_step)
@@ -504,6 +507,11 @@ class Windows:
                 window.bad_before = True
         if window.kind is Kind.WATCHED:
             self.watched.before_step(window, optimizer)
+
+    def carries(self, optimizer: Any) -> bool:
+        """An earlier record explains inf/nan in ``optimizer``'s Parameters
+        or state (it is tainted): what its steps write is carried."""
+        return id(optimizer) in self._tainted
 
     def _held(self, optimizer: Any) -> list:
         """(label, tensor) for the Parameters an optimizer updates and its own state."""

@@ -195,8 +195,9 @@ class Notes:
 
     def state_at_start(self, labels: list, optimizer: str, frames: tuple) -> bool:
         """The optimizer's own state (Adam's moments, accumulators,
-        ``global_step``) held inf/nan when it was first seen: it came in
-        with the state (a checkpoint resumed, an earlier run)."""
+        ``global_step``) or a Parameter it updates held inf/nan when it was
+        first seen, and no checked call used it: it came in with them (a
+        checkpoint resumed, an earlier run or unchecked steps)."""
         where = self.records.where(frames)
         message = (f"{shown_labels(labels)} held inf/nan before the first optimizer step {optimizer} of this "
                    f"window (at {where}): it was there at start() (a resumed checkpoint, or written outside the "

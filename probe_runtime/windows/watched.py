@@ -95,6 +95,8 @@ class WatchedWindow:
         bad = w.grads.judge([(f"Parameter {parameter_name(p)}", p) for p in params])
         if bad:
             window.bad_before = True
+            if w.carries(optimizer):  # an earlier record said its Parameters or state held inf/nan
+                return
             self.replay(w.grads.window[-1], masked=bad)
 
     # -- the replay -----------------------------------------------------------------------

@@ -629,3 +629,47 @@ def test_l0_weights_an_optimizer_made_non_finite_in_the_window_are_judged_again(
     assert_origin_invariant(tmp_path / "dump")
     entered = records[0]["entered"]
     assert entered["source"] == "parameter" and entered["parameter"].startswith("fc1.") and not entered["at_start"]
+
+
+@pytest.mark.parametrize("checks", [None, "auto"])
+@pytest.mark.parametrize("level", ["L1", "L0"])
+def test_a_parameter_nan_from_the_start_that_no_call_uses_is_not_made_by_the_update(tmp_path, monkeypatch, level,
+                                                                                     checks):
+    """A Parameter that held NaN before ``start()`` and that no checked call
+    uses (an unused head, a spare weight), updated by the optimizer: each
+    step got an ``update`` record, "although it and the gradients it got
+    were finite before: the update made it", which was untrue. It is now
+    read with the optimizer's state when the optimizer is first seen: one
+    ``outside`` record in the first step says it was there at start(), and
+    the later steps carry it (no record)."""
+    isolate(monkeypatch, tmp_path)
+    debugger = PrecisionDebugger(config_path=str(write_runtime_config(tmp_path, level=level, nums=-1)),
+                                 checks=checks)
+
+    class Net(nn.Cell):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Dense(3, 1)
+            self.spare = ms.Parameter(Tensor(np.array([1.0, np.nan], np.float32)), name="spare")
+
+        def construct(self, x):
+            return self.fc(x)
+
+    net = Net()
+    optimizer = nn.SGD(net.trainable_params(), 0.1)
+    grad_fn = ms.value_and_grad(lambda x: net(x).sum(), None, optimizer.parameters)
+    try:
+        for _ in range(3):
+            debugger.start(net) if level == "L0" else debugger.start()
+            _, grads = grad_fn(Tensor(np.ones((2, 3), np.float32)))
+            optimizer(grads)
+            debugger.stop()
+            debugger.step()
+    finally:
+        debugger.stop()
+        debugger.windows.summary.said = True
+    (first,) = _records(tmp_path, 0)
+    assert (first["kind"], first["nonfinite"]) == ("outside", ["Parameter spare"]), first
+    assert "it was there at start()" in first["message"], first
+    assert not _records(tmp_path, 1) and not _records(tmp_path, 2)
+    ORIGINAL.assert_untouched()
