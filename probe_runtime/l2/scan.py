@@ -62,7 +62,7 @@ import glob
 import os
 import re
 from dataclasses import dataclass, field
-from typing import Iterable, Optional
+from typing import Iterable, Iterator, Optional
 
 import numpy as np
 
@@ -352,21 +352,32 @@ def gradient_marks(rank_folder: str) -> dict[str, dict[str, bool]]:
     for path in sorted(glob.glob(os.path.join(rank_folder, "graphs", "*.ir"))):
         match = _IR_GRAPH.search(path)
         own = marks.setdefault(match.group(1) if match else "", {})
-        current: Optional[str] = None
-        with open(path, encoding="utf-8", errors="replace") as f:
-            for line in f:
-                stripped = line.strip()
-                if not stripped.startswith("#"):
-                    current = None
-                    continue
-                name = _FULLNAME.match(stripped)
-                if name is not None:
-                    current = name.group("name")
-                    own.setdefault(current, False)
-                elif current is not None and _FORWARD_NODE in stripped:
-                    own[current] = True
-                    current = None
+        for name, comment in _node_comments(path):
+            if comment is None:
+                own.setdefault(name, False)
+            elif _FORWARD_NODE in comment:
+                own[name] = True
     return marks
+
+
+def _node_comments(path: str) -> Iterator[tuple[str, Optional[str]]]:
+    """The comment lines of each node of an ``.ir`` file: ``(full name,
+    None)`` at its ``# Fullname with scope: (...)`` line, then ``(full
+    name, line)`` for each comment line after it (left-stripped), until a
+    line that is not a comment ends the node's block."""
+    current: Optional[str] = None
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for line in f:
+            stripped = line.lstrip()
+            if not stripped.startswith("#"):
+                current = None
+                continue
+            match = _FULLNAME.match(stripped)
+            if match is not None:
+                current = match.group("name")
+                yield current, None
+            elif current is not None:
+                yield current, stripped
 
 
 def mark_gradients(kernels: list[Kernel], rank_folder: str) -> None:
@@ -415,33 +426,24 @@ def source_lines(rank_folder: str, wanted: Iterable[str], library_roots: tuple[s
         paths = own or paths
     for path in paths:
         current: Optional[str] = None
-        with open(path, encoding="utf-8", errors="replace") as f:
-            for line in f:
-                stripped = line.lstrip()
-                if not stripped.startswith("#"):
-                    current = None
-                    continue
-                match = _FULLNAME.match(stripped)
-                if match:
-                    name = match.group("name")
-                    current = name if name in wanted and name not in found else None
-                    if current is None:
-                        other = unnumbered.get(_OP_NUMBER.sub("", name))
-                        current = f"?{other}" if other is not None and other not in renumbered else None
-                    continue
+        for name, comment in _node_comments(path):
+            if comment is None:
+                current = name if name in wanted and name not in found else None
                 if current is None:
-                    continue
-                frame = _IN_FILE.match(stripped)
-                if frame is None:
-                    continue
-                line_of = f"{frame.group('file')}:{frame.group('line')}"
-                if current.startswith("?"):
-                    if not os.path.abspath(frame.group("file")).startswith(library_roots):
-                        renumbered[current[1:]] = line_of
-                elif os.path.abspath(frame.group("file")).startswith(library_roots):
-                    library[current] = line_of
-                else:
-                    found[current] = line_of  # the last user frame wins (the innermost call)
+                    other = unnumbered.get(_OP_NUMBER.sub("", name))
+                    current = f"?{other}" if other is not None and other not in renumbered else None
+                continue
+            frame = _IN_FILE.match(comment) if current is not None else None
+            if current is None or frame is None:
+                continue
+            line_of = f"{frame.group('file')}:{frame.group('line')}"
+            if current.startswith("?"):
+                if not os.path.abspath(frame.group("file")).startswith(library_roots):
+                    renumbered[current[1:]] = line_of
+            elif os.path.abspath(frame.group("file")).startswith(library_roots):
+                library[current] = line_of
+            else:
+                found[current] = line_of  # the last user frame wins (the innermost call)
         if wanted <= set(found):
             break
     return {**renumbered, **library, **found}

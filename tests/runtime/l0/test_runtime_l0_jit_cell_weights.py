@@ -64,8 +64,9 @@ def _train(debugger, poison_step):
         debugger.step()
 
 
-@pytest.mark.parametrize("checks", [None, "exact"])
-def test_compiled_cell_with_nan_weights_is_not_the_origin(tmp_path, monkeypatch, checks):
+def _records(tmp_path, monkeypatch, checks, poison_step):
+    """:func:`_train` at L0 with ``"step": [2]`` under ``checks``; the
+    records of the dump, in step order."""
     from probe_runtime import PrecisionDebugger
 
     isolate(monkeypatch, tmp_path)
@@ -73,11 +74,16 @@ def test_compiled_cell_with_nan_weights_is_not_the_origin(tmp_path, monkeypatch,
     config = write_runtime_config(tmp_path, level="L0", step=[2])
     debugger = PrecisionDebugger(config_path=str(config), checks=checks)
     try:
-        _train(debugger, poison_step=1)
+        _train(debugger, poison_step)
     finally:
         debugger.stop()
         debugger.windows.summary.said = True
-    records = dump_records(tmp_path / "dump")
+    return dump_records(tmp_path / "dump")
+
+
+@pytest.mark.parametrize("checks", [None, "exact"])
+def test_compiled_cell_with_nan_weights_is_not_the_origin(tmp_path, monkeypatch, checks):
+    records = _records(tmp_path, monkeypatch, checks, poison_step=1)
     assert {step for step, _ in records} == {2}, records
     assert not [r for _, r in records if r["origin"]], records
     inner = next(r for _, r in records if r["name"] == "Cell.inner.Inner.forward.0")
@@ -96,18 +102,7 @@ def test_compiled_cell_fed_an_inf_batch_is_carried(tmp_path, monkeypatch, checks
     compiled Cell's call (inf in, inf out) is carried, and without a poison
     its gradients are hooked as before (no parameters_grad entry of its
     own for weights inside it)."""
-    from probe_runtime import PrecisionDebugger
-
-    isolate(monkeypatch, tmp_path)
-    monkeypatch.delenv("PROBE_CHECKS", raising=False)
-    config = write_runtime_config(tmp_path, level="L0", step=[2])
-    debugger = PrecisionDebugger(config_path=str(config), checks=checks)
-    try:
-        _train(debugger, poison_step=2)
-    finally:
-        debugger.stop()
-        debugger.windows.summary.said = True
-    records = dump_records(tmp_path / "dump")
+    records = _records(tmp_path, monkeypatch, checks, poison_step=2)
     names = [r["name"] for _, r in records]
     assert names[0] == "Cell.inner.Inner.forward.0" and records[0][1]["origin"] is False, records
     assert records[0][1]["entered"]["input"] == "input_args[0]", records[0][1]
