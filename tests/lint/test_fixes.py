@@ -155,6 +155,33 @@ def test_byte_order_mark_removed(tmp_path):
     assert run.status == 0
 
 
+def test_byte_order_mark_of_a_file_that_does_not_parse_stays(tmp_path):
+    """--fix removed the byte-order mark of a file with a syntax error
+    (PL001) though the README says such a file is untouched but for
+    PL008's replacements; the plain lint counted it fixable too."""
+    path = tmp_path / "config.json"
+    broken = b"\xef\xbb\xbf" + BASE.replace('"level": "L1"', '"level": "L1",}').encode()
+    path.write_bytes(broken)
+    proc = run_probe("lint", "--isolated", "--fix", "--unsafe-fixes", str(path))
+    assert proc.returncode == 1 and "PL001" in proc.stdout
+    assert "does not parse" in proc.stderr and "fixed 1" not in proc.stderr
+    assert path.read_bytes() == broken
+    run, outcome = fix(path, write=False)
+    assert outcome.applied == [] and outcome.after == outcome.before
+    proc = run_probe("lint", "--isolated", "--format", "json", str(path))
+    found = {d["code"]: d for d in json.loads(proc.stdout)["diagnostics"]}
+    assert sorted(found) == ["PL001", "PL004"] and found["PL004"]["fix"] is None
+    assert json.loads(proc.stdout)["summary"]["fixable"] == 0
+
+
+def test_byte_order_mark_goes_once_pl008_made_the_file_parse(tmp_path):
+    path = tmp_path / "config.json"
+    path.write_bytes(b"\xef\xbb\xbf" + BASE.replace('[],  "step"', '[]\uff0c  "step"').encode())
+    run, outcome = fix(path)
+    assert [d.code for d in outcome.applied] == ["PL008", "PL004"]
+    assert path.read_bytes() == BASE.encode() and run.status == 0
+
+
 def test_byte_order_mark_has_a_range_in_json_output(tmp_path):
     """PL004's range was the empty range 1:1-1:1 in every output: the
     finding is shown as one character at line 1, column 1 in JSON, SARIF and

@@ -41,13 +41,17 @@ def resolve(spec: FixSpec, doc) -> Optional[Fix]:
         A Fix whose offsets count characters of the file's decoded text
         (a byte-order mark counted as one), or None when a position is
         not known (a value the scan did not record, a config that did not
-        parse, but for ``text`` operations) or two of its own edits
+        parse, but for ``text`` operations: PL008's replacements; a
+        byte-order mark stays until the file parses) or two of its own edits
         overlap. A removal of a non-empty object (a section holding user
         keys) is made unsafe whatever the spec says.
     """
     if doc is None or not doc.text:
         return None
-    if doc.fatal and any(op[0] not in ("text", "bom") for op in spec.ops):
+    # A file that did not parse (PL001, PL003, PL007) is left alone but for
+    # PL008's replacements, which make it parse (README, Fixing): not even
+    # its byte-order mark is removed (PL004 comes back once it parses).
+    if doc.fatal and any(op[0] != "text" for op in spec.ops):
         return None
     text = doc.text
     line_col = _line_col_of(doc)
