@@ -71,7 +71,7 @@ class ConfigView:
         """The active task; ``statistics`` when absent; the task meant when
         the value is a clear misspelling of one (:attr:`meant_task`), else
         None when invalid."""
-        if "task" not in self.data:
+        if self.data.get("task") in (None, ""):  # absent, or read as absent (rules/schema.py, _DEFAULTED)
             return "statistics"
         if self.meant_task is not None:
             return self.meant_task
@@ -79,10 +79,16 @@ class ConfigView:
 
     @property
     def level(self) -> Any:
-        """The level; ``L1`` when absent, None when invalid."""
-        if "level" not in self.data:
+        """The level; ``L1`` when absent (or null or "", which msprobe
+        reads as absent), None when invalid."""
+        if not self.level_set():
             return "L1"
         return self.get("level")
+
+    def level_set(self) -> bool:
+        """True when the config gives a level: present, and neither null
+        nor "" (msprobe reads those as absent and takes L1)."""
+        return self.data.get("level") not in (None, "")
 
     def where_level(self) -> str:
         """Pointer to blame for the level: the key if present, else task."""

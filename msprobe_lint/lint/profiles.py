@@ -328,10 +328,13 @@ def build_schema(base: dict, profile: Profile) -> dict:
         props[key] = copy.deepcopy(sub)
     for name, section in profile.sections_add.items():
         ref = name.title().replace("_", "") + "Section"
-        schema["$defs"][ref[0].lower() + ref[1:]] = copy.deepcopy(section)
+        section = copy.deepcopy(section)
+        if section.get("type") == "object":  # null: read as absent, as every section (rules/schema.py, _DEFAULTED)
+            section["type"] = ["object", "null"]
+        schema["$defs"][ref[0].lower() + ref[1:]] = section
         props[name] = {"$ref": f"#/$defs/{ref[0].lower() + ref[1:]}"}
     task = props["task"]
-    task["enum"] = list(profile.tasks)
+    task["enum"] = list(profile.tasks) + [None, ""]  # read as absent: statistics (rules/schema.py, _DEFAULTED)
     task["description"] = f"What msprobe collects ({profile.label}): " + ", ".join(profile.tasks) + "."
     task.pop("markdownDescription", None)
     task["examples"] = [profile.tasks[0]]

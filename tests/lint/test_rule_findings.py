@@ -122,8 +122,8 @@ def test_a_range_partly_beyond_the_world_names_the_missing_ranks(lint):
 
 
 def test_null_is_not_named_twice(lint):
-    (found,) = lint(dict(config(), level=None))
-    assert found.code == "PL102" and found.message == "level must be a string, not null"
+    (found,) = lint(dict(config(), async_dump=None))  # msprobe refuses it: not a bool (core/common_config.py:48)
+    assert found.code == "PL102" and found.message == "async_dump must be a boolean, not null"
     (number,) = lint(config(rank=0))
     assert number.message == "rank must be an array, not integer 0"
 
@@ -321,11 +321,55 @@ def test_nulls_msprobe_reads_as_absent_are_warnings(lint):
     assert lint(config(overflow_check={"overflow_nums": "3"}))[0].severity.value == "error"
 
 
+@pytest.mark.parametrize("key, value, code, meaning", [
+    ("task", None, "PL102", "statistics"), ("task", "", "PL103", "statistics"),
+    ("level", None, "PL102", "L1"), ("level", "", "PL103", "L1"),
+    ("overflow_check", None, "PL102", "every option of the section at its default"),
+])
+def test_null_or_empty_task_level_and_section_are_warnings(lint, key, value, code, meaning):
+    """msprobe 8.1.2 reads a null or "" task as statistics, level as L1
+    (mindspore/debugger/debugger_config.py:39, core/debugger/
+    precision_debugger.py:146-147) and a null active section as {}
+    (mindspore/ms_config.py:140-142): they were PL102/PL103 errors, though
+    a null rank was a warning."""
+    (found,) = lint(dict(config(), **{key: value}), mode="pynative")
+    assert (found.code, found.severity.value, found.pointer) == (code, "warning", "/" + key)
+    assert found.message.endswith(f"reads it as absent, meaning {meaning}") or \
+        f"meaning {meaning} (PyTorch" in found.message
+    (unknown,) = lint(config(overflow_check={"check_mode": ""}))
+    assert unknown.severity.value == "warning" and "PyTorch's msprobe refuses it" in unknown.message
+
+
+def test_a_null_level_is_the_default_l1_for_the_level_rules(lint):
+    found = lint(dict(config(), level=None), mode="graph")
+    assert sorted((d.code, d.severity.value) for d in found) == [("PL102", "warning"), ("PL201", "error")]
+    assert "level defaults to L1" in [d for d in found if d.code == "PL201"][0].message
+
+
+def test_a_null_active_section_is_an_error_on_pytorch(lint):
+    (found,) = lint(dict(config(), overflow_check=None), framework="pytorch")
+    assert found.code == "PL102" and found.severity.value == "error" and "AttributeError" in found.message
+
+
+def test_the_schema_accepts_what_the_lint_only_warns_about():
+    from jsonschema import Draft202012Validator
+
+    from msprobe_lint.lint.schema.files import load_schema
+
+    for profile in ("8.1", "8.3", "26.0", "26.2"):
+        validator = Draft202012Validator(load_schema(profile))
+        base = {"task": "statistics", "dump_path": "/data/dump"}
+        for key, value in (("task", None), ("task", ""), ("level", None), ("level", ""), ("rank", None),
+                           ("step", None), ("statistics", None)):
+            assert validator.is_valid(dict(base, **{key: value})), (profile, key, value)
+        assert not validator.is_valid(dict(base, level="l1")) and not validator.is_valid(dict(base, rank=0))
+
+
 def test_nulls_stay_plain_errors_inside_probe_runtime():
     """probe_runtime's gate and probe run need the plain form (and make
     PL102 an error): their message must not say the value is accepted."""
     from msprobe_lint.lint.rules.schema import validate
 
-    found, _ = validate(dict(config(), rank=None, overflow_check={"overflow_nums": None}), runtime=True)
-    assert sorted(f.pointer for f in found) == ["/overflow_check/overflow_nums", "/rank"]
+    found, _ = validate(dict(config(), rank=None, level=None, overflow_check={"overflow_nums": None}), runtime=True)
+    assert sorted(f.pointer for f in found) == ["/level", "/overflow_check/overflow_nums", "/rank"]
     assert all(f.code == "PL102" and f.severity is None and "reads it as absent" not in f.message for f in found)

@@ -4,8 +4,11 @@ agrees with ``probe lint --isolated`` on every golden lint case
 case of ../shared/cases/lint when it is present (an extra).
 
 A case takes part when every code probe reports is a schema finding
-(PL101-PL104, PL107, PL301), or when it reports nothing (then both must
-call the file valid). Left out, as SPEC section 3 says JSON Schema cannot
+(PL101-PL104, PL107, PL301), or when it reports nothing. The file is valid
+for probe when none of those findings is an error: a value msprobe reads
+as absent (a null level, rank or check_mode) is a warning, and the schema
+accepts it, as it accepts a deprecated key probe only warns about; so
+probe's exit status and check-jsonschema's agree. Left out, as SPEC section 3 says JSON Schema cannot
 express them: duplicate keys (PL002), NaN/Infinity (PL005), a byte-order
 mark (PL004), syntax errors (PL001), a non-object root (PL003), integral
 floats such as ``3.0`` and reversed ``"a-b"`` ranges.
@@ -54,8 +57,9 @@ def inexpressible(raw: bytes) -> str | None:
     return None
 
 
-def shared_verdicts() -> list[tuple[Path, set[str]]]:
-    """(config, codes probe reports) for each case of ../shared/cases/lint."""
+def shared_verdicts() -> list[tuple[Path, set[str], bool]]:
+    """(config, codes probe reports, whether one is an error) for each case
+    of ../shared/cases/lint."""
     out = []
     for case in sorted(p.parent for p in (SHARED_CASES / "lint").glob("*/expect.json")):
         expect = json.loads((case / "expect.json").read_text(encoding="utf-8"))
@@ -64,7 +68,8 @@ def shared_verdicts() -> list[tuple[Path, set[str]]]:
             args += ["--script", str(case / expect["script"])]
         proc = run_probe(*args)
         assert proc.returncode in (0, 1, 2), proc.stderr
-        out.append((case / "config.json", {d["code"] for d in json.loads(proc.stdout)["diagnostics"]}))
+        found = json.loads(proc.stdout)["diagnostics"]
+        out.append((case / "config.json", {d["code"] for d in found}, any(d["severity"] == "error" for d in found)))
     return out
 
 
@@ -73,8 +78,8 @@ def shared_verdicts() -> list[tuple[Path, set[str]]]:
 CONTEXT_OPTIONS = {"--mode", "--framework", "--jit-level", "--mindspore-version", "--world-size", "--script"}
 
 
-def golden_verdicts() -> list[tuple[Path, set[str]]]:
-    """(config, codes) for each isolated single-config golden case; the
+def golden_verdicts() -> list[tuple[Path, set[str], bool]]:
+    """(config, codes, whether one is an error) for each isolated single-config golden case; the
     codes are its expected diagnostics, which tests/lint/test_cases.py keeps
     current."""
     out = []
@@ -92,15 +97,16 @@ def golden_verdicts() -> list[tuple[Path, set[str]]]:
         expected = golden.load_expected(case)
         if paths != ["config.json"] or options - {"--isolated", "--check-fs"} or expected is None or expected.exit == 2:
             continue
-        out.append((case.folder / "config.json", {line.split(": ", 1)[1].split()[0] for line in expected.diagnostics}))
+        found = [line.split(": ", 1)[1].split() for line in expected.diagnostics]
+        out.append((case.folder / "config.json", {f[0] for f in found}, any(f[1] == "error" for f in found)))
     return out
 
 
-def participants(verdicts: list[tuple[Path, set[str]]]) -> list[tuple[Path, bool]]:
+def participants(verdicts: list[tuple[Path, set[str], bool]]) -> list[tuple[Path, bool]]:
     from msprobe_lint.lint.atb import is_atb_config
 
     out = []
-    for config, codes in verdicts:
+    for config, codes, error in verdicts:
         if inexpressible(config.read_bytes()):
             continue
         try:
@@ -109,7 +115,7 @@ def participants(verdicts: list[tuple[Path, set[str]]]) -> list[tuple[Path, bool
         except ValueError:
             pass
         if not codes or codes <= EXPRESSIBLE:
-            out.append((config, not codes))
+            out.append((config, not error))
     return out
 
 
@@ -165,3 +171,25 @@ def test_deprecated_keys_are_accepted_by_the_schema_alone():
     config = {"task": "overflow_check", "dump_path": "/d", "seed": 1, "is_deterministic": True,
               "overflow_check": {"overflow_nums": 1, "backward_input": ["x"]}}
     assert Draft202012Validator(schema).is_valid(config)
+
+
+def test_check_jsonschema_accepts_the_values_probe_only_warns_about(tmp_path):
+    """A null level, task, rank or check_mode (read by msprobe as absent)
+    passes probe lint with a warning; check-jsonschema refused it."""
+    cases = []
+    for index, changes in enumerate(({"level": None}, {"task": None, "level": ""}, {"rank": None, "step": None},
+                                     {"overflow_check": {"check_mode": "", "overflow_nums": None}},
+                                     {"overflow_check": None})):
+        config = tmp_path / str(index) / "config.json"
+        config.parent.mkdir()
+        config.write_text(json.dumps(dict({"task": "overflow_check", "dump_path": "/data/dump"}, **changes)))
+        proc = run_probe("lint", "--isolated", "--format", "json", str(config))
+        found = json.loads(proc.stdout)["diagnostics"]
+        assert proc.returncode == 0 and found and {d["severity"] for d in found} == {"warning"}, found
+        cases.append(config)
+    invalid = tmp_path / "invalid" / "config.json"
+    invalid.parent.mkdir()
+    invalid.write_text(json.dumps({"task": "overflow_check", "dump_path": "/data/dump", "level": "l1"}))
+    proc = subprocess.run(check_jsonschema() + ["-o", "json", "--schemafile", str(SCHEMA), *map(str, cases),
+                                                str(invalid)], capture_output=True, text=True, timeout=300)
+    assert {error["filename"] for error in json.loads(proc.stdout)["errors"]} == {str(invalid)}

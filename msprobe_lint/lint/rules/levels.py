@@ -86,7 +86,7 @@ def level_not_allowed(config: ConfigView, context: Context) -> Iterator[Finding]
     if level is None:
         return
     at = config.where_level()
-    implied = "" if "level" in config.data else " (level defaults to L1)"
+    implied = "" if config.level_set() else " (level defaults to L1)"
     framework, mode = context.framework, context.mode
     dynamic = mode == "pynative" or framework in ("msadapter", "pytorch")
 

@@ -76,8 +76,12 @@ define("PL102", "wrong-type", "error", "Value has the wrong type", "schema", fix
     time. Integers are strict: 3.0, 1e2 and true are not integers. rank and
     step are lists even for one entry. Some types are one framework's: a
     list of statistics as summary_mode is MindSpore's (PyTorch takes
-    "statistics" or "md5"). A null rank, step, overflow_nums or check_mode
-    is a warning: msprobe reads it as absent (the default).
+    "statistics" or "md5"). A null task, level, rank, step, overflow_nums,
+    check_mode or task section is a warning: msprobe reads it as absent
+    and takes its default (statistics, L1, every rank or step, 1, "all",
+    the section's defaults), and the JSON Schema accepts it. A null
+    section of the active task is an error once the framework is known
+    to be PyTorch, whose msprobe fails on it.
 
     Bad:
         "rank": 0,
@@ -105,9 +109,11 @@ define("PL103", "value-not-allowed", "error", "Value not among the allowed ones"
     true (8.3); on PyTorch level L2 with a task other than tensor; on
     MindSpore at L2 a name-regex(...) in list that does not compile.
     These are reported when the framework is known, or when every
-    framework refuses them. An empty check_mode, which MindSpore reads as
-    "all" and PyTorch refuses, is a warning once the framework is known to
-    be MindSpore or MSAdapter.
+    framework refuses them. An empty task or level is a warning: msprobe
+    reads it as absent (statistics, L1). An empty check_mode, which
+    MindSpore reads as "all" and PyTorch refuses, is a warning unless the
+    framework is known to be PyTorch (then an error). The JSON Schema
+    accepts these empty values.
 
     Bad:
         "level": "l1"
@@ -332,8 +338,9 @@ def validate(data: dict, *, skip: Iterable[str] = (), profile: str = "8.3",
             PrecisionDebugger, overriding the config (``dump_path``): their
             absence or emptiness is no PL104.
         framework: the framework when known (``"mindspore"``,
-            ``"msadapter"``, ``"pytorch"``): an empty check_mode, which
-            only MindSpore accepts, is then graded (:func:`_accepted_default`).
+            ``"msadapter"``, ``"pytorch"``): an empty check_mode or a null
+            active section, which PyTorch refuses, is then graded
+            (:func:`_defaulted`).
         runtime: inside probe_runtime's gate or ``probe run``: a value
             msprobe reads as absent stays the plain error (probe_runtime
             needs the plain form).
@@ -346,8 +353,11 @@ def validate(data: dict, *, skip: Iterable[str] = (), profile: str = "8.3",
     bad: set[str] = set(skipped)
     from ..schema.fast import is_valid  # a valid config never needs jsonschema
 
+    defaulted = [] if profile == ATB else _defaulted(data, profile, framework, runtime, skipped)
+    bad.update(f.pointer for f in defaulted if f.pointer is not None)
     if is_valid(data, profile):
-        return ([] if profile == ATB else [_release_note(f, profile, why) for f in _deprecated(data, profile)]), bad
+        return ([] if profile == ATB else defaulted + [_release_note(f, profile, why)
+                                                       for f in _deprecated(data, profile)]), bad
     active = _active_task(data, profile)
     converted: set[str] = set()  # an integer written 0.0 or "0" that is out of range as 0 too
     for error in _validator(profile).iter_errors(_shrunk(data, profile)):
@@ -366,7 +376,8 @@ def validate(data: dict, *, skip: Iterable[str] = (), profile: str = "8.3",
         hint = (error.schema.get("x-probe-hint") if isinstance(error.schema, dict) else None) or (
             leaf.schema.get("x-probe-hint") if isinstance(leaf.schema, dict) else None)
         finding = _describe(code, leaf, path, ptr, hint)
-        if finding.code == "PL102" and finding.fix is not None and leaf.validator_value == "integer":
+        integer = leaf.validator_value in ("integer", ["integer", "null"])  # null: read as absent (_DEFAULTED)
+        if finding.code == "PL102" and finding.fix is not None and integer:
             ranged = _out_of_range_once_converted(leaf, path, ptr, hint, profile)
             if ranged is not None:
                 finding = ranged
@@ -381,52 +392,120 @@ def validate(data: dict, *, skip: Iterable[str] = (), profile: str = "8.3",
     wrong_type = {f.pointer for f in findings if f.code == "PL102"}
     findings = [f for f in findings if not (f.code == "PL103" and f.pointer in wrong_type)]
     findings = _one_range_finding_each(findings, converted)
-    if not runtime:
-        findings = [_accepted_default(f, data, framework) for f in findings]
+    findings.extend(defaulted)
     if profile != ATB:
         findings.extend(_release_note(f, profile, why) for f in _deprecated(data, profile))
     return findings, bad
 
 
-# Values msprobe reads as absent, taking the default: pointer -> (the value, what it then means,
-# the frameworks that accept it). rank/step: get_real_step_or_rank returns [] for None
-# (core/common/utils.py:506-507, 8.1.2-26.2.0); overflow_nums, check_mode null: both frameworks test
-# "is not None" or truth (mindspore/ms_config.py:74-78, pytorch/pt_config.py:99-104); an empty
-# check_mode: MindSpore tests its truth (ms_config.py:78), PyTorch "is not None" (pt_config.py:103), so
-# only MindSpore (and MSAdapter, which uses its config classes) accepts it.
+# Values msprobe reads as absent, taking its default; the schema accepts them (an editor and
+# check-jsonschema agree with the lint's exit status) and the lint warns. Read in mindstudio-probe
+# 8.1.2 (8.3.3 and 26.0.0 read them alike):
+# - task: CommonConfig checks it only when truthy (core/common_config.py:36); the debugger's base then
+#   sets statistics for a falsy task (core/debugger/precision_debugger.py:146-147), PyTorch's
+#   DebuggerConfig too ("task or common_config.task or statistics", pytorch/debugger/debugger_config.py:25).
+# - level: checked only when truthy (core/common_config.py:42); MindSpore's DebuggerConfig takes L1 for a
+#   falsy level (mindspore/debugger/debugger_config.py:39), PyTorch's likewise (debugger_config.py:28).
+# - rank/step: get_real_step_or_rank returns [] for None (core/common/utils.py:506-507, 8.1.2-26.2.0).
+# - overflow_nums: checked only when not None (mindspore/ms_config.py:74-77, pytorch/pt_config.py:99-102),
+#   then 1 for a falsy value (mindspore/debugger/debugger_config.py:46).
+# - check_mode: MindSpore checks it only when truthy (ms_config.py:78) and takes "all" for a falsy one
+#   (debugger_config.py:114-115); PyTorch refuses anything but None and the three modes
+#   (pt_config.py:103): "" stops PyTorch's msprobe ("check_mode is invalid").
+# - the active task's section: MindSpore reads a falsy one as {} (ms_config.py:140-142); PyTorch hands the
+#   null to the section's config class, whose first .get fails (pt_config.py:328, core/common_config.py:57:
+#   AttributeError). msprobe never reads the section of another task.
+# pointer -> (value, what it then means, the frameworks that refuse it).
 _DEFAULTED: dict[str, tuple[tuple[Any, str, tuple[str, ...]], ...]] = {
+    "/task": ((None, "statistics", ()), ("", "statistics", ())),
+    "/level": ((None, "L1", ()), ("", "L1", ())),
     "/rank": ((None, "every rank", ()),),
     "/step": ((None, "every step", ()),),
     "/overflow_check/overflow_nums": ((None, "1", ()),),
-    "/overflow_check/check_mode": ((None, '"all"', ()), ("", '"all"', ("mindspore", "msadapter"))),
+    "/overflow_check/check_mode": ((None, '"all"', ()), ("", '"all"', ("pytorch",))),
 }
+_TYPE_NAMES = {"/task": "string", "/level": "string", "/rank": "array", "/step": "array",
+               "/overflow_check/overflow_nums": "integer", "/overflow_check/check_mode": "string"}
 
 
-def _accepted_default(finding: Finding, data: dict, framework: Optional[str]) -> Finding:
-    """A PL102/PL103 finding on a value msprobe accepts as "absent" (a
-    null rank, an empty check_mode on MindSpore): a warning saying so,
-    not an error (the schema, for editors, still wants the plain form)."""
-    cases = _DEFAULTED.get(finding.pointer or "")
-    if not cases or finding.code not in ("PL102", "PL103"):
-        return finding
-    tokens = (finding.pointer or "").strip("/").split("/")
-    node: Any = data
-    for token in tokens:
-        node = node.get(token, _ABSENT) if isinstance(node, dict) else _ABSENT
-    for value, meaning, frameworks in cases:
-        if node is _ABSENT or node != value or type(node) is not type(value):
+def _defaulted(data: dict, profile: str, framework: Optional[str], runtime: bool,
+               skip: set[str]) -> list[Finding]:
+    """PL102 (null) and PL103 ("") for the values msprobe reads as absent
+    (:data:`_DEFAULTED`, and a null task section): a warning saying what
+    msprobe then does; an error where the framework (when known) refuses
+    the value, and inside probe_runtime's gate and ``probe run``, which
+    need the plain form (the plain message then)."""
+    from ..schema.files import load_schema
+
+    section = data.get("overflow_check")
+    if not any(v is None or v == "" for v in data.values()) and not (
+            isinstance(section, dict) and any(v is None or v == "" for v in section.values())):
+        return []  # the common case: nothing to look up
+    found: list[Finding] = []
+    cases = dict(_DEFAULTED)
+    types = dict(_TYPE_NAMES)
+    properties = load_schema(profile).get("properties", {})
+    active = _active_task(data, profile)
+    for key, sub in properties.items():
+        # Another task's section is never read: PL206 says so, for null as for any value.
+        if key == active and isinstance(sub, dict) and str(sub.get("$ref", "")).endswith("Section"):
+            cases["/" + key] = ((None, "every option of the section at its default", ("pytorch",)),)
+            types["/" + key] = "object"
+    for ptr, options in cases.items():
+        tokens = ptr.strip("/").split("/")
+        node: Any = data
+        for token in tokens:
+            node = node.get(token, _ABSENT) if isinstance(node, dict) else _ABSENT
+        if node is _ABSENT or ptr in skip or (len(tokens) > 1 and "/" + tokens[0] in skip):
             continue
-        if frameworks and framework not in frameworks:
-            return finding
-        name = tokens[-1]
-        shown = "null" if value is None else '""'
-        who = "msprobe" if not frameworks else f"the {framework} msprobe"
-        also = "" if not frameworks else " (PyTorch's msprobe refuses it)"
-        return finding._replace(
-            severity=Severity.WARNING,
-            message=f"{name} is {shown}: {who} accepts it and reads it as absent, meaning {meaning}{also}",
-            hint=finding.hint if finding.fix is not None else f"remove {name}, or write the value you mean")
-    return finding
+        for value, meaning, refusing in options:
+            if node != value or type(node) is not type(value):
+                continue
+            name = tokens[-1]
+            code = "PL102" if value is None else "PL103"
+            plain = _plain_default_finding(code, name, ptr, types[ptr], profile)
+            if runtime:
+                found.append(plain)
+            elif framework is not None and framework in refusing:
+                said = ("stops at start-up with \"check_mode is invalid\"" if code == "PL103" else
+                        "fails at start-up reading the section's options (AttributeError)")
+                found.append(plain._replace(message=f"{plain.message}; PyTorch's msprobe {said}",
+                                            hint="write {} or remove the section" if code == "PL102" and
+                                            types[ptr] == "object" else plain.hint))
+            else:
+                shown = "null" if value is None else '""'
+                also = " (PyTorch's msprobe refuses it)" if refusing else ""
+                fix = set_value(ptr, [], "write []") if types[ptr] == "array" else None
+                found.append(Finding(code, f"{name} is {shown}: msprobe accepts it and reads it as absent, "
+                                           f"meaning {meaning}{also}", pointer=ptr, severity=Severity.WARNING,
+                                     hint="write []" if fix is not None else
+                                     f"remove {name}, or write the value you mean", fix=fix))
+    return found
+
+
+def _plain_default_finding(code: str, name: str, ptr: str, kind: str, profile: str) -> Finding:
+    """The plain PL102/PL103 a null or "" gets where it is refused: as
+    the schema's message would read without the default accepted."""
+    if code == "PL102":
+        article = "an" if kind[0] in "aeiou" else "a"
+        fix = set_value(ptr, [], "write rank as []".replace("rank", name)) if kind == "array" else None
+        return Finding("PL102", f"{name} must be {article} {kind}, not null", pointer=ptr,
+                       hint="write []" if fix is not None else None, fix=fix)
+    allowed = _allowed(ptr, profile)
+    return Finding("PL103", f'"" is not an allowed {name}; allowed: {", ".join(allowed)}', pointer=ptr,
+                   hint=f"use one of: {', '.join(allowed)}")
+
+
+def _allowed(ptr: str, profile: str) -> list[str]:
+    """The allowed string values of the enum at config pointer ``ptr``."""
+    from ..schema.files import load_schema, resolve
+
+    root = load_schema(profile)
+    node: Any = root
+    for token in ptr.strip("/").split("/"):
+        node = resolve(node, root).get("properties", {}).get(token, {}) if isinstance(node, dict) else {}
+    node = resolve(node, root) if isinstance(node, dict) else {}
+    return [v for v in node.get("enum", ()) if isinstance(v, str) and v]
 
 
 _ABSENT: Any = object()
@@ -492,6 +571,8 @@ def _active_task(data: dict, profile: str) -> Optional[str]:
     from ..profiles import PROFILES
 
     task = data.get("task", "statistics")
+    if task is None or task == "":  # read as absent (_DEFAULTED)
+        return "statistics"
     if isinstance(task, str) and task in PROFILES[profile].tasks:
         return task
     return meant_task(data, profile)
@@ -696,6 +777,9 @@ def _describe(code: str, error: Any, path: list, ptr: str, hint: Optional[str]) 
                        pointer=ptr, hint=hint or _index_hint(value), fix=_as_index(value, ptr))
     if keyword == "type":
         expected = error.validator_value
+        if isinstance(expected, list):  # null is accepted only as "absent" (_DEFAULTED): not a type to suggest
+            expected = [t for t in expected if t != "null"] or expected
+            expected = expected[0] if len(expected) == 1 else expected
         expected = " or ".join(expected) if isinstance(expected, list) else expected
         article = "an" if expected[0] in "aeiou" else "a"
         fix = hint
@@ -725,6 +809,7 @@ def _describe(code: str, error: Any, path: list, ptr: str, hint: Optional[str]) 
                        pointer=ptr, hint=fix, fix=edit)
     if keyword in ("enum", "const"):
         allowed = error.validator_value if keyword == "enum" else [error.validator_value]
+        allowed = [a for a in allowed if a is not None and a != ""] or allowed  # "absent" (_DEFAULTED): no choice
         guess = suggest(value, [str(a) for a in allowed]) if isinstance(value, str) else None
         fix = hint or (f"did you mean {guess!r}?" if guess else f"use one of: {', '.join(map(str, allowed))}")
         # Only the case differs: plainly meant. A near spelling may be another value meant.

@@ -36,7 +36,7 @@ def _level(config: ConfigView, debugger: Optional[Debugger] = None) -> tuple[Any
     ``level=`` overrides the config."""
     if debugger is not None and debugger.level_given:
         return debugger.level, f"PrecisionDebugger(level=...) at line {debugger.line}"
-    if "level" in config.data:
+    if config.level_set():
         return config.level, config.path
     return config.level, f"{config.path} (default)"
 

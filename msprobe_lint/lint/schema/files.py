@@ -71,7 +71,8 @@ def sections(root: Optional[dict] = None) -> dict[str, dict]:
     out = {}
     for key, sub in root["properties"].items():
         resolved = resolve(sub, root)
-        if resolved.get("type") == "object":
+        kind = resolved.get("type")
+        if kind == "object" or isinstance(kind, list) and "object" in kind:  # ["object", "null"]: null reads as {}
             out[key] = resolved
     return out
 
