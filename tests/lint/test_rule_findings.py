@@ -42,6 +42,24 @@ def test_a_range_past_a_million_is_refused(lint, key):
     assert "mindstudio-probe 8.1 to 26.2" in found.message
 
 
+def test_a_list_of_more_than_a_million_entries_is_refused(lint):
+    """msprobe 8.1.2's get_real_step_or_rank (core/common/utils.py:510-512)
+    refuses a rank/step list longer than 1000000 entries as written (before
+    ranges are expanded); the lint passed it with a PL302 at most."""
+    from msprobe_lint.lint.schema.files import load_schema
+
+    # compact: under 10 MiB; no PL302 for its repeats (one diagnostic per fault)
+    (found,) = lint(json.dumps(config(step=[0] * 1_000_001)))
+    assert (found.code, found.severity.value, found.pointer) == ("PL107", "error", "/step")
+    assert 'step has 1000001 entries' in found.message and "its length cannot exceed 1000000" in found.message
+    assert '"a-b" ranges' in found.hint
+    for profile in ("8.1", "8.3", "26.0", "26.2"):  # the schema says so too (jsonschema would take minutes here)
+        assert load_schema(profile)["$defs"]["indexList"]["maxItems"] == 1_000_000
+        base = {"task": "statistics", "dump_path": "/home/data_dump"}
+        assert is_valid(dict(base, rank=[0] * 1_000_001), profile) is False
+        assert is_valid(dict(base, rank=[0] * 1_000_000), profile) is True
+
+
 @pytest.mark.parametrize("profile", ["8.1", "8.3", "26.0", "26.2"])
 def test_a_million_itself_is_accepted_by_every_release(lint, profile):
     statistics = {"task": "statistics", "dump_path": "/home/data_dump", "level": "L1"}

@@ -223,9 +223,11 @@ define("PL107", "out-of-range", "error", "Number or list length out of range", "
     data_mode "all" stands alone; grad_probe's bounds ascend (each at
     least the one before it; strictly greater with PyTorch, whose msprobe
     refuses a repeated bound); data_mode holds at most 4 modes; PyTorch's
-    level L2 (task tensor) takes no scope and exactly one API in list.
-    (A scope of other than two names is PL305; a rank or step over
-    1000000 is PL301.)
+    level L2 (task tensor) takes no scope and exactly one API in list; a
+    rank or step list holds at most 1000000 entries as written (msprobe
+    counts them before it expands the "a-b" ranges, so ["0-1999999"] is
+    one entry, refused for its bound instead). (A scope of other than two
+    names is PL305; a rank or step over 1000000 is PL301.)
 
     Bad:
         "overflow_check": {"overflow_nums": 0}
@@ -360,7 +362,8 @@ def validate(data: dict, *, skip: Iterable[str] = (), profile: str = "8.3",
                                                        for f in _deprecated(data, profile)]), bad
     active = _active_task(data, profile)
     converted: set[str] = set()  # an integer written 0.0 or "0" that is out of range as 0 too
-    for error in _validator(profile).iter_errors(_shrunk(data, profile)):
+    too_long: list[tuple[str, int, int]] = []
+    for error in _validator(profile).iter_errors(_shrunk(data, profile, too_long)):
         path = list(error.absolute_path)
         ptr = make_pointer(*path)
         if ptr in skipped:
@@ -388,6 +391,11 @@ def validate(data: dict, *, skip: Iterable[str] = (), profile: str = "8.3",
             finding = _release_note(finding, profile, why, name=error.instance)
         findings.append(finding)
         bad.add(ptr)
+    for key, length, most in too_long:
+        ptr = make_pointer(key)
+        if ptr not in skipped:
+            findings.append(_too_many(key, ptr, length, most, None))
+            bad.add(ptr)
     # one diagnostic per fault: a value of the wrong type ("level": ["L1"]) is not also "not allowed"
     wrong_type = {f.pointer for f in findings if f.code == "PL102"}
     findings = [f for f in findings if not (f.code == "PL103" and f.pointer in wrong_type)]
@@ -514,7 +522,7 @@ _ABSENT: Any = object()
 _LONG = 1000
 
 
-def _shrunk(data: dict, profile: str) -> dict:
+def _shrunk(data: dict, profile: str, too_long: Optional[list] = None) -> dict:
     """``data`` for jsonschema's search for errors, with every long list
     (a 600,000-entry rank list) that the fast validator finds valid under
     its key's own schema replaced by its first item (jsonschema descends
@@ -523,11 +531,15 @@ def _shrunk(data: dict, profile: str) -> dict:
     constrains a key by its own subschema alone (no condition at the top
     level or in a section refers to another key's list), so the errors
     found are the same, at the same places. Anything else, or a list the
-    fast validator cannot judge, is left as it is."""
+    fast validator cannot judge, is left as it is. A top-level list whose
+    items are valid but that is longer than its ``maxItems`` is cut too,
+    and (key, length, maxItems) appended to ``too_long`` for the caller
+    to report (:func:`_too_many`)."""
     from ..schema.fast import fits
     from ..schema.files import load_schema, resolve
 
     root = load_schema(profile)
+    too_long = [] if too_long is None else too_long
 
     def cut(node: dict, schema: Any) -> dict:
         properties = schema.get("properties", {}) if isinstance(schema, dict) else {}
@@ -541,6 +553,16 @@ def _shrunk(data: dict, profile: str) -> dict:
                 if fits(value, sub, profile) and fits(short, sub, profile):
                     out = dict(out) if out is node else out
                     out[key] = short
+                    continue
+                whole = resolve(sub, root)
+                most = whole.get("maxItems") if isinstance(whole, dict) else None
+                if node is data and isinstance(most, int) and len(value) > most and short and \
+                        fits(value, {k: v for k, v in whole.items() if k != "maxItems"}, profile):
+                    # Only its length is wrong (a rank list of 1000001 valid entries): told by the caller,
+                    # not by jsonschema walking every item (minutes for a million).
+                    out = dict(out) if out is node else out
+                    out[key] = short
+                    too_long.append((key, len(value), most))
             elif isinstance(value, dict) and node is data and any(
                     isinstance(v, list) and len(v) > _LONG for v in value.values()):
                 inner = cut(value, resolve(sub, root))
@@ -827,11 +849,25 @@ def _describe(code: str, error: Any, path: list, ptr: str, hint: Optional[str]) 
         extra = " (-1 means no limit)" if name == "overflow_nums" else ""
         return Finding(code, f"{name} {_json(value)} is out of range: must be {bound} {error.validator_value}{extra}",
                        pointer=ptr, hint=hint)
+    if keyword == "maxItems" and name in ("rank", "step"):
+        return _too_many(name, ptr, len(value), error.validator_value, hint)
     if keyword in ("minItems", "maxItems"):
         return Finding(code, f"{name} has {len(value)} item(s): {error.message}", pointer=ptr, hint=hint)
     if keyword in ("minLength", "maxLength"):
         return Finding(code, f"{name} length is out of range: {error.message}", pointer=ptr, hint=hint)
     return Finding(code, f"{name}: {error.message}", pointer=ptr, hint=hint)
+
+
+def _too_many(name: str, ptr: str, length: int, most: int, hint: Optional[str]) -> Finding:
+    """PL107 for a rank or step list of more than ``most`` entries.
+    msprobe's get_real_step_or_rank (core/common/utils.py:510-512 in
+    8.1.2, 8.3.3 alike) refuses a list longer than STEP_RANK_MAXIMUM_VALUE
+    (1000000) as written, before it expands the "a-b" ranges; a range
+    past 1000000 ("0-2000000") is refused for its bound instead (PL301)."""
+    return Finding("PL107", f"{name} has {length} entries, more than the {most} msprobe accepts: it stops at "
+                            f"start-up with \"{name} is invalid, its length cannot exceed {most}\"", pointer=ptr,
+                   hint=hint or f'write runs of consecutive {name}s as "a-b" ranges (["0-1999"] is one entry), '
+                                f"or use [] for every {name}")
 
 
 def _index_maximum(schema: Any) -> Optional[int]:
