@@ -152,6 +152,27 @@ def test_path_rules(lint):
     assert codes(lint(config(run_ut={"error_data_path": "./err"}))) == ["PL206"]
 
 
+def test_pl405_expands_a_user_name_to_that_users_home(lint):
+    """'~name' is the home of user name, not this user's home with the
+    name glued on ('/rootuser/x'); the fix says whose home it writes, and a
+    user unknown here gets no fix and no made-up home."""
+    import os
+    import pwd
+
+    user = pwd.getpwuid(os.getuid())
+    (named,) = lint(config(dump_path=f"~{user.pw_name}/dump"))
+    home = os.path.join(user.pw_dir, "dump")
+    assert named.hint == f"write the full path, e.g. {home}"
+    assert named.fix.description == f"expand '~{user.pw_name}' to the home folder of user {user.pw_name!r}: {home}"
+    assert "this user's" not in named.fix.description
+    (own,) = lint(config(dump_path="~/dump"))
+    assert own.fix.description.startswith("expand '~' to this user's home folder: ")
+    (unknown,) = lint(config(dump_path="~no_such_user_pl405/dump"))
+    assert unknown.fix is None
+    assert "no_such_user_pl405/dump" not in unknown.hint
+    assert "home folder of user 'no_such_user_pl405'" in unknown.hint
+
+
 def test_pl105_vs_pl101(lint):
     assert codes(lint(config(overflow_check={"data_mode": ["all"]}))) == ["PL105"]
     assert codes(lint(config(statistics={"level": "L1"}, task="statistics"))) == ["PL105"]

@@ -345,20 +345,48 @@ def not_expanded(config: ConfigView, context: Context) -> Iterator[Finding]:
     both characters are outside its whitelist anyway. Reported instead of
     PL401/PL402 for that path.
 
+    The unsafe fix expands a leading '~' as a shell would: '~' to this
+    user's home folder, '~name' to the home folder of user name on this
+    machine (none when no such user is known here: the hint then says
+    whose home to write).
+
     Bad:
         "dump_path": "~/dump"
     Good:
         "dump_path": "/home/user/dump"
     """
     for name, ptr, value in path_values(config):
-        if _expands(value):
-            home = os.path.expanduser("~")
-            example = VARIABLE.sub("/path", value.replace("~", home, 1) if value.startswith("~") else value)
-            expanded = os.path.expanduser(value) if value.startswith("~") and not VARIABLE.search(value) else None
-            yield Finding("PL405", f"{name} {value!r} uses '~' or '$': msprobe never expands them", pointer=ptr,
-                          hint=f"write the full path, e.g. {example}",
-                          fix=_rewrite(ptr, expanded, "expand '~' to this user's home folder")
-                          if expanded and not expanded.startswith("~") else None)
+        if not _expands(value):
+            continue
+        message = f"{name} {value!r} uses '~' or '$': msprobe never expands them"
+        tilde, home = _home(value)
+        whose = "this user's home folder" if tilde == "~" else f"the home folder of user {(tilde or '~')[1:]!r}"
+        if tilde is not None and home is None:  # '~name' of a user unknown here (or no home known)
+            yield Finding("PL405", message, pointer=ptr,
+                          hint=f"write the full path, with {whose} for {tilde!r}"
+                               + ("" if tilde == "~" else " (no such user on this machine)"))
+            continue
+        expanded = value if home is None else home.rstrip("/") + value[len(tilde or ""):] or "/"
+        example = VARIABLE.sub(lambda m: "path" if expanded[:m.start()].endswith("/") else "/path", expanded)
+        yield Finding("PL405", message, pointer=ptr, hint=f"write the full path, e.g. {example}",
+                      fix=_rewrite(ptr, expanded, f"expand {tilde!r} to {whose}")
+                      if tilde is not None and not VARIABLE.search(value) else None)
+
+
+def _home(value: str) -> tuple[Optional[str], Optional[str]]:
+    """(the leading ``~`` or ``~name`` of ``value``, the home folder it
+    stands for, as a shell expands it: ``~`` this user's, ``~name`` that
+    user's from the password database) or (None, None) without a leading
+    ``~``; the home is None for a user unknown on this machine.
+
+    >>> _home("/data")
+    (None, None)
+    """
+    if not value.startswith("~"):
+        return None, None
+    tilde = value.split("/", 1)[0]
+    home = os.path.expanduser(tilde)
+    return tilde, None if home == tilde or not home.startswith("/") else home
 
 
 def _absolute(value: str, base: Optional[Path]) -> Path:
