@@ -173,6 +173,24 @@ def test_pl405_expands_a_user_name_to_that_users_home(lint):
     assert "home folder of user 'no_such_user_pl405'" in unknown.hint
 
 
+def test_pl404_never_offers_a_fix_that_changes_nothing(lint, tmp_path):
+    """'../dump' collapses to itself: the hint and the fix wrote the same
+    '../dump' back. A relative path is made absolute against --cwd (or
+    here), as PL401's fix makes it; '~/../x' is not collapsed to 'x'."""
+    (tmp_path / "run").mkdir()
+    found = lint(config(dump_path="../dump"), cwd=str(tmp_path / "run"))
+    (dotdot,) = [d for d in found if d.code == "PL404"]
+    absolute = str(tmp_path / "dump")
+    assert dotdot.hint == f"write it as {absolute}"
+    assert dotdot.fix.description == f"collapse '..' and make dump_path absolute against --cwd: {absolute}"
+    (edit,) = dotdot.fix.edits
+    assert edit.text == f'"{absolute}"'
+    (plain,) = lint(config(dump_path="/data/run/../dump"))
+    assert plain.fix.description == "collapse '..' in the path: /data/dump"
+    tilde = [d for d in lint(config(dump_path="~/../x")) if d.code == "PL404"]
+    assert tilde and tilde[0].fix is None and "write it as x" not in tilde[0].hint
+
+
 def test_pl105_vs_pl101(lint):
     assert codes(lint(config(overflow_check={"data_mode": ["all"]}))) == ["PL105"]
     assert codes(lint(config(statistics={"level": "L1"}, task="statistics"))) == ["PL105"]

@@ -324,7 +324,11 @@ def json_name(path: str) -> str:
 def dotdot(config: ConfigView, context: Context) -> Iterator[Finding]:
     """
     A '..' component makes the real location depend on soft links along the
-    way and hard to read; write the folder it means.
+    way and hard to read; write the folder it means. The unsafe fix
+    collapses the '..'; a relative path ("../dump") is also made absolute,
+    as PL401's fix makes it: against the current folder or --cwd (collapsed
+    alone it would stay as it is). A path with '~' or '$VAR' (PL405) gets
+    no fix: collapsing would swallow them.
 
     Bad:
         "dump_path": "/data/run/../dump"
@@ -332,10 +336,22 @@ def dotdot(config: ConfigView, context: Context) -> Iterator[Finding]:
         "dump_path": "/data/dump"
     """
     for name, ptr, value in path_values(config):
-        if ".." in value.split("/"):
-            yield Finding("PL404", f"{name} {value!r} contains '..'", pointer=ptr,
-                          hint=f"write it as {os.path.normpath(value)}",
-                          fix=_rewrite(ptr, os.path.normpath(value), "collapse '..' in the path"))
+        if ".." not in value.split("/"):
+            continue
+        message = f"{name} {value!r} contains '..'"
+        if _expands(value):  # '~/../x' collapses to 'x': PL405's first
+            yield Finding("PL404", message, pointer=ptr, hint="write the absolute folder it means, without '..'")
+            continue
+        description = "collapse '..' in the path"
+        if not value.startswith("/"):
+            against = context.cwd_label or ('--cwd' if context.cwd else 'this folder')
+            value_at = os.path.join(os.path.abspath(context.cwd or os.curdir), value)
+            description = f"collapse '..' and make {name} absolute against {against}"
+        else:
+            value_at = value
+        collapsed = os.path.normpath(value_at)
+        yield Finding("PL404", message, pointer=ptr, hint=f"write it as {collapsed}",
+                      fix=_rewrite(ptr, collapsed, description) if collapsed != value else None)
 
 
 @rule("PL405", "path-not-expanded", "error", "'~' or '$VAR' in a path (never expanded)", fix="unsafe")
