@@ -36,6 +36,23 @@ def test_typo_suggestions(lint):
     assert inner.pointer == "/overflow_check/overflow_number"
 
 
+def test_a_top_level_slip_of_a_section_key_names_that_key_and_section(lint):
+    """"overflow_num" at the top level is misspelt and misplaced at once:
+    the hint only listed the top-level keys."""
+    (top,) = lint(config(overflow_num=3))
+    assert top.code == "PL101"
+    assert top.hint.startswith("did you mean 'overflow_nums' in the overflow_check section?")
+    assert top.fix is None
+    (stats,) = lint(config(task="statistics", summary_mod="md5"))
+    assert stats.hint.startswith("did you mean 'summary_mode' in the statistics section?")
+    # only the active task's section: with task statistics overflow_num is no slip of it
+    (other,) = lint(config(task="statistics", overflow_num=3))
+    assert other.hint.startswith("known keys here:")
+    # a slip of a top-level key is still that key
+    (level,) = lint(config(levle="L1"))
+    assert level.hint == "did you mean 'level'?"
+
+
 def test_enum_suggestion_is_case_insensitive_then_closest(lint):
     (lower,) = lint(config(level="l0"))
     assert lower.code == "PL103" and lower.hint == "did you mean 'L0'?"

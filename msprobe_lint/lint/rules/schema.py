@@ -62,7 +62,10 @@ define("PL101", "unknown-key", "error", "Unknown key (suggests the closest known
     four letters away from the only key that close), never for a key another
     release, section or tool reads (dump_enable and bench_path are 26.x keys,
     filter_level the ATB dump config's: the message says which), and it is
-    safe only when the value fits the key it becomes.
+    safe only when the value fits the key it becomes. A top-level key that is
+    a slip of a key of the active task's section ("overflow_num" with task
+    overflow_check) gets the hint to write that key in that section, and no
+    fix.
 
     Bad:
         "overflow_check": {"overflow_number": 3}
@@ -1012,7 +1015,8 @@ def _unknown_keys(error: Any, path: list, profile: str, data: dict, active: Opti
         if places:
             yield _misplaced(key, ptr, location, places, active, movable=len(path) <= 1)
         else:
-            yield _unknown(key, ptr, location, error.instance, here, profile)
+            section = index.get(active, {}) if location == "" and active else {}
+            yield _unknown(key, ptr, location, error.instance, here, profile, active, section)
 
 
 def _misplaced(key: str, ptr: str, location: str, places: list[str], active: Optional[str],
@@ -1055,8 +1059,14 @@ def _and(names: list[str]) -> str:
     return ", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else (names[0] if names else "")
 
 
-def _unknown(key: str, ptr: str, location: str, siblings: dict, here: dict, profile: str) -> Finding:
-    """PL101 with the did-you-mean. A rename is offered only when ``key``
+def _unknown(key: str, ptr: str, location: str, siblings: dict, here: dict, profile: str,
+             active: Optional[str] = None, section: Optional[dict] = None) -> Finding:
+    """PL101 with the did-you-mean. A top-level key that is a slip of no
+    top-level key but of a key of the active task's ``section`` (an
+    ``overflow_num`` for overflow_check's ``overflow_nums``) is misspelt
+    and misplaced at once: the hint names that key and its section (no
+    fix: which of the two slips to undo first is for the user to see).
+    A rename is offered only when ``key``
     reads as a slip of the keyboard for a key of this place
     (schema/keys.py's plausible_misspelling) and is a key of no release,
     section or tool this project knows (else it is that other setting,
@@ -1080,6 +1090,9 @@ def _unknown(key: str, ptr: str, location: str, siblings: dict, here: dict, prof
     read = [name for name in here if _reads(here, name, profile, location)]
     guess = slip_of(read)
     ignored = None if guess else slip_of([name for name in here if name not in read])
+    elsewhere = None
+    if not guess and not ignored and location == "" and active and section:
+        elsewhere = slip_of([name for name in section if _reads(section, name, profile, active)])
     fix = None
     if guess and guess not in siblings:
         clear = guess.lower() == key.lower() or len(difflib.get_close_matches(key, read, n=2, cutoff=0.6)) < 2
@@ -1099,6 +1112,8 @@ def _unknown(key: str, ptr: str, location: str, siblings: dict, here: dict, prof
         hint = f"did you mean {guess!r}?"
     elif ignored:
         hint = f"did you mean {ignored!r}? {_label(profile)} no longer reads it {_where(location)}: remove it"
+    elif elsewhere:
+        hint = f"did you mean {elsewhere!r} in the {active} section? msprobe reads it there, not at the top level"
     else:
         hint = f"known keys here: {', '.join(read or here)}"
     return Finding("PL101", message, pointer=ptr, at="key", fix=fix, hint=hint)
