@@ -8,9 +8,12 @@ numpy has no bfloat16).
 
 Rules (SPEC 4):
 
-* An entry overflows when a *floating* tensor among its inputs or outputs
-  holds inf or nan. Integer, bool and complex tensors never count; empty
-  tensors never count; objects that are not tensors are ignored.
+* An entry overflows when a *floating* or *complex* tensor among its
+  inputs or outputs holds inf or nan (a complex value: either part).
+  Integer and bool tensors never count; empty tensors never count;
+  objects that are not tensors are ignored. (Complex tensors did not
+  count once: a fresh user's ``ops.fft`` made a complex inf and the
+  ``ops.real`` that copied it out was called the origin.)
 * The entry is an *origin* when every floating input is finite and some
   floating output is not; otherwise it *carries* an overflow on.
 * Statistics (Max, Min, Mean, Norm) are computed in float32, or float64
@@ -48,6 +51,10 @@ FLOATING_DTYPES = {"float16": "Float16", "float32": "Float32", "float64": "Float
 #: is a one-byte floating dtype of a MindSpore release not listed above.
 FLOAT_DTYPES = frozenset(set(FLOATING_DTYPES.values()) | {
     "Float8_e4m3fn", "Float8_e5m2", "Float8", "float16", "float32", "float64", "bfloat16"})
+#: complex dtype names: judged by their values like the floating ones (no statistics, no gradient reads)
+COMPLEX_DTYPES = frozenset({"Complex64", "Complex128", "complex64", "complex128"})
+#: the dtypes whose tensors can hold inf/nan, judged by :meth:`HostTensor.finite` and :meth:`HostCache.finite`
+JUDGED_DTYPES = FLOAT_DTYPES | COMPLEX_DTYPES
 #: dtypes numpy cannot hold directly; cast to float32 on the device first.
 CAST_TO_FLOAT32 = frozenset({"BFloat16", "bfloat16", "Float8E4M3FN", "Float8E5M2", "Float8_e4m3fn", "Float8_e5m2",
                              "HiFloat8", "Float8"})
@@ -81,16 +88,16 @@ class HostTensor:
         return self.array is None or self.array.size == 0
 
     def finite(self) -> bool:
-        """False when a floating, non-empty tensor holds inf or nan.
+        """False when a floating or complex, non-empty tensor holds inf or nan.
 
-        Non-floating or empty tensors are always "finite". Exact for every
+        Other or empty tensors are always "finite". Exact for every
         dtype: a derived quantity only ever proves finiteness (a finite
         sum of squares, :func:`_finite_values`), and whatever it cannot
         prove is decided by ``numpy.isfinite`` on the values themselves.
         Warning-free, and in chunks of ``FINITE_CHUNK`` elements so any
         temporary stays small (1 MiB of mask) whatever the tensor's size.
         """
-        if not self.floating or self.empty:
+        if self.dtype not in JUDGED_DTYPES or self.empty:
             return True
         array = self.array
         assert array is not None  # an unreadable tensor is "empty"
@@ -443,7 +450,7 @@ class HostCache:
         if hit is not None and hit[0] is tensor:
             return hit[1]
         name = dtype_name(tensor)
-        if name not in FLOAT_DTYPES:
+        if name not in JUDGED_DTYPES:
             ok = True
         else:
             host = self._items.get(key)
