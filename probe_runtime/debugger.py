@@ -214,13 +214,13 @@ class PrecisionDebugger(metaclass=MsprobeSingleton):
             self._end()  # the window step() opened (another model, or calls seen): the user's opens instead
         self.windows.started(self.state.step, model)  # and step() opens the next step's window with it until stop()
         if not self._mode.fits(self.state):  # set_context(mode=...) since the gate: nothing installed
-            return
+            return self.windows.exact.unpark()  # nor left in place by the last stop()
         if self._started or self.level == "L2":  # L2: compiled steps checked (probe_runtime.l2)
             self._started = self._started or self.compiled.open()
             return
         try:
             if not self.checker.begin():
-                return
+                return self.windows.exact.unpark()  # a step or rank not checked: nothing left in place
             self.windows.open(model)
             self.compiled.open()  # mindspore.jit regions
             self._started = True
@@ -231,14 +231,14 @@ class PrecisionDebugger(metaclass=MsprobeSingleton):
             self._unpatch()
 
     def stop(self) -> None:
-        """Stop checking, remove the patches and resolve every pending check (records on disk after)."""
+        """Stop checking, resolve every pending check (records on disk after); see ``Windows.uninstall``."""
         self.windows.resume = None  # step() opens no window until the next start()
         self._end()
 
     def _end(self, by_step: bool = False) -> None:
         """End the open window (``stop()``; ``step()``: ``by_step``, the window is never dropped as unused)."""
         self.compiled.close()
-        self._unpatch()
+        self._unpatch(park=self._started)  # L1's stay, inert, for the next window; a stop() with none open removes all
         self._started = False
         try:
             self.checker.end()
@@ -275,10 +275,10 @@ class PrecisionDebugger(metaclass=MsprobeSingleton):
         finally:
             self._started, self._closed = False, True
 
-    def _unpatch(self) -> None:
-        """Remove every installed part (also when ``overflow_nums`` is reached)."""
+    def _unpatch(self, park: bool = False) -> None:
+        """Remove every installed part (also when ``overflow_nums`` is reached); ``park``: see ``Windows.uninstall``."""
         self.compiled.uninstall()
-        self.windows.uninstall()
+        self.windows.uninstall(park=park)
 
 
 def _refuse_late_layer() -> bool:

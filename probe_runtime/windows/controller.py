@@ -193,6 +193,8 @@ class Windows:
             UsageError: what ``start()`` raises (a torch layer imported late).
         """
         self.summary.step_calls += 1
+        if self.stopped() or not self.state.selected():
+            self.exact.unpark()  # no exact window follows: outside the step filter nothing stays patched
         previous, self._reopened = self._reopened, None
         if previous is not None:  # opened by step(), it ran to this step() with no window: outside the filter
             self.summary.started(previous[0])
@@ -257,6 +259,8 @@ class Windows:
                         "never issues a collective, so inf/nan received through one would not be named at the call); "
                         "checks='auto' or PROBE_CHECKS=auto chooses auto checks")
         kind = self.policy.next_kind()
+        if kind is not Kind.EXACT:
+            self.exact.unpark()  # a watched or sentinel window intercepts no call
         self.current = Window(kind, model, found=self.state.found, notes=self.notes.count)
         self.grads.begin_window(keep=kind is Kind.WATCHED)
         if kind is Kind.WATCHED:
@@ -333,10 +337,15 @@ class Windows:
             self.current.updated = True
         self.exact.forget_probes()
 
-    def uninstall(self) -> None:
+    def uninstall(self, park: bool = False) -> None:
         """Remove every installed part (exact checks, the optimizer watch,
-        the gradient watch), each in its own guard."""
-        self.exact.close()
+        the gradient watch), each in its own guard. ``park``: the window
+        ends with the next one expected (``stop()``, ``step()``): L1's
+        patches stay in place, inert (``ExactChecks.close``), unless
+        detection stopped for good. :meth:`stepped` removes them when the
+        next step is not checked, :meth:`open` before a window of another
+        kind."""
+        self.exact.close(park=park and not self.stopped())
         self._cells.disarm()
         for part, what in ((self.optimizers, "the optimizer hook"), (self.grads, "the gradient watch")):
             with keep_training(f"removing {what}"):

@@ -68,14 +68,28 @@ class ExactChecks:
         else:
             self.interceptor.install()
 
-    def close(self) -> None:
+    def close(self, park: bool = False) -> None:
         """Exact checks off: every part removed, the execution mode put
-        back; a fault in one is logged and the others are still removed."""
+        back; a fault in one is logged and the others are still removed.
+        ``park``: another exact window is expected (``stop()``, ``step()``):
+        L1's patches stay in place, inert (``ApiInterceptor.park``), until
+        :meth:`unpark` or the next :meth:`open`."""
         for part in self.parts:
             with keep_training(f"removing {type(part).__name__}"):
-                part.uninstall()
+                if park and part is self.interceptor:
+                    part.park()
+                else:
+                    part.uninstall()
         with keep_training("restoring the execution mode"):
             self.sync.leave()
+
+    def unpark(self) -> None:
+        """Remove L1's patches left in place by ``close(park=True)``: no
+        exact window follows (a step outside the filter, a watched or
+        sentinel window, an execution mode the level does not see)."""
+        if self.interceptor.parked:
+            with keep_training("removing ApiInterceptor"):
+                self.interceptor.uninstall()
 
     def begin_sweep(self, model: Any) -> None:
         """L0, a window without the Cell hooks (auto checks' watched one):

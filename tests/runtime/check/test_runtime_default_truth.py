@@ -540,7 +540,7 @@ def test_optimizer_state_an_update_makes_inf_is_named_in_its_step(tmp_path, monk
             debugger.stop()
             debugger.windows.summary.said = True
         results[checks] = dump_records(folder / "dump")
-    ORIGINAL.assert_untouched()
+    ORIGINAL.assert_untouched(parked_ok=True)
     for checks, records in results.items():
         assert _first(records) == (0, "update"), (checks, records)
         record = records[0][1]

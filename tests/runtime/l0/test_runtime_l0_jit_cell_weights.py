@@ -93,7 +93,7 @@ def test_compiled_cell_with_nan_weights_is_not_the_origin(tmp_path, monkeypatch,
     assert_origin_invariant(tmp_path / "dump")
     dump = (tmp_path / "dump" / "step2" / "rank" / "dump.json").read_text()
     assert '"dense.weight"' in dump  # the compiled Cell's inner weights are dumped with its call
-    ORIGINAL.assert_untouched()
+    ORIGINAL.assert_untouched(parked_ok=True)
 
 
 @pytest.mark.parametrize("checks", [None, "exact"])
@@ -107,4 +107,4 @@ def test_compiled_cell_fed_an_inf_batch_is_carried(tmp_path, monkeypatch, checks
     assert names[0] == "Cell.inner.Inner.forward.0" and records[0][1]["origin"] is False, records
     assert records[0][1]["entered"]["input"] == "input_args[0]", records[0][1]
     assert "Cell.inner.Inner.parameters_grad" not in names, names
-    ORIGINAL.assert_untouched()
+    ORIGINAL.assert_untouched(parked_ok=True)

@@ -43,7 +43,7 @@ def work(tmp_path, monkeypatch):
     for debugger in made:
         debugger.stop()
         assert_origin_invariant(debugger.dump_path)
-    assert_restored()
+    assert_restored(parked_ok=True)
 
 
 assert_restored = ORIGINAL.assert_untouched
@@ -373,14 +373,74 @@ def test_overflow_nums_unpatches_at_the_limit(work):
     assert not (tmp_path / "dump" / "step1").exists()
 
 
-def test_restore_on_stop_and_window(work):
+def test_stop_parks_the_patches_until_a_step_is_not_checked(work):
+    """stop() turns checking off; while the next step is checked, L1's
+    patches stay in place, inert (msprobe's stay for the whole run), and
+    are removed when a step outside the filter begins."""
     tmp_path, make = work
-    debugger = make()
+    debugger = make(step=[0, 1])
     debugger.start()
-    assert ops.exp is not ORIGINAL.exp and "__mul__" in vars(ms.Tensor)
+    wrapped = ops.exp
+    assert wrapped is not ORIGINAL.exp and "__mul__" in vars(ms.Tensor)
     debugger.stop()
+    assert ops.exp is wrapped and not debugger.checker.live  # parked: handed on, not checked
+    ops.exp(inf32(100.0))                   # outside the window: never a record
+    (inf32(100.0) * 3.0e38).asnumpy()
+    assert names(tmp_path) == []
+    debugger.step()                         # step 1 is checked: still parked
+    assert ops.exp is wrapped
+    debugger.start()
+    ops.exp(inf32(100.0))                   # in step 1's window: recorded
+    debugger.stop()
+    assert names(tmp_path, 1) == ["Functional.exp.0.forward"]
+    debugger.step()                         # step 2 is outside the filter: everything is put back
     assert_restored()
-    ops.exp(inf32(100.0))                   # outside the window
+    ops.exp(inf32(100.0))
+    assert names(tmp_path) == [] and names(tmp_path, 1) == ["Functional.exp.0.forward"]
+
+
+def test_parked_patches_are_removed_by_a_second_stop_at_exit_and_by_another_debugger(work):
+    tmp_path, make = work
+    first = make()
+    first.start()
+    first.stop()
+    assert first.interceptor.parked
+    first.stop()                            # a stop() with no window open (OverflowCheckCallback's at train end)
+    assert_restored()
+    first.start()
+    first.stop()
+    assert first.interceptor.parked
+    first.finish()                          # what interpreter exit runs
+    assert_restored()
+    debuggers = []
+    for name in ("a", "b"):                 # two configs: two debuggers (the tests' usage, not msprobe's)
+        (tmp_path / name).mkdir()
+        debuggers.append(PrecisionDebugger(config_path=str(write_config(tmp_path / name))))
+    second, third = debuggers
+    second.start()
+    second.stop()
+    third.start()                           # the parked patches of the other one are removed first
+    assert not second.interceptor.installed and third.interceptor.installed and not third.interceptor.parked
+    ops.exp(inf32(100.0))
+    third.stop()
+    third.finish()
+    assert names(tmp_path / "b") == ["Functional.exp.0.forward"] and names(tmp_path / "a") == []
+    assert_restored()
+
+
+def test_a_watched_window_of_auto_checks_leaves_no_parked_patch(work):
+    """Auto checks: the first window is exact; the next, watched one
+    intercepts no call, so the patches its stop() parked are removed
+    when it opens; training is the same as without the tool."""
+    tmp_path, _ = work
+    debugger = PrecisionDebugger(config_path=str(write_config(tmp_path)), checks="auto")
+    seen = []
+    losses, grads = train_mlp(debugger, steps=3, overflow=lambda step: False,
+                              between=lambda step: seen.append((ops.exp is ORIGINAL.exp, debugger.interceptor.parked)))
+    assert seen[0] == (False, True)         # after the exact window's stop(): parked
+    assert seen[1:] == [(True, False)] * 2  # watched windows: nothing patched
+    assert_same_training((losses, grads), train_mlp(steps=3, overflow=lambda step: False))
+    debugger.finish()
     assert names(tmp_path) == []
 
 
