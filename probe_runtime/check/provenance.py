@@ -426,6 +426,8 @@ def _gradient_entered(calls: Any, cache: HostCache) -> Optional[dict]:
     top = getattr(node, "top", None)
     if getattr(top, "unhooked_child", False):  # a Cell in the model took tensors with no hook: it may have made it
         return None
+    if _top_made(top, cache):  # the model's own backward code made it (backward_maker names the model)
+        return None
     label = next((lab for lab, t in _labelled(INPUT, node.grad_outputs) if not cache.finite(t)), INPUT)
     name = node.backward_name
     produced = [] if top is None else list(iter_tensors(top.output))
@@ -462,6 +464,8 @@ def backward_maker(calls: Any, cache: HostCache) -> Optional[tuple[Any, Any]]:
     while node.parent is not None and not all_finite(node.parent.grad_outputs, cache):
         node = node.parent
     maker = node.parent
+    if maker is None and _top_made(getattr(node, "top", None), cache):
+        maker = node.top.backward_call()  # the model given to start(), whose output gradient was finite
     if maker is None or not maker.grad_outputs:  # its output gradient never arrived: nothing to compare
         return None
     if getattr(maker, "unhooked_child", False):  # a sub-Cell whose inputs got no hook may have made it: not known
@@ -469,6 +473,15 @@ def backward_maker(calls: Any, cache: HostCache) -> Optional[tuple[Any, Any]]:
     if getattr(maker, "outputs_unhooked", False):
         return None  # a tensor among its outputs got no hook: the gradient that came in is not all known
     return maker, node
+
+
+def _top_made(top: Any, cache: HostCache) -> bool:
+    """L0: the model given to ``start()`` (a ``TopCall``, or None) got a
+    finite gradient w.r.t. its outputs, all of them hooked, and is named
+    (``prefix``): a sub-Cell of it, with no enclosing hooked Cell, that got
+    an inf/nan one got it from the model's own backward code."""
+    return (top is not None and bool(top.prefix) and bool(top.grad_outputs) and not top.outputs_unhooked
+            and not top.unhooked_child and all_finite(top.grad_outputs, cache))
 
 
 def own_backward_message(maker: Any, handed: Any) -> str:

@@ -173,6 +173,13 @@ class TopCall:
     #: an update the tool sees (an optimizer step, ``Parameter.set_data``) ran during its call: Parameters
     #: finite at its call and not now were written by it (a result, not an input)
     updated: bool = False
+    #: the gradients w.r.t. its outputs (one ``HookBackward`` on them, in a gradient computation): finite while
+    #: a sub-Cell got inf/nan ones, its own backward code between its sub-Cells made them
+    #: (``check.provenance.backward_maker``); ``outputs_unhooked``: a tensor among its outputs got no hook
+    grad_outputs: list = field(default_factory=list)
+    outputs_unhooked: bool = False
+    #: its backward entry, made once when its own backward code is named (``backward_call``)
+    backward: Optional["CellCall"] = None
 
     def as_cell_call(self, message: Optional[str]) -> "CellCall":
         """This call as a Cell entry the checker judges and records, with
@@ -184,6 +191,15 @@ class TopCall:
         call.params_at_start = self.params_at_start
         call.param_probe = self.param_probe
         return call
+
+    def backward_call(self) -> "CellCall":
+        """Its backward entry (``Cell.<Class>.backward.<n>``), made once: the
+        gradients w.r.t. its outputs, for the record that names its own
+        backward code as the origin."""
+        if self.backward is None:
+            self.backward = self.as_cell_call(None)
+            self.backward.grad_outputs = list(self.grad_outputs)
+        return self.backward
 
 
 @dataclass(eq=False)

@@ -334,10 +334,13 @@ class CellHooks:
                 if top is not None:
                     top.returned = True
                 if top is not None and sink.live and "top" not in self.broken:
-                    top.output = output
+                    hooked = self._hook_top_outputs(top, output)
+                    top.output = output  # as its construct returned it (the caller gets the hooked one, same values)
                     sink.on_top(top)
+                    return hooked
             except Exception as err:
                 self._fail("top", err)
+            return None
 
         try:
             for index_prefix, root in models(model, self.modules):
@@ -351,6 +354,36 @@ class CellHooks:
                     self._handles.append(root.register_forward_hook(top_forward_hook))
         except Exception as err:
             self._fail("top", err)
+
+    def _hook_top_outputs(self, top: TopCall, output: Any) -> Any:
+        """In a gradient computation, the model's output with its tensors
+        (top level of a tuple) passed through one ``HookBackward`` whose
+        hook keeps the gradients w.r.t. them on ``top.grad_outputs``; None
+        when nothing is hooked. Why: a sub-Cell whose output gradient is
+        inf/nan while the model's is finite got it from the model's own
+        backward code between its sub-Cells (``sqrt``'s backward at 0), not
+        from the loss; without this gradient both were possible and the
+        record said so (issue 33)."""
+        if "backward" in self.broken or not self._executor.grad_flag() or self.nested_gradient():
+            return None
+        single = not isinstance(output, tuple)
+        items = (output,) if single else output
+        if any(not is_tensor(item) and next(iter_tensors(item), None) is not None for item in items):
+            top.outputs_unhooked = True
+        if not single and same_kind(output, list(output)) is None:
+            top.outputs_unhooked = top.outputs_unhooked or any(is_tensor(item) for item in items)
+            return None
+        positions = [i for i, item in enumerate(items) if is_tensor(item)]
+        if not positions:
+            return None
+
+        def deliver(grads: tuple) -> None:
+            if "backward" not in self.broken:
+                top.grad_outputs.extend(iter_tensors(grads))
+
+        new_items = hook_gradients(self._hook_backward, items, positions, self._boxes, deliver,
+                                   lambda err: self._fail("backward", err))
+        return new_items[0] if single else same_kind(output, new_items)
 
     def _hook_cell(self, target: Target) -> None:
         cell = target.cell
