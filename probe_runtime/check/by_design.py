@@ -42,16 +42,39 @@ loop, ``Tensor(np.triu(np.full(..., -inf)))``, added to the scores) is
 judged the same way: a call taking it that returns finite values
 consumes it; one passing it on elementwise is deferred, as the place it
 came in; when it reaches a judged result, that call is recorded then,
-carried, with ``entered`` saying the -inf came from outside. At L0, a Cell
-whose non-finite inputs hold -inf only and whose outputs are finite (an
-attention Cell given a -inf mask) consumed it: no record.
+carried, with ``entered`` saying the -inf came from outside.
+
+At level L0 a Cell call stands for an API call, with the same rules
+(:func:`decide_cell`): a hooked Cell whose inputs and own Parameters are
+finite and whose outputs' non-finite values are -inf only (a ``Policy``
+Cell masking invalid actions with ``masked_fill``) is deferred, and its
+-inf outputs remembered (as the tensors the caller got; a later Cell gets
+them through its gradient hook as new objects, matched by
+:meth:`ByDesign.alias`). A later Cell taking one that returns finite
+values consumed it (an attention Cell given the mask); one returning -inf
+only passes it on, deferred for the same maker; one returning NaN or +inf
+(``mask - mask``) makes the maker the origin, recorded then, and itself
+carried, unless another input already held NaN or +inf. The Cell
+enclosing a deferred call (``by_design_inside``, :func:`tell_enclosing`)
+ran the code between its sub-Cells that took the -inf: its result finite,
+that code consumed it; -inf only, it passes it on; NaN or +inf from finite
+inputs and Parameters, its own construct made it (``own-construct``, the
+record's message naming the maker, which is not recorded: L1 tells them
+apart). The model given to ``start()`` is never deferred; its result is
+judged likewise (:func:`settle_model`). The backward rules and the window's
+close are L1's: the maker's own backward entry, or its Parameters'
+gradients, overflowing from finite gradients records it first; a window
+closing with an unexplained inf/nan gradient result or with a -inf no
+checked call consumed (a forward-only loop returning the mask) records the
+makers, and so does a loss holding inf/nan that no record explains while
+such a -inf is deferred (``windows.controller.Windows.on_forward``).
 
 Which APIs may make -inf by design, and which pass it on, is data
 (:data:`MAKERS`, :data:`PASS_ON`), keyed by the API's name without its
 prefix (``Functional.masked_fill`` and ``Tensor.masked_fill`` alike), as
 ``provenance.JUDGED_OUTPUTS`` is for BatchNorm's workspace outputs. NaN and
-+inf are never by design. Level L0 defers nothing: a Cell's output is
-judged as it is.
++inf are never by design. At L0 which Cell may make -inf is not data: any
+hooked Cell may, the model given to ``start()`` aside.
 
 Example::
 
@@ -62,11 +85,11 @@ Example::
 from __future__ import annotations
 
 import enum
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import numpy as np
 
-from .verdict import FLOAT_DTYPES, HostCache, dtype_name, iter_tensors
+from .verdict import FLOAT_DTYPES, HostCache, dtype_name, is_parameter, iter_tensors
 
 #: APIs whose -inf output may be by design (the name after the prefix;
 #: MindSpore ``ops``/``mint``/``Tensor`` functions and their primitives).
@@ -322,6 +345,18 @@ class ByDesign:
                 self._written.pop(key, None)
         self.consumed(makers)
 
+    def alias(self, pairs: Any) -> None:
+        """L0: a Cell's inputs as the code passed them and as the Cell got
+        them (through the gradient hook, a new tensor object of the same
+        values): ``(given, hooked)`` pairs. A hooked input whose given
+        tensor is a deferred maker's is that maker's too."""
+        for given, hooked in pairs:
+            if hooked is given or self.maker_of(hooked) is not None:
+                continue
+            maker = self.maker_of(given)
+            if maker is not None:
+                self._tensors[id(hooked)] = (hooked, maker)
+
     def excused(self, tensor: Any, cache: HostCache) -> bool:
         """A consumer sees ``tensor`` as finite: it is a deferred maker's
         output and holds -inf only."""
@@ -425,11 +460,132 @@ def decide(kind: str, call: Any, inputs: list, outputs: list, origin: bool, cach
     return Decision.AS_USUAL, []
 
 
-def consumed_by_cell(inputs: list, outputs: list, cache: HostCache) -> bool:
-    """L0: a Cell whose non-finite inputs hold -inf only and whose outputs
-    are finite consumed a -inf made by design (an attention Cell given a
-    -inf mask)."""
-    if not all(cache.finite(t) for t in iter_tensors(outputs)):
-        return False
-    bad = [t for t in iter_tensors(inputs) if not cache.finite(t)]
-    return bool(bad) and all(only_negative_infinity(t, cache) for t in bad)
+def decide_cell(kind: str, call: Any, inputs: list, outputs: list, verdict: Any, cache: HostCache,
+                registry: ByDesign, params_finite: Callable[[], bool]) -> tuple[Decision, list]:
+    """The by-design verdict of an L0 entry (a ``CellCall`` or a
+    ``ParamGradCall``): (what to do, the deferred makers to record first).
+    ``verdict``: its plain verdict (``overflow``, ``origin``);
+    ``params_finite``: whether the Cell's own Parameters were finite
+    (read only when the call may be deferred). The rules are L1's
+    (:func:`decide`), a Cell standing for an API: the module docstring,
+    "At level L0". May defer the entry in ``registry`` and tell its
+    enclosing call (``by_design_inside``)."""
+    if kind != "forward":  # the maker's own backward (or its Parameters' gradients) made it from finite gradients
+        owner = call if kind == "backward" else getattr(call, "owner", None)
+        if verdict.overflow and verdict.origin and owner is not None and registry.deferred(owner):
+            return Decision.AFTER_MAKERS, [owner]
+        return Decision.AS_USUAL, []
+    inside = [m for m in getattr(call, "by_design_inside", None) or () if registry.deferred(m)]
+    if not verdict.overflow:  # its own code between its sub-Cells consumed their -inf (a log_softmax)
+        registry.consumed(inside)
+        return Decision.AS_USUAL, []
+    registry.alias(getattr(call, "given", None) or ())
+    makers = registry.makers_of(inputs, cache)
+    outside = outside_minus_infinity(inputs, cache, registry)
+    nonfinite = [t for t in iter_tensors(outputs) if not cache.finite(t)]
+    only_minus_inf = bool(nonfinite) and all(only_negative_infinity(t, cache) for t in nonfinite)
+    model = getattr(call, "is_model", False)
+    if makers or outside:
+        inputs_finite, outputs_finite = (False, False) if outside is None else \
+            judge_excusing(inputs, outputs, cache, registry, outside)
+        if inputs_finite and outputs_finite:  # consumed by design (an attention Cell given a -inf mask)
+            registry.consumed(makers)
+            return Decision.SKIP, []
+        if inputs_finite and only_minus_inf and not model and (makers or not registry.full()) and \
+                (makers or not trainable_among(call, outside)):
+            if makers:  # passed on: deferred too, for its maker
+                registry.defer(makers[0], nonfinite, on_behalf=call)
+                tell_enclosing(call, makers[0])
+            else:  # a -inf no checked Cell made (a mask built before the loop), passed on: it came in here
+                registry.defer(call, nonfinite, external=True)
+                tell_enclosing(call, call)
+            return Decision.SKIP, []
+        if not inputs_finite:  # another input held NaN/+inf already: the overflow is that one's, carried on
+            registry.consumed(makers)
+            return Decision.AS_USUAL, []
+        # the -inf reached a judged result (mask - mask is NaN): its makers are the origin, recorded before this
+        return (Decision.AFTER_MAKERS, makers) if makers else (Decision.AS_USUAL, [])
+    if not verdict.origin or model:
+        return Decision.AS_USUAL, []
+    if only_minus_inf and params_finite():
+        if inside:  # it returns what a sub-Cell made by design (or its own -inf beside it): the same maker's
+            registry.defer(inside[0], nonfinite, on_behalf=call)
+            tell_enclosing(call, inside[0])
+            return Decision.SKIP, []
+        if not registry.full():
+            registry.defer(call, nonfinite)
+            tell_enclosing(call, call)
+            return Decision.SKIP, []
+    elif inside and params_finite():  # NaN/+inf from finite values: its own construct made it
+        call.own_construct = own_construct_beside(call.class_name, inside)
+        registry.consumed(inside)
+    return Decision.AS_USUAL, []
+
+
+def trainable_among(call: Any, ids: Any) -> bool:
+    """L0: one of the tensors whose ``id`` is in ``ids`` is a trainable
+    Parameter ``call`` got (as given, or through its gradient hook): an
+    update filled it with -inf, which is no mask (as at L1, where its probe
+    reads NaN: ``check.probes.TrainableSum``)."""
+    def trainable(tensor: Any) -> bool:
+        return is_parameter(tensor) and getattr(tensor, "requires_grad", True) is not False
+
+    given = {id(hooked): original for original, hooked in getattr(call, "given", None) or ()}
+    for tensor in iter_tensors([call.args, call.kwargs]):
+        if id(tensor) in ids and (trainable(tensor) or trainable(given.get(id(tensor)))):
+            return True
+    return False
+
+
+def tell_enclosing(call: Any, maker: Any) -> None:
+    """L0: ``call`` was deferred (for ``maker``): the call that encloses it
+    (its parent Cell's, else the model's) now holds a -inf by design made
+    inside it (``by_design_inside``), which its own code may consume,
+    pass on or compute with."""
+    holder = getattr(call, "parent", None) or getattr(call, "top", None)
+    if holder is None:
+        return
+    inside = getattr(holder, "by_design_inside", None)
+    if inside is None:
+        inside = holder.by_design_inside = []
+    if maker not in inside:
+        inside.append(maker)
+
+
+def settle_model(top: Any, cache: HostCache, registry: ByDesign) -> tuple[bool, Optional[str]]:
+    """L0, the call of a model given to ``start()`` (a ``TopCall``) in which
+    a sub-Cell was deferred (``by_design_inside``): (skip it, the note for
+    its own-construct record). Its result finite: its own code consumed
+    the -inf (nothing to say). Its non-finite values -inf only from finite
+    inputs: it returns the -inf (skipped; the maker is recorded when the
+    window closes, nothing having consumed it). NaN or +inf: its own code
+    made it, beside the -inf it took: the note names the maker, which is
+    not recorded."""
+    inside = [m for m in getattr(top, "by_design_inside", None) or () if registry.deferred(m)]
+    if not inside:
+        return False, None
+    nonfinite = [t for t in iter_tensors(top.output) if not cache.finite(t)]
+    if not nonfinite:
+        registry.consumed(inside)
+        return False, None
+    inputs_finite = all(cache.finite(t) for t in iter_tensors([top.args, top.kwargs]))
+    if all(only_negative_infinity(t, cache) for t in nonfinite):
+        return inputs_finite, None
+    registry.consumed(inside)
+    return False, by_design_note(inside)
+
+
+def by_design_note(makers: list) -> str:
+    """What an own-construct record adds when the construct also took a
+    -inf a sub-Cell made by design."""
+    names = ", ".join(getattr(m, "name", "?") for m in makers)
+    return (f"; its construct also took the -inf that {names} made by design (a mask, not recorded), which level "
+            "L1 tells apart from the API that made the inf/nan")
+
+
+def own_construct_beside(class_name: str, makers: list) -> str:
+    """The record's message of an L0 Cell whose own construct made NaN or
+    +inf from finite values, taking a -inf ``makers`` made by design."""
+    return (f"inf/nan started in {class_name}.construct itself, not in a sub-Cell: its inputs and Parameters were "
+            "finite and its sub-Cells returned finite values or -inf by design; use level L1 to see the API"
+            + by_design_note(makers))

@@ -32,7 +32,7 @@ from probe_format.records import entered_object
 
 from ..hooks.guard import tool_section
 from ..state import RunState
-from .by_design import ByDesign, Decision, consumed_by_cell, decide
+from .by_design import ByDesign, Decision, decide, decide_cell, settle_model
 from .collective import collective_of, collective_tensors, pass_up, through_collective
 from .provenance import (all_finite, backward_maker, enclosing_maker, entered, entry_tensors, forward_clean,
                          inner_origin, mark_parent, masked_call, own_backward_message, own_construct_between_message,
@@ -341,19 +341,17 @@ class Checker:
             self.on_error("while checking", err)
             return True
         carried = False
-        if verdict.overflow and collective is None and kind == "forward" and hasattr(call, "ancestry") \
-                and self._consumed_by_cell(call, inputs, outputs, cache):  # L0: a Cell consumed a -inf by design
-            return True
-        if verdict.overflow and collective is None and not hasattr(call, "ancestry"):  # L1: -inf by design?
-            try:
+        cell = hasattr(call, "ancestry")
+        if collective is None and (verdict.overflow or cell and getattr(call, "by_design_inside", None)):
+            try:  # -inf by design? (L1: an API call; L0: a Cell call, :func:`.by_design.decide_cell`)
                 handled, carried, own = self._by_design(kind, call, inputs, outputs, verdict, cache, batch)
             except Exception as err:
                 self.on_error("while judging -inf made by design", err)
                 handled = None
             if handled is not None:
                 return handled
-            if own:  # its NaN/+inf is its own: the -inf by design among its inputs counts as finite
-                verdict = replace(verdict, origin=True)
+            if own or cell and carried:  # its NaN/+inf is its own, or made from a -inf by design: an
+                verdict = replace(verdict, origin=True)  # overflow that started inside the checked calls
         origin = self._origin(kind, call, verdict, cache) and not carried
         holder = _holder(call) if kind == "forward" else None
         if holder is not None:  # after the record of the Cell (or model) whose own code made it
@@ -433,15 +431,20 @@ class Checker:
 
     def _by_design(self, kind: str, call: Any, inputs: list, outputs: list, verdict: Verdict, cache: HostCache,
                    batch: _Batch) -> tuple[Optional[bool], bool, bool]:
-        """An L1 entry that overflowed, against the -inf made by design
-        (:func:`.by_design.decide`). Returns (handled, carried, own):
+        """An entry against the -inf made by design (L1: an API call that
+        overflowed, :func:`.by_design.decide`; L0: a Cell call,
+        :func:`.by_design.decide_cell`). Returns (handled, carried, own):
         ``handled`` True when the entry needs no record (deferred, or it
         consumed a by-design -inf and stayed finite), False when writing
         failed, None to judge it as usual; ``carried``: it is judged carried
         (a maker was recorded before it as the origin); ``own``: its NaN or
         +inf is its own (``s[i] = inf`` into masked scores): judged as if its
         -inf inputs were finite."""
-        action, makers = decide(kind, call, inputs, outputs, verdict.origin, cache, self.by_design)
+        if hasattr(call, "ancestry"):
+            action, makers = decide_cell(kind, call, inputs, outputs, verdict, cache, self.by_design,
+                                         lambda: own_parameters_finite(call, cache)[0])
+        else:
+            action, makers = decide(kind, call, inputs, outputs, verdict.origin, cache, self.by_design)
         if action is Decision.SKIP:
             self._settle_deferred(call)
             return True, False, False
@@ -450,14 +453,6 @@ class Checker:
                 return False, False, False
             return None, bool(makers), False
         return None, False, action is Decision.ORIGIN
-
-    def _consumed_by_cell(self, call: Any, inputs: list, outputs: list, cache: HostCache) -> bool:
-        """L0: a Cell that consumed a -inf made by design gets no record
-        (:func:`.by_design.consumed_by_cell`)."""
-        if not consumed_by_cell(inputs, outputs, cache):
-            return False
-        self._settle_deferred(call)
-        return True
 
     @staticmethod
     def _settle_deferred(call: Any) -> None:
@@ -607,6 +602,9 @@ class Checker:
         try:
             if top.prefix and top_input_overflowed(top, cache):  # a leaf model that got inf/nan: where it came in
                 return self._judge_entry("forward", top.as_cell_call(None), cache, batch)
+            skip, note = settle_model(top, cache, self.by_design)  # a sub-Cell's -inf by design: consumed?
+            if skip:  # it returns that -inf: its maker is recorded when the window closes, nothing consumed it
+                return True
             if not top_output_overflowed(top, cache):
                 return True
             if all_finite(list(top.params.values()), cache):  # else its own Parameter brought it: no L1 hint
@@ -616,7 +614,7 @@ class Checker:
             return True
         if not top.prefix:
             return True
-        return self._judge_entry("forward", top.as_cell_call(own_construct_message(top)), cache, batch)
+        return self._judge_entry("forward", top.as_cell_call(own_construct_message(top) + (note or "")), cache, batch)
 
     def _release_stash(self, top: Any, cache: HostCache, batch: _Batch, record_top: bool) -> bool:
         """A sub-Cell got inf/nan the model's own ``construct`` made between

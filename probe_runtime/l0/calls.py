@@ -82,6 +82,13 @@ class CellCall:
     #: the gradient w.r.t. its outputs arrived while the call of the model given to ``start()`` it ran in was
     #: still running: a gradient computation inside that model's own ``construct`` asked for it
     grad_in_top: bool = False
+    #: the deferred makers of a -inf by design that its sub-Cells returned (``check.by_design.tell_enclosing``)
+    by_design_inside: Optional[list] = None
+    #: its tensor inputs as the code passed them and as it got them through its gradient hook, ``(given,
+    #: hooked)``: a -inf by design made by a Cell before it is known by the tensor given
+    given: list = field(default_factory=list)
+    #: the call of a model given to ``start()``, as an entry (:meth:`TopCall.as_cell_call`): never deferred
+    is_model: bool = False
 
     @property
     def name(self) -> str:
@@ -180,6 +187,8 @@ class TopCall:
     outputs_unhooked: bool = False
     #: its backward entry, made once when its own backward code is named (``backward_call``)
     backward: Optional["CellCall"] = None
+    #: the deferred makers of a -inf by design that its sub-Cells returned (``check.by_design.settle_model``)
+    by_design_inside: Optional[list] = None
 
     def as_cell_call(self, message: Optional[str]) -> "CellCall":
         """This call as a Cell entry the checker judges and records, with
@@ -188,6 +197,7 @@ class TopCall:
         call = CellCall(self.prefix, self.index, None, self.args, self.kwargs, self.frames, dict(self.params),
                         output=self.output, step=self.step)
         call.own_construct = message
+        call.is_model = True
         call.params_at_start = self.params_at_start
         call.param_probe = self.param_probe
         return call

@@ -612,6 +612,7 @@ class CellHooks:
         new_items = hook_gradients(self._hook_backward, items, positions, self._boxes, deliver,
                                    lambda err: self._fail("backward", err))
         call.expects_input_grads = True
+        call.given = [(items[i], new_items[i]) for i in positions]  # a -inf by design is known by the tensor given
         new_kwargs = dict(kwargs or {})
         new_kwargs.update(zip(names, new_items[len(args):]))
         if names:

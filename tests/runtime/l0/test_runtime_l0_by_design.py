@@ -1,0 +1,259 @@
+"""L0, a Cell that returns -inf by design (issue 33).
+
+Before: a ``Policy`` Cell masking invalid actions with ``float("-inf")``
+(consumed by ``log_softmax`` + ``gather_elements`` in its caller) was the
+ORIGIN of an overflow in every step, although the loss and the gradients
+stayed finite; with ``overflow_nums`` 1 detection stopped in step 0 and a
+real overflow in a later step was never checked. Now L0 defers a Cell
+whose outputs hold -inf only from finite inputs and Parameters, as L1
+defers the -inf makers (``check/by_design.py``): the -inf is judged where
+the loss and the gradients see it.
+"""
+from __future__ import annotations
+
+import pytest
+
+pytestmark = pytest.mark.mindspore
+ms = pytest.importorskip("mindspore")
+np = pytest.importorskip("numpy")
+
+from mindspore import Tensor, nn, ops  # noqa: E402
+
+from runtime_support import PatchedState, assert_origin_invariant, run_default_and_exact  # noqa: E402
+
+ms.set_context(mode=ms.PYNATIVE_MODE)
+ORIGINAL = PatchedState()
+#: the valid actions: action 3 is masked out in every row
+VALID = np.array([[True, True, True, False]] * 2)
+ACTIONS = np.array([[0], [1]], np.int32)
+
+
+class Policy(nn.Cell):
+    """Logits with the invalid actions set to -inf (an action mask)."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Dense(4, 4, weight_init="ones", bias_init="zeros")
+
+    def construct(self, x, valid):
+        return self.fc(x).masked_fill(~valid, float("-inf"))
+
+
+class Net(nn.Cell):
+    """log_softmax over the masked logits, the chosen (valid) actions picked,
+    ``mean``; plus the mean of the raw input (a reward): +inf in float32
+    when the input is 3e38 (the sum overflows), while the policy sees
+    ``tanh`` of it, finite."""
+
+    def __init__(self):
+        super().__init__()
+        self.policy = Policy()
+
+    def construct(self, x, valid, actions):
+        logp = ops.log_softmax(self.policy(ops.tanh(x), valid), -1)
+        return -ops.gather_elements(logp, 1, actions).mean() + x.mean()
+
+
+def _train(debugger, inputs):
+    net = Net()
+    optimizer = nn.SGD(net.trainable_params(), 1e-30)
+    grad_fn = ms.value_and_grad(net, None, optimizer.parameters)
+    valid, actions = Tensor(VALID), Tensor(ACTIONS)
+    for value in inputs:
+        debugger.start(net)
+        loss, grads = grad_fn(Tensor(np.full((2, 4), value, np.float32)), valid, actions)
+        optimizer(grads)
+        debugger.stop()
+        debugger.step()
+    return loss
+
+
+@pytest.mark.parametrize("nums", [1, -1])
+def test_an_action_mask_cell_is_no_origin_and_a_later_real_overflow_is_found(tmp_path, monkeypatch, nums):
+    """Steps 0 and 1 are finite in loss and gradients: no record. Step 2's
+    input 3e38 makes Net's own ``x.mean()`` +inf: Net's own construct is
+    the first record, the origin, and its message says it also took the
+    -inf Policy made by design (L1 tells them apart); Policy is no origin."""
+    found = run_default_and_exact(tmp_path, monkeypatch, lambda d: _train(d, (1.0, 0.5, 3e38)), ORIGINAL,
+                                  level="L0", nums=nums)
+    for checks, records in zip(("default", "exact"), found):
+        assert records, (checks, records)
+        assert {step for step, _ in records} == {2}, (checks, records)
+        first = records[0][1]
+        assert (first["name"], first["origin"]) == ("Cell.Net.forward.0", True), (checks, records)
+        entered = first["entered"]
+        assert entered["source"] == "own-construct", entered
+        assert "Cell.policy.Policy.forward.0" in entered["message"] and "by design" in entered["message"], entered
+        assert not any(r["origin"] and "Policy" in r["name"] for _, r in records), (checks, records)
+        if nums == 1:
+            assert len(records) == 1, (checks, records)
+        assert_origin_invariant(tmp_path / checks / "dump")
+    assert [r["name"] for _, r in found[0]][:1] == [r["name"] for _, r in found[1]][:1]
+
+
+class Block(nn.Cell):
+    """Returns what its Policy returns: passes the -inf on."""
+
+    def __init__(self):
+        super().__init__()
+        self.policy = Policy()
+
+    def construct(self, x, valid):
+        return self.policy(x, valid)
+
+
+class Act(nn.Cell):
+    """A forward-only model returning the masked logits themselves."""
+
+    def __init__(self, wrapped):
+        super().__init__()
+        self.inner = Block() if wrapped else Policy()
+
+    def construct(self, x, valid):
+        return self.inner(x, valid)
+
+
+@pytest.mark.parametrize("wrapped", [False, True])
+def test_a_forward_only_result_that_is_the_minus_inf_records_its_maker(tmp_path, monkeypatch, wrapped):
+    """Nothing consumed the -inf: it is the result, and its maker, Policy,
+    is recorded as the origin in each step (when the window closes), and
+    only it: a Block passing it on is no record of its own."""
+    def scenario(debugger):
+        net = Act(wrapped)
+        for _ in range(2):
+            debugger.start(net)
+            net(Tensor(np.ones((2, 4), np.float32)), Tensor(VALID))
+            debugger.stop()
+            debugger.step()
+
+    name = "Cell.inner.policy.Policy.forward.0" if wrapped else "Cell.inner.Policy.forward.0"
+    for records in run_default_and_exact(tmp_path, monkeypatch, scenario, ORIGINAL, level="L0"):
+        assert [(step, r["name"], r["origin"]) for step, r in records] == [(0, name, True), (1, name, True)], records
+
+
+class Diff(nn.Cell):
+    """``mask - mask``: -inf - -inf is NaN."""
+
+    def construct(self, m):
+        return m - m
+
+
+class Computes(nn.Cell):
+    """Step 0 consumes the mask (log_softmax); step 1 hands it to Diff."""
+
+    def __init__(self):
+        super().__init__()
+        self.policy = Policy()
+        self.diff = Diff()
+
+    def construct(self, x, valid, broken=False):
+        masked = self.policy(x, valid)
+        if broken:
+            return self.diff(masked).sum()
+        return ops.log_softmax(masked, -1).max()
+
+
+@pytest.mark.parametrize("nums", [1, -1])
+def test_a_cell_computing_nan_from_the_mask_makes_its_maker_the_origin(tmp_path, monkeypatch, nums):
+    """Step 0 is clean (no record). In step 1 Diff takes Policy's -inf and
+    returns NaN: the -inf reached a judged result, so Policy is recorded
+    then as the origin, and Diff after it, carried (L1's rule); Computes's
+    own construct is not called the origin."""
+    def scenario(debugger):
+        net = Computes()
+        grad_fn = ms.value_and_grad(net, None, net.trainable_params())
+        for broken in (False, True):
+            debugger.start(net)
+            grad_fn(Tensor(np.ones((2, 4), np.float32)), Tensor(VALID), broken)
+            debugger.stop()
+            debugger.step()
+
+    for records in run_default_and_exact(tmp_path, monkeypatch, scenario, ORIGINAL, level="L0", nums=nums):
+        assert {step for step, _ in records} == {1}, records
+        names = [(r["name"], r["origin"]) for _, r in records]
+        assert names[0] == ("Cell.policy.Policy.forward.0", True), records
+        if nums == 1:
+            assert len(names) == 1, records
+        else:
+            assert names[1] == ("Cell.diff.Diff.forward.0", False), records
+            assert not any(origin for _, origin in names[1:]), records
+
+
+class CausalMask(nn.Cell):
+    """A -inf causal mask built from its input's shape (by design)."""
+
+    def construct(self, scores):
+        upper = ops.triu(ops.ones_like(scores), 1).astype(ms.bool_)
+        return ops.zeros_like(scores).masked_fill(upper, float("-inf"))
+
+
+class Attention(nn.Cell):
+    """softmax(scores + mask) @ v: finite, the mask consumed."""
+
+    def construct(self, scores, mask, v):
+        return ops.matmul(ops.softmax(scores + mask, -1), v)
+
+
+class Decoder(nn.Cell):
+    def __init__(self):
+        super().__init__()
+        self.q = nn.Dense(4, 4, weight_init="ones", bias_init="zeros")
+        self.mask = CausalMask()
+        self.attn = Attention()
+
+    def construct(self, x):
+        h = self.q(x)
+        scores = ops.matmul(h, h.T) * 0.01
+        return self.attn(scores, self.mask(scores), h).mean()
+
+
+def test_an_attention_cell_given_a_mask_cells_minus_inf_consumes_it(tmp_path, monkeypatch):
+    """CausalMask returns -inf by design, Attention's output is finite:
+    no record, in any step, trained with gradients."""
+    def scenario(debugger):
+        net = Decoder()
+        optimizer = nn.SGD(net.trainable_params(), 1e-3)
+        grad_fn = ms.value_and_grad(net, None, optimizer.parameters)
+        for _ in range(2):
+            debugger.start(net)
+            _, grads = grad_fn(Tensor(np.ones((3, 4), np.float32)))
+            optimizer(grads)
+            debugger.stop()
+            debugger.step()
+
+    for records in run_default_and_exact(tmp_path, monkeypatch, scenario, ORIGINAL, level="L0", nums=1):
+        assert records == [], records
+
+
+class Outer(nn.Cell):
+    """Net as a sub-Cell: its own construct's overflow is named on its Cell entry."""
+
+    def __init__(self):
+        super().__init__()
+        self.net = Net()
+
+    def construct(self, x, valid, actions):
+        return self.net(x, valid, actions)
+
+
+def test_a_sub_cell_whose_own_code_overflows_beside_the_mask_is_the_origin(tmp_path, monkeypatch):
+    """Net, called inside Outer, takes Policy's -inf by design and its own
+    ``x.mean()`` makes +inf in step 1: Net's entry is the origin
+    (``own-construct``, naming Policy's -inf), Policy is no origin."""
+    def scenario(debugger):
+        net = Outer()
+        grad_fn = ms.value_and_grad(net, None, net.trainable_params())
+        for value in (1.0, 3e38):
+            debugger.start(net)
+            grad_fn(Tensor(np.full((2, 4), value, np.float32)), Tensor(VALID), Tensor(ACTIONS))
+            debugger.stop()
+            debugger.step()
+
+    for records in run_default_and_exact(tmp_path, monkeypatch, scenario, ORIGINAL, level="L0", nums=-1):
+        assert records and {step for step, _ in records} == {1}, records
+        first = records[0][1]
+        assert (first["name"], first["origin"]) == ("Cell.net.Net.forward.0", True), records
+        assert first["entered"]["source"] == "own-construct", first
+        assert "Cell.net.policy.Policy.forward.0 made by design" in first["entered"]["message"], first
+        assert not any(r["origin"] for _, r in records[1:]), records
+
