@@ -397,7 +397,9 @@ class Windows:
         :func:`.activity.asked_has_aux`): then only output 0 is, the others
         are auxiliary outputs, not differentiated, and inf/nan in them alone
         is judged with the gradients (an ``outside`` record when the window
-        closes, :meth:`_explain`)."""
+        closes, :meth:`_explain`). A Cell's -inf by design that no checked
+        call consumed (``check.by_design``) made it instead: its maker is
+        recorded, the origin."""
         window = self.current
         if window is None or window.kind is not Kind.EXACT or self.level != "L0" or self.stopped():
             return
@@ -409,8 +411,8 @@ class Windows:
         if aux and labelled[0][0] not in bad:  # a fresh user's finding: an auxiliary output was called the loss
             return
         self.checker.flush()  # the forward entries of the Cells first: one may have made it
-        if self.explained(window):
-            return
+        if self.explained(window) or self.checker.release_by_design(unconsumed=True):
+            return  # (a Cell's -inf by design that nothing consumed is the loss's: its maker is the origin)
         self.checker.loss_nonfinite = True
         if not window.nested:  # else the loss took what a nested gradient computation returned: said already
             self.notes.loss(bad, computation.frames, aux=aux)

@@ -257,3 +257,26 @@ def test_a_sub_cell_whose_own_code_overflows_beside_the_mask_is_the_origin(tmp_p
         assert "Cell.net.policy.Policy.forward.0 made by design" in first["entered"]["message"], first
         assert not any(r["origin"] for _, r in records[1:]), records
 
+
+class SumsTheMask(nn.Cell):
+    """A loss that is the sum of the masked logits: -inf."""
+
+    def __init__(self):
+        super().__init__()
+        self.policy = Policy()
+
+    def construct(self, x, valid):
+        return self.policy(x, valid).sum()
+
+
+def test_a_loss_that_is_the_masks_minus_inf_records_its_maker(tmp_path, monkeypatch):
+    """The -inf reaches the loss of a gradient computation unconsumed: the
+    maker, Policy, is the origin (not an ``outside`` loss record)."""
+    def scenario(debugger):
+        net = SumsTheMask()
+        debugger.start(net)
+        ms.value_and_grad(net, None, net.trainable_params())(Tensor(np.ones((2, 4), np.float32)), Tensor(VALID))
+        debugger.stop()
+
+    for records in run_default_and_exact(tmp_path, monkeypatch, scenario, ORIGINAL, level="L0", nums=1):
+        assert [(r["name"], r["origin"]) for _, r in records] == [("Cell.policy.Policy.forward.0", True)], records
