@@ -280,3 +280,40 @@ def test_a_loss_that_is_the_masks_minus_inf_records_its_maker(tmp_path, monkeypa
 
     for records in run_default_and_exact(tmp_path, monkeypatch, scenario, ORIGINAL, level="L0", nums=1):
         assert [(r["name"], r["origin"]) for _, r in records] == [("Cell.policy.Policy.forward.0", True)], records
+
+
+class LogP(nn.Cell):
+    """log of probabilities some of which are 0 by design: -inf there."""
+
+    def construct(self, p):
+        return ops.log(p)
+
+
+class Entropy(nn.Cell):
+    """where(p > 0, log(p), 0) * p: finite forward; log's backward at 0 is
+    0 / 0, NaN, in LogP's own backward entry."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Dense(2, 2, weight_init="ones", bias_init="zeros")
+        self.logp = LogP()
+
+    def construct(self, x):
+        p = ops.relu(self.fc(x))
+        return (ops.where(p > 0, self.logp(p), ops.zeros_like(p)) * p).sum()
+
+
+def test_the_makers_own_backward_overflowing_records_the_maker_first(tmp_path, monkeypatch):
+    """LogP returns -inf by design (deferred) and its own backward makes
+    NaN from finite gradients: LogP's forward entry is recorded first, the
+    origin, then its backward entry, carried (L1's rule)."""
+    def scenario(debugger):
+        net = Entropy()
+        debugger.start(net)
+        ms.value_and_grad(net, None, net.trainable_params())(Tensor(np.array([[1.0, -1.0]], np.float32)))
+        debugger.stop()
+
+    for records in run_default_and_exact(tmp_path, monkeypatch, scenario, ORIGINAL, level="L0", nums=-1):
+        names = [(r["name"], r["origin"]) for _, r in records]
+        assert names[:2] == [("Cell.logp.LogP.forward.0", True), ("Cell.logp.LogP.backward.0", False)], records
+        assert not any(origin for _, origin in names[1:]), records
