@@ -320,6 +320,15 @@ class ByDesign:
         """A checked call took these makers' -inf and returned finite values."""
         self._consumed.update(id(m) for m in makers)
 
+    def consumed_cells(self) -> set[str]:
+        """L0: the Cells (``Cell.policy.Policy``) among this window's makers
+        whose -inf a checked Cell or the model's own code turned finite:
+        not recorded, and named in the all-clear, since at L0 such a mask
+        looks like an overflow that gives -inf only (``-exp`` of a large
+        value)."""
+        return {m.prefix for m in self.makers
+                if id(m) in self._consumed and isinstance(getattr(m, "prefix", None), str)}
+
     def unconsumed(self) -> list:
         """The deferred makers whose -inf no checked call turned finite."""
         return [m for m in self.makers if id(m) not in self._consumed]

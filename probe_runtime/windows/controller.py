@@ -327,6 +327,7 @@ class Windows:
                     self.notes.written_inside(written)  # L0: what a Cell's own code wrote (l0.state_sweep)
                 self.watched.cover(window)
         finally:
+            self.summary.masks.update(self.checker.by_design.consumed_cells())  # L0: named in the all-clear
             self.checker.by_design.clear()  # the tensors of -inf made by design, held for the window
         self.policy.closed(self.grads.computations > 0)
 

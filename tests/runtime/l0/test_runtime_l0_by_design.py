@@ -19,7 +19,9 @@ np = pytest.importorskip("numpy")
 
 from mindspore import Tensor, nn, ops  # noqa: E402
 
-from runtime_support import PatchedState, assert_origin_invariant, run_default_and_exact  # noqa: E402
+from probe_runtime import PrecisionDebugger  # noqa: E402
+from runtime_support import (PatchedState, assert_origin_invariant, dump_records, isolate,  # noqa: E402
+                             run_default_and_exact, write_runtime_config)
 
 ms.set_context(mode=ms.PYNATIVE_MODE)
 ORIGINAL = PatchedState()
@@ -317,3 +319,55 @@ def test_the_makers_own_backward_overflowing_records_the_maker_first(tmp_path, m
         names = [(r["name"], r["origin"]) for _, r in records]
         assert names[:2] == [("Cell.logp.LogP.forward.0", True), ("Cell.logp.LogP.backward.0", False)], records
         assert not any(origin for _, origin in names[1:]), records
+
+
+class NegExp(nn.Cell):
+    """An overflow that gives -inf only: -exp(100 * x) is -inf in float32
+    (given no gradient: its backward, inf * 0, would be NaN and recorded)."""
+
+    def construct(self, scores):
+        return -ops.exp(scores * 100.0)
+
+
+class Scores(nn.Cell):
+    """Attention over a mask made by ``mask_cell``; the result finite."""
+
+    def __init__(self, mask_cell):
+        super().__init__()
+        self.q = nn.Dense(4, 4, weight_init="ones", bias_init="zeros")
+        self.mask = mask_cell
+        self.attn = Attention()
+
+    def construct(self, x):
+        h = self.q(x)
+        scores = ops.matmul(h, h.T)
+        return self.attn(scores * 0.01, self.mask(ops.stop_gradient(scores)), h).mean()  # no gradient through it
+
+
+@pytest.mark.parametrize("mask_cell, name", [(CausalMask, "Cell.mask.CausalMask"), (NegExp, "Cell.mask.NegExp")])
+def test_the_all_clear_names_the_cells_taken_for_a_mask(tmp_path, monkeypatch, mask_cell, name):
+    """A Cell's -inf-only output that later code turned finite is taken for a
+    mask made by design and not recorded; at L0 an overflow that gives -inf
+    only (NegExp) looks the same, so the all-clear names such Cells and
+    says level L1 tells them apart."""
+    isolate(monkeypatch, tmp_path)
+    debugger = PrecisionDebugger(config_path=str(write_runtime_config(tmp_path, level="L0", nums=1)))
+    net = Scores(mask_cell())
+    optimizer = nn.SGD(net.trainable_params(), 1e-3)
+    grad_fn = ms.value_and_grad(net, None, optimizer.parameters)
+    try:
+        for _ in range(2):
+            debugger.start(net)
+            _, grads = grad_fn(Tensor(np.ones((3, 4), np.float32)))
+            optimizer(grads)
+            debugger.stop()
+            debugger.step()
+        line = debugger.windows.summary.line(False)
+    finally:
+        debugger.stop()
+        debugger.windows.summary.said = True
+    assert dump_records(tmp_path / "dump") == []
+    assert line.startswith("probe_runtime: no overflow found in 2 checked step(s)"), line
+    assert f"1 Cell(s) returned -inf only, which later code turned finite, and were taken for a mask made by " \
+           f"design (not recorded): {name}; " in line, line
+    assert "level L1 tells them apart" in line
