@@ -251,6 +251,8 @@ class ByDesign:
         -inf no checked call made (recorded carried, not as the origin).
         ``inplace``: the call wrote ``tensors`` in place: any object over
         the same memory (:func:`storage_key`) is theirs too."""
+        if on_behalf is not None:  # its -inf lives on: a call that consumed it before does not settle it
+            self._consumed.discard(id(maker))
         if on_behalf is None and id(maker) not in self._calls:
             self.makers.append(maker)
             self._calls.add(id(maker))
@@ -319,6 +321,12 @@ class ByDesign:
     def consumed(self, makers: list) -> None:
         """A checked call took these makers' -inf and returned finite values."""
         self._consumed.update(id(m) for m in makers)
+
+    def unconsume(self, makers: list) -> None:
+        """These makers' -inf reached a result (an L0 model returned it),
+        although a checked call took it and turned it finite on another
+        path: recorded when the window closes, as makers nothing consumed."""
+        self._consumed.difference_update(id(m) for m in makers)
 
     def consumed_cells(self) -> set[str]:
         """L0: the Cells (``Cell.policy.Policy``) among this window's makers
@@ -579,6 +587,7 @@ def settle_model(top: Any, cache: HostCache, registry: ByDesign) -> tuple[bool, 
         return False, None
     inputs_finite = all(cache.finite(t) for t in iter_tensors([top.args, top.kwargs]))
     if all(only_negative_infinity(t, cache) for t in nonfinite):
+        registry.unconsume(inside)  # a Softmax Cell may have taken it too: it still reached the result
         return inputs_finite, None
     registry.consumed(inside)
     return False, by_design_note(inside)

@@ -371,3 +371,43 @@ def test_the_all_clear_names_the_cells_taken_for_a_mask(tmp_path, monkeypatch, m
     assert f"1 Cell(s) returned -inf only, which later code turned finite, and were taken for a mask made by " \
            f"design (not recorded): {name}; " in line, line
     assert "level L1 tells them apart" in line
+
+
+class MaskedScores(nn.Cell):
+    """A mask Cell's -inf taken by a Softmax Cell (finite) and, by the
+    model's own code (``amin``), also returned: it reaches the result."""
+
+    def __init__(self):
+        super().__init__()
+        self.q = nn.Dense(4, 4, weight_init="ones", bias_init="zeros")
+        self.mask = CausalMask()
+        self.sm = nn.Softmax(-1)
+
+    def construct(self, x):
+        s = self.mask(self.q(x))
+        return self.sm(s).sum(-1) + ops.amin(s, -1)
+
+
+@pytest.mark.parametrize("train", [True, False])
+def test_a_mask_a_softmax_took_that_also_reaches_the_result_is_recorded(tmp_path, monkeypatch, train):
+    """A fresh user's finding: once the Softmax Cell had consumed the
+    mask's -inf, the same -inf reaching the model's result was no longer
+    traced: a forward-only run said "no overflow found" (and named the
+    mask Cell as a consumed mask), a training run got an ``outside``
+    record for the loss. The mask Cell is the origin, first."""
+    def scenario(debugger):
+        net = MaskedScores()
+        optimizer = nn.SGD(net.trainable_params(), 1e-3)
+        grad_fn = ms.value_and_grad(lambda x: (net(x) ** 2).mean(), None, optimizer.parameters)
+        debugger.start(net)
+        if train:
+            _, grads = grad_fn(Tensor(np.ones((4, 4), np.float32)))
+            optimizer(grads)
+        else:
+            net(Tensor(np.ones((4, 4), np.float32)))
+        debugger.stop()
+        debugger.step()
+
+    for records in run_default_and_exact(tmp_path, monkeypatch, scenario, ORIGINAL, level="L0", nums=-1):
+        assert records and (records[0][1]["name"], records[0][1]["origin"]) == ("Cell.mask.CausalMask.forward.0", True)
+        assert all((r.get("entered") or {}).get("source") != "outside" for _, r in records), records
