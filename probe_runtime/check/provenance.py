@@ -426,12 +426,15 @@ def _gradient_entered(calls: Any, cache: HostCache) -> Optional[dict]:
     top = getattr(node, "top", None)
     if getattr(top, "unhooked_child", False):  # a Cell in the model took tensors with no hook: it may have made it
         return None
-    if _top_made(top, cache):  # the model's own backward code made it (backward_maker names the model)
+    if _top_made(top, cache) or _consumer_made(top, node, cache):  # backward_maker names the model, the loss Cell
         return None
     label = next((lab for lab, t in _labelled(INPUT, node.grad_outputs) if not cache.finite(t)), INPUT)
     name = node.backward_name
     produced = [] if top is None else list(iter_tensors(top.output))
-    if top is not None and any(t is o for t in iter_tensors(node.output) for o in produced):
+    # the model's output: the loss made it, unless part of that output got no hook (a dict or list), so the
+    # gradient w.r.t. it is not known and the model's own code may have made it (a fresh user's finding)
+    if top is not None and not getattr(top, "outputs_unhooked", False) and \
+            any(t is o for t in iter_tensors(node.output) for o in produced):
         what = (f"(the gradient w.r.t. the model's output, {top.class_name}), made outside the checked Cells: by "
                 "the loss or other code that used the model's output")
     else:
@@ -466,6 +469,8 @@ def backward_maker(calls: Any, cache: HostCache) -> Optional[tuple[Any, Any]]:
     maker = node.parent
     if maker is None and _top_made(getattr(node, "top", None), cache):
         maker = node.top.backward_call()  # the model given to start(), whose output gradient was finite
+    elif maker is None and (consumer := _consumer_made(getattr(node, "top", None), node, cache)) is not None:
+        maker = consumer.backward_call()  # a loss Cell given to start() with the model took its output
     if maker is None or not maker.grad_outputs:  # its output gradient never arrived: nothing to compare
         return None
     if getattr(maker, "unhooked_child", False):  # a sub-Cell whose inputs got no hook may have made it: not known
@@ -482,6 +487,28 @@ def _top_made(top: Any, cache: HostCache) -> bool:
     an inf/nan one got it from the model's own backward code."""
     return (top is not None and bool(top.prefix) and bool(top.grad_outputs) and not top.outputs_unhooked
             and not top.unhooked_child and all_finite(top.grad_outputs, cache))
+
+
+def _consumer_made(top: Any, node: Any, cache: HostCache) -> Optional[Any]:
+    """L0, ``start([net, loss_cell])``: the call of another model given to
+    ``start()`` in the same step (``TopCall.peers``) that took ``top``'s
+    output as an argument (the object the caller got) and whose own output
+    gradient was finite, when the gradient w.r.t. ``top``'s output, which
+    ``node`` (a sub-Cell returning it) got, was not: that model's own
+    backward code made it (a fresh user's finding: the loss Cell's
+    ``sqrt`` at 0 was said to come from outside the checked Cells). None
+    otherwise."""
+    if top is None or not top.grad_outputs or top.outputs_unhooked or all_finite(top.grad_outputs, cache):
+        return None
+    given = [t for t in iter_tensors(top.hooked if top.hooked is not None else top.output)]
+    if not any(t is o for t in iter_tensors(node.output) for o in iter_tensors(top.output)):
+        return None
+    for other in top.peers:
+        if other is top or other.step != top.step or not _top_made(other, cache):
+            continue
+        if any(a is g for a in iter_tensors([other.args, other.kwargs]) for g in given):
+            return other
+    return None
 
 
 def own_backward_message(maker: Any, handed: Any) -> str:

@@ -187,6 +187,10 @@ class TopCall:
     outputs_unhooked: bool = False
     #: its backward entry, made once when its own backward code is named (``backward_call``)
     backward: Optional["CellCall"] = None
+    #: the output as its caller got it (through the gradient hook), and the window's calls of the models given
+    #: to ``start()`` (shared list): a loss Cell given with the model took that output (``start([net, loss])``)
+    hooked: Any = None
+    peers: list = field(default_factory=list)
     #: the deferred makers of a -inf by design that its sub-Cells returned (``check.by_design.settle_model``)
     by_design_inside: Optional[list] = None
 

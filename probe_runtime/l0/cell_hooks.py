@@ -88,6 +88,7 @@ class CellHooks:
         #: prefix of a model given to ``start()`` -> probes of its own Parameters (taken at its first call in
         #: the window and again at its first call after each update)
         self._top_probes: dict[str, list] = {}
+        self._tops: list[TopCall] = []  # the window's calls of the models given to start() (TopCall.peers)
         #: Parameters may have changed since ``start()`` (an optimizer step or ``Parameter.set_data``)
         self.params_changed = False
         #: the window runs synchronously: Parameters are checked on the host at install
@@ -161,6 +162,7 @@ class CellHooks:
         self._seq = 0
         self._probes = {}
         self._top_probes = {}
+        self._tops = []  # a new list: the TopCalls of the last window keep theirs
         self._written = {}
         self.params_changed = False
         if "parameters" not in self.broken:
@@ -322,7 +324,8 @@ class CellHooks:
                                             index=sink.next_index(prefix),
                                             frames=capture_frames(sys._getframe(1)), params=params,
                                             params_at_start=not self.params_changed,
-                                            param_probe=self._top_probe(prefix, params))
+                                            param_probe=self._top_probe(prefix, params), peers=self._tops)
+                        self._tops.append(local.top)
                         local.top_cell = id(cell)
                     except Exception as err:
                         self._fail("top", err)
@@ -336,6 +339,7 @@ class CellHooks:
                 if top is not None and sink.live and "top" not in self.broken:
                     hooked = self._hook_top_outputs(top, output)
                     top.output = output  # as its construct returned it (the caller gets the hooked one, same values)
+                    top.hooked = hooked
                     sink.on_top(top)
                     return hooked
             except Exception as err:

@@ -98,3 +98,67 @@ def test_an_overflow_in_the_loss_backward_still_comes_from_outside(tmp_path, mon
     assert found and all(not r["name"].startswith("Cell.Net.") for _, r in found), found
     entered = found[0][1]["entered"]
     assert entered["source"] == "outside" and "gradient w.r.t. the model's output" in entered["message"], entered
+
+
+class DictNet(nn.Cell):
+    """Returns a dict that also holds fc1's output: no gradient hook on it."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Dense(4, 4, weight_init="ones", bias_init="zeros")
+        self.fc2 = nn.Dense(4, 1, weight_init="ones", bias_init="zeros")
+
+    def construct(self, x):
+        h = self.fc1(x)
+        return {"out": self.fc2(ops.sqrt(ops.relu(h) * 0.0)), "h": h}
+
+
+def test_a_model_returning_a_dict_never_blames_the_loss(tmp_path, monkeypatch):
+    """A fresh user's finding: the gradient w.r.t. a dict output is not
+    known, yet fc1's carried record said the loss made it ("the gradient
+    w.r.t. the model's output"), while the model's own sqrt had: the
+    message now gives both possibilities."""
+    isolate(monkeypatch, tmp_path)
+    debugger = PrecisionDebugger(config_path=str(write_runtime_config(tmp_path, level="L0")))
+    net = DictNet()
+    grad_fn = ms.value_and_grad(lambda x: (net(x)["out"] ** 2).mean(), None, net.trainable_params())
+    try:
+        debugger.start(net)
+        grad_fn(Tensor(np.ones((2, 4), np.float32)))
+        debugger.stop()
+    finally:
+        debugger.stop()
+        debugger.windows.summary.said = True
+    found = dump_records(tmp_path / "dump")
+    assert found and not any(r["origin"] for _, r in found), found
+    message = found[0][1]["entered"]["message"]
+    assert "or by the model's own code between its sub-Cells" in message and "model's output" not in message
+
+
+class SqrtLoss(nn.Cell):
+    def construct(self, out):
+        return ops.sqrt((out ** 2).sum() * 0.0)  # backward of sqrt at 0: inf, times 0: NaN
+
+
+@pytest.mark.parametrize("checks", [None, "exact"])
+def test_a_loss_cell_given_to_start_whose_own_backward_made_it_is_the_origin(tmp_path, monkeypatch, checks):
+    """``start([net, loss_cell])``: a fresh user's finding: the loss Cell's
+    own backward made the NaN, and the net's carried record said it came
+    from outside the checked Cells. The loss Cell's output gradient was
+    finite and it took the net's output: it is the origin."""
+    isolate(monkeypatch, tmp_path)
+    config = write_runtime_config(tmp_path, level="L0")
+    debugger = PrecisionDebugger(config_path=str(config), checks=checks)
+    net, loss = Net(in_loss=True), SqrtLoss()
+    grad_fn = ms.value_and_grad(lambda x: loss(net(x)), None, net.trainable_params())
+    try:
+        debugger.start([net, loss])
+        grad_fn(Tensor(np.ones((2, 4), np.float32)))
+        debugger.stop()
+    finally:
+        debugger.stop()
+        debugger.windows.summary.said = True
+    found = dump_records(tmp_path / "dump")
+    assert (found[0][1]["name"], found[0][1]["origin"]) == ("Cell.1.SqrtLoss.backward.0", True), found
+    assert found[0][1]["entered"]["source"] == "own-construct"
+    assert not any(r["origin"] for _, r in found[1:]), found
