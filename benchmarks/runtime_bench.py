@@ -354,15 +354,25 @@ def worker(args: argparse.Namespace) -> int:
         loss.asnumpy()
         return clock() - start
 
-    # probe_runtime removes everything at stop(): its workers also time steps
-    # without any debugger call, alternating with the checked ones, in the
-    # same process (msprobe's patches stay after stop(), so not for it)
+    # probe_runtime's workers also time steps without any debugger call, in
+    # blocks alternating with blocks of checked ones, in the same process
+    # (msprobe's patches stay after stop(), so not for it). Between checked
+    # steps probe_runtime leaves L1's patches in place, inert, while the
+    # next step is checked (ApiInterceptor.park): they are removed before an
+    # unchecked block (untimed), and each checked block starts with one
+    # untimed checked step, so the timed ones cost what a loop that checks
+    # every step pays, and the unchecked ones are plain.
     twin = VARIANTS[args.variant][0] == "probe"
+
+    def unpark() -> None:
+        if debugger is not None and hasattr(debugger, "windows"):
+            debugger.windows.exact.unpark()
 
     count = 0
     for _ in range(args.warmup):
         one_step(count)
         if twin:
+            unpark()
             one_step(count, checked=False)
         count += 1
     extra = {}
@@ -376,13 +386,18 @@ def worker(args: argparse.Namespace) -> int:
             continue
         if command[0] == "run":
             times, off = [], []
-            for _ in range(int(command[1])):
-                if twin and count % 2:
-                    off.append(one_step(count, checked=False))
-                times.append(one_step(count))
-                if twin and not count % 2:
-                    off.append(one_step(count, checked=False))
-                count += 1
+            steps = int(command[1])
+            plain_first = twin and bool(count % 2)
+            if plain_first:
+                unpark()
+                off.extend(one_step(count + k, checked=False) for k in range(steps))
+            if twin:
+                one_step(count)  # untimed: the block's first start() installs what the loop's steps keep
+            times.extend(one_step(count + k) for k in range(steps))
+            if twin and not plain_first:
+                unpark()
+                off.extend(one_step(count + k, checked=False) for k in range(steps))
+            count += steps
             print(json.dumps({"times": times, "off": off}), flush=True)
         elif command[0] == "quit":
             found = None

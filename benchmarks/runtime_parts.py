@@ -101,16 +101,32 @@ def _stepper(model: str, dtype: str, level: str = "L1"):
     return debugger, one_step
 
 
-def _interleaved(one_step, steps: int, warmup: int) -> tuple[list[float], list[float]]:
-    """Checked and unchecked step times, alternating which comes first."""
+def _interleaved(one_step, steps: int, warmup: int, debugger: Any = None, block: int = 3) -> tuple[list, list]:
+    """Checked and unchecked step times, in blocks of ``block`` steps
+    alternating which comes first. Each checked block starts with one
+    untimed checked step, and L1's patches, left in place between checked
+    steps (``ApiInterceptor.park``), are removed before an unchecked block
+    (untimed): the checked steps cost what a loop checking every step
+    pays, the unchecked ones are plain."""
     on: list[float] = []
     off: list[float] = []
-    for i in range(warmup + steps):
-        checked_first = bool(i % 2)
-        a, b = one_step(i, checked_first), one_step(i, not checked_first)
-        if i >= warmup:
-            (on if checked_first else off).append(a)
-            (off if checked_first else on).append(b)
+
+    def plain(i: int) -> list[float]:
+        if debugger is not None:
+            debugger.windows.exact.unpark()
+        return [one_step(i + k, False) for k in range(block)]
+
+    def checked(i: int) -> list[float]:
+        one_step(i, True)
+        return [one_step(i + k, True) for k in range(block)]
+
+    for r in range(warmup + steps // block + 1):
+        i = r * block
+        first, second = (checked, plain) if r % 2 else (plain, checked)
+        a, b = first(i), second(i)
+        if r >= warmup:
+            (on if first is checked else off).extend(a)
+            (off if first is checked else on).extend(b)
     return on, off
 
 
@@ -124,7 +140,7 @@ def worker(model: str, variant: str, steps: int, warmup: int) -> dict:
         setattr(Wrappers, name, (lambda self, *a: False) if name == "_grad_flag"
                 else (lambda self, *a: None))
     debugger, one_step = _stepper(model, "float32")
-    on, off = _interleaved(one_step, steps, warmup)
+    on, off = _interleaved(one_step, steps, warmup, debugger)
     return {"checked": statistics.median(on), "plain": statistics.median(off),
             "records": debugger.checker.state.found}
 
@@ -160,7 +176,7 @@ def floor_worker(model: str, dtype: str, steps: int, warmup: int, level: str = "
         seen.append(tensor)
         return read(self, tensor, name, where)
 
-    on, off = _interleaved(one_step, steps, warmup)
+    on, off = _interleaved(one_step, steps, warmup, debugger)
     hooker._hook_outputs, verdict.HostCache._read = counted_hook_outputs, counted_read
     one_step(0, True)
     hooker._hook_outputs, verdict.HostCache._read = hook_outputs, read
