@@ -215,8 +215,24 @@ def test_pl105_vs_pl101(lint):
     assert ms_key.code == "PL101" and "MindSpore's own dump" in ms_key.message
 
 
+def test_a_scope_neither_empty_nor_two_names_is_pl107_in_every_section(lint):
+    """SPEC 3.1: "a `scope` that is neither empty nor two names" is PL107.
+    It was PL305, the code for two names that are not full dump names;
+    that one stays PL305."""
+    for scope in (["a"], ["Functional.relu.0.forward"], ["a", "b", "c"]):
+        for task in ("statistics", "tensor", "overflow_check"):
+            found = lint(config(task=task, step=[0], **{task if task != "overflow_check" else "statistics":
+                                                        {"scope": scope}}))
+            ours = [d for d in found if d.pointer.endswith("/scope")]
+            assert [d.code for d in ours] == ["PL107"], (task, scope, found)
+            assert f"holds {len(scope)} name(s)" in ours[0].message
+            assert 'put their names in "list"' in ours[0].hint
+    assert codes(lint(config(task="statistics", statistics={"scope": ["a", "b"]}))) == ["PL305"]
+    assert codes(lint(config(task="free_benchmark", free_benchmark={"scope": ["a"]}))) == []  # a plain list
+
+
 def test_schema_ranges(lint):
-    assert codes(lint(config(task="statistics", statistics={"scope": ["a"]}))) == ["PL305"]  # a filter list
+    assert codes(lint(config(task="statistics", statistics={"scope": ["a"]}))) == ["PL107"]  # one name: length
     assert codes(lint(config(task="statistics", statistics={"scope": ["a", "b"]}))) == ["PL305"]  # not dump names
     assert codes(lint(config(task="statistics", statistics={"scope": ["Tensor.add.0.forward",
                                                                      "Functional.relu.2.backward"]}))) == []

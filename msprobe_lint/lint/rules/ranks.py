@@ -5,7 +5,8 @@ strings (a <= b); empty or absent means all. The item syntax is checked by
 the schema (``x-probe-code: PL301``); what JSON Schema cannot say (a <= b,
 a range's bounds within 0-1000000, overlaps, the world size) is checked
 here. A task section's ``scope`` is a range of two full dump names, not a
-filter list (PL305), and a tensor dump with no filter at all writes
+filter list (two names of another shape: PL305; another length: PL107,
+from the schema), and a tensor dump with no filter at all writes
 everything (PL306).
 
 How msprobe reads an entry (``get_real_step_or_rank`` and
@@ -345,7 +346,7 @@ CELL_NAME = re.compile(r"^(Cell|Module)\..*\.(forward|backward)\.\d+$")
 EXAMPLES = {"L1": "Functional.conv2d.0.forward", "L0": "Cell.net.conv1.Conv2d.forward.0"}
 
 
-@rule("PL305", "scope-not-a-range", "error", "scope used as a filter list, not a range of two full dump names")
+@rule("PL305", "scope-not-a-range", "error", "scope of two names that are not full dump names (a filter list)")
 def scope_not_range(config: ConfigView, context: Context) -> Iterator[Finding]:
     """
     scope marks a range: exactly two full dump names, the first and the last
@@ -354,9 +355,10 @@ def scope_not_range(config: ConfigView, context: Context) -> Iterator[Finding]:
     Cell.net.conv1.Conv2d.forward.0, either at mix). msprobe stops when the
     dump starts on a scope of another length or on a name of another shape.
     To collect only some APIs or Cells by name, list them in "list" (names or
-    fragments, any number) and leave scope empty. The length is checked in
-    every section (schema); the names in the active task's section, at L0,
-    L1 and mix (free_benchmark's scope is a plain list and not checked).
+    fragments, any number) and leave scope empty. A scope of another length
+    is PL107 (the schema, in every section); this rule checks the two names
+    in the active task's section, at L0, L1 and mix (free_benchmark's scope
+    is a plain list and not checked).
 
     Bad:
         "statistics": {"scope": ["Functional.conv2d", "Functional.relu"]}

@@ -229,8 +229,9 @@ define("PL107", "out-of-range", "error", "Number or list length out of range", "
     level L2 (task tensor) takes no scope and exactly one API in list; a
     rank or step list holds at most 1000000 entries as written (msprobe
     counts them before it expands the "a-b" ranges, so ["0-1999999"] is
-    one entry, refused for its bound instead). (A scope of other than two
-    names is PL305; a rank or step over 1000000 is PL301.)
+    one entry, refused for its bound instead); a scope (range) holds no names
+    or exactly two. (Two names that are not full dump names are PL305; a
+    rank or step over 1000000 is PL301.)
 
     Bad:
         "overflow_check": {"overflow_nums": 0}
@@ -785,8 +786,8 @@ def _describe(code: str, error: Any, path: list, ptr: str, hint: Optional[str]) 
         return Finding("PL104", f"{name} is empty", pointer=ptr,
                        hint=hint or ("give an absolute path such as /data/msprobe_dump, or pass dump_path= to "
                                      "PrecisionDebugger, which overrides the config" if name == "dump_path" else None))
-    if code == "PL305":
-        return Finding("PL305", f"{name} holds {len(value)} name(s): it is not a filter list but a range, exactly two "
+    if keyword == "anyOf" and name == "scope":  # SPEC 3.1: a scope neither empty nor two names is PL107
+        return Finding(code, f"{name} holds {len(value)} name(s): it is not a filter list but a range, exactly two "
                                 "full dump names (the first and the last call to collect), or none", pointer=ptr,
                        hint='to collect only some APIs or Cells, put their names in "list" and leave scope empty')
     if code == "PL301":
