@@ -193,3 +193,69 @@ def test_check_jsonschema_accepts_the_values_probe_only_warns_about(tmp_path):
     proc = subprocess.run(check_jsonschema() + ["-o", "json", "--schemafile", str(SCHEMA), *map(str, cases),
                                                 str(invalid)], capture_output=True, text=True, timeout=300)
     assert {error["filename"] for error in json.loads(proc.stdout)["errors"]} == {str(invalid)}
+
+
+def msprobe_reads(entry: str) -> bool:
+    """Whether msprobe 8.1.2 takes the rank/step string ``entry``
+    (get_step_or_rank_from_string, core/common/utils.py: split on "-",
+    exactly two parts, each through int(), 0 <= first <= last <= 1000000)."""
+    parts = entry.split("-")
+    if len(parts) != 2:
+        return False
+    try:
+        first, last = int(parts[0]), int(parts[1])
+    except ValueError:
+        return False
+    return 0 <= first <= last <= 1_000_000
+
+
+# Fullwidth digits (a Chinese input method's), Arabic-Indic and mathematical
+# bold digits, the ideographic space: int() reads them all, so msprobe does.
+# \x1c-\x1f are str.isspace() (and re's \s) but int() does not strip them.
+RANGE_ENTRIES = ["1-3", "\uff11-\uff13", "\u0663-\u0665", "\U0001d7cf-\U0001d7d1", "\u3000\uff11 - \uff13\u3000",
+                 "+\uff11_\uff10-\uff12\uff10", "\uff11", "\uff11-\uff13-\uff15", "\xb2-3", "\x1c1-3", "1-3\x1f",
+                 "\uff11\uff0e5-3", "\uff11\u2212\uff13"]
+
+
+def test_a_range_of_fullwidth_digits_is_valid_for_check_jsonschema_and_probe_as_for_msprobe(tmp_path):
+    """"１-３" (U+FF11..) in rank or step: msprobe reads it with int(),
+    which takes any Unicode digit, and collects 1-3. probe lint took it
+    (re's \\d); the schema refused it, since \\d in a JSON Schema pattern
+    is ECMA-262's, ASCII only (check-jsonschema, editors). Both now agree
+    with msprobe, entry by entry."""
+    configs = []
+    for index, entry in enumerate(RANGE_ENTRIES):
+        config = tmp_path / f"c{index}" / "config.json"
+        config.parent.mkdir()
+        config.write_text(json.dumps({"task": "statistics", "dump_path": "/data/dump", "level": "L1",
+                                      "step": [entry], "rank": [entry]}, ensure_ascii=False), encoding="utf-8")
+        configs.append(config)
+    assert [msprobe_reads(e) for e in RANGE_ENTRIES] == [True] * 6 + [False] * 7
+    proc = subprocess.run(check_jsonschema() + ["-o", "json", "--schemafile", str(SCHEMA), *map(str, configs)],
+                          capture_output=True, text=True, timeout=300)
+    failing = {error["filename"] for error in json.loads(proc.stdout)["errors"]}
+    for config, entry in zip(configs, RANGE_ENTRIES):
+        proc = run_probe("lint", "--isolated", "--format", "json", str(config))
+        found = json.loads(proc.stdout)["diagnostics"]
+        valid = msprobe_reads(entry)
+        assert (str(config) not in failing) == valid, (entry, "check-jsonschema")
+        assert proc.returncode == (0 if valid else 1) and all(d["code"] == "PL301" for d in found), (entry, found)
+
+
+def test_the_range_pattern_takes_exactly_the_characters_int_takes():
+    """The schema spells out int()'s digits and blanks (JSON Schema's \\d
+    and \\s are not Python's): the classes hold exactly the characters
+    int() reads as a digit (str.isdecimal) and strips around a number."""
+    import unicodedata
+
+    if unicodedata.unidata_version != "14.0.0":
+        pytest.skip("the schema lists the digits of Unicode 14.0 (Python 3.11)")
+    schema = json.loads(SCHEMA.read_text(encoding="utf-8"))
+    pattern = schema["$defs"]["indexList"]["items"]["anyOf"][1]["pattern"]
+    blank, digit = re.match(r"\^(\[[^]]*\])\*\\\+\?(\[[^]]*\])\+", pattern).groups()
+    every = "".join(map(chr, range(sys.maxunicode + 1)))
+    assert set(re.findall(digit, every)) == {char for char in every if char.isdecimal()}
+    assert set(re.findall(blank, every)) == {char for char in every if char.isspace() and msprobe_reads(f"{char}0-9")}
+    for char in "0\uff10\U0001d7ce \u3000\x1c+_-a":
+        for entry in (f"{char}-9", f"0-{char}", f"{char}0-9{char}", f"+{char}_1-2"):
+            assert bool(re.search(pattern, entry)) == msprobe_reads(entry), entry

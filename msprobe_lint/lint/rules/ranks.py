@@ -92,8 +92,12 @@ def entries(config: ConfigView, key: str) -> list[tuple[int, str, tuple[int, int
 
 # The usual "a-b" range: ASCII digits, no blanks (str.isdigit would also take '²', which int() refuses).
 _RANGE = re.compile(r"([0-9]+)-([0-9]+)").fullmatch
-# What msprobe's int() also reads in a part of a range (blanks, "+", "1_000", other scripts' digits).
-_LOOSE_RANGE = re.compile(r"\s*\+?(\d+(?:_\d+)*)\s*-\s*\+?(\d+(?:_\d+)*)\s*").fullmatch
+# The blanks int() strips around a number: str.isspace() but for \x1c-\x1f, which re's \s takes.
+_INT_SPACE = "[\t-\r \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]"
+# What msprobe's int() also reads in a part of a range (blanks, "+", "1_000", other scripts' digits,
+# fullwidth "１-３" among them: re's \d for a str is int()'s digits, Unicode Nd). The schema spells
+# the same characters out: to ECMA-262 engines (check-jsonschema, editors) \d is ASCII, \s other blanks.
+_LOOSE_RANGE = re.compile(r"{s}*\+?(\d+(?:_\d+)*){s}*-{s}*\+?(\d+(?:_\d+)*){s}*".format(s=_INT_SPACE)).fullmatch
 
 
 def _scanned(config: ConfigView, key: str) -> tuple[list, list]:
