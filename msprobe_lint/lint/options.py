@@ -144,8 +144,13 @@ def prepare(options: LintOptions, *, first_path: Optional[str] = None):
         layers.append(analysis.facts)
     if not options.isolated:
         layers.append(environment_facts())
-    if options.cwd and not os.path.isdir(options.cwd):
-        raise UsageError(f"--cwd {options.cwd}: no such folder")
+    if options.cwd is not None and not os.path.isdir(options.cwd):
+        # --cwd anchors the config's relative paths (PL401's fix, the filesystem
+        # checks): a folder that is not there is a mistyped option, refused the
+        # same way with or without --check-fs, never silently made the anchor.
+        what = "is not a folder" if os.path.exists(options.cwd) else "no such folder"
+        raise UsageError(f"--cwd {options.cwd!r}: {what} (--cwd names the folder the job starts in, "
+                         "which relative paths in the config are resolved against)")
     context = build_context(layers, check_fs=options.check_fs, cwd=options.cwd or None,
                             cwd_label=options.cwd_label if options.cwd else None, runtime=options.runtime,
                             script=analysis)

@@ -101,6 +101,25 @@ def test_unknown_codes_and_versions_and_folders_are_usage_errors(tmp_path):
     assert later.returncode == 1 and "mindstudio-probe 26.2" in later.stdout
 
 
+def test_a_cwd_that_is_not_a_folder_is_the_same_usage_error_with_or_without_check_fs(tmp_path):
+    """--cwd only anchors the config's relative paths; a folder that is not
+    there (or a file, or an empty name) is a mistyped option: exit 2 with
+    what is wrong, whether or not --check-fs asks for the filesystem. An
+    existing file was called "no such folder", and --cwd "" was ignored."""
+    path = write_config(tmp_path, config(dump_path="out/dump"))
+    (tmp_path / "afile").write_text("")
+    for cwd, what in ((tmp_path / "nowhere", "no such folder"), (tmp_path / "afile", "is not a folder"),
+                      ("", "no such folder")):
+        for extra in ([], ["--check-fs"], ["--unsafe-fixes", "--diff"]):
+            proc = run_probe("lint", str(path), "--isolated", "--cwd", str(cwd), *extra)
+            assert proc.returncode == 2 and proc.stdout == "", (cwd, extra, proc.stdout)
+            assert f"--cwd {str(cwd)!r}: {what} (--cwd names the folder the job starts in" in proc.stderr
+            assert "Traceback" not in proc.stderr
+    for extra in ([], ["--check-fs"]):  # an existing folder anchors the relative path
+        proc = run_probe("lint", str(path), "--isolated", "--cwd", str(tmp_path), "--unsafe-fixes", "--diff", *extra)
+        assert proc.returncode != 2 and str(tmp_path / "out" / "dump") in proc.stdout, proc.stderr
+
+
 def test_messages_and_hints(lint):
     (rank,) = lint(config(rank=["0"]))
     assert rank.code == "PL301" and rank.hint.startswith("write 0")
