@@ -2,6 +2,9 @@
 pair: positions, one diagnostic per fault, unknown context, suggestions."""
 from __future__ import annotations
 
+import json
+import os
+
 import pytest
 from conftest import codes, config
 
@@ -188,6 +191,22 @@ def test_pl405_expands_a_user_name_to_that_users_home(lint):
     assert unknown.fix is None
     assert "no_such_user_pl405/dump" not in unknown.hint
     assert "home folder of user 'no_such_user_pl405'" in unknown.hint
+
+
+def test_pl401_example_and_fix_collapse_dotdot(lint, tmp_path):
+    """PL401's hint for 'a/../b' was "e.g. /home/user/a/../b": the '..'
+    kept in the absolute path it suggests. The example and the fix are
+    both normalised; the fixed file re-lints with neither PL401 nor PL404."""
+    (tmp_path / "run").mkdir()
+    for value, tail in (("a/../b", "b"), ("./x/./y/../z", "x/z"), ("a/..", None)):
+        found = lint(config(dump_path=value), cwd=str(tmp_path / "run"))
+        (relative,) = [d for d in found if d.code == "PL401"]
+        assert ".." not in relative.hint and "/./" not in relative.hint, relative.hint
+        assert relative.hint == f"give an absolute path, e.g. /home/user/{tail or 'dump'}"
+        (edit,) = relative.fix.edits
+        fixed = json.loads(edit.text)
+        assert fixed == os.path.normpath(str(tmp_path / "run" / value)) and ".." not in fixed
+        assert {"PL401", "PL404"}.isdisjoint(codes(lint(config(dump_path=fixed))))
 
 
 def test_pl404_never_offers_a_fix_that_changes_nothing(lint, tmp_path):

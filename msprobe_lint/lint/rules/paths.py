@@ -108,7 +108,8 @@ def not_absolute(config: ConfigView, context: Context) -> Iterator[Finding]:
         absolute = os.path.normpath(os.path.join(os.path.abspath(context.cwd or os.curdir), value))
         against = context.cwd_label or ('--cwd' if context.cwd else 'this folder')
         # a name in another script is PL402's to rename: '_' for its letters is no example
-        example = _separators_replaced(value.lstrip('./')) or 'dump'
+        # collapsed as the fix is: "a/../b" -> /home/user/b, never /home/user/a/../b
+        example = _separators_replaced(os.path.normpath(value).lstrip('./')) or 'dump'
         yield Finding("PL401", f"{name} {value!r} is relative: it lands wherever the job starts", pointer=ptr,
                       severity=None if name == "dump_path" else Severity.WARNING,
                       hint=f"give an absolute path, e.g. /home/user/{example}",
