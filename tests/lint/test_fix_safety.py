@@ -119,9 +119,29 @@ def test_a_removal_covering_what_a_fix_wrote_is_never_applied():
 
 @pytest.mark.parametrize("release", RELEASES)
 def test_removing_a_section_with_keys_is_never_safe(release):
-    found = lint_as(json.dumps(config(task="statistics", tensor={"list": ["a"]}, statistics={})), release)
+    found = lint_as(json.dumps(config(task="statistics", tensor={"file_format": "npy"}, statistics={})), release)
     removals = [d for d in found if d.fix is not None and d.fix.removes]
     assert removals and all(not d.fix.safe for d in removals if "/tensor" in d.fix.removes)
+
+
+@pytest.mark.parametrize("release", [r for r in RELEASES if "overflow_check" in PROFILES[r].tasks])
+def test_an_inactive_section_holding_a_value_meant_for_the_active_task_is_not_removed(release):
+    """overflow_nums written in the statistics section of an overflow_check
+    config: --unsafe-fixes removed the section and the user's 5 with it.
+    PL206 now offers no removal and says to move the key first (PL105);
+    a key the active section already sets does not hold it back."""
+    text = json.dumps({"task": "overflow_check", "dump_path": "/d", "level": "L1",
+                       "statistics": {"overflow_nums": 5, "scope": []}}, indent=2)
+    (inactive,) = [d for d in lint_as(text, release) if d.code == "PL206"]
+    assert inactive.fix is None
+    assert inactive.hint == ("move 'overflow_nums' into the overflow_check section (PL105), then remove it; "
+                             "or set \"task\": \"statistics\"")
+    fixed, applied, _ = fix_text(text, lambda t: lint_as(t, release), unsafe=True)
+    assert json.loads(fixed)["statistics"]["overflow_nums"] == 5 and "PL206" not in [d.code for d in applied]
+    text = json.dumps({"task": "overflow_check", "dump_path": "/d", "level": "L1", "overflow_check": {
+        "overflow_nums": 1}, "statistics": {"overflow_nums": 5}}, indent=2)
+    (inactive,) = [d for d in lint_as(text, release) if d.code == "PL206"]
+    assert inactive.fix is not None and inactive.hint == 'remove it, or set "task": "statistics"'
 
 
 # ---------------------------------------------------------------------------

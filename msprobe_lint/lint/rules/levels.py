@@ -327,12 +327,37 @@ def inactive_section(config: ConfigView, context: Context) -> Iterator[Finding]:
     chosen = isinstance(config.data, dict) and "task" in config.data
     for name in PROFILES[config.profile].tasks:
         if name != task and name in config.data:
-            yield Finding("PL206", f"section {name!r} is ignored: the active task is {task}"
-                                   + ("" if chosen else " (msprobe's default: the config sets no \"task\")"),
-                          pointer=f"/{name}", at="key",
-                          hint=f"remove it, or set \"task\": \"{name}\"" if chosen else f"set \"task\": \"{name}\"",
-                          fix=remove(f"/{name}", f"remove the inactive section {name!r}", safe=False) if chosen
-                          else None)
+            # a key the active section would read and does not set is a value put in the wrong section
+            # (PL105 says so): removing the section would lose it, so that is left to the user
+            misplaced = _misplaced(config, name, task)
+            message = f"section {name!r} is ignored: the active task is {task}" + (
+                "" if chosen else " (msprobe's default: the config sets no \"task\")")
+            if chosen and misplaced:
+                hint = (f"move {_quoted(misplaced)} into the {task} section (PL105), then remove it; or set "
+                        f"\"task\": \"{name}\"")
+            else:
+                hint = f"remove it, or set \"task\": \"{name}\"" if chosen else f"set \"task\": \"{name}\""
+            yield Finding("PL206", message, pointer=f"/{name}", at="key", hint=hint,
+                          fix=remove(f"/{name}", f"remove the inactive section {name!r}", safe=False)
+                          if chosen and not misplaced else None)
+
+
+def _misplaced(config: ConfigView, name: str, task: str) -> list[str]:
+    """The keys of the inactive section ``name`` that the ``task``
+    section reads (schema key index of the config's profile) and does not
+    set: values the user most likely meant for the active task."""
+    from ..schema.files import key_index
+
+    section, active = config.data.get(name), config.data.get(task)
+    if not isinstance(section, dict):
+        return []
+    readable = key_index(config.profile).get(task, {})
+    set_there = active if isinstance(active, dict) else {}
+    return [key for key in section if key in readable and key not in set_there]
+
+
+def _quoted(names: list[str]) -> str:
+    return ", ".join(repr(n) for n in names)
 
 
 @rule("PL207", "option-unused-by-task", "warning", "Option set for a task or level that does not use it", fix="unsafe")
