@@ -433,3 +433,33 @@ def test_no_rename_targets_a_key_the_release_does_not_read(case):
     final = json.loads(fixed)
     base = "/" + where if where else ""
     assert any(exists(final, base + "/" + name) for name in {typed} | set(index[where])), (text, fixed)
+
+
+@pytest.mark.parametrize("section", [None, {"check_mode": "all"}])
+def test_a_top_level_slip_of_a_section_key_is_renamed_and_moved_only_as_an_unsafe_fix(section):
+    """"overflow_num" at the top level of an overflow_check config: a
+    slip of the overflow_check section's overflow_nums, in the wrong
+    place too. --fix leaves it; --unsafe-fixes renames it and moves it
+    into the section (made when absent), after which PL101 is gone."""
+    data = {"task": "overflow_check", "dump_path": "/d", "overflow_num": 3, "level": "L1"}
+    if section is not None:
+        data["overflow_check"] = section
+    text = json.dumps(data, indent=2)
+    (slip,) = [d for d in lint_as(text, "8.3") if d.code == "PL101"]
+    assert slip.fix is not None and not slip.fix.safe
+    assert slip.fix.description == ("rename 'overflow_num' to 'overflow_nums' and move it into the "
+                                    "'overflow_check' section")
+    assert fix_text(text, lambda t: lint_as(t, "8.3"))[0] == text
+    fixed, applied, left = fix_text(text, lambda t: lint_as(t, "8.3"), unsafe=True)
+    assert "PL101" in [d.code for d in applied] and "PL101" not in [d.code for d in left]
+    result = json.loads(fixed)
+    assert "overflow_num" not in result and result["overflow_check"]["overflow_nums"] == 3
+
+
+def test_the_rename_and_move_never_writes_over_a_key_the_section_sets():
+    text = json.dumps({"task": "overflow_check", "dump_path": "/d", "overflow_num": 3, "level": "L1",
+                       "overflow_check": {"overflow_nums": 1}}, indent=2)
+    (slip,) = [d for d in lint_as(text, "8.3") if d.code == "PL101"]
+    assert slip.fix is None
+    fixed, _, _ = fix_text(text, lambda t: lint_as(t, "8.3"), unsafe=True)
+    assert json.loads(fixed)["overflow_check"]["overflow_nums"] == 1 and json.loads(fixed)["overflow_num"] == 3

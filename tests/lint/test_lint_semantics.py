@@ -45,7 +45,7 @@ def test_a_top_level_slip_of_a_section_key_names_that_key_and_section(lint):
     (top,) = lint(config(overflow_num=3))
     assert top.code == "PL101"
     assert top.hint.startswith("did you mean 'overflow_nums' in the overflow_check section?")
-    assert top.fix is None
+    assert top.fix is not None and not top.fix.safe  # rename and move: test_fix_safety.py
     (stats,) = lint(config(task="statistics", summary_mod="md5"))
     assert stats.hint.startswith("did you mean 'summary_mode' in the statistics section?")
     # only the active task's section: with task statistics overflow_num is no slip of it

@@ -101,11 +101,12 @@ def resolve(spec: FixSpec, doc) -> Optional[Fix]:
                 start, end = _with_separator(text, start, end)
                 new = ""
             elif kind == "move":
-                for start, end, new in _move(doc, op[1], op[2]):
+                renamed = op[3] if len(op) > 3 else None
+                for start, end, new in _move(doc, op[1], op[2], renamed):
                     line, column = line_col(start)
                     end_line, end_column = line_col(end)
                     edits.append(Edit(start + shift, end + shift, new, line, column, end_line, end_column, op[1]))
-                writes.append(("/" + escape(op[2]) if op[2] else "") + "/" + escape(split(op[1])[-1]))
+                writes.append(("/" + escape(op[2]) if op[2] else "") + "/" + escape(renamed or split(op[1])[-1]))
                 continue
             else:
                 raise _Unresolvable(kind)
@@ -181,18 +182,21 @@ def _member(doc, ptr: str) -> tuple[int, int]:
     return start, end
 
 
-def _move(doc, ptr: str, location: str) -> list[tuple[int, int, str]]:
+def _move(doc, ptr: str, location: str, renamed: Optional[str] = None) -> list[tuple[int, int, str]]:
     """Edits moving the member at ``ptr`` into the object ``location``
-    (``""`` for the top level, else a top-level section name): removed
-    where it is, added after the last member there with the white space
-    that precedes that member; when the section does not exist yet, the
-    member becomes it in place (``"k": 1`` -> ``"section": {"k": 1}``).
-    Unresolvable when the key is already there or the place is not an
-    object."""
+    (``""`` for the top level, else a top-level section name), under the
+    key ``renamed`` when given: removed where it is, added after the last
+    member there with the white space that precedes that member; when the
+    section does not exist yet, the member becomes it in place (``"k": 1``
+    -> ``"section": {"k": 1}``). Unresolvable when the key is already
+    there or the place is not an object."""
     text = doc.text
-    key = split(ptr)[-1]
+    key = renamed or split(ptr)[-1]
     start, end = _member(doc, ptr)
     member = text[start:end]
+    if renamed is not None:
+        key_end = _offsets(doc, ptr, "key")[1]
+        member = json_text(renamed) + text[key_end:end]
     if location and location not in doc.data:
         return [(start, end, json_text(location) + ": {" + member + "}")]
     node = doc.data.get(location) if location else doc.data

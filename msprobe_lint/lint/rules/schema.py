@@ -1065,8 +1065,9 @@ def _unknown(key: str, ptr: str, location: str, siblings: dict, here: dict, prof
     """PL101 with the did-you-mean. A top-level key that is a slip of no
     top-level key but of a key of the active task's ``section`` (an
     ``overflow_num`` for overflow_check's ``overflow_nums``) is misspelt
-    and misplaced at once: the hint names that key and its section (no
-    fix: which of the two slips to undo first is for the user to see).
+    and misplaced at once: the hint names that key and its section, and
+    an unsafe fix renames it and moves it there (not when the section
+    already sets that key: the fix is then dropped).
     A rename is offered only when ``key``
     reads as a slip of the keyboard for a key of this place
     (schema/keys.py's plausible_misspelling) and is a key of no release,
@@ -1099,6 +1100,9 @@ def _unknown(key: str, ptr: str, location: str, siblings: dict, here: dict, prof
         clear = guess.lower() == key.lower() or len(difflib.get_close_matches(key, read, n=2, cutoff=0.6)) < 2
         safe = clear and fits(siblings[key], here[guess], profile) is True
         fix = FixSpec(f"rename {key!r} to {guess!r}", (("key", ptr, guess),), safe=safe)
+    elif elsewhere:  # renamed and moved at once: unsafe (two guesses), never over a key the section sets
+        fix = FixSpec(f"rename {key!r} to {elsewhere!r} and move it into the {active!r} section",
+                      (("move", ptr, active, elsewhere),), safe=False)
     if key in MINDSPORE_DUMP_KEYS:
         message = f"unknown key {key!r} {_where(location)}: it belongs to MindSpore's own dump JSON, not msprobe's"
     elif profile == ATB:
