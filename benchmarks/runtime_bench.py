@@ -365,8 +365,9 @@ def worker(args: argparse.Namespace) -> int:
     twin = VARIANTS[args.variant][0] == "probe"
 
     def unpark() -> None:
-        if debugger is not None and hasattr(debugger, "windows"):
-            debugger.windows.exact.unpark()
+        exact = getattr(getattr(debugger, "windows", None), "exact", None)
+        if getattr(exact, "unpark", None) is not None:  # not msprobe's, nor probe_runtime's before parking
+            exact.unpark()
 
     count = 0
     for _ in range(args.warmup):

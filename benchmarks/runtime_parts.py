@@ -112,8 +112,9 @@ def _interleaved(one_step, steps: int, warmup: int, debugger: Any = None, block:
     off: list[float] = []
 
     def plain(i: int) -> list[float]:
-        if debugger is not None:
-            debugger.windows.exact.unpark()
+        unpark = getattr(getattr(getattr(debugger, "windows", None), "exact", None), "unpark", None)
+        if unpark is not None:
+            unpark()
         return [one_step(i + k, False) for k in range(block)]
 
     def checked(i: int) -> list[float]:
