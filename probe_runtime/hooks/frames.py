@@ -13,6 +13,7 @@ Example::
 """
 from __future__ import annotations
 
+import functools
 import linecache
 import os
 from typing import Any, Optional
@@ -39,8 +40,25 @@ def user_where(frames: tuple, library_roots: tuple[str, ...]) -> Optional[str]:
     None for no frame."""
     for filename, line, _ in frames:
         if not filename.startswith(library_roots) and not filename.startswith("<frozen"):
-            return f"{filename}:{line}"
-    return f"{frames[0][0]}:{frames[0][1]}" if frames else None
+            return f"{shown_path(filename)}:{line}"
+    return f"{shown_path(frames[0][0])}:{frames[0][1]}" if frames else None
+
+
+@functools.lru_cache(maxsize=256)
+def shown_path(filename: str) -> str:
+    """``filename`` as a record shows it: without ``..`` steps
+    (``python ../train.py`` run in ``/w/run`` gives frames in
+    ``/w/run/../train.py``; shown ``/w/train.py``), but only when the
+    shorter path is the same file (a ``..`` after a soft link to a folder
+    goes elsewhere); otherwise unchanged, as are names that are not files
+    (``<stdin>``)."""
+    if ".." not in filename.replace("\\", "/").split("/"):
+        return filename
+    short = os.path.normpath(filename)
+    try:
+        return short if os.path.samefile(short, filename) else filename
+    except OSError:
+        return filename
 
 
 def stack_lines(frames: tuple) -> list[str]:
@@ -49,7 +67,7 @@ def stack_lines(frames: tuple) -> list[str]:
     lines = []
     for filename, line, function in frames:
         code = linecache.getline(filename, line).strip()
-        lines.append(f"File {filename}, line {line}, in {function}, \n {code}")
+        lines.append(f"File {shown_path(filename)}, line {line}, in {function}, \n {code}")
     return lines
 
 

@@ -41,6 +41,7 @@ from typing import Any, Callable, Optional
 from probe_format.layout import OUTSIDE
 
 from ..check.verdict import is_tensor, to_host
+from ..hooks.frames import shown_path
 from ..state import RunState
 from .dump_config import NET_NAME
 from .private import DumpSwitch
@@ -78,7 +79,7 @@ def caller_where(library_roots: tuple[str, ...]) -> Optional[str]:
     while frame is not None:
         filename = frame.f_code.co_filename
         if not filename.startswith(library_roots) and not filename.startswith("<frozen"):
-            return f"{filename}:{frame.f_lineno}"
+            return f"{shown_path(filename)}:{frame.f_lineno}"
         frame = frame.f_back
     return None
 

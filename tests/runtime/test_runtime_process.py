@@ -197,3 +197,33 @@ def test_ranks_of_one_job_share_a_dump_path(tmp_path):
     finally:
         first.kill()
         first.wait()
+
+
+OVERFLOW_ONCE = """
+import sys, numpy as np, mindspore as ms
+from mindspore import ops, Tensor
+from probe_runtime import PrecisionDebugger
+ms.set_context(mode=ms.PYNATIVE_MODE)
+debugger = PrecisionDebugger(config_path=sys.argv[1])
+debugger.start()
+ops.exp(Tensor(np.array([100.0], np.float32)))
+debugger.stop()
+"""
+
+
+def test_a_script_run_as_dot_dot_path_is_named_without_dot_dot(tmp_path):
+    """``python ../train.py`` from a sub-folder: records, stack.json and the
+    log name the script by its plain path, not ``run/../train.py``."""
+    script = tmp_path / "train.py"
+    script.write_text(OVERFLOW_ONCE)
+    run = tmp_path / "run"
+    run.mkdir()
+    proc = subprocess.run([sys.executable, "../train.py", str(config(tmp_path))], cwd=run, env=child_env(),
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    rank = tmp_path / "dump" / "step0" / "rank"
+    records = json.loads((rank / "overflow.json").read_text())
+    wheres = [r["where"] for r in (records if isinstance(records, list) else records["records"])]
+    assert wheres and all(w.startswith(f"{script}:") for w in wheres), wheres
+    assert "/../" not in (rank / "stack.json").read_text()
+    assert f"{script}:" in proc.stderr and "/../" not in proc.stderr, proc.stderr

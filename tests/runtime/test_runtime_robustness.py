@@ -546,3 +546,19 @@ def test_interrupt_leaves_complete_files_and_restores_apis(tmp_path, mode):
         assert names[-1] == "Functional.exp.3.forward" and len(names) == 4
     if mode == "term-user" or proc.returncode == -signal.SIGINT:  # SIGTERM's default action runs nothing after us
         assert json.loads(report.read_text())["restored"] is True
+
+
+def test_shown_path_drops_dot_dot_only_when_it_names_the_same_file(tmp_path):
+    from probe_runtime.hooks.frames import shown_path, user_where
+
+    (tmp_path / "w").mkdir()
+    (tmp_path / "w" / "train.py").write_text("")
+    (tmp_path / "elsewhere" / "deep").mkdir(parents=True)
+    (tmp_path / "link").symlink_to(tmp_path / "elsewhere" / "deep")
+    (tmp_path / "elsewhere" / "train.py").write_text("")  # what link/../train.py really is
+    assert shown_path(f"{tmp_path}/w/gone/../train.py") == f"{tmp_path}/w/gone/../train.py"  # no such folder
+    (tmp_path / "w" / "run").mkdir()
+    assert shown_path(f"{tmp_path}/w/run/../train.py") == f"{tmp_path}/w/train.py"
+    assert shown_path(f"{tmp_path}/link/../train.py") == f"{tmp_path}/link/../train.py"  # normpath would lie
+    assert shown_path("<stdin>") == "<stdin>"
+    assert user_where(((f"{tmp_path}/w/./run/../train.py", 3, "f"),), ()) == f"{tmp_path}/w/train.py:3"
