@@ -120,11 +120,12 @@ class Writer:
     live: bool = False
 
     def describe(self) -> str:
-        """``pid 123 on host h, started 2026-..., running: python train.py``."""
+        """``pid 123 on host h, started 2026-..., running: python train.py``
+        (``ran:`` once the process has let its marker go)."""
         text = f"pid {self.pid or '?'} on host {self.host or '?'}"
         if self.started:
             text += f", started {self.started}"
-        return text + (f", running: {self.command}" if self.command else "")
+        return text + (f", {'running' if self.live else 'ran'}: {self.command}" if self.command else "")
 
     def same_job(self, other: "Writer") -> bool:
         """True when both are ranks of one launch, or cannot be told

@@ -103,7 +103,8 @@ def _summarise(dump_path: str, *, keep_received: bool, progress: Optional[Progre
         if ran:  # probe_runtime's markers: its job wrote here and recorded nothing (a fresh user's finding)
             return summary, ExitStatus.PROBLEMS, (
                 f"{dump_path}: no overflow recorded: probe_runtime checked this dump_path "
-                f"({', '.join(w.rank_dir for w in ran)}; {ran[0].describe()}) and found nothing: nothing overflowed "
+                f"(rank folder(s) {', '.join(w.rank_dir for w in ran)}, written by {ran[0].describe()}) "
+                "and found nothing: nothing overflowed "
                 "in the steps it checked, if it checked any (its own last line on stderr says how many: \"no "
                 "overflow found in N checked step(s)\"; a job that ended before its first start() checked none)")
         return summary, ExitStatus.PROBLEMS, (f"{dump_path}: no dump found (no step*/rank*/dump.json or "

@@ -420,7 +420,8 @@ class ReadCache:
                 raise Unreadable("not a list of overflow records")
             items, notes = _interpret(value, self.ranks)
             if value and not items:  # nothing in it is a record: not read, as a file that is not JSON
-                raise Unreadable(f"no overflow record in it ({len(value)} item(s), none an object with a \"name\")")
+                raise Unreadable(f"no overflow record in it ({len(value)} item(s), "
+                                 "none an object with a string \"name\")")
             hit = (items, notes, signature(items))
             if complete:
                 if len(self._seen) >= self.size:
@@ -445,7 +446,9 @@ def _interpret(overflow: list, ranks: RanksTable) -> tuple[list[Item], list[str]
     notes: list[str] = []
     for index, item in enumerate(overflow):
         if not isinstance(item, dict) or not isinstance(item.get(NAME), str):
-            notes.append(f"record {index} has no name; skipped")
+            why = ("is not an object" if not isinstance(item, dict) else "has no \"name\"" if NAME not in item
+                   else f"has a \"name\" that is not a string ({item[NAME]!r})")
+            notes.append(f"record {index} {why}; skipped")
             continue
         newer = version_problem(item.get(VERSION))
         if newer is not None:

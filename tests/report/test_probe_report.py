@@ -158,7 +158,8 @@ def test_a_dump_path_probe_runtime_checked_and_left_empty_says_so(tmp_path):
     held.release()  # the job ended: its marker stays, unlocked
     status, out, err = report(tmp_path)
     assert status == 1 and out == "", err
-    assert "no overflow recorded: probe_runtime checked this dump_path (rank; pid " in err
+    assert "no overflow recorded: probe_runtime checked this dump_path (rank folder(s) rank, written by pid " in err
+    assert "running:" not in err and ", ran: " in err  # a fresh user's finding: a finished job "running"
     assert "nothing overflowed in the steps it checked" in err and "no dump found" not in err
 
 
@@ -720,3 +721,19 @@ def test_force_without_output_is_a_usage_error(tmp_path):
     assert out.getvalue() == "" and "--force replaces an existing --output file" in err.getvalue()
     proc = run_probe("report", str(DATA / "ours"), "--force")
     assert proc.returncode == 2 and "goes with --output" in proc.stderr
+
+
+def test_a_record_without_a_string_name_is_said_to_be_so(tmp_path):
+    """A fresh user's finding: ``[{"name": 5}]`` was said to hold "none an
+    object with a "name"", though it has one (not a string)."""
+    rank = tmp_path / "step0" / "rank"
+    rank.mkdir(parents=True)
+    (rank / "overflow.json").write_text(json.dumps([{"name": 5}]))
+    status, _, err = report(tmp_path)
+    assert status == 2 and "none an object with a string \"name\"" in err, err
+    (rank / "overflow.json").write_text(json.dumps([{"name": 5}, [], {"where": "x"},
+                                                    {"name": "Functional.exp.0.forward", "origin": True}]))
+    status, out, err = report(tmp_path)
+    assert "record 0 has a \"name\" that is not a string (5); skipped" in err, err
+    assert "record 1 is not an object; skipped" in err and "record 2 has no \"name\"; skipped" in err, err
+    assert "Functional.exp.0.forward" in out
