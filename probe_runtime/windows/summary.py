@@ -149,8 +149,7 @@ class Summary:
         if self.rank_outside:  # a fresh user's finding: "0 checked step(s)" said nothing of why
             message += f"; {self.rank_outside}, so no step of this process was checked"
         else:
-            message += outside_filter(self.run_steps - self.checked_steps - set().union(*self.unseen.values()),
-                                      self.steps)
+            message += self.outside_part()
         for part in self.unchecked_parts():
             message += "; " + part
         if self.jit_calls and self.level in ("L1", "L0"):  # a fresh user's finding: a clip compiled with @jit
@@ -175,6 +174,11 @@ class Summary:
                             f"taken for a mask made by design (not recorded): {shown}; an overflow that gives -inf "
                             "only (-exp of a large value) looks the same at L0, level L1 tells them apart")
         return message
+
+    def outside_part(self) -> str:
+        """:func:`outside_filter` of the steps that ran and were neither
+        checked nor :meth:`not_seen`."""
+        return outside_filter(self.run_steps - self.checked_steps - set().union(*self.unseen.values()), self.steps)
 
     def unchecked_parts(self) -> list[str]:
         """What the exit line says of the steps that ran and were not
@@ -227,6 +231,9 @@ class Summary:
             return
         if found or notes:  # no all-clear; but steps not checked are said (they were only in the all-clear before)
             parts = self.unchecked_parts()
+            outside = self.outside_part()
+            if outside:  # a fresh user's finding: step 2 made the NaN, unchecked, and the records began in step 3
+                parts.insert(0, outside[2:] + ", and the first record may come after where the overflow started")
             if parts:
                 self.said = True
                 self._print(f"probe_runtime: records were written to {self.dump_path}; besides them, "

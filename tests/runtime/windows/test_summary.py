@@ -71,3 +71,25 @@ def test_nothing_more_is_said_when_records_were_written_and_every_step_was_check
     summary.say(found=1, disabled=False, notes=0, auto=False)
     summary.say(found=0, disabled=False, notes=1, auto=False)
     assert capsys.readouterr().err == ""
+
+
+def test_steps_outside_the_step_filter_are_said_when_records_were_written(capsys):
+    """A fresh user's finding: step filter [0-1, 3], the NaN made in step 2
+    (unchecked) and first recorded in step 3 as a Parameter that held it at
+    start(); nothing said step 2 had run unchecked."""
+    summary = Summary("L1", "/d", steps=frozenset({0, 1, 3}))
+    for step in range(4):
+        summary.started(step)
+        if step != 2:
+            summary.checked(step, exact=True)
+    summary.say(found=1, disabled=False, notes=0, auto=False)
+    err = capsys.readouterr().err
+    assert err.startswith("probe_runtime: records were written to /d; besides them, 1 step(s) ran outside the "
+                          "config's step filter and were not checked (step 2): an overflow there is not seen, "
+                          "and the first record may come after where the overflow started"), err
+    summary = Summary("L1", "/d", steps=frozenset({0, 1}))
+    for step in range(2):
+        summary.started(step)
+        summary.checked(step, exact=True)
+    summary.say(found=1, disabled=False, notes=0, auto=False)
+    assert capsys.readouterr().err == ""  # every step that ran was checked: nothing to add
