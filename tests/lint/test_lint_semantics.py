@@ -193,6 +193,36 @@ def test_pl405_expands_a_user_name_to_that_users_home(lint):
     assert "home folder of user 'no_such_user_pl405'" in unknown.hint
 
 
+def test_pl405_hint_expands_variables_or_writes_a_placeholder(lint, monkeypatch):
+    """A new user's finding: the hint put a literal "path" where the
+    variable was ("$HOME/dump" -> "e.g. /path/dump", which looks like a
+    real suggestion). A variable set here is expanded with its value; one
+    unset (or empty) is an obvious <NAME> placeholder; no fix ever writes
+    a placeholder, and '~' alone keeps its fix, the path the hint gives."""
+    monkeypatch.setenv("HOME", "/home/alice")
+    monkeypatch.setenv("PL405_RUN", "run3")
+    monkeypatch.delenv("PL405_UNSET", raising=False)
+    monkeypatch.setenv("PL405_EMPTY", "")
+    (home,) = lint(config(dump_path="$HOME/dump"))
+    assert home.hint == "write the full path, e.g. /home/alice/dump"
+    (braced,) = lint(config(dump_path="/data/${PL405_RUN}/dump"))
+    assert braced.hint == "write the full path, e.g. /data/run3/dump"
+    (unset,) = lint(config(dump_path="~/dumps/$PL405_UNSET"))
+    assert unset.hint == ("write the full path: /home/alice/dumps/<PL405_UNSET>, with <PL405_UNSET> written out "
+                          "($PL405_UNSET is not set here)")
+    assert unset.fix is None
+    (two,) = lint(config(dump_path="/data/${PL405_UNSET}/$PL405_EMPTY/dump"))
+    assert two.hint == ("write the full path: /data/<PL405_UNSET>/<PL405_EMPTY>/dump, with <PL405_UNSET> and "
+                        "<PL405_EMPTY> written out ($PL405_UNSET and $PL405_EMPTY are not set here)")
+    (odd,) = lint(config(dump_path="/data/${PL405_RUN:-x}/dump"))  # not a plain name: never expanded
+    assert odd.hint == "write the full path: /data/<PL405_RUN:-x>/dump, with <PL405_RUN:-x> written out"
+    for finding in (home, braced, unset, two, odd):
+        assert "/path" not in finding.hint and finding.fix is None
+    (tilde,) = lint(config(dump_path="~/dump"))
+    assert tilde.hint == "write the full path, e.g. /home/alice/dump"
+    assert tilde.fix.description == "expand '~' to this user's home folder: /home/alice/dump"
+
+
 def test_pl401_example_and_fix_collapse_dotdot(lint, tmp_path):
     """PL401's hint for 'a/../b' was "e.g. /home/user/a/../b": the '..'
     kept in the absolute path it suggests. The example and the fix are

@@ -29,6 +29,7 @@ if TYPE_CHECKING:  # pathlib is imported by the filesystem rules (--check-fs) on
 ALLOWED = re.compile(r"^[A-Za-z0-9_./-]+$")
 DISALLOWED_RUN = re.compile(r"[^A-Za-z0-9_./-]+")
 VARIABLE = re.compile(r"\$(\{[^}]*\}?|[A-Za-z_][A-Za-z0-9_]*)")
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 MAX_PATH = 4096
 MAX_COMPONENT = 255
 # (section or None, key): paths msprobe reads or writes.
@@ -365,7 +366,9 @@ def not_expanded(config: ConfigView, context: Context) -> Iterator[Finding]:
     The unsafe fix expands a leading '~' as a shell would: '~' to this
     user's home folder, '~name' to the home folder of user name on this
     machine (none when no such user is known here: the hint then says
-    whose home to write).
+    whose home to write). The hint writes each '$VAR' with its value in
+    the environment probe lint runs in, or as <VAR> to fill in when it is
+    not set there (no fix then: a fix never writes a placeholder).
 
     Bad:
         "dump_path": "~/dump"
@@ -383,11 +386,50 @@ def not_expanded(config: ConfigView, context: Context) -> Iterator[Finding]:
                           hint=f"write the full path, with {whose} for {tilde!r}"
                                + ("" if tilde == "~" else " (no such user on this machine)"))
             continue
-        expanded = value if home is None else home.rstrip("/") + value[len(tilde or ""):] or "/"
-        example = VARIABLE.sub(lambda m: "path" if expanded[:m.start()].endswith("/") else "/path", expanded)
-        yield Finding("PL405", message, pointer=ptr, hint=f"write the full path, e.g. {example}",
+        rest, placeholders, unset = _variables_expanded(value[len(tilde or ""):])
+        expanded = rest if home is None else home.rstrip("/") + rest or "/"
+        hint = f"write the full path, e.g. {expanded}"
+        if placeholders:
+            hint = f"write the full path: {expanded}, with {_and(placeholders)} written out" + (
+                f" ({_and(['$' + name for name in unset])} {'is' if len(unset) == 1 else 'are'} not set here)"
+                if unset else "")
+        yield Finding("PL405", message, pointer=ptr, hint=hint,
                       fix=_rewrite(ptr, expanded, f"expand {tilde!r} to {whose}")
                       if tilde is not None and not VARIABLE.search(value) else None)
+
+
+def _variables_expanded(value: str) -> tuple[str, list[str], list[str]]:
+    """``value`` with each ``$VAR`` or ``${VAR}`` replaced by its value in
+    this environment (as a shell would expand it where the linter runs),
+    else by the placeholder ``<VAR>``; then the placeholders written, and
+    the names among them that are unset or empty here, in order, once
+    each. A ``${...}`` that is not a plain name (``${VAR:-x}``, an
+    unclosed ``${``) is never expanded: it becomes ``<VAR:-x>``.
+
+    >>> _variables_expanded("/data/${PL405_UNSET_DOCTEST}/dump")
+    ('/data/<PL405_UNSET_DOCTEST>/dump', ['<PL405_UNSET_DOCTEST>'], ['PL405_UNSET_DOCTEST'])
+    """
+    placeholders: list[str] = []
+    unset: list[str] = []
+
+    def expand(match: re.Match) -> str:
+        name = match.group(1)
+        plain = not name.startswith("{")
+        if not plain:
+            closed = name.endswith("}")
+            name = name[1:-1] if closed else name[1:]
+            plain = closed and bool(_NAME.fullmatch(name))
+        found = os.environ.get(name) if plain else None
+        if found:
+            return found
+        shown = f"<{name or 'VAR'}>"
+        if shown not in placeholders:
+            placeholders.append(shown)
+            if plain:
+                unset.append(name)
+        return shown
+
+    return VARIABLE.sub(expand, value), placeholders, unset
 
 
 def _home(value: str) -> tuple[Optional[str], Optional[str]]:
