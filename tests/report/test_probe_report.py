@@ -737,3 +737,44 @@ def test_a_record_without_a_string_name_is_said_to_be_so(tmp_path):
     assert "record 0 has a \"name\" that is not a string (5); skipped" in err, err
     assert "record 1 is not an object; skipped" in err and "record 2 has no \"name\"; skipped" in err, err
     assert "Functional.exp.0.forward" in out
+
+
+def test_a_truncated_overflow_json_keeps_the_later_records_from_dump_json(tmp_path):
+    """A fresh user's finding: overflow.json cut off after its first record
+    (dump.json whole) showed that record only, and the summary named the
+    folder both as where the overflow started and as "Not read ... may have
+    started there". The later records are dump.json's entries, unmarked;
+    the start's own folder is not called unread (what it lost came later)."""
+    rank = tmp_path / "step0" / "rank1"
+    shutil.copytree(DATA / "ours" / "step0" / "rank1", rank)
+    text = (rank / "overflow.json").read_text()
+    (rank / "overflow.json").write_text(text[:text.index('"Tensor.__sub__.7.forward"') + 10])
+    status, out, err = report(tmp_path)
+    assert status == 0, err
+    assert "ORIGIN   Functional.exp.3  API  forward" in out and "?        Tensor.__sub__.7  API  forward" in out
+    assert "?        Functional.exp.3  API  backward" in out and "3 records in 1 step/rank folder" in out
+    assert "read the first 1 record(s)" in err and "the 2 later record(s) are dump.json's entries, without " \
+           "origin marks" in err, err
+    assert "Overflow started in step0/rank1: Functional.exp.3.forward" in out
+    assert "Not read" not in out, out
+    data = strict_json(report(tmp_path, "json")[1])
+    assert [(r["name"], r["origin"]) for r in data["records"]] == [
+        ("Functional.exp.3.forward", True), ("Tensor.__sub__.7.forward", None), ("Functional.exp.3.backward", None)]
+
+
+def test_a_record_read_in_spite_of_a_bad_field_is_not_called_unread(tmp_path):
+    """A fresh user's finding: a record whose "collective" was malformed was
+    read as a plain one, yet the summary said its folder was "Not read";
+    and "origin": "yes" was taken without a word."""
+    rank = tmp_path / "step0" / "rank1"
+    shutil.copytree(DATA / "ours" / "step0" / "rank1", rank)
+    records = json.loads((rank / "overflow.json").read_text())
+    records[1]["collective"] = [1, 2]
+    records[2]["origin"] = "yes"
+    (rank / "overflow.json").write_text(json.dumps(records))
+    status, out, err = report(tmp_path)
+    assert status == 0, err
+    assert "malformed \"collective\" object; read as a plain record" in err
+    assert "record 2 (Functional.exp.3.backward): \"origin\" is 'yes', not true or false; read as a record " \
+           "without an origin mark" in err, err
+    assert "Overflow started in step0/rank1: Functional.exp.3.forward" in out and "Not read" not in out, out
