@@ -19,7 +19,7 @@ import re
 import stat
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Container, Iterable, Iterator, Optional, Union
+from typing import Any, Iterator, Optional, Union
 
 from probe_format.collectives import (COLLECTIVE_API, COLLECTIVE_DIRECTION, COLLECTIVE_GROUP, COLLECTIVE_INDEX,
                                       COLLECTIVE_INPUTS_FINITE, COLLECTIVE_PEER, COLLECTIVE_RANKS, COLLECTIVE_ROOT)
@@ -35,10 +35,6 @@ from .model import Collective, Constant, RankDump, Record, Tensor, signature
 #: (not JSON, not a list, no record in it) beside a dump.json: the folder
 #: falls back to dump.json's entries, as a dump of msprobe's own
 FALLBACK = "the records are dump.json's entries, without origin marks"
-#: ends the note on a record read in spite of a malformed field (not a record lost)
-READ_ANYWAY = "; read as "
-#: in the warning on an overflow.json of which only the first records were read
-PARTLY_READ = "; read the first "
 #: files larger than this are not read (a dump file is a few MB at most)
 MAX_FILE = 512 * 1024 * 1024
 _STACK_FILE_LINE = re.compile(r"File (?P<file>.*?), line (?P<line>\d+), in ")
@@ -234,7 +230,7 @@ def parse_json(data: bytes, path: Union[str, Path], problems: list[tuple[str, st
         if not items:  # cut off before its first record: nothing read, one "not read" warning (not two)
             raise Unreadable(f"truncated or malformed before its first record: {reason}; was the job killed "
                              "mid-run?")
-        problems.append((str(path), f"truncated or malformed ({reason}){PARTLY_READ}{len(items)} record(s)"
+        problems.append((str(path), f"truncated or malformed ({reason}); read the first {len(items)} record(s)"
                                     " (was the job killed mid-run?)"))
         return items, False
     match = re.search(r'"data"\s*:\s*\{', text)
@@ -459,7 +455,7 @@ def _interpret(overflow: list, ranks: RanksTable) -> tuple[list[Item], list[str]
             raise Unreadable(f"{newer}; its records are not read")
         if item.get(VERSION) is not None and parse_version(item.get(VERSION)) is None:
             notes.append(f"record {index} has format_version {item.get(VERSION)!r}, not \"MAJOR.MINOR\"; "
-                         f"{READ_ANYWAY[2:]}version {FORMAT_VERSION}")
+                         f"read as version {FORMAT_VERSION}")
         name = item[NAME]
         origin, where, entered, kind = item.get(ORIGIN), item.get(WHERE), item.get(ENTERED), item.get(KIND)
         sentinel = sentinel_message(item)
@@ -468,10 +464,7 @@ def _interpret(overflow: list, ranks: RanksTable) -> tuple[list[Item], list[str]
         if COLLECTIVE in item and not note:
             collective = read_collective(item[COLLECTIVE], ranks)
             if collective is None:
-                notes.append(f"record {index} ({name}): malformed \"collective\" object{READ_ANYWAY}a plain record")
-        if ORIGIN in item and origin is not None and not isinstance(origin, bool):
-            notes.append(f"record {index} ({name}): \"origin\" is {origin!r}, not true or false{READ_ANYWAY}a record "
-                         "without an origin mark")
+                notes.append(f"record {index} ({name}): malformed \"collective\" object; read as a plain record")
         message, replay, inside, written = item.get(MESSAGE), item.get(REPLAY), item.get(INSIDE), item.get(WRITTEN)
         items.append(Record(
             step=None, rank=None, folder="", index=index, name=name,
@@ -510,19 +503,17 @@ def read_folder(folder: RankFolder, *, statistics: bool = True, construct: bool 
     dump_file, overflow_file = f"{folder_text}{os.sep}{DUMP_FILE}", f"{folder_text}{os.sep}{OVERFLOW_FILE}"
     has_dump = DUMP_FILE in files if files is not None else os.path.exists(dump_file)
     has_overflow = OVERFLOW_FILE in files if files is not None else os.path.exists(overflow_file)
-    partial = False
     if has_overflow:
         try:
             items, complete, out.signature = (cache or ReadCache()).overflow(
                 read_bytes(overflow_file), overflow_file, problems, folder.step, folder.rank)
             readable = complete or bool(items)
-            partial = not complete and bool(items) and has_dump
             if items == [] and has_dump:  # a list with no record in it, beside statistics: as one not read
                 problems.append((str(overflow_file), f"not read (an empty list); {FALLBACK}"))
                 items, readable = None, False
         except Unreadable as err:
             problems.append((str(overflow_file), f"not read ({err}); {FALLBACK}" if has_dump else str(err)))
-    if has_dump and (statistics or items is None or partial):
+    if has_dump and (statistics or items is None):
         try:
             parsed, complete = load_json(dump_file, problems, "dump")
             if isinstance(parsed, dict) and isinstance(parsed.get(DATA, {}), dict):
@@ -548,48 +539,23 @@ def read_folder(folder: RankFolder, *, statistics: bool = True, construct: bool 
                                    tensors=entry_tensors(entry) if entry is not None else [],
                                    has_entry=entry is not None if statistics else has_dump and not note,
                                    constants=entry_constants(entry) if entry is not None else []))
-        if partial:  # a fresh user's finding: the later records of a truncated overflow.json were not shown
-            _add_later_entries(out, items, data, statistics, overflow_file)
     else:
-        _add_entries(out, data.items(), statistics, files)
+        stack = None
+        stack_file = os.path.join(folder_text, STACK_FILE)
+        has_stack = STACK_FILE in files if files is not None else os.path.exists(stack_file)
+        if has_stack:
+            try:
+                stack, _ = load_json(stack_file, [], "stack")
+            except Unreadable:
+                stack = None
+        for index, (name, entry) in enumerate(data.items()):
+            records.append(Record(step=step, rank=rank, folder=folder_text, index=index, name=str(name), origin=None,
+                                  where=stack_where(stack, str(name)),
+                                  tensors=entry_tensors(entry) if statistics else [], has_entry=True,
+                                  constants=entry_constants(entry) if statistics else []))
     if construct:
         _read_construct(out)
     return out
-
-
-def _add_entries(out: RankDump, entries: Iterable[tuple[Any, Any]], statistics: bool,
-                 files: Optional[Container[str]]) -> None:
-    """dump.json's ``entries`` (name, entry) as records without origin
-    marks, after ``out``'s records, each at the line stack.json gives it."""
-    stack = None
-    stack_file = os.path.join(out.folder, STACK_FILE)
-    if (STACK_FILE in files) if files is not None else os.path.exists(stack_file):
-        try:
-            stack, _ = load_json(stack_file, [], "stack")
-        except Unreadable:
-            stack = None
-    start = len(out.records)
-    for offset, (name, entry) in enumerate(entries):
-        out.records.append(Record(step=out.step, rank=out.rank, folder=out.folder, index=start + offset,
-                                  name=str(name), origin=None, where=stack_where(stack, str(name)),
-                                  tensors=entry_tensors(entry) if statistics else [], has_entry=True,
-                                  constants=entry_constants(entry) if statistics else []))
-
-
-def _add_later_entries(out: RankDump, items: list[Item], data: dict, statistics: bool, overflow_file: str) -> None:
-    """After the records read from a truncated overflow.json, the dump.json
-    entries it lost (those after them: its records and dump.json's entries
-    are written in the same order), as records without origin marks; the
-    overflow.json warning says so."""
-    named = {item.name for item in items}
-    later = [(name, entry) for name, entry in data.items() if str(name) not in named]
-    if not later:
-        return
-    _add_entries(out, later, statistics, None)
-    for i, (path, problem) in enumerate(out.problems):
-        if path == str(overflow_file) and PARTLY_READ in problem:
-            out.problems[i] = (path, f"{problem}; the {len(later)} later record(s) are dump.json's entries, "
-                                     "without origin marks")
 
 
 def _read_construct(out: RankDump) -> None:

@@ -18,7 +18,7 @@ from probe_format.collectives import rank_ranges
 from probe_format.layout import OUTSIDE, UPDATE, direction_of, entry_kind
 
 from ..fmt import place_of, step_text
-from ..reader import FALLBACK, PARTLY_READ, READ_ANYWAY
+from ..reader import FALLBACK
 from .collectives import COLLECTIVE, ENTERED, ORIGIN, Start
 from .facts import RecordRef
 from .scan import Summary
@@ -74,8 +74,7 @@ def _start_sentence(start: Start, why_unknown: str) -> str:
 _STEP_FOLDER = re.compile(r"step(\d+)")
 
 
-def _unread_up_to(summary: Summary, step: Optional[int], *, fallback: bool = False,
-                  start_folder: Optional[str] = None) -> list[str]:
+def _unread_up_to(summary: Summary, step: Optional[int], *, fallback: bool = False) -> list[str]:
     """The folders (``step3/rank``, or ``step3``) of the files and folders
     that could not be read in a step up to ``step`` (any step when the
     start's step is unknown), where records may be hidden; a problem
@@ -83,18 +82,12 @@ def _unread_up_to(summary: Summary, step: Optional[int], *, fallback: bool = Fal
     overflow.json does not (only statistics are missing there). With
     ``fallback`` the folders of the overflow.json files that could not be
     read beside a dump.json (whose entries were read instead, without
-    origin marks) instead; without, those are left out. Never a record
-    read in spite of a malformed field, nor the truncated overflow.json of
-    ``start_folder`` (the start's own folder: what it lost came after the
-    start there)."""
+    origin marks) instead; without, those are left out."""
     out: list[str] = []
     root = os.path.normpath(summary.root) if summary.root else ""
     unread = {os.path.normpath(path) for path, _ in summary.problems}
-    start_folder = os.path.normpath(start_folder) if start_folder else None
     for path, problem in summary.problems:
-        if problem.endswith(FALLBACK) != fallback or READ_ANYWAY in problem:
-            continue
-        if PARTLY_READ in problem and os.path.dirname(os.path.normpath(path)) == start_folder:
+        if problem.endswith(FALLBACK) != fallback:
             continue
         records = os.path.join(os.path.dirname(path), "overflow.json")
         if os.path.basename(path) == "dump.json" and os.path.normpath(records) not in unread \
@@ -137,7 +130,7 @@ def summary_line(summary: Summary) -> str:
         sentence += (f" Without origin marks (overflow.json not read, see the warnings): {', '.join(marks_lost[:3])}"
                      f"{f' and {len(marks_lost) - 3:,} more' if len(marks_lost) > 3 else ''}; the overflow may "
                      "have started there.")
-    unread = _unread_up_to(summary, start.record.step, start_folder=start.record.folder or None)
+    unread = _unread_up_to(summary, start.record.step)
     if unread:
         sentence += (f" Not read (see the warnings): {', '.join(unread[:3])}"
                      f"{f' and {len(unread) - 3:,} more' if len(unread) > 3 else ''}; the overflow may have "
