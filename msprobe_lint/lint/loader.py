@@ -423,9 +423,9 @@ def _cut_short(text: str, err: json.JSONDecodeError) -> Optional[Finding]:
     still open (a missing final '}', an unclosed '[', an unterminated
     string): the decoder stopped at the end of the text (past the last
     line when the file ends with a newline) or inside a string that runs
-    to the end. Reported where the decoder stopped, as every PL001 is
-    (SPEC: for a file that ends with a newline, the line after its last),
-    naming what is not closed; None for any other error."""
+    to the end. Reported at the end of the last non-blank line, a place
+    inside the file, naming what is not closed; None for any other
+    error."""
     if not text.strip(_JSON_SPACE):
         return None
     opened = open_at_end(text)
@@ -444,7 +444,8 @@ def _cut_short(text: str, err: json.JSONDecodeError) -> Optional[Finding]:
     else:
         message = (f"{len(inner)} closing characters missing, {closers[0]!r} first ({where[0]} and the "
                    f"{len(inner) - 1} around it are not closed)")
-    return Finding("PL001", f"not valid JSON: unexpected end of file: {message}", line=err.lineno, column=err.colno,
+    line, column = line_col(text, end)
+    return Finding("PL001", f"not valid JSON: unexpected end of file: {message}", line=line, column=column,
                    hint=_closing_hint(text[:end], "".join(closers)))
 
 
