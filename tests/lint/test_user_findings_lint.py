@@ -273,37 +273,3 @@ def test_migrate_refuses_a_rename_into_a_key_that_holds_values(tmp_path):
     assert proc.returncode == 1
     assert "'overflow_nums' in the overflow_check section cannot be renamed to 'diff_nums'" in proc.stderr
     assert json.loads(path.read_text())["overflow_check"] == {"overflow_nums": 2, "diff_nums": 3}
-
-
-def test_a_wrong_type_gets_the_value_certainly_meant_as_its_hint(lint):
-    """A new user's finding: "level": 1 and "check_mode": ["all"] were
-    PL102 with no help, and a step "1,2" got the generic PL301 hint. The
-    hint names the value only where it is certainly meant: the allowed
-    value the number stands for (from the schema), the one item of a
-    one-item list when the key accepts it, and the separate entries a
-    "1,2" string holds when each is one msprobe accepts."""
-    def hint(**changes):
-        (found,) = lint(config(**changes))
-        return found.code, found.hint
-
-    assert hint(level=1) == ("PL102", 'write "L1"')
-    assert hint(level=0) == ("PL102", 'write "L0"')
-    assert hint(level=2) == ("PL102", 'write "L2"')
-    assert hint(level=3) == ("PL102", None)  # no L3
-    assert hint(level=True) == ("PL102", None)
-    # the allowed values are the schema's: free_benchmark's fuzz_level has L1 only
-    bench = dict(task="free_benchmark", level=None)
-    assert hint(**bench, free_benchmark={"fuzz_level": 1}) == ("PL102", 'write "L1"')
-    assert hint(**bench, free_benchmark={"fuzz_level": 2}) == ("PL102", None)
-    assert hint(overflow_check={"check_mode": ["all"]}) == ("PL102", 'write "all"')
-    assert hint(overflow_check={"check_mode": ["ALL"]}) == ("PL102", None)  # not allowed as it is either
-    assert hint(overflow_check={"check_mode": ["all", "atomic"]}) == ("PL102", None)
-    assert hint(overflow_check={"check_mode": [""]}) == ("PL102", None)  # read as absent: not a value to suggest
-    assert hint(level=["L1"]) == ("PL102", 'write "L1"')
-    assert hint(overflow_check={"overflow_nums": [3]}) == ("PL102", "write 3")
-    assert hint(step=["1,2"]) == ("PL301", "write separate entries: 1, 2")
-    assert hint(rank=["0, 2-3"]) == ("PL301", 'write separate entries: 0, "2-3"')
-    generic = 'write an integer such as 3, or a range such as "2-5" (first <= last)'
-    assert hint(step=["1,2000000"]) == ("PL301", generic)  # over msprobe's maximum
-    assert hint(step=["1,0-2000000"]) == ("PL301", generic)
-    assert hint(step=["1,5-3"]) == ("PL301", generic)  # a reversed range

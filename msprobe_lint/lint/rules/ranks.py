@@ -163,8 +163,7 @@ def bad_entry(config: ConfigView, context: Context) -> Iterator[Finding]:
     a larger number). msprobe stops at start-up on anything else. A wrong
     item type is this rule too; a value that is not a list at all is PL102.
     Blanks around the numbers of a range ("1 - 3") are accepted, as
-    msprobe's int() accepts them. Several entries written as one string
-    ("1,2") get the hint to write them as separate entries (1, 2).
+    msprobe's int() accepts them.
 
     Bad:
         "rank": ["6-4"], "step": [-1], "step": [2000000]

@@ -84,9 +84,7 @@ define("PL102", "wrong-type", "error", "Value has the wrong type", "schema", fix
     and takes its default (statistics, L1, every rank or step, 1, "all",
     the section's defaults), and the JSON Schema accepts it. A null
     section of the active task is an error once the framework is known
-    to be PyTorch, whose msprobe fails on it. The hint names the value
-    meant where it is certain: "L1" for a level written 1 (when the key
-    allows it), the one item of a one-item list (["all"] for "all").
+    to be PyTorch, whose msprobe fails on it.
 
     Bad:
         "rank": 0,
@@ -384,7 +382,7 @@ def validate(data: dict, *, skip: Iterable[str] = (), profile: str = "8.3",
             continue
         hint = (error.schema.get("x-probe-hint") if isinstance(error.schema, dict) else None) or (
             leaf.schema.get("x-probe-hint") if isinstance(leaf.schema, dict) else None)
-        finding = _describe(code, leaf, path, ptr, hint, profile=profile)
+        finding = _describe(code, leaf, path, ptr, hint)
         integer = leaf.validator_value in ("integer", ["integer", "null"])  # null: read as absent (_DEFAULTED)
         if finding.code == "PL102" and finding.fix is not None and integer:
             ranged = _out_of_range_once_converted(leaf, path, ptr, hint, profile)
@@ -772,7 +770,7 @@ def _known_elsewhere(name: str, profile: str) -> Optional[str]:
     return f"{name!r} is read " + ", and ".join(parts)
 
 
-def _describe(code: str, error: Any, path: list, ptr: str, hint: Optional[str], *, profile: str = "8.3") -> Finding:
+def _describe(code: str, error: Any, path: list, ptr: str, hint: Optional[str]) -> Finding:
     name = _name(path)
     value = error.instance
     keyword = error.validator
@@ -801,10 +799,8 @@ def _describe(code: str, error: Any, path: list, ptr: str, hint: Optional[str], 
                                     "mindstudio-probe 8.1 to 26.2 stop at start-up with \"Each element of "
                                     f"{key} must be between 0 and {maximum}\"", pointer=ptr,
                            hint=hint or f"use {key}s between 0 and {maximum}")
-        entries = _separate_entries(value, error.schema, profile)
         return Finding("PL301", f"{name} entry {_json(value)} is neither an integer >= 0 nor an \"a-b\" range",
-                       pointer=ptr, hint=hint or (f"write separate entries: {', '.join(map(_json, entries))}"
-                                                  if entries else _index_hint(value)), fix=_as_index(value, ptr))
+                       pointer=ptr, hint=hint or _index_hint(value), fix=_as_index(value, ptr))
     if keyword == "type":
         expected = error.validator_value
         if isinstance(expected, list):  # null is accepted only as "absent" (_DEFAULTED): not a type to suggest
@@ -833,9 +829,6 @@ def _describe(code: str, error: Any, path: list, ptr: str, hint: Optional[str], 
         elif expected == "string" and isinstance(value, int) and not isinstance(value, bool) and \
                 isinstance(error.schema, dict) and error.schema.get("x-probe-quote"):
             edit = set_value(ptr, str(value), f'write "{value}" in quotes')  # an id list taken as a number
-        meant = _meant_value(value, error.schema, profile) if fix is None and edit is None else None
-        if meant is not None:
-            fix = f"write {_json(meant)}"
         kind = describe_type(value)
         shown = "" if kind == _json(value) else f" {_json(value)}"  # null is its own name: not "null null"
         return Finding("PL102", f"{name} must be {article} {expected}, not {kind}{shown}",
@@ -867,53 +860,6 @@ def _describe(code: str, error: Any, path: list, ptr: str, hint: Optional[str], 
     if keyword in ("minLength", "maxLength"):
         return Finding(code, f"{name} length is out of range: {error.message}", pointer=ptr, hint=hint)
     return Finding(code, f"{name}: {error.message}", pointer=ptr, hint=hint)
-
-
-def _fits(value: Any, schema: Any, profile: str) -> bool:
-    """True when ``value`` passes ``schema`` (a subschema of ``profile``'s
-    schema) as a value msprobe takes: not null nor "", which the schema
-    accepts only as "absent" (_DEFAULTED)."""
-    if value is None or value == "" or not isinstance(schema, dict):
-        return False
-    return bool(_validator(profile).evolve(schema=schema).is_valid(value))
-
-
-def _meant_value(value: Any, schema: Any, profile: str) -> Optional[Any]:
-    """The value certainly meant by ``value``, of the wrong type for
-    ``schema``, or None: the one item of a one-item list (``["all"]`` for
-    "all", ``[3]`` for 3), or a level written as its number (``1`` for
-    "L1"), only when the schema accepts it (its allowed values, not a list
-    here).
-
-    >>> _meant_value(["all"], {"type": "string", "enum": ["all", "aicore"]}, "8.3")
-    'all'
-    >>> _meant_value(2, {"type": "string", "enum": ["L0", "L1", "L2"]}, "8.3")
-    'L2'
-    >>> _meant_value(3, {"type": "string", "enum": ["L0", "L1", "L2"]}, "8.3") is None
-    True
-    """
-    if isinstance(value, list) and len(value) == 1 and not isinstance(value[0], (list, dict)):
-        candidate = value[0]
-    elif isinstance(value, int) and not isinstance(value, bool) and value >= 0:
-        candidate = f"L{value}"
-    else:
-        return None
-    return candidate if _fits(candidate, schema, profile) else None
-
-
-def _separate_entries(value: Any, schema: Any, profile: str) -> Optional[list]:
-    """The rank/step entries a string such as ``"1,2"`` or ``"0 2-3"``
-    stands for (two or more), when each is one msprobe accepts there (an
-    integer or "a-b" range within the maximum); None otherwise."""
-    entries = _as_id_list(value) if isinstance(value, str) else None
-    if entries is None or len(entries) < 2:
-        return None
-    maximum = _index_maximum(schema)
-    for entry in entries:
-        bounds = [int(part) for part in entry.split("-")] if isinstance(entry, str) else [entry]
-        if not _fits(entry, schema, profile) or maximum is not None and max(bounds) > maximum:
-            return None
-    return entries
 
 
 def _too_many(name: str, ptr: str, length: int, most: int, hint: Optional[str]) -> Finding:
@@ -1022,7 +968,7 @@ def _out_of_range_once_converted(error: Any, path: list, ptr: str, hint: Optiona
     problem = problems[0]
     problem.instance = error.instance  # the message shows what the file says
     code = _override(problem) or KEYWORD_CODES.get(problem.validator, "PL107")
-    return _describe(code, problem, path, ptr, hint, profile=profile)
+    return _describe(code, problem, path, ptr, hint)
 
 
 def _one_range_finding_each(findings: list[Finding], converted: set[str]) -> list[Finding]:
