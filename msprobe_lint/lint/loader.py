@@ -16,7 +16,7 @@ from collections import namedtuple
 
 from ..project.files import MAX_BYTES, read_bytes
 from .diagnostic import Finding, FixSpec
-from .positions import PositionMap, line_col, open_at_end, pointer, split
+from .positions import PositionMap, line_col, pointer, split
 
 TYPE_CHECKING = False  # typing is imported only by type checkers (start-up)
 if TYPE_CHECKING:
@@ -398,67 +398,14 @@ def _long_integer_position(text: str) -> tuple[int, int]:
 
 
 def _invalid(text: str, err: json.JSONDecodeError) -> Finding:
-    """PL001 where the decoder stopped; for a text that ends too early
-    (:func:`_cut_short`), at its end, saying what is left open."""
-    cut = _cut_short(text, err)
-    if cut is not None:
-        return cut
+    """PL001 where the decoder stopped."""
     message = err.msg
-    if message == "Invalid control character at":  # the position is ours to give
-        message = "Invalid control character in a string (write it escaped, e.g. \\n or \\t)"
-    elif message.endswith(" at"):  # "Unterminated string starting at", should _cut_short not take it
-        message = message[:-3]
+    if message.endswith(" at"):  # "Invalid control character at": the position is ours to give
+        message = message[:-3] + " in a string (write it escaped, e.g. \\n or \\t)"
     if not text.strip():
         message = "empty input; a config is a JSON object"
     return Finding("PL001", f"not valid JSON: {message}", line=err.lineno, column=err.colno,
                    hint=_syntax_hint(text, err))
-
-
-_CLOSERS = {"{": ("}", "object"), "[": ("]", "array"), '"': ('"', "string")}
-_JSON_SPACE = " \t\n\r"
-
-
-def _cut_short(text: str, err: json.JSONDecodeError) -> Optional[Finding]:
-    """PL001 for a text that ends while an object, array or string is
-    still open (a missing final '}', an unclosed '[', an unterminated
-    string): the decoder stopped at the end of the text (past the last
-    line when the file ends with a newline) or inside a string that runs
-    to the end. Reported at the end of the last non-blank line, a place
-    inside the file, naming what is not closed; None for any other
-    error."""
-    if not text.strip(_JSON_SPACE):
-        return None
-    opened = open_at_end(text)
-    end = len(text.rstrip(_JSON_SPACE))
-    if not opened or not (err.pos >= end or opened[-1][0] == '"' and err.pos >= opened[-1][1]):
-        return None
-    inner = opened[::-1]
-    closers = [_CLOSERS[opener][0] for opener, _ in inner]
-    where = [f"the {_CLOSERS[opener][1]} opened at {':'.join(map(str, line_col(text, offset)))}"
-             for opener, offset in inner]
-    if len(inner) == 1:
-        message = f"{closers[0]!r} missing ({where[0]} is not closed)"
-    elif len(inner) <= 3:
-        message = (f"{', '.join(map(repr, closers[:-1]))} and {closers[-1]!r} missing "
-                   f"({', '.join(where[:-1])} and {where[-1]} are not closed)")
-    else:
-        message = (f"{len(inner)} closing characters missing, {closers[0]!r} first ({where[0]} and the "
-                   f"{len(inner) - 1} around it are not closed)")
-    line, column = line_col(text, end)
-    return Finding("PL001", f"not valid JSON: unexpected end of file: {message}", line=line, column=column,
-                   hint=_closing_hint(text[:end], "".join(closers)))
-
-
-def _closing_hint(text: str, closers: str) -> Optional[str]:
-    """The hint to end ``text`` with ``closers``, only when that makes it
-    valid JSON (not after a trailing comma, a key without its value, or a
-    string broken over lines)."""
-    try:
-        json.loads(text + closers)
-    except (ValueError, RecursionError):
-        return None
-    return f"add {closers!r} at the end of the file" + (" (or where it belongs)" if len(closers) == 1 else
-                                                         " (or each where it belongs)")
 
 
 def _fullwidth(text: str, err: json.JSONDecodeError) -> Optional[Finding]:

@@ -250,35 +250,6 @@ def bracket_error(text: str) -> Optional[tuple[str, int]]:
     return None
 
 
-# Strings (closed, or left open up to the end of the text: no closing
-# quote in group 1) and brackets, for :func:`open_at_end`.
-_OPEN_SCAN = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*(?:(")|\\?\Z)|[{}\[\]]', re.S)
-
-
-def open_at_end(text: str) -> Optional[list[tuple[str, int]]]:
-    """What is still open at the end of ``text``, a JSON text cut short:
-    ``(opener, offset)`` for each object (``{``), array (``[``) and string
-    (``"``) not closed, outermost first; None when a bracket closes
-    nothing or one of the other kind (the text is broken before its end).
-
-    >>> open_at_end('{"a": ["b')
-    [('{', 0), ('[', 6), ('"', 7)]
-    >>> open_at_end('{"a": "b\\"') is None, open_at_end('{"a": 1]')
-    (False, None)
-    """
-    stack: list[tuple[str, int]] = []
-    for match in _OPEN_SCAN.finditer(text):
-        token = match.group()
-        if token[0] == '"':
-            if match.group(1) is None:
-                stack.append(('"', match.start()))
-        elif token in "{[":
-            stack.append((token, match.start()))
-        elif not stack or (stack.pop()[0] == "{") != (token == "}"):
-            return None
-    return stack
-
-
 def line_col(text: str, offset: int) -> tuple[int, int]:
     """1-based line and column of a character offset in ``text``."""
     line = text.count("\n", 0, offset) + 1

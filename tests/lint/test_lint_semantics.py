@@ -307,45 +307,6 @@ def test_root_and_syntax_stop_everything(lint):
     assert utf.code == "PL004" and (utf.line, utf.column) == (1, 18)
 
 
-@pytest.mark.parametrize("text, message, position, hint", [
-    ('{\n  "task": "statistics",\n  "dump_path": "/data/dump",\n  "level": "L1"\n',
-     "'}' missing (the object opened at 1:1 is not closed)", (4, 16),
-     "add '}' at the end of the file (or where it belongs)"),
-    ('{\n  "dump_path": "/data/dump",\n  "rank": [1, 2\n\n',
-     "']' and '}' missing (the array opened at 3:11 and the object opened at 1:1 are not closed)", (3, 16),
-     "add ']}' at the end of the file (or each where it belongs)"),
-    ('{\n  "dump_path": "/data/dump\n',  # the decoder: an invalid control character, the newline
-     "'\"' and '}' missing (the string opened at 2:16 and the object opened at 1:1 are not closed)", (2, 27),
-     "add '\"}' at the end of the file (or each where it belongs)"),
-    ('{"dump_path": "/data/dump',  # the decoder: "Unterminated string starting at" the quote
-     "'\"' and '}' missing (the string opened at 1:15 and the object opened at 1:1 are not closed)", (1, 26),
-     "add '\"}' at the end of the file (or each where it belongs)"),
-    ('{"dump_path": "/d", "rank": [[[[1',
-     "5 closing characters missing, ']' first (the array opened at 1:32 and the 4 around it are not closed)",
-     (1, 34), "add ']]]]}' at the end of the file (or each where it belongs)"),
-    ('{\n  "dump_path": "/data/dump",\n', "'}' missing (the object opened at 1:1 is not closed)", (2, 29),
-     None),  # '}' after the trailing comma is still not JSON: no hint
-])
-def test_a_file_cut_short_is_pl001_at_its_end_naming_what_is_open(lint, text, message, position, hint):
-    """A new user's finding: a file missing its final '}' gave "Expecting
-    ',' delimiter" at a line past the last one. A file that ends while an
-    object, array or string is open says so, at the end of its last
-    non-blank line; the hint to close it only where that gives JSON."""
-    (found,) = lint(text)
-    assert found.code == "PL001"
-    assert found.message == f"not valid JSON: unexpected end of file: {message}"
-    assert (found.line, found.column) == position
-    assert position[0] <= len(text.splitlines())
-    assert found.hint == hint
-
-
-def test_a_syntax_error_before_the_end_keeps_the_decoders_message(lint):
-    (early,) = lint('{"dump_path": "/d" "rank": []\n')  # a comma missing inside, then cut short
-    assert early.message == "not valid JSON: Expecting ',' delimiter" and (early.line, early.column) == (1, 20)
-    (wrong,) = lint('{"rank": [1}\n')  # a closer of the other kind: not "end of file"
-    assert wrong.message == "not valid JSON: Expecting ',' delimiter" and (wrong.line, wrong.column) == (1, 12)
-
-
 def test_runtime_context_refuses_what_probe_runtime_cannot_run():
     from msprobe_lint.lint.config_view import ConfigView
     from msprobe_lint.lint.context import Context, Fact

@@ -8,11 +8,8 @@ from .base import define
 define("PL001", "invalid-json", "error", "Not valid JSON", "syntax", """
     msprobe reads the config with Python's json.load; a syntax error stops the
     job at PrecisionDebugger(...) after the model was built. Reported where
-    the decoder stops (for a trailing comma, the bracket after it); a file
-    that ends while an object, array or string is still open (a missing
-    final '}') at the end of its last non-blank line, naming what is not
-    closed and where it was opened. JSON has no comments, no trailing
-    commas and no single quotes.
+    the decoder stops (for a trailing comma, the bracket after it). JSON has
+    no comments, no trailing commas and no single quotes.
 
     Bad:
         {"task": "overflow_check", "dump_path": "/data/dump",}
