@@ -233,7 +233,11 @@ class Summary:
             parts = self.unchecked_parts()
             outside = self.outside_part()
             if outside:  # a fresh user's finding: step 2 made the NaN, unchecked, and the records began in step 3
-                parts.insert(0, outside[2:] + ", and the first record may come after where the overflow started")
+                unchecked = self.run_steps - self.checked_steps - set().union(*self.unseen.values())
+                earlier = min(unchecked, default=None) is not None and min(unchecked) < max(self.checked_steps,
+                                                                                          default=-1)
+                parts.insert(0, outside[2:] + (", and the first record may come after where the overflow started"
+                                               if earlier else ""))
             if parts:
                 self.said = True
                 self._print(f"probe_runtime: records were written to {self.dump_path}; besides them, "

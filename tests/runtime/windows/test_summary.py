@@ -88,6 +88,14 @@ def test_steps_outside_the_step_filter_are_said_when_records_were_written(capsys
                           "config's step filter and were not checked (step 2): an overflow there is not seen, "
                           "and the first record may come after where the overflow started"), err
     summary = Summary("L1", "/d", steps=frozenset({0, 1}))
+    for step in range(5):  # steps 2-4 after every checked one: they cannot hide the start
+        summary.started(step)
+        if step < 2:
+            summary.checked(step, exact=True)
+    summary.say(found=1, disabled=False, notes=0, auto=False)
+    err = capsys.readouterr().err
+    assert "(step 2-4): an overflow there is not seen" in err and "may come after" not in err, err
+    summary = Summary("L1", "/d", steps=frozenset({0, 1}))
     for step in range(2):
         summary.started(step)
         summary.checked(step, exact=True)
