@@ -72,6 +72,25 @@ def test_rank_range_with_a_number_over_the_digit_limit_is_pl301_not_an_internal_
     assert "4300 digits" in diagnostics[0].message
 
 
+def test_digit_limit_in_a_bare_number_string_or_a_step_string_is_a_finding_not_a_traceback(tmp_path):
+    # int() on a 5000-digit string raised ValueError in PL301's hint (a
+    # bare number string in the list) and in PL102's (the list written as
+    # one string): a traceback, exit code 0.
+    long = "9" * 5000
+    path = write_config(tmp_path, BASE + f'"rank": ["{long}"], "step": "1,2-{long}"}}')
+    diagnostics = lint_file(str(path)).diagnostics
+    assert [(d.code, d.pointer) for d in diagnostics] == [("PL301", "/rank/0"), ("PL102", "/step")]
+    assert all(long not in (d.hint or "") for d in diagnostics)
+    assert diagnostics[1].fix is None  # no list to write: the range is one msprobe refuses
+    done = run_probe("lint", "--isolated", str(path))
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    # a short bare number string keeps its exact hint
+    short = write_config(tmp_path, BASE + '"rank": [" 3 "], "step": "1,2-4"}', "short.json")
+    hints = {d.pointer: d.hint for d in lint_file(str(short)).diagnostics}
+    assert hints["/rank/0"].startswith("write 3 ")
+    assert hints["/step"] == 'write [1, "2-4"]'
+
+
 def test_keys_with_pointer_special_characters_are_located_and_named(tmp_path):
     # json-source-map's pointers held the raw key text: keys with '/', '~'
     # or escapes were not found (the finding fell back to the enclosing

@@ -886,8 +886,9 @@ def _index_maximum(schema: Any) -> Optional[int]:
 
 def _index_hint(value: Any) -> str:
     """A fix for a bad rank/step entry."""
-    if isinstance(value, str) and _INTEGER.fullmatch(value.strip()) and not value.strip().startswith("-"):
-        return f"write {int(value)} (a bare number string is not accepted; ranges are \"a-b\")"
+    number = _integer_of(value)
+    if isinstance(value, str) and number is not None and number >= 0:
+        return f"write {number} (a bare number string is not accepted; ranges are \"a-b\")"
     if isinstance(value, int) and not isinstance(value, bool) and value < 0 \
             or isinstance(value, (str, float)) and str(value).strip().startswith("-") \
             and _INTEGER.fullmatch(str(value).strip().removesuffix(".0")):
@@ -916,8 +917,9 @@ def _as_id_list(value: Any) -> Optional[list]:
             out.append(int(part))
             continue
         first, dash, last = part.partition("-")
-        if not (dash and _INTEGER.fullmatch(first) and _INTEGER.fullmatch(last) and int(first) <= int(last)):
-            return None
+        if not (dash and _INTEGER.fullmatch(first) and _INTEGER.fullmatch(last)
+                and len(first) < 19 and len(last) < 19 and int(first) <= int(last)):
+            return None  # digits capped as in _integer_of: int() refuses over 4300 of them
         out.append(f"{int(first)}-{int(last)}")
     return out
 
