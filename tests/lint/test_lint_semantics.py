@@ -213,7 +213,7 @@ def test_pl405_hint_expands_variables_or_writes_a_placeholder(lint, monkeypatch)
     assert unset.fix is None
     (two,) = lint(config(dump_path="/data/${PL405_UNSET}/$PL405_EMPTY/dump"))
     assert two.hint == ("write the full path: /data/<PL405_UNSET>/<PL405_EMPTY>/dump, with <PL405_UNSET> and "
-                        "<PL405_EMPTY> written out ($PL405_UNSET and $PL405_EMPTY are not set here)")
+                        "<PL405_EMPTY> written out ($PL405_UNSET is not set here, $PL405_EMPTY is empty here)")
     (odd,) = lint(config(dump_path="/data/${PL405_RUN:-x}/dump"))  # not a plain name: never expanded
     assert odd.hint == "write the full path: /data/<PL405_RUN:-x>/dump, with <PL405_RUN:-x> written out"
     for finding in (home, braced, unset, two, odd):

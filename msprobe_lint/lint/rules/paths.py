@@ -391,11 +391,21 @@ def not_expanded(config: ConfigView, context: Context) -> Iterator[Finding]:
         hint = f"write the full path, e.g. {expanded}"
         if placeholders:
             hint = f"write the full path: {expanded}, with {_and(placeholders)} written out" + (
-                f" ({_and(['$' + name for name in unset])} {'is' if len(unset) == 1 else 'are'} not set here)"
-                if unset else "")
+                f" ({_unset_phrase(unset)})" if unset else "")
         yield Finding("PL405", message, pointer=ptr, hint=hint,
                       fix=_rewrite(ptr, expanded, f"expand {tilde!r} to {whose}")
                       if tilde is not None and not VARIABLE.search(value) else None)
+
+
+def _unset_phrase(names: list[str]) -> str:
+    """``$A is not set here``, ``$A and $B are empty here``, or both
+    parts joined: why each of ``names`` gave no value."""
+    parts = []
+    for state, group in (("not set", [n for n in names if n not in os.environ]),
+                         ("empty", [n for n in names if n in os.environ])):
+        if group:
+            parts.append(f"{_and(['$' + n for n in group])} {'is' if len(group) == 1 else 'are'} {state} here")
+    return ", ".join(parts)
 
 
 def _variables_expanded(value: str) -> tuple[str, list[str], list[str]]:
@@ -567,10 +577,16 @@ def not_writable(config: ConfigView, context: Context) -> Iterator[Finding]:
             yield Finding("PL407", f"dump_path {_shown(resolved, value)} cannot be created: {existing} is a file, "
                                    "not a folder", pointer=ptr, hint="choose a path under a folder")
             continue
+        what = "dump_path" if existing == resolved else f"its nearest existing parent {existing}"
         if not os.access(existing, os.W_OK | os.X_OK):
-            what = "dump_path" if existing == resolved else f"its nearest existing parent {existing}"
             yield Finding("PL407", f"dump_path {_shown(resolved, value)}: {what} is not writable by this user",
                           pointer=ptr, hint="choose a folder you can write, or fix its permissions")
+            continue
+        refused = _cannot_make_folder_in(existing)
+        if refused:
+            yield Finding("PL407", f"dump_path {_shown(resolved, value)}: no folder can be created in {what} "
+                                   f"({refused}), although its permissions allow it", pointer=ptr,
+                          hint="choose a folder on a normal, writable filesystem")
             continue
         earlier = _earlier_dump(resolved, context.value("rank_dir")) if existing == resolved else []
         if earlier:
@@ -588,6 +604,26 @@ def not_writable(config: ConfigView, context: Context) -> Iterator[Finding]:
 
 
 STEP_DIR = re.compile(r"step[0-9]+$")
+
+
+def _cannot_make_folder_in(folder: Path) -> str:
+    """Why a folder cannot be created in ``folder`` (the error's text), or
+    "" when it can. Permission bits do not tell: root passes every
+    ``os.access`` check, yet ``/proc`` or ``/sys`` refuse any new entry and
+    a root-squashed NFS mount refuses root. So one empty folder with a new
+    name is made and removed at once (``tempfile.mkdtemp``: a name nothing
+    else has, so nothing of the user's is touched)."""
+    import tempfile
+
+    try:
+        made = tempfile.mkdtemp(prefix=".probe-lint-", dir=folder)
+    except OSError as err:
+        return err.strerror or str(err)
+    try:
+        os.rmdir(made)
+    except OSError:  # pragma: no cover - it was just made, empty
+        pass
+    return ""
 
 
 def _running_writer(folder: Path, earlier: list[str]) -> str:

@@ -106,6 +106,41 @@ def test_dump_path_existing_folder_or_creatable_is_fine(base):
     assert not only(lint_fs(write_config(base, config(dump_path=str(base / "new" / "deep")))), "PL407")
 
 
+def test_dump_path_leaves_nothing_behind(base):
+    """The creation check makes one folder and removes it."""
+    (base / "dump").mkdir()
+    lint_fs(write_config(base, config(dump_path=str(base / "dump"))))
+    lint_fs(write_config(base, config(dump_path=str(base / "new" / "deep"))))
+    assert sorted(p.name for p in base.iterdir()) == ["config.json", "dump"]
+    assert list((base / "dump").iterdir()) == []
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs Linux's /proc")
+def test_dump_path_where_no_folder_can_be_made_though_access_allows_it(base):
+    """A fresh user's finding: root passes os.access for /proc, so
+    `probe lint --check-fs` passed dump_path /proc/x, which the runtime
+    then refused ("No such file or directory")."""
+    found = only(lint_fs(write_config(base, config(dump_path="/proc/probe-dump"))), "PL407")
+    assert len(found) == 1, found
+    assert "no folder can be created in its nearest existing parent /proc" in found[0].message
+    assert found[0].pointer == "/dump_path"
+
+
+def test_dump_path_creation_refused_message(base, monkeypatch):
+    """Unit check of the message when making a folder fails for another
+    reason (a root-squashed mount: EACCES)."""
+    import tempfile
+
+    def refuse(*args, **kwargs):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(tempfile, "mkdtemp", refuse)
+    (base / "dump").mkdir()
+    found = only(lint_fs(write_config(base, config(dump_path=str(base / "dump")))), "PL407")
+    assert len(found) == 1
+    assert "no folder can be created in dump_path (Permission denied)" in found[0].message
+
+
 def test_a_dump_being_written_is_not_taken_for_an_earlier_run(base):
     """A fresh user's finding: a second job into the dump_path of one still
     running was told the step folders were an earlier run's and to move
