@@ -191,6 +191,37 @@ def test_truncated_dump_and_overflow_json(tmp_path):
     assert "killed mid-run" in err
 
 
+def test_an_overflow_json_cut_short_is_read_in_part_not_unread(tmp_path):
+    """A fresh user cut a rank's overflow.json after its first record: the
+    summary named that folder as the start and also as "Not read ... the
+    overflow may have started there", which cannot both be true. Records
+    lost from the start's own folder came after the start; a folder of
+    another rank read in part may hide where the overflow started."""
+    root = tmp_path / "dump"
+    shutil.copytree(DATA / "ours" / "step0" / "rank1", root / "step0" / "rank1")
+    records = root / "step0" / "rank1" / "overflow.json"
+    text = records.read_text()
+    records.write_text(text[:text.index('"Tensor.__sub__.7.forward"') + 10])
+    status, out, err = report(root)
+    assert status == 0, err
+    summary = out.strip().splitlines()[-1]
+    assert "Overflow started in step0/rank1: Functional.exp.3.forward" in summary
+    assert "Its overflow.json was cut short after 1 record(s)" in summary
+    assert "Not read" not in summary and "Read in part" not in summary
+    assert "read the first 1 record(s)" in err
+    # another rank's overflow.json cut short, its first record carried: it may hide an origin
+    other = root / "step0" / "rank0"
+    shutil.copytree(DATA / "ours" / "step0" / "rank1", other)
+    (other / "overflow.json").write_text(text[:text.index('"Tensor.__sub__.7.forward"') + 10]
+                                         .replace('"origin": true', '"origin": false'))
+    records.write_text(text)
+    summary = report(root)[1].strip().splitlines()[-1]
+    assert "Overflow started in step0/rank1" in summary and "cut short after" not in summary
+    assert "Read in part (overflow.json cut short, see the warnings): step0/rank0; the overflow may have " \
+           "started in the records lost there." in summary
+    assert "Not read" not in summary
+
+
 def test_truncated_dump_json_without_overflow_json(tmp_path):
     rank = tmp_path / "step0" / "rank"
     shutil.copytree(DATA / "msprobe" / "step0" / "rank", rank)

@@ -18,7 +18,7 @@ from probe_format.collectives import rank_ranges
 from probe_format.layout import OUTSIDE, UPDATE, direction_of, entry_kind
 
 from ..fmt import place_of, step_text
-from ..reader import FALLBACK
+from ..reader import CUT_SHORT, FALLBACK
 from .collectives import COLLECTIVE, ENTERED, ORIGIN, Start
 from .facts import RecordRef
 from .scan import Summary
@@ -74,7 +74,19 @@ def _start_sentence(start: Start, why_unknown: str) -> str:
 _STEP_FOLDER = re.compile(r"step(\d+)")
 
 
-def _unread_up_to(summary: Summary, step: Optional[int], *, fallback: bool = False) -> list[str]:
+def _cut_short_at(summary: Summary, folder: str) -> Optional[int]:
+    """How many records were read from ``folder``'s overflow.json when it
+    was cut short after them (a job killed while writing it), else None."""
+    records = os.path.normpath(os.path.join(folder, "overflow.json"))
+    for path, problem in summary.problems:
+        match = CUT_SHORT.match(problem)
+        if match is not None and os.path.normpath(path) == records:
+            return int(match.group(1))
+    return None
+
+
+def _unread_up_to(summary: Summary, step: Optional[int], *, fallback: bool = False, partly: bool = False,
+                  besides: str = "") -> list[str]:
     """The folders (``step3/rank``, or ``step3``) of the files and folders
     that could not be read in a step up to ``step`` (any step when the
     start's step is unknown), where records may be hidden; a problem
@@ -82,12 +94,21 @@ def _unread_up_to(summary: Summary, step: Optional[int], *, fallback: bool = Fal
     overflow.json does not (only statistics are missing there). With
     ``fallback`` the folders of the overflow.json files that could not be
     read beside a dump.json (whose entries were read instead, without
-    origin marks) instead; without, those are left out."""
+    origin marks) instead; without, those are left out. With ``partly``
+    only the folders whose overflow.json was cut short after some records
+    (read in part), without, those are left out; ``besides``: such a
+    folder is left out either way when it is this one (the start's: the
+    records it lost came after the start in that rank's step, so they
+    cannot move it)."""
     out: list[str] = []
+    cut = os.path.normpath(os.path.join(besides, "overflow.json")) if besides else None
     root = os.path.normpath(summary.root) if summary.root else ""
     unread = {os.path.normpath(path) for path, _ in summary.problems}
     for path, problem in summary.problems:
         if problem.endswith(FALLBACK) != fallback:
+            continue
+        cut_short = CUT_SHORT.match(problem) is not None
+        if cut_short != partly or cut_short and cut is not None and os.path.normpath(path) == cut:
             continue
         records = os.path.join(os.path.dirname(path), "overflow.json")
         if os.path.basename(path) == "dump.json" and os.path.normpath(records) not in unread \
@@ -130,11 +151,20 @@ def summary_line(summary: Summary) -> str:
         sentence += (f" Without origin marks (overflow.json not read, see the warnings): {', '.join(marks_lost[:3])}"
                      f"{f' and {len(marks_lost) - 3:,} more' if len(marks_lost) > 3 else ''}; the overflow may "
                      "have started there.")
+    cut = _cut_short_at(summary, start.record.folder) if start.record.folder else None
+    if cut is not None:
+        sentence += (f" Its overflow.json was cut short after {cut:,} record(s) (see the warnings): the records "
+                     "lost came later in that step on that rank.")
     unread = _unread_up_to(summary, start.record.step)
     if unread:
         sentence += (f" Not read (see the warnings): {', '.join(unread[:3])}"
                      f"{f' and {len(unread) - 3:,} more' if len(unread) > 3 else ''}; the overflow may have "
                      "started there.")
+    partly = _unread_up_to(summary, start.record.step, partly=True, besides=start.record.folder)
+    if partly:
+        sentence += (f" Read in part (overflow.json cut short, see the warnings): {', '.join(partly[:3])}"
+                     f"{f' and {len(partly) - 3:,} more' if len(partly) > 3 else ''}; the overflow may have "
+                     "started in the records lost there.")
     if summary.also:
         sentence += f" It also started on its own on {ranks_text(summary.also)}."
     receivers = [r.rank for r in summary.received]
