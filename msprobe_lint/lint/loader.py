@@ -400,12 +400,82 @@ def _long_integer_position(text: str) -> tuple[int, int]:
 def _invalid(text: str, err: json.JSONDecodeError) -> Finding:
     """PL001 where the decoder stopped."""
     message = err.msg
-    if message.endswith(" at"):  # "Invalid control character at": the position is ours to give
+    if message == "Invalid control character at" and text[err.pos: err.pos + 1] in ("\n", "\r"):
+        message = ("a string runs on past the end of its line: its closing '\"' is missing (a line break "
+                   "inside a string is written \\n)")
+    elif message == "Unterminated string starting at":  # the file ends inside it
+        message = "a string starts here and the file ends before its closing '\"'"
+    elif message.endswith(" at"):  # "Invalid control character at": the position is ours to give
         message = message[:-3] + " in a string (write it escaped, e.g. \\n or \\t)"
     if not text.strip():
         message = "empty input; a config is a JSON object"
-    return Finding("PL001", f"not valid JSON: {message}", line=err.lineno, column=err.colno,
-                   hint=_syntax_hint(text, err))
+    hint = _syntax_hint(text, err)
+    opened = _open_at_end(text) if not text[err.pos:].strip(_JSON_SPACE) and text.strip(_JSON_SPACE) else None
+    if opened:  # the text ends with objects or lists still open: a file cut short, a final '}' forgotten
+        closers = "".join(_CLOSER[char] for char, _ in reversed(opened))
+        try:
+            json.loads(text.rstrip(_JSON_SPACE) + closers)
+            enough = True
+        except (ValueError, RecursionError):  # a trailing ',' or ':' before the end: closing it is not enough
+            enough = False
+        message = f"unexpected end of file: {_not_closed(text, opened, enough)}"
+        hint = f"add {closers!r} at the end of the file" if enough else hint
+    return Finding("PL001", f"not valid JSON: {message}", line=err.lineno, column=err.colno, hint=hint)
+
+
+#: the whitespace JSON allows between tokens (Python's decoder: no other)
+_JSON_SPACE = " \t\n\r"
+_CLOSER = {"{": "}", "[": "]"}
+
+
+def _open_at_end(text: str) -> list[tuple[str, int]]:
+    """The objects and lists still open at the end of ``text`` as
+    ``(opening character, offset)``, outermost first; [] when the text
+    ends inside a string (that is another fault: a missing or fullwidth
+    closing quote, a backslash before it) or closes everything. Called
+    only when the decoder read up to the end, so the brackets before it
+    are balanced as JSON requires."""
+    stack: list[tuple[str, int]] = []
+    in_string = escaped = False
+    for index, char in enumerate(text):
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in _CLOSER:
+            stack.append((char, index))
+        elif char in "}]" and stack:
+            stack.pop()
+    return [] if in_string else stack
+
+
+def _not_closed(text: str, opened: list[tuple[str, int]], enough: bool) -> str:
+    """What is open at the end of ``text``, innermost first (three at most
+    named). ``enough``: adding the closers makes the text valid JSON, so
+    they are what is missing (``'}' missing (the object opened at 1:1 is
+    not closed)``); otherwise more is missing (a value after a ',' or a
+    ':') and only what is not closed is said."""
+    def what(char: str, offset: int) -> str:
+        line, column = line_col(text, offset)
+        return f"the {'object' if char == '{' else 'list'} opened at {line}:{column}"
+
+    inner = list(reversed(opened))
+    more = f" and {len(inner) - 3} more" if len(inner) > 3 else ""
+    if not enough:
+        if len(inner) == 1:
+            return f"{what(*inner[0])} is not closed"
+        return f"{len(inner)} objects or lists are not closed, innermost first: " \
+               f"{', '.join(what(*item) for item in inner[:3])}{more}"
+    if len(inner) == 1:
+        char, offset = inner[0]
+        return f"{_CLOSER[char]!r} missing ({what(char, offset)} is not closed)"
+    named = ", ".join(f"{_CLOSER[char]!r} for {what(char, offset)}" for char, offset in inner[:3])
+    return f"{len(inner)} closing brackets missing, innermost first: {named}{more}"
 
 
 def _fullwidth(text: str, err: json.JSONDecodeError) -> Optional[Finding]:
@@ -455,6 +525,9 @@ def _syntax_hint(text: str, err: json.JSONDecodeError) -> Optional[str]:
     decoder took for a string, so it is not PL008's to replace)."""
     before = text[: err.pos].rstrip()
     here = text[err.pos: err.pos + 2]
+    if err.msg == "Invalid \\escape":
+        return "a backslash in a JSON string starts an escape (\\n, \\t, \\\"): write a backslash itself as \\\\, " \
+               "or '/' in a Linux path"
     if before.endswith(",") and here[:1] in ("}", "]"):
         return "remove the trailing comma before this bracket"
     if here.startswith("//") or here.startswith("/*"):

@@ -307,6 +307,49 @@ def test_root_and_syntax_stop_everything(lint):
     assert utf.code == "PL004" and (utf.line, utf.column) == (1, 18)
 
 
+@pytest.mark.parametrize("text, message, hint", [
+    # a final '}' forgotten (the decoder said "Expecting ',' delimiter" past the last line)
+    ('{\n "task": "overflow_check",\n "dump_path": "/data/dump"\n',
+     "unexpected end of file: '}' missing (the object opened at 1:1 is not closed)", "add '}' at the end of the file"),
+    ('{"task": "overflow_check",\n "overflow_check": {"overflow_nums": 1',
+     "unexpected end of file: 2 closing brackets missing, innermost first: '}' for the object opened at 2:20, "
+     "'}' for the object opened at 1:1", "add '}}' at the end of the file"),
+    # more than brackets missing: no closing hint, no claim that only they are missing
+    ('{"task": "overflow_check", "step": [1,\n',
+     "unexpected end of file: 2 objects or lists are not closed, innermost first: the list opened at 1:36, "
+     "the object opened at 1:1", None),
+    ('{"task": "overflow_check", "x"', "unexpected end of file: the object opened at 1:1 is not closed", None),
+    # the file ends inside a string
+    ('{"task": "overflow_check",\n "dump_path": "/data/du',
+     "a string starts here and the file ends before its closing '\"'", None),
+    # a string missing its closing quote, or closed by a fullwidth one, runs on to the line's end
+    ('{"task": "overflow_check", "dump_path": "/data/dump}\n',
+     "a string runs on past the end of its line: its closing '\"' is missing (a line break inside a string is "
+     "written \\n)", None),
+    ('{"task": "overflow_check", "dump_path": "/data/dump\u201d}\n',
+     "a string runs on past the end of its line: its closing '\"' is missing (a line break inside a string is "
+     "written \\n)", "this line holds a right double quotation mark '\u201d' (U+201D): JSON needs '\"' there"),
+    # a Windows path: its backslashes are escapes, the last one swallows the closing quote
+    ('{"task": "overflow_check", "dump_path": "D:\\dump\\"}', "Invalid \\escape",
+     "a backslash in a JSON string starts an escape (\\n, \\t, \\\"): write a backslash itself as \\\\, or '/' "
+     "in a Linux path"),
+])
+def test_pl001_says_what_is_missing_where_the_decoder_stops(lint, text, message, hint):
+    """A new user's config missing its final '}' got "Expecting ','
+    delimiter" on a line past the last. The message names what is not
+    closed; the position stays the decoder's (SPEC); the closing hint is
+    given only when the closers make valid JSON."""
+    (found,) = lint(text)
+    assert found.code == "PL001"
+    assert found.message == f"not valid JSON: {message}"
+    assert found.hint == hint
+    with pytest.raises(json.JSONDecodeError) as err:
+        json.loads(text)
+    assert (found.line, found.column) == (err.value.lineno, err.value.colno)
+    if hint and hint.startswith("add "):
+        json.loads(text.rstrip() + hint.split("'")[1])
+
+
 def test_runtime_context_refuses_what_probe_runtime_cannot_run():
     from msprobe_lint.lint.config_view import ConfigView
     from msprobe_lint.lint.context import Context, Fact

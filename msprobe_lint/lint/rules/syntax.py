@@ -8,8 +8,12 @@ from .base import define
 define("PL001", "invalid-json", "error", "Not valid JSON", "syntax", """
     msprobe reads the config with Python's json.load; a syntax error stops the
     job at PrecisionDebugger(...) after the model was built. Reported where
-    the decoder stops (for a trailing comma, the bracket after it). JSON has
-    no comments, no trailing commas and no single quotes.
+    the decoder stops (for a trailing comma, the bracket after it). A file
+    that ends with objects or lists still open (a final '}' forgotten, a
+    file cut short) is said to, naming each with where it was opened, and
+    a string that runs past its line is said to miss its closing quote.
+    JSON has no comments, no trailing commas and no single quotes, and a
+    backslash in a string starts an escape.
 
     Bad:
         {"task": "overflow_check", "dump_path": "/data/dump",}
