@@ -276,7 +276,7 @@ def discover(paths: Sequence[str], file_filter: Optional[FileFilter] = None, *, 
             continue
         if walk and os.path.isdir(path):
             for candidate in _walk(path, file_filter, skipped):
-                if candidate.action == LINT or candidate.folder:
+                if candidate.action in (LINT, UNREADABLE) or candidate.folder:  # named again: one report
                     key = candidate.real or os.path.abspath(candidate.path)
                     if key in seen:
                         continue

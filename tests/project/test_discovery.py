@@ -387,7 +387,9 @@ def test_unreadable_folder_is_reported_once_and_the_walk_goes_on(open_tmp):
 
     def lint_as_nobody():
         run = lint_paths([str(base)], LintOptions(isolated=True))
-        return {"status": run.status,
+        # a helper's finding: an unreadable file found by the walk and named again was reported twice
+        again = lint_paths([str(base), str(base / "configs" / "good.json")], LintOptions(isolated=True))
+        return {"status": run.status, "again": [r.path for r in again.results],
                 "summary": [ln for ln in render(run.results).splitlines() if ln.startswith("Found")],
                 "results": [(r.path, r.unreadable, [(d.code, d.message) for d in r.diagnostics])
                             for r in run.results],
@@ -398,6 +400,7 @@ def test_unreadable_folder_is_reported_once_and_the_walk_goes_on(open_tmp):
     assert isinstance(got, dict) and "error" not in got, got
     assert got["status"] == 2
     assert got["summary"] == ["Found 3 errors in 3 files and 1 folder that could not be read."]
+    assert got["again"] == [r[0] for r in got["results"]]
     assert [(p, bad) for p, bad, _ in got["results"]] == [
         (f"{base}/configs/bad.json", False), (f"{base}/configs/good.json", True),
         (f"{base}/configs/nested/deep.json", False), (f"{base}/configs/secret", True)]
