@@ -165,6 +165,11 @@ def test_path_rules(lint):
     assert codes(lint(config(dump_path="/data/$RUN/dump"))) == ["PL405"]
     (space,) = lint(config(dump_path="/home/my data/dump"))
     assert space.hint.endswith("/home/my_data/dump")
+    # a helper's finding: msprobe's re.match(...$) lets one final line break through, into the folder's name
+    (newline,) = lint(config(dump_path="/data/dump\n"))
+    assert newline.code == "PL402" and "ends with a line break" in newline.message
+    assert newline.hint == "write /data/dump" and newline.fix is not None
+    assert codes(lint(config(dump_path="/data/dump\n\n"))) == ["PL402"]
     assert codes(lint(config(dump_path="/" + "a/" * 2100))) == ["PL403"]
     # other path keys: PL401 is a warning; inactive sections are not judged
     found = lint(config(task="run_ut", run_ut={"error_data_path": "./err"}), framework="pytorch")

@@ -128,7 +128,9 @@ def bad_characters(config: ConfigView, context: Context) -> Iterator[Finding]:
     folder) writes '_' for spaces, ':' and other separators. A name in
     another script ("/data/模型/dump") gets no fix, only the hint to rename
     it in ASCII: '_' for its letters would lose the name, and different
-    names would become one folder.
+    names would become one folder. A line break at the end counts too:
+    msprobe's own check (re.match with '$') lets one through, and the dump
+    then goes to a folder whose name ends with it.
 
     Bad:
         "dump_path": "/home/my data/dump"
@@ -136,7 +138,13 @@ def bad_characters(config: ConfigView, context: Context) -> Iterator[Finding]:
         "dump_path": "/home/my_data/dump"
     """
     for name, ptr, value in path_values(config):
-        if _expands(value) or ALLOWED.match(value):
+        if _expands(value) or ALLOWED.fullmatch(value):
+            continue
+        if ALLOWED.match(value):  # only a final line break: msprobe's '$' lets it through
+            trimmed = value.rstrip("\n")
+            yield Finding("PL402", f"{name} {value!r} ends with a line break: msprobe's check lets it through and "
+                                   "writes into a folder whose name ends with it", pointer=ptr,
+                          hint=f"write {trimmed}", fix=_rewrite(ptr, trimmed, "remove the line break"))
             continue
         bad = sorted(set(DISALLOWED_RUN.findall(value)) and {c for c in value if not ALLOWED.match(c)})
         shown = " ".join(repr(c) for c in bad[:8])
@@ -152,7 +160,7 @@ def bad_characters(config: ConfigView, context: Context) -> Iterator[Finding]:
                       hint=f"use only letters, digits, '_', '.', '/', '-', e.g. {cleaned}",
                       fix=_rewrite(ptr, cleaned, "replace the rejected characters with '_'"))
     own = _config_real_path(config, context)
-    if own is not None and not ALLOWED.match(own):
+    if own is not None and not ALLOWED.fullmatch(own):
         shown = " ".join(repr(c) for c in sorted({c for c in own if not ALLOWED.match(c)})[:8])
         named = _named_in_other_script(own)
         yield Finding("PL402", f"the config file's real path {own} has characters msprobe rejects: {shown} "
@@ -670,7 +678,9 @@ def unsafe_permissions(config: ConfigView, context: Context) -> Iterator[Finding
     """
     msprobe refuses files that other users can write or that belong to
     another user: someone else could change what the job reads or writes.
-    Needs --check-fs.
+    Ownership is as msprobe checks it (check_path_owner_consistent,
+    core/common/file_utils.py): a path not owned by the user who runs the
+    job, root's included, unless that user is root. Needs --check-fs.
 
     Bad:
         chmod 777 /data/dump
@@ -694,6 +704,7 @@ def unsafe_permissions(config: ConfigView, context: Context) -> Iterator[Finding
             yield Finding("PL408", f"{label} is writable by other users "
                                    f"(mode {stat.filemode(info.st_mode)})", pointer=ptr,
                           hint=f"chmod o-w {target}")
-        if uid is not None and target == resolved and info.st_uid not in (uid, 0):
-            yield Finding("PL408", f"{label} belongs to another user (uid "
-                                   f"{info.st_uid})", pointer=ptr, hint="use a path you own")
+        if uid not in (None, 0) and target == resolved and info.st_uid != uid:
+            yield Finding("PL408", f"{label} belongs to another user (uid {info.st_uid}): msprobe refuses a path "
+                                   "that is not yours unless the job runs as root", pointer=ptr,
+                          hint="use a path you own")

@@ -212,14 +212,27 @@ def test_owned_by_another_user_for_a_real_unprivileged_user(base):
     other = base / "other"
     other.mkdir(mode=0o755)
     os.chown(other, 4242, 4242)                  # neither nobody nor root
-    cfg = write_config(base, config(dump_path=str(other)))
-    found = [d for d in _as_nobody(cfg) if d["code"] == "PL408"]
+    def pl408(cfg):
+        return [d for d in _as_nobody(cfg) if d["code"] == "PL408"]
+
+    def nobodys(cfg):  # the config nobody runs is nobody's: only the dump_path is in question
+        os.chown(cfg, nobody.pw_uid, nobody.pw_gid)
+        return cfg
+
+    cfg = nobodys(write_config(base, config(dump_path=str(other))))
+    found = pl408(cfg)
     assert len(found) == 1 and "belongs to another user (uid 4242)" in found[0]["message"]
     mine = base / "mine"
     mine.mkdir(mode=0o755)
     os.chown(mine, nobody.pw_uid, nobody.pw_gid)
-    cfg = write_config(base, config(dump_path=str(mine)), "c2.json")
-    assert not [d for d in _as_nobody(cfg) if d["code"] == "PL408"]
+    assert not pl408(nobodys(write_config(base, config(dump_path=str(mine)), "c2.json")))
+    # a helper's finding: root's files were trusted, but msprobe refuses them to anyone but root
+    roots = base / "roots"
+    roots.mkdir(mode=0o755)
+    found = pl408(nobodys(write_config(base, config(dump_path=str(roots)), "c3.json")))
+    assert len(found) == 1 and "belongs to another user (uid 0)" in found[0]["message"]
+    found = pl408(write_config(base, config(dump_path=str(mine)), "c4.json"))  # root's config
+    assert len(found) == 1 and found[0]["message"].startswith("config ") and "(uid 0)" in found[0]["message"]
 
 
 # ---------------------------------------------------------------- PL408
