@@ -199,16 +199,41 @@ class Summary:
         filter) were not checked; one line on stderr (and the logger, at
         INFO), nothing when no step ran after it. A fresh user's finding:
         with msprobe's default of 1, a later real overflow went unseen and
-        nothing said detection had stopped."""
+        nothing said detection had stopped. Then, as after any records,
+        the steps that ran unchecked or outside the filter
+        (:meth:`_say_besides`)."""
         last = max(self.checked_steps, default=None)
         later = {step for step in self.run_steps if last is not None and step > last
                  and (self.steps is None or step in self.steps)}
-        if self.said or not later:
+        if self.said:
             return
-        self.said = True
-        self._print(f"probe_runtime: overflow_nums={overflow_nums} reached in step {last}, so detection stopped "
-                    f"there: {len(later)} later step(s) ran and were not checked (step {shown_steps(later)}); "
-                    "set overflow_check.overflow_nums higher (-1: no limit) to check them")
+        if later:
+            self.said = True
+            self._print(f"probe_runtime: overflow_nums={overflow_nums} reached in step {last}, so detection stopped "
+                        f"there: {len(later)} later step(s) ran and were not checked (step {shown_steps(later)}); "
+                        "set overflow_check.overflow_nums higher (-1: no limit) to check them")
+        # a helper's finding: with the default of 1 and a step filter, the steps run before the filter (where
+        # the overflow may have started) went unsaid, as they are when the limit is not reached
+        self._say_besides(force=True)
+
+    def _say_besides(self, *, force: bool = False) -> None:
+        """After records were written: the steps that ran unchecked or cut
+        short, and those outside the step filter (with the warning that the
+        first record may come after where the overflow started when one of
+        them ran before a checked step); nothing when there are none.
+        ``force``: said even after another exit line."""
+        parts = self.unchecked_parts()
+        outside = self.outside_part()
+        if outside:  # a fresh user's finding: step 2 made the NaN, unchecked, and the records began in step 3
+            unchecked = self.run_steps - self.checked_steps - set().union(*self.unseen.values())
+            earlier = min(unchecked, default=None) is not None and min(unchecked) < max(self.checked_steps,
+                                                                                      default=-1)
+            parts.insert(0, outside[2:] + (", and the first record may come after where the overflow started"
+                                           if earlier else ""))
+        if parts and (force or not self.said):
+            self.said = True
+            self._print(f"probe_runtime: records were written to {self.dump_path}; besides them, "
+                        + "; ".join(parts))
 
     def never_started(self) -> str:
         """The exit line of a run that called ``step()`` but never
@@ -230,18 +255,7 @@ class Summary:
         if self.said or disabled:
             return
         if found or notes:  # no all-clear; but steps not checked are said (they were only in the all-clear before)
-            parts = self.unchecked_parts()
-            outside = self.outside_part()
-            if outside:  # a fresh user's finding: step 2 made the NaN, unchecked, and the records began in step 3
-                unchecked = self.run_steps - self.checked_steps - set().union(*self.unseen.values())
-                earlier = min(unchecked, default=None) is not None and min(unchecked) < max(self.checked_steps,
-                                                                                          default=-1)
-                parts.insert(0, outside[2:] + (", and the first record may come after where the overflow started"
-                                               if earlier else ""))
-            if parts:
-                self.said = True
-                self._print(f"probe_runtime: records were written to {self.dump_path}; besides them, "
-                            + "; ".join(parts))
+            self._say_besides()
             return
         if not self.start_calls:  # a fresh user's finding: a script that only called step() heard nothing
             if not self.step_calls or self.task != "overflow_check":

@@ -101,3 +101,40 @@ def test_steps_outside_the_step_filter_are_said_when_records_were_written(capsys
         summary.checked(step, exact=True)
     summary.say(found=1, disabled=False, notes=0, auto=False)
     assert capsys.readouterr().err == ""  # every step that ran was checked: nothing to add
+
+
+def test_steps_before_the_filter_are_said_when_overflow_nums_is_reached(capsys):
+    """A helper's finding: step filter [3, 4], msprobe's default
+    overflow_nums 1, the first record in step 4 while step 2 (unchecked)
+    had already overflowed. The limit's exit line was the only one, and it
+    said nothing (no step of the filter ran after step 4), so nothing
+    said steps 0-2 ran unchecked."""
+    summary = Summary("L1", "/d", steps=frozenset({3, 4}))
+    for step in range(6):
+        summary.started(step)
+        if step in (3, 4):
+            summary.checked(step, exact=True)
+    summary.say_limit(1)
+    err = capsys.readouterr().err
+    assert err == ("probe_runtime: records were written to /d; besides them, 4 step(s) ran outside the config's "
+                   "step filter and were not checked (step 0-2, 5): an overflow there is not seen, and the first "
+                   "record may come after where the overflow started\n"), err
+    # with later steps of the filter too: the limit's line, then that one
+    summary = Summary("L1", "/d", steps=frozenset({3, 4, 5}))
+    for step in range(6):
+        summary.started(step)
+        if step in (3, 4):
+            summary.checked(step, exact=True)
+    summary.say_limit(1)
+    first, second = capsys.readouterr().err.splitlines()
+    assert first.startswith("probe_runtime: overflow_nums=1 reached in step 4, so detection stopped there: 1 later "
+                            "step(s) ran and were not checked (step 5)")
+    assert "ran outside the config's step filter and were not checked (step 0-2)" in second
+    # no filter: only the limit's line
+    summary = Summary("L1", "/d")
+    for step in range(3):
+        summary.started(step)
+        if step == 0:
+            summary.checked(step, exact=True)
+    summary.say_limit(1)
+    assert capsys.readouterr().err.count("\n") == 1
