@@ -8,7 +8,8 @@ float32 tensor that is judged with the entry like any other tensor:
 
 * :func:`probe_now`: decided on the host at once (a synchronous window:
   the read stalls no pipeline, and is cheaper than launching an operator);
-* :func:`launch_sum`: a float32 sum launched on the device without waiting
+* :func:`launch_sum`: a float32 sum (of the values scaled down, so that
+  finite ones cannot overflow it) launched on the device without waiting
   (non-finite when the Parameter holds inf/nan), read only with the batch
   (a trainable Parameter's -inf read as nan: :class:`TrainableSum`).
 
@@ -112,24 +113,39 @@ _SUM: Optional[tuple] = None
 
 
 def launch_sum(tensor: Any) -> Any:
-    """The float32 sum of ``tensor``, launched on the device without waiting
-    (a one-element tensor): non-finite when ``tensor`` holds inf/nan. In
-    float32 also inside a Cell given a precision (``to_float``), whose
-    float16 would make the sum of a finite Parameter inf.
+    """The float32 sum of ``tensor``'s values scaled down by a power of two,
+    launched on the device without waiting (a one-element tensor):
+    non-finite exactly when ``tensor`` holds inf/nan. The scale (2**-64;
+    2**-960 for float64, applied before its cast to float32) keeps the
+    largest finite value near 1.8e19, so the sum of fewer than 1e19 finite
+    values cannot overflow (a helper's finding: two weights of 3e38 summed
+    to inf, and a Parameter that never held inf/nan was recorded as one
+    that did), while inf, -inf and nan stay what they are (a power of two
+    is exact; values it takes below float32's range become 0, still
+    finite). In float32 also inside a Cell given a precision
+    (``to_float``), whose float16 would make the sum of a finite Parameter
+    inf.
 
-    Through one ``Cast`` and one ``ReduceSum`` primitive made once (a
-    ``Tensor.sum(dtype=...)`` per call kept memory for good with the
-    asynchronous pipeline: ``docs/runtime-design.md``)."""
+    Through one ``Cast``, one ``Mul`` and one ``ReduceSum`` primitive made
+    once (a ``Tensor.sum(dtype=...)`` per call kept memory for good with
+    the asynchronous pipeline: ``docs/runtime-design.md``)."""
     global _SUM
     if _SUM is None:
         import mindspore
-        from mindspore import ops
+        from mindspore import Tensor, ops
 
-        _SUM = (ops.Cast(), ops.ReduceSum(), mindspore.float32)
-    cast, reduce_sum, float32 = _SUM
-    total = reduce_sum(cast(tensor, float32))
+        _SUM = (ops.Cast(), ops.Mul(), ops.ReduceSum(), mindspore.float32, mindspore.float64,
+                Tensor(2.0 ** -64, mindspore.float32), Tensor(2.0 ** -960, mindspore.float64))
+    cast, mul, reduce_sum, float32, float64, scale32, scale64 = _SUM
+
+    def scaled_sum() -> Any:
+        if tensor.dtype == float64:
+            return reduce_sum(cast(mul(tensor, scale64), float32))
+        return reduce_sum(mul(cast(tensor, float32), scale32))
+
+    total = scaled_sum()
     if total.dtype is not float32:  # inside a Cell given a precision (to_float): summed in float16, not float32
-        total = outside_mixed_precision(lambda: reduce_sum(cast(tensor, float32)))
+        total = outside_mixed_precision(scaled_sum)
     if getattr(tensor, "requires_grad", True) is not False:
         return TrainableSum(total)  # its -inf is no mask (as probe_now decides), though its sum says -inf as one's
     return total
