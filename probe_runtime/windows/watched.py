@@ -50,6 +50,7 @@ class WatchedWindow:
         self._make_replayer = replayer
         self._replayer: Any = None
         self._empty_said = False
+        self._replaying = False
 
     # -- a gradient computation returned ------------------------------------------------
     def on_computation(self, computation: Any) -> None:
@@ -58,6 +59,8 @@ class WatchedWindow:
         One nested in another is left to the outer one's replay, which runs
         it too; what no replay covers is said when the window closes."""
         w = self.windows
+        if self._replaying:  # run by the replay itself (one nested in the computation replayed): checked by it
+            return
         if w.policy.checks is Checks.AUTO and computation.complete and not computation.nested:
             self._judge_state(computation)
         if not computation.nonfinite or w.kind is not Kind.WATCHED or w.stopped():
@@ -109,10 +112,11 @@ class WatchedWindow:
         w = self.windows
         window = w.current
         assert window is not None
-        pending = [c for c in w.grads.window if id(c) not in window.replayed]
-        if not pending or pending[-1] is not computation:
-            pending = [computation]
-        missing = w.grads.computations - len(window.replayed) - len(pending)
+        waiting = [c for c in w.grads.window if id(c) not in window.replayed]
+        if not waiting or waiting[-1] is not computation:
+            waiting = [computation]
+        pending = [c for c in waiting if not c.nested] or [computation]  # a nested one runs inside its outer one
+        missing = w.grads.computations - len(window.replayed) - len(waiting)
         if missing > 0:  # their calls were never counted: the replay's call indices would not be the step's
             self.fall_back(computation, f"{missing} earlier gradient computation(s) of this step are not held for "
                            "a replay (gradient accumulation past the computations a window holds), so the replay "
@@ -121,6 +125,12 @@ class WatchedWindow:
         records = w.checker.records
         found = w.state.found
         records.marks = {REPLAY: records.where(computation.frames)}
+        # A helper's finding: a gradient of a gradient, replayed, ran the inner computation again, which came
+        # back inf/nan as a computation of its own and was replayed in turn, again and again (20 origins for
+        # one sqrt, and a false "not held for a replay" note). What the replay runs is not the step's: it
+        # starts no replay, and the watch forgets it afterwards.
+        held = (w.grads.computations, list(w.grads.window), list(w.grads.findings))
+        self._replaying = True
         try:
             if self._replayer is None:  # made once: it keeps its plan of guards
                 self._replayer = self._make_replayer(w.grads.originals, w.grads.judge,
@@ -128,8 +138,10 @@ class WatchedWindow:
             outcome = self._replayer.run(pending, open_checks=self._open, close_checks=self._close,
                                          model=window.model, start_values=w.states.start_values())
         finally:
+            self._replaying = False
+            w.grads.computations, w.grads.window[:], w.grads.findings[:] = held[0], held[1], held[2]
             records.marks = {}
-            window.replayed.update(id(c) for c in pending)
+            window.replayed.update(id(c) for c in waiting)
         labels = masked or computation.nonfinite
         if outcome.refused:
             self.fall_back(computation, f"its replay stopped before {outcome.refused}: a replay never issues a "

@@ -74,3 +74,37 @@ def test_the_inner_gradient_computation_is_named_first(tmp_path, monkeypatch, le
         assert not any(record["origin"] for _, record in records), records
         assert not any("outside the Cells given to start()" in record.get("message", "") for _, record in records)
     assert [r["name"] for _, r in default] == [r["name"] for _, r in exact]
+
+
+@pytest.mark.parametrize("level", ["L1", "L0"])
+def test_auto_checks_replay_a_gradient_of_a_gradient_once(tmp_path, monkeypatch, level):
+    """A helper's finding under PROBE_CHECKS=auto: the replay of the outer
+    computation ran the inner one again, which came back inf/nan as a
+    computation of its own and was replayed in turn, again and again (20
+    origins and 166 records for one sqrt, call indices past the step's,
+    and a note claiming gradient accumulation past the computations held).
+    The inner one runs once, inside the outer one's replay, and the calls
+    taking its result have the step's call indices."""
+    from probe_runtime import PrecisionDebugger
+
+    from runtime_support import dump_records, isolate, write_runtime_config
+
+    isolate(monkeypatch, tmp_path)
+    config = write_runtime_config(tmp_path, level=level, nums=-1)
+    debugger = PrecisionDebugger(config_path=str(config), checks="auto")
+    try:
+        _scenario(level)(debugger)
+    finally:
+        debugger.stop()
+        debugger.windows.summary.said = True
+    records = dump_records(tmp_path / "dump")
+    assert records and all(step == 1 for step, _ in records), records
+    names = [r["name"] for _, r in records]
+    assert len(names) == len(set(names)), names  # no call recorded twice
+    assert not any("not held for a replay" in r.get("message", "") or "running it again failed" in
+                   r.get("message", "") for _, r in records), records  # before: the replay of a replay failed
+    (tmp_path / "both").mkdir()
+    _, exact = run_default_and_exact(tmp_path / "both", monkeypatch, _scenario(level), ORIGINAL, level=level)
+    later = {r["name"] for _, r in exact if r["kind"] != "outside"}  # the calls taking the inner result
+    assert later <= set(names), (later, names)
+    ORIGINAL.assert_untouched(parked_ok=True)
