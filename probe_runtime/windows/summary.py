@@ -183,10 +183,16 @@ class Summary:
     def unchecked_parts(self) -> list[str]:
         """What the exit line says of the steps that ran and were not
         checked, or only in part: those :meth:`not_seen` named, by why, and
-        those cut short (:meth:`interrupted`); [] when there are none."""
+        those cut short (:meth:`interrupted`); and a loop of windows that
+        never called ``step()``; [] when there is none of these."""
         # fresh users' findings: a functional jit step at L2, and steps run in an execution mode the level does
         # not see (set_context(mode=...) after the debugger was built), were called "checked"
         parts = [f"{len(steps)} step(s) " + why.format(steps=shown_steps(steps)) for why, steps in self.unseen.items()]
+        if self.start_calls > 1 and not self.step_calls and len(self.run_steps) == 1:  # a helper's finding
+            parts.append(f"start() was called {self.start_calls} times and step() never, so every window counted as "
+                         f"step {min(self.run_steps)} (steps are counted by step() calls, as in msprobe: the step "
+                         "filter and the dump's step folders see one step); call debugger.step() after each "
+                         "training step")
         if self.unfinished:  # a fresh user's finding: a step cut short by an exception was counted as checked
             shown = ", ".join(str(step) for step in sorted(self.unfinished))
             parts.append(f"step {shown} did not reach stop() (still running at exit: an exception, or no stop()), "

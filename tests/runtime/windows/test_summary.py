@@ -138,3 +138,23 @@ def test_steps_before_the_filter_are_said_when_overflow_nums_is_reached(capsys):
             summary.checked(step, exact=True)
     summary.say_limit(1)
     assert capsys.readouterr().err.count("\n") == 1
+
+
+def test_windows_without_step_calls_are_said(capsys):
+    """A helper's finding: six start()/stop() windows and no step() call
+    put everything in step 0; the exit line said "1 checked step(s)" and
+    nothing of the missing step() (with "step": [3] it said "0 checked
+    step(s)", step 0 outside the filter)."""
+    summary = Summary("L1", "/d")
+    for _ in range(6):
+        summary.started(0)
+        summary.checked(0, exact=True)
+    line = summary.line(auto=False)
+    assert line.startswith("probe_runtime: no overflow found in 1 checked step(s)")
+    assert "start() was called 6 times and step() never, so every window counted as step 0" in line
+    summary.step_calls = 1
+    assert "step() never" not in summary.line(auto=False)
+    once = Summary("L1", "/d")  # one window and no step(): nothing to say
+    once.started(0)
+    once.checked(0, exact=True)
+    assert "step()" not in once.line(auto=False)
