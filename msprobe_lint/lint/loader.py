@@ -20,7 +20,7 @@ from .positions import PositionMap, line_col, pointer, split
 
 TYPE_CHECKING = False  # typing is imported only by type checkers (start-up)
 if TYPE_CHECKING:
-    from typing import Any, Optional
+    from typing import Any, Iterator, Optional
 
 BOM = b"\xef\xbb\xbf"
 # Punctuation that Chinese (and other CJK) input methods type where JSON
@@ -436,22 +436,14 @@ def _open_at_end(text: str) -> list[tuple[str, int]]:
     only when the decoder read up to the end, so the brackets before it
     are balanced as JSON requires."""
     stack: list[tuple[str, int]] = []
-    in_string = escaped = False
-    for index, char in enumerate(text):
-        if in_string:
-            if escaped:
-                escaped = False
-            elif char == "\\":
-                escaped = True
-            elif char == '"':
-                in_string = False
-        elif char == '"':
-            in_string = True
-        elif char in _CLOSER:
+    for index, char in _outside_strings(text):
+        if index == len(text):  # it ends inside a string
+            return []
+        if char in _CLOSER:
             stack.append((char, index))
         elif char in "}]" and stack:
             stack.pop()
-    return [] if in_string else stack
+    return stack
 
 
 def _not_closed(text: str, opened: list[tuple[str, int]], enough: bool) -> str:
@@ -502,7 +494,13 @@ def fullwidth_outside_strings(text: str) -> list[int]:
     """Offsets of the FULLWIDTH characters of ``text`` that stand outside
     JSON (double-quoted, backslash-escaped) strings; inside one they are
     the string's own characters and stay."""
-    found = []
+    return [index for index, char in _outside_strings(text) if char in FULLWIDTH]
+
+
+def _outside_strings(text: str) -> Iterator[tuple[int, str]]:
+    """``(offset, character)`` of each character of ``text`` outside JSON
+    (double-quoted, backslash-escaped) strings, their quotes left out;
+    then ``(len(text), '"')`` when the text ends inside a string."""
     in_string = escaped = False
     for index, char in enumerate(text):
         if in_string:
@@ -514,9 +512,10 @@ def fullwidth_outside_strings(text: str) -> list[int]:
                 in_string = False
         elif char == '"':
             in_string = True
-        elif char in FULLWIDTH:
-            found.append(index)
-    return found
+        else:
+            yield index, char
+    if in_string:
+        yield len(text), '"'
 
 
 def _syntax_hint(text: str, err: json.JSONDecodeError) -> Optional[str]:
