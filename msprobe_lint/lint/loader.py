@@ -401,8 +401,8 @@ def _invalid(text: str, err: json.JSONDecodeError) -> Finding:
     """PL001 where the decoder stopped."""
     message = err.msg
     if message == "Invalid control character at" and text[err.pos: err.pos + 1] in ("\n", "\r"):
-        message = ("a string runs on past the end of its line: its closing '\"' is missing (a line break "
-                   "inside a string is written \\n)")
+        message = ("a string runs on past the end of its line: its closing '\"' is missing, or a line break "
+                   "inside it must be written \\n")
     elif message == "Unterminated string starting at":  # the file ends inside it
         message = "a string starts here and the file ends before its closing '\"'"
     elif message.endswith(" at"):  # "Invalid control character at": the position is ours to give

@@ -329,11 +329,15 @@ def test_root_and_syntax_stop_everything(lint):
      "a string starts here and the file ends before its closing '\"'", None),
     # a string missing its closing quote, or closed by a fullwidth one, runs on to the line's end
     ('{"task": "overflow_check", "dump_path": "/data/dump}\n',
-     "a string runs on past the end of its line: its closing '\"' is missing (a line break inside a string is "
-     "written \\n)", None),
+     "a string runs on past the end of its line: its closing '\"' is missing, or a line break inside it must be "
+     "written \\n", None),
     ('{"task": "overflow_check", "dump_path": "/data/dump\u201d}\n',
-     "a string runs on past the end of its line: its closing '\"' is missing (a line break inside a string is "
-     "written \\n)", "this line holds a right double quotation mark '\u201d' (U+201D): JSON needs '\"' there"),
+     "a string runs on past the end of its line: its closing '\"' is missing, or a line break inside it must be "
+     "written \\n", "this line holds a right double quotation mark '\u201d' (U+201D): JSON needs '\"' there"),
+    # a review's finding: the closing quote may be there, on the next line
+    ('{"task": "overflow_check",\n "dump_path": "/data/\ndump"}',
+     "a string runs on past the end of its line: its closing '\"' is missing, or a line break inside it must be "
+     "written \\n", None),
     # a Windows path: its backslashes are escapes, the last one swallows the closing quote
     ('{"task": "overflow_check", "dump_path": "D:\\dump\\"}', "Invalid \\escape",
      "a backslash in a JSON string starts an escape (\\n, \\t, \\\"): write a backslash itself as \\\\, or '/' "

@@ -220,6 +220,14 @@ def test_an_overflow_json_cut_short_is_read_in_part_not_unread(tmp_path):
     assert "Read in part (overflow.json cut short, see the warnings): step0/rank0; the overflow may have " \
            "started in the records lost there." in summary
     assert "Not read" not in summary
+    # a review's finding: a start that is no marked origin can be moved by an origin among the lost records
+    shutil.rmtree(other)
+    records.write_text('[\n {"name": "Tensor.__sub__.7.forward", "origin": false, "where": "/work/job/train.py:32"},'
+                       '\n {"name": "Functional.exp.3.forward", "origin": tr')
+    summary = report(root)[1].strip().splitlines()[-1]
+    assert "where it started is not known" in summary and "cut short after" not in summary, summary
+    assert "Read in part (overflow.json cut short, see the warnings): step0/rank1; the overflow may have started " \
+           "in the records lost there." in summary
 
 
 def test_truncated_dump_json_without_overflow_json(tmp_path):

@@ -97,9 +97,9 @@ def _unread_up_to(summary: Summary, step: Optional[int], *, fallback: bool = Fal
     origin marks) instead; without, those are left out. With ``partly``
     only the folders whose overflow.json was cut short after some records
     (read in part), without, those are left out; ``besides``: such a
-    folder is left out either way when it is this one (the start's: the
-    records it lost came after the start in that rank's step, so they
-    cannot move it)."""
+    folder is left out either way when it is this one (the start's, when
+    it is a marked origin: the records it lost came after it in that
+    rank's step, so they cannot move it)."""
     out: list[str] = []
     cut = os.path.normpath(os.path.join(besides, "overflow.json")) if besides else None
     root = os.path.normpath(summary.root) if summary.root else ""
@@ -151,7 +151,10 @@ def summary_line(summary: Summary) -> str:
         sentence += (f" Without origin marks (overflow.json not read, see the warnings): {', '.join(marks_lost[:3])}"
                      f"{f' and {len(marks_lost) - 3:,} more' if len(marks_lost) > 3 else ''}; the overflow may "
                      "have started there.")
-    cut = _cut_short_at(summary, start.record.folder) if start.record.folder else None
+    # Only a marked origin stays the start whatever followed it in its folder: an origin among the records lost
+    # after an entered or unmarked one would have been the start instead (a review's finding).
+    safe = start.record.folder if start.how == ORIGIN else ""
+    cut = _cut_short_at(summary, safe) if safe else None
     if cut is not None:
         sentence += (f" Its overflow.json was cut short after {cut:,} record(s) (see the warnings): the records "
                      "lost came later in that step on that rank.")
@@ -160,7 +163,7 @@ def summary_line(summary: Summary) -> str:
         sentence += (f" Not read (see the warnings): {', '.join(unread[:3])}"
                      f"{f' and {len(unread) - 3:,} more' if len(unread) > 3 else ''}; the overflow may have "
                      "started there.")
-    partly = _unread_up_to(summary, start.record.step, partly=True, besides=start.record.folder)
+    partly = _unread_up_to(summary, start.record.step, partly=True, besides=safe)
     if partly:
         sentence += (f" Read in part (overflow.json cut short, see the warnings): {', '.join(partly[:3])}"
                      f"{f' and {len(partly) - 3:,} more' if len(partly) > 3 else ''}; the overflow may have "

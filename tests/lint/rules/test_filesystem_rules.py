@@ -115,7 +115,8 @@ def test_dump_path_leaves_nothing_behind(base):
     assert list((base / "dump").iterdir()) == []
 
 
-@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs Linux's /proc")
+@pytest.mark.skipif(not os.path.isdir("/proc/self") or not hasattr(os, "geteuid") or os.geteuid() != 0,
+                    reason="needs Linux's /proc and root, for whom os.access lets /proc through")
 def test_dump_path_where_no_folder_can_be_made_though_access_allows_it(base):
     """A fresh user's finding: root passes os.access for /proc, so
     `probe lint --check-fs` passed dump_path /proc/x, which the runtime
