@@ -776,3 +776,17 @@ def test_a_record_without_a_string_name_is_said_to_be_so(tmp_path):
     assert "record 0 has a \"name\" that is not a string (5); skipped" in err, err
     assert "record 1 is not an object; skipped" in err and "record 2 has no \"name\"; skipped" in err, err
     assert "Functional.exp.0.forward" in out
+
+
+def test_a_likely_sender_whose_only_record_is_a_sentinel_finding(tmp_path):
+    """A hunt's finding: rank 0 received inf/nan through an AllReduce and
+    rank 1, silent for that call, had only a sentinel record (auto checks
+    that could not name the call); following rank 1 as the likely sender
+    hit an assertion (a traceback, exit 1) in every format."""
+    for fmt in ("text", "json", "html"):
+        status, out, err = report(DATA / "sentinel-sender", fmt)
+        assert status == 0 and "Traceback" not in err, err
+    status, out, _ = report(DATA / "sentinel-sender")
+    summary = out.strip().splitlines()[-1]
+    assert summary.startswith("2 records in 2 step/rank folders. Overflow came in through AllReduce call 0"), summary
+    assert "probably from rank 1" in out and "SENTINEL" in out

@@ -297,8 +297,8 @@ class StepResolver:
         best: Optional[tuple[Start, Optional[int]]] = None
         call = self.calls.calls[key]
         for sender in senders:
-            if sender == rank or sender in path or sender not in self.facts:
-                continue
+            if sender == rank or sender in path or sender not in self.facts or self.facts[sender].first is None:
+                continue  # (no record naming a call: a rank whose only finding is a sentinel one has none to follow)
             took_part = call.records.get(sender)  # a likely sender has no record of the call: all its records count
             start, _ = self.cause(sender, None if took_part is None else took_part.record.index, path + (rank,))
             if best is None or (start.standing, _order(start.rank)) < (best[0].standing, _order(best[0].rank)):
