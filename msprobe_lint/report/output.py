@@ -44,7 +44,8 @@ def write_output(text: Union[str, Iterable[str]], output: str, *, force: bool = 
         return f"{output} is a directory; give a file name"
     target = path if not force else path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
-        handle = open(target, "x", encoding="utf-8")
+        # as on stdout (cli/__init__.py): a path not valid UTF-8 (its bytes kept as surrogates) is written escaped
+        handle = open(target, "x", encoding="utf-8", errors="backslashreplace")
     except FileExistsError:
         if not force:
             return f"{output} already exists; not overwritten (give --force to replace it)"

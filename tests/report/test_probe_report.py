@@ -790,3 +790,18 @@ def test_a_likely_sender_whose_only_record_is_a_sentinel_finding(tmp_path):
     summary = out.strip().splitlines()[-1]
     assert summary.startswith("2 records in 2 step/rank folders. Overflow came in through AllReduce call 0"), summary
     assert "probably from rank 1" in out and "SENTINEL" in out
+
+
+@pytest.mark.parametrize("fmt", ["text", "html", "json"])
+def test_output_file_with_a_path_that_is_not_utf8(tmp_path, fmt):
+    """A hunt's finding: a dump path with a byte that is not UTF-8 gave a
+    traceback (UnicodeEncodeError) with --output in text and html, and no
+    file; stdout already wrote it escaped."""
+    root = os.path.join(os.fsencode(tmp_path), b"dump\xff")
+    shutil.copytree(DATA / "ours", os.fsdecode(root))
+    out = tmp_path / f"report.{fmt}"
+    done = run_probe("report", os.fsdecode(root), "--format", fmt, "--output", str(out))
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    text = out.read_text(encoding="utf-8")  # valid UTF-8, the odd byte escaped as on stdout
+    assert "Overflow started in step0/rank1" in text or fmt == "json"
+    assert "dump\\udcff" in text or "dump\\\\udcff" in text, text[:3000]
