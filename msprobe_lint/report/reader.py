@@ -35,9 +35,10 @@ from .model import Collective, Constant, RankDump, Record, Tensor, signature
 #: (not JSON, not a list, no record in it) beside a dump.json: the folder
 #: falls back to dump.json's entries, as a dump of msprobe's own
 FALLBACK = "the records are dump.json's entries, without origin marks"
-#: the words of the warning about an overflow.json cut short after some
-#: records (``... read the first 3 record(s) ...``): the rest are missing
-CUT_SHORT = re.compile(r"truncated or malformed \(.*\); read the first (\d+) record\(s\)")
+#: the words of the warning about an overflow.json or a dump.json cut short
+#: after some records or entries (``... read the first 3 record(s) ...``):
+#: the rest are missing
+CUT_SHORT = re.compile(r"truncated or malformed \(.*\); read the first (\d+) (?:record\(s\)|entry|entries)")
 #: files larger than this are not read (a dump file is a few MB at most)
 MAX_FILE = 512 * 1024 * 1024
 _STACK_FILE_LINE = re.compile(r"File (?P<file>.*?), line (?P<line>\d+), in ")

@@ -217,7 +217,7 @@ def test_an_overflow_json_cut_short_is_read_in_part_not_unread(tmp_path):
     records.write_text(text)
     summary = report(root)[1].strip().splitlines()[-1]
     assert "Overflow started in step0/rank1" in summary and "cut short after" not in summary
-    assert "Read in part (overflow.json cut short, see the warnings): step0/rank0; the overflow may have " \
+    assert "Read in part (a file cut short, see the warnings): step0/rank0; the overflow may have " \
            "started in the records lost there." in summary
     assert "Not read" not in summary
     # a review's finding: a start that is no marked origin can be moved by an origin among the lost records
@@ -226,8 +226,23 @@ def test_an_overflow_json_cut_short_is_read_in_part_not_unread(tmp_path):
                        '\n {"name": "Functional.exp.3.forward", "origin": tr')
     summary = report(root)[1].strip().splitlines()[-1]
     assert "where it started is not known" in summary and "cut short after" not in summary, summary
-    assert "Read in part (overflow.json cut short, see the warnings): step0/rank1; the overflow may have started " \
+    assert "Read in part (a file cut short, see the warnings): step0/rank1; the overflow may have started " \
            "in the records lost there." in summary
+
+
+def test_a_dump_json_cut_short_is_read_in_part_too(tmp_path):
+    """A hunt's finding: an msprobe dump (dump.json only) cut short after 4
+    entries was warned "read the first 4 entries" and named "Not read" in
+    the summary line after the 4 records shown."""
+    root = tmp_path / "dump"
+    shutil.copytree(DATA / "msprobe-l1", root)
+    dump = root / "step0" / "rank" / "dump.json"
+    dump.write_bytes(dump.read_bytes()[:3000])
+    status, out, err = report(root)
+    assert status == 0 and "read the first 4 entries" in err, err
+    summary = out.strip().splitlines()[-1]
+    assert "Not read" not in summary
+    assert "Read in part (a file cut short, see the warnings): step0/rank;" in summary
 
 
 def test_truncated_dump_json_without_overflow_json(tmp_path):

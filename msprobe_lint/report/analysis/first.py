@@ -165,7 +165,7 @@ def summary_line(summary: Summary) -> str:
                      "started there.")
     partly = _unread_up_to(summary, start.record.step, partly=True, besides=safe)
     if partly:
-        sentence += (f" Read in part (overflow.json cut short, see the warnings): {', '.join(partly[:3])}"
+        sentence += (f" Read in part (a file cut short, see the warnings): {', '.join(partly[:3])}"
                      f"{f' and {len(partly) - 3:,} more' if len(partly) > 3 else ''}; the overflow may have "
                      "started in the records lost there.")
     if summary.also:
