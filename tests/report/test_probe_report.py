@@ -820,3 +820,24 @@ def test_output_file_with_a_path_that_is_not_utf8(tmp_path, fmt):
     text = out.read_text(encoding="utf-8")  # valid UTF-8, the odd byte escaped as on stdout
     assert "Overflow started in step0/rank1" in text or fmt == "json"
     assert "dump\\udcff" in text or "dump\\\\udcff" in text, text[:3000]
+
+
+def test_a_damaged_folder_of_a_later_step_is_not_named_in_other_layouts(tmp_path):
+    """A hunt's finding: with ranks first (rank0/step5) or msprobe's split
+    by execution mode (graph/step7/rank1), a folder that could not be read
+    in a step after the start's was named as a place the overflow may have
+    started, and by its file. Only a step up to the start's is named, and
+    as a folder."""
+    for layout in ("rank0/step{}", "graph/step{}/rank0"):
+        root = tmp_path / layout.split("/")[0] / "dump"
+        first, later, earlier = (root / layout.format(n) for n in (1, 5, 0))
+        shutil.copytree(DATA / "ours" / "step0" / "rank1", first)
+        later.mkdir(parents=True)
+        (later / "overflow.json").write_text("garbage")
+        summary = report(root)[1].strip().splitlines()[-1]
+        assert "Overflow started in step1/rank0" in summary and "Not read" not in summary, summary
+        earlier.mkdir(parents=True)
+        (earlier / "overflow.json").write_text("garbage")
+        summary = report(root)[1].strip().splitlines()[-1]
+        named = os.path.relpath(earlier, root)
+        assert f"Not read (see the warnings): {named}; the overflow may have started there." in summary, summary

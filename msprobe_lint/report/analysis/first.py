@@ -116,11 +116,13 @@ def _unread_up_to(summary: Summary, step: Optional[int], *, fallback: bool = Fal
             continue
         rel = os.path.relpath(os.path.normpath(path), root) if root else path
         parts = rel.split(os.sep)
-        match = _STEP_FOLDER.fullmatch(parts[0]) if parts else None
-        if match is not None and step is not None and int(match.group(1)) > step:
+        # the step folder wherever it sits: step3/rank0, rank0/step3 (ranks first), graph/step3/rank0 (msprobe's
+        # split by execution mode); a hunt found later steps of the last two named as places the overflow began
+        steps = [int(m.group(1)) for m in map(_STEP_FOLDER.fullmatch, parts) if m is not None]
+        if steps and step is not None and steps[0] > step:
             continue
-        if match is not None and len(parts) > 2:  # a file in a rank folder: name the folder
-            rel = os.path.join(parts[0], parts[1])
+        if steps and len(parts) > 1 and parts[-1].endswith(".json"):  # a file in a rank folder: name the folder
+            rel = os.path.join(*parts[:-1])
         if rel not in out:
             out.append(rel)
     return out
