@@ -57,10 +57,11 @@ def iter_rank_folders(root: Path, problems: list[tuple[str, str]]) -> Iterator[R
     Example: ``[f.path for f in iter_rank_folders(Path("dump"), [])]``
     gives ``["dump/step0/rank0", "dump/step0/rank1", "dump/step1/rank0", ...]``.
     """
-    is_step, step = parse_step(root.name)
-    is_rank, rank = parse_rank(root.name)
+    named = Path(os.path.abspath(root))  # "." or "../rank1" named by the folders they are (a hunt's finding)
+    is_step, step = parse_step(named.name)
+    is_rank, rank = parse_rank(named.name)
     if is_rank:
-        step = parse_step(root.parent.name)[1]
+        step = parse_step(named.parent.name)[1]
     elif not is_step:
         step = None
     # step roots still to walk: (step key, path, step, rank, depth, variant), smallest step first

@@ -841,3 +841,16 @@ def test_a_damaged_folder_of_a_later_step_is_not_named_in_other_layouts(tmp_path
         summary = report(root)[1].strip().splitlines()[-1]
         named = os.path.relpath(earlier, root)
         assert f"Not read (see the warnings): {named}; the overflow may have started there." in summary, summary
+
+
+def test_a_dump_path_given_as_dot_or_dotdot_is_named_by_its_folders(tmp_path, monkeypatch):
+    """A hunt's finding: `probe report .` inside step0/rank1 said
+    "step?/rank" (a job that was not distributed) and `../rank1`
+    "step?/rank1": the names came from the path as typed."""
+    shutil.copytree(DATA / "ours", tmp_path / "dump")
+    monkeypatch.chdir(tmp_path / "dump" / "step0" / "rank1")
+    for given in (".", "../rank1", "./"):
+        summary = report(given)[1].strip().splitlines()[-1]
+        assert "Overflow started in step0/rank1:" in summary, (given, summary)
+    monkeypatch.chdir(tmp_path / "dump" / "step0")
+    assert "Overflow started in step0/rank1:" in report(".")[1]
