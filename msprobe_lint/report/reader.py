@@ -507,17 +507,24 @@ def read_folder(folder: RankFolder, *, statistics: bool = True, construct: bool 
     dump_file, overflow_file = f"{folder_text}{os.sep}{DUMP_FILE}", f"{folder_text}{os.sep}{OVERFLOW_FILE}"
     has_dump = DUMP_FILE in files if files is not None else os.path.exists(dump_file)
     has_overflow = OVERFLOW_FILE in files if files is not None else os.path.exists(overflow_file)
+    fallback: Optional[tuple[int, str]] = None  # (index in problems, the warning without FALLBACK)
     if has_overflow:
         try:
             items, complete, out.signature = (cache or ReadCache()).overflow(
                 read_bytes(overflow_file), overflow_file, problems, folder.step, folder.rank)
             readable = complete or bool(items)
             if items == [] and has_dump:  # a list with no record in it, beside statistics: as one not read
-                problems.append((str(overflow_file), f"not read (an empty list); {FALLBACK}"))
+                fallback = (len(problems), "not read (an empty list)")
                 items, readable = None, False
         except Unreadable as err:
-            problems.append((str(overflow_file), f"not read ({err}); {FALLBACK}" if has_dump else str(err)))
+            if has_dump:
+                fallback = (len(problems), f"not read ({err})")
+            else:
+                problems.append((str(overflow_file), str(err)))
+        if fallback is not None:
+            problems.append((str(overflow_file), f"{fallback[1]}; {FALLBACK}"))
     if has_dump and (statistics or items is None):
+        dump_read = False
         try:
             parsed, complete = load_json(dump_file, problems, "dump")
             if isinstance(parsed, dict) and isinstance(parsed.get(DATA, {}), dict):
@@ -525,10 +532,13 @@ def read_folder(folder: RankFolder, *, statistics: bool = True, construct: bool 
                 framework = parsed.get("framework")
                 out.framework = framework if isinstance(framework, str) else None
                 readable = readable or complete or bool(data)
+                dump_read = True
             else:
                 problems.append((str(dump_file), "not an msprobe dump.json (no \"data\" object)"))
         except Unreadable as err:
             problems.append((str(dump_file), str(err)))
+        if fallback is not None and not dump_read:  # a hunt's finding: no entry of dump.json was read either
+            problems[fallback[0]] = (str(overflow_file), fallback[1])
     if items and not has_dump and any(item.names_call for item in items):
         problems.append((str(dump_file), "missing: the records of overflow.json have no statistics"))
     out.readable = readable

@@ -854,3 +854,24 @@ def test_a_dump_path_given_as_dot_or_dotdot_is_named_by_its_folders(tmp_path, mo
         assert "Overflow started in step0/rank1:" in summary, (given, summary)
     monkeypatch.chdir(tmp_path / "dump" / "step0")
     assert "Overflow started in step0/rank1:" in report(".")[1]
+
+
+def test_both_files_unreadable_is_not_called_a_fallback_to_dump_json(tmp_path):
+    """A hunt's finding: with overflow.json and dump.json both unreadable,
+    the warning said "the records are dump.json's entries, without origin
+    marks" (none were read) and the summary named the folder both
+    "Without origin marks" and "Not read"."""
+    root = tmp_path / "dump"
+    shutil.copytree(DATA / "ours", root)
+    (root / "step0" / "rank1" / "overflow.json").write_text("garbage")
+    (root / "step0" / "rank1" / "dump.json").write_text("garbage")
+    status, out, err = report(root)
+    assert status == 0, err
+    assert "dump.json's entries" not in err and "step0/rank1/overflow.json: not read (not a JSON list" in err, err
+    summary = out.strip().splitlines()[-1]
+    assert "Without origin marks" not in summary
+    assert "Not read (see the warnings): step0/rank1; the overflow may have started there." in summary
+    # dump.json readable: the fallback stands
+    shutil.copy(DATA / "ours" / "step0" / "rank1" / "dump.json", root / "step0" / "rank1" / "dump.json")
+    status, out, err = report(root)
+    assert "the records are dump.json's entries, without origin marks" in err
