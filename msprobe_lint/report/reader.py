@@ -363,6 +363,8 @@ def read_collective(value: Any, ranks: Optional[RanksTable] = None) -> Optional[
         members = tuple(members)
     elif members is not None and not isinstance(members, tuple):
         return None
+    if members == ():  # a group has at least its own rank: an empty list says its members were not recorded
+        members = None
     api, group, index = value.get(COLLECTIVE_API), value.get(COLLECTIVE_GROUP), _int(value.get(COLLECTIVE_INDEX))
     direction, finite = value.get(COLLECTIVE_DIRECTION), value.get(COLLECTIVE_INPUTS_FINITE)
     if not (isinstance(api, str) and api and isinstance(group, str) and index is not None

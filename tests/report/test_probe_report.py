@@ -875,3 +875,14 @@ def test_both_files_unreadable_is_not_called_a_fallback_to_dump_json(tmp_path):
     shutil.copy(DATA / "ours" / "step0" / "rank1" / "dump.json", root / "step0" / "rank1" / "dump.json")
     status, out, err = report(root)
     assert "the records are dump.json's entries, without origin marks" in err
+
+
+def test_an_empty_ranks_list_of_a_collective_is_members_unknown():
+    """A hunt's finding: a communication record whose group "ranks" was []
+    made the report certain that "the AllReduce itself overflowed"; with
+    null it rightly said the members were not recorded. A group has at
+    least its own rank, so [] is read as not recorded."""
+    status, out, _ = report(DATA / "empty-group")
+    summary = out.strip().splitlines()[-1]
+    assert status == 0 and "itself overflowed" not in summary, summary
+    assert "best guess: the group's ranks were not recorded" in summary
