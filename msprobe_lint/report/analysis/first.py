@@ -95,8 +95,9 @@ def _unread_up_to(summary: Summary, step: Optional[int], *, fallback: bool = Fal
     ``fallback`` the folders of the overflow.json files that could not be
     read beside a dump.json (whose entries were read instead, without
     origin marks) instead; without, those are left out. With ``partly``
-    only the folders whose overflow.json was cut short after some records
-    (read in part), without, those are left out; ``besides``: such a
+    only the folders whose overflow.json (or an msprobe dump's dump.json)
+    was cut short after some records (read in part), without, those are
+    left out; ``besides``: such a
     folder is left out either way when it is this one (the start's, when
     it is a marked origin: the records it lost came after it in that
     rank's step, so they cannot move it)."""
