@@ -25,6 +25,15 @@ def test_text_output_has_location_code_caret_and_help(tmp_path):
     assert "\x1b[" not in proc.stdout  # no colour when not a terminal
 
 
+def test_summary_counts_the_files_with_problems_among_those_linted(tmp_path):
+    """Before, "Found 1 error in 3 files" read as if every file had one."""
+    bad = write_config(tmp_path, config(overflow_check={"overflow_number": 3}), "a.json")
+    clean = [write_config(tmp_path, config(), n) for n in ("b.json", "c.json")]
+    proc = run_probe("lint", str(bad), *map(str, clean), "--isolated", env={"NO_COLOR": "1"})
+    assert proc.returncode == 1
+    assert "Found 1 error in 1 of 3 files." in proc.stdout.splitlines()
+
+
 def test_json_output_shape(tmp_path):
     path = write_config(tmp_path, config(level="l1", dump_path="rel"))
     proc = run_probe("lint", str(path), "--isolated", "--format", "json")

@@ -399,7 +399,7 @@ def test_unreadable_folder_is_reported_once_and_the_walk_goes_on(open_tmp):
     got = as_nobody(lint_as_nobody)
     assert isinstance(got, dict) and "error" not in got, got
     assert got["status"] == 2
-    assert got["summary"] == ["Found 3 errors in 3 files and 1 folder that could not be read."]
+    assert got["summary"] == ["Found 3 errors in 2 of 3 files and 1 folder that could not be read."]
     assert got["again"] == [r[0] for r in got["results"]]
     assert [(p, bad) for p, bad, _ in got["results"]] == [
         (f"{base}/configs/bad.json", False), (f"{base}/configs/good.json", True),

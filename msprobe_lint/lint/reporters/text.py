@@ -120,7 +120,10 @@ def render(results: Iterable[Result], *, color: bool = False) -> str:
     files = len(results) - folders
     if any(counts.values()):
         parts = [f"{n} {s.value}{'s' if n != 1 else ''}" for s, n in counts.items() if n]
+        flagged = sum(1 for r in results if not r.folder and r.diagnostics)
         where = f"{files} file{'s' if files != 1 else ''}"
+        if flagged < files:
+            where = f"{flagged} of {where}"
         if folders:
             where += f" and {folders} folder{'s' if folders != 1 else ''} that could not be read"
         lines.append((f"Found {', '.join(parts)} in {where}.", "bold"))
