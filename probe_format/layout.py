@@ -32,9 +32,11 @@ TENSOR_DATA_DIR = "dump_tensor_data"
 #: msprobe puts mindspore.jit parts of a run under ``graph/`` and the rest under ``pynative/``
 MODE_DIRS = ("graph", "pynative")
 
-STEP_PATTERN = re.compile(r"^step(\d+)$")
+#: as msprobe writes them (``f"step{step}"``): ASCII digits without leading zeros, nothing after
+#: them (a hunt's finding: ``step001`` and ``step1``, or a fullwidth ``step０``, were one step)
+STEP_PATTERN = re.compile(r"step(0|[1-9][0-9]*)\Z", re.ASCII)
 #: ``rank`` alone (no number) is the folder of a job that was not distributed
-RANK_PATTERN = re.compile(r"^rank(\d*)$")
+RANK_PATTERN = re.compile(r"rank(0|[1-9][0-9]*)?\Z", re.ASCII)
 
 # -- overflow.json: one record per overflowing entry (or sentinel finding) ---------------
 

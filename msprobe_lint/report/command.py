@@ -21,7 +21,7 @@ from ..exit import ExitStatus
 from ..textsafe import shown
 from .analysis.scan import Summary, scan
 from .discover import iter_rank_folders
-from .output import inside_dump, write_output
+from .output import inside_dump, inside_walked, write_output
 from .progress import Progress
 from .reader import ReadCache, read_folder
 from .render import RenderUnavailable
@@ -88,10 +88,12 @@ def _summarise(dump_path: str, *, keep_received: bool, progress: Optional[Progre
     if not os.access(root, os.R_OK | os.X_OK):
         return Summary(dump_path), ExitStatus.USAGE, f"{dump_path}: permission denied"
     problems: list[tuple[str, str]] = []
+    walked: dict[tuple[int, int], str] = {}
     read = functools.partial(read_folder, statistics=False, cache=cache or ReadCache())
-    summary = scan(dump_path, iter_rank_folders(root, problems), read, keep_received=keep_received,
+    summary = scan(dump_path, iter_rank_folders(root, problems, walked), read, keep_received=keep_received,
                    progress=progress)
     summary.problems[:0] = problems
+    summary.walked = walked
     if summary.records:
         return summary, ExitStatus.OK, None
     if summary.problems:  # a file, or a folder that might hold one, could not be read
@@ -186,7 +188,7 @@ def run(dump_path: str, fmt: str = "text", out: Optional[IO[str]] = None, err: O
         for piece in pieces:
             out.write(piece)
     elif not unwritten:  # a failed report leaves no file that looks like one
-        failure = write_output(itertools.chain((first,), pieces), output, force=force)
+        failure = inside_walked(output, result.summary.walked) or write_output(itertools.chain((first,), pieces), output, force=force)
         if failure:
             err.write(f"probe: error: {failure}\n")
             return ExitStatus.USAGE

@@ -47,12 +47,15 @@ def _key(number: Optional[int]) -> int:
     return -1 if number is None else number
 
 
-def iter_rank_folders(root: Path, problems: list[tuple[str, str]]) -> Iterator[RankFolder]:
+def iter_rank_folders(root: Path, problems: list[tuple[str, str]],
+                      seen: Optional[dict[tuple[int, int], str]] = None) -> Iterator[RankFolder]:
     """Every rank folder under ``root``, by step, then rank, then path.
 
     A generator: it lists one step at a time, so it holds the folders of
     one step, never the whole dump. A folder that cannot be searched or
     listed is appended to ``problems`` as (path, reason) and skipped.
+    ``seen``, when given, is filled with the ``(st_dev, st_ino)`` of every
+    folder walked (soft links followed) and the path it was reached by.
 
     Example: ``[f.path for f in iter_rank_folders(Path("dump"), [])]``
     gives ``["dump/step0/rank0", "dump/step0/rank1", "dump/step1/rank0", ...]``.
@@ -62,12 +65,15 @@ def iter_rank_folders(root: Path, problems: list[tuple[str, str]]) -> Iterator[R
     is_rank, rank = parse_rank(named.name)
     if is_rank:
         step = parse_step(named.parent.name)[1]
-    elif not is_step:
+    elif is_step:
+        rank = parse_rank(named.parent.name)[1]  # dump/rank3/step1: rank 3 (a hunt's finding: said "rank")
+    else:
         step = None
     # step roots still to walk: (step key, path, step, rank, depth, variant), smallest step first
     pending: list[tuple[int, str, Optional[int], Optional[int], int, str]] = [
         (_key(step), str(root), step, rank, 0, "")]
-    seen: dict[tuple[int, int], str] = {}  # (st_dev, st_ino) of each folder walked: the path it was read by
+    if seen is None:
+        seen = {}  # (st_dev, st_ino) of each folder walked: the path it was read by
     try:
         info = root.stat()
         seen[(info.st_dev, info.st_ino)] = str(root)
@@ -117,8 +123,9 @@ def _walk(folder: str, step: Optional[int], rank: Optional[int], depth: int, var
             is_rank, child_rank = parse_rank(name)
             if not (is_step or is_rank or (name in MODE_DIRS and depth == 0)):
                 if name[:4].lower() in ("step", "rank") and _holds_a_dump(child):  # step1a, rank-1, Step2 ...
-                    problems.append((child, "holds a dump but is not named step{N} or rank{R} (N, R numbers, "
-                                            "as msprobe names them): not read; rename it to be reported"))
+                    problems.append((child, "holds a dump but is not named step{N} or rank{R} (N, R numbers in "
+                                            "ASCII digits without leading zeros, as msprobe names them): not "
+                                            "read; rename it to be reported"))
                 continue
             if not _first_visit(entry, child, seen, problems):
                 continue

@@ -27,6 +27,30 @@ def inside_dump(output: str, dump_path: str) -> Optional[str]:
     return None
 
 
+def inside_walked(output: str, walked: dict[tuple[int, int], str]) -> Optional[str]:
+    """Why ``output`` must not be written (a message), or None: it lies
+    in a folder the report walked, ``walked`` mapping each one's
+    ``(st_dev, st_ino)`` to the path it was reached by
+    (:func:`~msprobe_lint.report.discover.iter_rank_folders`). Catches
+    what :func:`inside_dump` cannot know before the walk: a step or rank
+    folder the dump reaches through a soft link, kept elsewhere (a hunt's
+    finding: ``--force`` replaced that step's ``overflow.json``)."""
+    try:
+        target = Path(output).resolve()
+    except (OSError, RuntimeError):
+        return None
+    for folder in target.parents:
+        try:
+            info = os.stat(folder)
+        except OSError:
+            continue
+        reached = walked.get((info.st_dev, info.st_ino))
+        if reached is not None:
+            return (f"--output {output} is inside {reached}, a folder of the dump being read; it would "
+                    "overwrite or mix with the dump's files (choose a file outside it)")
+    return None
+
+
 def write_output(text: Union[str, Iterable[str]], output: str, *, force: bool = False) -> Optional[str]:
     """Write a report (a string, or its pieces) to the file ``output``;
     the reason it could not be written, or None.

@@ -134,9 +134,40 @@ def test_started_is_lowest_rank_of_earliest_step(tmp_path):
     assert out.rstrip().endswith("It also started on its own on rank 10.")
 
 
-def test_accepts_a_step_or_rank_folder():
+def test_accepts_a_step_or_rank_folder(tmp_path):
     assert report(DATA / "ours" / "step1")[1].splitlines()[0].startswith("step1/rank1")
     assert report(DATA / "ours" / "step0" / "rank1")[1].splitlines()[0].startswith("step0/rank1")
+    # a hunt's finding: a step folder in the rank-first nesting (rank1/step0) was said to be of a job that
+    # was not distributed ("step0/rank", JSON rank null)
+    shutil.copytree(DATA / "ours" / "step0" / "rank1", tmp_path / "rank1" / "step0")
+    status, out, _ = report(tmp_path / "rank1" / "step0")
+    assert status == 0 and out.splitlines()[0].startswith("step0/rank1"), out
+    assert "Overflow started in step0/rank1: Functional.exp.3.forward" in out.splitlines()[-1]
+    assert strict_json(report(tmp_path / "rank1" / "step0", "json")[1])["started"]["rank"] == 1
+
+
+def test_a_second_folder_of_a_rank_answers_when_the_first_names_no_origin(tmp_path):
+    """msprobe's graph/ and pynative/ split gives a step and rank two
+    folders. A hunt's finding: only the first (graph/) counted, so its
+    carried kernel record hid pynative/'s origin ("where it started is not
+    known"). When both mark an origin the first still answers (their order
+    is not recorded)."""
+    shutil.copytree(DATA / "ours" / "step1" / "rank1", tmp_path / "graph" / "step1" / "rank1")  # carried only
+    shutil.copytree(DATA / "ours" / "step0" / "rank1", tmp_path / "pynative" / "step1" / "rank1")  # an origin
+    status, out, _ = report(tmp_path)
+    assert status == 0
+    assert "Overflow started in step1/rank1: Functional.exp.3.forward" in out.splitlines()[-1], out
+    summary, _, _ = summarise(str(tmp_path))
+    assert summary.start.how == "origin" and summary.start.record.folder.endswith("pynative/step1/rank1")
+    shutil.rmtree(tmp_path / "graph")
+    shutil.copytree(DATA / "ours" / "step0" / "rank1", tmp_path / "graph" / "step1" / "rank1")
+    shutil.copytree(DATA / "ours" / "step1" / "rank1", tmp_path / "pynative" / "step1" / "rank1",
+                    dirs_exist_ok=True)  # now graph/ has the origin, pynative/ only a carried record
+    for name in ("overflow.json", "dump.json"):
+        (tmp_path / "pynative" / "step1" / "rank1" / name).write_bytes(
+            (DATA / "ours" / "step1" / "rank1" / name).read_bytes())
+    summary, _, _ = summarise(str(tmp_path))
+    assert summary.start.record.folder.endswith("graph/step1/rank1")
 
 
 def test_empty_dump_path(tmp_path):
@@ -767,6 +798,42 @@ def test_a_folder_almost_named_as_a_step_or_rank_that_holds_a_dump_is_named(tmp_
     shutil.copytree(DATA / "ours" / "step0", tmp_path / "step0")  # a readable step beside them: reported, warned
     status, out, err = report(tmp_path)
     assert status == 0 and out.startswith("step0/rank1") and err.count("probe: warning:") == 2
+
+
+def test_folders_named_unlike_msprobe_are_not_read_as_steps(tmp_path):
+    """A hunt's finding: step001 was read as step1 (two folders of one step
+    and rank, one of them silently dropped), and a fullwidth step０ or a
+    name ending in a line break as a step. msprobe writes ``step{N}`` with
+    ASCII digits and no leading zeros; the others are named in a warning."""
+    for folder in ("step001/rank0", "step\uff10/rank0", "step3\n/rank0", "step1/rank01"):
+        shutil.copytree(DATA / "ours" / "step0" / "rank1", tmp_path / folder)
+    shutil.copytree(DATA / "ours" / "step1" / "rank1", tmp_path / "step1" / "rank0")
+    status, out, err = report(tmp_path)
+    assert status == 0 and out.startswith("step1/rank0"), out
+    warned = sorted(line.split(": ")[2] for line in err.splitlines() if line.startswith("probe: warning"))
+    # (a line break in a name is shown as "?")
+    assert warned == sorted(str(tmp_path / f) for f in ("step001", "step\uff10", "step3?", "step1/rank01")), err
+
+
+def test_output_into_a_soft_linked_step_folder_is_refused(tmp_path):
+    """A hunt's finding: ``--output`` into a step folder the dump reaches
+    through a soft link (kept on another disk) was written, and with
+    ``--force`` replaced that step's overflow.json. It is refused, by the
+    path through the link or by its own, and nothing changes."""
+    elsewhere = tmp_path / "disk2" / "step1"
+    shutil.copytree(DATA / "ours" / "step1", elsewhere)
+    root = tmp_path / "dump"
+    shutil.copytree(DATA / "ours" / "step0", root / "step0")
+    (root / "step1").symlink_to(elsewhere, target_is_directory=True)
+    before = (elsewhere / "rank1" / "overflow.json").read_bytes()
+    for target in (root / "step1" / "rank1" / "overflow.json", elsewhere / "rank1" / "overflow.json",
+                   elsewhere / "report.txt"):
+        err = io.StringIO()
+        assert main(str(root), "text", out=io.StringIO(), err=err, output=str(target), force=True) == 2
+        assert "a folder of the dump being read" in err.getvalue(), err.getvalue()
+    assert (elsewhere / "rank1" / "overflow.json").read_bytes() == before
+    assert not (elsewhere / "report.txt").exists()
+    assert main(str(root), "text", out=io.StringIO(), err=io.StringIO(), output=str(tmp_path / "r.txt")) == 0
 
 
 def test_force_without_output_is_a_usage_error(tmp_path):

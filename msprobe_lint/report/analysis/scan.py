@@ -129,6 +129,8 @@ class Summary:
     sentinel: Optional[tuple[Optional[int], Optional[int], str]] = None
     #: some record carries an origin mark (false when every dump lacks overflow.json)
     origins_known: bool = False
+    #: every folder walked, soft links followed: (st_dev, st_ino) -> the path it was reached by
+    walked: dict[tuple[int, int], str] = field(default_factory=dict, repr=False)
 
 
 class _Step:
@@ -179,7 +181,11 @@ class Scanner:
         step.info.folders += 1
         step.info.records += len(records)
         facts = rank_facts(dump)
-        if dump.rank not in step.facts:  # a second folder of a rank (graph/pynative): the first one answers
+        if dump.rank not in step.facts or _silent(step.facts[dump.rank]) and not _silent(facts):
+            # A second folder of a rank (msprobe's graph/ and pynative/ split) answers only when the first
+            # says nothing of where the overflow came from: the order between the two is not recorded, so
+            # with both telling, the first one (graph/) answers (a hunt's finding: pynative/'s origin was
+            # ignored beside a graph/ kernel record that was not one)
             step.facts[dump.rank] = facts
             for record in records:
                 if record.collective is not None:
@@ -223,6 +229,11 @@ class Scanner:
                                   key=lambda g: (-1 if g.rank is None else g.rank, g.variant))
         step.info.ranks = RankSet.of(step.facts)
         summary.steps.append(step.info)
+
+
+def _silent(facts: RankFacts) -> bool:
+    """The folder names no origin, no received and no entered record."""
+    return facts.origin is None and facts.received is None and facts.entered is None
 
 
 def scan(root: str, folders: Iterable[RankFolder], read: Callable[[RankFolder], RankDump], *,
