@@ -40,6 +40,8 @@ from typing import Any, Iterable, Iterator, Optional
 
 import numpy as np
 
+from ..hooks.guard import GUARD
+
 #: MindSpore's floating dtypes: attribute of ``mindspore`` -> the name the
 #: tool gives it (MindSpore's own spelling, what ``str`` reads in a process
 #: no layer has changed; MindSpore 2.7 to 2.10).
@@ -338,6 +340,7 @@ def to_host(tensor: Any, name: Optional[str] = None) -> HostTensor:
             shape = tuple(int(d) for d in shape)
     except Exception:  # pragma: no cover - odd tensor-likes
         shape = ()
+    GUARD.depth += 1  # the tool's own cast and read: not handed on by a wrapper (l1, l0.mutations)
     try:
         source = tensor
         if name in CAST_TO_FLOAT32:
@@ -350,6 +353,8 @@ def to_host(tensor: Any, name: Optional[str] = None) -> HostTensor:
     except Exception as err:
         _unreadable(type(tensor), "values", err, turn_off=False)
         array = None
+    finally:
+        GUARD.depth -= 1
     return HostTensor(name, shape, array)
 
 

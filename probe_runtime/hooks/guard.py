@@ -94,6 +94,38 @@ class keep_training:
         return True
 
 
+def mutation_wrapper(sink: Any, original: Callable) -> Callable:
+    """Wrapper of a Tensor method that changes the tensor in place, or
+    hands out memory it can be changed through, without being a
+    computation to check (``set_data``, ``__setitem__`` at L0,
+    ``asnumpy``: on CPU its array shares the tensor's memory, MindSpore's
+    docs of ``Tensor.asnumpy``). Before it runs, ``sink.before_mutation``
+    resolves the pending checks that may see that memory, so they judge
+    the values the calls made, not what the write left; no entry is made.
+    Inside the tool (``GUARD.depth``) or outside a window (``sink.live``
+    false) the original runs alone. A fault in the sink goes to
+    ``sink.on_error`` and the original still runs."""
+
+    def wrapper(tensor: Any, *args: Any, **kwargs: Any) -> Any:
+        if not GUARD.depth and sink.live:
+            GUARD.depth += 1
+            try:
+                sink.before_mutation([tensor])
+            except Exception as err:
+                sink.on_error("before_mutation", err)
+            finally:
+                GUARD.depth -= 1
+        return original(tensor, *args, **kwargs)
+
+    for name in ("__name__", "__qualname__", "__doc__"):
+        try:
+            setattr(wrapper, name, getattr(original, name))
+        except (AttributeError, TypeError):
+            pass
+    wrapper.__probe_original__ = original  # type: ignore[attr-defined]
+    return wrapper
+
+
 _JIT_CONTEXT: Any = None
 
 

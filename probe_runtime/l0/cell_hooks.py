@@ -35,6 +35,7 @@ from ..hooks.frames import capture_frames
 from ..hooks.guard import jit_tracing
 from ..hooks.patching import Patches
 from .calls import CellCall, ParamGradCall, TopCall
+from .mutations import MutationGuard
 from .plan import Target, is_jit_compiled, jit_warning, models, own_parameters, plan_cells
 from .state_sweep import StateSweep
 
@@ -106,6 +107,8 @@ class CellHooks:
         self._jit_patch = Patches()
         #: the state no Cell check reads, probed at start() and when the window closes
         self.sweep = StateSweep()
+        #: in-place writes between the Cells resolve the pending checks first (:mod:`.mutations`)
+        self.mutations = MutationGuard(sink)
 
     @property
     def installed(self) -> bool:
@@ -175,6 +178,8 @@ class CellHooks:
         self._hook_tops(model)
         self._targets, self._model = targets, model
         self._guard_jit_calls()
+        if not self.modules:  # (the MSAdapter layer's tensor class has in-place methods of its own: not wrapped)
+            self.mutations.install()
         return len(targets)
 
     def _guard_jit_calls(self) -> None:
@@ -405,6 +410,7 @@ class CellHooks:
 
     def uninstall(self) -> None:
         """Remove every hook (safe to call twice and at interpreter exit)."""
+        self.mutations.uninstall()
         self._jit_patch.remove()
         self._suspended = False
         self._targets, self._model = [], None

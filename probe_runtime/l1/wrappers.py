@@ -36,7 +36,7 @@ from ..check.verdict import framework_error, is_floating, is_parameter, is_tenso
 from ..hooks.backward import HookMaker, data_positions, hook_gradients, release
 from ..hooks.collectives import REDUCER_FORM, Form, collective_form, describe
 from ..hooks.frames import capture_frames
-from ..hooks.guard import GUARD, jit_tracing
+from ..hooks.guard import GUARD, jit_tracing, mutation_wrapper
 from .calls import ApiCall, Sink
 from .namespaces import WRITES_FIRST_ONLY
 from .primitives import call_arity, primitive_api, side_effect
@@ -289,24 +289,11 @@ class Wrappers:
 
     def wrap_mutator(self, original: Callable) -> Callable:
         """Wrapper of a Tensor method that changes the tensor in place
-        without computing (``set_data``): the sink resolves what may see
-        that memory first (``sink.before_mutation``); no entry is made."""
-        sink = self.sink
-
-        @functools.wraps(original)
-        def wrapper(tensor: Any, *args: Any, **kwargs: Any) -> Any:
-            if not GUARD.depth and sink.live:
-                GUARD.depth += 1
-                try:
-                    sink.before_mutation([tensor])
-                except Exception as err:
-                    sink.on_error("before_mutation", err)
-                finally:
-                    GUARD.depth -= 1
-            return original(tensor, *args, **kwargs)
-
-        wrapper.__probe_original__ = original  # type: ignore[attr-defined]
-        return wrapper
+        without computing (``set_data``), or hands out memory it can be
+        changed through (``asnumpy``): the sink resolves what may see that
+        memory first (:func:`~probe_runtime.hooks.guard.mutation_wrapper`);
+        no entry is made."""
+        return mutation_wrapper(self.sink, original)
 
     def _handle(self, api: str, original: Callable, inplace: bool, args: tuple, kwargs: dict, frame: Any,
                 form: Optional[Form] = None, prim: Any = None, writes: Optional[tuple] = None) -> Any:

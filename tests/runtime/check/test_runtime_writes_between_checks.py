@@ -1,0 +1,153 @@
+"""In-place writes between a checked call and the moment its tensors are
+read (a fresh user's hunt; each test fails without ``l0.mutations`` and
+the ``asnumpy`` wrapper of L1).
+
+The checker reads what a call or Cell returned at its resolution points,
+not at once. A write into those tensors in between (``h[...] = 0`` in a
+parent's ``construct``, a NaN guard on the gradients before the optimizer,
+numpy writing through ``asnumpy()``) changed what was judged: an
+all-clear for an output that was +inf, a sub-Cell blamed for its parent's
+inf, a gradient overflow called "outside the checked Cells".
+"""
+from __future__ import annotations
+
+import pytest
+
+pytestmark = pytest.mark.mindspore
+ms = pytest.importorskip("mindspore")
+np = pytest.importorskip("numpy")
+
+from mindspore import Tensor, nn, ops  # noqa: E402
+
+from probe_runtime import PrecisionDebugger  # noqa: E402
+from probe_runtime.dump.writer import read_json  # noqa: E402
+from runtime_support import isolate, write_runtime_config  # noqa: E402
+
+ms.set_context(mode=ms.PYNATIVE_MODE)
+
+
+@pytest.fixture
+def debugger(tmp_path, monkeypatch):
+    isolate(monkeypatch, tmp_path)
+    made = []
+
+    def make(level: str, folder=None):
+        where = folder or tmp_path
+        where.mkdir(exist_ok=True)
+        made.append(PrecisionDebugger(config_path=str(write_runtime_config(where, level=level))))
+        return made[-1]
+
+    yield make
+    for one in made:
+        one.stop()
+        one.windows.summary.said = True
+
+
+def first_records(debugger, count=1):
+    path = f"{debugger.dump_path}/step0/rank/overflow.json"
+    try:
+        found = read_json(path)
+    except OSError:
+        return []
+    return [(r["name"], r["origin"]) for r in found[:count]]
+
+
+class Exploding(nn.Cell):
+    def construct(self, x):
+        return ops.exp(x * 100.0)  # float32 exp of 100 and more: +inf
+
+
+class Halving(nn.Cell):
+    def construct(self, x):
+        return x * 0.5
+
+
+class Parent(nn.Cell):
+    def __init__(self, inner: nn.Cell, write: str):
+        super().__init__()
+        self.first = nn.Dense(3, 3, weight_init="ones", bias_init="zeros")
+        self.inner = inner
+        self.last = nn.Dense(3, 1, weight_init="ones", bias_init="zeros")
+        self.write = write
+
+    def construct(self, x):
+        h = self.inner(self.first(x))
+        if self.write == "clean":
+            h[h > 1e30] = 0.0  # hides the +inf the inner Cell returned
+        else:
+            h[:] = h * 1e30 * 1e10  # the parent's own code overflows, into the inner Cell's output
+        return self.last(h)
+
+
+def test_l0_an_output_cleaned_in_place_by_the_parent_is_still_an_origin(debugger):
+    """Forward only: the inner Cell's +inf output, set to 0 by its parent
+    before the next Cell, gave "no overflow found"."""
+    dbg = debugger("L0")
+    net = Parent(Exploding(), "clean")
+    dbg.start(net)
+    out = net(Tensor(np.ones((1, 3), np.float32)))
+    dbg.stop()
+    dbg.step()
+    assert np.isfinite(out.asnumpy()).all()  # the overflow is gone from what the model returns
+    assert first_records(dbg) == [("Cell.inner.Exploding.forward.0", True)]
+
+
+def test_l0_a_sub_cell_is_not_blamed_for_inf_its_parent_wrote_into_its_output(debugger):
+    dbg = debugger("L0")
+    net = Parent(Halving(), "overflow")
+    dbg.start(net)
+    net(Tensor(np.ones((1, 3), np.float32)))
+    dbg.stop()
+    dbg.step()
+    records = read_json(f"{dbg.dump_path}/step0/rank/overflow.json")
+    assert not any(r["name"].startswith("Cell.inner.") for r in records), records
+    assert records[0]["origin"] is True and records[0]["name"].startswith("Cell.Parent."), records
+
+
+def _nan_guard_step(dbg, guard: bool):
+    ms.set_seed(0)
+    quarter = [Tensor(np.full(shape, 0.25, np.float32)) for shape in ((4, 4), (1, 4))]
+    net = nn.SequentialCell([nn.Dense(4, 4, weight_init=quarter[0]), nn.Dense(4, 1, weight_init=quarter[1])])
+    net.to_float(ms.float16)
+    opt = nn.SGD(net.trainable_params(), 1e-3)
+    grad_fn = ms.value_and_grad(lambda x: net(x).astype(ms.float32).sum(), None, opt.parameters)
+    # the forward pass stays finite (10000 at each layer); the last layer's weight gradient, a sum over
+    # the batch of 8 x 10000, passes float16's 65504
+    x = np.full((8, 4), 10000.0, np.float16)
+    dbg.start(net)
+    _, grads = grad_fn(Tensor(x))
+    if guard:
+        for g in grads:
+            g[ops.logical_not(ops.isfinite(g))] = 0.0  # a NaN guard, in place, before the optimizer
+    opt(grads)
+    dbg.stop()
+    dbg.step()
+
+
+def test_l0_a_nan_guard_on_the_gradients_does_not_move_the_origin_outside(debugger, tmp_path):
+    """The same step with and without the guard gives the same first
+    record; before, with the guard it was an ``outside`` record pointing
+    at the loss."""
+    unguarded = debugger("L0", tmp_path / "plain")
+    _nan_guard_step(unguarded, guard=False)
+    guarded = debugger("L0", tmp_path / "guarded")
+    _nan_guard_step(guarded, guard=True)
+    expected = first_records(unguarded, 2)
+    assert expected and all(origin for _, origin in expected), expected
+    assert first_records(guarded, 2) == expected
+
+
+def test_l1_numpy_writing_through_asnumpy_does_not_hide_the_call(debugger):
+    """``np.nan_to_num(t.asnumpy(), copy=False)`` writes into the tensor
+    (on CPU the array shares its memory): the ``exp`` that overflowed was
+    judged on the cleaned values, an all-clear."""
+    dbg = debugger("L1")
+    x = Tensor(np.ones((1, 3), np.float32))
+    dbg.start()
+    e = ops.exp(x * 100.0)
+    np.nan_to_num(e.asnumpy(), copy=False, posinf=1e30)
+    total = e.sum()
+    dbg.stop()
+    dbg.step()
+    assert np.isfinite(total.asnumpy())
+    assert first_records(dbg) == [("Functional.exp.0.forward", True)]
