@@ -587,7 +587,11 @@ def settle_model(top: Any, cache: HostCache, registry: ByDesign) -> tuple[bool, 
         return False, None
     inputs_finite = all(cache.finite(t) for t in iter_tensors([top.args, top.kwargs]))
     if all(only_negative_infinity(t, cache) for t in nonfinite):
-        registry.unconsume(inside)  # a Softmax Cell may have taken it too: it still reached the result
+        # a Softmax Cell may have taken it too: it still reached the result. Only the makers whose -inf is
+        # in the result, when they are known (a hunt's finding: a mask a softmax consumed was recorded as
+        # the first origin because another mask reached the result)
+        reached = [m for m in registry.makers_of(top.output, cache) if m in inside]
+        registry.unconsume(reached or inside)
         return inputs_finite, None
     registry.consumed(inside)
     return False, by_design_note(inside)

@@ -413,3 +413,41 @@ def test_a_mask_a_softmax_took_that_also_reaches_the_result_is_recorded(tmp_path
     for records in run_default_and_exact(tmp_path, monkeypatch, scenario, ORIGINAL, level="L0", nums=-1):
         assert records and (records[0][1]["name"], records[0][1]["origin"]) == ("Cell.mask.CausalMask.forward.0", True)
         assert all((r.get("entered") or {}).get("source") != "outside" for _, r in records), records
+
+
+class _Mask(nn.Cell):
+    def construct(self, scores, masked):
+        return ops.masked_fill(scores, masked, float("-inf"))
+
+
+class _TwoMasks(nn.Cell):
+    """A mask a softmax Cell consumes, then a second mask whose -inf
+    reaches the result through a Dense."""
+
+    def __init__(self):
+        super().__init__()
+        self.mask, self.mask2 = _Mask(), _Mask()
+        self.soft = nn.Softmax(-1)
+        self.fc = nn.Dense(3, 3, weight_init="ones", bias_init="zeros")
+
+    def construct(self, scores, first, second):
+        attended = self.soft(self.mask(scores, first))
+        return self.fc(self.mask2(self.fc(attended), second))
+
+
+def test_a_mask_a_softmax_consumed_is_not_recorded_beside_one_that_reached_the_result(tmp_path, monkeypatch):
+    """A hunt's finding: when the second mask's -inf reached the model's
+    result, the first mask, consumed by the softmax, was recorded too, and
+    named as where the overflow started."""
+    isolate(monkeypatch, tmp_path)
+    debugger = PrecisionDebugger(config_path=str(write_runtime_config(tmp_path, level="L0")))
+    net = _TwoMasks()
+    scores = Tensor(np.array([[1.0, 2.0, 3.0]], np.float32))
+    debugger.start(net)
+    out = net(scores, Tensor(np.array([[False, False, True]])), Tensor(np.array([[True, False, False]])))
+    debugger.stop()
+    debugger.step()
+    debugger.windows.summary.said = True
+    assert not np.isfinite(out.asnumpy()).all()
+    assert [(r["name"], r["origin"]) for _, r in dump_records(tmp_path / "dump")][:1] == [
+        ("Cell.mask2._Mask.forward.0", True)]
