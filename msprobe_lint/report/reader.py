@@ -562,7 +562,8 @@ def read_folder(folder: RankFolder, *, statistics: bool = True, construct: bool 
         if has_stack:
             try:
                 stack, _ = load_json(stack_file, [], "stack")
-            except Unreadable:
+            except Unreadable as err:  # a hunt's finding: a stack.json cut short made every file:line unknown, unsaid
+                problems.append((stack_file, f"not read ({err}); the records' file:line are not known"))
                 stack = None
         for index, (name, entry) in enumerate(data.items()):
             records.append(Record(step=step, rank=rank, folder=folder_text, index=index, name=str(name), origin=None,

@@ -64,6 +64,36 @@ def test_msprobe_layout_origin_unknown_where_from_stack():
     assert "where it started is not known" in out.splitlines()[-1]
 
 
+def test_a_stack_json_cut_short_is_said_and_hides_no_record(tmp_path):
+    """A hunt's finding (last stop's notes): a stack.json cut short made
+    every file:line unknown without a word. It is a warning now; the folder
+    is not named as one whose records may be missing."""
+    shutil.copytree(DATA / "msprobe", tmp_path / "m")
+    stack = tmp_path / "m" / "step0" / "rank" / "stack.json"
+    stack.write_bytes(stack.read_bytes()[:50])
+    status, out, err = report(tmp_path / "m")
+    assert status == 0
+    assert err.startswith(f"probe: warning: {stack}: not read (not valid JSON") and "file:line are not known" in err
+    assert out.splitlines()[1].split() == ["?", "Functional.exp.3", "API", "forward", "file:line", "unknown"]
+    assert "Not read" not in out.splitlines()[-1]
+
+
+def test_a_dump_file_that_is_a_directory_is_no_all_clear(tmp_path):
+    """A hunt's finding (last stop's notes): rank0/dump.json as a folder,
+    nothing else there, gave "no dump found ... nothing overflowed". It is
+    a warning and exit 2 (nothing could be read); beside a readable rank the
+    report goes on and says the folder was not read."""
+    (tmp_path / "step0" / "rank0" / "dump.json").mkdir(parents=True)
+    status, out, err = report(tmp_path)
+    assert status == 2 and out == ""
+    assert f"probe: warning: {tmp_path / 'step0' / 'rank0' / 'dump.json'}: a directory, not a dump file" in err
+    assert "nothing overflowed" not in err
+    shutil.copytree(DATA / "ours" / "step0" / "rank1", tmp_path / "step0" / "rank1")
+    status, out, err = report(tmp_path)
+    assert status == 0 and "a directory, not a dump file" in err
+    assert "Not read (see the warnings): step0/rank0" in out.splitlines()[-1], out
+
+
 # -- dumps msprobe 8.1.2 itself wrote (tests/data/report/make-real-dumps.sh) ----------
 MSPROBE_L1 = ["Functional.exp.0.forward", "Tensor.to.0.forward", "Tensor.__sub__.0.forward",
               "Functional.square.0.forward", "Functional.shape.0.forward", "Functional.square.0.backward",

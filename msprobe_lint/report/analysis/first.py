@@ -111,6 +111,8 @@ def _unread_up_to(summary: Summary, step: Optional[int], *, fallback: bool = Fal
         cut_short = CUT_SHORT.match(problem) is not None
         if cut_short != partly or cut_short and cut is not None and os.path.normpath(path) == cut:
             continue
+        if os.path.basename(path) == "stack.json":  # only file:line are missing: no record is hidden
+            continue
         records = os.path.join(os.path.dirname(path), "overflow.json")
         if os.path.basename(path) == "dump.json" and os.path.normpath(records) not in unread \
                 and os.path.isfile(records):  # the records were read; only their statistics are missing
