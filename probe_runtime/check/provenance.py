@@ -524,7 +524,11 @@ def _parameter_entry(name: str, label: Optional[str], parameter: str, at_start: 
     """The ``entered`` description of a Parameter that held inf/nan."""
     used = f"{label} of {name}" if label else name
     if at_start:
-        message = f"Parameter {parameter} already held inf/nan at start(); first used by {used}"
+        # a hunt's finding: after a hand-written L0 update (ops.assign outside the Cells) this read like a bad
+        # checkpoint; say what can have written it
+        message = (f"Parameter {parameter} already held inf/nan at start(); first used by {used} (written before "
+                   "this window: outside the checked steps, by code no check sees, such as a hand-written update "
+                   "with ops.assign at L0, or loaded so from a checkpoint)")
     else:
         message = (f"Parameter {parameter} held inf/nan when first used after an update in the window, by {used} "
                    "(a backward pass, an optimizer step or an in-place write came before, so it may have been "
