@@ -32,11 +32,21 @@ def test_a_misspelt_task_does_not_hide_the_rules_of_the_task_it_means(lint):
 
 
 def test_typo_suggestions(lint):
-    (top,) = lint(config(levle="L1"))
+    (top,) = lint(config(levle="L1", level=None))
     assert top.hint == "did you mean 'level'?"
     (inner,) = lint(config(overflow_check={"overflow_number": 3}))
     assert inner.hint == "did you mean 'overflow_nums'?"
     assert inner.pointer == "/overflow_check/overflow_number"
+
+
+def test_a_misspelt_copy_of_a_key_that_is_set_says_to_remove_it(lint):
+    """Before, "Task" beside "task" was told "did you mean 'task'?", which
+    would make a duplicate key; no fix is offered either way."""
+    (top,) = lint(config(Task="overflow_check"))
+    assert top.code == "PL101" and top.fix is None
+    assert top.hint == "did you mean 'task'? It is set already at the top level: remove this copy"
+    (inner,) = lint(config(overflow_check={"overflow_nums": 1, "overflow_num": 3}))
+    assert inner.hint.startswith("did you mean 'overflow_nums'? It is set already in the overflow_check")
 
 
 def test_a_top_level_slip_of_a_section_key_names_that_key_and_section(lint):
@@ -52,8 +62,8 @@ def test_a_top_level_slip_of_a_section_key_names_that_key_and_section(lint):
     (other,) = lint(config(task="statistics", overflow_num=3))
     assert other.hint.startswith("known keys here:")
     # a slip of a top-level key is still that key
-    (level,) = lint(config(levle="L1"))
-    assert level.hint == "did you mean 'level'?"
+    (level,) = lint(config(levle="L1"))  # beside the "level" it sets: a copy to remove
+    assert level.hint == "did you mean 'level'? It is set already at the top level: remove this copy"
 
 
 def test_enum_suggestion_is_case_insensitive_then_closest(lint):

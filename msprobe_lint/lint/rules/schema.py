@@ -1115,7 +1115,9 @@ def _unknown(key: str, ptr: str, location: str, siblings: dict, here: dict, prof
             "; it is a key of PrecisionDebugger's config" if known_places(key) else "")
     else:
         message = f"unknown key {key!r} {_where(location)}; msprobe ignores it"
-    if guess:
+    if guess and guess in siblings:  # a misspelt copy of a key the object sets too ("Task" beside "task")
+        hint = f"did you mean {guess!r}? It is set already {_where(location)}: remove this copy"
+    elif guess:
         hint = f"did you mean {guess!r}?"
     elif ignored:
         hint = f"did you mean {ignored!r}? {_label(profile)} no longer reads it {_where(location)}: remove it"
