@@ -188,7 +188,8 @@ def run(dump_path: str, fmt: str = "text", out: Optional[IO[str]] = None, err: O
         for piece in pieces:
             out.write(piece)
     elif not unwritten:  # a failed report leaves no file that looks like one
-        failure = inside_walked(output, result.summary.walked) or write_output(itertools.chain((first,), pieces), output, force=force)
+        failure = inside_walked(output, result.summary.walked) or \
+            write_output(itertools.chain((first,), pieces), output, force=force)
         if failure:
             err.write(f"probe: error: {failure}\n")
             return ExitStatus.USAGE

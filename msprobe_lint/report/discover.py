@@ -111,7 +111,7 @@ def _walk(folder: str, step: Optional[int], rank: Optional[int], depth: int, var
             found.append((_key(rank), current, rank, files, variant))
             continue
         misplaced = [e.name for e in entries if e.name in (DUMP_FILE, OVERFLOW_FILE) and _is_dir(e)]
-        if misplaced:  # a hunt's finding: step0/rank0/dump.json/ as a folder gave "no dump found ... nothing overflowed"
+        if misplaced:  # a hunt's finding: rank0/dump.json/ as a folder gave "no dump found ... nothing overflowed"
             for name in misplaced:
                 problems.append((f"{current}{os.sep}{name}", "a directory, not a dump file: not read"))
             continue

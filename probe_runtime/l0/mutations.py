@@ -33,21 +33,7 @@ from typing import Any
 
 from ..hooks.guard import mutation_wrapper
 from ..hooks.patching import Patches, Plan
-from ..l1.namespaces import FUNCTION_INPLACE, TENSOR_MUTATORS, TENSOR_OPERATORS, TENSOR_SHARED_READS, TENSOR_SKIP
-
-
-def in_place_methods(tensor_cls: type) -> list[str]:
-    """The names of ``tensor_cls``'s methods (``mindspore.Tensor``) that
-    write the tensor in place or share its memory, by the rules L1 uses:
-    the in-place operators (``__setitem__``, ``__iadd__`` ...), public
-    methods ending in ``_`` that are not bookkeeping (:data:`TENSOR_SKIP`),
-    the functions of :data:`FUNCTION_INPLACE` as methods, the mutators and
-    ``asnumpy``. Sorted, each once."""
-    names = {a for a in TENSOR_OPERATORS if a.startswith("__i") or a == "__setitem__"}
-    names.update(a for a in dir(tensor_cls) if not a.startswith("_") and a.endswith("_") and a not in TENSOR_SKIP)
-    names.update(a for a in FUNCTION_INPLACE if hasattr(tensor_cls, a))
-    names.update(TENSOR_MUTATORS + TENSOR_SHARED_READS)
-    return sorted(a for a in names if callable(getattr(tensor_cls, a, None)))
+from ..hooks.tensor_names import in_place_methods
 
 
 class MutationGuard:
