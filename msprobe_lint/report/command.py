@@ -12,10 +12,11 @@ from __future__ import annotations
 import functools
 import itertools
 import os
-import re
 import sys
 from pathlib import Path
 from typing import IO, Iterable, Iterator, Optional
+
+from probe_format.layout import parse_rank, parse_step
 
 from ..exit import ExitStatus
 from ..textsafe import shown
@@ -55,7 +56,7 @@ def writer_problems(dump_path: str) -> list[tuple[str, str]]:
 
     root = Path(dump_path)
     for _ in range(2):  # DUMP, DUMP/stepN or DUMP/stepN/rankR
-        if re.fullmatch(r"step\d+|rank\d*", root.name) and not any(root.glob(".probe-writer-*.lock")):
+        if (parse_step(root.name)[0] or parse_rank(root.name)[0]) and not any(root.glob(".probe-writer-*.lock")):
             root = root.parent
     writers = read_writers(str(root))
     problems = [(w.path, f"{w.rank_dir} is still being written by {w.describe()}; the report may miss its "
@@ -191,7 +192,7 @@ def run(dump_path: str, fmt: str = "text", out: Optional[IO[str]] = None, err: O
         failure = inside_walked(output, result.summary.walked) or \
             write_output(itertools.chain((first,), pieces), output, force=force)
         if failure:
-            err.write(f"probe: error: {failure}\n")
+            err.write(shown(f"probe: error: {failure}") + "\n")
             return ExitStatus.USAGE
     if warn:
         _warn(err, result.problems[before:])  # found while the shown folders were read again

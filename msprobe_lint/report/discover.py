@@ -112,9 +112,8 @@ def _walk(folder: str, step: Optional[int], rank: Optional[int], depth: int, var
             continue
         misplaced = [e.name for e in entries if e.name in (DUMP_FILE, OVERFLOW_FILE) and _is_dir(e)]
         if misplaced:  # a hunt's finding: rank0/dump.json/ as a folder gave "no dump found ... nothing overflowed"
-            for name in misplaced:
+            for name in misplaced:  # warned; the walk goes on below (a review's finding: it hid the dumps there)
                 problems.append((f"{current}{os.sep}{name}", "a directory, not a dump file: not read"))
-            continue
         if depth > MAX_DEPTH:
             continue
         if not os.access(current, os.X_OK):  # listed, but its folders cannot be entered

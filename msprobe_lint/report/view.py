@@ -9,6 +9,8 @@ holds one step's groups, not the dump.
 """
 from __future__ import annotations
 
+from pathlib import Path
+
 from dataclasses import dataclass, field
 from typing import Callable, Iterator, Optional
 
@@ -111,18 +113,27 @@ def build(summary: Summary, status: int, message: Optional[str], read: Callable[
         record = report.record_at(start.record.step, start.rank, start.record.folder, start.record.index)
         if start.how in (ORIGIN, COLLECTIVE):
             report.started = record
-            report.started_group = _group_number(report.shown, start.record.step, start.rank)
+            report.started_group = _group_number(report.shown, start.record.step, start.rank, start.record.folder)
         elif start.how == ENTERED:
             report.entered = record
     return report
 
 
-def _group_number(steps: list[StepInfo], step: Optional[int], rank: Optional[int]) -> Optional[int]:
-    """The page-wide number of the shown group of ``step`` that holds ``rank``."""
+def _group_number(steps: list[StepInfo], step: Optional[int], rank: Optional[int],
+                  folder: str = "") -> Optional[int]:
+    """The page-wide number of the shown group of ``step`` that holds
+    ``rank``; of two (msprobe's ``graph/`` and ``pynative/`` folders of one
+    step and rank), the one of ``folder``'s variant (a review's finding:
+    the ``graph/`` group was marked although ``pynative/``'s origin was the
+    start)."""
     number = 0
+    found: Optional[int] = None
+    parts = Path(folder).parts if folder else ()
     for info in steps:
         for group in info.groups:
             if info.step == step and rank in group.ranks:
-                return number
+                if not group.variant or group.variant in parts:
+                    return number
+                found = number if found is None else found
             number += 1
-    return None
+    return found

@@ -92,6 +92,11 @@ def test_a_dump_file_that_is_a_directory_is_no_all_clear(tmp_path):
     status, out, err = report(tmp_path)
     assert status == 0 and "a directory, not a dump file" in err
     assert "Not read (see the warnings): step0/rank0" in out.splitlines()[-1], out
+    # a review's finding: such a folder above the step folders hid every dump below it
+    (tmp_path / "dump.json").mkdir()
+    status, out, err = report(tmp_path)
+    assert status == 0 and "Overflow started in step0/rank1" in out.splitlines()[-1], (out, err)
+    assert f"{tmp_path / 'dump.json'}: a directory, not a dump file" in err
 
 
 # -- dumps msprobe 8.1.2 itself wrote (tests/data/report/make-real-dumps.sh) ----------
@@ -840,6 +845,7 @@ def test_folders_named_unlike_msprobe_are_not_read_as_steps(tmp_path):
     shutil.copytree(DATA / "ours" / "step1" / "rank1", tmp_path / "step1" / "rank0")
     status, out, err = report(tmp_path)
     assert status == 0 and out.startswith("step1/rank0"), out
+    assert "Not read (see the warnings): " in out.splitlines()[-1] and "step001" in out.splitlines()[-1], out
     warned = sorted(line.split(": ")[2] for line in err.splitlines() if line.startswith("probe: warning"))
     # (a line break in a name is shown as "?")
     assert warned == sorted(str(tmp_path / f) for f in ("step001", "step\uff10", "step3?", "step1/rank01")), err

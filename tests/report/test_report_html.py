@@ -65,6 +65,20 @@ def with_class(html: str, name: str) -> list[list]:
 
 # -- the page --------------------------------------------------------------------------
 
+def test_the_first_origin_is_marked_in_pynative_when_graph_has_only_a_carried_record(tmp_path):
+    """A review's finding: when pynative/'s origin answered for a step and
+    rank whose graph/ folder held only a carried record, the page marked
+    graph/'s record as the first origin."""
+    shutil.copytree(DATA / "ours" / "step1" / "rank1", tmp_path / "graph" / "step1" / "rank1")
+    shutil.copytree(DATA / "ours" / "step0" / "rank1", tmp_path / "pynative" / "step1" / "rank1")
+    status, page, _ = html_of(tmp_path)
+    assert status == 0
+    first = with_class(page, "first-origin")
+    assert len(first) == 1, first
+    marked = page[page.index(f'id="{first[0][1]["id"]}"'):][:400]
+    assert "Functional.exp.3" in marked and "Mint.matmul" not in marked, marked
+
+
 def test_l0_page_marks_the_first_origin_and_the_path_to_it():
     status, page, err = html_of(DATA / "probe-l0")
     assert status == 0 and err == ""

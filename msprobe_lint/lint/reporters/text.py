@@ -121,11 +121,12 @@ def render(results: Iterable[Result], *, color: bool = False) -> str:
     if any(counts.values()):
         parts = [f"{n} {s.value}{'s' if n != 1 else ''}" for s, n in counts.items() if n]
         flagged = sum(1 for r in results if not r.folder and r.diagnostics)
+        unread = f"{folders} folder{'s' if folders != 1 else ''} that could not be read"
         where = f"{files} file{'s' if files != 1 else ''}"
         if flagged < files:
             where = f"{flagged} of {where}"
         if folders:
-            where += f" and {folders} folder{'s' if folders != 1 else ''} that could not be read"
+            where = unread if not flagged else f"{where} and {unread}"  # not "0 of 1 file and ..."
         lines.append((f"Found {', '.join(parts)} in {where}.", "bold"))
         fixable = fix_summary(d for r in results for d in r.diagnostics)
         if fixable:

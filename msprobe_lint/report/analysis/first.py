@@ -11,11 +11,10 @@ Sentinel findings of an earlier step come first (``Then: ...``).
 from __future__ import annotations
 
 import os
-import re
 from typing import Iterable, Optional
 
 from probe_format.collectives import rank_ranges
-from probe_format.layout import OUTSIDE, UPDATE, direction_of, entry_kind
+from probe_format.layout import OUTSIDE, UPDATE, direction_of, entry_kind, parse_step
 
 from ..fmt import place_of, step_text
 from ..reader import CUT_SHORT, FALLBACK
@@ -71,9 +70,6 @@ def _start_sentence(start: Start, why_unknown: str) -> str:
             f"({start.reason or why_unknown}).")
 
 
-_STEP_FOLDER = re.compile(r"step(\d+)")
-
-
 def _cut_short_at(summary: Summary, folder: str) -> Optional[int]:
     """How many records were read from ``folder``'s overflow.json when it
     was cut short after them (a job killed while writing it), else None."""
@@ -121,7 +117,7 @@ def _unread_up_to(summary: Summary, step: Optional[int], *, fallback: bool = Fal
         parts = rel.split(os.sep)
         # the step folder wherever it sits: step3/rank0, rank0/step3 (ranks first), graph/step3/rank0 (msprobe's
         # split by execution mode); a hunt found later steps of the last two named as places the overflow began
-        steps = [int(m.group(1)) for m in map(_STEP_FOLDER.fullmatch, parts) if m is not None]
+        steps = [number for is_step, number in map(parse_step, parts) if is_step and number is not None]
         if steps and step is not None and steps[0] > step:
             continue
         if steps and len(parts) > 1 and parts[-1].endswith(".json"):  # a file in a rank folder: name the folder
