@@ -15,6 +15,9 @@ TENSOR_OPERATORS = (
     "__xor__", "__rxor__", "__iadd__", "__isub__", "__imul__", "__itruediv__", "__ifloordiv__",
     "__imod__", "__getitem__", "__setitem__", "__lt__", "__le__", "__gt__", "__ge__",
 )
+#: the operators among those that write the tensor in place (``__iadd__`` ..., ``__setitem__``; not
+#: ``__invert__``, which a review found treated as one)
+IN_PLACE_OPERATORS = tuple(a for a in TENSOR_OPERATORS if a.startswith("__i") and a != "__invert__") + ("__setitem__",)
 #: Tensor attributes that are not computations (or that the tool uses).
 TENSOR_SKIP = frozenset({
     "asnumpy", "numpy", "tolist", "item", "itemset", "init_data", "set_data", "assign_value",
@@ -53,7 +56,7 @@ def in_place_methods(tensor_cls: type) -> list[str]:
     methods ending in ``_`` that are not bookkeeping (:data:`TENSOR_SKIP`),
     the functions of :data:`FUNCTION_INPLACE` as methods, the mutators and
     ``asnumpy``. Sorted, each once."""
-    names = {a for a in TENSOR_OPERATORS if a.startswith("__i") or a == "__setitem__"}
+    names = set(IN_PLACE_OPERATORS)
     names.update(a for a in dir(tensor_cls) if not a.startswith("_") and a.endswith("_") and a not in TENSOR_SKIP)
     names.update(a for a in FUNCTION_INPLACE if hasattr(tensor_cls, a))
     names.update(TENSOR_MUTATORS + TENSOR_SHARED_READS)

@@ -178,7 +178,7 @@ class CellHooks:
         self._hook_tops(model)
         self._targets, self._model = targets, model
         self._guard_jit_calls()
-        if not self.modules:  # (the MSAdapter layer's tensor class has in-place methods of its own: not wrapped)
+        if not self.modules:  # (mindtorch sets its own torch methods on mindspore.Tensor: left to it)
             self.mutations.install()
         return len(targets)
 

@@ -23,7 +23,8 @@ from ..hooks.collectives import FORMS, reducer_classes
 from ..hooks.patching import Patches, Plan, patched_module_class, subclasses
 from .calls import Sink
 from .namespaces import (
-    FUNCTION_INPLACE, FUNCTION_SKIP, FUNCTION_WRITES, PRIMITIVE_SKIP, TENSOR_MUTATORS, TENSOR_OPERATORS,
+    FUNCTION_INPLACE, FUNCTION_SKIP, FUNCTION_WRITES, IN_PLACE_OPERATORS, PRIMITIVE_SKIP, TENSOR_MUTATORS,
+    TENSOR_OPERATORS,
     TENSOR_SHARED_READS, TENSOR_SKIP,
     TORCH_MODULES, TORCH_SKIP, TORCH_TENSOR_SKIP, TORCH_WRITES,
 )
@@ -215,8 +216,8 @@ class ApiInterceptor:
                                                                 "builtin_function_or_method"):
                 continue
             method = getattr(tensor_cls, attr)
-            inplace = ((attr.endswith("_") and not attr.startswith("__")) or attr.startswith("__i")
-                       or attr == "__setitem__" or attr in FUNCTION_INPLACE)
+            inplace = ((attr.endswith("_") and not attr.startswith("__")) or attr in IN_PLACE_OPERATORS
+                       or attr in FUNCTION_INPLACE)
             self._set(tensor_cls, attr, self.wrappers.wrap_function(f"Tensor.{attr}", method, inplace))
         for attr in TENSOR_MUTATORS + TENSOR_SHARED_READS:
             if hasattr(tensor_cls, attr):

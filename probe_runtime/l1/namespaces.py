@@ -10,7 +10,7 @@ keeps its list in ``mindspore/dump/hook_cell/support_wrap_ops.yaml``.)
 from __future__ import annotations
 
 from ..hooks.tensor_names import (  # noqa: F401 (kept here for L1's users)
-    FUNCTION_INPLACE, TENSOR_MUTATORS, TENSOR_OPERATORS, TENSOR_SHARED_READS, TENSOR_SKIP,
+    FUNCTION_INPLACE, IN_PLACE_OPERATORS, TENSOR_MUTATORS, TENSOR_OPERATORS, TENSOR_SHARED_READS, TENSOR_SKIP,
 )
 
 #: functions that run user callbacks or build functions (not computations).

@@ -141,6 +141,9 @@ def test_l1_numpy_writing_through_asnumpy_does_not_hide_the_call(debugger):
     """``np.nan_to_num(t.asnumpy(), copy=False)`` writes into the tensor
     (on CPU the array shares its memory): the ``exp`` that overflowed was
     judged on the cleaned values, an all-clear."""
+    probe = ops.exp(Tensor(np.zeros((1,), np.float32)))
+    probe.asnumpy()[0] = 5.0
+    shared = float(probe.asnumpy()[0]) == 5.0  # MindSpore 2.10's CPU backend; 2.7's array is a copy (a review)
     dbg = debugger("L1")
     x = Tensor(np.ones((1, 3), np.float32))
     dbg.start()
@@ -149,5 +152,5 @@ def test_l1_numpy_writing_through_asnumpy_does_not_hide_the_call(debugger):
     total = e.sum()
     dbg.stop()
     dbg.step()
-    assert np.isfinite(total.asnumpy())
+    assert bool(np.isfinite(total.asnumpy())) == shared  # the write reached the tensor where memory is shared
     assert first_records(dbg) == [("Functional.exp.0.forward", True)]
