@@ -47,7 +47,7 @@ from .dump_config import NET_NAME
 from .private import DumpSwitch
 from .records import KernelRecords
 from .scan import random_kernels, scan
-from .snapshot import StateSnapshot
+from .snapshot import StateSnapshot, foreign_parameters
 
 LOGGER = logging.getLogger("probe_runtime")
 
@@ -209,7 +209,8 @@ class GraphChecks:
         self._depth += 1
         try:
             try:
-                snapshot = self.snapshot(cell)
+                extra = foreign_parameters(cell, args, kwargs)
+                snapshot = StateSnapshot(cell, extra) if extra else self.snapshot(cell)
                 snapshot.take()
             except Exception as err:
                 self.on_error("before a compiled step", err)
@@ -254,7 +255,7 @@ class GraphChecks:
                        record_again=False)
             return result
         given_finite = not nonfinite_outputs([*args, *kwargs.values()])  # and the Parameters: `before` is empty
-        after = StateSnapshot(cell)  # what the step left (its update, moving statistics, optimizer state)
+        after = StateSnapshot.like(snapshot)  # what the step left (its update, moving statistics, optimizer state)
         after.take()
         snapshot.restore()
         self._clear_scratch()

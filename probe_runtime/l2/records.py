@@ -140,8 +140,9 @@ class KernelRecords:
 
     def write(self, kernels: list[Kernel], *, inside: Optional[str] = None) -> int:
         """Write the records of ``kernels`` (as :func:`~.scan.scan` returns
-        them) into the current step: the origin (with its ``.npy``) and at
-        most :data:`MAX_CARRIED` carried ones, no more than ``overflow_nums``
+        them) into the current step: the first origin (with its ``.npy``), then
+        in the order they ran at most :data:`MAX_CARRIED` other origins and as
+        many carried ones, no more than ``overflow_nums``
         leaves room for (the caller has counted the first); ``inside``: the enclosing
         region's entry name (a ``@jit`` region at L1/L0). Returns how many
         were written.
@@ -150,9 +151,12 @@ class KernelRecords:
             WriterError, OSError: the dump cannot be written.
         """
         step, writer = self.state.step, self.writer(self.state.step)
-        origins = [k for k in kernels if k.origin][:1]
+        origins = [k for k in kernels if k.origin]
+        # the first origin first; then, in the order they ran, the other origins (an independent overflow later
+        # in the step: a hunt found it dropped without a trace) and the carried kernels, at most MAX_CARRIED each
         carried = [k for k in kernels if not k.origin]
-        chosen = origins + carried[:MAX_CARRIED]
+        later = set(map(id, origins[1:MAX_CARRIED + 1])) | set(map(id, carried[:MAX_CARRIED]))
+        chosen = origins[:1] + [k for k in kernels if id(k) in later]
         state = self.state
         if state.overflow_nums != -1:  # overflow_nums counts records, as at L1 (the caller counted this one)
             chosen = chosen[:max(1, state.overflow_nums - state.found + 1)]

@@ -29,17 +29,25 @@ class StateSnapshot:
     Parameter, integer ones too, so a step counter is put back).
 
     Args:
-        cell: a ``mindspore.nn.Cell``.
+        cell: a ``mindspore.nn.Cell``, or None.
+        extra: ``(name, Parameter)`` pairs the step may write besides the
+            Cell's own (:func:`foreign_parameters`); each Parameter once.
 
     Attributes:
         skipped: names of Parameters that cannot be copied to the host
             (a dtype numpy lacks, such as bfloat16); not restored.
     """
 
-    def __init__(self, cell: Any) -> None:
+    def __init__(self, cell: Any, extra: Any = ()) -> None:
         self._entries: list[tuple[str, Any, np.ndarray]] = []
         self.skipped: list[str] = []
-        for name, parameter in cell.parameters_and_names():
+        pairs = list(cell.parameters_and_names()) if cell is not None else []
+        seen = {id(parameter) for _, parameter in pairs}
+        for name, parameter in extra:
+            if id(parameter) not in seen:
+                seen.add(id(parameter))
+                pairs.append((name, parameter))
+        for name, parameter in pairs:
             try:
                 host = parameter.asnumpy()
             except Exception:
@@ -60,17 +68,26 @@ class StateSnapshot:
             np.copyto(buffer, parameter.asnumpy())
 
     def nonfinite(self) -> list[str]:
-        """Names of the floating Parameters holding inf/nan now."""
+        """Names of the floating Parameters holding inf/nan now, but for
+        masks by design (:func:`by_design`)."""
         found = []
         for name, parameter, buffer in self._entries:
-            if buffer.dtype.kind == "f" and not np.isfinite(parameter.asnumpy()).all():
-                found.append(name)
+            if buffer.dtype.kind == "f":
+                values = parameter.asnumpy()
+                if not np.isfinite(values).all() and not by_design(parameter, values):
+                    found.append(name)
         return found
 
     def taken_nonfinite(self) -> list[str]:
-        """Names of the Parameters that held inf/nan when :meth:`take` ran."""
-        return [name for name, _, buffer in self._entries
-                if buffer.dtype.kind == "f" and not np.isfinite(buffer).all()]
+        """Names of the Parameters that held inf/nan when :meth:`take` ran
+        (masks by design left out)."""
+        return [name for name, parameter, buffer in self._entries
+                if buffer.dtype.kind == "f" and not np.isfinite(buffer).all() and not by_design(parameter, buffer)]
+
+    @classmethod
+    def like(cls, other: "StateSnapshot") -> "StateSnapshot":
+        """A snapshot of the same Parameters as ``other`` (new buffers)."""
+        return cls(None, other.parameters())
 
     def restore(self) -> None:
         """Put the values of the last :meth:`take` back (``ops.assign``)."""
@@ -78,3 +95,38 @@ class StateSnapshot:
 
         for _, parameter, buffer in self._entries:
             ops.assign(parameter, Tensor(buffer.copy()))
+
+
+def by_design(parameter: Any, values: np.ndarray) -> bool:
+    """A Parameter no optimizer writes (``requires_grad`` False) whose
+    non-finite values are -inf only: a mask kept as a Parameter (a causal
+    attention mask, ``triu`` of -inf), as L0 and L1 treat a frozen
+    Parameter's -inf (``check.probes.probe_now``). NaN or +inf there, or
+    -inf in a trainable Parameter, is no mask. A hunt's finding: such a mask
+    made every step "held inf/nan before the compiled step", so no step
+    was checked and the real overflow was never named."""
+    if getattr(parameter, "requires_grad", True) is not False:
+        return False
+    flat = values.reshape(-1)
+    return not bool(np.isnan(flat).any()) and not bool(np.isposinf(flat).any())
+
+
+def foreign_parameters(cell: Any, args: tuple, kwargs: dict) -> list[tuple[str, Any]]:
+    """``(name, Parameter)`` of the Parameters a compiled step of ``cell``
+    may write although ``cell`` does not own them: those passed as
+    arguments, and module-level ones its ``construct`` names (a counter
+    updated with ``ops.assign_add``). A hunt's finding: the replay of an
+    overflowing step updated them a second time, since only the Cell's
+    own Parameters were put back. Parameters reached in other ways (through
+    a function ``construct`` calls) are not found."""
+    from mindspore import Parameter
+
+    found = [(p.name, p) for p in list(args) + list(kwargs.values()) if isinstance(p, Parameter)]
+    construct = getattr(type(cell), "construct", None)
+    code = getattr(construct, "__code__", None)
+    names = getattr(construct, "__globals__", None) or {}
+    for name in code.co_names if code is not None else ():
+        value = names.get(name)
+        if isinstance(value, Parameter):
+            found.append((value.name, value))
+    return found

@@ -470,3 +470,98 @@ def test_l2_in_a_worker_of_a_distributed_job_is_refused_in_one_message(tmp_path,
     assert err.startswith("cluster told\n"), err
     if "MS_WORKER_NUM" in launcher:
         assert not (tmp_path / "dump").exists()  # the gate refused it: nothing written
+
+
+HUNT_CASES = """
+import sys, numpy as np, mindspore as ms
+from mindspore import nn, ops, Parameter
+ms.set_context(mode=ms.GRAPH_MODE, device_target="CPU")
+case, config = sys.argv[1], sys.argv[2]
+debugger = None
+if config != "none":
+    from probe_runtime import PrecisionDebugger
+    debugger = PrecisionDebugger(config_path=config)
+calls = Parameter(ms.Tensor(np.zeros((1,), np.float32)), name="calls")  # module-level, written in the graph
+
+
+class Masked(nn.Cell):  # a causal mask kept as a frozen Parameter of -inf, by design
+    def __init__(self):
+        super().__init__()
+        self.mask = Parameter(ms.Tensor(np.triu(np.full((4, 4), -np.inf, np.float32), 1)), name="mask",
+                              requires_grad=False)
+        self.fc = nn.Dense(4, 4, weight_init="ones")
+
+    def construct(self, x):
+        return ops.softmax(x + self.mask, -1).sum() + ops.exp(self.fc(x)).sum()
+
+
+class Counting(nn.Cell):  # writes a Parameter it is given and a module-level one
+    def construct(self, total, x):
+        ops.assign_add(total, ops.ones((1,), ms.float32))
+        ops.assign_add(calls, ops.ones((1,), ms.float32))
+        return x * 1e30
+
+
+class TwoOrigins(nn.Cell):  # a second overflow from finite inputs after the first
+    def construct(self, x, y):
+        h = ops.mul(x, 1e30)
+        safe = ops.where(ops.isfinite(h), h, ops.zeros_like(h))
+        return safe.sum() + ops.exp(ops.add(y, safe)).sum()
+
+
+total = Parameter(ms.Tensor(np.zeros((1,), np.float32)), name="total")
+net = {"mask": Masked, "count": Counting, "two": TwoOrigins}[case]()
+for step in range(3):
+    big = step == 1
+    if debugger is not None:
+        debugger.start()
+    if case == "mask":
+        net(ms.Tensor(np.full((4, 4), 30.0 if big else 0.1, np.float32)))
+    elif case == "count":
+        net(total, ms.Tensor(np.full((2,), 1e10 if big else 1.0, np.float32)))
+    else:
+        net(ms.Tensor(np.full((2,), 1e10 if big else 1.0, np.float32)), ms.Tensor(np.full((2,), 100.0, np.float32)))
+    if debugger is not None:
+        debugger.stop()
+        debugger.step()
+print("state", total.asnumpy().tolist(), calls.asnumpy().tolist())
+"""
+
+
+def _hunt_case(tmp_path, case: str, config: str):
+    script = tmp_path / "hunt_cases.py"
+    script.write_text(HUNT_CASES)
+    env = {k: v for k, v in os.environ.items() if k not in LAUNCHER_VARIABLES + ("MINDSPORE_DUMP_CONFIG",)}
+    env.update(PYTHONPATH=str(ROOT), TMPDIR=str(tmp_path))
+    proc = subprocess.run([sys.executable, str(script), case, config], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc
+
+
+def test_a_frozen_minus_inf_mask_parameter_is_by_design_at_l2(tmp_path):
+    """A hunt's finding: a causal mask kept as a frozen Parameter of -inf
+    made every step "held inf/nan before the compiled step": step 0, clean,
+    was flagged, and step 1's Exp was never named."""
+    _hunt_case(tmp_path, "mask", str(write_runtime_config(tmp_path, level="L2", nums=-1)))
+    assert not (tmp_path / "dump" / "step0").exists()
+    first = records(tmp_path / "dump", 1)[0]
+    assert first["origin"] is True and first["name"].startswith("Exp."), first
+
+
+def test_the_replay_puts_back_parameters_the_cell_does_not_own(tmp_path):
+    """A hunt's finding: the replay of the overflowing step ran its
+    assign_add a second time on a Parameter passed in and on a
+    module-level one (training changed under the tool)."""
+    plain = _hunt_case(tmp_path, "count", "none").stdout
+    checked = _hunt_case(tmp_path, "count", str(write_runtime_config(tmp_path, level="L2", nums=-1))).stdout
+    assert "state [3.0] [3.0]" in plain and "state [3.0] [3.0]" in checked, (plain, checked)
+    assert records(tmp_path / "dump", 1)[0]["origin"] is True
+
+
+def test_a_second_independent_origin_in_a_replay_is_recorded(tmp_path):
+    """A hunt's finding: only the first origin of a replay was written; an
+    Exp that overflowed later from finite inputs left no trace."""
+    _hunt_case(tmp_path, "two", str(write_runtime_config(tmp_path, level="L2", nums=-1)))
+    found = [(r["name"].split(".")[0], r["origin"]) for r in records(tmp_path / "dump", 1)]
+    assert found[:2] == [("Mul", True), ("Exp", True)], found
