@@ -79,16 +79,23 @@ class _RunCommand(_Command):
     not know before that is a usage error, never the start of CMD."""
 
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        given = list(args)
         try:
-            return super().parse_args(ctx, args)
+            rest = super().parse_args(ctx, args)
         except Exception as err:  # typer's click (vendored in typer._click): NoSuchOption
             name = getattr(err, "option_name", None)
-            if name is None or "--" in args or not hasattr(err, "message"):
+            if name is None or "--" in given or not hasattr(err, "message"):
                 raise
             err.message = (f"No such option: {name}; put -- between probe's options and the command: probe run "
                            "CONFIG [options] -- CMD ARGS...")
             err.possibilities = None  # type: ignore[attr-defined]
             raise
+        if "--" not in given and ctx.params.get("command"):
+            # a hunt's finding: `probe run cfg.json python train.py --mode graph --strict` ran train.py without
+            # its options, which probe had taken as its own
+            ctx.fail("put -- between probe's options and the command: probe run CONFIG [options] -- CMD ARGS... "
+                     "(without it, the command's own options are read as probe's)")
+        return rest
 
 
 class _Group(TyperGroup):

@@ -285,6 +285,21 @@ def test_an_option_probe_does_not_know_is_a_usage_error_not_the_command(tmp_path
     assert ("put -- between probe's options and the command" in " ".join(proc.stderr.split())) == hint
 
 
+def test_a_command_without_dashes_is_a_usage_error_even_when_its_options_are_probes(tmp_path):
+    """A hunt's finding: ``probe run cfg.json python train.py --strict``
+    ran train.py without ``--strict``, which probe took as its own. CMD
+    needs ``--`` before it; nothing starts without."""
+    config(tmp_path)
+    marker = tmp_path / "started"
+    script = tmp_path / "child.py"
+    script.write_text(f"import sys; open({str(marker)!r}, 'w').write(repr(sys.argv[1:]))\n")
+    proc = run_probe("run", "config.json", PY, str(script), "--strict", cwd=tmp_path)
+    assert proc.returncode == 2 and not marker.exists(), proc.stderr
+    assert "put -- between probe's options and the command" in " ".join(proc.stderr.split())
+    proc = run_probe("run", "config.json", "--", PY, str(script), "--strict", cwd=tmp_path)
+    assert proc.returncode == 0 and marker.read_text() == "['--strict']", proc.stderr
+
+
 def test_runs_command_with_env_and_passes_status(tmp_path):
     cfg = config(tmp_path)
     script = tmp_path / "child.py"
