@@ -471,10 +471,40 @@ def decide(kind: str, call: Any, inputs: list, outputs: list, origin: bool, cach
             return Decision.AS_USUAL, []
         # the -inf reached a judged result: its makers are the origin, recorded before this entry
         return (Decision.AFTER_MAKERS, makers) if makers else (Decision.AS_USUAL, [])
-    if origin and nonfinite and only_minus_inf and may_defer(call.api, False) and not registry.full():
+    if origin and nonfinite and only_minus_inf and not registry.full() and \
+            (may_defer(call.api, False) or mask_cast(call.api, inputs, outputs, cache)):
         registry.defer(call, nonfinite, inplace=inplace)
         return Decision.SKIP, []
     return Decision.AS_USUAL, []
+
+
+#: casts: a cast to float16 of a mask written with a large negative constant gives -inf (:func:`mask_cast`)
+CASTS = frozenset({"to", "astype", "half", "bfloat16", "type", "cast", "Cast"})
+
+
+def mask_cast(api: str, inputs: list, outputs: list, cache: HostCache) -> bool:
+    """A cast (``Tensor.to``, ``astype`` ...) whose -inf outputs all come
+    from one and the same finite input value: a mask written with a large
+    negative constant in place of -inf (``finfo(float32).min``, which
+    mindtorch writes for ``masked_fill(mask, -inf)`` and ``s[mask] = -inf``,
+    or ``-1e9``), which the narrower dtype cannot hold. Such a cast is a
+    maker, deferred: recorded when its -inf reaches the loss or the
+    gradients. Activations that overflow a cast differ from one another; a
+    single one cannot be told from a mask, and is deferred too. A hunt's
+    finding: with MSAdapter, ``masked_fill(mask, -inf)`` then
+    ``.to(float16)`` before a softmax was an ORIGIN in a clean step, and
+    with ``overflow_nums`` 1 the real NaN of the next step went unchecked."""
+    if api_word(api) not in CASTS:
+        return False
+    source = next((t for t in iter_tensors(inputs) if dtype_name(t) in FLOAT_DTYPES), None)
+    result = next((t for t in iter_tensors(outputs) if dtype_name(t) in FLOAT_DTYPES), None)
+    if source is None or result is None or not cache.finite(source):
+        return False
+    before, after = cache.get(source).array, cache.get(result).array
+    if before is None or after is None or before.shape != after.shape:
+        return False
+    values = before[np.isneginf(after)]
+    return values.size > 0 and bool((values == values.flat[0]).all())
 
 
 def decide_cell(kind: str, call: Any, inputs: list, outputs: list, verdict: Any, cache: HostCache,

@@ -178,8 +178,7 @@ class CellHooks:
         self._hook_tops(model)
         self._targets, self._model = targets, model
         self._guard_jit_calls()
-        if not self.modules:  # (mindtorch sets its own torch methods on mindspore.Tensor: left to it)
-            self.mutations.install()
+        self.mutations.install()  # (mindtorch sets its torch methods on mindspore.Tensor itself: wrapped too)
         return len(targets)
 
     def _guard_jit_calls(self) -> None:

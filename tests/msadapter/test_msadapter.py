@@ -415,3 +415,50 @@ def test_sentinel_names_gradients_by_their_module_names(python, tmp_path):
     assert record["nonfinite"] == ["forward output 0", "gradient of fc1.weight", "gradient of fc1.bias",
                                    "gradient of fc2.weight", "gradient of fc2.bias"], record
     assert "gradient of fc1.weight" in proc.stderr
+
+
+INPLACE_SCRIPT = '''
+import os, numpy as np
+import mindtorch, torch
+import torch.nn as nn
+from probe_runtime import PrecisionDebugger
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1, self.fc2 = nn.Linear(2, 2), nn.Linear(2, 1)
+        for layer in (self.fc1, self.fc2):
+            layer.weight.data.fill_(1.0)
+            layer.bias.data.fill_(0.0)
+
+    def forward(self, x):
+        h = self.fc1(x)
+        if os.environ["CASE"] == "clean":
+            h[torch.isinf(h)] = 0.0  # hides the inf fc1 returned
+        else:
+            h.mul_(1e38)  # the parent's own code overflows, into fc1's output
+        return self.fc2(h)
+
+
+net = Net()
+debugger = PrecisionDebugger(task="overflow_check", dump_path=os.path.abspath("dump"), level="L0")
+with torch.no_grad():
+    for step in range(2):
+        x = torch.tensor(np.full((1, 2), 2e38 if os.environ["CASE"] == "clean" and step == 1 else 3.0, np.float32))
+        debugger.start(net)
+        net(x)
+        debugger.stop()
+        debugger.step()
+'''
+
+
+@pytest.mark.parametrize("case, expected", [("clean", ("Module.fc1.Linear.forward.0", 1)),
+                                            ("write", ("Module.Net.forward.0", 0))])
+def test_l0_in_place_writes_in_a_parent_forward_do_not_change_what_was_judged(python, tmp_path, case, expected):
+    """A hunt's finding: with MSAdapter the L0 in-place guard was left off,
+    so ``h[isinf(h)] = 0`` after a sub-Module gave "no overflow found" and
+    ``h.mul_(1e38)`` blamed the sub-Module for its parent's inf."""
+    run_case(python, tmp_path, "inplace.py", INPLACE_SCRIPT, case, "L0", "exact")
+    record = first_record(tmp_path / "dump")
+    assert record is not None and (record["name"], record["step"]) == expected and record["origin"] is True, record

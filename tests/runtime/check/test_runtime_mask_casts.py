@@ -1,0 +1,46 @@
+"""A mask written with a large negative constant, then cast to float16
+(a hunt's finding, MSAdapter: mindtorch writes ``finfo(float32).min`` for
+``masked_fill(mask, -inf)``). The cast's -inf is the mask's, by design: no
+record while a softmax consumes it; the cast is the origin once it reaches
+the result (a fully masked row gives NaN)."""
+from __future__ import annotations
+
+import pytest
+
+pytestmark = pytest.mark.mindspore
+ms = pytest.importorskip("mindspore")
+np = pytest.importorskip("numpy")
+
+from mindspore import Tensor, ops  # noqa: E402
+
+from probe_runtime import PrecisionDebugger  # noqa: E402
+from runtime_support import dump_records, isolate, write_runtime_config  # noqa: E402
+
+ms.set_context(mode=ms.PYNATIVE_MODE)
+
+
+def attend(scores, mask, fill: float):
+    masked = ops.masked_fill(scores, mask, fill)
+    return ops.softmax(masked.astype(ms.float16), -1).astype(ms.float32).sum()
+
+
+@pytest.mark.parametrize("fill", [float(np.finfo(np.float32).min), -3.40282e38, -1e9])
+def test_a_mask_cast_to_float16_is_by_design_until_it_reaches_the_result(tmp_path, monkeypatch, fill):
+    isolate(monkeypatch, tmp_path)
+    debugger = PrecisionDebugger(config_path=str(write_runtime_config(tmp_path, level="L1", nums=-1)))
+    scores = Tensor(np.arange(9, dtype=np.float32).reshape(3, 3) / 9)
+    partly = np.zeros((3, 3), bool)
+    partly[0, 2] = True
+    whole_row = partly.copy()
+    whole_row[1, :] = True
+    results = []
+    for mask in (partly, whole_row):
+        debugger.start()
+        results.append(attend(scores, Tensor(mask), fill))
+        debugger.stop()
+        debugger.step()
+    debugger.windows.summary.said = True
+    assert np.isfinite(results[0].asnumpy()) and not np.isfinite(results[1].asnumpy())
+    found = [(step, r["name"], r["origin"]) for step, r in dump_records(tmp_path / "dump")]
+    assert found and found[0] == (1, "Tensor.astype.0.forward", True), found
+    assert all(step == 1 for step, _, _ in found), found
