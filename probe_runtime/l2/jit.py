@@ -41,9 +41,11 @@ import re
 import shutil
 from typing import Any, Callable, Optional
 
+import numpy as np
+
 from probe_format.layout import OUTSIDE
 
-from ..check.verdict import HostCache, is_floating
+from ..check.verdict import HostCache, is_floating, iter_tensors
 from ..hooks.reach import reachable_parameters
 from ..state import RunState
 from .dump_config import NET_NAME
@@ -51,6 +53,7 @@ from .graph import caller_where, nonfinite_outputs, wait_for
 from .private import DumpSwitch, jit_executor
 from .records import KernelRecords
 from .scan import random_kernels, scan
+from .snapshot import by_design
 
 LOGGER = logging.getLogger("probe_runtime")
 
@@ -66,8 +69,23 @@ def _is_optimizer(obj: Any) -> bool:
 
 
 def _finite_inputs(values: Any) -> bool:
-    """False when a floating tensor among ``values`` (nested) holds inf/nan."""
-    return not nonfinite_outputs(list(values) if isinstance(values, (tuple, list)) else values)
+    """False when a floating tensor among ``values`` (nested) holds inf/nan,
+    but for -inf only (a mask passed to the region, by design: a hunt found
+    such a region never replayed, its overflow named nowhere; the replay's
+    scan judges each kernel, so a kernel fed the mask is no origin)."""
+    cache = HostCache()
+    for tensor in iter_tensors(list(values) if isinstance(values, (tuple, list)) else [values]):
+        if not is_floating(tensor) or cache.finite(tensor):
+            continue
+        array = cache.get(tensor).array
+        if array is None or np.isnan(array).any() or np.isposinf(array).any():
+            return False
+    return True
+
+
+def _strictly_finite(values: list) -> bool:
+    """No floating tensor among ``values`` (nested) holds inf/nan."""
+    return not nonfinite_outputs(values)
 
 
 class JitRegions:
@@ -183,6 +201,8 @@ class JitRegions:
                     return result
                 if not _finite_inputs(args) or not _finite_inputs(list(kwargs.values())):
                     return result
+                if not _strictly_finite([*args, *kwargs.values()]) and _finite_inputs(result):
+                    return result  # it was given a -inf mask and returns -inf only: passed on, by design
                 self.replay(original, run, args, kwargs, name)
             except Exception as err:
                 self.on_error("checking inside a mindspore.jit region", err)
@@ -219,7 +239,12 @@ class JitRegions:
         if not params:
             return []
         cache = HostCache()
-        return [cache.finite(p) for p in params]
+        out = []
+        for parameter in params:  # a frozen Parameter of -inf (a mask kept as one) counts as finite: by design
+            finite = cache.finite(parameter)
+            array = None if finite else cache.get(parameter).array
+            out.append(finite or array is not None and by_design(parameter, array))
+        return out
 
     def _note(self, name: str, params: list, returned: bool, what: str) -> None:
         """A record of kind ``outside`` for region ``name`` naming

@@ -565,3 +565,72 @@ def test_a_second_independent_origin_in_a_replay_is_recorded(tmp_path):
     _hunt_case(tmp_path, "two", str(write_runtime_config(tmp_path, level="L2", nums=-1)))
     found = [(r["name"].split(".")[0], r["origin"]) for r in records(tmp_path / "dump", 1)]
     assert found[:2] == [("Mul", True), ("Exp", True)], found
+
+
+JIT_MASKS = """
+import sys, numpy as np, mindspore as ms
+from mindspore import nn, ops, Parameter
+from probe_runtime import PrecisionDebugger
+ms.set_context(mode=ms.PYNATIVE_MODE, device_target="CPU")
+debugger = PrecisionDebugger(config_path=sys.argv[2])
+case = sys.argv[1]
+causal = np.triu(np.full((3, 3), -np.inf, np.float32), 1)
+
+
+class Held(nn.Cell):  # the mask kept as a frozen Parameter of a compiled Cell
+    def __init__(self):
+        super().__init__()
+        self.mask = Parameter(ms.Tensor(causal), name="mask", requires_grad=False)
+
+    @ms.jit
+    def construct(self, x):
+        return ops.softmax(x + self.mask, -1).sum() + ops.exp(x * 3.0).sum()
+
+
+@ms.jit
+def given(x, mask):  # the mask passed to a compiled function
+    return ops.softmax(x + mask, -1).sum() + ops.exp(x * 3.0).sum()
+
+
+@ms.jit
+def passed_on(x, mask):  # returns the masked scores: -inf by design, consumed after it
+    return x * 2.0 + mask
+
+
+held = Held()
+for step in range(2):
+    x = ms.Tensor(np.full((3, 3), 40.0 if step == 1 else 0.5, np.float32))
+    debugger.start()
+    if case == "held":
+        held(x)
+    elif case == "given":
+        given(x, ms.Tensor(causal))
+    else:
+        ops.softmax(passed_on(x, ms.Tensor(causal)), -1).sum()
+    debugger.stop()
+    debugger.step()
+"""
+
+
+@pytest.mark.parametrize("case", ["held", "given", "passed_on"])
+def test_a_jit_region_given_a_minus_inf_mask_is_still_replayed(tmp_path, case):
+    """A hunt's finding: a mindspore.jit region whose mask (a frozen
+    Parameter of -inf, or an argument) held -inf was never replayed: "ran
+    on Parameter mask while they held inf/nan" or a carried record with no
+    region named, its Exp never named. A region that only passes the mask
+    on gets no record."""
+    script = tmp_path / "jit_masks.py"
+    script.write_text(JIT_MASKS)
+    env = {k: v for k, v in os.environ.items() if k not in LAUNCHER_VARIABLES + ("MINDSPORE_DUMP_CONFIG",)}
+    env.update(PYTHONPATH=str(ROOT), TMPDIR=str(tmp_path))
+    config = write_runtime_config(tmp_path, level="L1", nums=-1)
+    proc = subprocess.run([sys.executable, str(script), case, str(config)], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    if case == "passed_on":
+        assert not (tmp_path / "dump" / "step0").exists() and not (tmp_path / "dump" / "step1").exists(), \
+            proc.stderr[-2000:]
+        return
+    assert not (tmp_path / "dump" / "step0").exists()
+    first = records(tmp_path / "dump", 1)[0]
+    assert first["origin"] is True and first["name"].startswith("Exp.") and "inside" in first, first
