@@ -107,6 +107,8 @@ class CellHooks:
         self._jit_patch = Patches()
         #: the state no Cell check reads, probed at start() and when the window closes
         self.sweep = StateSweep()
+        #: id of each Cell's own Parameter -> (prefix, short name, Parameter, its probe at start())
+        self._start_probes: dict[int, tuple[str, str, Any, Any]] = {}
         #: in-place writes between the Cells resolve the pending checks first (:mod:`.mutations`)
         self.mutations = MutationGuard(sink)
 
@@ -168,10 +170,14 @@ class CellHooks:
         self._tops = []  # a new list: the TopCalls of the last window keep theirs
         self._written = {}
         self.params_changed = False
+        self._start_probes = {}
         if "parameters" not in self.broken:
             for target in targets:  # the weights as the forward pass will see them
                 if target.params or target.written:
-                    self._probes[target.prefix] = (self._probe(target), True)
+                    probes = self._probe(target)
+                    self._probes[target.prefix] = (probes, True)
+                    for (name, param), probe in zip(target.params.items(), probes):
+                        self._start_probes.setdefault(id(param), (target.prefix, name, param, probe))
             self.sweep.begin(model, self.modules, self._probe_one)
         for target in targets:
             self._hook_cell(target)
@@ -309,6 +315,8 @@ class CellHooks:
                 self._fail("parameters", err)
                 return None
             self._top_probes[prefix] = probes
+            for (name, param), probe in zip(params.items(), probes):  # (a leaf model given to start())
+                self._start_probes.setdefault(id(param), (prefix, name, param, probe))
         return probes
 
     def _hook_tops(self, model: Any) -> None:
@@ -424,6 +432,23 @@ class CellHooks:
         self._local.top = None
         self._local.last = None  # the last Cell call and its output: not kept past the window
         self._cells = {}
+
+    def trainables_written(self, cache: Any) -> list[tuple[str, str]]:
+        """``(name, owner)`` of the trainable Parameters of the window's
+        Cells that were finite at ``start()`` and hold inf/nan now: read
+        when an exact window that computed gradients but ran no optimizer
+        step closes unexplained (a hand-written update such as
+        ``p.copy_(p - lr * p.grad)``, or gradients accumulated outside the
+        Cells that overflowed): a hunt found "no overflow found" with the
+        weights -inf. One host read per trainable Parameter then, none
+        otherwise."""
+        found = []
+        for prefix, name, param, probe in self._start_probes.values():
+            if getattr(param, "requires_grad", True) is False or not cache.finite(probe):
+                continue
+            if not cache.finite(param):
+                found.append((parameter_name(param, name), prefix))
+        return found
 
     def holding(self) -> bool:
         """The call of a model given to ``start()`` running now (on this

@@ -461,6 +461,9 @@ class Windows:
             if written:  # L0: state a Cell's own code wrote (ops.batch_norm in a custom construct)
                 self.notes.written_inside(written)
                 return
+            if not window.updated and self.grads.computations and (trained := self.exact.trainables_written()):
+                self.notes.written_outside(trained)  # L0: a hand-written update, no optimizer step seen
+                return
         findings = self.grads.complete_findings()
         if not findings or self.explained(window) or self.checker.loss_nonfinite:
             return

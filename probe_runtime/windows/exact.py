@@ -107,6 +107,14 @@ class ExactChecks:
             return []
         return self.cells.sweep.changed(HostCache())
 
+    def trainables_written(self) -> list:
+        """L0: ``(name, owner)`` of the Cells' trainable Parameters that went
+        from finite at ``start()`` to inf/nan in the window
+        (``CellHooks.trainables_written``); [] at L1."""
+        if self.level != "L0":
+            return []
+        return self.cells.trainables_written(HostCache())
+
     def forget_probes(self) -> None:
         """Parameters may change (an optimizer step, ``Parameter.set_data``):
         each part probes them again at their next use."""

@@ -127,6 +127,23 @@ class Notes:
                    "of one leaves nan in the running variance); use level L1 to name the call")
         return self._write(OUTSIDE, labels, None, message)
 
+    def written_outside(self, written: list) -> bool:
+        """L0: trainable Parameters of the checked Cells were finite at
+        ``start()`` and held inf/nan when a window that computed gradients,
+        with no optimizer step, closed, and no record explains it: code
+        outside the Cells wrote them (a hand-written update, gradients
+        accumulated there)."""
+        labels = [f"Parameter {name}" for name, _ in written]
+        owners = list(dict.fromkeys(owner for _, owner in written))
+        were, it = ("were", "they") if len(labels) > 1 else ("was", "it")
+        message = (f"{shown_labels(labels)} of {', '.join(owners)} held inf/nan when the window closed, although "
+                   f"{it} {were} finite at start() and no record of the window explains it: code outside the checked "
+                   f"Cells wrote {'them' if len(labels) > 1 else 'it'}, with no optimizer step in the window (a "
+                   "hand-written update such as "
+                   "p.copy_(p - lr * p.grad) or ops.assign, or gradients accumulated there that overflowed); use "
+                   "level L1 to name the call")
+        return self._write(OUTSIDE, labels, None, message)
+
     def loss(self, labels: list, frames: tuple, aux: bool = False) -> bool:
         """L0: a gradient computation's forward output (the loss) held
         inf/nan before its backward pass, and no checked Cell made it.

@@ -154,3 +154,34 @@ def test_l1_numpy_writing_through_asnumpy_does_not_hide_the_call(debugger):
     dbg.step()
     assert bool(np.isfinite(total.asnumpy())) == shared  # the write reached the tensor where memory is shared
     assert first_records(dbg) == [("Functional.exp.0.forward", True)]
+
+
+@pytest.mark.parametrize("rate", [1e-3, 1e38])
+@pytest.mark.parametrize("wrapped", [False, True])
+def test_l0_a_hand_written_update_that_writes_inf_is_no_all_clear(debugger, rate, wrapped):
+    """A hunt's finding: a hand-written update (no nn.Optimizer) that
+    wrote inf into the weights in the last step gave "no overflow found";
+    L0 checks no code outside the Cells. The window closes with a note
+    naming the weights; a finite update gets none."""
+    dbg = debugger("L0")
+    dense = nn.Dense(2, 1, weight_init="ones", bias_init="zeros")
+    net = nn.SequentialCell([dense]) if wrapped else dense  # a sub-Cell's weights, or the model's own
+    params = net.trainable_params()
+    grad_fn = ms.value_and_grad(lambda x: net(x).sum(), None, params)
+    dbg.start(net)
+    _, grads = grad_fn(Tensor(np.full((1, 2), 4.0, np.float32)))
+    for param, grad in zip(params, grads):
+        ops.assign(param, param - grad * rate * 1e10)
+    dbg.stop()
+    dbg.step()
+    overflowed = not np.isfinite(dense.weight.asnumpy()).all()
+    assert overflowed == (rate > 1)
+    records = read_json(f"{dbg.dump_path}/step0/rank/overflow.json") if overflowed else []
+    if overflowed:
+        assert [r["kind"] for r in records] == ["outside"], records
+        owner = "Cell.0.Dense" if wrapped else "Cell.Dense"
+        assert f"of {owner} held inf/nan when the window closed" in records[0]["message"], records[0]["message"]
+        assert records[0]["nonfinite"][:2] == ["Parameter 0.weight", "Parameter 0.bias"] if wrapped else \
+            records[0]["nonfinite"][:2] == ["Parameter weight", "Parameter bias"], records[0]
+    else:
+        assert first_records(dbg) == []
