@@ -90,7 +90,8 @@ class _RunCommand(_Command):
                            "CONFIG [options] -- CMD ARGS...")
             err.possibilities = None  # type: ignore[attr-defined]
             raise
-        if "--" not in given and ctx.params.get("command"):
+        command = list(ctx.params.get("command") or [])
+        if command and ("--" not in given or command != given[given.index("--") + 1:]):
             # a hunt's finding: `probe run cfg.json python train.py --mode graph --strict` ran train.py without
             # its options, which probe had taken as its own
             ctx.fail("put -- between probe's options and the command: probe run CONFIG [options] -- CMD ARGS... "

@@ -480,17 +480,20 @@ def decide(kind: str, call: Any, inputs: list, outputs: list, origin: bool, cach
 
 #: casts: a cast to float16 of a mask written with a large negative constant gives -inf (:func:`mask_cast`)
 CASTS = frozenset({"to", "astype", "half", "bfloat16", "type", "cast", "Cast"})
+#: the values masks are written with in place of -inf are this or lower (``-1e9``, ``finfo(float32).min``);
+#: an activation that overflows a float16 cast is far above it (a review's finding: a row of one repeated
+#: value, -299998, passed for a mask, and its overflow went unrecorded behind a ReLU)
+MASK_VALUE = -1e9
 
 
 def mask_cast(api: str, inputs: list, outputs: list, cache: HostCache) -> bool:
     """A cast (``Tensor.to``, ``astype`` ...) whose -inf outputs all come
-    from one and the same finite input value: a mask written with a large
-    negative constant in place of -inf (``finfo(float32).min``, which
-    mindtorch writes for ``masked_fill(mask, -inf)`` and ``s[mask] = -inf``,
-    or ``-1e9``), which the narrower dtype cannot hold. Such a cast is a
-    maker, deferred: recorded when its -inf reaches the loss or the
-    gradients. Activations that overflow a cast differ from one another; a
-    single one cannot be told from a mask, and is deferred too. A hunt's
+    from one and the same finite input value of :data:`MASK_VALUE` or below:
+    a mask written with a large negative constant in place of -inf
+    (``finfo(float32).min``, which mindtorch writes for
+    ``masked_fill(mask, -inf)`` and ``s[mask] = -inf``, or ``-1e9``), which
+    the narrower dtype cannot hold. Such a cast is a maker, deferred:
+    recorded when its -inf reaches the loss or the gradients. A hunt's
     finding: with MSAdapter, ``masked_fill(mask, -inf)`` then
     ``.to(float16)`` before a softmax was an ORIGIN in a clean step, and
     with ``overflow_nums`` 1 the real NaN of the next step went unchecked."""
@@ -504,7 +507,7 @@ def mask_cast(api: str, inputs: list, outputs: list, cache: HostCache) -> bool:
     if before is None or after is None or before.shape != after.shape:
         return False
     values = before[np.isneginf(after)]
-    return values.size > 0 and bool((values == values.flat[0]).all())
+    return values.size > 0 and float(values.flat[0]) <= MASK_VALUE and bool((values == values.flat[0]).all())
 
 
 def decide_cell(kind: str, call: Any, inputs: list, outputs: list, verdict: Any, cache: HostCache,

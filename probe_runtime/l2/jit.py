@@ -201,8 +201,8 @@ class JitRegions:
                     return result
                 if not _finite_inputs(args) or not _finite_inputs(list(kwargs.values())):
                     return result
-                if not _strictly_finite([*args, *kwargs.values()]) and _finite_inputs(result):
-                    return result  # it was given a -inf mask and returns -inf only: passed on, by design
+                if not _strictly_finite([*args, *kwargs.values(), *params]) and _finite_inputs(result):
+                    return result  # it was given a -inf mask (or reaches one) and returns -inf only: passed on
                 self.replay(original, run, args, kwargs, name)
             except Exception as err:
                 self.on_error("checking inside a mindspore.jit region", err)

@@ -114,19 +114,25 @@ def by_design(parameter: Any, values: np.ndarray) -> bool:
 def foreign_parameters(cell: Any, args: tuple, kwargs: dict) -> list[tuple[str, Any]]:
     """``(name, Parameter)`` of the Parameters a compiled step of ``cell``
     may write although ``cell`` does not own them: those passed as
-    arguments, and module-level ones its ``construct`` names (a counter
-    updated with ``ops.assign_add``). A hunt's finding: the replay of an
+    arguments, and module-level ones the ``construct`` of ``cell`` or of a
+    Cell in it names (a counter updated with ``ops.assign_add`` in the
+    user's network, inside a ``TrainOneStepCell``). A hunt's finding: the replay of an
     overflowing step updated them a second time, since only the Cell's
     own Parameters were put back. Parameters reached in other ways (through
     a function ``construct`` calls) are not found."""
     from mindspore import Parameter
 
     found = [(p.name, p) for p in list(args) + list(kwargs.values()) if isinstance(p, Parameter)]
-    construct = getattr(type(cell), "construct", None)
-    code = getattr(construct, "__code__", None)
-    names = getattr(construct, "__globals__", None) or {}
-    for name in code.co_names if code is not None else ():
-        value = names.get(name)
-        if isinstance(value, Parameter):
-            found.append((value.name, value))
+    try:
+        cells = [c for _, c in cell.cells_and_names()]  # the user's network inside a TrainOneStepCell too
+    except Exception:
+        cells = [cell]
+    for klass in dict.fromkeys(type(c) for c in cells):
+        construct = getattr(klass, "construct", None)
+        code = getattr(construct, "__code__", None)
+        names = getattr(construct, "__globals__", None) or {}
+        for name in code.co_names if code is not None else ():
+            value = names.get(name)
+            if isinstance(value, Parameter):
+                found.append((value.name, value))
     return found

@@ -427,17 +427,18 @@ from probe_runtime import PrecisionDebugger
 class Net(nn.Module):
     def __init__(self):
         super().__init__()
-        self.fc1, self.fc2 = nn.Linear(2, 2), nn.Linear(2, 1)
-        for layer in (self.fc1, self.fc2):
+        self.fc0, self.fc1, self.fc2 = nn.Linear(2, 2), nn.Linear(2, 2), nn.Linear(2, 1)
+        for layer in (self.fc0, self.fc1, self.fc2):
             layer.weight.data.fill_(1.0)
             layer.bias.data.fill_(0.0)
+        self.fc0.weight.data.copy_(torch.eye(2))
 
     def forward(self, x):
-        h = self.fc1(x)
+        h = self.fc1(self.fc0(x))  # fc1 the 2nd call: its check waits for the 3rd (the batch doubles)
         if os.environ["CASE"] == "clean":
             h[torch.isinf(h)] = 0.0  # hides the inf fc1 returned
         else:
-            h.mul_(1e38)  # the parent's own code overflows, into fc1's output
+            h[:, 0] = h[:, 0] * 1e38  # the parent's own code overflows, into fc1's output
         return self.fc2(h)
 
 
@@ -458,7 +459,7 @@ with torch.no_grad():
 def test_l0_in_place_writes_in_a_parent_forward_do_not_change_what_was_judged(python, tmp_path, case, expected):
     """A hunt's finding: with MSAdapter the L0 in-place guard was left off,
     so ``h[isinf(h)] = 0`` after a sub-Module gave "no overflow found" and
-    ``h.mul_(1e38)`` blamed the sub-Module for its parent's inf."""
+    ``h[:, 0] = h[:, 0] * 1e38`` blamed the sub-Module for its parent's inf."""
     run_case(python, tmp_path, "inplace.py", INPLACE_SCRIPT, case, "L0", "exact")
     record = first_record(tmp_path / "dump")
     assert record is not None and (record["name"], record["step"]) == expected and record["origin"] is True, record

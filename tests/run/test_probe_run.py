@@ -296,6 +296,9 @@ def test_a_command_without_dashes_is_a_usage_error_even_when_its_options_are_pro
     proc = run_probe("run", "config.json", PY, str(script), "--strict", cwd=tmp_path)
     assert proc.returncode == 2 and not marker.exists(), proc.stderr
     assert "put -- between probe's options and the command" in " ".join(proc.stderr.split())
+    # a review's finding: a -- later on did not help the options before it
+    proc = run_probe("run", "config.json", PY, str(script), "--strict", "--", "x", cwd=tmp_path)
+    assert proc.returncode == 2 and not marker.exists(), proc.stderr
     proc = run_probe("run", "config.json", "--", PY, str(script), "--strict", cwd=tmp_path)
     assert proc.returncode == 0 and marker.read_text() == "['--strict']", proc.stderr
 

@@ -44,3 +44,18 @@ def test_a_mask_cast_to_float16_is_by_design_until_it_reaches_the_result(tmp_pat
     found = [(step, r["name"], r["origin"]) for step, r in dump_records(tmp_path / "dump")]
     assert found and found[0] == (1, "Tensor.astype.0.forward", True), found
     assert all(step == 1 for step, _, _ in found), found
+
+
+def test_a_repeated_activation_that_overflows_a_cast_is_still_an_origin(tmp_path, monkeypatch):
+    """A review's finding: a row of one repeated activation (-299998: far
+    above any mask value) cast to float16 passed for a mask, and behind a
+    ReLU its overflow went unrecorded."""
+    isolate(monkeypatch, tmp_path)
+    debugger = PrecisionDebugger(config_path=str(write_runtime_config(tmp_path, level="L1", nums=-1)))
+    debugger.start()
+    ops.relu(Tensor(np.full((2, 3), -299998.0, np.float32)).astype(ms.float16)).sum()
+    debugger.stop()
+    debugger.step()
+    debugger.windows.summary.said = True
+    found = [(r["name"], r["origin"]) for _, r in dump_records(tmp_path / "dump")]
+    assert found[:1] == [("Tensor.astype.0.forward", True)], found
