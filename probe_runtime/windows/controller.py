@@ -377,6 +377,11 @@ class Windows:
         computation.step = self.state.step
         self.watched.on_computation(computation)
         window = self.current
+        if window is not None and window.kind is Kind.EXACT and not self.stopped() and not computation.nested:
+            # a resolution point: what the computation's calls took is read before the caller can refill it (a
+            # hunt's finding: a Tensor.from_numpy batch buffer refilled with the next micro-batch was read instead,
+            # and the call that took a NaN batch was called the origin); the reads were due before the update
+            self.checker.flush()
         if (computation.nested and computation.complete and computation.nonfinite and window is not None
                 and window.kind is Kind.EXACT and not self.stopped()):
             # a gradient of a gradient (a gradient penalty): the inner computation's backward is not checked call

@@ -185,3 +185,30 @@ def test_l0_a_hand_written_update_that_writes_inf_is_no_all_clear(debugger, rate
             records[0]["nonfinite"][:2] == ["Parameter weight", "Parameter bias"], records[0]
     else:
         assert first_records(dbg) == []
+
+
+def test_a_batch_buffer_refilled_through_numpy_is_read_before_the_refill(debugger):
+    """A hunt's finding: micro-batches copied into one numpy buffer wrapped
+    once with Tensor.from_numpy (shared memory). The checks of the first
+    micro-batch's calls were read after the buffer held the second, so the
+    MatMul that took a NaN batch was called the origin, with the next
+    batch's statistics. A gradient computation's return is a resolution
+    point now: the NaN is said to come in with the data."""
+    dbg = debugger("L1")
+    net = nn.Dense(3, 2, weight_init="ones", bias_init="zeros")
+    grad_fn = ms.value_and_grad(lambda x: net(x).sum(), None, net.trainable_params())
+    buffer = np.zeros((2, 3), np.float32)
+    shared = Tensor.from_numpy(buffer)
+    for step in range(3):  # (after the first steps the checks are read in larger batches)
+        batches = [np.ones((2, 3), np.float32), np.full((2, 3), 2.0, np.float32)]
+        if step == 2:
+            batches[0][0, 0] = np.nan
+        dbg.start()
+        for batch in batches:
+            np.copyto(buffer, batch)
+            grad_fn(shared)
+        dbg.stop()
+        dbg.step()
+    first = read_json(f"{dbg.dump_path}/step2/rank/overflow.json")[0]
+    assert first["name"] == "Primitive.MatMul.0.forward", first
+    assert first["origin"] is False and first["entered"]["source"] == "outside", first
