@@ -57,7 +57,9 @@ def write_output(text: Union[str, Iterable[str]], output: str, *, force: bool = 
 
     An existing file is never replaced unless ``force``: the file is
     created with ``O_EXCL``, so a file made between a check and the write
-    is not lost either. With ``force`` the report goes to a temporary file
+    is not lost either. An existing device or FIFO (``/dev/stdout``) is
+    written into, never replaced; with ``force`` a soft link's target is
+    replaced, not the link. With ``force`` the report goes to a temporary file
     beside it first and is renamed over it, so the old file stays whole if
     writing fails. A write that fails half-way (or is interrupted) removes
     what it wrote.
@@ -66,6 +68,10 @@ def write_output(text: Union[str, Iterable[str]], output: str, *, force: bool = 
     path = Path(output)
     if path.is_dir():
         return f"{output} is a directory; give a file name"
+    if path.exists() and not path.is_file():  # a device, a FIFO: written through, never replaced (a hunt found
+        return _write_through(pieces, output)  # --force made /dev/null a regular file), as probe lint -o does
+    if force and path.is_symlink():  # the file it points to is replaced, not the link
+        path = path.resolve()
     target = path if not force else path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         # as on stdout (cli/__init__.py): a path not valid UTF-8 (its bytes kept as surrogates) is written escaped
@@ -90,4 +96,16 @@ def write_output(text: Union[str, Iterable[str]], output: str, *, force: bool = 
         if isinstance(err, OSError):
             return f"cannot write {output}: {err.strerror or err}"
         raise
+    return None
+
+
+def _write_through(pieces: Iterable[str], output: str) -> Optional[str]:
+    """Write into ``output``, an existing device or FIFO (``/dev/stdout``),
+    as it is; the reason it could not be, or None."""
+    try:
+        with open(output, "w", encoding="utf-8", errors="backslashreplace") as handle:
+            for piece in pieces:
+                handle.write(piece)
+    except OSError as err:
+        return f"cannot write {output}: {err.strerror or err}"
     return None

@@ -872,6 +872,28 @@ def test_output_into_a_soft_linked_step_folder_is_refused(tmp_path):
     assert main(str(root), "text", out=io.StringIO(), err=io.StringIO(), output=str(tmp_path / "r.txt")) == 0
 
 
+def test_output_onto_a_fifo_or_a_link_is_written_through_never_replaced(tmp_path):
+    """A hunt's finding: ``-o /dev/stdout`` was refused as existing, and
+    with ``--force`` a device, a FIFO or a soft link became a regular file
+    (as root, ``-o /dev/null --force`` would replace the system's). A
+    device or FIFO is written into; ``--force`` replaces a link's target."""
+    import threading
+
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    got: list = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_text()), daemon=True)
+    reader.start()
+    assert main(str(DATA / "ours"), "text", out=io.StringIO(), err=io.StringIO(), output=str(fifo)) == 0
+    reader.join(timeout=60)
+    assert got and got[0].startswith("step0/rank1") and fifo.is_fifo()
+    real, link = tmp_path / "real.txt", tmp_path / "link.txt"
+    real.write_text("old")
+    link.symlink_to(real)
+    assert main(str(DATA / "ours"), "text", out=io.StringIO(), err=io.StringIO(), output=str(link), force=True) == 0
+    assert link.is_symlink() and real.read_text().startswith("step0/rank1")
+
+
 def test_force_without_output_is_a_usage_error(tmp_path):
     out, err = io.StringIO(), io.StringIO()
     assert main(str(DATA / "ours"), "text", out=out, err=err, force=True) == 2
