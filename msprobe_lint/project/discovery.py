@@ -294,9 +294,13 @@ def discover(paths: Sequence[str], file_filter: Optional[FileFilter] = None, *, 
         if only_msprobe:
             from .sniff import looks_like_msprobe
 
-            raw = read_bytes(path)[0]
+            raw, why = read_bytes(path)
             if raw is not None and not looks_like_msprobe(raw):
                 out.append(Candidate(path, SKIP, "not an msprobe config, --only-msprobe"))
+                continue
+            if raw is None and why is not None and "over the 10 MiB limit" in why:
+                # a hunt's finding: the pre-commit hook failed commits on a 16 MB dump.json; as the walk does
+                out.append(Candidate(path, SKIP, f"{TOO_BIG}, --only-msprobe"))
                 continue
         out.append(Candidate(path, LINT, "named on the command line", raw=raw))
     return out

@@ -179,3 +179,17 @@ def test_only_msprobe_skips_other_json_and_keeps_the_exit_status(tmp_path):
         ("config.json", "PL103"), ("gone.json", "PL006")]
     # without the flag every file is linted
     assert run_probe("lint", "--isolated", "model/config.json", cwd=tmp_path).returncode == 1
+
+
+def test_only_msprobe_skips_a_json_file_too_big_to_be_a_config(tmp_path):
+    """A hunt's finding: the pre-commit hook failed a commit holding a
+    16 MB dump.json (PL006, over 10 MiB), which the folder walk skips."""
+    from conftest import run_probe
+
+    big = tmp_path / "dump.json"
+    big.write_text(json.dumps({"task": "overflow_check", "data": ["x" * 100] * 110_000}))
+    assert big.stat().st_size > 10 * 1024 * 1024
+    proc = run_probe("lint", "--isolated", "--only-msprobe", "-f", "json", "dump.json", cwd=tmp_path)
+    assert proc.returncode == 0 and json.loads(proc.stdout)["diagnostics"] == [], proc.stdout
+    proc = run_probe("lint", "--isolated", "-f", "json", "dump.json", cwd=tmp_path)  # named without the flag: said
+    assert proc.returncode == 2 and [d["code"] for d in json.loads(proc.stdout)["diagnostics"]] == ["PL006"]
