@@ -524,11 +524,7 @@ def _parameter_entry(name: str, label: Optional[str], parameter: str, at_start: 
     """The ``entered`` description of a Parameter that held inf/nan."""
     used = f"{label} of {name}" if label else name
     if at_start:
-        # a hunt's finding: after a hand-written L0 update (ops.assign outside the Cells) this read like a bad
-        # checkpoint; say what can have written it
-        message = (f"Parameter {parameter} already held inf/nan at start(); first used by {used} (something no "
-                   "check saw wrote it before this window: a hand-written update at L0, such as ops.assign or "
-                   "copy_, in an earlier checked step; code outside the checked steps; or a checkpoint)")
+        message = f"Parameter {parameter} already held inf/nan at start(); first used by {used}"
     else:
         message = (f"Parameter {parameter} held inf/nan when first used after an update in the window, by {used} "
                    "(a backward pass, an optimizer step or an in-place write came before, so it may have been "
