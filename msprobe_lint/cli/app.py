@@ -91,7 +91,9 @@ class _RunCommand(_Command):
             err.possibilities = None  # type: ignore[attr-defined]
             raise
         command = list(ctx.params.get("command") or [])
-        if command and ("--" not in given or command != given[given.index("--") + 1:]):
+        after = given[given.index("--") + 1:] if "--" in given else None
+        # (CONFIG itself taken from after -- , `probe run -- CMD`, is left to the CONFIG check)
+        if command and (after is None or command != after[len(after) - len(command):]):
             # a hunt's finding: `probe run cfg.json python train.py --mode graph --strict` ran train.py without
             # its options, which probe had taken as its own
             ctx.fail("put -- between probe's options and the command: probe run CONFIG [options] -- CMD ARGS... "
