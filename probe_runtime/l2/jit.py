@@ -41,10 +41,9 @@ import re
 import shutil
 from typing import Any, Callable, Optional
 
-import numpy as np
-
 from probe_format.layout import OUTSIDE
 
+from ..check.by_design import only_negative_infinity
 from ..check.verdict import HostCache, is_floating, iter_tensors
 from ..hooks.reach import reachable_parameters
 from ..state import RunState
@@ -68,19 +67,16 @@ def _is_optimizer(obj: Any) -> bool:
         return False
 
 
-def _finite_inputs(values: Any) -> bool:
-    """False when a floating tensor among ``values`` (nested) holds inf/nan,
-    but for -inf only (a mask passed to the region, by design: a hunt found
-    such a region never replayed, its overflow named nowhere; the replay's
-    scan judges each kernel, so a kernel fed the mask is no origin)."""
+def _no_nan_or_inf(values: Any) -> bool:
+    """No floating tensor among ``values`` (nested) holds NaN or +inf: each
+    is finite or holds -inf only (a mask passed to the region, by design: a
+    hunt found such a region never replayed, its overflow named nowhere;
+    the replay's scan judges each kernel, so a kernel fed the mask is no
+    origin)."""
     cache = HostCache()
-    for tensor in iter_tensors(list(values) if isinstance(values, (tuple, list)) else [values]):
-        if not is_floating(tensor) or cache.finite(tensor):
-            continue
-        array = cache.get(tensor).array
-        if array is None or np.isnan(array).any() or np.isposinf(array).any():
-            return False
-    return True
+    return all(cache.finite(t) or only_negative_infinity(t, cache)
+               for t in iter_tensors(list(values) if isinstance(values, (tuple, list)) else [values])
+               if is_floating(t))
 
 
 def _strictly_finite(values: list) -> bool:
@@ -193,15 +189,15 @@ class JitRegions:
                                "before it (an earlier step's update?)")
                     return result
                 if written:
-                    finite_in = _finite_inputs(args) and _finite_inputs(list(kwargs.values()))
+                    finite_in = _no_nan_or_inf(args) and _no_nan_or_inf(list(kwargs.values()))
                     self._note(name, written, bool(returned), "wrote inf/nan into {}, finite when it started"
                                + (": the overflow started inside it" if finite_in else ""))
                     return result
                 if not returned:
                     return result
-                if not _finite_inputs(args) or not _finite_inputs(list(kwargs.values())):
+                if not _no_nan_or_inf(args) or not _no_nan_or_inf(list(kwargs.values())):
                     return result
-                if not _strictly_finite([*args, *kwargs.values(), *params]) and _finite_inputs(result):
+                if not _strictly_finite([*args, *kwargs.values(), *params]) and _no_nan_or_inf(result):
                     return result  # it was given a -inf mask (or reaches one) and returns -inf only: passed on
                 self.replay(original, run, args, kwargs, name)
             except Exception as err:
