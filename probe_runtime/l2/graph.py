@@ -36,7 +36,7 @@ import shutil
 import sys
 import weakref
 from types import FrameType
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, Sequence
 
 from probe_format.layout import OUTSIDE
 
@@ -47,7 +47,7 @@ from .dump_config import NET_NAME
 from .private import DumpSwitch
 from .records import KernelRecords
 from .scan import random_kernels, scan
-from .snapshot import StateSnapshot, foreign_parameters
+from .snapshot import StateSnapshot, construct_parameters, foreign_parameters
 
 LOGGER = logging.getLogger("probe_runtime")
 
@@ -122,7 +122,8 @@ class GraphChecks:
         self._at_open = 0
         self._exit_registered = False
         self.replays = 0
-        self._snapshots: dict[int, tuple[Callable[[], Any], StateSnapshot]] = {}
+        self._snapshots: dict[int, tuple[Callable[[], Any], StateSnapshot, tuple]] = {}
+        self._reach: dict[int, tuple[Callable[[], Any], list]] = {}
         self._noted: dict[str, int] = {}  # kind of note -> the step it was first said in
         #: id of a Parameter -> (a weak reference to it, the step after whose record it held inf/nan); a Parameter
         #: may be another Cell's too (an evaluation Cell sharing the trained one's)
@@ -192,25 +193,34 @@ class GraphChecks:
         return self._original is not None
 
     # -- one compiled step -----------------------------------------------------------------
-    def snapshot(self, cell: Any) -> StateSnapshot:
-        """The (reused) snapshot of ``cell``'s state."""
+    def snapshot(self, cell: Any, extra: Sequence[tuple[str, Any]] = ()) -> StateSnapshot:
+        """The (reused) snapshot of ``cell``'s state and of the ``extra``
+        Parameters (:func:`foreign_parameters`), new when they change."""
         held = self._snapshots.get(id(cell))
-        snapshot = held[1] if held is not None and held[0]() is cell else None
-        if snapshot is None:  # a new Cell (or a collected one's id reused)
-            snapshot = StateSnapshot(cell)
-            self._snapshots[id(cell)] = (weakref.ref(cell), snapshot)
+        key = tuple(id(parameter) for _, parameter in extra)
+        snapshot = held[1] if held is not None and held[0]() is cell and held[2] == key else None
+        if snapshot is None:  # a new Cell (or a collected one's id reused), or other foreign Parameters
+            snapshot = StateSnapshot(cell, extra)
+            self._snapshots[id(cell)] = (weakref.ref(cell), snapshot, key)
             if snapshot.skipped:
                 LOGGER.warning("probe_runtime: level L2 cannot copy Parameters %s to the host (dtype): a replay "
                                "starts from their values after the step", ", ".join(snapshot.skipped[:4]))
         return snapshot
+
+    def _reached(self, cell: Any) -> list:
+        """:func:`construct_parameters` of ``cell``, walked once per Cell."""
+        held = self._reach.get(id(cell))
+        if held is None or held[0]() is not cell:
+            held = self._reach[id(cell)] = (weakref.ref(cell), construct_parameters(cell))
+        return held[1]
 
     def call(self, original: Callable, cell: Any, args: tuple, kwargs: dict) -> Any:
         """Run one compiled step of ``cell`` checked (see the module)."""
         self._depth += 1
         try:
             try:
-                extra = foreign_parameters(cell, args, kwargs)
-                snapshot = StateSnapshot(cell, extra) if extra else self.snapshot(cell)
+                extra = foreign_parameters(cell, args, kwargs, self._reached(cell))
+                snapshot = self.snapshot(cell, extra)
                 snapshot.take()
             except Exception as err:
                 self.on_error("before a compiled step", err)

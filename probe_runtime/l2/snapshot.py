@@ -19,7 +19,7 @@ Example::
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Optional
 
 import numpy as np
 
@@ -111,28 +111,45 @@ def by_design(parameter: Any, values: np.ndarray) -> bool:
     return not bool(np.isnan(flat).any()) and not bool(np.isposinf(flat).any())
 
 
-def foreign_parameters(cell: Any, args: tuple, kwargs: dict) -> list[tuple[str, Any]]:
+def foreign_parameters(cell: Any, args: tuple, kwargs: dict,
+                       reached: Optional[list] = None) -> list[tuple[str, Any]]:
     """``(name, Parameter)`` of the Parameters a compiled step of ``cell``
-    may write although ``cell`` does not own them: those passed as
-    arguments, and module-level ones the ``construct`` of ``cell`` or of a
-    Cell in it names (a counter updated with ``ops.assign_add`` in the
-    user's network, inside a ``TrainOneStepCell``). A hunt's finding: the replay of an
+    may write although ``cell`` does not own them: those its arguments
+    hold, and those the ``construct`` of ``cell`` or of a Cell in it
+    reaches (module-level ones it names, or that a function it calls
+    names: :func:`~probe_runtime.hooks.reach.reachable_parameters`), such
+    as a counter updated with ``ops.assign_add`` in the user's network
+    inside a ``TrainOneStepCell``. Hunts' findings: the replay of an
     overflowing step updated them a second time, since only the Cell's
-    own Parameters were put back. Parameters reached in other ways (through
-    a function ``construct`` calls) are not found."""
-    from mindspore import Parameter
+    own Parameters were put back. Parameters reached only through
+    ``self`` attributes that are not Cells (a plain object holding one)
+    are not found.
 
-    found = [(p.name, p) for p in list(args) + list(kwargs.values()) if isinstance(p, Parameter)]
+    ``reached``: what :func:`construct_parameters` gave for ``cell``
+    (kept by the caller: the walk is the same every step)."""
+    from ..hooks.reach import reachable_parameters
+
+    if reached is None:
+        reached = construct_parameters(cell)
+    seen = {id(parameter) for _, parameter in cell.parameters_and_names()}
+    found = []
+    for parameter in reachable_parameters([*args, *kwargs.values()]) + reached:
+        if id(parameter) not in seen:
+            seen.add(id(parameter))
+            found.append((parameter.name, parameter))
+    return found
+
+
+def construct_parameters(cell: Any) -> list:
+    """The Parameters the ``construct`` of ``cell``, or of any Cell in it,
+    reaches through the names its code uses (the walk of
+    :func:`~probe_runtime.hooks.reach.reachable_parameters`); ``self``'s
+    own are not among them unless a global names them."""
+    from ..hooks.reach import reachable_parameters
+
     try:
         cells = [c for _, c in cell.cells_and_names()]  # the user's network inside a TrainOneStepCell too
     except Exception:
         cells = [cell]
-    for klass in dict.fromkeys(type(c) for c in cells):
-        construct = getattr(klass, "construct", None)
-        code = getattr(construct, "__code__", None)
-        names = getattr(construct, "__globals__", None) or {}
-        for name in code.co_names if code is not None else ():
-            value = names.get(name)
-            if isinstance(value, Parameter):
-                found.append((value.name, value))
-    return found
+    constructs = [getattr(klass, "construct", None) for klass in dict.fromkeys(type(c) for c in cells)]
+    return reachable_parameters([c for c in constructs if callable(c)])

@@ -502,6 +502,17 @@ class Counting(nn.Cell):  # writes a Parameter it is given and a module-level on
         return x * 1e30
 
 
+def bump(x):  # a function the Cell calls writes the module-level Parameter
+    ops.assign_add(calls, ops.ones((1,), ms.float32))
+    return x * 1e30
+
+
+class Helped(nn.Cell):  # writes a Parameter it is given, and one through a function it calls
+    def construct(self, total, x):
+        ops.assign_add(total, ops.ones((1,), ms.float32))
+        return bump(x)
+
+
 class Outer(nn.Cell):  # the counting Cell inside another, as a user's network inside a TrainOneStepCell
     def __init__(self):
         super().__init__()
@@ -519,14 +530,14 @@ class TwoOrigins(nn.Cell):  # a second overflow from finite inputs after the fir
 
 
 total = Parameter(ms.Tensor(np.zeros((1,), np.float32)), name="total")
-net = {"mask": Masked, "count": Counting, "outer": Outer, "two": TwoOrigins}[case]()
+net = {"mask": Masked, "count": Counting, "outer": Outer, "helper": Helped, "two": TwoOrigins}[case]()
 for step in range(3):
     big = step == 1
     if debugger is not None:
         debugger.start()
     if case == "mask":
         net(ms.Tensor(np.full((4, 4), 30.0 if big else 0.1, np.float32)))
-    elif case in ("count", "outer"):
+    elif case in ("count", "outer", "helper"):
         net(total, ms.Tensor(np.full((2,), 1e10 if big else 1.0, np.float32)))
     else:
         net(ms.Tensor(np.full((2,), 1e10 if big else 1.0, np.float32)), ms.Tensor(np.full((2,), 100.0, np.float32)))
@@ -558,12 +569,13 @@ def test_a_frozen_minus_inf_mask_parameter_is_by_design_at_l2(tmp_path):
     assert first["origin"] is True and first["name"].startswith("Exp."), first
 
 
-@pytest.mark.parametrize("case", ["count", "outer"])
+@pytest.mark.parametrize("case", ["count", "outer", "helper"])
 def test_the_replay_puts_back_parameters_the_cell_does_not_own(tmp_path, case):
     """A hunt's finding: the replay of the overflowing step ran its
     assign_add a second time on a Parameter passed in and on a
     module-level one (training changed under the tool); a review's: also
-    when the Cell naming it is inside the one called."""
+    when the Cell naming it is inside the one called, or a function its
+    construct calls writes it."""
     plain = _hunt_case(tmp_path, case, "none").stdout
     checked = _hunt_case(tmp_path, case, str(write_runtime_config(tmp_path, level="L2", nums=-1))).stdout
     assert "state [3.0] [3.0]" in plain and "state [3.0] [3.0]" in checked, (plain, checked)
