@@ -131,9 +131,12 @@ def foreign_parameters(cell: Any, args: tuple, kwargs: dict,
 
     if reached is None:
         reached = construct_parameters(cell)
+    candidates = reachable_parameters([*args, *kwargs.values()]) + reached
+    if not candidates:
+        return []
     seen = {id(parameter) for _, parameter in cell.parameters_and_names()}
     found = []
-    for parameter in reachable_parameters([*args, *kwargs.values()]) + reached:
+    for parameter in candidates:
         if id(parameter) not in seen:
             seen.add(id(parameter))
             found.append((parameter.name, parameter))
