@@ -194,21 +194,56 @@ def project_selection(config_path: Optional[str]) -> Any:
     pyproject.toml at or above it (above the current folder when there is
     no file), with their per-file ignores; the default selection when
     there are none; the rules of ``RUNTIME_ESSENTIAL`` are always errors
-    (``Selection.always``), as in ``probe run``. A malformed table is
-    logged and the default used (the gate is then stricter, never looser,
-    than the project asked)."""
+    (``Selection.always``), as in ``probe run``. Under ``probe run`` given
+    ``--select``/``--ignore``/``--extend-select``/``--config-file``/``--isolated``,
+    those, which it hands on in ``PROBE_LINT_SELECTION``
+    (:func:`handed_selection`), so the job lints as ``probe run`` did. A
+    malformed table or handed selection is logged and the default used
+    (the gate is then stricter, never looser, than the project asked)."""
     from msprobe_lint.lint import settings
     from msprobe_lint.lint.options import selection_of
 
+    handed = handed_selection()
+    parsed: dict = {}
     try:
-        project = settings.find_and_load(None, start=config_path or os.getcwd())
-    except settings.SettingsError as err:
+        if handed is not None:
+            from msprobe_lint.lint.selection import parse_codes
+
+            parsed = {field: parse_codes(handed[field]) if handed.get(field) else ()
+                      for field in ("select", "ignore", "extend_select")}
+        if handed is not None and handed.get("isolated") and not handed.get("config_file"):
+            project = None
+        else:
+            project = settings.find_and_load(handed.get("config_file") if handed else None,
+                                             start=config_path or os.getcwd())
+    except Exception as err:  # settings.SettingsError, a code the handed selection should not hold
         LOGGER.warning("probe_runtime: %s; every rule applies as by default", err)
-        project = None
-    selection = selection_of(project)._replace(always=RUNTIME_ESSENTIAL)
+        project, parsed = None, {}
+    selection = selection_of(project, **parsed)._replace(always=RUNTIME_ESSENTIAL)
     if project is not None and config_path is not None:
         selection = project.selection_for(config_path, selection)
     return selection
+
+
+def handed_selection() -> Optional[dict]:
+    """The rule selection ``probe run`` handed on in the environment
+    variable ``PROBE_LINT_SELECTION`` (``msprobe_lint.run.environment``), or
+    None when it is not set; one that is not the JSON object ``probe run``
+    writes is logged and left out."""
+    from msprobe_lint.run.environment import SELECTION
+
+    raw = os.environ.get(SELECTION)
+    if not raw:
+        return None
+    try:
+        handed = json.loads(raw)
+    except ValueError:
+        handed = None
+    if not isinstance(handed, dict) or not all(
+            isinstance(handed.get(field, []), list) for field in ("select", "ignore", "extend_select")):
+        LOGGER.warning("probe_runtime: %s is not the selection probe run writes (%.80r); left out", SELECTION, raw)
+        return None
+    return handed
 
 
 def dump_path_errors(config_path: Optional[str], overrides: dict, rank: tuple) -> list[Diagnostic]:

@@ -62,6 +62,18 @@ def _lint_flags(options: LintOptions) -> str:
     return "".join(" " + shlex.quote(flag) for flag in flags)
 
 
+def _selection_options(options: LintOptions) -> Optional[dict]:
+    """The rule selection options ``probe run`` was given, for the gate
+    in CMD (``environment.SELECTION``); None when none was given (the gate
+    then finds the project's settings itself, as ``probe run`` did)."""
+    if not (options.select or options.ignore or options.extend_select or options.config_file or options.isolated):
+        return None
+    return {"select": list(options.select), "ignore": list(options.ignore),
+            "extend_select": list(options.extend_select),
+            "config_file": os.path.abspath(options.config_file) if options.config_file else None,
+            "isolated": bool(options.isolated)}
+
+
 def _configs_read_instead(script: str, config: str, stream: TextIO) -> list[str]:
     """The configs the script's debuggers read instead of ``config``: a
     string literal ``PrecisionDebugger(config_path="other.json")`` (the
@@ -268,7 +280,7 @@ def guarded_run(config: str, command: Sequence[str], options=None, *, stream: Op
     also = f" ({', '.join(instead)}, which {script} reads instead, passed too)" if instead else ""
     stream.write(f"probe: {config} passed{also}; starting: {shlex.join(command)}\n")
     stream.flush()
-    env = child_environment(config)
+    env = child_environment(config, selection=_selection_options(options))
     runner = runner or run_command
     try:
         return runner(list(command), env, launcher=plan.launcher)

@@ -89,3 +89,61 @@ def test_a_malformed_table_falls_back_to_every_rule(tmp_path, monkeypatch, caplo
     with pytest.raises(ConfigLintError, match="PL101"):
         PrecisionDebugger(config_path=str(path))
     assert "every rule applies as by default" in caplog.text
+
+
+def test_the_selection_probe_run_hands_on_is_the_gates(tmp_path, monkeypatch):
+    """A hunt's finding: `probe run --ignore PL101 config.json -- python
+    train.py` passed the config, then the job's debugger refused it, as
+    the options stayed with probe run. It hands them on in
+    PROBE_LINT_SELECTION; the gate lints with them (the project's table
+    under --config-file too, none under --isolated)."""
+    from msprobe_lint.run.environment import SELECTION
+
+    isolate(monkeypatch, tmp_path)
+    path = project(tmp_path, "", dump_pth="typo")
+    monkeypatch.setenv(SELECTION, json.dumps({"select": [], "ignore": ["PL101"], "extend_select": [],
+                                              "config_file": None, "isolated": False}))
+    assert "PL101" not in codes(path)
+    PrecisionDebugger(config_path=str(path)).stop()
+    other = tmp_path / "other.toml"
+    other.write_text('[tool.probe-lint]\nignore = ["PL101"]\n')
+    monkeypatch.setenv(SELECTION, json.dumps({"config_file": str(other), "isolated": True}))
+    assert "PL101" not in codes(path)
+    (tmp_path / "pyproject.toml").write_text('[tool.probe-lint]\nignore = ["PL101"]\n')
+    monkeypatch.setenv(SELECTION, json.dumps({"isolated": True}))  # the project's table is not read
+    assert "PL101" in codes(path)
+
+
+def test_a_malformed_handed_selection_is_left_out(tmp_path, monkeypatch, caplog):
+    from msprobe_lint.run.environment import SELECTION
+
+    isolate(monkeypatch, tmp_path)
+    path = project(tmp_path, "", dump_pth="typo")
+    for raw in ('{"ignore": "PL101"}', "[1]", '{"ignore": ["PL1x"]}', "{"):
+        monkeypatch.setenv(SELECTION, raw)
+        assert "PL101" in codes(path), raw
+    assert "left out" in caplog.text and "every rule applies as by default" in caplog.text
+
+
+@pytest.mark.parametrize("option", [["--ignore", "PL401"], ["--config-file", "other.toml"]])
+def test_probe_run_selection_options_reach_the_job(tmp_path, option):
+    """End to end: the config probe run passed with --ignore or
+    --config-file is the config the job's debugger takes."""
+    import subprocess
+    import sys
+
+    from runtime_support import LAUNCHER_VARIABLES
+
+    (tmp_path / "other.toml").write_text('[tool.probe-lint]\nignore = ["PL401"]\n')
+    config = tmp_path / "rel.json"
+    config.write_text(json.dumps({"task": "overflow_check", "dump_path": "rel_dump", "rank": [], "step": [],
+                                  "level": "L1", "overflow_check": {"overflow_nums": 1}}))
+    os.chmod(config, 0o640)
+    (tmp_path / "job.py").write_text("from probe_runtime import PrecisionDebugger\n"
+                                     "PrecisionDebugger().stop()\nprint('admitted')\n")
+    env = {k: v for k, v in os.environ.items() if k not in LAUNCHER_VARIABLES}
+    probe = [sys.executable, "-m", "msprobe_lint"]
+    proc = subprocess.run(probe + ["run", *option, "rel.json", "--", sys.executable, "job.py"], cwd=tmp_path,
+                          env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0 and "admitted" in proc.stdout, proc.stderr[-2000:]
+    assert (tmp_path / "rel_dump").is_dir()
