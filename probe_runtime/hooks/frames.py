@@ -24,12 +24,17 @@ TOOL_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 def capture_frames(frame: Any, limit: int = 32) -> tuple:
     """``(file, line, function)`` for ``frame`` and its callers, innermost
-    first, skipping this package's own frames (at most ``limit``)."""
+    first, skipping this package's own frames (at most ``limit``). A frame
+    with no current line (``f_lineno`` None, as in code run by MindSpore's
+    ``jit(capture_mode="bytecode")``) gives its function's first line; a
+    hunt's finding: the None reached the dump writer, which turned
+    detection off."""
     out: list[tuple] = []
     while frame is not None and len(out) < limit:
         code = frame.f_code
         if not code.co_filename.startswith(TOOL_ROOT):
-            out.append((code.co_filename, frame.f_lineno, code.co_name))
+            line = frame.f_lineno  # None in code MindSpore's bytecode capture (jit capture_mode="bytecode") runs
+            out.append((code.co_filename, line if line is not None else code.co_firstlineno, code.co_name))
         frame = frame.f_back
     return tuple(out)
 

@@ -79,7 +79,8 @@ def caller_where(library_roots: tuple[str, ...]) -> Optional[str]:
     while frame is not None:
         filename = frame.f_code.co_filename
         if not filename.startswith(library_roots) and not filename.startswith("<frozen"):
-            return f"{shown_path(filename)}:{frame.f_lineno}"
+            line = frame.f_lineno  # None in code run by jit(capture_mode="bytecode")
+            return f"{shown_path(filename)}:{line if line is not None else frame.f_code.co_firstlineno}"
         frame = frame.f_back
     return None
 

@@ -669,3 +669,54 @@ def test_a_jit_region_given_a_minus_inf_mask_is_still_replayed(tmp_path, case):
     assert not (tmp_path / "dump" / "step0").exists()
     first = records(tmp_path / "dump", 1)[0]
     assert first["origin"] is True and first["name"].startswith("Exp.") and "inside" in first, first
+
+
+BYTECODE = """
+import sys, numpy as np, mindspore as ms
+from mindspore import nn, ops
+ms.set_context(mode=ms.PYNATIVE_MODE, device_target="CPU")
+from probe_runtime import PrecisionDebugger
+debugger = PrecisionDebugger(config_path=sys.argv[1])
+net = nn.Dense(4, 1, weight_init="ones", bias_init="zeros")
+try:
+    decorate = ms.jit(capture_mode="bytecode")
+except TypeError:  # a release without capture modes
+    print("no capture_mode")
+    sys.exit(0)
+
+
+@decorate
+def log_score(p, y):
+    return ops.log(ops.abs(p * y))
+
+
+opt = nn.SGD(net.trainable_params(), 1e-3)
+grad_fn = ms.value_and_grad(lambda x, y: log_score(net(x), y).mean(), None, opt.parameters)
+for step in range(3):
+    debugger.start(net)
+    loss, grads = grad_fn(ms.Tensor(np.full((2, 4), 0.5, np.float32)),
+                          ms.Tensor(np.full((2, 1), 0.0 if step == 2 else 1.0, np.float32)))
+    opt(grads)
+    debugger.stop()
+    debugger.step()
+"""
+
+
+def test_a_bytecode_jit_region_keeps_detection_on(tmp_path):
+    """A hunt's finding: in a ``jit(capture_mode="bytecode")`` function a
+    frame's line number is None; it reached the dump writer, which turned
+    detection off ("cannot write the dump (TypeError ...)"), and the run
+    ended with no record of the log(0) in step 2."""
+    script = tmp_path / "bytecode.py"
+    script.write_text(BYTECODE)
+    env = {k: v for k, v in os.environ.items() if k not in LAUNCHER_VARIABLES + ("MINDSPORE_DUMP_CONFIG",)}
+    env.update(PYTHONPATH=str(ROOT), TMPDIR=str(tmp_path))
+    config = write_runtime_config(tmp_path, level="L1", nums=1)
+    proc = subprocess.run([sys.executable, str(script), str(config)], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    if "no capture_mode" in proc.stdout:
+        pytest.skip("this MindSpore release has no jit capture_mode")
+    assert "detection turned off" not in proc.stderr, proc.stderr[-3000:]
+    first = records(tmp_path / "dump", 2)[0]
+    assert first["origin"] is True and "log" in first["name"].lower(), first
