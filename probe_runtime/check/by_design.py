@@ -374,6 +374,34 @@ class ByDesign:
             if maker is not None:
                 self._tensors[id(hooked)] = (hooked, maker)
 
+    def adopt(self, tensors: Any, candidates: list, cache: HostCache) -> None:
+        """L0: each -inf-only tensor among ``tensors`` that no deferred
+        maker made, whose -inf lie where those of a tensor of one of
+        ``candidates`` lie (the same elements in order, or that tensor's
+        broadcast to its shape), becomes that maker's: the code between
+        two sub-Cells (the enclosing Cell's ``astype``, ``reshape``, the
+        mask added to scores) made it from the maker's -inf, as a new
+        object. A hunt's finding: a float16 Dense's -inf, cast to float32
+        before the loss Cell, made the enclosing Cell the origin and the
+        Dense was never named; a mask a parent cast made the parent it."""
+        wanted = {id(m) for m in candidates}
+        if not wanted:
+            return
+        for tensor in iter_tensors(tensors):
+            if self.maker_of(tensor) is not None or not only_negative_infinity(tensor, cache):
+                continue
+            array = cache.get(tensor).array
+            if array is None:
+                continue
+            pattern = np.isneginf(array)
+            for original, maker in list(self._tensors.values()):
+                if id(maker) not in wanted:
+                    continue
+                other = cache.get(original).array
+                if other is not None and _same_places(np.isneginf(other), pattern):
+                    self._tensors[id(tensor)] = (tensor, maker)
+                    break
+
     def excused(self, tensor: Any, cache: HostCache) -> bool:
         """A consumer sees ``tensor`` as finite: it is a deferred maker's
         output and holds -inf only."""
@@ -389,6 +417,18 @@ class ByDesign:
             if maker is not None and maker not in out:
                 out.append(maker)
         return out
+
+
+def _same_places(theirs: np.ndarray, ours: np.ndarray) -> bool:
+    """The True elements of ``theirs`` are those of ``ours``: the same
+    elements in order (a reshape, a cast) or ``theirs`` broadcast to
+    ``ours``'s shape (a mask added to scores)."""
+    if theirs.size == ours.size:
+        return bool(np.array_equal(theirs.reshape(-1), ours.reshape(-1)))
+    try:
+        return bool(np.array_equal(np.broadcast_to(theirs, ours.shape), ours))
+    except ValueError:
+        return False
 
 
 def judge_excusing(inputs: list, outputs: list, cache: HostCache, registry: ByDesign,
@@ -530,6 +570,9 @@ def decide_cell(kind: str, call: Any, inputs: list, outputs: list, verdict: Any,
         registry.consumed(inside)
         return Decision.AS_USUAL, []
     registry.alias(getattr(call, "given", None) or ())
+    holder = getattr(call, "parent", None) or getattr(call, "top", None)
+    if holder is not None and getattr(holder, "by_design_inside", None):
+        registry.adopt(inputs, [m for m in holder.by_design_inside if registry.deferred(m)], cache)
     makers = registry.makers_of(inputs, cache)
     outside = outside_minus_infinity(inputs, cache, registry)
     nonfinite = [t for t in iter_tensors(outputs) if not cache.finite(t)]

@@ -32,7 +32,7 @@ from probe_format.records import entered_object
 
 from ..hooks.guard import tool_section
 from ..state import RunState
-from .by_design import ByDesign, Decision, decide, decide_cell, settle_model
+from .by_design import ByDesign, Decision, decide, decide_cell, only_negative_infinity, settle_model
 from .collective import collective_of, collective_tensors, pass_up, through_collective
 from .provenance import (all_finite, backward_maker, enclosing_maker, entered, entry_tensors, forward_clean,
                          inner_origin, mark_parent, masked_call, own_backward_message, own_construct_between_message,
@@ -607,6 +607,8 @@ class Checker:
                 return True
             if not top_output_overflowed(top, cache):
                 return True
+            if top.prefix and self._defer_top(top, cache):
+                return True
             if all_finite(list(top.params.values()), cache):  # else its own Parameter brought it: no L1 hint
                 self._hint_top(top)
         except Exception as err:
@@ -615,6 +617,29 @@ class Checker:
         if not top.prefix:
             return True
         return self._judge_entry("forward", top.as_cell_call(own_construct_message(top) + (note or "")), cache, batch)
+
+    def _defer_top(self, top: Any, cache: HostCache) -> bool:
+        """The model returned -inf only from finite inputs and Parameters,
+        made by its own ``construct`` (a class mask added before a
+        ``log_softmax``): deferred as a maker by design, as any Cell
+        returning -inf only is. It is recorded (its own-construct record)
+        when the -inf reaches a judged result (the loss) or when the window
+        closes with nothing having consumed it (a forward-only loop); a
+        loss the code after the model computed finite consumed it
+        (``windows.controller``). A hunt's finding: the model's -inf mask,
+        picked out finite by the loss, was an origin in every step, and
+        with overflow_nums 1 the real overflow of a later step went
+        unchecked. False when it is not such an output (or no maker can be
+        remembered any more)."""
+        nonfinite = [t for t in iter_tensors(top.output) if not cache.finite(t)]
+        if not nonfinite or not all(only_negative_infinity(t, cache) for t in nonfinite):
+            return False
+        if not all_finite((top.args, top.kwargs), cache) or not all_finite(list(top.params.values()), cache):
+            return False
+        if self.by_design.full():
+            return False
+        self.by_design.defer(top.as_cell_call(own_construct_message(top)), nonfinite)
+        return True
 
     def _release_stash(self, top: Any, cache: HostCache, batch: _Batch, record_top: bool) -> bool:
         """A sub-Cell got inf/nan the model's own ``construct`` made between

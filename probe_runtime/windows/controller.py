@@ -64,6 +64,8 @@ class Window:
             began (records written since were made by its own calls).
         nested: a gradient computation nested in another's forward pass
             returned inf/nan that no record explained (its note is written).
+        finite_loss: L0: a gradient computation's forward pass returned
+            finite values only (:meth:`Windows.on_forward`).
     """
 
     kind: Kind
@@ -76,6 +78,7 @@ class Window:
     optimizers: set = field(default_factory=set)
     found_step: int = 0
     nested: bool = False
+    finite_loss: bool = False
 
 
 class Windows:
@@ -317,6 +320,8 @@ class Windows:
             self._tainted.update(window.optimizers)
         self._last_optimizers = set(window.optimizers)
         try:
+            if window.finite_loss:  # L0: the loss code after the model took the -inf the model returned, finite
+                self.checker.by_design.consumed(self.checker.by_design.unconsumed())
             self.checker.release_by_design(unconsumed=True)  # -inf made by design that nothing took: a result
             if window.kind is Kind.SENTINEL:
                 self._resolve_sentinel()
@@ -412,6 +417,7 @@ class Windows:
         labelled = [(f"forward output {i}", t) for i, t in enumerate(iter_tensors(computation.output))]
         bad = self.grads.judge(labelled)
         if not bad:
+            window.finite_loss = True
             return
         aux = len(labelled) > 1 and asked_has_aux() is True
         if aux and labelled[0][0] not in bad:  # a fresh user's finding: an auxiliary output was called the loss

@@ -451,3 +451,97 @@ def test_a_mask_a_softmax_consumed_is_not_recorded_beside_one_that_reached_the_r
     assert not np.isfinite(out.asnumpy()).all()
     assert [(r["name"], r["origin"]) for _, r in dump_records(tmp_path / "dump")][:1] == [
         ("Cell.mask2._Mask.forward.0", True)]
+
+
+class _Half(nn.Cell):
+    """A float16 Dense whose result overflows to -inf only (a real overflow,
+    not a mask), cast to float32 by the enclosing Cell's own code before
+    the loss Cell takes it (what amp's O2 and many scripts do)."""
+
+    def __init__(self, cast):
+        super().__init__()
+        self.backbone = nn.Dense(4, 1, weight_init="ones", bias_init="zeros").to_float(ms.float16)
+        self.loss = nn.MSELoss()
+        self.cast = cast
+
+    def construct(self, x, y):
+        out = self.backbone(x)
+        return self.loss(out.astype(ms.float32) if self.cast else out * 1.0, y)
+
+
+@pytest.mark.parametrize("cast", [True, False])
+def test_a_makers_minus_inf_the_enclosing_code_casts_names_the_maker(tmp_path, monkeypatch, cast):
+    """A hunt's finding: the Dense's -inf, cast by the enclosing Cell
+    before the loss Cell, made the enclosing Cell the origin ("inf/nan
+    started in _Half.construct itself") and the Dense was never named;
+    the -inf a Cell gets that lies where a deferred sibling's -inf lay is
+    that sibling's (``ByDesign.adopt``)."""
+    def scenario(debugger):
+        net = _Half(cast)
+        optimizer = nn.SGD(net.trainable_params(), 0.0)
+        grad_fn = ms.value_and_grad(net, None, optimizer.parameters)
+        for step in range(2):
+            debugger.start(net)
+            x = Tensor(np.full((2, 4), -30000.0 if step == 1 else -1.0, np.float32), ms.float16)
+            _, grads = grad_fn(x, Tensor(np.zeros((2, 1), np.float32)))
+            optimizer(grads)
+            debugger.stop()
+            debugger.step()
+
+    for records in run_default_and_exact(tmp_path, monkeypatch, scenario, ORIGINAL, level="L0", nums=-1):
+        assert records and {step for step, _ in records} == {1}, records
+        first = records[0][1]
+        assert (first["name"], first["origin"]) == ("Cell.backbone.Dense.forward.0", True), records
+        assert not any(r["origin"] for _, r in records[1:]), records
+
+
+class _MaskedHead(nn.Cell):
+    """log_softmax over logits with class 2 masked out by a -inf constant."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Dense(4, 3, weight_init="ones", bias_init="zeros")
+        self.mask = Tensor(np.array([0, 0, -np.inf], np.float32))
+
+    def construct(self, x):
+        return ops.log_softmax(self.fc(x) + self.mask, -1)
+
+
+class _HeadInside(nn.Cell):
+    def __init__(self):
+        super().__init__()
+        self.body, self.head = nn.Dense(4, 4), _MaskedHead()
+
+    def construct(self, x):
+        return self.head(ops.relu(self.body(x)))
+
+
+@pytest.mark.parametrize("model, maker", [(_HeadInside, "Cell.head._MaskedHead.forward.0"),
+                                          (_MaskedHead, "Cell._MaskedHead.forward.0")])
+@pytest.mark.parametrize("picked", [0, 2])
+def test_a_mask_the_model_returns_is_judged_by_the_loss_after_it(tmp_path, monkeypatch, model, maker, picked):
+    """Hunts' findings: a model returning log-probabilities with a class
+    masked to -inf (made by a sub-Cell, or by the model's own construct),
+    of which the loss computed after the model picks finite entries, was an
+    origin in every step (loss and gradients finite; L1 had no record).
+    The -inf is judged where the loss sees it: picked finite, nothing is
+    recorded; the masked class picked (the loss is inf), its maker is the
+    origin."""
+    def scenario(debugger):
+        net = model()
+        optimizer = nn.SGD(net.trainable_params(), 0.1)
+        labels = Tensor(np.array([[picked], [picked]], np.int32))
+        grad_fn = ms.value_and_grad(lambda x: -ops.gather_elements(net(x), 1, labels).mean(), None,
+                                    optimizer.parameters)
+        for _ in range(2):
+            debugger.start(net)
+            _, grads = grad_fn(Tensor(np.ones((2, 4), np.float32)))
+            optimizer(grads)
+            debugger.stop()
+            debugger.step()
+
+    for records in run_default_and_exact(tmp_path, monkeypatch, scenario, ORIGINAL, level="L0", nums=-1):
+        if picked == 0:
+            assert records == [], records
+        else:
+            assert records and (records[0][1]["name"], records[0][1]["origin"]) == (maker, True), records
