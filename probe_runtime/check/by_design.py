@@ -60,8 +60,12 @@ ran the code between its sub-Cells that took the -inf: its result finite,
 that code consumed it; -inf only, it passes it on; NaN or +inf from finite
 inputs and Parameters, its own construct made it (``own-construct``, the
 record's message naming the maker, which is not recorded: L1 tells them
-apart). The model given to ``start()`` is never deferred; its result is
-judged likewise (:func:`settle_model`). The backward rules and the window's
+apart). A -inf-only input no deferred maker made, whose -inf lie where a
+deferred sibling's did, is that sibling's (:meth:`ByDesign.adopt`: the
+enclosing code cast or reshaped it). The model given to ``start()`` is
+judged likewise (:func:`settle_model`); its own -inf-only result is
+deferred too (``queue.Checker._defer_top``), and a gradient
+computation returning finite values consumed it. The backward rules and the window's
 close are L1's: the maker's own backward entry, or its Parameters'
 gradients, overflowing from finite gradients records it first; a window
 closing with an unexplained inf/nan gradient result or with a -inf no
