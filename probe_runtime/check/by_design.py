@@ -516,7 +516,8 @@ def decide(kind: str, call: Any, inputs: list, outputs: list, origin: bool, cach
         # the -inf reached a judged result: its makers are the origin, recorded before this entry
         return (Decision.AFTER_MAKERS, makers) if makers else (Decision.AS_USUAL, [])
     if origin and nonfinite and only_minus_inf and not registry.full() and \
-            (may_defer(call.api, False) or mask_cast(call.api, inputs, outputs, cache)):
+            (may_defer(call.api, False) or mask_cast(call.api, inputs, outputs, cache)
+             or mask_sum(call.api, inputs, outputs, cache)):
         registry.defer(call, nonfinite, inplace=inplace)
         return Decision.SKIP, []
     return Decision.AS_USUAL, []
@@ -552,6 +553,44 @@ def mask_cast(api: str, inputs: list, outputs: list, cache: HostCache) -> bool:
         return False
     values = before[np.isneginf(after)]
     return values.size > 0 and float(values.flat[0]) <= MASK_VALUE and bool((values == values.flat[0]).all())
+
+
+#: additions: the sum of two masks written with large negative constants gives -inf (:func:`mask_sum`)
+SUMS = frozenset({"__add__", "__radd__", "__iadd__", "add", "add_", "Add", "AddExt", "Adds"})
+
+
+def mask_sum(api: str, inputs: list, outputs: list, cache: HostCache) -> bool:
+    """An addition from finite inputs whose -inf outputs each lie where an
+    input (broadcast to the output's shape) holds :data:`MASK_VALUE` or
+    below, or the lowest finite value of its dtype (float16's -65504): masks
+    written with a large negative constant in place of -inf
+    added together (mindtorch writes ``finfo(float32).min`` for a causal
+    ``masked_fill(mask, -inf)`` and for a padding mask's ``pad[i] = -inf``;
+    their sum is -inf where both mask). A maker, deferred as
+    :func:`mask_cast`'s cast is. A hunt's finding: a clean attention step
+    with both masks was an ORIGIN at ``Tensor.__add__``."""
+    if api_word(api) not in SUMS:
+        return False
+    result = next((t for t in iter_tensors(outputs) if dtype_name(t) in FLOAT_DTYPES), None)
+    after = cache.get(result).array if result is not None else None
+    if after is None:
+        return False
+    places = np.isneginf(after)
+    if not places.any():
+        return False
+    covered = np.zeros(after.shape, bool)
+    for tensor in iter_tensors(inputs):
+        if dtype_name(tensor) not in FLOAT_DTYPES or not cache.finite(tensor):
+            continue
+        values = cache.get(tensor).array
+        if values is None:
+            continue
+        lowest = float(np.finfo(values.dtype).min) if values.dtype.kind == "f" else MASK_VALUE
+        try:
+            covered |= np.broadcast_to(values, after.shape) <= max(MASK_VALUE, lowest)
+        except ValueError:
+            return False
+    return bool(covered[places].all())
 
 
 def decide_cell(kind: str, call: Any, inputs: list, outputs: list, verdict: Any, cache: HostCache,

@@ -59,3 +59,49 @@ def test_a_repeated_activation_that_overflows_a_cast_is_still_an_origin(tmp_path
     debugger.windows.summary.said = True
     found = [(r["name"], r["origin"]) for _, r in dump_records(tmp_path / "dump")]
     assert found[:1] == [("Tensor.astype.0.forward", True)], found
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_two_masks_of_the_lowest_value_added_are_by_design_until_they_reach_the_result(tmp_path, monkeypatch,
+                                                                                      dtype):
+    """A hunt's finding (MSAdapter: mindtorch writes the dtype's lowest
+    finite value for ``masked_fill(mask, -inf)`` and ``pad[i] = -inf``): a
+    causal mask plus a padding mask is -inf where both mask, and a clean
+    attention step was an ORIGIN at ``Tensor.__add__``. The sum is a mask
+    maker; a fully masked row's NaN makes it the origin."""
+    isolate(monkeypatch, tmp_path)
+    debugger = PrecisionDebugger(config_path=str(write_runtime_config(tmp_path, level="L1", nums=-1)))
+    lowest = float(np.finfo(dtype).min)
+    scores = Tensor((np.arange(9).reshape(1, 3, 3) / 9).astype(dtype))
+    results = []
+    for whole in (False, True):
+        causal = np.triu(np.ones((3, 3), bool), 1)
+        pad = np.zeros((1, 1, 3), dtype)
+        pad[0, 0, 2] = lowest
+        if whole:  # every key of query 0 masked by both: its softmax row is NaN
+            causal[0, :] = True
+            pad[0, 0, :] = lowest
+        debugger.start()
+        masked = ops.masked_fill(scores, Tensor(causal), lowest) + Tensor(pad)
+        results.append(ops.softmax(masked, -1).astype(ms.float32).sum())
+        debugger.stop()
+        debugger.step()
+    debugger.windows.summary.said = True
+    assert np.isfinite(results[0].asnumpy()) and not np.isfinite(results[1].asnumpy())
+    found = [(step, r["name"], r["origin"]) for step, r in dump_records(tmp_path / "dump")]
+    assert found and found[0] == (1, "Tensor.__add__.0.forward", True), found
+    assert all(step == 1 for step, _, _ in found), found
+
+
+def test_an_addition_to_minus_inf_that_reaches_the_result_is_the_origin(tmp_path, monkeypatch):
+    """A sum of large negative values is deferred like a mask, but once its
+    -inf reaches the result (a sum of it) it is the origin, recorded first."""
+    isolate(monkeypatch, tmp_path)
+    debugger = PrecisionDebugger(config_path=str(write_runtime_config(tmp_path, level="L1", nums=-1)))
+    debugger.start()
+    (Tensor(np.full((2, 3), -3e38, np.float32)) + Tensor(np.full((2, 3), -1e38, np.float32))).sum()
+    debugger.stop()
+    debugger.step()
+    debugger.windows.summary.said = True
+    found = [(r["name"], r["origin"]) for _, r in dump_records(tmp_path / "dump")]
+    assert found[:1] == [("Tensor.__add__.0.forward", True)], found
