@@ -107,6 +107,10 @@ class Writer:
             running what (argv joined by spaces); empty when unreadable.
         job, job_source: :func:`job_identity` of that process.
         live: True while its process holds the marker locked.
+        summary: the all-clear it printed at exit (:meth:`Claim.note`),
+            ``probe_runtime: no overflow found in N checked step(s) ...``;
+            empty when it printed none (it recorded something, or has not
+            ended).
     """
 
     path: str
@@ -118,6 +122,7 @@ class Writer:
     job: str = ""
     job_source: str = ""
     live: bool = False
+    summary: str = ""
 
     def describe(self) -> str:
         """``pid 123 on host h, started 2026-..., running: python train.py``
@@ -176,7 +181,7 @@ def _parse(path: str, raw: bytes, rank_dir: str) -> Writer:
     if isinstance(data, dict):
         pid = data.get("pid")
         writer.pid = pid if isinstance(pid, int) and not isinstance(pid, bool) else 0
-        for name in ("host", "started", "command", "job", "job_source"):
+        for name in ("host", "started", "command", "job", "job_source", "summary"):
             value = data.get(name)
             setattr(writer, name, value if isinstance(value, str) else "")
     return writer
@@ -260,6 +265,23 @@ class Claim:
                 os.close(held[0])
             except OSError:
                 pass
+
+    def note(self, summary: str) -> None:
+        """Keep ``summary`` (the run's all-clear line) in the marker, for
+        ``probe report`` to quote when the dump holds no record: how many
+        steps were checked and what the check did not see, which otherwise
+        only the job's stderr said. Never raises."""
+        if self._key is None or self._key not in _HELD:
+            return
+        path = os.path.join(self._key[0], marker_name(self._key[1]))
+        try:
+            with open(path, "rb") as handle:
+                data = json.loads(handle.read(65536).decode("utf-8"))
+        except (OSError, ValueError, RecursionError):
+            return
+        if isinstance(data, dict):
+            data["summary"] = summary[:8192]
+            _write(path, json.dumps(data).encode("utf-8"))
 
     def __del__(self) -> None:
         try:

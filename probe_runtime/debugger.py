@@ -178,6 +178,8 @@ class PrecisionDebugger(metaclass=MsprobeSingleton):
         windows.optimizers = OptimizerWatch(self.checker, on_update=windows.parameters_may_change,
                                             before_step=windows.before_step, after_step=windows.after_step)
         grads.on_computation, grads.on_forward = windows.on_computation, windows.on_forward
+        if self._writer_claim is not None:  # the all-clear kept beside the dump, for probe report
+            windows.summary.remember = self._writer_claim.note
         self.grads, self.cells, self.interceptor = grads, cells, interceptor
         self._mode = ModeWatch(self.level, windows.summary)  # the mode the gate judged, checked at each start()
         self.compiled = windows.compiled = compiled_parts(self.level, config, self.state, self.dump_path, self.checker,

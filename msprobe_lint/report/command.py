@@ -104,6 +104,12 @@ def _summarise(dump_path: str, *, keep_received: bool, progress: Optional[Progre
 
         ran = [w for w in read_writers(str(root)) if not w.live]
         if ran:  # probe_runtime's markers: its job wrote here and recorded nothing (a fresh user's finding)
+            said = [f"{w.rank_dir}: {w.summary}" for w in ran if w.summary]
+            if said:  # the run's own all-clear: how many steps, what it did not see (a hunt's finding)
+                return summary, ExitStatus.PROBLEMS, (
+                    f"{dump_path}: no overflow recorded: probe_runtime checked this dump_path (written by "
+                    f"{ran[0].describe()}) and found nothing; its last word, per rank folder: "
+                    + " | ".join(said[:8]) + (f" | ... and {len(said) - 8} more" if len(said) > 8 else ""))
             return summary, ExitStatus.PROBLEMS, (
                 f"{dump_path}: no overflow recorded: probe_runtime checked this dump_path "
                 f"(rank folder(s) {', '.join(w.rank_dir for w in ran)}, written by {ran[0].describe()}) "

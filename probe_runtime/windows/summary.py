@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 import sys
-from typing import Optional
+from typing import Callable, Optional
 
 LOGGER = logging.getLogger("probe_runtime")
 #: what level L2 on the CPU backend cannot see (said once, in the all-clear)
@@ -99,6 +99,8 @@ class Summary:
         self.jit_calls = 0
         #: L0: Cells whose -inf-only output a checked Cell or the model's own code turned finite (not recorded)
         self.masks: set[str] = set()
+        #: called with the all-clear once it is printed (the debugger keeps it in its dump_path marker)
+        self.remember: Optional[Callable[[str], None]] = None
 
     def started(self, step: int) -> None:
         """``start()`` was called in ``step``."""
@@ -269,7 +271,10 @@ class Summary:
         elif self.start_failed and not self.checked_steps:  # it never checked; start() said why
             return
         self.said = True
-        self._print(self.line(auto) if self.start_calls else self.never_started())
+        message = self.line(auto) if self.start_calls else self.never_started()
+        self._print(message)
+        if self.remember is not None:  # kept beside the dump for probe report (live_writers.Claim.note)
+            self.remember(message)
 
     @staticmethod
     def _print(message: str) -> None:

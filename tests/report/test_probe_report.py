@@ -229,6 +229,28 @@ def test_a_dump_path_probe_runtime_checked_and_left_empty_says_so(tmp_path):
     assert "nothing overflowed in the steps it checked" in err and "no dump found" not in err
 
 
+def test_the_runs_own_all_clear_is_quoted_when_the_dump_is_empty(tmp_path):
+    """A hunt's finding: a run whose all-clear said an L0 Cell's -inf was
+    taken for a mask (not recorded) left an empty dump, and the report
+    said only "found nothing". The debugger keeps its all-clear in its
+    marker (``Claim.note``); the report quotes it, per rank folder."""
+    from msprobe_lint.live_writers import claim, read_writers
+
+    held = [claim(str(tmp_path), rank) for rank in ("rank0", "rank1")]
+    assert all(h is not None for h in held)
+    said = "probe_runtime: no overflow found in 3 checked step(s); dump_path: x; 1 Cell(s) returned -inf only"
+    held[0].note(said)
+    held[1].note(said.replace("3 checked", "2 checked"))
+    for h in held:
+        h.release()
+    h.note("after release: not written")
+    assert [w.summary[:40] for w in read_writers(str(tmp_path))] == [said[:40], said[:40].replace("3", "2")]
+    status, out, err = report(tmp_path)
+    assert status == 1 and out == "", err
+    assert f"its last word, per rank folder: rank0: {said} | rank1: " in err, err
+    assert "2 checked step(s)" in err and "after release" not in err
+
+
 def test_missing_and_not_a_folder(tmp_path):
     status, _, err = report(tmp_path / "nope")
     assert status == 2 and "no such file or directory" in err

@@ -160,6 +160,10 @@ def test_the_all_clear_after_start_once_counts_the_steps_that_ran(make, capsys, 
     err = exit_line(debugger, capsys)
     assert "probe_runtime: no overflow found in 5 checked step(s)" in err, err
     assert "did not reach stop()" not in err and err.count("probe_runtime:") == 1
+    # kept beside the dump for probe report, which quotes it when the dump holds no record
+    from msprobe_lint.live_writers import read_writers
+
+    assert [w.summary for w in read_writers(debugger.dump_path)] == [err.strip()], err
 
 
 @pytest.mark.parametrize("checks", ["auto", "sentinel"])
