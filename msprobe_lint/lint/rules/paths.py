@@ -565,9 +565,13 @@ def not_writable(config: ConfigView, context: Context) -> Iterator[Finding]:
     not block each other), a
     warning in a plain `probe lint --check-fs`. Needs --check-fs.
 
+    msprobe also creates at most 16 missing folder levels (its
+    create_directory's recursion limit).
+
     Bad:
-        dump_path /proc/dump, a path that is an existing file, or a folder
-        holding step0/rank0 from yesterday's run
+        dump_path /proc/dump, a path that is an existing file, a folder
+        holding step0/rank0 from yesterday's run, or /data/a/b/.../q with
+        17 folders still to make
     Good:
         a new, empty dump_path in a folder you own
     """
@@ -584,6 +588,13 @@ def not_writable(config: ConfigView, context: Context) -> Iterator[Finding]:
         if existing != resolved and not existing.is_dir():
             yield Finding("PL407", f"dump_path {_shown(resolved, value)} cannot be created: {existing} is a file, "
                                    "not a folder", pointer=ptr, hint="choose a path under a folder")
+            continue
+        missing = len(resolved.relative_to(existing).parts) if existing != resolved else 0
+        if missing > MAX_NEW_LEVELS:
+            yield Finding("PL407", f"dump_path {_shown(resolved, value)} needs {missing} new folder levels under "
+                                   f"{existing}; msprobe creates at most {MAX_NEW_LEVELS} (its create_directory "
+                                   "stops at that recursion depth) and refuses the config", pointer=ptr,
+                          hint=f"create the folders first (mkdir -p {resolved}), or choose a shallower path")
             continue
         what = "dump_path" if existing == resolved else f"its nearest existing parent {existing}"
         if not os.access(existing, os.W_OK | os.X_OK):
@@ -612,6 +623,12 @@ def not_writable(config: ConfigView, context: Context) -> Iterator[Finding]:
 
 
 STEP_DIR = re.compile(r"step[0-9]+$")
+#: the missing folder levels msprobe creates for a dump_path: its
+#: ``file_utils.create_directory`` recurses once per missing parent under a
+#: ``recursion_depth_decorator(max_depth=16)`` (mindstudio-probe 8.1.2), and
+#: raises past it (a hunt's finding: 17 new levels passed the lint and
+#: msprobe's PrecisionDebugger refused them)
+MAX_NEW_LEVELS = 16
 
 
 def _cannot_make_folder_in(folder: Path) -> str:

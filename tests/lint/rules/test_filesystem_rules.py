@@ -106,6 +106,21 @@ def test_dump_path_existing_folder_or_creatable_is_fine(base):
     assert not only(lint_fs(write_config(base, config(dump_path=str(base / "new" / "deep")))), "PL407")
 
 
+@pytest.mark.parametrize("levels, refused", [(16, False), (17, True)])
+def test_dump_path_needing_more_new_levels_than_msprobe_creates(base, levels, refused):
+    """A hunt's finding: msprobe 8.1.2's create_directory stops at a
+    recursion depth of 16 (one call per missing folder), so a dump_path
+    17 new levels deep made its PrecisionDebugger raise, while the lint
+    passed it (16 and 17 checked against msprobe 8.1.2 itself)."""
+    deep = base.joinpath(*[f"l{i}" for i in range(levels)])
+    found = only(lint_fs(write_config(base, config(dump_path=str(deep)))), "PL407")
+    assert bool(found) == refused, found
+    if refused:
+        assert "needs 17 new folder levels" in found[0].message and "at most 16" in found[0].message
+        assert f"mkdir -p {deep}" in found[0].hint
+    assert not (base / "l0").exists()
+
+
 def test_dump_path_leaves_nothing_behind(base):
     """The creation check makes one folder and removes it."""
     (base / "dump").mkdir()
