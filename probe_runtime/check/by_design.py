@@ -76,9 +76,12 @@ such a -inf is deferred (``windows.controller.Windows.on_forward``).
 Which APIs may make -inf by design, and which pass it on, is data
 (:data:`MAKERS`, :data:`PASS_ON`), keyed by the API's name without its
 prefix (``Functional.masked_fill`` and ``Tensor.masked_fill`` alike), as
-``provenance.JUDGED_OUTPUTS`` is for BatchNorm's workspace outputs. NaN and
-+inf are never by design. At L0 which Cell may make -inf is not data: any
-hooked Cell may, the model given to ``start()`` aside.
+``provenance.JUDGED_OUTPUTS`` is for BatchNorm's workspace outputs. NaN is
+never by design, nor is +inf, but at L1 the +inf of a call that writes a
+value it was given, given +inf (:func:`fills_positive_infinity`:
+``masked_fill(d, pad, inf)`` before a ``min``), judged as a -inf mask is. At
+L0 which Cell may make -inf is not data: any hooked Cell may, and so may
+the model given to ``start()`` in its own ``construct``.
 
 Example::
 
@@ -198,6 +201,51 @@ def only_negative_infinity(tensor: Any, cache: HostCache) -> bool:
     return not bool(np.isnan(flat).any()) and not bool(np.isposinf(flat).any())
 
 
+def only_positive_infinity(tensor: Any, cache: HostCache) -> bool:
+    """True when ``tensor`` is floating and its non-finite values are all
+    +inf (at least one): no NaN, no -inf."""
+    if dtype_name(tensor) not in FLOAT_DTYPES or cache.finite(tensor):
+        return False
+    array = cache.get(tensor).array
+    if array is None or array.size == 0:
+        return False
+    flat = array.reshape(-1)
+    return not bool(np.isnan(flat).any()) and not bool(np.isneginf(flat).any())
+
+
+#: the makers that write a value they are given (:func:`fills_positive_infinity`)
+FILLS = frozenset({
+    "masked_fill", "masked_fill_", "fill", "fill_", "full", "full_like", "where", "MaskedFill", "FillV2", "Fill",
+    "Select", "FullLike", "Full", "__setitem__", "index_fill", "index_fill_", "fills", "IndexFill",
+    "IndexFillScalar", "IndexFillTensor", "MaskedFillScalar", "FillScalar", "FillTensor", "Fills",
+    "InplaceFillScalar", "InplaceFillTensor", "InplaceMaskedFillScalar", "InplaceMaskedFillTensor",
+    "InplaceIndexFillScalar", "InplaceIndexFillTensor",
+})
+
+
+def fills_positive_infinity(call: Any, cache: HostCache) -> bool:
+    """``call`` writes a value it was given, and that value is +inf (a
+    Python ``float("inf")``, or a one-element tensor of +inf): a +inf mask
+    on purpose, such as padded points set to +inf before a ``min`` over
+    distances. The only way +inf is by design."""
+    if api_word(getattr(call, "api", "")) not in FILLS:
+        return False
+    values = list(getattr(call, "args", ()) or ()) + list((getattr(call, "kwargs", None) or {}).values())
+    for value in values:
+        if type(value) is float and value == float("inf"):
+            return True
+        if dtype_name(value) in FLOAT_DTYPES and getattr(value, "size", 0) == 1 and \
+                only_positive_infinity(value, cache):
+            return True
+    return False
+
+
+def by_design_infinity(tensor: Any, cache: HostCache, positive: bool) -> bool:
+    """``tensor`` holds -inf only, or +inf only when ``positive`` (its
+    maker wrote +inf on purpose: :func:`fills_positive_infinity`)."""
+    return only_negative_infinity(tensor, cache) or (positive and only_positive_infinity(tensor, cache))
+
+
 class ByDesign:
     """The deferred makers of one window and their -inf tensors.
 
@@ -213,6 +261,7 @@ class ByDesign:
         self._calls: set[int] = set()
         self._consumed: set[int] = set()  # makers whose -inf a checked call took and turned finite
         self._external: set[int] = set()  # deferred calls that passed on a -inf no checked call made
+        self._positive: set[int] = set()  # makers that wrote +inf on purpose (fills_positive_infinity)
 
     def __bool__(self) -> bool:
         return bool(self.makers)
@@ -220,7 +269,7 @@ class ByDesign:
     def clear(self) -> None:
         """The window closed: let everything go."""
         self.makers, self._tensors, self._calls, self._consumed, self._external = [], {}, set(), set(), set()
-        self._written = {}
+        self._written, self._positive = {}, set()
 
     def full(self) -> bool:
         """No more makers are remembered in this window. At the limit the
@@ -243,18 +292,22 @@ class ByDesign:
         self._calls.discard(id(maker))
         self._consumed.discard(id(maker))
         self._external.discard(id(maker))
+        self._positive.discard(id(maker))
         self._tensors = {key: hit for key, hit in self._tensors.items() if hit[1] is not maker}
         if self._written:
             self._written = {key: hit for key, hit in self._written.items() if hit[1] is not maker}
 
     def defer(self, maker: Any, tensors: list, on_behalf: Optional[Any] = None, external: bool = False,
-              inplace: bool = False) -> None:
+              inplace: bool = False, positive: bool = False) -> None:
         """Remember ``tensors`` (-inf by design) as made by ``maker``; a
         call passing a maker's -inf on (``on_behalf``: that call) adds its
         outputs under the same maker. ``external``: ``maker`` passed on a
         -inf no checked call made (recorded carried, not as the origin).
         ``inplace``: the call wrote ``tensors`` in place: any object over
-        the same memory (:func:`storage_key`) is theirs too."""
+        the same memory (:func:`storage_key`) is theirs too. ``positive``:
+        ``maker`` wrote +inf on purpose; its +inf-only tensors are by design."""
+        if positive:
+            self._positive.add(id(maker))
         if on_behalf is not None:  # its -inf lives on: a call that consumed it before does not settle it
             self._consumed.discard(id(maker))
         if on_behalf is None and id(maker) not in self._calls:
@@ -406,10 +459,16 @@ class ByDesign:
                     self._tensors[id(tensor)] = (tensor, maker)
                     break
 
+    def positive(self, makers: list) -> bool:
+        """One of ``makers`` wrote +inf on purpose."""
+        return any(id(m) in self._positive for m in makers)
+
     def excused(self, tensor: Any, cache: HostCache) -> bool:
         """A consumer sees ``tensor`` as finite: it is a deferred maker's
-        output and holds -inf only."""
-        return only_negative_infinity(tensor, cache) and self.maker_of(tensor) is not None
+        output and holds -inf only (+inf only, for a maker that wrote +inf
+        on purpose)."""
+        maker = self.maker_of(tensor)
+        return maker is not None and by_design_infinity(tensor, cache, id(maker) in self._positive)
 
     def makers_of(self, inputs: Any, cache: HostCache) -> list:
         """The makers of the by-design tensors among ``inputs``, once each, in order."""
@@ -494,7 +553,8 @@ def decide(kind: str, call: Any, inputs: list, outputs: list, origin: bool, cach
     makers = registry.makers_of(inputs, cache)
     outside = outside_minus_infinity(inputs, cache, registry)
     nonfinite = [t for t in iter_tensors(outputs) if not cache.finite(t)]
-    only_minus_inf = all(only_negative_infinity(t, cache) for t in nonfinite)
+    positive = registry.positive(makers) if makers else fills_positive_infinity(call, cache)
+    only_minus_inf = all(by_design_infinity(t, cache, positive) for t in nonfinite)
     if makers or outside:
         inputs_finite, outputs_finite = (False, False) if outside is None else \
             judge_excusing(inputs, outputs, cache, registry, outside)
@@ -503,7 +563,7 @@ def decide(kind: str, call: Any, inputs: list, outputs: list, origin: bool, cach
             return Decision.SKIP, []
         if inputs_finite and only_minus_inf and may_defer(call.api, True) and (makers or not registry.full()):
             if makers:  # passed on: deferred too, for its maker
-                registry.defer(makers[0], nonfinite, on_behalf=call, inplace=inplace)
+                registry.defer(makers[0], nonfinite, on_behalf=call, inplace=inplace, positive=positive)
             else:  # a -inf no checked call made, passed on: this call is where it came in
                 registry.defer(call, nonfinite, external=True, inplace=inplace)
             return Decision.SKIP, []
@@ -518,7 +578,7 @@ def decide(kind: str, call: Any, inputs: list, outputs: list, origin: bool, cach
     if origin and nonfinite and only_minus_inf and not registry.full() and \
             (may_defer(call.api, False) or mask_cast(call.api, inputs, outputs, cache)
              or mask_sum(call.api, inputs, outputs, cache)):
-        registry.defer(call, nonfinite, inplace=inplace)
+        registry.defer(call, nonfinite, inplace=inplace, positive=positive)
         return Decision.SKIP, []
     return Decision.AS_USUAL, []
 

@@ -1,0 +1,74 @@
+"""A +inf written on purpose (a hunt's finding): padded target points set
+to +inf before a ``min`` over distances (a Chamfer-style loss) made
+``masked_fill`` an ORIGIN in every clean step. A call that writes a value
+it was given, given +inf, is a maker by design, as a -inf mask is; an
+origin once its +inf reaches the result (every target padded: the min
+is +inf). +inf from anything else stays an overflow."""
+from __future__ import annotations
+
+import pytest
+
+pytestmark = pytest.mark.mindspore
+ms = pytest.importorskip("mindspore")
+np = pytest.importorskip("numpy")
+
+from mindspore import Tensor, nn, ops  # noqa: E402
+
+from runtime_support import PatchedState, run_default_and_exact  # noqa: E402
+
+ms.set_context(mode=ms.PYNATIVE_MODE)
+ORIGINAL = PatchedState()
+
+
+class Chamfer(nn.Cell):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Dense(3, 3, weight_init="ones", bias_init="zeros")
+
+    def construct(self, points, targets, pad):
+        moved = self.fc(points)
+        dist = ((moved.expand_dims(2) - targets.expand_dims(1)) ** 2).sum(-1)
+        return ops.masked_fill(dist, pad.expand_dims(1), float("inf")).min(axis=-1).mean()
+
+
+def _train(debugger, pads):
+    net = Chamfer()
+    optimizer = nn.SGD(net.trainable_params(), 0.01)
+    grad_fn = ms.value_and_grad(net, None, optimizer.parameters)
+    rng = np.random.default_rng(0)
+    for padded in pads:
+        pad = np.zeros((2, 6), bool)
+        pad[:, padded:] = True
+        debugger.start()
+        _, grads = grad_fn(Tensor(rng.normal(size=(2, 5, 3)).astype(np.float32)),
+                           Tensor(rng.normal(size=(2, 6, 3)).astype(np.float32)), Tensor(pad))
+        optimizer(grads)
+        debugger.stop()
+        debugger.step()
+
+
+def test_a_positive_infinity_mask_a_min_takes_is_no_overflow(tmp_path, monkeypatch):
+    for records in run_default_and_exact(tmp_path, monkeypatch, lambda d: _train(d, (4, 5, 4)), ORIGINAL):
+        assert records == [], records
+
+
+def test_a_positive_infinity_mask_that_reaches_the_loss_is_the_origin(tmp_path, monkeypatch):
+    """Every target padded in step 1: the min is +inf, the loss +inf."""
+    for records in run_default_and_exact(tmp_path, monkeypatch, lambda d: _train(d, (4, 0)), ORIGINAL):
+        assert records and {step for step, _ in records} == {1}, records
+        assert (records[0][1]["name"], records[0][1]["origin"]) == ("Functional.masked_fill.0.forward", True), \
+            records
+
+
+def test_positive_infinity_made_by_a_computation_is_an_overflow(tmp_path, monkeypatch):
+    """``exp`` overflowing to +inf before the same min: an origin, although
+    a min would take it finite."""
+    def scenario(debugger):
+        debugger.start()
+        ops.exp(Tensor(np.array([[1.0, 100.0]], np.float32))).min(axis=-1).sum()
+        debugger.stop()
+        debugger.step()
+
+    for records in run_default_and_exact(tmp_path, monkeypatch, scenario, ORIGINAL):
+        assert records and (records[0][1]["name"], records[0][1]["origin"]) == ("Functional.exp.0.forward", True), \
+            records
