@@ -31,6 +31,13 @@ def place_of(step: Optional[int], rank: Optional[int]) -> str:
     return f"{step_text(step)}/{'rank' if rank is None else f'rank{rank}'}"
 
 
+def rank_name(rank: Optional[int]) -> str:
+    """``rank 3``, or ``rank`` for the folder ``rank`` of a job that was not
+    distributed (named as msprobe names the folder, as :func:`place_of` and
+    the rank lists do; never ``rank None``)."""
+    return "rank" if rank is None else f"rank {rank}"
+
+
 def place(record: Record) -> str:
     """The record's :func:`place_of`."""
     return place_of(record.step, record.rank)

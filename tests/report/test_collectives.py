@@ -165,6 +165,41 @@ def test_a_received_rank_is_never_the_origin_even_when_it_is_the_lowest(tmp_path
     assert status == 0 and summary.start.rank == 10 and summary.start.how == ORIGIN
 
 
+def test_the_folder_rank_beside_numbered_ranks_is_named_rank_everywhere(tmp_path):
+    """A hunt's finding: a step holding the folder ``rank`` (a job that was
+    not distributed) beside ``rank0`` said "statistics of rank None" (text
+    and HTML), and the summary counted 2 receiving ranks but listed only
+    rank 0. The folder is ``rank`` everywhere, as the group headers and
+    places name it; JSON keeps null, its documented value."""
+    steps = MULTI / "dp-allreduce" / "step1"
+    shutil.copytree(steps / "rank0", tmp_path / "step1" / "rank0")
+    shutil.copytree(steps / "rank2", tmp_path / "step1" / "rank")
+    shutil.copytree(steps / "rank1", tmp_path / "rank1" / "step1")
+    status, out, err = run(tmp_path)
+    assert status == 0 and err == "", err
+    assert "None" not in out
+    lines = out.splitlines()
+    assert lines[0] == (f"step1/ranks rank, 0  (2 ranks with the same records; statistics of rank: "
+                        f"{tmp_path / 'step1' / 'rank'})")
+    assert lines[-1].endswith("Overflow started in step1/rank1: Functional.exp.0.forward (API, forward) at "
+                              "/job/train.py:11. 2 ranks received inf/nan through collective calls: ranks rank, 0.")
+    data = payload(tmp_path)
+    assert data["summary"]["message"] == lines[-1].split(". ", 1)[1]
+    assert [r["rank"] for r in data["received"]] == [None, 0] and data["records"][0]["ranks"] == [None, 0]
+    status, page, _ = run(tmp_path, "html")
+    assert status == 0 and "None" not in page
+    assert f"2 ranks with the same records; statistics of rank: {tmp_path / 'step1' / 'rank'}</p>" in page
+
+
+@pytest.mark.parametrize("ranks, text", [
+    ([0], "rank 0"), ([None], "rank"), ([None, 0], "ranks rank, 0"), ([3, None, 1, 2], "ranks rank, 1-3"),
+    ([0, 2, 4], "ranks 0, 2 and 1 more spans")])
+def test_rank_lists_name_the_folder_rank(ranks, text):
+    from msprobe_lint.report.analysis.first import ranks_text
+
+    assert ranks_text(ranks, limit=2) == text
+
+
 def test_records_without_collective_are_read_as_before(tmp_path):
     """An older dump (no collective key): each rank's first origin, lowest
     rank of the earliest step, as before issue 25."""

@@ -253,7 +253,7 @@ class StepResolver:
 
     def _call_start(self, key: CallKey, verdict: Verdict) -> Start:
         call = self.calls.calls[key]
-        ranks = tuple(sorted((r for r in call.records if r is not None)))
+        ranks = tuple(sorted(call.records, key=_order))  # the folder `rank` (None) too, named `rank`
         lowest = min(call.records, key=lambda r: -1 if r is None else r)
         return Start(COLLECTIVE, lowest, call.records[lowest].record, ranks, call.info,
                      best_guess=verdict.guess is not None, missing=verdict.missing, reason=verdict.guess)
@@ -310,7 +310,7 @@ class StepResolver:
             return Start(UNKNOWN, rank, record, (rank,), reason="the collectives form a cycle"), None
         return best
 
-    def resolve(self) -> tuple[Optional[Start], list[int], list[Received]]:
+    def resolve(self) -> tuple[Optional[Start], list[Optional[int]], list[Received]]:
         """(the start of the step, the other ranks where an overflow started
         on its own, the ranks that received inf/nan with the call each
         first received it through)."""
@@ -332,7 +332,7 @@ class StepResolver:
         if not starts:
             return None, [], received
         best = min(starts, key=lambda s: (s.standing, _order(s.rank), s.record.index))
-        also = sorted({s.rank for s in starts if s.how == ORIGIN and s.rank != best.rank and s.rank is not None})
+        also = sorted({s.rank for s in starts if s.how == ORIGIN and s.rank != best.rank}, key=_order)
         return best, also, received
 
     def notes(self, facts: RankFacts) -> dict[int, tuple[CallInfo, Verdict]]:

@@ -27,11 +27,17 @@ MAX_SPANS = 8
 
 
 def ranks_text(ranks: Iterable[Optional[int]], limit: int = MAX_SPANS) -> str:
-    """``rank 3`` or ``ranks 0-511, 513-1023``; after ``limit`` spans, ``and N more``."""
-    numbers = sorted({r for r in ranks if r is not None})
-    spans = rank_ranges(numbers).split(", ") if numbers else []
+    """``rank 3`` or ``ranks 0-511, 513-1023``; after ``limit`` spans, ``and N more``.
+    The rank of a job that was not distributed (None, the folder ``rank``)
+    is ``rank``, as in the group headers: ``ranks rank, 0-3``, ``rank``
+    alone (a hunt's finding: it was counted but left out of the list)."""
+    given = set(ranks)
+    numbers = sorted(r for r in given if r is not None)
+    if not numbers:
+        return "rank" if None in given else "no rank"
+    spans = (["rank"] if None in given else []) + rank_ranges(numbers).split(", ")
     shown = ", ".join(spans[:limit]) + (f" and {len(spans) - limit} more spans" if len(spans) > limit else "")
-    return f"rank{'s' if len(numbers) != 1 else ''} {shown}"
+    return f"rank{'s' if len(numbers) + (None in given) != 1 else ''} {shown}"
 
 
 def describe_ref(record: RecordRef) -> str:

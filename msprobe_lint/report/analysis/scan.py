@@ -124,7 +124,7 @@ class Summary:
     records: int = 0
     first_step: Optional[int] = None  # index into steps
     start: Optional[Start] = None
-    also: list[int] = field(default_factory=list)
+    also: list[Optional[int]] = field(default_factory=list)
     received: list[Received] = field(default_factory=list)
     sentinel: Optional[tuple[Optional[int], Optional[int], str]] = None
     #: some record carries an origin mark (false when every dump lacks overflow.json)

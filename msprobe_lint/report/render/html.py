@@ -39,7 +39,7 @@ from typing import Any, Iterable, Iterator, Optional
 
 from probe_format.layout import STATS
 
-from ..fmt import fmt, place, record_notes, shape, step_text
+from ..fmt import fmt, place, rank_name, record_notes, shape, step_text
 from ..model import Record
 from ..view import Report, Section, ShownGroup
 from . import RenderUnavailable
@@ -239,6 +239,7 @@ def _environment():
     env.filters["value_class"] = _value_class
     env.filters["place"] = place
     env.filters["step"] = step_text
+    env.filters["rank_name"] = rank_name
     env.filters["notes"] = record_notes
     env.globals["anchor"] = anchor
     return env

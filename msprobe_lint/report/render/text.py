@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from ...textsafe import shown
-from ..fmt import fmt, place_of, record_notes, shape, step_text
+from ..fmt import fmt, place_of, rank_name, record_notes, shape, step_text
 from ..model import Record
 from ..view import Report, ShownGroup
 
@@ -27,7 +27,7 @@ def _header(group: ShownGroup, step) -> str:
         return f"{variant}{place_of(step, info.rank)}  ({info.folder}){said}"
     count = len(info.ranks)
     return (f"{variant}{step_text(step)}/ranks {info.ranks.text()}  ({count:,} ranks with the same records; "
-            f"statistics of rank {info.rank}: {info.folder}){said}")
+            f"statistics of {rank_name(info.rank)}: {info.folder}){said}")
 
 
 def _record_lines(record: Record, note: str | None) -> Iterator[str]:
