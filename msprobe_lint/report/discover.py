@@ -4,7 +4,9 @@ A rank folder is a folder holding ``dump.json`` or ``overflow.json``. Its
 step and rank come from the folders above it (``step{N}``, ``rank{R}``,
 ``rank`` alone when not distributed), in either nesting, below an optional
 ``graph/`` or ``pynative/`` (msprobe's split of a run with mindspore.jit
-parts); the dump path may itself be a step or rank folder. Folders more
+parts); the dump path may itself be a step or rank folder. One step and
+rank found twice (``step1/rank1`` and ``rank1/step1``) is read once, from
+msprobe's nesting, step first; the other is named in the problems. Folders more
 than four levels below the dump path are not searched. Soft links to
 folders are followed (a step kept on another disk), each folder read once:
 a second way to the same folder (a loop, or ``step5`` linked to
@@ -21,7 +23,7 @@ import os
 from pathlib import Path
 from typing import Iterator, NamedTuple, Optional
 
-from probe_format.layout import DUMP_FILE, MODE_DIRS, OVERFLOW_FILE, parse_rank, parse_step
+from probe_format.layout import DUMP_FILE, MODE_DIRS, OVERFLOW_FILE, parse_rank, parse_step, rank_dir, step_dir
 
 MAX_DEPTH = 3
 
@@ -80,16 +82,54 @@ def iter_rank_folders(root: Path, problems: list[tuple[str, str]],
     except OSError:
         pass  # the listing below names the problem
     while pending:
-        key = pending[0][0]
-        roots = []
-        while pending and pending[0][0] == key:
-            roots.append(heapq.heappop(pending))
+        key, step = pending[0][0], pending[0][2]
         found: list[tuple[int, str, Optional[int], frozenset, str]] = []
-        for _, path, step, rank, depth, variant in roots:
+        while pending and pending[0][0] == key:  # a step folder found below one of them joins the same step
+            _, path, step, rank, depth, variant = heapq.heappop(pending)
             _walk(path, step, rank, depth, variant, found, pending, problems, seen)
         found.sort(key=lambda f: (f[0], f[1]))
-        for _, path, rank, files, variant in found:
-            yield RankFolder(roots[0][2], rank, path, files, variant)
+        for _, path, rank, files, variant in _one_per_rank(found, str(root), step, problems):
+            yield RankFolder(step, rank, path, files, variant)
+
+
+def _rank_first(path: str, root: str) -> bool:
+    """``path`` (below ``root``) nests its rank folder above its step
+    folder (``rank1/step1``), the other way round from msprobe's layout."""
+    parts = (path[len(root):] if path.startswith(root) else path).split(os.sep)
+    steps = [i for i, part in enumerate(parts) if parse_step(part)[0]]
+    ranks = [i for i, part in enumerate(parts) if parse_rank(part)[0]]
+    return bool(steps and ranks) and ranks[0] < steps[0]
+
+
+def _one_per_rank(found: list, root: str, step: Optional[int], problems: list[tuple[str, str]]) -> list:
+    """``found`` (one step's folders, sorted) with one folder per rank and
+    ``graph``/``pynative`` variant: of two folders of the same step and rank
+    (``step1/rank1`` and ``rank1/step1``, both on disk), msprobe's nesting,
+    step first, is read, else the first by path; each other one is appended
+    to ``problems`` naming the one read, and left out (a hunt's finding: both
+    were read, in silence, as two groups ``step1/rank1``, and the summary
+    followed one of them)."""
+    kept: dict[tuple, tuple] = {}
+    for item in found:
+        key = (item[2], item[4])
+        if key not in kept or (_rank_first(kept[key][1], root), kept[key][1]) > (_rank_first(item[1], root), item[1]):
+            kept[key] = item
+    if len(kept) == len(found):
+        return found
+    for item in found:
+        chosen = kept[(item[2], item[4])]
+        if chosen is item:
+            continue
+        place = (f"{item[4]}/" if item[4] else "") + \
+            f"{'step?' if step is None else step_dir(step)}/{rank_dir(item[2])}"
+        if _rank_first(item[1], root) and not _rank_first(chosen[1], root):
+            said = f"the same step and rank ({place}) as {chosen[1]}, nested the other way round: not read " \
+                   f"({chosen[1]}, msprobe's step-first nesting, is read; move or remove one of the two)"
+        else:
+            said = f"the same step and rank ({place}) as {chosen[1]}: not read ({chosen[1]}, the first by name, " \
+                   "is read; move or remove one of the two)"
+        problems.append((item[1], said))
+    return [item for item in found if kept[(item[2], item[4])] is item]
 
 
 def _walk(folder: str, step: Optional[int], rank: Optional[int], depth: int, variant: str, found: list,

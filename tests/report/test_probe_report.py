@@ -873,6 +873,49 @@ def test_folders_named_unlike_msprobe_are_not_read_as_steps(tmp_path):
     assert warned == sorted(str(tmp_path / f) for f in ("step001", "step\uff10", "step3?", "step1/rank01")), err
 
 
+def test_one_step_and_rank_in_both_nestings_is_read_once_step_first(tmp_path):
+    """A hunt's finding: step1/rank1 and rank1/step1 both on disk were read
+    twice in silence, as two groups titled step1/rank1, and the summary
+    followed one of them. msprobe writes step{N}/rank{R}: that one is read,
+    the other is a warning naming both, and the summary says it was not
+    read (its records may differ), whichever copy holds the origin."""
+    multi = DATA / "multirank" / "dp-allreduce" / "step1"
+    for origin_first, (step_first, rank_first) in ((True, ("rank1", "rank0")), (False, ("rank0", "rank1"))):
+        root = tmp_path / str(origin_first)
+        shutil.copytree(multi / step_first, root / "step1" / "rank1")
+        shutil.copytree(multi / rank_first, root / "rank1" / "step1")
+        status, out, err = report(root)
+        assert status == 0
+        headers = [line for line in out.splitlines() if line.startswith("step")]
+        assert headers == [f"step1/rank1  ({root / 'step1' / 'rank1'})"], out
+        assert err == (f"probe: warning: {root / 'rank1' / 'step1'}: the same step and rank (step1/rank1) as "
+                       f"{root / 'step1' / 'rank1'}, nested the other way round: not read "
+                       f"({root / 'step1' / 'rank1'}, msprobe's step-first nesting, is read; move or remove one "
+                       "of the two)\n"), err
+        last = out.splitlines()[-1]
+        assert last.startswith("4 records in 1 step/rank folder. " if origin_first else
+                                "2 records in 1 step/rank folder. "), last
+        assert ("Overflow started in step1/rank1: Functional.exp.0.forward" in last) == origin_first, last
+        assert last.endswith("Not read (see the warnings): rank1/step1; the overflow may have started there."), last
+        problems = strict_json(report(root, "json")[1])["problems"]
+        assert [p["path"] for p in problems] == [str(root / "rank1" / "step1")]
+    # the same nesting twice (a step folder inside its own step): the first by name is read
+    root = tmp_path / "nested"
+    shutil.copytree(multi / "rank1", root / "step1" / "rank1")
+    shutil.copytree(multi / "rank0", root / "step1" / "step1" / "rank1")
+    status, out, err = report(root)
+    assert status == 0 and [line for line in out.splitlines() if line.startswith("step")] == [
+        f"step1/rank1  ({root / 'step1' / 'rank1'})"], out
+    assert err == (f"probe: warning: {root / 'step1' / 'step1' / 'rank1'}: the same step and rank (step1/rank1) "
+                   f"as {root / 'step1' / 'rank1'}: not read ({root / 'step1' / 'rank1'}, the first by name, is "
+                   "read; move or remove one of the two)\n"), err
+    # msprobe's graph/ and pynative/ folders of one step and rank are two folders, both read, as before
+    for mode in ("graph", "pynative"):
+        shutil.copytree(multi / "rank1", tmp_path / "modes" / mode / "step1" / "rank1")
+    status, out, err = report(tmp_path / "modes")
+    assert status == 0 and err == "" and out.count("step1/rank1  (") == 2, out
+
+
 def test_output_into_a_soft_linked_step_folder_is_refused(tmp_path):
     """A hunt's finding: ``--output`` into a step folder the dump reaches
     through a soft link (kept on another disk) was written, and with
