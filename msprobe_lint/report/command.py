@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import itertools
 import os
+import shlex
 import sys
 from pathlib import Path
 from typing import IO, Iterable, Iterator, Optional
@@ -21,7 +22,7 @@ from probe_format.layout import parse_rank, parse_step
 from ..exit import ExitStatus
 from ..textsafe import shown
 from .analysis.scan import Summary, scan
-from .discover import iter_rank_folders
+from .discover import dumps_below, iter_rank_folders
 from .output import inside_dump, inside_walked, write_output
 from .progress import Progress
 from .reader import ReadCache, read_folder
@@ -116,6 +117,15 @@ def _summarise(dump_path: str, *, keep_received: bool, progress: Optional[Progre
                 "and found nothing: nothing overflowed "
                 "in the steps it checked, if it checked any (its own last line on stderr says how many: \"no "
                 "overflow found in N checked step(s)\"; a job that ended before its first start() checked none)")
+        below, complete = dumps_below(dump_path)
+        if below:  # a hunt's finding: `probe report parent` of parent/run1/step1/rank0 said only "no dump found"
+            more = "" if complete else ", and maybe more (the search below is bounded)"
+            run_it = f"probe report {shlex.quote(below[0])}"
+            return summary, ExitStatus.PROBLEMS, (
+                f"{dump_path}: no dump in this folder itself (no step*/rank*/dump.json or overflow.json); found "
+                + (f"a dump below it: {below[0]}{more} (run `{run_it}`)" if len(below) == 1 else
+                   f"dumps below it: {', '.join(below)}{more} (run `probe report` on one of them, e.g. "
+                   f"`{run_it}`)"))
         return summary, ExitStatus.PROBLEMS, (f"{dump_path}: no dump found (no step*/rank*/dump.json or "
                                               "overflow.json): nothing overflowed, or the job wrote elsewhere "
                                               "(check dump_path)")

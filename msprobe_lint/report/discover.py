@@ -20,12 +20,23 @@ from __future__ import annotations
 import errno
 import heapq
 import os
+import time
+from collections import deque
 from pathlib import Path
 from typing import Iterator, NamedTuple, Optional
 
 from probe_format.layout import DUMP_FILE, MODE_DIRS, OVERFLOW_FILE, parse_rank, parse_step, rank_dir, step_dir
 
 MAX_DEPTH = 3
+
+#: :func:`dumps_below`: how deep below the dump path it looks, how many
+#: folders it lists at most, how many dumps it names, and for how long
+BELOW_DEPTH = 6
+BELOW_FOLDERS = 2000
+BELOW_FOUND = 5
+BELOW_SECONDS = 3.0
+#: folders :func:`dumps_below` never enters (a dump's tensors, tools' and version control folders)
+BELOW_SKIPPED = frozenset({"dump_tensor_data", "node_modules", "__pycache__", "site-packages"})
 
 
 class RankFolder(NamedTuple):
@@ -224,3 +235,89 @@ def _first_visit(entry: os.DirEntry, path: str, seen: dict[tuple[int, int], str]
         problems.append((path, f"the same folder as {first} (a soft link): not read twice"))
         return False
     return True
+
+
+def dumps_below(root: str) -> tuple[list[str], bool]:
+    """The dump paths below ``root`` when the report found no dump at
+    ``root`` itself: (the folders to give ``probe report``, in the order
+    found, at most ``BELOW_FOUND``; whether the search was complete).
+
+    A folder holding ``dump.json`` or ``overflow.json`` is a dump; the
+    path named is the folder above its ``step``/``rank``/``graph``/
+    ``pynative`` folders (``root/run1`` for ``root/run1/step1/rank0``),
+    never ``root`` itself. The search is breadth first, by name, bounded:
+    ``BELOW_DEPTH`` levels, ``BELOW_FOLDERS`` folders listed,
+    ``BELOW_SECONDS`` seconds; hidden folders and ``BELOW_SKIPPED`` are not
+    entered, a folder is entered once however many soft links lead to it
+    (a link loop ends), a soft link to ``root`` or a folder above it is not
+    followed (it would search beside ``root``), and folders that cannot be listed are passed over
+    (a hunt's finding: a dump one level down, ``probe report parent`` for
+    ``parent/run1/step1/rank0``, said only "no dump found ... nothing
+    overflowed")."""
+    deadline = time.monotonic() + BELOW_SECONDS
+    found: list[str] = []
+    seen: set[tuple[int, int]] = set()
+    try:
+        info = os.stat(root)
+        seen.add((info.st_dev, info.st_ino))
+    except OSError:
+        return found, True
+    real_root = os.path.realpath(root)
+    queue = deque([(root, 0)])
+    listed = 0
+    while queue:
+        folder, depth = queue.popleft()
+        if any(folder.startswith(dump + os.sep) for dump in found):
+            continue  # inside a dump already named
+        if listed >= BELOW_FOLDERS or len(found) >= BELOW_FOUND or time.monotonic() > deadline:
+            return found, False
+        listed += 1
+        try:
+            with os.scandir(folder) as listing:
+                entries = sorted(listing, key=lambda e: e.name)
+        except OSError:
+            continue
+        if depth > 0 and any(e.name in (DUMP_FILE, OVERFLOW_FILE) for e in entries):
+            dump = _dump_root(folder, root)
+            if dump not in found:
+                found.append(dump)
+            continue
+        if depth >= BELOW_DEPTH:
+            continue
+        for entry in entries:
+            if entry.name.startswith(".") or entry.name in BELOW_SKIPPED:
+                continue
+            try:
+                if not entry.is_dir():  # follows a soft link
+                    continue
+                info = entry.stat()
+            except OSError:
+                continue
+            if (info.st_dev, info.st_ino) in seen:
+                continue
+            seen.add((info.st_dev, info.st_ino))
+            child = os.path.join(folder, entry.name)
+            if entry.is_symlink() and _above(child, real_root):  # `..`: it would search beside root, not below
+                continue
+            queue.append((child, depth + 1))
+    return found, True
+
+
+def _above(link: str, real_root: str) -> bool:
+    """The soft link ``link`` leads to ``real_root`` or a folder above it."""
+    target = os.path.realpath(link)
+    try:
+        return os.path.commonpath([target, real_root]) == target
+    except ValueError:  # on different drives (Windows)
+        return False
+
+
+def _dump_root(folder: str, root: str) -> str:
+    """The folder above ``folder``'s step, rank and graph/pynative folders,
+    below ``root``: what ``probe report`` reads ``folder`` from."""
+    while True:
+        parent, name = os.path.split(folder)
+        if os.path.normpath(parent) == os.path.normpath(root) or not parent or \
+                not (parse_step(name)[0] or parse_rank(name)[0] or name in MODE_DIRS):
+            return folder
+        folder = parent

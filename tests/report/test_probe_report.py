@@ -212,6 +212,53 @@ def test_empty_dump_path(tmp_path):
     assert data["records"] == [] and data["summary"]["status"] == 1
 
 
+def test_a_dump_below_the_dump_path_is_named(tmp_path, monkeypatch):
+    """A hunt's finding: `probe report parent` of parent/run1/step1/rank0
+    said "no dump found ... nothing overflowed, or the job wrote
+    elsewhere". It names the dumps below (exit 1 still: nothing reported)
+    and the command to run; the search is bounded (depth, folders, count),
+    skips hidden folders and never follows a link back up (a loop ends)."""
+    from msprobe_lint.report import discover
+
+    parent = tmp_path / "parent"
+    shutil.copytree(DATA / "multirank" / "dp-allreduce" / "step1", parent / "run1" / "step1")
+    status, out, err = report(parent)
+    assert status == 1 and out == ""
+    assert err == (f"probe: note: {parent}: no dump in this folder itself (no step*/rank*/dump.json or "
+                   f"overflow.json); found a dump below it: {parent / 'run1'} (run `probe report "
+                   f"{parent / 'run1'}`)\n"), err
+    data = strict_json(report(parent, "json")[1])
+    assert data["summary"]["status"] == 1 and data["summary"]["message"] == err[len("probe: note: "):-1]
+    assert report(parent / "run1")[0] == 0  # what it says to run reports the dump
+    # several, nearest first (graph/, rank-first, a bare rank folder), hidden folders not searched; a bound
+    shutil.copytree(DATA / "ours" / "step0", parent / "a b" / "graph" / "step0")
+    shutil.copytree(DATA / "msprobe" / "step0" / "rank", parent / "run2" / "x" / "rank")
+    shutil.copytree(DATA / "ours" / "step1" / "rank1", parent / "run3" / "rank1" / "step1")
+    shutil.copytree(DATA / "ours" / "step1", parent / ".hidden" / "step1")
+    status, _, err = report(parent)
+    assert status == 1 and err == (
+        f"probe: note: {parent}: no dump in this folder itself (no step*/rank*/dump.json or overflow.json); "
+        f"found dumps below it: {parent / 'run1'}, {parent / 'run2' / 'x'}, {parent / 'run3'}, {parent / 'a b'} "
+        f"(run `probe report` on one of them, e.g. `probe report {parent / 'run1'}`)\n"), err  # nearest first
+    monkeypatch.setattr(discover, "BELOW_FOUND", 1)
+    assert report(parent)[2].endswith(f"below it: {parent / 'run1'}, and maybe more (the search below is "
+                                      f"bounded) (run `probe report {parent / 'run1'}`)\n")
+    shutil.copytree(parent / "a b", tmp_path / "quoted" / "a b")  # a name with a space is quoted to run
+    assert report(tmp_path / "quoted")[2].endswith(f"(run `probe report '{tmp_path / 'quoted' / 'a b'}'`)\n")
+    assert report(tmp_path / "quoted" / "a b")[0] == 0
+    # too deep, or past the folders listed: not found; links back up (a loop) are not followed
+    deep = tmp_path / "deep"
+    shutil.copytree(DATA / "ours" / "step0", deep / "a" / "b" / "c" / "d" / "e" / "step0")  # rank1: 7 levels
+    (deep / "a" / "up").symlink_to(deep, target_is_directory=True)
+    (deep / "a" / "b" / "top").symlink_to(tmp_path, target_is_directory=True)
+    status, _, err = report(deep)
+    assert status == 1 and "no dump found" in err and "below it" not in err, err
+    monkeypatch.setattr(discover, "BELOW_DEPTH", 7)
+    assert f"found a dump below it: {deep / 'a' / 'b' / 'c' / 'd' / 'e'} (run" in report(deep)[2]
+    monkeypatch.setattr(discover, "BELOW_FOLDERS", 5)
+    assert "no dump found" in report(deep)[2]
+
+
 def test_a_dump_path_probe_runtime_checked_and_left_empty_says_so(tmp_path):
     """A fresh user's finding: after a clean run the report said "no dump
     found ... or the job wrote elsewhere" though probe_runtime's marker shows
