@@ -133,6 +133,7 @@ class Windows:
         #: (step, :meth:`_activity`) of the step whose ``start()`` ``step()`` made, until that step ends
         self._reopened: Optional[tuple[int, Any]] = None
         self._reopening = False
+        self._user_started: Optional[int] = None  # the step of the user's last own start()
         #: whether a Cell was called in the window ``step()`` opened (no hook watches a watched/sentinel one)
         self._cells = CellCalls()
 
@@ -154,6 +155,11 @@ class Windows:
         if self._reopened is not None and self._reopened[0] == step:  # the user's own start(): a step of theirs
             self._reopened = None
             self._cells.disarm()
+        elif self._user_started == step and self.current is not None:
+            # a hunt's finding: an exception skipped stop() and step() (a loop that catches it and goes on), the
+            # next iteration's start() continued the window, and the steps drifted from the loop's without a word
+            self.summary.restarted(step)
+        self._user_started = step
         self.summary.started(step)
 
     def replaced_by(self, step: int, model: Any) -> bool:

@@ -99,6 +99,8 @@ class Summary:
         self.jit_calls = 0
         #: L0: Cells whose -inf-only output a checked Cell or the model's own code turned finite (not recorded)
         self.masks: set[str] = set()
+        #: step -> times ``start()`` was called again while that step's window was open (:meth:`restarted`)
+        self.restarts: dict[int, int] = {}
         #: called with the all-clear once it is printed (the debugger keeps it in its dump_path marker)
         self.remember: Optional[Callable[[str], None]] = None
 
@@ -106,6 +108,12 @@ class Summary:
         """``start()`` was called in ``step``."""
         self.start_calls += 1
         self.run_steps.add(step)
+
+    def restarted(self, step: int) -> None:
+        """The user's ``start()`` was called in ``step`` while the window
+        their earlier ``start()`` opened in it was still open: no ``stop()``
+        nor ``step()`` between (an exception the loop caught skipped them)."""
+        self.restarts[step] = self.restarts.get(step, 0) + 1
 
     def checked(self, step: int, exact: bool) -> None:
         """A window opened in ``step``."""
@@ -195,6 +203,11 @@ class Summary:
                          f"step {min(self.run_steps)} (steps are counted by step() calls, as in msprobe: the step "
                          "filter and the dump's step folders see one step); call debugger.step() after each "
                          "training step")
+        if self.restarts:
+            shown = ", ".join(f"{step} ({count + 1} start() calls)" for step, count in sorted(self.restarts.items()))
+            parts.append(f"start() was called again in step {shown} while its window was open, with no stop() or "
+                         "step() between (an exception the loop caught skipped them?): those loop iterations were "
+                         "checked as one step, so the steps of this run are behind the loop's count from there on")
         if self.unfinished:  # a fresh user's finding: a step cut short by an exception was counted as checked
             shown = ", ".join(str(step) for step in sorted(self.unfinished))
             parts.append(f"step {shown} did not reach stop() (still running at exit: an exception, or no stop()), "

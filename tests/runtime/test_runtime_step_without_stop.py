@@ -572,3 +572,29 @@ def test_a_second_start_with_another_model_in_a_step_checks_that_model(make):
     assert min(step for step, _ in expected) == BAD_STEP  # and later steps carry disc's inf weights
     assert any(record["origin"] and record["name"].startswith("Cell.") for _, record in expected), expected
     assert dump_records(Path(nostop.dump_path)) == expected
+
+
+@pytest.mark.parametrize("level", ["L1", "L0"])
+def test_start_again_after_an_exception_skipped_stop_and_step_is_said(make, capsys, level):
+    """A hunt's finding: a loop that catches a bad batch's exception and
+    goes on skipped stop() and step(); the next start() continued the open
+    window, the run's steps fell behind the loop's, and nothing said so.
+    The exit line says in which step start() came again."""
+    debugger = make("restart", level)
+    net, optimizer, grad_fn = float16_mlp()
+    rng = np.random.default_rng(0)
+    for iteration in range(4):
+        try:
+            debugger.start(net) if level == "L0" else debugger.start()
+            if iteration == 1:
+                raise ValueError("a bad batch")
+            x = Tensor(rng.normal(size=(4, 8)).astype(np.float16))
+            _, grads = grad_fn(x, Tensor(rng.normal(size=(4, 1)).astype(np.float32)))
+            optimizer(grads)
+            debugger.stop()
+            debugger.step()
+        except ValueError:
+            continue
+    err = exit_line(debugger, capsys)
+    assert "no overflow found in 3 checked step(s)" in err, err
+    assert "start() was called again in step 1 (2 start() calls) while its window was open" in err, err
