@@ -74,10 +74,12 @@ LINT_OPTIONS: tuple[LintOption, ...] = (
     LintOption(("--unsafe-fixes",), "unsafe_fixes", "flag", None,
                "With --fix or --diff: apply the unsafe fixes too (they may change what the job does).", OUTPUT),
     LintOption(("--diff",), "diff", "flag", None, "Print the fixes as a unified diff; write nothing.", OUTPUT),
-    LintOption(("--select",), "select", "multi", "CODES", "Only these codes, prefixes or rule names (comma-separated).",
-               SELECTION),
-    LintOption(("--ignore",), "ignore", "multi", "CODES", "Skip these codes or prefixes (comma-separated).",
-               SELECTION),
+    LintOption(("--select",), "select", "multi", "CODES",
+               "Only these codes, prefixes or rule names (comma-separated). A file msprobe cannot load "
+               "(PL001, PL003, PL004, PL006, PL008) is reported whatever is selected.", SELECTION),
+    LintOption(("--ignore",), "ignore", "multi", "CODES",
+               "Skip these codes or prefixes (comma-separated); PL001, PL003, PL004, PL006 and PL008 "
+               "cannot be skipped.", SELECTION),
     LintOption(("--extend-select",), "extend_select", "multi", "CODES", "Add these codes to the selection.",
                SELECTION),
     LintOption(("--config-file",), "config_file", "str", "FILE", "Read the tool.probe-lint table from this file.",

@@ -190,27 +190,29 @@ def check_data(data: dict, context: Context, *, selection: Selection, path: str 
     return findings
 
 
-#: the code of a file that could not be read at all: never filtered nor re-graded (``--ignore PL006``,
-#: ``--select PL1``, a per-file ignore, a severity): the run exits 2 for it whatever the selection, so the
-#: report must say why, not "All checks passed"
-UNREADABLE = "PL006"
+#: the codes of a file msprobe cannot even load (as ruff reports a syntax error whatever is selected):
+#: one that cannot be read (PL006), is not UTF-8 or starts with a byte-order mark (PL004: json.load
+#: refuses it), is not JSON (PL001, PL008) or not a JSON object (PL003). Never filtered nor re-graded
+#: (``--ignore``, ``--select``, per-file ignores, a severity): nothing else is checked on such a file
+#: (PL004 aside), so turning them off would make a file msprobe refuses "pass"
+ALWAYS_REPORTED = ("PL001", "PL003", "PL004", "PL006", "PL008")
 
 
 def to_diagnostics(findings: Iterable[Finding], doc: Optional[Document], selection: Selection) -> list[Diagnostic]:
-    """Position, filter, grade, de-duplicate and sort findings; PL006 (a
-    file that could not be read) is kept as an error whatever ``selection``
-    says (see :data:`UNREADABLE`)."""
+    """Position, filter, grade, de-duplicate and sort findings; those of a
+    file msprobe cannot load are kept as errors whatever ``selection`` says
+    (see :data:`ALWAYS_REPORTED`)."""
     rules = load_all()
     out: dict[tuple, Diagnostic] = {}
     for finding in findings:
-        unreadable = finding.code == UNREADABLE
-        if not unreadable and (not selection.enabled(finding.code)
-                               or not selection.keeps(finding.code, finding.pointer)):
+        always = finding.code in ALWAYS_REPORTED
+        if not always and (not selection.enabled(finding.code)
+                           or not selection.keeps(finding.code, finding.pointer)):
             continue
         info: Optional[RuleInfo] = rules.get(finding.code)
         severity = selection.severity.get(finding.code) or finding.severity or (
             info.severity if info else Severity.ERROR)
-        if unreadable or (selection.always and matches(finding.code, selection.always)):
+        if always or (selection.always and matches(finding.code, selection.always)):
             severity = Severity.ERROR
         if finding.line is not None:
             line, column = finding.line, finding.column or 1

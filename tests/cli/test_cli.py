@@ -237,3 +237,48 @@ def test_a_file_that_cannot_be_read_is_never_said_to_pass(tmp_path, flags):
     (tmp_path / "pyproject.toml").write_text('[tool.probe-lint]\nignore = ["PL006"]\n')
     proc = run_probe("lint", "nope.json", cwd=tmp_path)
     assert proc.returncode == 2 and "passed" not in proc.stdout and "PL006" in proc.stdout, proc.stdout
+
+
+#: files msprobe cannot load, each with the code that says why
+UNLOADABLE = {
+    "PL001": b'{"task": "overflow_check", "dump_path": "/tmp/d", "level": "L1"} // comment',
+    "PL003": b'[{"task": "overflow_check", "dump_path": "/tmp/d", "level": "L1"}]',
+    "PL004": b'\xef\xbb\xbf{"task": "overflow_check", "dump_path": "/tmp/d", "level": "L1"}',
+    "PL008": '{"task"\uff1a "overflow_check", "dump_path": "/tmp/d", "level": "L1"}'.encode(),
+}
+
+
+@pytest.mark.parametrize("code", sorted(UNLOADABLE))
+@pytest.mark.parametrize("flags", [["--select", "PL101"], ["--ignore", "{code}"], ["--ignore", "ALL"],
+                                   ["--select", "PL4", "--ignore", "PL0"]])
+def test_a_file_msprobe_cannot_load_is_never_said_to_pass(tmp_path, code, flags):
+    """`probe lint --select PL101` on a file ending in a `// comment`
+    printed "All checks passed (1 file)." and exited 0, and `--ignore PL004`
+    passed a file starting with a byte-order mark, which msprobe rejects.
+    As ruff reports a syntax error whatever is selected, the codes of a
+    file msprobe cannot load are always reported, as errors."""
+    (tmp_path / "config.json").write_bytes(UNLOADABLE[code])
+    flags = [flag.format(code=code) for flag in flags]
+    proc = run_probe("lint", "--isolated", *flags, "--format", "json", "config.json", cwd=tmp_path)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert [(d["code"], d["severity"]) for d in json.loads(proc.stdout)["diagnostics"]] == [(code, "error")]
+
+
+@pytest.mark.parametrize("code", sorted(UNLOADABLE))
+def test_project_settings_cannot_turn_off_a_file_msprobe_cannot_load(tmp_path, code):
+    """The same through [tool.probe-lint]: ignore, select, per-file ignores
+    and a severity leave those codes errors."""
+    (tmp_path / "config.json").write_bytes(UNLOADABLE[code])
+    for table in (f'ignore = ["{code}"]', 'select = ["PL2"]',
+                  f'[tool.probe-lint.per-file-ignores]\n"*.json" = ["{code}"]',
+                  f'[tool.probe-lint.severity]\n{code} = "info"'):
+        (tmp_path / "pyproject.toml").write_text("[tool.probe-lint]\n" + table + "\n")
+        proc = run_probe("lint", "config.json", cwd=tmp_path, env={"NO_COLOR": "1"})
+        assert proc.returncode == 1 and "passed" not in proc.stdout, (table, proc.stdout + proc.stderr)
+        assert f" {code} " in proc.stdout and " error: " in proc.stdout, (table, proc.stdout)
+
+
+def test_rule_selection_help_says_which_codes_are_always_on():
+    proc = run_probe("lint", "--help", env={"COLUMNS": "200"})
+    assert "A file msprobe cannot load (PL001, PL003, PL004, PL006, PL008) is reported whatever is selected." \
+        in " ".join(proc.stdout.replace("│", " ").split()), proc.stdout

@@ -1,6 +1,8 @@
-"""Syntax family (PL001-PL007): reported while reading and parsing the file
-(see ``msprobe_lint/lint/loader.py``). After PL001, PL003, PL006 or PL007 nothing
-else runs on that file."""
+"""Syntax family (PL001-PL008): reported while reading and parsing the file
+(see ``msprobe_lint/lint/loader.py``). After PL001, PL003, PL006, PL007 or PL008
+nothing else runs on that file. PL001, PL003, PL004, PL006 and PL008 (a file
+msprobe cannot load) are reported whatever the rule selection says
+(``engine.ALWAYS_REPORTED``)."""
 from __future__ import annotations
 
 from .base import define
@@ -13,7 +15,9 @@ define("PL001", "invalid-json", "error", "Not valid JSON", "syntax", """
     file cut short) is said to, naming each with where it was opened, and
     a string that runs past its line is said to miss its closing quote.
     JSON has no comments, no trailing commas and no single quotes, and a
-    backslash in a string starts an escape.
+    backslash in a string starts an escape. Always reported, as an error,
+    whatever --select, --ignore, per-file ignores or a severity setting
+    say: msprobe cannot load the file, and nothing else is checked on it.
 
     Bad:
         {"task": "overflow_check", "dump_path": "/data/dump",}
@@ -34,6 +38,8 @@ define("PL002", "duplicate-key", "error", "Duplicate key in one object", "syntax
 
 define("PL003", "root-not-object", "error", "Top-level value is not an object", "syntax", """
     A config is one JSON object of settings; msprobe fails on anything else.
+    Always reported, as an error, whatever the rule selection says (as
+    PL001): nothing else is checked on such a file.
 
     Bad:
         [{"task": "overflow_check", "dump_path": "/data/dump"}]
@@ -46,7 +52,9 @@ define("PL004", "bad-encoding", "error", "Not UTF-8, or starts with a byte-order
     byte-order mark ("Unexpected UTF-8 BOM"). Editors on Windows often add one.
     A file saved as UTF-16 or UTF-32 (Windows Notepad's "Unicode"), with or
     without a byte-order mark, is named as such (by its mark, or by where
-    the NUL bytes of its first characters are): save it as UTF-8.
+    the NUL bytes of its first characters are): save it as UTF-8. Always
+    reported, as an error, whatever the rule selection says (as PL001):
+    msprobe cannot load the file.
 
     Bad:
         <EF BB BF>{"task": "overflow_check", ...}
@@ -67,7 +75,8 @@ define("PL005", "non-finite-literal", "error", "NaN, Infinity or -Infinity liter
 
 define("PL006", "unreadable-file", "error", "File missing, unreadable, not a regular file or over 10 MiB", "syntax", """
     The config could not be read at all. The run exits with status 2, as for
-    a usage error. An empty file is PL001, not this. When `probe lint DIR`
+    a usage error, whatever the rule selection says (it is always reported,
+    as an error, as PL001 is). An empty file is PL001, not this. When `probe lint DIR`
     walks a folder, a subfolder it cannot list (or a .gitignore it cannot
     read) is reported once with this code and the walk goes on.
 
@@ -96,7 +105,10 @@ define("PL008", "fullwidth-punctuation", "error", "Fullwidth punctuation where J
     Reported instead of PL001, at the same place (where the decoder
     stops), with the character named; the fix replaces every such
     character outside strings (，、：“”‘’＂｛｝［］ and the ideographic
-    space) by its ASCII one. Nothing else runs on the file until it parses.
+    space) by its ASCII one; what stands between a string's quotes (curly
+    ones included) is the string's own text and stays. Nothing else runs
+    on the file until it parses, and, as PL001, it is always reported
+    whatever the rule selection says.
 
     Bad:
         {"task"："statistics"，“level”: "L1"}
