@@ -490,11 +490,59 @@ def _fullwidth(text: str, err: json.JSONDecodeError) -> Optional[Finding]:
                    fix=FixSpec(f"replace the fullwidth punctuation outside strings: {described}", ops))
 
 
+#: the FULLWIDTH quotation marks (JSON needs '"' for each)
+_QUOTES = frozenset(c for c, (_, ascii_char) in FULLWIDTH.items() if ascii_char == '"')
+#: what may follow a string's closing quote: JSON's structure, as typed in ASCII or by an input method,
+#: or the quote opening the next string (a comma forgotten: another syntax error, not the string's text)
+_AFTER_STRING = frozenset(",:}]") | frozenset(c for c, (_, a) in FULLWIDTH.items() if a in ",:}]") | _QUOTES | {'"'}
+_SPACE = frozenset(_JSON_SPACE + "\u3000")  # JSON's white space and the ideographic space
+
+
 def fullwidth_outside_strings(text: str) -> list[int]:
     """Offsets of the FULLWIDTH characters of ``text`` that stand outside
-    JSON (double-quoted, backslash-escaped) strings; inside one they are
-    the string's own characters and stay."""
-    return [index for index, char in _outside_strings(text) if char in FULLWIDTH]
+    JSON strings: a string's own characters stay, whatever quotes it.
+
+    A string opened by '"' runs to the next unescaped '"', as JSON reads
+    it. One opened by a curly or fullwidth quotation mark (``“/tmp/a，b”``,
+    as a Chinese input method types it) is a string too once its quotes
+    are fixed: it runs to the next unescaped '"', or to the next such
+    quotation mark that is followed (after white space) by the end of the
+    text, JSON's structure (``,`` ``:`` ``}`` ``]``, fullwidth or not) or
+    another quote; a quotation mark followed by anything else (the
+    apostrophe of ``“it’s”``) is the string's own text. The quotation
+    marks that open and close a string are structure: they are listed."""
+    found: list[int] = []
+    index, size = 0, len(text)
+    while index < size:
+        char = text[index]
+        if char == '"' or char in _QUOTES:
+            if char != '"':
+                found.append(index)
+            curly = char != '"'
+            index += 1
+            while index < size:
+                char = text[index]
+                if char == "\\":
+                    index += 2
+                    continue
+                if char == '"':
+                    break
+                if curly and char in _QUOTES and _closes(text, index + 1):
+                    found.append(index)
+                    break
+                index += 1
+        elif char in FULLWIDTH:
+            found.append(index)
+        index += 1
+    return found
+
+
+def _closes(text: str, index: int) -> bool:
+    """True when what follows a quotation mark ending at ``index`` (white
+    space skipped) is the end of ``text`` or can follow a string."""
+    while index < len(text) and text[index] in _SPACE:
+        index += 1
+    return index == len(text) or text[index] in _AFTER_STRING
 
 
 def _outside_strings(text: str) -> Iterator[tuple[int, str]]:

@@ -182,6 +182,31 @@ def test_byte_order_mark_goes_once_pl008_made_the_file_parse(tmp_path):
     assert path.read_bytes() == BASE.encode() and run.status == 0
 
 
+@pytest.mark.parametrize("bad, fixed", [
+    # every quote a Chinese input method typed: the fullwidth comma in the path is the path's own
+    ('{\u201ctask\u201d\uff1a\u201coverflow_check\u201d\uff0c\u201cdump_path\u201d\uff1a\u201c/tmp/a\uff0cb\u201d'
+     '\uff0c\u201clevel\u201d\uff1a\u201cL1\u201d}\n',
+     '{"task":"overflow_check","dump_path":"/tmp/a\uff0cb","level":"L1"}\n'),
+    # an apostrophe, an ideographic space and a colon inside a curly-quoted string stay too
+    ('{\u201ctask\u201d\uff1a "overflow_check"\uff0c '
+     '\u201cdump_path\u201d\uff1a \u201c/tmp/it\u2019s\u3000a\uff1ab\u201d}',
+     '{"task": "overflow_check", "dump_path": "/tmp/it\u2019s\u3000a\uff1ab"}'),
+    # in an ASCII-quoted string as ever; a curly quote closing before a bracket or a comma
+    ('{"dump_path"\uff1a "/tmp/\u201ca\u201d\uff0cb"\uff0c "rank"\uff1a[\u201c0-1\u201d\uff0c 2]}',
+     '{"dump_path": "/tmp/\u201ca\u201d\uff0cb", "rank":["0-1", 2]}'),
+], ids=["curly-quoted", "apostrophe-inside", "ascii-quoted"])
+def test_pl008_fix_never_changes_what_is_inside_a_string(tmp_path, bad, fixed):
+    """PL008's fix, documented as acting outside strings, turned the
+    fullwidth comma inside `\u201c/tmp/a\uff0cb\u201d` into ',' (a string whose quotes
+    were curly was not taken for a string). The quotes that open and close
+    a string are structure and are fixed; what stands between them stays."""
+    path = tmp_path / "config.json"
+    path.write_text(bad, encoding="utf-8")
+    _, outcome = fix(path, unsafe=False)
+    assert [d.code for d in outcome.applied] == ["PL008"]
+    assert path.read_text(encoding="utf-8") == fixed
+
+
 def test_byte_order_mark_has_a_range_in_json_output(tmp_path):
     """PL004's range was the empty range 1:1-1:1 in every output: the
     finding is shown as one character at line 1, column 1 in JSON, SARIF and
