@@ -14,7 +14,7 @@ Example::
 """
 from __future__ import annotations
 
-from .engine import LintRun, Result, exit_status, lint_file
+from .engine import LintRun, Result, exit_status, lint_file, once_per_run
 from .inputs import check_paths, lint_input, list_files, read_inputs, settings_start
 from .options import LintOptions, UsageError, prepare
 
@@ -38,6 +38,7 @@ def lint_paths(paths: list[str], options: Optional[LintOptions] = None, *, walk:
     context, selection, project = prepare(options, first_path=settings_start(paths, options))
     results = [lint_input(item, context, project.selection_for(item.path, selection) if project else selection)
                for item in read_inputs(paths, options, project, walk=walk)]
+    once_per_run(results)  # the script's findings come with every config: said once
     return LintRun(results, exit_status(results, strict=options.strict))
 
 

@@ -246,6 +246,28 @@ def _encodable(text: Optional[str]) -> Optional[str]:
         return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
+def once_per_run(results: Iterable[Result], seen: Optional[set] = None) -> set:
+    """Drop, in place, each finding about another file (the training
+    script's, shown at its own line) that an earlier result of the run
+    already holds: the script is analysed with every config it is linted
+    with, and the same finding is one finding, said and counted once,
+    under the first config. ``seen`` carries what was said across several
+    runs (``probe run`` lints each config the job reads on its own);
+    returns it, updated."""
+    seen = set() if seen is None else seen
+    for result in results:
+        kept = []
+        for diagnostic in result.diagnostics:
+            if diagnostic.path != result.path:
+                key = (diagnostic.path, diagnostic.line, diagnostic.column, diagnostic.code, diagnostic.message)
+                if key in seen:
+                    continue
+                seen.add(key)
+            kept.append(diagnostic)
+        result.diagnostics = kept
+    return seen
+
+
 def exit_status(results: Iterable[Result], *, strict: bool = False) -> int:
     """0 no errors; 1 an error (or a warning with ``strict``); 2 a file
     could not be read."""

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from ..exit import ExitStatus
 from .diagnostic import Diagnostic
-from .engine import LintRun, Result, exit_status, lint_file
+from .engine import LintRun, Result, exit_status, lint_file, once_per_run
 from .inputs import Input, check_paths, lint_input, read_inputs, settings_start
 from .options import LintOptions, prepare
 from .selection import Selection
@@ -145,6 +145,7 @@ def fix_paths(paths: list[str], options: Optional[LintOptions] = None, *, unsafe
                 remaining = _unfixable(lint(text))
                 outcome.after, outcome.applied = text, []
         results.append(Result(path, remaining, source=outcome.after))
+    once_per_run(results)  # the script's findings come with every config: said once
     status = exit_status(results, strict=options.strict)
     if any(o.failed for o in outcomes):
         status = ExitStatus.USAGE  # could not write: an I/O error, as for a file that cannot be read

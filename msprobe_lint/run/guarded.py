@@ -183,6 +183,7 @@ def guarded_run(config: str, command: Sequence[str], options=None, *, stream: Op
         cannot be started.
     """
     from ..lint.api import LintOptions, UsageError, lint_paths
+    from ..lint.engine import exit_status, once_per_run
     from ..lint.reporters import get
 
     stream = stream if stream is not None else sys.stderr
@@ -243,12 +244,15 @@ def guarded_run(config: str, command: Sequence[str], options=None, *, stream: Op
     told = f" --world-size {getattr(world, 'value', world)}" if world is not None and options.world_size is None else ""
     flags = _lint_flags(options)
     worst = ExitStatus.OK
+    said: set = set()  # the script's findings, said with the first config only
     for checked in [config] + instead:  # every config, so all their problems are said in one go
         try:
             run = lint_paths([checked], options, walk=False)  # one config file, never a folder walk
         except UsageError as err:
             stream.write(f"probe: error: {err}\n")
             return ExitStatus.USAGE
+        once_per_run(run.results, said)
+        run = run._replace(status=exit_status(run.results, strict=options.strict))
         has_findings = any(result.diagnostics for result in run.results)
         if has_findings or run.status:
             # `probe run` has no --fix: the fix summary names the command that has it

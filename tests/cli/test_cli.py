@@ -34,6 +34,23 @@ def test_summary_counts_the_files_with_problems_among_those_linted(tmp_path):
     assert "Found 1 error in 1 of 3 files." in proc.stdout.splitlines()
 
 
+def test_a_script_finding_is_said_once_for_several_configs(tmp_path):
+    """`probe lint --script train.py a.json b.json` printed the script's
+    PL502 once per config ("Found 2 errors in 2 files" for one finding)."""
+    for name in ("a.json", "b.json"):
+        write_config(tmp_path, config(), name)
+    (tmp_path / "train.py").write_text("from probe_runtime import PrecisionDebugger\n"
+                                       "d = PrecisionDebugger(config_path='a.json')\n")
+    proc = run_probe("lint", "--isolated", "--script", "train.py", "a.json", "b.json", cwd=tmp_path,
+                     env={"NO_COLOR": "1"})
+    assert proc.returncode == 1 and proc.stdout.count("PL502") == 1, proc.stdout
+    assert proc.stdout.splitlines()[-1] == "Found 1 error in 1 of 2 files."
+    proc = run_probe("lint", "--isolated", "--script", "train.py", "a.json", "b.json", "--format", "json",
+                     cwd=tmp_path)
+    out = json.loads(proc.stdout)
+    assert [d["code"] for d in out["diagnostics"]] == ["PL502"] and out["summary"]["error"] == 1
+
+
 def test_json_output_shape(tmp_path):
     path = write_config(tmp_path, config(level="l1", dump_path="rel"))
     proc = run_probe("lint", str(path), "--isolated", "--format", "json")

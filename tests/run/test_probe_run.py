@@ -505,6 +505,27 @@ def test_a_script_that_reads_another_config_is_said_and_that_config_linted(tmp_p
     assert status == 5 and calls and "ignores" not in out, out
 
 
+def test_a_script_finding_is_said_once_when_the_script_reads_another_config(tmp_path, monkeypatch):
+    """A script hard-coding PrecisionDebugger(config_path="other.json")
+    and never calling start(): its PL502 was printed twice, once under
+    CONFIG and once under other.json, each "Found 1 error", for one
+    finding. It is said, and counted, once."""
+    monkeypatch.chdir(tmp_path)
+    cfg = config(tmp_path)
+    (tmp_path / "other.json").write_text(cfg.read_text())
+    (tmp_path / "hc.py").write_text("from probe_runtime import PrecisionDebugger\n"
+                                    "d = PrecisionDebugger(config_path=\"other.json\")\n")
+    status, out, calls = guarded(cfg, ["python", "hc.py"])
+    assert status == 1 and not calls, out
+    assert out.count("PL502") == 1 and out.count("Found ") == 1, out
+    assert "Found 1 error in 1 file." in out and "not starting" in out
+    # an error in other.json too: each config's own findings, the script's once
+    (tmp_path / "other.json").write_text(json.dumps({"task": "overflow_check", "dump_path": "dump", "level": "L1"}))
+    status, out, calls = guarded(cfg, ["python", "hc.py"])
+    assert status == 1 and not calls, out
+    assert out.count("PL502") == 1 and out.count("PL401") == 1 and out.count("Found 1 error in 1 file.") == 2, out
+
+
 def test_the_fix_summary_names_probe_lint_since_probe_run_has_no_fix(tmp_path):
     """`probe run` has no --fix: its refusal names `probe lint --fix CONFIG`."""
     config = tmp_path / "c.json"
