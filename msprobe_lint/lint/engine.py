@@ -231,7 +231,42 @@ def to_diagnostics(findings: Iterable[Finding], doc: Optional[Document], selecti
                                 end_line=end_line, end_column=end_column,
                                 fix=resolve(finding.fix, doc) if finding.fix is not None else None)
         out.setdefault((diagnostic.path, line, column, diagnostic.code, diagnostic.message), diagnostic)
-    return sorted(out.values(), key=Diagnostic.sort_key)
+    return _one_fix_per_key(sorted(out.values(), key=Diagnostic.sort_key))
+
+
+def _one_fix_per_key(diagnostics: list[Diagnostic]) -> list[Diagnostic]:
+    """``diagnostics`` where at most one fix creates each key: two fixes
+    writing the same key (three slips of ``overflow_nums`` each renamed to
+    it, a rename and a move into one section) can never both apply, since
+    none renames or moves over a key that is there, so ``--fix`` applies
+    one and the others are left. Only that one keeps its fix (the first
+    safe one in the order ``--fix`` takes them, else the first), so the
+    report counts as fixable what ``--fix`` fixes; the others' hint says
+    which fix makes the key."""
+    groups: dict[str, list[Diagnostic]] = {}
+    for diagnostic in diagnostics:
+        if diagnostic.fix is not None and diagnostic.fix.edits:
+            for written in diagnostic.fix.writes:
+                groups.setdefault(written, []).append(diagnostic)
+    dropped: dict[int, Diagnostic] = {}
+    for written, group in groups.items():
+        group = [d for d in group if id(d) not in dropped]
+        if len(group) < 2:
+            continue
+        group.sort(key=lambda d: (min(e.start for e in d.fix.edits), d.sort_key()))  # type: ignore[union-attr]
+        keep = next((d for d in group if d.fix.safe), group[0])  # type: ignore[union-attr]
+        name = split(written)[-1]
+        for other in group:
+            if other is not keep:
+                note = (f"only one key can be {name!r}: --fix makes it at {keep.line}:{keep.column} "
+                        f"({keep.fix.description})")  # type: ignore[union-attr]
+                hint = other.hint or ""
+                hint = f"{hint} {note[0].upper()}{note[1:]}" if hint.endswith(("?", ".")) else \
+                    f"{hint}; {note}" if hint else note
+                dropped[id(other)] = other._replace(fix=None, hint=hint)
+    if not dropped:
+        return diagnostics
+    return [dropped.get(id(d), d) for d in diagnostics]
 
 
 def _encodable(text: Optional[str]) -> Optional[str]:

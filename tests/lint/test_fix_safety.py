@@ -267,6 +267,8 @@ def test_every_fix_keeps_the_properties(data, release, facts):
 
     found = lint(text)
     parsed = json.loads(text)
+    written = [w for d in found if d.fix is not None for w in d.fix.writes]
+    assert len(written) == len(set(written)), found  # two fixes making one key: only one could apply
     for diagnostic in found:
         fix = diagnostic.fix
         if fix is None:

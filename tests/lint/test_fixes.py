@@ -577,6 +577,33 @@ def test_fixes_of_one_round_never_make_a_duplicate_key(tmp_path, members, sectio
         assert after["overflow_check"] == section and run.status == 0
 
 
+@pytest.mark.parametrize("members, unsafe", [
+    # three slips of one key: one can become it, the others are left for the user
+    ('    "overflow_check": {"overflow_num0": 1, "overflow_num1": 2, "overflow_num2": 3}', False),
+    ('    "overflow_check": {"overflow_num0": 1, "overflow_num1": 2, "overflow_num2": 3}', True),
+    # a move and a rename to the same key
+    ('    "overflow_nums": 7,\n    "overflow_check": {"overflow_number": 3}', False),
+    ('    "overflow_nums": 7,\n    "overflow_check": {"overflow_number": 3}', True),
+])
+def test_the_fixable_count_is_what_fix_fixes(tmp_path, members, unsafe):
+    """Three slips of `overflow_nums` in one section: the report said
+    "[*] 3 fixable with --fix", and --fix fixed 1 and left 2 errors (no two
+    keys can both become `overflow_nums`). Only the fix --fix applies is
+    offered, and counted; the others' hint says which fix makes the key."""
+    from msprobe_lint.lint.api import lint_paths
+    from msprobe_lint.lint.fixes.edits import counts
+
+    path = tmp_path / "config.json"
+    path.write_text(TOP % members)
+    found = lint_paths([str(path)], LintOptions(isolated=True)).results[0].diagnostics
+    safe, more = counts(found)
+    run, outcome = fix(path, unsafe=unsafe)
+    assert len(outcome.applied) == (safe + more if unsafe else safe) == 1, (found, outcome.applied)
+    assert not [d for d in run.results[0].diagnostics if d.fix is not None and (unsafe or d.fix.safe)]
+    left = [d for d in found if d.fix is None and d.code in ("PL101", "PL105")]
+    assert left and all("--fix makes it at" in d.hint for d in left), left
+
+
 def test_fix_refuses_files_a_rename_would_not_edit_as_a_write_does(tmp_path):
     """A read-only file and a file with another hard link are reported,
     not replaced; the owner and group of a rewritten file are kept."""
