@@ -259,11 +259,13 @@ def _say_fixed(outcomes: list, diff: bool, remaining: int = 0, unsafe: int = 0) 
     ``--diff``, how many findings it would fix, or that it has nothing to
     show while ``remaining`` findings are left (``unsafe`` of them with an
     unsafe fix not asked for)."""
+    from ..lint.fixing import fixes_named
+
     for outcome in outcomes:
         if outcome.skipped:
             sys.stderr.write(f"probe: {shown(outcome.path)}: {shown(outcome.skipped)}\n")
         if outcome.applied and not diff:
-            codes = shown(", ".join(f"{d.code} {d.fix.description}" for d in outcome.applied))
+            codes = shown(fixes_named(outcome.applied))
             sys.stderr.write(f"{shown(outcome.path)}: fixed {len(outcome.applied)}: {codes}\n")
     changed = sum(bool(o.applied) for o in outcomes)
     fixes = sum(len(o.applied) for o in outcomes)

@@ -152,10 +152,29 @@ def fix_paths(paths: list[str], options: Optional[LintOptions] = None, *, unsafe
     return LintRun(results, status), outcomes
 
 
+#: how many different fixes a line of ``--fix``'s report names before "and N more"
+SHOWN_FIXES = 4
+
+
+def fixes_named(diagnostics: list, separator: str = ", ") -> str:
+    """The fixes of ``diagnostics`` as ``--fix`` names them on one line
+    (``PL101 rename 'a' to 'b', PL302 ...``): a fix repeated is named once
+    with how many times (``(199 times)``), and after :data:`SHOWN_FIXES`
+    different ones the rest is counted (``and 96 more``), so a file with
+    hundreds of fixes gets a line that can be read."""
+    counted: dict[str, int] = {}
+    for d in diagnostics:
+        text = f"{d.code} {d.fix.description}"
+        counted[text] = counted.get(text, 0) + 1
+    named = [f"{text} ({n} times)" if n > 1 else text for text, n in list(counted.items())[:SHOWN_FIXES]]
+    rest = sum(list(counted.values())[SHOWN_FIXES:])
+    return separator.join(named) + (f"{separator}and {rest} more" if rest else "")
+
+
 def _not_applied(pending: list) -> str:
     """What ``--fix`` says of fixes it asked for and could not apply (each
     would spoil the text, or the rounds ran out)."""
-    named = "; ".join(f"{d.code} {d.fix.description}" for d in pending)
+    named = fixes_named(pending, "; ")
     many = len(pending) != 1
     return (f"{len(pending)} fix{'es' if many else ''} could not be applied ({named}): "
             f"{'they are' if many else 'it is'} left for you to make by hand")

@@ -604,6 +604,22 @@ def test_the_fixable_count_is_what_fix_fixes(tmp_path, members, unsafe):
     assert left and all("--fix makes it at" in d.hint for d in left), left
 
 
+def test_fix_names_a_long_list_of_fixes_in_one_readable_line(tmp_path):
+    """A list of 200 equal steps: --fix printed "fixed 199: " and the 199
+    fixes, one very long line. Repeated fixes are counted, and after a few
+    different ones the rest is "and N more"."""
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config(step=[1] * 200)))
+    proc = run_probe("lint", "--isolated", "--fix", "config.json", cwd=tmp_path, env={"NO_COLOR": "1"})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stderr == "config.json: fixed 199: PL302 remove the entry repeating 1 (199 times)\n"
+    path.write_text(json.dumps(config(step=list(range(100)) * 2)))
+    proc = run_probe("lint", "--isolated", "--fix", "config.json", cwd=tmp_path, env={"NO_COLOR": "1"})
+    assert proc.returncode == 0 and json.loads(path.read_text())["step"] == list(range(100))
+    assert proc.stderr == ("config.json: fixed 100: " + ", ".join(f"PL302 remove the entry repeating {n}"
+                                                                  for n in range(4)) + ", and 96 more\n")
+
+
 def test_fix_refuses_files_a_rename_would_not_edit_as_a_write_does(tmp_path):
     """A read-only file and a file with another hard link are reported,
     not replaced; the owner and group of a rewritten file are kept."""
