@@ -223,21 +223,17 @@ FILLS = frozenset({
 })
 
 
-def fills_positive_infinity(call: Any, cache: HostCache) -> bool:
+def fills_positive_infinity(call: Any) -> bool:
     """``call`` writes a value it was given, and that value is +inf (a
-    Python ``float("inf")``, or a one-element tensor of +inf): a +inf mask
+    Python ``float("inf")``): a +inf mask
     on purpose, such as padded points set to +inf before a ``min`` over
-    distances. The only way +inf is by design."""
+    distances. The only way +inf is by design. (A +inf tensor given as
+    the value is an input holding inf/nan: its call is judged as carrying
+    it, not as a maker.)"""
     if api_word(getattr(call, "api", "")) not in FILLS:
         return False
     values = list(getattr(call, "args", ()) or ()) + list((getattr(call, "kwargs", None) or {}).values())
-    for value in values:
-        if type(value) is float and value == float("inf"):
-            return True
-        if dtype_name(value) in FLOAT_DTYPES and getattr(value, "size", 0) == 1 and \
-                only_positive_infinity(value, cache):
-            return True
-    return False
+    return any(type(value) is float and value == float("inf") for value in values)
 
 
 def by_design_infinity(tensor: Any, cache: HostCache, positive: bool) -> bool:
@@ -262,6 +258,7 @@ class ByDesign:
         self._consumed: set[int] = set()  # makers whose -inf a checked call took and turned finite
         self._external: set[int] = set()  # deferred calls that passed on a -inf no checked call made
         self._positive: set[int] = set()  # makers that wrote +inf on purpose (fills_positive_infinity)
+        self._returned: set[int] = set()  # L0: makers whose -inf the model returned into a gradient computation
 
     def __bool__(self) -> bool:
         return bool(self.makers)
@@ -269,7 +266,7 @@ class ByDesign:
     def clear(self) -> None:
         """The window closed: let everything go."""
         self.makers, self._tensors, self._calls, self._consumed, self._external = [], {}, set(), set(), set()
-        self._written, self._positive = {}, set()
+        self._written, self._positive, self._returned = {}, set(), set()
 
     def full(self) -> bool:
         """No more makers are remembered in this window. At the limit the
@@ -293,6 +290,7 @@ class ByDesign:
         self._consumed.discard(id(maker))
         self._external.discard(id(maker))
         self._positive.discard(id(maker))
+        self._returned.discard(id(maker))
         self._tensors = {key: hit for key, hit in self._tensors.items() if hit[1] is not maker}
         if self._written:
             self._written = {key: hit for key, hit in self._written.items() if hit[1] is not maker}
@@ -459,6 +457,24 @@ class ByDesign:
                     self._tensors[id(tensor)] = (tensor, maker)
                     break
 
+    def returned(self, makers: list) -> None:
+        """L0: the model returned these makers' -inf while MindSpore
+        recorded it for a gradient (its output went into a gradient
+        computation's forward pass)."""
+        self._returned.update(id(m) for m in makers)
+
+    def returned_makers(self) -> list:
+        """L0: the deferred makers whose -inf the model returned into a
+        gradient computation (:meth:`returned`), in order."""
+        return [m for m in self.makers if id(m) in self._returned and id(m) in self._calls]
+
+    def consume_returned(self) -> None:
+        """L0, a window whose gradient computations returned finite values
+        only (loss and gradients): the code after the model (the loss) took
+        the -inf the model returned into them and turned it finite; only
+        those makers are consumed (not one a forward-only pass returned)."""
+        self.consumed([m for m in self.makers if id(m) in self._returned])
+
     def positive(self, makers: list) -> bool:
         """One of ``makers`` wrote +inf on purpose."""
         return any(id(m) in self._positive for m in makers)
@@ -492,6 +508,29 @@ def _same_places(theirs: np.ndarray, ours: np.ndarray) -> bool:
         return bool(np.array_equal(np.broadcast_to(theirs, ours.shape), ours))
     except ValueError:
         return False
+
+
+def infinities_from_inputs(inputs: list, outputs: list, cache: HostCache) -> bool:
+    """Each inf/nan of ``outputs`` lies where a non-finite input (broadcast
+    to that output's shape) holds one: an elementwise call passing its
+    inputs' infinities on made none of its own. True when that cannot be
+    told (an input that does not broadcast, an unreadable array)."""
+    bad = [cache.get(t).array for t in iter_tensors(inputs) if not cache.finite(t)]
+    for tensor in outputs:
+        after = cache.get(tensor).array
+        if after is None:
+            return True
+        covered = np.zeros(after.shape, bool)
+        for values in bad:
+            if values is None:
+                return True
+            try:
+                covered |= np.broadcast_to(~np.isfinite(values), after.shape)
+            except ValueError:
+                return True
+        if not bool(covered[~np.isfinite(after)].all()):
+            return False
+    return True
 
 
 def judge_excusing(inputs: list, outputs: list, cache: HostCache, registry: ByDesign,
@@ -553,8 +592,9 @@ def decide(kind: str, call: Any, inputs: list, outputs: list, origin: bool, cach
     makers = registry.makers_of(inputs, cache)
     outside = outside_minus_infinity(inputs, cache, registry)
     nonfinite = [t for t in iter_tensors(outputs) if not cache.finite(t)]
-    positive = registry.positive(makers) if makers else fills_positive_infinity(call, cache)
+    positive = registry.positive(makers) if makers else fills_positive_infinity(call)
     only_minus_inf = all(by_design_infinity(t, cache, positive) for t in nonfinite)
+    word = api_word(call.api)
     if makers or outside:
         inputs_finite, outputs_finite = (False, False) if outside is None else \
             judge_excusing(inputs, outputs, cache, registry, outside)
@@ -562,8 +602,16 @@ def decide(kind: str, call: Any, inputs: list, outputs: list, origin: bool, cach
             registry.consumed(makers)
             return Decision.SKIP, []
         if inputs_finite and only_minus_inf and may_defer(call.api, True) and (makers or not registry.full()):
-            if makers:  # passed on: deferred too, for its maker
-                registry.defer(makers[0], nonfinite, on_behalf=call, inplace=inplace, positive=positive)
+            if word in COMPUTE and not infinities_from_inputs(inputs, nonfinite, cache):
+                # a review's finding: a float16 `d + penalty` overflowing beside a +inf (or -inf) mask passed on
+                # as the mask's own infinity; infinities where no by-design input had one are its own
+                registry.let_go(makers, nonfinite)
+                return Decision.ORIGIN, []
+            if makers:  # passed on: deferred too, for its maker (one that wrote +inf when +inf is passed on)
+                owner = makers[0]
+                if positive and not all(only_negative_infinity(t, cache) for t in nonfinite):
+                    owner = next(m for m in makers if registry.positive([m]))
+                registry.defer(owner, nonfinite, on_behalf=call, inplace=inplace)
             else:  # a -inf no checked call made, passed on: this call is where it came in
                 registry.defer(call, nonfinite, external=True, inplace=inplace)
             return Decision.SKIP, []
@@ -620,15 +668,18 @@ SUMS = frozenset({"__add__", "__radd__", "__iadd__", "add", "add_", "Add", "AddE
 
 
 def mask_sum(api: str, inputs: list, outputs: list, cache: HostCache) -> bool:
-    """An addition from finite inputs whose -inf outputs each lie where an
-    input (broadcast to the output's shape) holds :data:`MASK_VALUE` or
-    below, or the lowest finite value of its dtype (float16's -65504): masks
-    written with a large negative constant in place of -inf
-    added together (mindtorch writes ``finfo(float32).min`` for a causal
+    """An addition from finite inputs whose -inf outputs each lie where
+    every floating tensor input (broadcast to the output's shape) holds
+    exactly its dtype's lowest finite value (``finfo.min``: float32's
+    -3.4028235e38, float16's -65504): two masks written with that value in
+    place of -inf, added together (mindtorch writes it for a causal
     ``masked_fill(mask, -inf)`` and for a padding mask's ``pad[i] = -inf``;
     their sum is -inf where both mask). A maker, deferred as
     :func:`mask_cast`'s cast is. A hunt's finding: a clean attention step
-    with both masks was an ORIGIN at ``Tensor.__add__``."""
+    with both masks was an ORIGIN at ``Tensor.__add__``. A review's: any
+    value at or below -1e9 in one input passed real overflows of an
+    addition (-2e38 + -2e38) for a mask; every input must be at the lowest
+    value there."""
     if api_word(api) not in SUMS:
         return False
     result = next((t for t in iter_tensors(outputs) if dtype_name(t) in FLOAT_DTYPES), None)
@@ -638,19 +689,21 @@ def mask_sum(api: str, inputs: list, outputs: list, cache: HostCache) -> bool:
     places = np.isneginf(after)
     if not places.any():
         return False
-    covered = np.zeros(after.shape, bool)
+    addends = 0
     for tensor in iter_tensors(inputs):
         if dtype_name(tensor) not in FLOAT_DTYPES or not cache.finite(tensor):
             continue
         values = cache.get(tensor).array
-        if values is None:
-            continue
-        lowest = float(np.finfo(values.dtype).min) if values.dtype.kind == "f" else MASK_VALUE
+        if values is None or values.dtype.kind != "f":
+            return False
         try:
-            covered |= np.broadcast_to(values, after.shape) <= max(MASK_VALUE, lowest)
+            lowest = np.broadcast_to(values, after.shape) == np.finfo(values.dtype).min
         except ValueError:
             return False
-    return bool(covered[places].all())
+        if not bool(lowest[places].all()):
+            return False
+        addends += 1
+    return addends >= 2
 
 
 def decide_cell(kind: str, call: Any, inputs: list, outputs: list, verdict: Any, cache: HostCache,
@@ -667,6 +720,9 @@ def decide_cell(kind: str, call: Any, inputs: list, outputs: list, verdict: Any,
         owner = call if kind == "backward" else getattr(call, "owner", None)
         if verdict.overflow and verdict.origin and owner is not None and registry.deferred(owner):
             return Decision.AFTER_MAKERS, [owner]
+        returned = registry.returned_makers() if verdict.overflow and not verdict.origin else []
+        if returned:  # a gradient carrying inf/nan while the model's -inf went into the loss: that -inf reached it
+            return Decision.AFTER_MAKERS, returned
         return Decision.AS_USUAL, []
     inside = [m for m in getattr(call, "by_design_inside", None) or () if registry.deferred(m)]
     if not verdict.overflow:  # its own code between its sub-Cells consumed their -inf (a log_softmax)
@@ -771,6 +827,8 @@ def settle_model(top: Any, cache: HostCache, registry: ByDesign) -> tuple[bool, 
         # the first origin because another mask reached the result)
         reached = [m for m in registry.makers_of(top.output, cache) if m in inside]
         registry.unconsume(reached or inside)
+        if getattr(top, "grad_mode", False):
+            registry.returned(reached or inside)
         return inputs_finite, None
     registry.consumed(inside)
     return False, by_design_note(inside)

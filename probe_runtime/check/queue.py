@@ -474,6 +474,11 @@ class Checker:
                 self._overflow_steps.add(maker.step)
                 if external:  # it passed on a -inf no checked call made: where that came in
                     where_in = entered("forward", maker, cache)
+                elif getattr(maker, "own_construct", None):  # L0: the model's own construct made it (_defer_top)
+                    where_in = entered_object(maker.name, input=None, source=SOURCE_OWN_CONSTRUCT,
+                                              message=maker.own_construct)
+                    if getattr(maker, "is_model", False):
+                        self._hint_top(maker)
             if self.state.count_record():
                 batch.counted = True
                 try:
@@ -638,7 +643,10 @@ class Checker:
             return False
         if self.by_design.full():
             return False
-        self.by_design.defer(top.as_cell_call(own_construct_message(top)), nonfinite)
+        maker = top.as_cell_call(own_construct_message(top))
+        self.by_design.defer(maker, nonfinite)
+        if top.grad_mode:
+            self.by_design.returned([maker])
         return True
 
     def _release_stash(self, top: Any, cache: HostCache, batch: _Batch, record_top: bool) -> bool:

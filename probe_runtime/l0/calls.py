@@ -193,6 +193,8 @@ class TopCall:
     peers: list = field(default_factory=list)
     #: the deferred makers of a -inf by design that its sub-Cells returned (``check.by_design.settle_model``)
     by_design_inside: Optional[list] = None
+    #: MindSpore recorded the call for a gradient (the model ran inside a gradient computation's forward pass)
+    grad_mode: bool = False
 
     def as_cell_call(self, message: Optional[str]) -> "CellCall":
         """This call as a Cell entry the checker judges and records, with

@@ -337,6 +337,7 @@ class CellHooks:
                                             frames=capture_frames(sys._getframe(1)), params=params,
                                             params_at_start=not self.params_changed,
                                             param_probe=self._top_probe(prefix, params), peers=self._tops)
+                        local.top.grad_mode = bool(self._executor.grad_flag())
                         self._tops.append(local.top)
                         local.top_cell = id(cell)
                     except Exception as err:

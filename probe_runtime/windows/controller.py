@@ -66,6 +66,8 @@ class Window:
             returned inf/nan that no record explained (its note is written).
         finite_loss: L0: a gradient computation's forward pass returned
             finite values only (:meth:`Windows.on_forward`).
+        bad_results: a gradient computation returned inf/nan (outputs or
+            gradients).
     """
 
     kind: Kind
@@ -79,6 +81,7 @@ class Window:
     found_step: int = 0
     nested: bool = False
     finite_loss: bool = False
+    bad_results: bool = False
 
 
 class Windows:
@@ -326,8 +329,10 @@ class Windows:
             self._tainted.update(window.optimizers)
         self._last_optimizers = set(window.optimizers)
         try:
-            if window.finite_loss:  # L0: the loss code after the model took the -inf the model returned, finite
-                self.checker.by_design.consumed(self.checker.by_design.unconsumed())
+            if window.finite_loss and not window.bad_results:
+                # L0: the loss code after the model took the -inf the model returned into the gradient
+                # computations and turned it finite (their outputs and gradients all were)
+                self.checker.by_design.consume_returned()
             self.checker.release_by_design(unconsumed=True)  # -inf made by design that nothing took: a result
             if window.kind is Kind.SENTINEL:
                 self._resolve_sentinel()
@@ -388,6 +393,8 @@ class Windows:
         computation.step = self.state.step
         self.watched.on_computation(computation)
         window = self.current
+        if window is not None and computation.nonfinite and not computation.nested:
+            window.bad_results = True
         if window is not None and window.kind is Kind.EXACT and not self.stopped() and not computation.nested:
             # a resolution point: what the computation's calls took is read before the caller can refill it (a
             # hunt's finding: a Tensor.from_numpy batch buffer refilled with the next micro-batch was read instead,

@@ -105,3 +105,19 @@ def test_an_addition_to_minus_inf_that_reaches_the_result_is_the_origin(tmp_path
     debugger.windows.summary.said = True
     found = [(r["name"], r["origin"]) for _, r in dump_records(tmp_path / "dump")]
     assert found[:1] == [("Tensor.__add__.0.forward", True)], found
+
+
+@pytest.mark.parametrize("dtype, values", [(np.float32, (-2e38, -2e38)), (np.float16, (-65504.0, -32752.0))])
+def test_an_addition_of_values_that_are_not_both_the_lowest_is_an_origin(tmp_path, monkeypatch, dtype, values):
+    """A review's finding: any input at or below -1e9 (or float16's lowest
+    value in one input) passed an addition's real overflow for a mask sum,
+    and behind a ReLU the run said "no overflow found"."""
+    isolate(monkeypatch, tmp_path)
+    debugger = PrecisionDebugger(config_path=str(write_runtime_config(tmp_path, level="L1", nums=-1)))
+    debugger.start()
+    ops.relu(Tensor(np.full((2, 3), values[0], dtype)) + Tensor(np.full((2, 3), values[1], dtype))).sum()
+    debugger.stop()
+    debugger.step()
+    debugger.windows.summary.said = True
+    found = [(r["name"], r["origin"]) for _, r in dump_records(tmp_path / "dump")]
+    assert found[:1] == [("Tensor.__add__.0.forward", True)], found

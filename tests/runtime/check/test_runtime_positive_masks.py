@@ -72,3 +72,26 @@ def test_positive_infinity_made_by_a_computation_is_an_overflow(tmp_path, monkey
     for records in run_default_and_exact(tmp_path, monkeypatch, scenario, ORIGINAL):
         assert records and (records[0][1]["name"], records[0][1]["origin"]) == ("Functional.exp.0.forward", True), \
             records
+
+
+@pytest.mark.parametrize("sign", [1.0, -1.0])
+def test_an_overflow_beside_a_mask_is_not_passed_on_as_the_masks(tmp_path, monkeypatch, sign):
+    """A review's finding: a float16 ``d + penalty`` overflowing at an
+    unmasked place beside a +inf (or -inf) mask was passed on as the
+    mask's own infinity, and the run gave an all-clear. An elementwise
+    call's infinities where no by-design input had one are its own."""
+    def scenario(debugger):
+        fill = sign * float("inf")
+        for step in range(2):
+            dist = Tensor(np.full((1, 4), sign * (39675.0 if step == 1 else 1.0), np.float16))
+            pen = Tensor(np.full((1, 4), sign * (40000.0 if step == 1 else 0.0), np.float16))
+            debugger.start()
+            masked = ops.masked_fill(dist, Tensor(np.array([[False, False, False, True]])), fill)
+            total = masked + pen
+            (total.min(axis=-1) if sign > 0 else total.max(axis=-1)).astype(ms.float32).sum()
+            debugger.stop()
+            debugger.step()
+
+    for records in run_default_and_exact(tmp_path, monkeypatch, scenario, ORIGINAL):
+        assert records and (records[0][0], records[0][1]["name"], records[0][1]["origin"]) == \
+            (1, "Tensor.__add__.0.forward", True), records

@@ -545,3 +545,81 @@ def test_a_mask_the_model_returns_is_judged_by_the_loss_after_it(tmp_path, monke
             assert records == [], records
         else:
             assert records and (records[0][1]["name"], records[0][1]["origin"]) == (maker, True), records
+
+
+def _half_dense():
+    net = nn.SequentialCell([nn.Dense(4, 3, weight_init="ones", bias_init="zeros")])
+    net.to_float(ms.float16)
+    return net
+
+
+def test_a_finite_loss_does_not_consume_a_forward_only_passs_minus_inf(tmp_path, monkeypatch):
+    """A review's finding: a window holding an evaluation pass whose
+    float16 Dense overflowed to -inf, then a training step on other data
+    with a finite loss, gave an all-clear: the finite loss counted every
+    -inf of the window as consumed, not only the one the model returned
+    into it."""
+    def scenario(debugger):
+        net = _half_dense()
+        optimizer = nn.SGD(net.trainable_params(), 0.01)
+        grad_fn = ms.value_and_grad(lambda x: (net(x).astype(ms.float32) ** 2).mean(), None, optimizer.parameters)
+        for step in range(2):
+            debugger.start(net)
+            net(Tensor(np.full((2, 4), -30000 if step == 1 else -0.5, np.float16))).asnumpy()  # a metric
+            _, grads = grad_fn(Tensor(np.full((2, 4), 0.5, np.float16)))
+            optimizer(grads)
+            debugger.stop()
+            debugger.step()
+
+    for records in run_default_and_exact(tmp_path, monkeypatch, scenario, ORIGINAL, level="L0", nums=-1):
+        assert records and (records[0][0], records[0][1]["name"], records[0][1]["origin"]) == \
+            (1, "Cell.0.Dense.forward.0", True), records
+
+
+def test_a_finite_loss_with_nan_gradients_keeps_the_makers_origin_first(tmp_path, monkeypatch):
+    """A review's finding: the loss sqrt(exp(-inf)) is finite, its
+    gradient NaN; the Dense that overflowed to -inf lost its origin record
+    (the finite loss consumed its -inf) and the step had carried gradient
+    records only."""
+    def scenario(debugger):
+        net = _half_dense()
+        optimizer = nn.SGD(net.trainable_params(), 0.01)
+        grad_fn = ms.value_and_grad(lambda x: ops.sqrt(ops.exp(net(x).astype(ms.float32))).mean(), None,
+                                    optimizer.parameters)
+        for step in range(2):
+            debugger.start(net)
+            _, grads = grad_fn(Tensor(np.full((2, 4), -30000 if step == 1 else -0.5, np.float16)))
+            optimizer(grads)
+            debugger.stop()
+            debugger.step()
+
+    for records in run_default_and_exact(tmp_path, monkeypatch, scenario, ORIGINAL, level="L0", nums=-1):
+        assert records and (records[0][0], records[0][1]["name"], records[0][1]["origin"]) == \
+            (1, "Cell.0.Dense.forward.0", True), records
+
+
+class _OwnMask(nn.Cell):
+    """Its own construct masks class 2 with -inf: a forward-only model."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Dense(4, 3, weight_init="ones", bias_init="zeros")
+
+    def construct(self, x):
+        return self.fc(x) + Tensor(np.array([0, 0, -np.inf], np.float32))
+
+
+def test_a_forward_only_models_own_minus_inf_keeps_its_own_construct_record(tmp_path, monkeypatch):
+    """A review's finding: deferred, then recorded when the window closed,
+    the model's own -inf lost its ``entered`` (own-construct, use L1)."""
+    def scenario(debugger):
+        net = _OwnMask()
+        debugger.start(net)
+        net(Tensor(np.ones((2, 4), np.float32)))
+        debugger.stop()
+        debugger.step()
+
+    for records in run_default_and_exact(tmp_path, monkeypatch, scenario, ORIGINAL, level="L0", nums=-1):
+        first = records[0][1]
+        assert (first["name"], first["origin"]) == ("Cell._OwnMask.forward.0", True), records
+        assert first["entered"]["source"] == "own-construct" and "level L1" in first["entered"]["message"], first
