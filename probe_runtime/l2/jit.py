@@ -41,6 +41,8 @@ import re
 import shutil
 from typing import Any, Callable, Optional
 
+import numpy as np
+
 from probe_format.layout import OUTSIDE
 
 from ..check.by_design import only_negative_infinity
@@ -175,14 +177,16 @@ class JitRegions:
             if watched and not _is_optimizer(getattr(run, "obj", None)):  # nn.SGD's compiled construct: not the user's
                 self.calls += 1
             params = self._parameters(run, args, kwargs) if watched else []
-            before = self._finite(params)
+            masks: dict[int, np.ndarray] = {}
+            before = self._finite(params, masks)
             result = original(run, *args, **kwargs)
             try:
                 name = self.region_name(run)
                 if not watched:
                     return result
                 held = [p for p, ok in zip(params, before) if not ok]
-                written = [p for p, ok, now in zip(params, before, self._finite(params)) if ok and not now]
+                after = self._finite(params, before=masks)
+                written = [p for p, ok, now in zip(params, before, after) if ok and not now]
                 returned = nonfinite_outputs(result)
                 if held and (returned or written):
                     self._note(name, held, bool(returned), "ran on {} while they held inf/nan: the overflow started "
@@ -230,16 +234,27 @@ class JitRegions:
         return known[2]
 
     @staticmethod
-    def _finite(params: list) -> list[bool]:
-        """Each Parameter's finiteness now (a host read each)."""
+    def _finite(params: list, masks: Optional[dict] = None, before: Optional[dict] = None) -> list[bool]:
+        """Each Parameter's finiteness now (a host read each); a frozen
+        Parameter of -inf (a mask kept as one) counts as finite, by design
+        (:func:`~.snapshot.by_design`). ``masks``: filled with a copy of
+        each such Parameter's values, by ``id`` (read before a region);
+        ``before``: those copies, read after it: its -inf is by design only
+        where it held -inf before the region too (a hunt's finding: a
+        frozen statistic a region's ``ops.assign`` overflowed from finite
+        to -inf was taken for a mask, and the run called clean)."""
         if not params:
             return []
         cache = HostCache()
         out = []
-        for parameter in params:  # a frozen Parameter of -inf (a mask kept as one) counts as finite: by design
+        for parameter in params:
             finite = cache.finite(parameter)
             array = None if finite else cache.get(parameter).array
-            out.append(finite or array is not None and by_design(parameter, array))
+            designed = array is not None and by_design(parameter, array, before=None if before is None else
+                                                       before.get(id(parameter), np.zeros(0)))
+            if designed and masks is not None and array is not None:
+                masks[id(parameter)] = np.array(array, copy=True)
+            out.append(finite or designed)
         return out
 
     def _note(self, name: str, params: list, returned: bool, what: str) -> None:

@@ -69,12 +69,14 @@ class StateSnapshot:
 
     def nonfinite(self) -> list[str]:
         """Names of the floating Parameters holding inf/nan now, but for
-        masks by design (:func:`by_design`)."""
+        masks by design (:func:`by_design`): a frozen Parameter's -inf is
+        one only where it held -inf when :meth:`take` ran too (a finite
+        value the step turned into -inf is an overflow)."""
         found = []
         for name, parameter, buffer in self._entries:
             if buffer.dtype.kind == "f":
                 values = parameter.asnumpy()
-                if not np.isfinite(values).all() and not by_design(parameter, values):
+                if not np.isfinite(values).all() and not by_design(parameter, values, before=buffer):
                     found.append(name)
         return found
 
@@ -97,18 +99,30 @@ class StateSnapshot:
             ops.assign(parameter, Tensor(buffer.copy()))
 
 
-def by_design(parameter: Any, values: np.ndarray) -> bool:
+def by_design(parameter: Any, values: np.ndarray, before: Optional[np.ndarray] = None) -> bool:
     """A Parameter no optimizer writes (``requires_grad`` False) whose
     non-finite values are -inf only: a mask kept as a Parameter (a causal
     attention mask, ``triu`` of -inf), as L0 and L1 treat a frozen
     Parameter's -inf (``check.probes.probe_now``). NaN or +inf there, or
     -inf in a trainable Parameter, is no mask. A hunt's finding: such a mask
     made every step "held inf/nan before the compiled step", so no step
-    was checked and the real overflow was never named."""
+    was checked and the real overflow was never named.
+
+    ``before``: its values before the step that left ``values``; then each
+    -inf must have been -inf before it too (a mask kept as a Parameter is
+    -inf from the start). A hunt's finding: a frozen running statistic
+    that a step overflowed from finite to -inf (``ops.assign``) was taken
+    for a mask, and the run ended in "no overflow found"."""
     if getattr(parameter, "requires_grad", True) is not False:
         return False
     flat = values.reshape(-1)
-    return not bool(np.isnan(flat).any()) and not bool(np.isposinf(flat).any())
+    if bool(np.isnan(flat).any()) or bool(np.isposinf(flat).any()):
+        return False
+    if before is None:
+        return True
+    if before.shape != values.shape:
+        return False
+    return bool(np.isneginf(before)[np.isneginf(values)].all())
 
 
 def foreign_parameters(cell: Any, args: tuple, kwargs: dict,

@@ -529,8 +529,19 @@ class TwoOrigins(nn.Cell):  # a second overflow from finite inputs after the fir
         return safe.sum() + ops.exp(ops.add(y, safe)).sum()
 
 
+class Tracked(nn.Cell):  # a frozen running statistic that the step overflows from finite to -inf
+    def __init__(self):
+        super().__init__()
+        self.stat = Parameter(ms.Tensor(np.ones((1,), np.float32)), name="stat", requires_grad=False)
+
+    def construct(self, x):
+        ops.assign(self.stat, -ops.abs(self.stat) * x.max() * 1e36)
+        return x.mean()
+
+
 total = Parameter(ms.Tensor(np.zeros((1,), np.float32)), name="total")
-net = {"mask": Masked, "count": Counting, "outer": Outer, "helper": Helped, "two": TwoOrigins}[case]()
+net = {"mask": Masked, "count": Counting, "outer": Outer, "helper": Helped, "two": TwoOrigins,
+       "tracked": Tracked}[case]()
 for step in range(3):
     big = step == 1
     if debugger is not None:
@@ -539,6 +550,8 @@ for step in range(3):
         net(ms.Tensor(np.full((4, 4), 30.0 if big else 0.1, np.float32)))
     elif case in ("count", "outer", "helper"):
         net(total, ms.Tensor(np.full((2,), 1e10 if big else 1.0, np.float32)))
+    elif case == "tracked":
+        net(ms.Tensor(np.full((4, 4), 100.0 if big else 0.5 + step, np.float32)))
     else:
         net(ms.Tensor(np.full((2,), 1e10 if big else 1.0, np.float32)), ms.Tensor(np.full((2,), 100.0, np.float32)))
     if debugger is not None:
@@ -630,6 +643,15 @@ class HeldPassedOn(nn.Cell):  # the same with the mask a frozen Parameter of the
         return x * 2.0 + self.mask
 
 
+stat = Parameter(ms.Tensor(np.ones((1,), np.float32)), name="stat", requires_grad=False)
+
+
+@ms.jit
+def tracked(x):  # a frozen running statistic its assign overflows from finite to -inf in step 1
+    ops.assign(stat, -ops.abs(stat) * x.max() * 1e37)
+    return x.sum()
+
+
 held, held_passed_on = Held(), HeldPassedOn()
 for step in range(2):
     x = ms.Tensor(np.full((3, 3), 40.0 if step == 1 else 0.5, np.float32))
@@ -640,6 +662,8 @@ for step in range(2):
         given(x, ms.Tensor(causal))
     elif case == "held_passed_on":
         ops.softmax(held_passed_on(x), -1).sum()
+    elif case == "tracked":
+        tracked(x)
     else:
         ops.softmax(passed_on(x, ms.Tensor(causal)), -1).sum()
     debugger.stop()
@@ -720,3 +744,32 @@ def test_a_bytecode_jit_region_keeps_detection_on(tmp_path):
     assert "detection turned off" not in proc.stderr, proc.stderr[-3000:]
     first = records(tmp_path / "dump", 2)[0]
     assert first["origin"] is True and "log" in first["name"].lower(), first
+
+
+def test_a_frozen_parameter_made_minus_inf_by_the_step_is_recorded(tmp_path):
+    """A hunt's finding: a frozen Parameter (a running statistic) finite
+    before the step and -inf after it was taken for a mask kept as a
+    Parameter, and the run said "no overflow found"; a mask is -inf
+    before the step too."""
+    proc = _hunt_case(tmp_path, "tracked", str(write_runtime_config(tmp_path, level="L2", nums=1)))
+    assert "no overflow found" not in proc.stderr, proc.stderr[-2000:]
+    first = records(tmp_path / "dump", 1)[0]
+    assert first["origin"] is True and first["name"].startswith("Mul."), first
+
+
+def test_a_jit_region_turning_a_frozen_parameter_minus_inf_is_recorded(tmp_path):
+    """A hunt's finding: a @jit region whose ops.assign overflowed a frozen
+    Parameter from finite to -inf was taken for a mask kept as a Parameter
+    (by design), and the run said "no overflow found"."""
+    script = tmp_path / "jit_masks.py"
+    script.write_text(JIT_MASKS)
+    env = {k: v for k, v in os.environ.items() if k not in LAUNCHER_VARIABLES + ("MINDSPORE_DUMP_CONFIG",)}
+    env.update(PYTHONPATH=str(ROOT), TMPDIR=str(tmp_path))
+    config = write_runtime_config(tmp_path, level="L1", nums=-1)
+    proc = subprocess.run([sys.executable, str(script), "tracked", str(config)], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert not (tmp_path / "dump" / "step0").exists(), proc.stderr[-2000:]
+    (only,) = records(tmp_path / "dump", 1)
+    assert only["kind"] == "outside" and "Parameter stat" in only["nonfinite"], only
+    assert "wrote inf/nan into Parameter stat, finite when it started" in only["message"], only
