@@ -38,6 +38,8 @@ import weakref
 from types import FrameType
 from typing import Any, Callable, Optional, Sequence
 
+import numpy as np
+
 from probe_format.layout import OUTSIDE
 
 from ..check.verdict import is_tensor, to_host
@@ -52,25 +54,79 @@ from .snapshot import StateSnapshot, construct_parameters, foreign_parameters
 LOGGER = logging.getLogger("probe_runtime")
 
 
+def labelled_tensors(result: Any, label: str = "output") -> list[tuple[str, Any]]:
+    """``(label, tensor)`` of each tensor in ``result`` (a tensor, or
+    tuples, lists and dicts of them, nested): ``output``, ``output 1``,
+    ``output 'score'``."""
+    if isinstance(result, (tuple, list)):
+        found: list[tuple[str, Any]] = []
+        for i, item in enumerate(result):
+            found += labelled_tensors(item, f"{label} {i}")
+        return found
+    if isinstance(result, dict):
+        found = []
+        for key, item in result.items():
+            found += labelled_tensors(item, f"{label} {key!r}")
+        return found
+    return [(label, result)] if is_tensor(result) else []
+
+
 def nonfinite_outputs(result: Any, label: str = "output") -> list[str]:
     """Labels of the floating tensors in ``result`` (a tensor, or tuples,
     lists and dicts of them, nested) that hold inf/nan: ``output``,
     ``output 1``, ``output 'score'``. Every tensor is read on the host
     (:func:`~probe_runtime.check.verdict.to_host`: bfloat16 and float8 cast
     to float32 first; one that cannot be read counts as finite)."""
-    if isinstance(result, (tuple, list)):
-        found: list[str] = []
-        for i, item in enumerate(result):
-            found += nonfinite_outputs(item, f"{label} {i}")
-        return found
-    if isinstance(result, dict):
-        found = []
-        for key, item in result.items():
-            found += nonfinite_outputs(item, f"{label} {key!r}")
-        return found
-    if not is_tensor(result):
-        return []
-    return [] if to_host(result).finite() else [label]
+    return [name for name, tensor in labelled_tensors(result, label) if not to_host(tensor).finite()]
+
+
+def nan_or_plus_inf(result: Any, label: str = "output") -> list[str]:
+    """Labels of the tensors in ``result`` (as :func:`nonfinite_outputs`)
+    that hold NaN or +inf: a tensor whose non-finite values are -inf only
+    (a mask, by design) is not among them."""
+    found = []
+    for name, tensor in labelled_tensors(result, label):
+        host = to_host(tensor)
+        if host.finite() or host.array is None:
+            continue
+        flat = host.array.reshape(-1)
+        if bool(np.isnan(flat).any()) or bool(np.isposinf(flat).any()):
+            found.append(name)
+    return found
+
+
+def mask_like(result: Any) -> bool:
+    """Every tensor of ``result`` holding inf/nan holds -inf only, beside
+    finite values (at least one tensor does): what a mask maker returns
+    (logits with invalid actions filled with -inf). A tensor that is -inf
+    everywhere (a scalar loss of ``log(0)``) is no mask."""
+    seen = False
+    for _, tensor in labelled_tensors(result):
+        host = to_host(tensor)
+        if host.finite() or host.array is None:
+            continue
+        flat = host.array.reshape(-1)
+        if bool(np.isnan(flat).any()) or bool(np.isposinf(flat).any()) or bool(np.isneginf(flat).all()):
+            return False
+        seen = True
+    return seen
+
+
+def judged_result(cell: Any) -> bool:
+    """What ``cell`` returns is judged as the loss or the gradients: it
+    holds an optimizer (a ``TrainOneStepCell``: it returns the loss) or a
+    loss function (a ``WithLossCell``), or is a ``ForwardValueAndGrad``.
+    Its -inf is never taken for a mask."""
+    from mindspore import nn
+
+    kinds: tuple = tuple(k for k in (getattr(nn, "Optimizer", None), getattr(nn, "LossBase", None),
+                                     getattr(nn, "WithLossCell", None), getattr(nn, "ForwardValueAndGrad", None),
+                                     getattr(nn, "TrainOneStepCell", None)) if isinstance(k, type))
+    try:
+        cells = [c for _, c in cell.cells_and_names()]
+    except Exception:
+        cells = [cell]
+    return any(isinstance(c, kinds) for c in cells)
 
 
 def caller_where(library_roots: tuple[str, ...]) -> Optional[str]:
@@ -101,6 +157,9 @@ class GraphChecks:
             all-clear may be said then).
         on_unchecked: called with the step when a window closes in which no
             Cell was called (nothing of it was checked).
+        on_mask: called with (step, what) when a step was taken for one
+            that returns a mask made by design (:meth:`taken_for_mask`): not
+            recorded, said in the run's summary.
 
     Attributes:
         checked: compiled runs checked; replays: runs replayed under the dump.
@@ -109,7 +168,8 @@ class GraphChecks:
     def __init__(self, state: RunState, records: KernelRecords, switch: DumpSwitch, *, scratch: str,
                  library_roots: tuple[str, ...], on_exhausted: Callable[[], None],
                  on_error: Callable[[str, BaseException], None], on_note: Callable[[], None] = lambda: None,
-                 on_unchecked: Optional[Callable[[int], None]] = None) -> None:
+                 on_unchecked: Optional[Callable[[int], None]] = None,
+                 on_mask: Optional[Callable[[int, str], None]] = None) -> None:
         self.state = state
         self.records = records
         self.switch = switch
@@ -119,12 +179,14 @@ class GraphChecks:
         self.on_error = on_error
         self.on_note = on_note
         self.on_unchecked = on_unchecked
+        self.on_mask = on_mask
         self.checked = 0
         self._at_open = 0
         self._exit_registered = False
         self.replays = 0
         self._snapshots: dict[int, tuple[Callable[[], Any], StateSnapshot, tuple]] = {}
         self._reach: dict[int, tuple[Callable[[], Any], list]] = {}
+        self._judged: dict[int, tuple[Callable[[], Any], bool]] = {}
         self._noted: dict[str, int] = {}  # kind of note -> the step it was first said in
         #: id of a Parameter -> (a weak reference to it, the step after whose record it held inf/nan); a Parameter
         #: may be another Cell's too (an evaluation Cell sharing the trained one's)
@@ -230,10 +292,13 @@ class GraphChecks:
             self.checked += 1
             try:
                 left = snapshot.nonfinite()
-                found = nonfinite_outputs(result) + [f"Parameter {n}" for n in left]
+                outputs = nonfinite_outputs(result)
+                found = outputs + [f"Parameter {n}" for n in left]
                 if self._spoiled:
                     self._mend(snapshot, left)
                 if not found or self.state.exhausted:
+                    return result
+                if outputs and not left and self.taken_for_mask(cell, args, kwargs, snapshot, result, outputs):
                     return result
                 return self.replay(original, cell, args, kwargs, snapshot, found, result, left=left)
             except Exception as err:
@@ -241,6 +306,41 @@ class GraphChecks:
                 return result
         finally:
             self._depth -= 1
+
+    def taken_for_mask(self, cell: Any, args: tuple, kwargs: dict, snapshot: StateSnapshot, result: Any,
+                       outputs: list[str]) -> bool:
+        """Whether a step whose Parameters stayed finite and whose
+        ``outputs`` hold inf/nan returned a mask made by design, as L1 and
+        L0 defer a mask maker (``check.by_design``): every non-finite
+        output holds -inf only beside finite values (:func:`mask_like`),
+        the arguments held no NaN or +inf (a -inf mask given to it may be
+        passed on) and the Parameters were finite before it (but for
+        frozen masks), and ``cell``'s result is not a loss or gradients
+        (:func:`judged_result`: a ``TrainOneStepCell`` whose loss is -inf
+        is recorded). Such a step is not replayed nor recorded: what takes
+        its -inf after it (a softmax over the logits, outside the compiled
+        step) is not seen at L2, so it is said once on stderr and in the
+        run's summary (``on_mask``), which never calls the run clean
+        without naming it. A hunt's finding: a policy Cell returning its
+        logits masked with -inf got a MaskedFill record in step 0, and
+        with ``overflow_nums`` 1 the real overflow of step 2 went
+        unchecked."""
+        held = self._judged.get(id(cell))
+        if held is None or held[0]() is not cell:
+            held = self._judged[id(cell)] = (weakref.ref(cell), judged_result(cell))
+        if held[1] or not mask_like(result) or nan_or_plus_inf([*args, *kwargs.values()], "argument") or \
+                snapshot.taken_nonfinite():
+            return False
+        where = caller_where(self.library_roots)
+        what = f"the compiled step at {where} ({', '.join(outputs[:4])})"
+        if f"mask {where}" not in self._noted:
+            self._noted[f"mask {where}"] = self.state.step
+            LOGGER.warning("probe_runtime: step %s: %s returned -inf only, beside finite values, with its Parameters "
+                           "finite: taken for a mask made by design, not recorded (an overflow that gives -inf only "
+                           "looks the same at level L2; the run's summary names the steps)", self.state.step, what)
+        if self.on_mask is not None:
+            self.on_mask(self.state.step, what)
+        return True
 
     def replay(self, original: Callable, cell: Any, args: tuple, kwargs: dict, snapshot: StateSnapshot,
                found: list[str], result: Any, left: Optional[list[str]] = None) -> Any:

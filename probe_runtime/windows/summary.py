@@ -103,6 +103,8 @@ class Summary:
         self.restarts: dict[int, int] = {}
         #: called with the all-clear once it is printed (the debugger keeps it in its dump_path marker)
         self.remember: Optional[Callable[[str], None]] = None
+        #: L2: the compiled steps taken for ones returning a mask made by design (not recorded), what -> steps
+        self.mask_steps: dict[str, set[int]] = {}
 
     def started(self, step: int) -> None:
         """``start()`` was called in ``step``."""
@@ -130,6 +132,23 @@ class Summary:
         self.checked_steps.discard(step)
         self.exact_steps.discard(step)
         self.unseen.setdefault(why, set()).add(step)
+
+    def took_for_mask(self, step: int, what: str) -> None:
+        """L2: the compiled step ``what`` (``the compiled step at
+        train.py:40 (output 0)``) of ``step`` returned -inf only, beside
+        finite values, with its Parameters finite: taken for a mask made
+        by design and not recorded (``l2.graph.GraphChecks.taken_for_mask``);
+        the exit line names it (:meth:`mask_parts`)."""
+        self.mask_steps.setdefault(what, set()).add(step)
+
+    def mask_parts(self) -> list[str]:
+        """What the exit line says of the L2 steps taken for ones returning
+        a mask (:meth:`took_for_mask`), [] when there is none: a hunt's
+        finding was that not recording them must not hide them."""
+        return [f"{what} returned -inf only, beside finite values, with its Parameters finite, in step "
+                f"{shown_steps(steps)}: taken for a mask made by design (invalid actions or padding filled with "
+                "-inf), not recorded; an overflow that gives -inf only (-exp of a large value) looks the same at "
+                "level L2, level L1 in PyNative mode tells them apart" for what, steps in self.mask_steps.items()]
 
     def forget(self, step: int) -> None:
         """``step`` was opened by ``step()`` (``start()`` without ``stop()``)
@@ -160,7 +179,7 @@ class Summary:
             message += f"; {self.rank_outside}, so no step of this process was checked"
         else:
             message += self.outside_part()
-        for part in self.unchecked_parts():
+        for part in self.unchecked_parts() + self.mask_parts():
             message += "; " + part
         if self.jit_calls and self.level in ("L1", "L0"):  # a fresh user's finding: a clip compiled with @jit
             message += (f"; {self.jit_calls} call(s) of mindspore.jit regions ran in the checked steps: a region is "
@@ -243,7 +262,7 @@ class Summary:
         first record may come after where the overflow started when one of
         them ran before a checked step); nothing when there are none.
         ``force``: said even after another exit line."""
-        parts = self.unchecked_parts()
+        parts = self.unchecked_parts() + self.mask_parts()
         outside = self.outside_part()
         if outside:  # a fresh user's finding: step 2 made the NaN, unchecked, and the records began in step 3
             unchecked = self.run_steps - self.checked_steps - set().union(*self.unseen.values())

@@ -529,6 +529,43 @@ class TwoOrigins(nn.Cell):  # a second overflow from finite inputs after the fir
         return safe.sum() + ops.exp(ops.add(y, safe)).sum()
 
 
+VALID = ms.Tensor(np.array([[True, True, False]] * 4))
+CAUSAL = ms.Tensor(np.triu(np.ones((4, 4), bool), 1))
+DIAGONAL = ms.Tensor(np.eye(4, dtype=np.float32))
+
+
+class Policy(nn.Cell):  # returns logits masked with -inf by design (consumed after it) and a value head
+    def __init__(self):
+        super().__init__()
+        self.pi = nn.Dense(4, 3, weight_init="ones", bias_init="zeros")
+        self.v = nn.Dense(4, 1, weight_init="ones", bias_init="zeros")
+
+    def construct(self, x):
+        return ops.masked_fill(self.pi(x), ops.logical_not(VALID), float("-inf")), ops.exp(self.v(x))
+
+
+class Scores(nn.Cell):  # a dict output: the loss and the masked scores
+    def construct(self, x):
+        s = ops.masked_fill(x * 0.01, CAUSAL, float("-inf"))
+        return {"loss": (ops.softmax(s, -1) * x).mean() * ops.exp(x * 2.0).mean(), "scores": s}
+
+
+class Spoiling(nn.Cell):  # -exp overflows on the diagonal: -inf only beside finite values, written into a Parameter
+    def __init__(self):
+        super().__init__()
+        self.acc = Parameter(ms.Tensor(np.zeros((4, 4), np.float32)), name="acc")
+
+    def construct(self, x):
+        y = -ops.exp(x * DIAGONAL)
+        ops.assign(self.acc, y)
+        return y
+
+
+class NegLog(nn.Cell):  # log of 0: a scalar -inf is no mask
+    def construct(self, x):
+        return ops.log(ops.relu(5.0 - x)).mean()
+
+
 class Tracked(nn.Cell):  # a frozen running statistic that the step overflows from finite to -inf
     def __init__(self):
         super().__init__()
@@ -540,8 +577,8 @@ class Tracked(nn.Cell):  # a frozen running statistic that the step overflows fr
 
 
 total = Parameter(ms.Tensor(np.zeros((1,), np.float32)), name="total")
-net = {"mask": Masked, "count": Counting, "outer": Outer, "helper": Helped, "two": TwoOrigins,
-       "tracked": Tracked}[case]()
+net = {"mask": Masked, "count": Counting, "outer": Outer, "helper": Helped, "two": TwoOrigins, "policy": Policy,
+       "scores": Scores, "spoiling": Spoiling, "neglog": NegLog, "tracked": Tracked}[case]()
 for step in range(3):
     big = step == 1
     if debugger is not None:
@@ -550,7 +587,7 @@ for step in range(3):
         net(ms.Tensor(np.full((4, 4), 30.0 if big else 0.1, np.float32)))
     elif case in ("count", "outer", "helper"):
         net(total, ms.Tensor(np.full((2,), 1e10 if big else 1.0, np.float32)))
-    elif case == "tracked":
+    elif case in ("policy", "scores", "spoiling", "neglog", "tracked"):
         net(ms.Tensor(np.full((4, 4), 100.0 if big else 0.5 + step, np.float32)))
     else:
         net(ms.Tensor(np.full((2,), 1e10 if big else 1.0, np.float32)), ms.Tensor(np.full((2,), 100.0, np.float32)))
@@ -744,6 +781,34 @@ def test_a_bytecode_jit_region_keeps_detection_on(tmp_path):
     assert "detection turned off" not in proc.stderr, proc.stderr[-3000:]
     first = records(tmp_path / "dump", 2)[0]
     assert first["origin"] is True and "log" in first["name"].lower(), first
+
+
+@pytest.mark.parametrize("case", ["policy", "scores"])
+def test_a_compiled_step_returning_a_minus_inf_mask_is_not_recorded(tmp_path, case):
+    """A hunt's finding: a policy Cell returning its logits masked with -inf
+    (by design: a softmax after the step consumes them) got a MaskedFill
+    record in step 0 ("where it started is not known"), and with
+    overflow_nums 1 the Exp of step 1 was never checked; a dict output
+    holding the masked scores likewise. A step whose non-finite outputs hold
+    -inf only beside finite values, with its Parameters finite, is taken for
+    a mask: not recorded, and the run's last line names it."""
+    proc = _hunt_case(tmp_path, case, str(write_runtime_config(tmp_path, level="L2", nums=1)))
+    assert not (tmp_path / "dump" / "step0").exists(), proc.stderr[-2000:]
+    first = records(tmp_path / "dump", 1)[0]
+    assert first["origin"] is True and first["name"].startswith("Exp."), first
+    assert "in step 0: taken for a mask made by design" in proc.stderr, proc.stderr[-2000:]
+
+
+@pytest.mark.parametrize("case", ["spoiling", "neglog"])
+def test_a_minus_inf_only_overflow_that_is_no_mask_is_recorded(tmp_path, case):
+    """Not taken for a mask: a step whose -inf only output came with a
+    Parameter it wrote -inf into, and a scalar -inf (log of 0, no finite
+    value beside it)."""
+    proc = _hunt_case(tmp_path, case, str(write_runtime_config(tmp_path, level="L2", nums=1)))
+    assert not (tmp_path / "dump" / "step0").exists(), proc.stderr[-2000:]
+    first = records(tmp_path / "dump", 1)[0]
+    assert first["origin"] is True and first["name"].split(".")[0] in ("Exp", "Log", "Neg"), first
+    assert "taken for a mask" not in proc.stderr
 
 
 def test_a_frozen_parameter_made_minus_inf_by_the_step_is_recorded(tmp_path):
