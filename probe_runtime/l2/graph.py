@@ -366,6 +366,12 @@ class GraphChecks:
                        record_again=False)
             return result
         given_finite = not nonfinite_outputs([*args, *kwargs.values()])  # and the Parameters: `before` is empty
+        came_in = nan_or_plus_inf(list(args), "argument") + nan_or_plus_inf(kwargs, "argument")
+        entered = None
+        if came_in:  # as L1 says of data holding inf/nan (a hunt's finding: "where it started is not known")
+            entered = (came_in[0], f"non-finite input entered with the arguments of the compiled step at {where}: "
+                                   f"{', '.join(came_in[:4])} held inf/nan on entry, made outside the checked step "
+                                   "(the data, or code before the step)")
         after = StateSnapshot.like(snapshot)  # what the step left (its update, moving statistics, optimizer state)
         after.take()
         snapshot.restore()
@@ -386,6 +392,11 @@ class GraphChecks:
             LOGGER.warning("probe_runtime: the replay of the compiled step at %s ran its random kernels (%s) once "
                            "more: the step's result and Parameters are kept, but the random numbers drawn after this "
                            "step differ from a run without the tool", where, ", ".join(drawn[:4]))
+        if not kernels and entered is not None:
+            self._note("given", found, where, entered[1],
+                       again=f"the compiled step at {where} was given inf/nan again ({', '.join(came_in[:4])})")
+            self._spoil(snapshot, left)
+            return result
         if not kernels:
             outputs = ", ".join(found[:4])
             if drawn:
@@ -406,7 +417,7 @@ class GraphChecks:
             self._spoil(snapshot, left)
             return result
         self.state.count_record()
-        self.records.write(kernels)
+        self.records.write(kernels, entered=entered)
         self._spoil(snapshot, left)
         if self.state.exhausted:
             self.on_exhausted()

@@ -25,8 +25,9 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from probe_format.layout import BACKWARD, FORWARD, INPUT, INPUT_ARGS, INPUT_KWARGS, OUTPUT
-from probe_format.records import call_record, note_record
+from probe_format.layout import (BACKWARD, FORWARD, INPUT, INPUT_ARGS, INPUT_KWARGS, MESSAGE, OUTPUT,
+                                 SOURCE_OUTSIDE)
+from probe_format.records import call_record, entered_object, note_record
 
 from ..check.verdict import HostTensor, statistics
 from ..dump.writer import Record, StepWriter
@@ -138,14 +139,18 @@ class KernelRecords:
             self._writers[step] = writer
         return writer
 
-    def write(self, kernels: list[Kernel], *, inside: Optional[str] = None) -> int:
+    def write(self, kernels: list[Kernel], *, inside: Optional[str] = None,
+              entered: Optional[tuple[str, str]] = None) -> int:
         """Write the records of ``kernels`` (as :func:`~.scan.scan` returns
         them) into the current step: the first origin (with its ``.npy``), then
         in the order they ran at most :data:`MAX_CARRIED` other origins and as
         many carried ones, no more than ``overflow_nums``
         leaves room for (the caller has counted the first); ``inside``: the enclosing
-        region's entry name (a ``@jit`` region at L1/L0). Returns how many
-        were written.
+        region's entry name (a ``@jit`` region at L1/L0); ``entered``:
+        (which input, what it says) when the step's arguments held inf/nan
+        on entry: the first carried kernel's record gets an ``entered``
+        object (source ``outside``) saying so, which ``probe report``
+        names. Returns how many were written.
 
         Raises:
             WriterError, OSError: the dump cannot be written.
@@ -166,13 +171,19 @@ class KernelRecords:
             if kernel.name in writer.data:  # the same kernel in another replay of this step
                 record.name = f"{kernel.name}.{sum(1 for n in writer.data if n.startswith(kernel.name))}"
             message = kernel_message(kernel, origins[0] if origins else None)
+            came_in = None
+            if entered is not None and carried and kernel is carried[0]:
+                came_in = entered_object(record.name, input=entered[0], source=SOURCE_OUTSIDE, message=entered[1])
             writer.write(record, **call_record(record.name, origin=kernel.origin, where=kernel.where,
                                                kind=BACKWARD if kernel.backward else FORWARD, step=step,
-                                               rank=self.state.rank, inside=inside, message=message))
+                                               rank=self.state.rank, inside=inside, message=message,
+                                               entered=came_in))
             LOGGER.warning("probe_runtime: step %s: overflow in kernel %s (%s) %s%s%s", step, record.name,
                            "origin" if kernel.origin else "carried",
                            f"at {kernel.where}" if kernel.where else "(file:line unknown)",
-                           f" inside {inside}" if inside else "", f": {message}" if message else "")
+                           f" inside {inside}" if inside else "",
+                           f": {'; '.join(m for m in (message, came_in and came_in[MESSAGE]) if m)}"
+                           if message or came_in else "")
         if len(carried) > MAX_CARRIED:
             LOGGER.warning("probe_runtime: step %s: %d more kernels carried the inf/nan on (not recorded)", step,
                            len(carried) - MAX_CARRIED)

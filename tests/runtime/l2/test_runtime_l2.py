@@ -576,9 +576,18 @@ class Tracked(nn.Cell):  # a frozen running statistic that the step overflows fr
         return x.mean()
 
 
+class Plain(nn.Cell):  # the data may hold inf
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Dense(4, 4, weight_init="ones", bias_init="zeros")
+
+    def construct(self, x):
+        return ops.relu(self.fc(x)).sum()
+
+
 total = Parameter(ms.Tensor(np.zeros((1,), np.float32)), name="total")
 net = {"mask": Masked, "count": Counting, "outer": Outer, "helper": Helped, "two": TwoOrigins, "policy": Policy,
-       "scores": Scores, "spoiling": Spoiling, "neglog": NegLog, "tracked": Tracked}[case]()
+       "scores": Scores, "spoiling": Spoiling, "neglog": NegLog, "tracked": Tracked, "data": Plain}[case]()
 for step in range(3):
     big = step == 1
     if debugger is not None:
@@ -589,6 +598,10 @@ for step in range(3):
         net(total, ms.Tensor(np.full((2,), 1e10 if big else 1.0, np.float32)))
     elif case in ("policy", "scores", "spoiling", "neglog", "tracked"):
         net(ms.Tensor(np.full((4, 4), 100.0 if big else 0.5 + step, np.float32)))
+    elif case == "data":
+        x = np.full((2, 4), 0.1, np.float32)
+        x[0, 2] = np.inf if big else 0.1
+        net(ms.Tensor(x))
     else:
         net(ms.Tensor(np.full((2,), 1e10 if big else 1.0, np.float32)), ms.Tensor(np.full((2,), 100.0, np.float32)))
     if debugger is not None:
@@ -820,6 +833,19 @@ def test_a_frozen_parameter_made_minus_inf_by_the_step_is_recorded(tmp_path):
     assert "no overflow found" not in proc.stderr, proc.stderr[-2000:]
     first = records(tmp_path / "dump", 1)[0]
     assert first["origin"] is True and first["name"].startswith("Mul."), first
+
+
+def test_an_argument_holding_inf_on_entry_is_named(tmp_path):
+    """A hunt's finding: data holding inf gave "First recorded overflow in
+    step1: MatMul...; where it started is not known". As at L1, the record
+    says the step's argument held inf/nan on entry."""
+    _hunt_case(tmp_path, "data", str(write_runtime_config(tmp_path, level="L2", nums=1)))
+    first = records(tmp_path / "dump", 1)[0]
+    assert first["origin"] is False and first["entered"]["source"] == "outside", first
+    assert "argument 0 held inf/nan on entry" in first["entered"]["message"], first
+    last = report_last_line(tmp_path / "dump")
+    assert last.startswith("1 record in 1 step/rank folder. Overflow entered in step1/rank: non-finite input "
+                           "entered with the arguments of the compiled step at"), last
 
 
 def test_a_jit_region_turning_a_frozen_parameter_minus_inf_is_recorded(tmp_path):
