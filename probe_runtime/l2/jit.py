@@ -39,6 +39,7 @@ import logging
 import os
 import re
 import shutil
+import sys
 from typing import Any, Callable, Optional
 
 import numpy as np
@@ -51,7 +52,7 @@ from ..hooks.reach import reachable_parameters
 from ..state import RunState
 from .dump_config import NET_NAME
 from .graph import caller_where, nonfinite_outputs, wait_for
-from .private import DumpSwitch, jit_executor
+from .private import DumpSwitch, jit_executor, jit_trace_module
 from .records import KernelRecords
 from .scan import random_kernels, scan
 from .snapshot import by_design
@@ -79,6 +80,26 @@ def _no_nan_or_inf(values: Any) -> bool:
     return all(cache.finite(t) or only_negative_infinity(t, cache)
                for t in iter_tensors(list(values) if isinstance(values, (tuple, list)) else [values])
                if is_floating(t))
+
+
+class _TracedRun:
+    """Stands for a ``_JitExecutor`` of a ``jit(capture_mode="trace")``
+    call: ``fn`` the traced function (None when not found), ``obj`` None;
+    ``__name__`` from the name MindSpore gives the trace
+    (``module.function#id#[file:line]``) when the function is not known."""
+
+    def __init__(self, function: Any, trace_name: str) -> None:
+        if function is None:
+            function = _Named(trace_name.split("#", 1)[0].rsplit(".", 1)[-1] or "region")
+        self.fn = function
+        self.obj = None
+
+
+class _Named:
+    """A stand-in function with a name only."""
+
+    def __init__(self, name: str) -> None:
+        self.__name__ = name
 
 
 def _strictly_finite(values: list) -> bool:
@@ -122,6 +143,10 @@ class JitRegions:
         self._counters: dict[str, int] = {}
         #: (id(function), id(its Cell)) -> (function, Cell or None, the floating Parameters they reach)
         self._reach: dict[tuple[int, int], tuple[Any, Any, list]] = {}
+        #: capture_mode="trace": its module and original functions, and the calls begun and not ended
+        self._trace_module: Any = None
+        self._trace_originals: Optional[tuple[Callable, Callable]] = None
+        self._traced: list[Optional[tuple]] = []
 
     def open(self) -> None:
         """Check the regions called from now on (``start()``)."""
@@ -139,6 +164,85 @@ class JitRegions:
             checked_call.__wrapped__ = original  # type: ignore[attr-defined]
             self._executor, self._original = executor, original
             executor.__call__ = checked_call
+        if self._trace_originals is None:
+            self._install_trace()
+
+    def _install_trace(self) -> None:
+        """Wrap the begin and end of a ``jit(capture_mode="trace")`` call
+        (:func:`~.private.jit_trace_module`): such a function does not go
+        through ``_JitExecutor``, so a hunt's trace-mode region making
+        -inf was reported as "made outside the checked window"."""
+        module = jit_trace_module()
+        if module is None:
+            return
+        begin, end = module._jit_trace_begin, module._jit_trace_end
+        regions = self
+
+        def traced_begin(fn_name: Any, *args: Any, **kwargs: Any) -> Any:
+            if regions._depth or not regions.active:
+                regions._traced.append(None)
+                return begin(fn_name, *args, **kwargs)
+            regions._traced.append(regions._trace_started(fn_name, args, kwargs))
+            return begin(fn_name, *args, **kwargs)
+
+        def traced_end(*outputs: Any, **kwargs: Any) -> Any:
+            result = end(*outputs, **kwargs)
+            started = regions._traced.pop() if regions._traced else None
+            if started is not None:
+                regions._trace_ended(started, result, begin, end, kwargs)
+            return result
+
+        traced_begin.__wrapped__ = begin  # type: ignore[attr-defined]
+        traced_end.__wrapped__ = end  # type: ignore[attr-defined]
+        self._trace_module, self._trace_originals = module, (begin, end)
+        module._jit_trace_begin, module._jit_trace_end = traced_begin, traced_end
+
+    def _trace_started(self, fn_name: Any, args: tuple, kwargs: dict) -> Optional[tuple]:
+        """What a traced call's check needs, read before it runs: (its
+        name, arguments, begin's keywords, a stand-in for its run, its
+        Parameters, their finiteness, the masks among them); None when it
+        is not checked. Never raises."""
+        try:
+            function = None
+            frame: Any = sys._getframe(1)
+            for _ in range(4):  # the trace wrapper (``jit_trace_wrap``), whose local ``fn`` is the function
+                frame = frame.f_back
+                if frame is None:
+                    break
+                if frame.f_code.co_name == "jit_trace_wrap":
+                    found = frame.f_locals.get("fn")
+                    function = found if getattr(found, "__code__", None) is not None else None
+                    break
+            run = _TracedRun(function, str(fn_name))
+            watched = not self.state.exhausted and self.state.selected()
+            if not watched:
+                return None
+            self.calls += 1
+            params = self._parameters(run, args, {})
+            masks: dict[int, np.ndarray] = {}
+            before = self._finite(params, masks)
+            return fn_name, args, kwargs, run, params, before, masks
+        except Exception as err:
+            self.on_error("checking a mindspore.jit region (capture_mode trace)", err)
+            return None
+
+    def _trace_ended(self, started: tuple, result: Any, begin: Callable, end: Callable, end_kwargs: dict) -> None:
+        """Judge a traced call that returned ``result`` (:meth:`_judge`);
+        its replay begins the same call again, which runs its compiled
+        graph (compiled by now), and ends it. Never raises."""
+        fn_name, args, kwargs, run, params, before, masks = started
+
+        def again(_run: Any, *_args: Any, **_kwargs: Any) -> Any:
+            begin(fn_name, *args, **kwargs)  # compiled: runs the graph
+            return end(None, **end_kwargs)
+
+        self._depth += 1
+        try:
+            self._judge(again, run, args, {}, result, params, before, masks)
+        except Exception as err:
+            self.on_error("checking inside a mindspore.jit region (capture_mode trace)", err)
+        finally:
+            self._depth -= 1
 
     def close(self) -> None:
         """Stop checking and remove the patch (``stop()``: SPEC 4, nothing
@@ -150,11 +254,15 @@ class JitRegions:
         self._counters.clear()
 
     def uninstall(self) -> None:
-        """Put ``_JitExecutor.__call__`` back."""
+        """Put ``_JitExecutor.__call__`` back, and the trace functions."""
         self.active = False
         if self._original is not None:
             self._executor.__call__ = self._original
             self._executor = self._original = None
+        if self._trace_originals is not None:
+            self._trace_module._jit_trace_begin, self._trace_module._jit_trace_end = self._trace_originals
+            self._trace_module = self._trace_originals = None
+            self._traced.clear()
 
     def region_name(self, run: Any) -> str:
         """``Jit.<function>.<index>.forward``, counted per step."""
@@ -177,38 +285,50 @@ class JitRegions:
             if watched and not _is_optimizer(getattr(run, "obj", None)):  # nn.SGD's compiled construct: not the user's
                 self.calls += 1
             params = self._parameters(run, args, kwargs) if watched else []
-            masks: dict[int, np.ndarray] = {}
+            masks: dict[int, np.ndarray] = {}  # the by-design Parameters' values before it
             before = self._finite(params, masks)
             result = original(run, *args, **kwargs)
-            try:
-                name = self.region_name(run)
-                if not watched:
-                    return result
-                held = [p for p, ok in zip(params, before) if not ok]
-                after = self._finite(params, before=masks)
-                written = [p for p, ok, now in zip(params, before, after) if ok and not now]
-                returned = nonfinite_outputs(result)
-                if held and (returned or written):
-                    self._note(name, held, bool(returned), "ran on {} while they held inf/nan: the overflow started "
-                               "before it (an earlier step's update?)")
-                    return result
-                if written:
-                    finite_in = _no_nan_or_inf(args) and _no_nan_or_inf(list(kwargs.values()))
-                    self._note(name, written, bool(returned), "wrote inf/nan into {}, finite when it started"
-                               + (": the overflow started inside it" if finite_in else ""))
-                    return result
-                if not returned:
-                    return result
-                if not _no_nan_or_inf(args) or not _no_nan_or_inf(list(kwargs.values())):
-                    return result
-                if not _strictly_finite([*args, *kwargs.values(), *params]) and _no_nan_or_inf(result):
-                    return result  # it was given a -inf mask (or reaches one) and returns -inf only: passed on
-                self.replay(original, run, args, kwargs, name)
-            except Exception as err:
-                self.on_error("checking inside a mindspore.jit region", err)
+            if not watched:
+                try:
+                    self.region_name(run)
+                except Exception as err:
+                    self.on_error("checking inside a mindspore.jit region", err)
+                return result
+            self._judge(original, run, args, kwargs, result, params, before, masks)
             return result
         finally:
             self._depth -= 1
+
+    def _judge(self, original: Callable, run: Any, args: tuple, kwargs: dict, result: Any, params: list,
+               before: list[bool], masks: dict) -> None:
+        """Judge one region call that returned ``result`` (``before``: its
+        Parameters' finiteness before it, ``masks`` the by-design ones'
+        values); replayed with ``original`` under the dump when its inputs
+        were finite and its result is not. Never raises."""
+        try:
+            name = self.region_name(run)
+            held = [p for p, ok in zip(params, before) if not ok]
+            after = self._finite(params, before=masks)
+            written = [p for p, ok, now in zip(params, before, after) if ok and not now]
+            returned = nonfinite_outputs(result)
+            if held and (returned or written):
+                self._note(name, held, bool(returned), "ran on {} while they held inf/nan: the overflow started "
+                           "before it (an earlier step's update?)")
+                return
+            if written:
+                finite_in = _no_nan_or_inf(args) and _no_nan_or_inf(list(kwargs.values()))
+                self._note(name, written, bool(returned), "wrote inf/nan into {}, finite when it started"
+                           + (": the overflow started inside it" if finite_in else ""))
+                return
+            if not returned:
+                return
+            if not _no_nan_or_inf(args) or not _no_nan_or_inf(list(kwargs.values())):
+                return
+            if not _strictly_finite([*args, *kwargs.values(), *params]) and _no_nan_or_inf(result):
+                return  # it was given a -inf mask (or reaches one) and returns -inf only: passed on
+            self.replay(original, run, args, kwargs, name)
+        except Exception as err:
+            self.on_error("checking inside a mindspore.jit region", err)
 
     def _parameters(self, run: Any, args: tuple, kwargs: dict) -> list:
         """The floating Parameters a region can reach (its function's

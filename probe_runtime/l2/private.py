@@ -16,7 +16,10 @@ release that renames it fails in one place, with one message.
 The other private name used is the class every call of a
 ``mindspore.jit`` function goes through, ``_JitExecutor``
 (``mindspore.common.api``; :func:`jit_executor`): the L1/L0 check of
-``@jit`` regions wraps its ``__call__``.
+``@jit`` regions wraps its ``__call__``; and, since a
+``jit(capture_mode="trace")`` call does not go through it, the
+``_jit_trace_begin`` and ``_jit_trace_end`` of MindSpore's ``jit_trace``
+module (:func:`jit_trace_module`), which it wraps too.
 
 Example::
 
@@ -125,3 +128,22 @@ def jit_executor() -> Any:
     except (ImportError, AttributeError) as err:
         raise L2Unavailable(f"checking inside mindspore.jit regions needs mindspore.common.api._JitExecutor, which "
                             f"MindSpore {_release()} does not have ({type(err).__name__})") from None
+
+
+def jit_trace_module() -> Any:
+    """The module of ``mindspore.jit(capture_mode="trace")``
+    (``mindspore.graph.jit_trace`` in 2.10, ``mindspore.common.jit_trace``
+    in 2.7), whose private ``_jit_trace_begin`` and ``_jit_trace_end`` every
+    call of a traced function makes (looked up in the module at each call:
+    the L1/L0 check of ``@jit`` regions wraps them); None when this
+    MindSpore has neither, or they lack those functions."""
+    import importlib
+
+    for name in ("mindspore.graph.jit_trace", "mindspore.common.jit_trace"):
+        try:
+            module = importlib.import_module(name)
+        except Exception:
+            continue
+        if callable(getattr(module, "_jit_trace_begin", None)) and callable(getattr(module, "_jit_trace_end", None)):
+            return module
+    return None

@@ -864,3 +864,86 @@ def test_a_jit_region_turning_a_frozen_parameter_minus_inf_is_recorded(tmp_path)
     (only,) = records(tmp_path / "dump", 1)
     assert only["kind"] == "outside" and "Parameter stat" in only["nonfinite"], only
     assert "wrote inf/nan into Parameter stat, finite when it started" in only["message"], only
+
+
+JIT_TRACE = """
+import sys, hashlib, numpy as np, mindspore as ms
+from mindspore import nn, ops
+ms.set_context(mode=ms.PYNATIVE_MODE, device_target="CPU")
+case, config = sys.argv[1], sys.argv[2]
+debugger = None
+if config != "none":
+    from probe_runtime import PrecisionDebugger
+    debugger = PrecisionDebugger(config_path=config)
+try:
+    decorate = ms.jit(capture_mode="trace")
+except TypeError:  # a release without capture modes
+    print("no capture_mode")
+    sys.exit(0)
+net = nn.Dense(4, 1, weight_init="ones", bias_init="zeros")
+
+
+@decorate
+def log_score(p, y):  # log of 0 in step 1
+    return ops.log(ops.abs(p * y))
+
+
+@decorate
+def scored(p, y):  # its second output overflows in step 1; the loss does not take it
+    return p * 2.0, ops.exp(y * 100.0)
+
+
+def forward(x, y):
+    if case == "log":
+        return log_score(net(x), y).mean()
+    a, b = scored(net(x), y)
+    return a.mean() + ops.where(ops.isinf(b), ops.zeros_like(b), b).mean() * 0.0
+
+
+opt = nn.SGD(net.trainable_params(), 1e-3)
+grad_fn = ms.value_and_grad(forward, None, opt.parameters)
+losses = []
+for step in range(3):
+    big = step == 1
+    y = np.full((2, 1), (0.0 if big else 1.0) if case == "log" else (10.0 if big else 0.01), np.float32)
+    if debugger is not None:
+        debugger.start(net)
+    loss, grads = grad_fn(ms.Tensor(np.full((2, 4), 0.5, np.float32)), ms.Tensor(y))
+    opt(grads)
+    if debugger is not None:
+        debugger.stop()
+        debugger.step()
+    losses.append(repr(float(loss.asnumpy())))
+digest = hashlib.sha256(b"".join(p.asnumpy().tobytes() for p in net.get_parameters())).hexdigest()
+print("state", losses, digest)
+"""
+
+
+def _jit_trace(tmp_path, case: str, config: str):
+    script = tmp_path / "jit_trace.py"
+    script.write_text(JIT_TRACE)
+    env = {k: v for k, v in os.environ.items() if k not in LAUNCHER_VARIABLES + ("MINDSPORE_DUMP_CONFIG",)}
+    env.update(PYTHONPATH=str(ROOT), TMPDIR=str(tmp_path))
+    proc = subprocess.run([sys.executable, str(script), case, config], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    if "no capture_mode" in proc.stdout:
+        pytest.skip("this MindSpore release has no jit capture_mode")
+    return proc
+
+
+@pytest.mark.parametrize("case, op", [("log", "Log."), ("kept", "Exp.")])
+def test_a_trace_mode_jit_region_is_replayed_and_named(tmp_path, case, op):
+    """A hunt's finding: a ``jit(capture_mode="trace")`` function does not
+    run through ``_JitExecutor``, so its log(0) was reported as "non-finite
+    input entered at the first checked call: input_args[0] of
+    Tensor.mean.0.forward, made outside the checked window". Its begin and
+    end are wrapped now: the kernel is named inside the region, as in ast
+    mode, and the replay leaves training unchanged."""
+    plain = _jit_trace(tmp_path, case, "none").stdout
+    checked = _jit_trace(tmp_path, case, str(write_runtime_config(tmp_path, level="L1", nums=1)))
+    assert plain.splitlines()[-1] == checked.stdout.splitlines()[-1], (plain, checked.stdout)
+    assert not (tmp_path / "dump" / "step0").exists(), checked.stderr[-2000:]
+    first = records(tmp_path / "dump", 1)[0]
+    assert first["origin"] is True and first["name"].startswith(op), first
+    assert first["inside"] == f"Jit.{'log_score' if case == 'log' else 'scored'}.0.forward", first
