@@ -105,10 +105,10 @@ class PrecisionDebugger(metaclass=MsprobeSingleton):
             :data:`CHECKS`, or ``PROBE_SYNC`` not ``0``, ``1`` or ``auto``.
         ConfigLintError: ``config_path`` or ``dump_path`` given but not a
             ``str`` (a ``pathlib.Path``: msprobe refuses it too), or the
-            lint found errors in this live context (bad
-            config, task not overflow_check, L2 on GPU, L0/L1 in graph mode,
-            a dump_path relative, a soft link, not writable or holding an
-            earlier run's dump of this rank ...); nothing patched or written.
+            lint found errors in this live context (bad config, task not
+            overflow_check, L2 on GPU, L0/L1 in graph mode, a dump_path relative,
+            a soft link, not writable or holding an earlier run's dump of this
+            rank ...); nothing patched or written.
         L2Unavailable: L2 on CPU, no private dump switch in this MindSpore or a ``.`` in TMPDIR (ValueError)
     """
 
@@ -117,8 +117,7 @@ class PrecisionDebugger(metaclass=MsprobeSingleton):
                  step: Optional[list] = None, *, checks: Optional[str] = None) -> None:
         require_runtime()  # RuntimeMissing without numpy or MindSpore, before anything else
         lifecycle.install_excepthook()  # a refusal reads as a message, after mindspore.communication.init() too
-        if config_path is None:
-            config_path = os.environ.get(CONFIG_VARIABLE) or None
+        config_path = config_path if config_path is not None else os.environ.get(CONFIG_VARIABLE) or None
         _refuse_non_strings(config_path=config_path, dump_path=dump_path)  # ConfigLintError, as msprobe refuses
         named = checks if checks is not None else os.environ.get(CHECKS_VARIABLE) or None
         mode = parse_checks(named, "checks" if checks is not None else CHECKS_VARIABLE)  # ValueError
@@ -178,8 +177,7 @@ class PrecisionDebugger(metaclass=MsprobeSingleton):
         windows.optimizers = OptimizerWatch(self.checker, on_update=windows.parameters_may_change,
                                             before_step=windows.before_step, after_step=windows.after_step)
         grads.on_computation, grads.on_forward = windows.on_computation, windows.on_forward
-        if self._writer_claim is not None:  # the all-clear kept beside the dump, for probe report
-            windows.summary.remember = self._writer_claim.note
+        windows.summary.remember = getattr(self._writer_claim, "note", None)  # the all-clear, kept for probe report
         self.grads, self.cells, self.interceptor = grads, cells, interceptor
         self._mode = ModeWatch(self.level, windows.summary)  # the mode the gate judged, checked at each start()
         self.compiled = windows.compiled = compiled_parts(self.level, config, self.state, self.dump_path, self.checker,
