@@ -192,25 +192,25 @@ def written_tensor(call: Any) -> Optional[Any]:
 def only_negative_infinity(tensor: Any, cache: HostCache) -> bool:
     """True when ``tensor`` is floating and its non-finite values are all
     -inf (at least one): no NaN, no +inf."""
-    if dtype_name(tensor) not in FLOAT_DTYPES or cache.finite(tensor):
-        return False
-    array = cache.get(tensor).array
-    if array is None or array.size == 0:
-        return False
-    flat = array.reshape(-1)
-    return not bool(np.isnan(flat).any()) and not bool(np.isposinf(flat).any())
+    return _only_infinity(tensor, cache, np.isposinf)
 
 
 def only_positive_infinity(tensor: Any, cache: HostCache) -> bool:
     """True when ``tensor`` is floating and its non-finite values are all
     +inf (at least one): no NaN, no -inf."""
+    return _only_infinity(tensor, cache, np.isneginf)
+
+
+def _only_infinity(tensor: Any, cache: HostCache, other_sign: Callable) -> bool:
+    """``tensor`` is floating, not finite, and holds neither NaN nor an
+    infinity ``other_sign`` (``numpy.isposinf`` or ``isneginf``) finds."""
     if dtype_name(tensor) not in FLOAT_DTYPES or cache.finite(tensor):
         return False
     array = cache.get(tensor).array
     if array is None or array.size == 0:
         return False
     flat = array.reshape(-1)
-    return not bool(np.isnan(flat).any()) and not bool(np.isneginf(flat).any())
+    return not bool(np.isnan(flat).any()) and not bool(other_sign(flat).any())
 
 
 #: the makers that write a value they are given (:func:`fills_positive_infinity`)

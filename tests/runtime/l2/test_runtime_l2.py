@@ -47,6 +47,20 @@ def report_last_line(dump: Path) -> str:
     return proc.stdout.strip().splitlines()[-1]
 
 
+def run_script(folder: Path, name: str, text: str, *args: object) -> subprocess.CompletedProcess:
+    """``text`` written to ``folder/name`` and run there with ``args``
+    (the project on PYTHONPATH, no launcher variables, the replay's scratch
+    dump under ``folder``); asserts it exits 0."""
+    script = folder / name
+    script.write_text(text)
+    env = {k: v for k, v in os.environ.items() if k not in LAUNCHER_VARIABLES + ("MINDSPORE_DUMP_CONFIG",)}
+    env.update(PYTHONPATH=str(ROOT), TMPDIR=str(folder))
+    proc = subprocess.run([sys.executable, str(script), *map(str, args)], cwd=folder, env=env, capture_output=True,
+                          text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc
+
+
 #: scenario -> (the origin kernel's type, its scope's tail, the source line in l2_scenarios.py that made it)
 ORIGINS = {
     "exp": ("Exp", "_backbone-ExpNet/Exp-op", "return self.fc2(ops.exp(self.fc1(x)))"),
@@ -306,13 +320,7 @@ def test_a_jit_region_replay_that_draws_random_numbers_says_so(tmp_path):
     """A fresh user's finding: the replay of a @jit region holding a dropout
     draws again, so later steps' draws differ from a run without the tool;
     what the region returned is kept, and stderr says so, once."""
-    script = tmp_path / "noisy.py"
-    script.write_text(NOISY_REGION)
-    env = {k: v for k, v in os.environ.items() if k not in LAUNCHER_VARIABLES + ("MINDSPORE_DUMP_CONFIG",)}
-    env.update(PYTHONPATH=str(ROOT), TMPDIR=str(tmp_path))
-    proc = subprocess.run([sys.executable, str(script), str(write_runtime_config(tmp_path, level="L1", nums=-1))],
-                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    proc = run_script(tmp_path, "noisy.py", NOISY_REGION, str(write_runtime_config(tmp_path, level="L1", nums=-1)))
     first = records(tmp_path / "dump", 1)[0]
     assert first["name"].startswith("Exp.") and first["inside"] == "Jit.noisy.0.forward", first
     said = [line for line in proc.stderr.splitlines() if "ran its random kernels" in line]
@@ -612,14 +620,7 @@ print("state", total.asnumpy().tolist(), calls.asnumpy().tolist())
 
 
 def _hunt_case(tmp_path, case: str, config: str):
-    script = tmp_path / "hunt_cases.py"
-    script.write_text(HUNT_CASES)
-    env = {k: v for k, v in os.environ.items() if k not in LAUNCHER_VARIABLES + ("MINDSPORE_DUMP_CONFIG",)}
-    env.update(PYTHONPATH=str(ROOT), TMPDIR=str(tmp_path))
-    proc = subprocess.run([sys.executable, str(script), case, config], cwd=tmp_path, env=env, capture_output=True,
-                          text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return proc
+    return run_script(tmp_path, "hunt_cases.py", HUNT_CASES, case, config)
 
 
 def test_a_frozen_minus_inf_mask_parameter_is_by_design_at_l2(tmp_path):
@@ -728,14 +729,8 @@ def test_a_jit_region_given_a_minus_inf_mask_is_still_replayed(tmp_path, case):
     on Parameter mask while they held inf/nan" or a carried record with no
     region named, its Exp never named. A region that only passes the mask
     on gets no record."""
-    script = tmp_path / "jit_masks.py"
-    script.write_text(JIT_MASKS)
-    env = {k: v for k, v in os.environ.items() if k not in LAUNCHER_VARIABLES + ("MINDSPORE_DUMP_CONFIG",)}
-    env.update(PYTHONPATH=str(ROOT), TMPDIR=str(tmp_path))
     config = write_runtime_config(tmp_path, level="L1", nums=-1)
-    proc = subprocess.run([sys.executable, str(script), case, str(config)], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    proc = run_script(tmp_path, "jit_masks.py", JIT_MASKS, case, str(config))
     if case in ("passed_on", "held_passed_on"):  # (a review's finding: the held one got a record every step)
         assert not (tmp_path / "dump" / "step0").exists() and not (tmp_path / "dump" / "step1").exists(), \
             proc.stderr[-2000:]
@@ -781,14 +776,8 @@ def test_a_bytecode_jit_region_keeps_detection_on(tmp_path):
     frame's line number is None; it reached the dump writer, which turned
     detection off ("cannot write the dump (TypeError ...)"), and the run
     ended with no record of the log(0) in step 2."""
-    script = tmp_path / "bytecode.py"
-    script.write_text(BYTECODE)
-    env = {k: v for k, v in os.environ.items() if k not in LAUNCHER_VARIABLES + ("MINDSPORE_DUMP_CONFIG",)}
-    env.update(PYTHONPATH=str(ROOT), TMPDIR=str(tmp_path))
     config = write_runtime_config(tmp_path, level="L1", nums=1)
-    proc = subprocess.run([sys.executable, str(script), str(config)], cwd=tmp_path, env=env, capture_output=True,
-                          text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    proc = run_script(tmp_path, "bytecode.py", BYTECODE, str(config))
     if "no capture_mode" in proc.stdout:
         pytest.skip("this MindSpore release has no jit capture_mode")
     assert "detection turned off" not in proc.stderr, proc.stderr[-3000:]
@@ -852,14 +841,8 @@ def test_a_jit_region_turning_a_frozen_parameter_minus_inf_is_recorded(tmp_path)
     """A hunt's finding: a @jit region whose ops.assign overflowed a frozen
     Parameter from finite to -inf was taken for a mask kept as a Parameter
     (by design), and the run said "no overflow found"."""
-    script = tmp_path / "jit_masks.py"
-    script.write_text(JIT_MASKS)
-    env = {k: v for k, v in os.environ.items() if k not in LAUNCHER_VARIABLES + ("MINDSPORE_DUMP_CONFIG",)}
-    env.update(PYTHONPATH=str(ROOT), TMPDIR=str(tmp_path))
     config = write_runtime_config(tmp_path, level="L1", nums=-1)
-    proc = subprocess.run([sys.executable, str(script), "tracked", str(config)], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    proc = run_script(tmp_path, "jit_masks.py", JIT_MASKS, "tracked", str(config))
     assert not (tmp_path / "dump" / "step0").exists(), proc.stderr[-2000:]
     (only,) = records(tmp_path / "dump", 1)
     assert only["kind"] == "outside" and "Parameter stat" in only["nonfinite"], only
@@ -920,13 +903,7 @@ print("state", losses, digest)
 
 
 def _jit_trace(tmp_path, case: str, config: str):
-    script = tmp_path / "jit_trace.py"
-    script.write_text(JIT_TRACE)
-    env = {k: v for k, v in os.environ.items() if k not in LAUNCHER_VARIABLES + ("MINDSPORE_DUMP_CONFIG",)}
-    env.update(PYTHONPATH=str(ROOT), TMPDIR=str(tmp_path))
-    proc = subprocess.run([sys.executable, str(script), case, config], cwd=tmp_path, env=env, capture_output=True,
-                          text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    proc = run_script(tmp_path, "jit_trace.py", JIT_TRACE, case, config)
     if "no capture_mode" in proc.stdout:
         pytest.skip("this MindSpore release has no jit capture_mode")
     return proc
