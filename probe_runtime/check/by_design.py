@@ -140,13 +140,24 @@ PASS_ON = frozenset({
     "RepeatInterleaveTensor", "IndexSelect", "Split", "SplitTensor", "SplitWithSize", "Chunk", "Narrow",
     "Unstack", "TopK", "TopkExt", "Sort", "SortExt", "Gather", "GatherD", "ReverseV2", "Roll", "Slice",
     "SliceExt",
+    # scaled (by a temperature, a square root of the head size): a positive scale keeps -inf
+    "__mul__", "__rmul__", "__imul__", "__truediv__", "__itruediv__", "mul", "div", "Mul", "Muls", "Div",
+    "RealDiv", "Divs",
 })
 #: the makers and passers-on that compute with the -inf they take (``mask
 #: - mask`` and ``log`` of a -inf are NaN): the others only move values, keep
 #: them or write new ones (:data:`KEEP_VALUES`)
 COMPUTE = frozenset({
     "__add__", "__radd__", "__iadd__", "__sub__", "__isub__", "add", "sub", "Add", "Sub", "log", "log_softmax", "Log",
-    "LogSoftmax",
+    "LogSoftmax", "__mul__", "__rmul__", "__imul__", "__truediv__", "__itruediv__", "mul", "div", "Mul", "Muls",
+    "Div", "RealDiv", "Divs",
+})
+#: the passers-on that work element by element, each output value from the
+#: input values at the same place (broadcast): an infinity of theirs where
+#: no input held one is their own (:func:`infinities_from_inputs`)
+ELEMENTWISE = (COMPUTE - {"log", "log_softmax", "Log", "LogSoftmax"}) | frozenset({
+    "astype", "to", "float", "half", "cast", "Cast", "maximum", "minimum", "Maximum", "Minimum", "clone", "copy",
+    "contiguous", "Identity",
 })
 #: APIs whose output holds their inputs' values (moved, kept, cast) or
 #: values they write (``s[i] = inf``): a -inf by design they take stays
@@ -510,12 +521,16 @@ def _same_places(theirs: np.ndarray, ours: np.ndarray) -> bool:
         return False
 
 
-def infinities_from_inputs(inputs: list, outputs: list, cache: HostCache) -> bool:
+def infinities_from_inputs(inputs: list, outputs: list, cache: HostCache, masks: bool = False) -> bool:
     """Each inf/nan of ``outputs`` lies where a non-finite input (broadcast
     to that output's shape) holds one: an elementwise call passing its
-    inputs' infinities on made none of its own. True when that cannot be
-    told (an input that does not broadcast, an unreadable array)."""
-    bad = [cache.get(t).array for t in iter_tensors(inputs) if not cache.finite(t)]
+    inputs' infinities on made none of its own. ``masks``: a place where
+    an input holds :data:`MASK_VALUE` or below counts too (a cast to
+    float16 of a mask written with ``finfo(float32).min``). True when that
+    cannot be told (an input that does not broadcast, an unreadable
+    array)."""
+    bad = [cache.get(t).array for t in iter_tensors(inputs)
+           if not cache.finite(t) or (masks and dtype_name(t) in FLOAT_DTYPES)]
     for tensor in outputs:
         after = cache.get(tensor).array
         if after is None:
@@ -525,8 +540,9 @@ def infinities_from_inputs(inputs: list, outputs: list, cache: HostCache) -> boo
             if values is None:
                 return True
             try:
-                covered |= np.broadcast_to(~np.isfinite(values), after.shape)
-            except ValueError:
+                covered |= np.broadcast_to(~np.isfinite(values) | ((values <= MASK_VALUE) if masks else False),
+                                           after.shape)
+            except (ValueError, TypeError):
                 return True
         if not bool(covered[~np.isfinite(after)].all()):
             return False
@@ -601,12 +617,14 @@ def decide(kind: str, call: Any, inputs: list, outputs: list, origin: bool, cach
         if inputs_finite and outputs_finite:  # consumed by design (a softmax over a -inf mask)
             registry.consumed(makers)
             return Decision.SKIP, []
+        if inputs_finite and word in ELEMENTWISE and word not in MAKERS and \
+                not infinities_from_inputs(inputs, nonfinite, cache, masks=word in CASTS):
+            # reviews' and hunts' findings: a float16 `d + penalty`, `scores * 1000` or a cast to float16
+            # overflowing beside a +inf (or -inf) mask was passed on as the mask's own infinity (an all-clear) or
+            # blamed on the mask's maker; inf/nan where no by-design input had one are its own
+            registry.let_go(makers, nonfinite)
+            return Decision.ORIGIN, []
         if inputs_finite and only_minus_inf and may_defer(call.api, True) and (makers or not registry.full()):
-            if word in COMPUTE and not infinities_from_inputs(inputs, nonfinite, cache):
-                # a review's finding: a float16 `d + penalty` overflowing beside a +inf (or -inf) mask passed on
-                # as the mask's own infinity; infinities where no by-design input had one are its own
-                registry.let_go(makers, nonfinite)
-                return Decision.ORIGIN, []
             if makers:  # passed on: deferred too, for its maker (one that wrote +inf when +inf is passed on)
                 owner = makers[0]
                 if positive and not all(only_negative_infinity(t, cache) for t in nonfinite):
@@ -747,10 +765,10 @@ def decide_cell(kind: str, call: Any, inputs: list, outputs: list, verdict: Any,
                 (makers or not trainable_among(call, outside)):
             if makers:  # passed on: deferred too, for its maker
                 registry.defer(makers[0], nonfinite, on_behalf=call)
-                tell_enclosing(call, makers[0])
+                _tell(registry, call, makers[0])
             else:  # a -inf no checked Cell made (a mask built before the loop), passed on: it came in here
                 registry.defer(call, nonfinite, external=True)
-                tell_enclosing(call, call)
+                _tell(registry, call, call)
             return Decision.SKIP, []
         if not inputs_finite:  # another input held NaN/+inf already: the overflow is that one's, carried on
             registry.consumed(makers)
@@ -762,11 +780,11 @@ def decide_cell(kind: str, call: Any, inputs: list, outputs: list, verdict: Any,
     if only_minus_inf and params_finite():
         if inside:  # it returns what a sub-Cell made by design (or its own -inf beside it): the same maker's
             registry.defer(inside[0], nonfinite, on_behalf=call)
-            tell_enclosing(call, inside[0])
+            _tell(registry, call, inside[0])
             return Decision.SKIP, []
         if not registry.full():
             registry.defer(call, nonfinite)
-            tell_enclosing(call, call)
+            _tell(registry, call, call)
             return Decision.SKIP, []
     elif inside and params_finite():  # NaN/+inf from finite values: its own construct made it
         call.own_construct = own_construct_beside(call.class_name, inside)
@@ -787,6 +805,21 @@ def trainable_among(call: Any, ids: Any) -> bool:
         if id(tensor) in ids and (trainable(tensor) or trainable(given.get(id(tensor)))):
             return True
     return False
+
+
+def _tell(registry: ByDesign, call: Any, maker: Any) -> None:
+    """:func:`tell_enclosing`; a Cell called by no checked Cell (from the
+    loss function or the loop, not inside the model given to ``start()``)
+    hands its -inf to code outside the Cells: while MindSpore records it
+    for a gradient, that -inf goes into the gradient computation, as a
+    model's result does (:meth:`ByDesign.returned`). A hunt's finding: a
+    policy sub-Cell the loss function called was an ORIGIN in every clean
+    step."""
+    if getattr(call, "parent", None) is None and getattr(call, "top", None) is None:
+        if getattr(call, "grad_mode", False):
+            registry.returned([maker])
+        return
+    tell_enclosing(call, maker)
 
 
 def tell_enclosing(call: Any, maker: Any) -> None:

@@ -64,10 +64,6 @@ class Window:
             began (records written since were made by its own calls).
         nested: a gradient computation nested in another's forward pass
             returned inf/nan that no record explained (its note is written).
-        finite_loss: L0: a gradient computation's forward pass returned
-            finite values only (:meth:`Windows.on_forward`).
-        bad_results: a gradient computation returned inf/nan (outputs or
-            gradients).
     """
 
     kind: Kind
@@ -80,8 +76,6 @@ class Window:
     optimizers: set = field(default_factory=set)
     found_step: int = 0
     nested: bool = False
-    finite_loss: bool = False
-    bad_results: bool = False
 
 
 class Windows:
@@ -329,10 +323,6 @@ class Windows:
             self._tainted.update(window.optimizers)
         self._last_optimizers = set(window.optimizers)
         try:
-            if window.finite_loss and not window.bad_results:
-                # L0: the loss code after the model took the -inf the model returned into the gradient
-                # computations and turned it finite (their outputs and gradients all were)
-                self.checker.by_design.consume_returned()
             self.checker.release_by_design(unconsumed=True)  # -inf made by design that nothing took: a result
             if window.kind is Kind.SENTINEL:
                 self._resolve_sentinel()
@@ -393,13 +383,15 @@ class Windows:
         computation.step = self.state.step
         self.watched.on_computation(computation)
         window = self.current
-        if window is not None and computation.nonfinite and not computation.nested:
-            window.bad_results = True
         if window is not None and window.kind is Kind.EXACT and not self.stopped() and not computation.nested:
             # a resolution point: what the computation's calls took is read before the caller can refill it (a
             # hunt's finding: a Tensor.from_numpy batch buffer refilled with the next micro-batch was read instead,
             # and the call that took a NaN batch was called the origin); the reads were due before the update
             self.checker.flush()
+            if computation.complete and not computation.nonfinite:
+                # L0: its loss and gradients are finite, so the code after the model (the loss) took the -inf the
+                # model returned into it and turned it finite (check.by_design.ByDesign.returned)
+                self.checker.by_design.consume_returned()
         if (computation.nested and computation.complete and computation.nonfinite and window is not None
                 and window.kind is Kind.EXACT and not self.stopped()):
             # a gradient of a gradient (a gradient penalty): the inner computation's backward is not checked call
@@ -430,7 +422,6 @@ class Windows:
         labelled = [(f"forward output {i}", t) for i, t in enumerate(iter_tensors(computation.output))]
         bad = self.grads.judge(labelled)
         if not bad:
-            window.finite_loss = True
             return
         aux = len(labelled) > 1 and asked_has_aux() is True
         if aux and labelled[0][0] not in bad:  # a fresh user's finding: an auxiliary output was called the loss

@@ -623,3 +623,66 @@ def test_a_forward_only_models_own_minus_inf_keeps_its_own_construct_record(tmp_
         first = records[0][1]
         assert (first["name"], first["origin"]) == ("Cell._OwnMask.forward.0", True), records
         assert first["entered"]["source"] == "own-construct" and "level L1" in first["entered"]["message"], first
+
+
+class _Policy(nn.Cell):
+    def __init__(self):
+        super().__init__()
+        self.w = ms.Parameter(Tensor(np.ones((3, 5), np.float32)), name="pw")
+
+    def construct(self, x, valid):
+        return ops.matmul(x, self.w).masked_fill(~valid, float("-inf"))
+
+
+class _Exp(nn.Cell):
+    """-exp in float16: -inf only where exp overflows, then a softmax."""
+
+    def __init__(self):
+        super().__init__()
+        self.w = ms.Parameter(Tensor(np.ones((4,), np.float16)), name="bw")
+
+    def construct(self, h):
+        return ops.softmax((-ops.exp(h * self.w)).astype(ms.float32), -1)
+
+
+class _Both(nn.Cell):
+    def __init__(self):
+        super().__init__()
+        self.a, self.b = _Policy(), _Exp()
+
+
+@pytest.mark.parametrize("with_b", [False, True])
+def test_a_mask_sub_cell_the_loss_function_calls_is_judged_by_its_loss(tmp_path, monkeypatch, with_b):
+    """A hunt's finding: a policy sub-Cell of the model given to start(),
+    called by the loss function (not by the model), handed its -inf mask
+    to code outside the Cells; consumed by a finite loss there, it was an
+    ORIGIN in every step, and named before a second computation's real
+    overflow (model B's exp in float16, step 1)."""
+    valid = Tensor(np.array([[1, 1, 0, 1, 0]] * 2, bool))
+    actions = Tensor(np.array([[0], [3]], np.int32))
+
+    def scenario(debugger):
+        net = _Both()
+        optimizer = nn.SGD(net.a.trainable_params() + (net.b.trainable_params() if with_b else []), 0.01)
+        grad_a = ms.value_and_grad(lambda x: -ops.gather_elements(ops.log_softmax(net.a(x, valid), -1), 1,
+                                                                  actions).mean(), None, net.a.trainable_params())
+        grad_b = ms.value_and_grad(lambda h: (net.b(h) * Tensor(np.arange(4, dtype=np.float32))).sum(), None,
+                                   net.b.trainable_params())
+        for step in range(2):
+            debugger.start(net)
+            _, grads = grad_a(Tensor(np.random.RandomState(step).rand(2, 3).astype(np.float32)))
+            if with_b:
+                h = np.random.RandomState(step).rand(4).astype(np.float16)
+                h[1] = 12.0 if step == 1 else h[1]
+                _, more = grad_b(Tensor(h))
+                grads = grads + more
+            optimizer(grads)
+            debugger.stop()
+            debugger.step()
+
+    for records in run_default_and_exact(tmp_path, monkeypatch, scenario, ORIGINAL, level="L0", nums=-1):
+        assert not any("Policy" in r["name"] for _, r in records), records
+        if with_b:
+            assert records and records[0][0] == 1 and records[0][1]["name"].startswith("Cell.b._Exp"), records
+        else:
+            assert records == [], records
