@@ -526,11 +526,16 @@ def infinities_from_inputs(inputs: list, outputs: list, cache: HostCache, masks:
     to that output's shape) holds one: an elementwise call passing its
     inputs' infinities on made none of its own. ``masks``: a place where
     an input holds :data:`MASK_VALUE` or below counts too (a cast to
-    float16 of a mask written with ``finfo(float32).min``). True when that
-    cannot be told (an input that does not broadcast, an unreadable
-    array)."""
+    float16 of a mask written with ``finfo(float32).min``). A -inf where a
+    signed integer input holds :data:`MASK_VALUE` or below is that mask's
+    too, whatever ``masks`` says (float16 scores with a -inf mask, plus an
+    Int64 causal mask of ``iinfo(int64).min``: float16 holds it as -inf).
+    True when that cannot be told (an input that does not broadcast, an
+    unreadable array)."""
     bad = [cache.get(t).array for t in iter_tensors(inputs)
            if not cache.finite(t) or (masks and dtype_name(t) in FLOAT_DTYPES)]
+    integers = [places for places in (integer_mask(cache.get(t).array) for t in iter_tensors(inputs)
+                                      if dtype_name(t) in SIGNED_INTEGER_DTYPES) if places is not None]
     for tensor in outputs:
         after = cache.get(tensor).array
         if after is None:
@@ -543,6 +548,11 @@ def infinities_from_inputs(inputs: list, outputs: list, cache: HostCache, masks:
                 covered |= np.broadcast_to(~np.isfinite(values) | ((values <= MASK_VALUE) if masks else False),
                                            after.shape)
             except (ValueError, TypeError):
+                return True
+        for places in integers:
+            try:
+                covered |= np.broadcast_to(places, after.shape) & np.isneginf(after)
+            except ValueError:
                 return True
         if not bool(covered[~np.isfinite(after)].all()):
             return False
@@ -651,10 +661,23 @@ def decide(kind: str, call: Any, inputs: list, outputs: list, origin: bool, cach
 
 #: casts: a cast to float16 of a mask written with a large negative constant gives -inf (:func:`mask_cast`)
 CASTS = frozenset({"to", "astype", "half", "bfloat16", "type", "cast", "Cast"})
-#: the values masks are written with in place of -inf are this or lower (``-1e9``, ``finfo(float32).min``);
-#: an activation that overflows a float16 cast is far above it (a review's finding: a row of one repeated
-#: value, -299998, passed for a mask, and its overflow went unrecorded behind a ReLU)
+#: the values masks are written with in place of -inf are this or lower (``-1e9``, ``finfo(float32).min``,
+#: an integer dtype's lowest value); an activation that overflows a float16 cast is far above it (a review's
+#: finding: a row of one repeated value, -299998, passed for a mask, and its overflow went unrecorded behind
+#: a ReLU)
 MASK_VALUE = -1e9
+#: signed integer dtypes: a mask of theirs holds :data:`MASK_VALUE` or below where it masks (MindSpore 2.10's
+#: ``ops.full(shape, float("-inf"))`` is Int64, filled with ``iinfo(int64).min``), which float16 holds as -inf
+SIGNED_INTEGER_DTYPES = frozenset({"Int8", "Int16", "Int32", "Int64", "int8", "int16", "int32", "int64"})
+
+
+def integer_mask(values: Optional[np.ndarray]) -> Optional[np.ndarray]:
+    """Where ``values`` (a host array of a signed integer tensor) are
+    :data:`MASK_VALUE` or below: a mask's values, which a float16 result
+    holds as -inf; None when they are not signed integers."""
+    if values is None or values.dtype.kind != "i":
+        return None
+    return values <= MASK_VALUE
 
 
 def mask_cast(api: str, inputs: list, outputs: list, cache: HostCache) -> bool:
@@ -667,10 +690,17 @@ def mask_cast(api: str, inputs: list, outputs: list, cache: HostCache) -> bool:
     recorded when its -inf reaches the loss or the gradients. A hunt's
     finding: with MSAdapter, ``masked_fill(mask, -inf)`` then
     ``.to(float16)`` before a softmax was an ORIGIN in a clean step, and
-    with ``overflow_nums`` 1 the real NaN of the next step went unchecked."""
+    with ``overflow_nums`` 1 the real NaN of the next step went unchecked.
+    The input may be a signed integer mask (:data:`SIGNED_INTEGER_DTYPES`):
+    another hunt's, MindSpore 2.10's ``ops.full((n, n), float("-inf"))``
+    is Int64 holding ``iinfo(int64).min``, and a causal mask
+    ``triu(full(-inf), 1).astype(float16)`` was an ORIGIN in every clean
+    step. A +inf (``iinfo.max``, ``70000``) is no mask, nor is a -inf from
+    a value above :data:`MASK_VALUE` (``-70000``)."""
     if api_word(api) not in CASTS:
         return False
-    source = next((t for t in iter_tensors(inputs) if dtype_name(t) in FLOAT_DTYPES), None)
+    source = next((t for t in iter_tensors(inputs)
+                   if dtype_name(t) in FLOAT_DTYPES or dtype_name(t) in SIGNED_INTEGER_DTYPES), None)
     result = next((t for t in iter_tensors(outputs) if dtype_name(t) in FLOAT_DTYPES), None)
     if source is None or result is None or not cache.finite(source):
         return False
@@ -697,7 +727,10 @@ def mask_sum(api: str, inputs: list, outputs: list, cache: HostCache) -> bool:
     with both masks was an ORIGIN at ``Tensor.__add__``. A review's: any
     value at or below -1e9 in one input passed real overflows of an
     addition (-2e38 + -2e38) for a mask; every input must be at the lowest
-    value there."""
+    value there. Or, at a place, a signed integer input holds
+    :data:`MASK_VALUE` or below (float16 scores plus an Int64 mask of
+    ``iinfo(int64).min``, which float16 holds as -inf: another hunt's
+    finding, an ORIGIN at ``Tensor.__add__`` in every clean step)."""
     if api_word(api) not in SUMS:
         return False
     result = next((t for t in iter_tensors(outputs) if dtype_name(t) in FLOAT_DTYPES), None)
@@ -707,21 +740,28 @@ def mask_sum(api: str, inputs: list, outputs: list, cache: HostCache) -> bool:
     places = np.isneginf(after)
     if not places.any():
         return False
-    addends = 0
+    addends, lowest, masked = 0, np.ones(after.shape, bool), np.zeros(after.shape, bool)
     for tensor in iter_tensors(inputs):
-        if dtype_name(tensor) not in FLOAT_DTYPES or not cache.finite(tensor):
+        name = dtype_name(tensor)
+        if name in SIGNED_INTEGER_DTYPES:
+            places_masked = integer_mask(cache.get(tensor).array)
+            if places_masked is not None:
+                try:
+                    masked |= np.broadcast_to(places_masked, after.shape)
+                except ValueError:
+                    return False
+            continue
+        if name not in FLOAT_DTYPES or not cache.finite(tensor):
             continue
         values = cache.get(tensor).array
         if values is None or values.dtype.kind != "f":
             return False
         try:
-            lowest = np.broadcast_to(values, after.shape) == np.finfo(values.dtype).min
+            lowest &= np.broadcast_to(values, after.shape) == np.finfo(values.dtype).min
         except ValueError:
             return False
-        if not bool(lowest[places].all()):
-            return False
         addends += 1
-    return addends >= 2
+    return bool((masked | (lowest if addends >= 2 else False))[places].all())
 
 
 def decide_cell(kind: str, call: Any, inputs: list, outputs: list, verdict: Any, cache: HostCache,
