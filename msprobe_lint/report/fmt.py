@@ -75,3 +75,20 @@ def record_notes(record: Record) -> list[str]:
     if constants:
         notes.append("called with " + ", ".join(f"{c.where}={fmt(c.value)} ({c.type})" for c in constants))
     return notes
+
+
+def no_inf_nan_shown(record: Record) -> str:
+    """What the text and HTML reports say under a record none of whose
+    tensors' statistics holds inf or nan: no dump.json entry, statistics
+    all finite, or tensors dump.json keeps no statistics of (a complex
+    tensor: a fresh user's complex64 ``exp`` overflow, an ORIGIN, read "no
+    inf/nan in the recorded statistics"), which may hold the inf/nan."""
+    if not record.has_entry:
+        return "no statistics in dump.json"
+    unstated = record.unstated()
+    if not unstated:
+        return "no inf/nan in the recorded statistics"
+    tensors = ", ".join(f"{t.where} {t.dtype}" for t in unstated)
+    if all(str(t.dtype).startswith("Complex") for t in unstated):
+        return f"dump.json keeps no statistics for complex tensors ({tensors}): inf/nan in them is not shown"
+    return f"no statistics in dump.json for {tensors}: inf/nan in them is not shown"

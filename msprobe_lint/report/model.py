@@ -31,6 +31,17 @@ class Tensor:
         """Names of the statistics that are inf or nan, e.g. ``["Max", "Mean"]``."""
         return [k for k, v in self.stats.items() if isinstance(v, float) and not math.isfinite(v)]
 
+    @property
+    def unstated(self) -> bool:
+        """dump.json has no statistic of this tensor (each null or absent)
+        although it holds values: a complex tensor (msprobe-format dumps
+        keep no statistics for ``Complex64``/``Complex128``; a fresh
+        user's ``exp`` of a complex64 overflowed with all four null), an
+        unreadable one. Whether it holds inf/nan is not known."""
+        if any(v is not None for v in self.stats.values()):
+            return False
+        return not (isinstance(self.shape, list) and any(d == 0 for d in self.shape))
+
 
 @dataclass(frozen=True)
 class Constant:
@@ -159,6 +170,10 @@ class Record:
     def offending(self) -> list[Tensor]:
         """The tensors whose statistics hold inf or nan."""
         return [t for t in self.tensors if t.nonfinite]
+
+    def unstated(self) -> list[Tensor]:
+        """The tensors dump.json has no statistics of (:attr:`Tensor.unstated`)."""
+        return [t for t in self.tensors if t.unstated]
 
 
 def signature(records: Iterable[Record]) -> tuple:

@@ -39,7 +39,7 @@ from typing import Any, Iterable, Iterator, Optional
 
 from probe_format.layout import STATS
 
-from ..fmt import fmt, place, rank_name, record_notes, shape, step_text
+from ..fmt import fmt, no_inf_nan_shown, place, rank_name, record_notes, shape, step_text
 from ..model import Record
 from ..view import Report, Section, ShownGroup
 from . import RenderUnavailable
@@ -241,6 +241,7 @@ def _environment():
     env.filters["step"] = step_text
     env.filters["rank_name"] = rank_name
     env.filters["notes"] = record_notes
+    env.filters["no_inf_nan_shown"] = no_inf_nan_shown
     env.globals["anchor"] = anchor
     return env
 

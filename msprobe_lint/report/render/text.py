@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from ...textsafe import shown
-from ..fmt import fmt, place_of, rank_name, record_notes, shape, step_text
+from ..fmt import fmt, no_inf_nan_shown, place_of, rank_name, record_notes, shape, step_text
 from ..model import Record
 from ..view import Report, ShownGroup
 
@@ -53,8 +53,7 @@ def _record_lines(record: Record, note: str | None) -> Iterator[str]:
         stats = " ".join(f"{k}={fmt(v)}" for k, v in tensor.stats.items())
         yield f"{INDENT}{tensor.where}  {tensor.dtype} {shape(tensor)}  {stats}"
     if not bad:
-        yield INDENT + ("no statistics in dump.json" if not record.has_entry
-                        else "no inf/nan in the recorded statistics")
+        yield INDENT + no_inf_nan_shown(record)
 
 
 def render_text(report: Report) -> Iterator[str]:
