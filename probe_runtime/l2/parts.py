@@ -113,7 +113,7 @@ def compiled_parts(level: str, config: dict, state: RunState, dump_path: str, ch
         switch.off()
         parts.graph = GraphChecks(state, KernelRecords(state, dump_path=dump_path), switch, scratch=scratch,
                                   library_roots=library_roots(), on_exhausted=on_exhausted,
-                                  on_error=checker.on_error, on_note=lambda: setattr(summary, "said", True),
+                                  on_error=checker.on_error, on_note=summary.noted,
                                   on_unchecked=summary.not_seen, on_mask=summary.took_for_mask)
     elif os.environ.get(JIT_VARIABLE, "1" if state.rank is None else "0") != "0" and device == "CPU":
         from .jit import JitRegions

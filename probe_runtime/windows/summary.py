@@ -105,6 +105,8 @@ class Summary:
         self.remember: Optional[Callable[[str], None]] = None
         #: L2: the compiled steps taken for ones returning a mask made by design (not recorded), what -> steps
         self.mask_steps: dict[str, set[int]] = {}
+        #: L2: records of kind ``outside`` written (no kernel named, not counted in ``found``: :meth:`noted`)
+        self.notes = 0
 
     def started(self, step: int) -> None:
         """``start()`` was called in ``step``."""
@@ -140,6 +142,15 @@ class Summary:
         by design and not recorded (``l2.graph.GraphChecks.taken_for_mask``);
         the exit line names it (:meth:`mask_parts`)."""
         self.mask_steps.setdefault(what, set()).add(step)
+
+    def noted(self) -> None:
+        """L2: a record that names no kernel was written (``outside``: a
+        replay whose dump held none, Parameters that held inf/nan before
+        the step): no all-clear, but the line after the records is said.
+        A helper's finding: such a record set :attr:`said`, so the steps
+        taken for a mask (:meth:`mask_parts`) went unsaid in the run's
+        last line."""
+        self.notes += 1
 
     def mask_parts(self) -> list[str]:
         """What the exit line says of the L2 steps taken for ones returning
@@ -294,7 +305,7 @@ class Summary:
         in GRAPH_MODE at L1, went unchecked without a word."""
         if self.said or disabled:
             return
-        if found or notes:  # no all-clear; but steps not checked are said (they were only in the all-clear before)
+        if found or notes or self.notes:  # no all-clear; but steps not checked are said (once only in it)
             self._say_besides()
             return
         if not self.start_calls:  # a fresh user's finding: a script that only called step() heard nothing

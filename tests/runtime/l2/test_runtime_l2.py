@@ -801,6 +801,50 @@ def test_a_compiled_step_returning_a_minus_inf_mask_is_not_recorded(tmp_path, ca
     assert "in step 0: taken for a mask made by design" in proc.stderr, proc.stderr[-2000:]
 
 
+SPOILED_POLICY = """
+import sys, numpy as np, mindspore as ms
+from mindspore import nn, ops
+ms.set_context(mode=ms.GRAPH_MODE, device_target="CPU")
+from probe_runtime import PrecisionDebugger
+debugger = PrecisionDebugger(config_path=sys.argv[1])
+VALID = ms.Tensor(np.array([[True, True, False]] * 4))
+
+
+class Policy(nn.Cell):  # logits masked with -inf by design
+    def __init__(self):
+        super().__init__()
+        self.pi = nn.Dense(4, 3, weight_init="ones", bias_init="zeros")
+
+    def construct(self, x):
+        return ops.masked_fill(self.pi(x), ops.logical_not(VALID), float("-inf"))
+
+
+net = Policy()
+for step in range(3):
+    if step == 1:  # a weight spoiled outside the checked steps (a bad checkpoint)
+        net.pi.weight.set_data(ms.Tensor(np.full((3, 4), np.nan, np.float32)))
+    debugger.start()
+    net(ms.Tensor(np.full((4, 4), 0.5, np.float32)))
+    debugger.stop()
+    debugger.step()
+"""
+
+
+def test_a_step_taken_for_a_mask_is_in_the_last_line_after_a_record_naming_no_kernel(tmp_path):
+    """A helper's finding: a record of kind ``outside`` (Parameters that
+    held inf/nan before the step, set outside the checked steps) marked the
+    exit line as said, so the run's last line was that record's repetition
+    and step 0, taken for a mask, was named only in the warning of step 0.
+    The line after the records names it, as it does after kernel records."""
+    proc = run_script(tmp_path, "spoiled_policy.py", SPOILED_POLICY, write_runtime_config(tmp_path, level="L2"))
+    assert records(tmp_path / "dump", 1)[0]["kind"] == "outside", proc.stderr[-2000:]
+    said = [line for line in proc.stderr.splitlines() if line.startswith("probe_runtime: ")]
+    assert said[-1].startswith(f"probe_runtime: records were written to {tmp_path / 'dump'}; besides them, the "
+                               "compiled step at "), said
+    assert "(output) returned -inf only, beside finite values, with its Parameters finite, in step 0: taken for a " \
+           "mask made by design" in said[-1], said
+
+
 @pytest.mark.parametrize("case", ["spoiling", "neglog"])
 def test_a_minus_inf_only_overflow_that_is_no_mask_is_recorded(tmp_path, case):
     """Not taken for a mask: a step whose -inf only output came with a
