@@ -416,8 +416,12 @@ class GraphChecks:
                              f"named no kernel: {why}")
             self._spoil(snapshot, left)
             return result
+        taker = None
+        if entered is None and not given_finite:  # a -inf mask given to the step: no kernel made it
+            entered, taker = mask_taken(kernels, labelled_tensors(list(args), "argument")
+                                        + labelled_tensors(kwargs, "argument"), where)
         self.state.count_record()
-        self.records.write(kernels, entered=entered)
+        self.records.write(kernels, entered=entered, entered_at=taker)
         self._spoil(snapshot, left)
         if self.state.exhausted:
             self.on_exhausted()
@@ -478,6 +482,33 @@ class GraphChecks:
         for path in glob.glob(os.path.join(self.scratch, "rank_*", NET_NAME)):
             if os.path.isdir(path) and not os.path.islink(path):
                 shutil.rmtree(path, ignore_errors=True)
+
+
+def mask_taken(kernels: list, arguments: list[tuple[str, Any]],
+               where: Optional[str]) -> tuple[Optional[tuple[str, str]], Any]:
+    """(which argument, what it says) and the first carried kernel among
+    ``kernels`` (a replay's, :func:`~.scan.scan`) that took a -inf-only
+    argument of the step as one of its inputs (the same values: a mask
+    given to the step), or (None, None). That kernel passed on a -inf made
+    outside the step: its record's ``entered`` says so, as for NaN in the
+    data. A helper's finding: the ``Add`` of such a mask was the step's
+    first record, and ``probe report`` said where the overflow started was
+    not known."""
+    masks = []
+    for label, tensor in arguments:
+        host = to_host(tensor)
+        if host.array is not None and not host.finite() and \
+                not (np.isnan(host.array).any() or np.isposinf(host.array).any()):
+            masks.append((label, host.array))
+    for kernel in kernels:
+        if kernel.origin:
+            continue
+        for label, array in masks:
+            if any(given.shape == array.shape and np.array_equal(given, array) for given in kernel.inputs.values()):
+                return (label, f"non-finite input entered with the arguments of the compiled step at {where}: "
+                               f"{label} held -inf on entry (a mask?), made outside the checked step; this kernel "
+                               "took it, it did not make it"), kernel
+    return None, None
 
 
 def wait_for(result: Any) -> None:

@@ -90,6 +90,9 @@ def kernel_message(kernel: Kernel, origin: Optional[Kernel] = None) -> Optional[
     says its inputs not dumped may have brought that overflow, not that
     where it started is not known)."""
     said = []
+    if kernel.float16_overflow:
+        said.append("its float16 output was dumped as the float32 values the CPU computed it in; float16 cannot hold "
+                    "those above 65504: inf in the step's result")
     if kernel.runs > 1:
         said.append(f"run {kernel.run + 1} of {kernel.runs} of this kernel (a graph loop); "
                     f"{kernel.nonfinite_runs} of them held inf/nan")
@@ -140,7 +143,7 @@ class KernelRecords:
         return writer
 
     def write(self, kernels: list[Kernel], *, inside: Optional[str] = None,
-              entered: Optional[tuple[str, str]] = None) -> int:
+              entered: Optional[tuple[str, str]] = None, entered_at: Optional[Kernel] = None) -> int:
         """Write the records of ``kernels`` (as :func:`~.scan.scan` returns
         them) into the current step: the first origin (with its ``.npy``), then
         in the order they ran at most :data:`MAX_CARRIED` other origins and as
@@ -148,9 +151,10 @@ class KernelRecords:
         leaves room for (the caller has counted the first); ``inside``: the enclosing
         region's entry name (a ``@jit`` region at L1/L0); ``entered``:
         (which input, what it says) when the step's arguments held inf/nan
-        on entry: the first carried kernel's record gets an ``entered``
-        object (source ``outside``) saying so, which ``probe report``
-        names. Returns how many were written.
+        on entry: the first carried kernel's record (``entered_at``'s,
+        when given: the kernel that took a -inf mask given to the step)
+        gets an ``entered`` object (source ``outside``) saying so, which
+        ``probe report`` names. Returns how many were written.
 
         Raises:
             WriterError, OSError: the dump cannot be written.
@@ -172,7 +176,7 @@ class KernelRecords:
                 record.name = f"{kernel.name}.{sum(1 for n in writer.data if n.startswith(kernel.name))}"
             message = kernel_message(kernel, origins[0] if origins else None)
             came_in = None
-            if entered is not None and carried and kernel is carried[0]:
+            if entered is not None and carried and kernel is (entered_at or carried[0]):
                 came_in = entered_object(record.name, input=entered[0], source=SOURCE_OUTSIDE, message=entered[1])
             writer.write(record, **call_record(record.name, origin=kernel.origin, where=kernel.where,
                                                kind=BACKWARD if kernel.backward else FORWARD, step=step,

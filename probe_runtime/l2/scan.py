@@ -17,6 +17,10 @@ that format's traps:
 * a float16 kernel the CPU backend ran in float32 (MatMul) is written with
   a float16 header over float32 data: :func:`load_npy` reads the data by
   its size (read by its header, half of it looks like garbage, often inf);
+  its float16 overflow shows in the Cast the backend inserted after it,
+  but one whose output nothing dumped takes (a float16 ``Exp`` the step
+  returns) holds it itself: values float16 cannot hold in such an output
+  count as inf there (:func:`float16_overflow`);
 * kernels are ordered by the timestamp in their file names (the dump is
   synchronous), over every graph of the step;
 * in-place kernels (the optimizer's ``Apply*``, ``Assign*``, ``Adam`` ...)
@@ -127,6 +131,10 @@ class Kernel:
     unread: Optional[list[int]] = field(default_factory=list)
     listed: Optional[str] = None
     gradient: bool = False
+    #: output slots written with a float16 header over float32 data (the CPU ran the kernel in float32)
+    widened: set[int] = field(default_factory=set)
+    #: its inf/nan is values of such an output that float16 cannot hold (:func:`float16_overflow`)
+    float16_overflow: bool = False
 
     @property
     def name(self) -> str:
@@ -171,6 +179,12 @@ def load_npy(path: str) -> Optional[np.ndarray]:
     The data is read by its size: a float16 header over twice as many bytes
     as float16 needs holds float32 values (the CPU backend ran the kernel
     in float32 and wrote its declared dtype)."""
+    return read_npy(path)[0]
+
+
+def read_npy(path: str) -> tuple[Optional[np.ndarray], bool]:
+    """:func:`load_npy`'s array, and whether its float16 header held
+    float32 data (the kernel ran in float32)."""
     try:
         with open(path, "rb") as f:
             version = np.lib.format.read_magic(f)
@@ -180,16 +194,17 @@ def load_npy(path: str) -> Optional[np.ndarray]:
                 shape, fortran, dtype = np.lib.format.read_array_header_2_0(f)
             data = f.read()
     except (OSError, ValueError):
-        return None
+        return None, False
     if dtype.hasobject:
-        return None
+        return None, False
     count = int(np.prod(shape)) if shape else 1
-    if dtype == np.float16 and len(data) == count * 4:
+    widened = dtype == np.float16 and len(data) == count * 4
+    if widened:
         dtype = np.dtype(np.float32)
     if len(data) < count * dtype.itemsize:
-        return None
+        return None, False
     array = np.frombuffer(data, dtype=dtype, count=count)
-    return array.reshape(shape, order="F" if fortran else "C")
+    return array.reshape(shape, order="F" if fortran else "C"), widened
 
 
 def all_finite(array: np.ndarray) -> bool:
@@ -487,9 +502,11 @@ def read_kernels(root: str) -> list[Kernel]:
                 runs.append(current)
             kernel, in_slots, out_slots = current
             (in_slots if is_input else out_slots).add(slot)
-            array = load_npy(path)
+            array, widened = read_npy(path)
             if array is not None:
                 (kernel.inputs if is_input else kernel.outputs)[slot] = array
+                if widened and not is_input:
+                    kernel.widened.add(slot)
         for kernel, in_slots, _ in runs:
             kernel.runs = len(runs)
             kernels.append(kernel)
@@ -526,8 +543,10 @@ def classify(kernels: list[Kernel], given_finite: bool = True) -> list[Kernel]:
     it may reach such an input unwritten): such a kernel is never the
     origin. A kernel whose inputs were all read is judged by them alone."""
     flagged: list[Kernel] = []
-    for kernel in kernels:
+    for index, kernel in enumerate(kernels):
         outputs_finite = all(all_finite(a) for a in kernel.outputs.values())
+        if outputs_finite and float16_overflow(kernel, kernels[index + 1:]):
+            kernel.float16_overflow, outputs_finite = True, False
         inputs_finite = all(all_finite(a) for a in kernel.inputs.values())
         if kernel.inplace:
             if outputs_finite and inputs_finite:
@@ -550,6 +569,29 @@ def classify(kernels: list[Kernel], given_finite: bool = True) -> list[Kernel]:
     for key, kernel in chosen.items():
         kernel.nonfinite_runs = count[key]
     return sorted(chosen.values(), key=lambda k: (k.stamp, k.graph, k.full_name))
+
+
+def float16_overflow(kernel: Kernel, after: list[Kernel]) -> bool:
+    """An output of ``kernel`` written as float16 over float32 data (the
+    CPU backend ran it in float32, :attr:`Kernel.widened`) holds finite
+    values float16 cannot hold, and no kernel dumped ``after`` it took them
+    as an input: its float16 result is inf there (a float16 ``Exp`` of 12
+    is 162755 in its file and inf in what the step returns). When a kernel
+    after it took them (the Cast the backend inserted after a float16
+    MatMul) that kernel holds the overflow, and this one is left alone. A
+    helper's finding: such an ``Exp`` the step returned was never named,
+    and the step's only record was the ``Add`` of a -inf mask it was given
+    ("where the overflow started is not known")."""
+    for slot in kernel.widened:
+        values = kernel.outputs.get(slot)
+        if values is None or not all_finite(values):
+            continue
+        with np.errstate(over="ignore"):
+            if all_finite(values.astype(np.float16)):
+                continue
+        if not any(_same_values(values, given) for other in after for given in other.inputs.values()):
+            return True
+    return False
 
 
 #: kernels that draw random numbers (their own state or the generator's): a replay draws again

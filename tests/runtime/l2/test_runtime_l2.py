@@ -418,6 +418,48 @@ def test_a_minus_inf_mask_given_to_the_step_leaves_the_origin_named(tmp_path):
     assert "Overflow started in step3/rank: ReduceSum." in report_last_line(dump)
 
 
+FLOAT16_EXP = """
+import sys, numpy as np, mindspore as ms
+from mindspore import nn, ops
+ms.set_context(mode=ms.GRAPH_MODE, device_target="CPU")
+from probe_runtime import PrecisionDebugger
+debugger = PrecisionDebugger(config_path=sys.argv[1])
+causal = ms.Tensor(np.triu(np.full((4, 4), -np.inf, np.float32), 1))
+
+
+class Attn(nn.Cell):  # masked attention weights, and a float16 exp returned as is
+    def construct(self, x, mask):
+        weights = ops.softmax(x.astype(ms.float32) + mask, -1)
+        return weights, ops.exp(x)
+
+
+net = Attn()
+for step in range(2):
+    x = np.full((4, 4), 12.0 if step == 1 else 0.5, np.float16)  # exp(12) = 162755: inf in float16
+    debugger.start()
+    net(ms.Tensor(x), causal)
+    debugger.stop()
+    debugger.step()
+"""
+
+
+def test_a_float16_exp_the_step_returns_is_named_beside_a_mask_given_to_it(tmp_path):
+    """A helper's finding: the CPU runs a float16 ``Exp`` in float32 and
+    dumps its output as float32 data under a float16 header (162755); no
+    Cast after it was dumped, since the step returns it, so it was never
+    named: the step's only record was the ``Add`` of the -inf mask given to
+    the step, carried, and ``probe report`` said where the overflow started
+    was not known. The Exp is the origin, and the Add's record says the
+    -inf entered with the step's arguments."""
+    run_script(tmp_path, "float16_exp.py", FLOAT16_EXP, write_runtime_config(tmp_path, level="L2"))
+    found = records(tmp_path / "dump", 1)
+    assert [(r["name"].split(".")[0], r["origin"]) for r in found] == [("Exp", True), ("Add", False)], found
+    assert found[0]["where"].endswith("float16_exp.py:13"), found[0]
+    assert found[1]["entered"]["source"] == "outside", found[1]
+    assert "argument 1 held -inf on entry" in found[1]["entered"]["message"], found[1]
+    assert "Overflow started in step1/rank: Exp." in report_last_line(tmp_path / "dump")
+
+
 def test_parameters_spoiled_by_a_recorded_step_are_traced_to_it_from_any_cell(tmp_path):
     """A reviewer's finding: the step that left Parameters inf/nan was
     remembered per Cell, and once: an evaluation Cell sharing the trained
