@@ -469,6 +469,11 @@ class Checker:
                 continue
             external = self.by_design.external(maker)
             self.by_design.recorded(maker)
+            if getattr(maker, "regions", None) is not None:  # a mindspore.jit region (l2.jit.RegionMaker)
+                self._overflow_steps.add(maker.step)
+                if not self.state.exhausted:
+                    maker.record()  # replayed now: its kernels are its records
+                continue
             where_in = None
             if maker.step not in self._overflow_steps:
                 self._overflow_steps.add(maker.step)
@@ -577,6 +582,17 @@ class Checker:
             self._limit_logged = True
             LOGGER.info("probe_runtime: overflow_nums=%s reached; detection stops", self.state.overflow_nums)
             self._call_exhausted()
+
+    def defer_region(self, maker: Any, tensors: list) -> bool:
+        """L1: a ``mindspore.jit`` region returned ``tensors`` holding -inf
+        only from finite inputs (``l2.jit.RegionMaker``): deferred as a
+        mask maker (:mod:`.by_design`), judged by what takes its -inf, as
+        a ``masked_fill`` outside the region is. False when the window is
+        not checked or no more makers are remembered."""
+        if not self.live or self.disabled or self.by_design.full():
+            return False
+        self.by_design.defer(maker, tensors)
+        return True
 
     def overflow_recorded(self, step: int) -> None:
         """A record of ``step`` was written by another part (the kernel of a

@@ -51,7 +51,7 @@ from ..check.verdict import HostCache, is_floating, iter_tensors
 from ..hooks.reach import reachable_parameters
 from ..state import RunState
 from .dump_config import NET_NAME
-from .graph import caller_where, nonfinite_outputs, wait_for
+from .graph import caller_where, mask_like, nonfinite_outputs, wait_for
 from .private import DumpSwitch, jit_executor, jit_trace_module
 from .records import KernelRecords
 from .scan import random_kernels, scan
@@ -119,12 +119,19 @@ class JitRegions:
         on_error: called with (where, exception) for a fault of the tool.
         on_record: called with the step when a record of a region was
             written (the checker's later entries of it are carried on).
+        on_mask: called with (a :class:`RegionMaker`, the region's -inf
+            outputs) when a region returned -inf only from finite inputs
+            and Parameters: True when the checker deferred it as a mask
+            maker (``check.by_design``; L1), which replays it only when its
+            -inf reaches a judged result (:meth:`RegionMaker.record`).
     """
 
     def __init__(self, state: RunState, records: KernelRecords, switch: DumpSwitch, *, scratch: str,
                  library_roots: tuple[str, ...], on_error: Callable[[str, BaseException], None],
-                 on_record: Callable[[int], None] = lambda step: None) -> None:
+                 on_record: Callable[[int], None] = lambda step: None,
+                 on_mask: Optional[Callable[[Any, list], bool]] = None) -> None:
         self.on_record = on_record
+        self.on_mask = on_mask
         self.state = state
         self.records = records
         self.switch = switch
@@ -238,7 +245,7 @@ class JitRegions:
 
         self._depth += 1
         try:
-            self._judge(again, run, args, {}, result, params, before, masks)
+            self._judge(again, run, args, {}, result, params, before, masks, deferrable=False)
         except Exception as err:
             self.on_error("checking inside a mindspore.jit region (capture_mode trace)", err)
         finally:
@@ -300,11 +307,15 @@ class JitRegions:
             self._depth -= 1
 
     def _judge(self, original: Callable, run: Any, args: tuple, kwargs: dict, result: Any, params: list,
-               before: list[bool], masks: dict) -> None:
+               before: list[bool], masks: dict, deferrable: bool = True) -> None:
         """Judge one region call that returned ``result`` (``before``: its
         Parameters' finiteness before it, ``masks`` the by-design ones'
         values); replayed with ``original`` under the dump when its inputs
-        were finite and its result is not. Never raises."""
+        were finite and its result is not, unless it returned a mask
+        (:func:`~.graph.mask_like`: -inf only, beside finite values) and
+        ``on_mask`` deferred it. ``deferrable`` False: never deferred (a
+        ``capture_mode="trace"`` call, whose replay begins the trace again
+        and is run at once). Never raises."""
         try:
             name = self.region_name(run)
             held = [p for p, ok in zip(params, before) if not ok]
@@ -326,6 +337,11 @@ class JitRegions:
                 return
             if not _strictly_finite([*args, *kwargs.values(), *params]) and _no_nan_or_inf(result):
                 return  # it was given a -inf mask (or reaches one) and returns -inf only: passed on
+            if deferrable and self.on_mask is not None and mask_like(result):  # -inf beside finite values: a mask?
+                cache = HostCache()
+                made = [t for t in iter_tensors([result]) if is_floating(t) and not cache.finite(t)]
+                if made and self.on_mask(RegionMaker(self, original, run, args, kwargs, name), made):
+                    return  # deferred: replayed and recorded only when its -inf reaches a judged result
             self.replay(original, run, args, kwargs, name)
         except Exception as err:
             self.on_error("checking inside a mindspore.jit region", err)
@@ -392,9 +408,15 @@ class JitRegions:
                           f"the mindspore.jit region {name} {said}; the calls and updates inside a compiled region "
                           "are not seen at L0/L1 (remove jit from it while debugging to see them)")
 
-    def replay(self, original: Callable, run: Any, args: tuple, kwargs: dict, name: str) -> None:
+    def replay(self, original: Callable, run: Any, args: tuple, kwargs: dict, name: str,
+               maker: bool = False) -> None:
         """Run the region again under the dump and write the kernels it
-        names; a region that may write Parameters is not run again."""
+        names; a region that may write Parameters is not run again.
+        ``maker``: a region deferred as a mask maker whose -inf reached a
+        judged result (:class:`RegionMaker`): its inputs and Parameters
+        were finite, so the first kernel holding inf/nan made it (its -inf
+        input a constant of the graph: ``masked_fill(..., -inf)``), the
+        origin."""
         function = getattr(run, "fn", None)
         writes = writes_parameters(self.scratch, function)
         if writes is not False:
@@ -443,6 +465,8 @@ class JitRegions:
                                   "started inside it; MindSpore's dump of its replay named no kernel, so the kernel "
                                   "is not named (remove jit from it while debugging to see the call at level L1)")
             return
+        if maker and not any(k.origin for k in kernels):
+            kernels[0].origin = True
         self.state.count_record()
         self.on_record(self.state.step)
         self.records.write(kernels, inside=name)
@@ -451,6 +475,40 @@ class JitRegions:
         for path in glob.glob(os.path.join(self.scratch, "rank_*", NET_NAME)):
             if os.path.isdir(path) and not os.path.islink(path):
                 shutil.rmtree(path, ignore_errors=True)
+
+
+class RegionMaker:
+    """A region call that returned -inf only from finite inputs and
+    Parameters, deferred by the checker as a mask maker (L1: ``masked_fill``
+    or ``where`` of -inf inside a ``@jit`` function, its mask consumed by a
+    softmax after it). Nothing is replayed unless its -inf reaches a judged
+    result: then :meth:`record` runs the region again under the dump (its
+    arguments are held until the window closes) and writes its kernels.
+    A helper's finding: such a region got a ``MaskedFill ... (carried)``
+    record in every clean step.
+
+    Attributes:
+        name: the region's entry name (``Jit.make_mask.0.forward``).
+        step: the step it ran in.
+    """
+
+    def __init__(self, regions: JitRegions, original: Callable, run: Any, args: tuple, kwargs: dict,
+                 name: str) -> None:
+        self.regions, self.original, self.run = regions, original, run
+        self.args, self.kwargs, self.name = args, kwargs, name
+        self.step = regions.state.step
+        self.api = name
+
+    def record(self) -> None:
+        """Replay the region and write its records (as the step's origin). Never raises."""
+        regions = self.regions
+        regions._depth += 1
+        try:
+            regions.replay(self.original, self.run, self.args, self.kwargs, self.name, maker=True)
+        except Exception as err:
+            regions.on_error("checking inside a mindspore.jit region", err)
+        finally:
+            regions._depth -= 1
 
 
 #: an in-place kernel in a graph's ``.ir`` (``%3(...) = ApplyMomentum(...)``, ``= PrimFunc_AssignAdd(``)

@@ -128,7 +128,8 @@ def compiled_parts(level: str, config: dict, state: RunState, dump_path: str, ch
         switch.off()
         records = KernelRecords(state, dump_path=dump_path, level=level, writers=checker.records.writer)
         parts.jit = JitRegions(state, records, switch, scratch=scratch, library_roots=library_roots(),
-                               on_error=checker.on_error, on_record=checker.overflow_recorded)
+                               on_error=checker.on_error, on_record=checker.overflow_recorded,
+                               on_mask=checker.defer_region if level == "L1" else None)
     return parts
 
 

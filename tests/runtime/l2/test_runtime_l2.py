@@ -782,6 +782,69 @@ def test_a_jit_region_given_a_minus_inf_mask_is_still_replayed(tmp_path, case):
     assert first["origin"] is True and first["name"].startswith("Exp.") and "inside" in first, first
 
 
+JIT_MASK_MAKER = """
+import sys, numpy as np, mindspore as ms
+from mindspore import nn, ops
+ms.set_context(mode=ms.PYNATIVE_MODE, device_target="CPU")
+from probe_runtime import PrecisionDebugger
+debugger = PrecisionDebugger(config_path=sys.argv[2])
+case = sys.argv[1]
+net = nn.Dense(4, 4, weight_init="ones", bias_init="zeros")
+
+
+@ms.jit
+def make_mask(valid):  # an additive mask built from finite inputs: 0 where valid, -inf elsewhere
+    zeros = ops.zeros(valid.shape, ms.float32)
+    if case == "where":
+        return ops.where(valid, zeros, zeros - float("inf"))
+    return ops.masked_fill(zeros, ops.logical_not(valid), float("-inf"))
+
+
+def forward(x, valid, bad):
+    scores = net(x) + make_mask(valid)
+    weights = ops.softmax(scores, -1)
+    if bad:  # the -inf reaches the loss: -inf * 0 is NaN
+        return (scores * weights).sum()
+    return (weights * x).sum()
+
+
+opt = nn.SGD(net.trainable_params(), 1e-3)
+grad_fn = ms.value_and_grad(forward, None, opt.parameters)
+valid = ms.Tensor(np.array([[True, True, False, True]] * 2))
+for step in range(2):
+    debugger.start(net)
+    loss, grads = grad_fn(ms.Tensor(np.full((2, 4), 0.5, np.float32)), valid, case == "bad" and step == 1)
+    opt(grads)
+    debugger.stop()
+    debugger.step()
+"""
+
+
+@pytest.mark.parametrize("case", ["masked_fill", "where"])
+def test_a_jit_region_making_a_mask_a_softmax_consumes_is_not_recorded(tmp_path, case):
+    """A helper's finding: a @jit function building an additive -inf mask
+    from finite inputs (``masked_fill`` or ``where`` of -inf), consumed by
+    a softmax after it (loss and gradients finite), got a "MaskedFill ...
+    (carried) inside Jit.make_mask.0.forward" record in every clean step
+    at L1, where the same mask built outside jit is judged by design. Such
+    a region is deferred as a mask maker now."""
+    proc = run_script(tmp_path, "jit_mask_maker.py", JIT_MASK_MAKER, case, write_runtime_config(tmp_path, level="L1"))
+    assert not (tmp_path / "dump" / "step0").exists() and not (tmp_path / "dump" / "step1").exists(), \
+        proc.stderr[-2000:]
+    assert "no overflow found in 2 checked step(s)" in proc.stderr, proc.stderr[-2000:]
+
+
+def test_a_jit_region_making_a_mask_that_reaches_the_loss_is_the_origin(tmp_path):
+    """The other direction: the region's -inf reaches the loss (NaN) in
+    step 1: the region is replayed then, its kernel the step's origin
+    (before, the same record, carried, and no origin at all)."""
+    proc = run_script(tmp_path, "jit_mask_maker.py", JIT_MASK_MAKER, "bad", write_runtime_config(tmp_path, level="L1"))
+    assert not (tmp_path / "dump" / "step0").exists(), proc.stderr[-2000:]
+    first = records(tmp_path / "dump", 1)[0]
+    assert first["name"].startswith("MaskedFill.") and first["origin"] is True, first
+    assert first["inside"] == "Jit.make_mask.0.forward", first
+
+
 BYTECODE = """
 import sys, numpy as np, mindspore as ms
 from mindspore import nn, ops
