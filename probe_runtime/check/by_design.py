@@ -92,6 +92,7 @@ Example::
 from __future__ import annotations
 
 import enum
+import re
 from typing import Any, Callable, Optional
 
 import numpy as np
@@ -402,6 +403,15 @@ class ByDesign:
         value)."""
         return {m.prefix for m in self.makers
                 if id(m) in self._consumed and isinstance(getattr(m, "prefix", None), str)}
+
+    def consumed_regions(self) -> set[str]:
+        """L1: the ``mindspore.jit`` regions (``Jit.make_mask``, the call
+        index dropped) among this window's makers (``l2.jit.RegionMaker``)
+        whose -inf a checked call turned finite: not recorded, and named in
+        the all-clear, since an overflow inside a region that gives -inf
+        only looks the same from outside it."""
+        return {re.sub(r"\.\d+\.forward$", "", m.name) for m in self.makers
+                if id(m) in self._consumed and getattr(m, "regions", None) is not None}
 
     def unconsumed(self) -> list:
         """The deferred makers whose -inf no checked call turned finite."""

@@ -334,6 +334,7 @@ class Windows:
                 self.watched.cover(window)
         finally:
             self.summary.masks.update(self.checker.by_design.consumed_cells())  # L0: named in the all-clear
+            self.summary.regions.update(self.checker.by_design.consumed_regions())  # L1: likewise
             self.checker.by_design.clear()  # the tensors of -inf made by design, held for the window
         self.policy.closed(self.grads.computations > 0)
 

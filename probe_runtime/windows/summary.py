@@ -99,6 +99,8 @@ class Summary:
         self.jit_calls = 0
         #: L0: Cells whose -inf-only output a checked Cell or the model's own code turned finite (not recorded)
         self.masks: set[str] = set()
+        #: L1: mindspore.jit regions whose -inf-only output a checked call turned finite (not recorded)
+        self.regions: set[str] = set()
         #: step -> times ``start()`` was called again while that step's window was open (:meth:`restarted`)
         self.restarts: dict[int, int] = {}
         #: called with the all-clear once it is printed (the debugger keeps it in its dump_path marker)
@@ -198,6 +200,13 @@ class Summary:
                         "(its result finite, such as clip_by_global_norm compiled with @jit) is not seen, nor is "
                         "one its backward makes named (it shows in the calls whose gradients it feeds); without "
                         "@jit level L1 names the call")
+            if self.regions:  # as L0's masks: a -inf-only overflow inside a region looks like a mask
+                names = sorted(self.regions)
+                shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+                message += (f"; {len(names)} mindspore.jit region(s) returned -inf only, beside finite values, "
+                            "which later code turned finite, and were taken for a mask made by design (not "
+                            f"recorded): {shown}; an overflow inside a region that gives -inf only (-exp of a "
+                            "large value) looks the same from outside it")
         if not self.checked_steps:  # no limit of a check that never ran (nor its advice) to add
             return message
         if self.level == "L2":  # what the CPU's kernel check cannot see

@@ -832,6 +832,9 @@ def test_a_jit_region_making_a_mask_a_softmax_consumes_is_not_recorded(tmp_path,
     assert not (tmp_path / "dump" / "step0").exists() and not (tmp_path / "dump" / "step1").exists(), \
         proc.stderr[-2000:]
     assert "no overflow found in 2 checked step(s)" in proc.stderr, proc.stderr[-2000:]
+    # the all-clear names the region it took for a mask, as L0's names such a Cell
+    assert "1 mindspore.jit region(s) returned -inf only" in proc.stderr, proc.stderr[-2000:]
+    assert "taken for a mask made by design (not recorded): Jit.make_mask;" in proc.stderr, proc.stderr[-2000:]
 
 
 def test_a_jit_region_making_a_mask_that_reaches_the_loss_is_the_origin(tmp_path):
