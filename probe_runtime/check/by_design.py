@@ -27,6 +27,12 @@ takes one of them is judged as if it were finite there, so:
   checked call ever took (a forward-only loop returning ``log(0)``: the
   -inf is the result): the makers are recorded then.
 
+A -inf by design that leaves a gradient computation asked with
+``has_aux=True`` as an auxiliary output (masked logits returned beside
+the loss, for an accuracy read on the host), its loss and gradients
+finite, is no overflow: the makers count as consumed
+(:meth:`ByDesign.auxiliary`, at L1 and L0).
+
 A -inf written into a tensor (``s[pad] = float("-inf")``, ``index_fill``,
 the in-place ``masked_fill_``/``fill_``) is made by design the same way.
 An in-place call's entry holds copies of its inputs made before the call,
@@ -495,6 +501,27 @@ class ByDesign:
         the -inf the model returned into them and turned it finite; only
         those makers are consumed (not one a forward-only pass returned)."""
         self.consumed([m for m in self.makers if id(m) in self._returned])
+
+    def auxiliary(self, aux: list, labels: list, cache: HostCache) -> list:
+        """``labels``: what a gradient computation asked with ``has_aux=True``
+        returned holding inf/nan; ``aux``: its auxiliary outputs, (label,
+        tensor) pairs (forward output 1 on, returned but not differentiated).
+        When every one of ``labels`` is an auxiliary output holding a
+        deferred maker's -inf by design (:meth:`excused`), the loss and the
+        gradients being finite: the mask left the computation beside them
+        (masked logits returned for an accuracy read on the host), no
+        overflow; its makers count as consumed and ``labels`` are returned.
+        Else none is: ``[]`` (a real overflow in an auxiliary output, a
+        float16 logit at an unmasked place, is no maker's tensor or holds
+        +inf or NaN beside the -inf). Before, such logits made the mask's
+        maker an origin, at L1 and L0, in every clean step."""
+        held = dict(aux)
+        if not labels or any(label not in held for label in labels):
+            return []
+        if not all(self.excused(held[label], cache) for label in labels):
+            return []
+        self.consumed([self.maker_of(held[label]) for label in labels])
+        return list(labels)
 
     def positive(self, makers: list) -> bool:
         """One of ``makers`` wrote +inf on purpose."""

@@ -494,6 +494,25 @@ class Checker:
                 batch.counted = False
         return True
 
+    def excused_auxiliary(self, aux: list, labels: list) -> list:
+        """The labels among ``labels`` (what a gradient computation
+        returned holding inf/nan) that are no overflow: auxiliary outputs
+        (``aux``, (label, tensor) pairs) holding a -inf made by design
+        beside a finite loss and finite gradients
+        (:meth:`.by_design.ByDesign.auxiliary`); the calls made so far are
+        judged first (the maker may still be pending)."""
+        if not aux or not labels or self.disabled:
+            return []
+        self.flush()
+        if not self.by_design:
+            return []
+        try:
+            with tool_section():
+                return self.by_design.auxiliary(aux, labels, HostCache())
+        except Exception as err:  # pragma: no cover - a bug in the tool
+            self.on_error("while judging a gradient computation's auxiliary outputs", err)
+            return []
+
     def release_by_design(self, unconsumed: bool = False) -> bool:
         """The window closes and the -inf of deferred makers reached a
         result: a gradient computation's, holding inf/nan no record
@@ -625,10 +644,12 @@ class Checker:
                 return self._judge_entry("forward", top.as_cell_call(None), cache, batch)
             skip, note = settle_model(top, cache, self.by_design)  # a sub-Cell's -inf by design: consumed?
             if skip:  # it returns that -inf: its maker is recorded when the window closes, nothing consumed it
+                self._alias_top(top)
                 return True
             if not top_output_overflowed(top, cache):
                 return True
             if top.prefix and self._defer_top(top, cache):
+                self._alias_top(top)
                 return True
             if all_finite(list(top.params.values()), cache):  # else its own Parameter brought it: no L1 hint
                 self._hint_top(top)
@@ -664,6 +685,15 @@ class Checker:
         if top.grad_mode:
             self.by_design.returned([maker])
         return True
+
+    def _alias_top(self, top: Any) -> None:
+        """The model returned a -inf by design: its output as the caller
+        got it (``top.hooked``, through the gradient hook: new tensor
+        objects of the same values) is that maker's too, so an auxiliary
+        output of the gradient computation holding it is known
+        (:meth:`excused_auxiliary`)."""
+        if top.hooked is not None:
+            self.by_design.alias(zip(iter_tensors(top.output), iter_tensors(top.hooked)))
 
     def _release_stash(self, top: Any, cache: HostCache, batch: _Batch, record_top: bool) -> bool:
         """A sub-Cell got inf/nan the model's own ``construct`` made between

@@ -135,12 +135,16 @@ class Outcome:
     Attributes:
         nonfinite: labels of what the last replayed computation returned
             that held inf/nan (it reproduced the overflow when not empty).
+        excused: labels of what it returned holding inf/nan that the
+            checks found to be no overflow (a -inf made by design, returned
+            as an auxiliary output): not in ``nonfinite``.
         refused: what it stopped before (``"the collective AllReduce"``), else None.
         error: an error it raised (the replay is then incomplete), else None.
         replayed: how many computations ran again.
     """
 
     nonfinite: list = field(default_factory=list)
+    excused: list = field(default_factory=list)
     refused: Optional[str] = None
     error: Optional[str] = None
     replayed: int = 0
@@ -158,12 +162,18 @@ class Replayer:
             (``GradWatch.judge``).
         distributed: the process is one rank of several: compiled graphs are
             refused too during a replay (they may hold a collective).
+        excuse: ``(computation, labels)`` -> the labels among ``labels``
+            (what the last replayed computation returned holding inf/nan)
+            that the checks find no overflow (``Windows.excuse_auxiliary``),
+            called before the checks close; None: none is.
     """
 
-    def __init__(self, originals: dict, judge: Callable[[list], list], *, distributed: bool = False) -> None:
+    def __init__(self, originals: dict, judge: Callable[[list], list], *, distributed: bool = False,
+                 excuse: Optional[Callable[[Any, list], list]] = None) -> None:
         self.originals = originals
         self.judge = judge
         self.distributed = distributed
+        self.excuse = excuse
         self._guard_plan: Optional[list] = None
 
     def run(self, computations: list, *, open_checks: Callable[[], None], close_checks: Callable[[], None],
@@ -207,6 +217,9 @@ class Replayer:
             last.output, last.gradients = output, gradients
             try:
                 outcome.nonfinite = self.judge(last.labelled())
+                if outcome.nonfinite and self.excuse is not None:
+                    outcome.excused = self.excuse(last, outcome.nonfinite)
+                    outcome.nonfinite = [label for label in outcome.nonfinite if label not in outcome.excused]
             finally:
                 last.release()
         except ReplayRefused as err:

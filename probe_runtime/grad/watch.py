@@ -99,6 +99,13 @@ class Computation:
             out.extend(label_gradients(self.gradients, self.weights, self.grad_position))
         return out
 
+    def auxiliary(self) -> list[tuple[str, Any]]:
+        """(label, tensor) for its auxiliary outputs: forward output 1 on,
+        when asked with ``has_aux=True`` (returned, not differentiated)."""
+        if self.has_aux is not True:
+            return []
+        return [(f"forward output {i}", t) for i, t in enumerate(iter_tensors(self.output)) if i > 0]
+
     def release(self) -> None:
         """Let go of the output and the gradients (the caller has them)."""
         self.output = self.gradients = None
@@ -241,6 +248,12 @@ class GradWatch:
         self.window, self._starts, self._depth, self.finite = [], [], 0, {}
         for computation in pending:
             self._finish(computation)
+
+    def forget_finding(self, computation: Computation) -> None:
+        """``computation`` returned no overflow after all (its only inf/nan
+        is a -inf by design in an auxiliary output): it is no finding."""
+        computation.nonfinite = []
+        self.findings[:] = [c for c in self.findings if c is not computation]
 
     def complete_findings(self) -> list[Computation]:
         """The window's computations that held inf/nan, those whose

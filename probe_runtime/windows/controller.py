@@ -382,9 +382,13 @@ class Windows:
     def on_computation(self, computation: Any) -> None:
         """A gradient computation returned (the gradient watch judged it)."""
         computation.step = self.state.step
-        self.watched.on_computation(computation)
         window = self.current
-        if window is not None and window.kind is Kind.EXACT and not self.stopped() and not computation.nested:
+        exact = window is not None and window.kind is Kind.EXACT and not self.stopped() and not computation.nested
+        if exact and computation.complete and computation.nonfinite and \
+                self.excuse_auxiliary(computation, computation.nonfinite) == computation.nonfinite:
+            self.grads.forget_finding(computation)  # a -inf by design returned as an auxiliary output: no overflow
+        self.watched.on_computation(computation)
+        if exact:
             # a resolution point: what the computation's calls took is read before the caller can refill it (a
             # hunt's finding: a Tensor.from_numpy batch buffer refilled with the next micro-batch was read instead,
             # and the call that took a NaN batch was called the origin); the reads were due before the update
@@ -400,6 +404,17 @@ class Windows:
             self.checker.flush()
             if not self.explained(window) and not window.nested:
                 window.nested = self.notes.nested_backward(computation.nonfinite, computation.frames)
+
+    def excuse_auxiliary(self, computation: Any, labels: list) -> list:
+        """The labels among ``labels`` (what ``computation``, a gradient
+        computation run under exact checks, returned holding inf/nan) that
+        are no overflow: all of them, when each is an auxiliary output
+        (``has_aux=True``) holding a -inf a checked call or Cell made by
+        design, the loss and the gradients being finite (masked logits
+        returned for an accuracy read on the host:
+        ``check.by_design.ByDesign.auxiliary``), else none. Used for the
+        window's computations and for their replays (auto checks)."""
+        return self.checker.excused_auxiliary(computation.auxiliary(), labels)
 
     def on_forward(self, computation: Any) -> None:
         """L0, exact window: a gradient computation's forward pass returned

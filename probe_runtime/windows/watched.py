@@ -41,8 +41,8 @@ class WatchedWindow:
     Args:
         windows: the :class:`~.controller.Windows` it belongs to (its parts,
             policy, notes and open window).
-        replayer: called once, with ``(originals, judge, distributed)``, to
-            build the ``Replayer`` when the first replay runs.
+        replayer: called once, with ``(originals, judge, distributed,
+            excuse)``, to build the ``Replayer`` when the first replay runs.
     """
 
     def __init__(self, windows: Any, replayer: Callable[..., Any]) -> None:
@@ -134,7 +134,8 @@ class WatchedWindow:
         try:
             if self._replayer is None:  # made once: it keeps its plan of guards
                 self._replayer = self._make_replayer(w.grads.originals, w.grads.judge,
-                                                     distributed=w.state.rank is not None)
+                                                     distributed=w.state.rank is not None,
+                                                     excuse=w.excuse_auxiliary)
             outcome = self._replayer.run(pending, open_checks=self._open, close_checks=self._close,
                                          model=window.model, start_values=w.states.start_values())
         finally:
@@ -155,6 +156,11 @@ class WatchedWindow:
             w.notes.masked(masked, computation)
         elif outcome.nonfinite:
             w.notes.outside(computation.nonfinite, computation.frames)
+        elif outcome.excused and set(computation.nonfinite) <= set(outcome.excused):
+            # its only inf/nan is a -inf by design returned as an auxiliary output (masked logits for a metric),
+            # beside a finite loss and finite gradients: no overflow (before: an outside record in every
+            # watched step)
+            w.grads.forget_finding(computation)
         else:
             self.fall_back(computation, "running it again under exact checks did not reproduce it (random ops "
                            "with their own state, a nondeterministic kernel, or inputs changed in place since)")
