@@ -85,7 +85,8 @@ prefix (``Functional.masked_fill`` and ``Tensor.masked_fill`` alike), as
 ``provenance.JUDGED_OUTPUTS`` is for BatchNorm's workspace outputs. NaN is
 never by design, nor is +inf, but at L1 the +inf of a call that writes a
 value it was given, given +inf (:func:`fills_positive_infinity`:
-``masked_fill(d, pad, inf)`` before a ``min``), judged as a -inf mask is. At
+``masked_fill(d, pad, inf)`` before a ``min``; a Python float or a
+one-element tensor, :func:`positive_fill_tensors`), judged as a -inf mask is. At
 L0 which Cell may make -inf is not data: any hooked Cell may, and so may
 the model given to ``start()`` in its own ``construct``.
 
@@ -241,17 +242,53 @@ FILLS = frozenset({
 })
 
 
-def fills_positive_infinity(call: Any) -> bool:
-    """``call`` writes a value it was given, and that value is +inf (a
-    Python ``float("inf")``): a +inf mask
-    on purpose, such as padded points set to +inf before a ``min`` over
-    distances. The only way +inf is by design. (A +inf tensor given as
-    the value is an input holding inf/nan: its call is judged as carrying
-    it, not as a maker.)"""
+def fills_positive_infinity(call: Any, given: Optional[list] = None) -> bool:
+    """``call`` writes a value it was given, and that value is +inf: a
+    Python ``float("inf")``, or a one-element tensor holding +inf given as
+    the value (``given``: those :func:`positive_fill_tensors` found): a
+    +inf mask on purpose, such as padded points set to +inf before a
+    ``min`` over distances. The only way +inf is by design."""
     if api_word(getattr(call, "api", "")) not in FILLS:
         return False
+    if given:
+        return True
     values = list(getattr(call, "args", ()) or ()) + list((getattr(call, "kwargs", None) or {}).values())
     return any(type(value) is float and value == float("inf") for value in values)
+
+
+#: keyword names of the tensor a fill writes into (its first argument), not the value it writes
+WRITTEN_KEYWORDS = frozenset({"input", "input_x", "x", "self"})
+#: size-1 floating tensors an overflowing checked call returned, remembered per window at most
+MAX_COMPUTED = 256
+
+
+def positive_fill_tensors(call: Any, cache: HostCache, registry: "ByDesign") -> list:
+    """The tensors ``call`` (a fill, :data:`FILLS`) was given as the value
+    to write that hold +inf only, in one element (``Tensor(float("inf"))``,
+    ``ms.tensor(float("inf"))``): judged as a Python ``float("inf")`` is
+    (:func:`fills_positive_infinity`), so the call is a +inf maker by
+    design. Not the tensor written into (the first argument), not a
+    Parameter (state an update wrote), not what an overflowing checked
+    call of the window returned (:meth:`ByDesign.computed`: ``exp`` of a
+    large value is an overflow, whatever takes it), and none at all when
+    any candidate is not such a value. A hunt's finding: the Python float
+    was a mask, the same +inf as a tensor gave carried records "made
+    outside the checked window" in every clean step."""
+    if api_word(getattr(call, "api", "")) not in FILLS:
+        return []
+    kwargs = getattr(call, "kwargs", None) or {}
+    candidates = list(iter_tensors(list(getattr(call, "args", ()) or ())[1:])) + \
+        list(iter_tensors([v for k, v in kwargs.items() if k not in WRITTEN_KEYWORDS]))
+    found = []
+    for tensor in candidates:
+        if dtype_name(tensor) not in FLOAT_DTYPES or cache.finite(tensor):
+            continue
+        size = getattr(tensor, "size", None)
+        if size != 1 or is_parameter(tensor) or registry.was_computed(tensor) or \
+                not only_positive_infinity(tensor, cache):
+            return []
+        found.append(tensor)
+    return found
 
 
 def by_design_infinity(tensor: Any, cache: HostCache, positive: bool) -> bool:
@@ -277,6 +314,7 @@ class ByDesign:
         self._external: set[int] = set()  # deferred calls that passed on a -inf no checked call made
         self._positive: set[int] = set()  # makers that wrote +inf on purpose (fills_positive_infinity)
         self._returned: set[int] = set()  # L0: makers whose -inf the model returned into a gradient computation
+        self._computed: dict[int, Any] = {}  # L1: one-element outputs of overflowing calls (computed)
 
     def __bool__(self) -> bool:
         return bool(self.makers)
@@ -284,7 +322,7 @@ class ByDesign:
     def clear(self) -> None:
         """The window closed: let everything go."""
         self.makers, self._tensors, self._calls, self._consumed, self._external = [], {}, set(), set(), set()
-        self._written, self._positive, self._returned = {}, set(), set()
+        self._written, self._positive, self._returned, self._computed = {}, set(), set(), {}
 
     def full(self) -> bool:
         """No more makers are remembered in this window. At the limit the
@@ -523,6 +561,24 @@ class ByDesign:
         self.consumed([self.maker_of(held[label]) for label in labels])
         return list(labels)
 
+    def computed(self, tensors: list) -> None:
+        """An overflowing checked call of the window returned ``tensors``
+        (L1, recorded): its one-element ones are remembered, so that one
+        given to a fill as its +inf value is no value given on purpose
+        (:func:`positive_fill_tensors`). Past :data:`MAX_COMPUTED` none is
+        taken for a given value any more."""
+        for tensor in tensors:
+            if getattr(tensor, "size", None) == 1 and id(tensor) not in self._computed:
+                self._computed[id(tensor)] = tensor if len(self._computed) < MAX_COMPUTED else None
+
+    def was_computed(self, tensor: Any) -> bool:
+        """``tensor`` may be what an overflowing checked call of the window
+        returned (:meth:`computed`); True once more were returned than are
+        remembered."""
+        if len(self._computed) >= MAX_COMPUTED:
+            return True
+        return id(tensor) in self._computed and self._computed[id(tensor)] is tensor
+
     def positive(self, makers: list) -> bool:
         """One of ``makers`` wrote +inf on purpose."""
         return any(id(m) in self._positive for m in makers)
@@ -652,10 +708,14 @@ def decide(kind: str, call: Any, inputs: list, outputs: list, origin: bool, cach
     inplace = bool(getattr(call, "inplace", False))
     if inplace:
         registry.inherit(call, cache)  # an in-place write into a tensor holding a deferred maker's -inf
+    nonfinite = [t for t in iter_tensors(outputs) if not cache.finite(t)]
+    given = positive_fill_tensors(call, cache, registry)
+    if given:  # a +inf tensor given as the value to write: as a Python float("inf") is, not an input's inf
+        inputs = [t for t in iter_tensors(inputs) if not any(t is g for g in given)]
+        origin = bool(nonfinite) and all(cache.finite(t) for t in inputs)
     makers = registry.makers_of(inputs, cache)
     outside = outside_minus_infinity(inputs, cache, registry)
-    nonfinite = [t for t in iter_tensors(outputs) if not cache.finite(t)]
-    positive = registry.positive(makers) if makers else fills_positive_infinity(call)
+    positive = registry.positive(makers) if makers else fills_positive_infinity(call, given)
     only_minus_inf = all(by_design_infinity(t, cache, positive) for t in nonfinite)
     word = api_word(call.api)
     if makers or outside:

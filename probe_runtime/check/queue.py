@@ -353,6 +353,8 @@ class Checker:
             if own or cell and carried:  # its NaN/+inf is its own, or made from a -inf by design: an
                 verdict = replace(verdict, origin=True)  # overflow that started inside the checked calls
         origin = self._origin(kind, call, verdict, cache) and not carried
+        if verdict.overflow and kind == "forward" and not cell:  # no +inf value given on purpose (by_design)
+            self.by_design.computed(list(iter_tensors(outputs)))
         holder = _holder(call) if kind == "forward" else None
         if holder is not None:  # after the record of the Cell (or model) whose own code made it
             holder.stash.append((kind, call))

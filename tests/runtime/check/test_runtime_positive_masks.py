@@ -3,7 +3,11 @@ to +inf before a ``min`` over distances (a Chamfer-style loss) made
 ``masked_fill`` an ORIGIN in every clean step. A call that writes a value
 it was given, given +inf, is a maker by design, as a -inf mask is; an
 origin once its +inf reaches the result (every target padded: the min
-is +inf). +inf from anything else stays an overflow."""
+is +inf). +inf from anything else stays an overflow. A hunt's finding:
+the same +inf given as a tensor (``Tensor(float("inf"))``) gave carried
+records "made outside the checked window" in every clean step; it is
+judged as the float is, unless an overflowing call of the window
+computed it."""
 from __future__ import annotations
 
 import pytest
@@ -20,19 +24,25 @@ ms.set_context(mode=ms.PYNATIVE_MODE)
 ORIGINAL = PatchedState()
 
 
+#: the +inf value written, as the user gives it
+FILLS = {"float": lambda: float("inf"), "Tensor": lambda: Tensor(float("inf")),
+         "ms.tensor": lambda: ms.tensor(float("inf"))}
+
+
 class Chamfer(nn.Cell):
-    def __init__(self):
+    def __init__(self, fill=FILLS["float"]):
         super().__init__()
         self.fc = nn.Dense(3, 3, weight_init="ones", bias_init="zeros")
+        self.fill = fill
 
     def construct(self, points, targets, pad):
         moved = self.fc(points)
         dist = ((moved.expand_dims(2) - targets.expand_dims(1)) ** 2).sum(-1)
-        return ops.masked_fill(dist, pad.expand_dims(1), float("inf")).min(axis=-1).mean()
+        return ops.masked_fill(dist, pad.expand_dims(1), self.fill()).min(axis=-1).mean()
 
 
-def _train(debugger, pads):
-    net = Chamfer()
+def _train(debugger, pads, fill=FILLS["float"]):
+    net = Chamfer(fill)
     optimizer = nn.SGD(net.trainable_params(), 0.01)
     grad_fn = ms.value_and_grad(net, None, optimizer.parameters)
     rng = np.random.default_rng(0)
@@ -47,14 +57,18 @@ def _train(debugger, pads):
         debugger.step()
 
 
-def test_a_positive_infinity_mask_a_min_takes_is_no_overflow(tmp_path, monkeypatch):
-    for records in run_default_and_exact(tmp_path, monkeypatch, lambda d: _train(d, (4, 5, 4)), ORIGINAL):
+@pytest.mark.parametrize("fill", sorted(FILLS))
+def test_a_positive_infinity_mask_a_min_takes_is_no_overflow(tmp_path, monkeypatch, fill):
+    for records in run_default_and_exact(tmp_path, monkeypatch, lambda d: _train(d, (4, 5, 4), FILLS[fill]),
+                                         ORIGINAL):
         assert records == [], records
 
 
-def test_a_positive_infinity_mask_that_reaches_the_loss_is_the_origin(tmp_path, monkeypatch):
+@pytest.mark.parametrize("fill", sorted(FILLS))
+def test_a_positive_infinity_mask_that_reaches_the_loss_is_the_origin(tmp_path, monkeypatch, fill):
     """Every target padded in step 1: the min is +inf, the loss +inf."""
-    for records in run_default_and_exact(tmp_path, monkeypatch, lambda d: _train(d, (4, 0)), ORIGINAL):
+    for records in run_default_and_exact(tmp_path, monkeypatch, lambda d: _train(d, (4, 0), FILLS[fill]),
+                                         ORIGINAL):
         assert records and {step for step, _ in records} == {1}, records
         assert (records[0][1]["name"], records[0][1]["origin"]) == ("Functional.masked_fill.0.forward", True), \
             records
@@ -72,6 +86,17 @@ def test_positive_infinity_made_by_a_computation_is_an_overflow(tmp_path, monkey
     for records in run_default_and_exact(tmp_path, monkeypatch, scenario, ORIGINAL):
         assert records and (records[0][1]["name"], records[0][1]["origin"]) == ("Functional.exp.0.forward", True), \
             records
+
+
+def test_positive_infinity_a_computation_made_given_as_the_fill_value_is_an_overflow(tmp_path, monkeypatch):
+    """``exp`` overflowing to +inf, then given to ``masked_fill`` as its
+    value before a min: ``exp`` is the origin, and the fill carries it."""
+    for records in run_default_and_exact(tmp_path, monkeypatch,
+                                         lambda d: _train(d, (4, 5), lambda: ops.exp(Tensor(100.0))), ORIGINAL):
+        assert records and {step for step, _ in records} == {0, 1}, records
+        first = [record for step, record in records if step == 1][:2]
+        assert [(r["name"], r["origin"]) for r in first] == \
+            [("Functional.exp.0.forward", True), ("Functional.masked_fill.0.forward", False)], records
 
 
 @pytest.mark.parametrize("sign", [1.0, -1.0])
