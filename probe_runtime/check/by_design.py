@@ -247,7 +247,10 @@ def fills_positive_infinity(call: Any, given: Optional[list] = None) -> bool:
     Python ``float("inf")``, or a one-element tensor holding +inf given as
     the value (``given``: those :func:`positive_fill_tensors` found): a
     +inf mask on purpose, such as padded points set to +inf before a
-    ``min`` over distances. The only way +inf is by design."""
+    ``min`` over distances. The only way +inf is by design. (A Python
+    float has no history: one a numpy overflow made, ``float(np.float16(
+    70000))``, looks the same: docs/checks.md, what exact checks do not
+    see.)"""
     if api_word(getattr(call, "api", "")) not in FILLS:
         return False
     if given:

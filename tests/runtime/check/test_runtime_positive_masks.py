@@ -99,6 +99,18 @@ def test_positive_infinity_a_computation_made_given_as_the_fill_value_is_an_over
             [("Functional.exp.0.forward", True), ("Functional.masked_fill.0.forward", False)], records
 
 
+def test_a_numpy_scalar_overflowed_to_positive_infinity_is_no_mask(tmp_path, monkeypatch):
+    """A numpy scalar has a type of its own (``np.float64``, not ``float``):
+    given as is, its +inf is no value written on purpose, and the fill is
+    the origin. (Turned into a Python float it cannot be told from
+    ``float("inf")``: docs/checks.md, what exact checks do not see.)"""
+    with np.errstate(over="ignore"):
+        for records in run_default_and_exact(tmp_path, monkeypatch,
+                                             lambda d: _train(d, (4,), lambda: np.float64(1e308) * 10), ORIGINAL):
+            assert records and (records[0][1]["name"], records[0][1]["origin"]) == \
+                ("Functional.masked_fill.0.forward", True), records
+
+
 @pytest.mark.parametrize("sign", [1.0, -1.0])
 def test_an_overflow_beside_a_mask_is_not_passed_on_as_the_masks(tmp_path, monkeypatch, sign):
     """A review's finding: a float16 ``d + penalty`` overflowing at an
