@@ -245,14 +245,17 @@ class Checker:
 
 
     # -- resolution -------------------------------------------------------------
-    def flush(self, final: bool = False) -> None:
+    def flush(self, final: bool = False, reads: Optional[HostCache] = None) -> None:
         """Resolve pending entries in queue order; write the overflowing ones.
 
         Waits for the device once (the first tensor read). Backward entries
         still expecting input gradients wait for a later batch unless
-        ``final``. Never raises, except that a ``KeyboardInterrupt`` or
-        ``SystemExit`` inside the batch is raised again after the entries
-        not written yet went back to the queue.
+        ``final``. ``reads``: host reads made just before, with nothing run
+        since (the gradient watch's judgement of a computation), used by
+        the batch instead of reading those tensors again. Never raises,
+        except that a ``KeyboardInterrupt`` or ``SystemExit`` inside the
+        batch is raised again after the entries not written yet went back
+        to the queue.
         """
         if final and self.awaiting:
             self._queue_awaiting()
@@ -264,7 +267,7 @@ class Checker:
         batch = _Batch([])
         try:
             batch.entries, self.pending = self.pending, []
-            self._resolve(batch, final)
+            self._resolve(batch, final, reads)
             batch.resume = len(batch.entries)
             self.pending, batch.keep = batch.keep + self.pending, []
             if self.state.exhausted:
@@ -291,11 +294,11 @@ class Checker:
             call.backward_queued = True
             self.pending.append(("backward", call))
 
-    def _resolve(self, batch: _Batch, final: bool) -> None:
-        """Judge the entries of ``batch`` in order (one ``HostCache``: each
-        tensor is read once); stops when the limit is reached or detection
-        is turned off."""
-        cache = HostCache()
+    def _resolve(self, batch: _Batch, final: bool, reads: Optional[HostCache] = None) -> None:
+        """Judge the entries of ``batch`` in order (one ``HostCache``, or
+        ``reads``: each tensor is read once); stops when the limit is
+        reached or detection is turned off."""
+        cache = HostCache() if reads is None else reads
         for position, (kind, call) in enumerate(batch.entries):
             batch.resume, batch.counted = position, False
             if self.state.exhausted or self.disabled:

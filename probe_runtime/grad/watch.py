@@ -219,6 +219,9 @@ class GradWatch:
         self.computations = 0
         self.findings: list[Computation] = []
         self.finite: dict[int, Any] = {}
+        #: while ``on_computation`` runs: the host reads the judgement of that computation just made
+        #: (:meth:`_finish`), for a check batch resolved before anything else runs (None otherwise)
+        self.reads: Optional[HostCache] = None
         self.replaying = False
         self.originals: dict[str, Any] = {}
         self._forwards: dict[int, Computation] = {}  # id(fn) -> its forward pass, until its gradients come
@@ -466,30 +469,36 @@ class GradWatch:
         """Judge ``computation``, hand it on, let go of its results."""
         try:
             labelled = computation.labelled()
-            computation.nonfinite = self.judge(labelled)
+            reads = HostCache()
+            computation.nonfinite = self.judge(labelled, reads)
             if computation.nonfinite:
                 self.findings.append(computation)
             elif computation.complete:
                 self.finite = {id(t): t for _, t in labelled}
+            self.reads = reads
             self.on_computation(computation)
         except Exception as err:
             self.on_error("while judging a gradient computation", err)
         finally:
+            self.reads = None
             computation.release()
 
     # -- judging ----------------------------------------------------------------------
-    def judge(self, labelled: list[tuple[str, Any]]) -> list[str]:
+    def judge(self, labelled: list[tuple[str, Any]], cache: Optional[HostCache] = None) -> list[str]:
         """The labels of the floating tensors among ``labelled`` ((label,
         tensor) pairs) that hold inf/nan, in order. With ``on_device``, one
         ``mindspore.amp.all_finite`` over them first (one boolean read; the
         host reads only when it says something is not finite, to name
-        which); on CPU each tensor is read on the host (cheaper there)."""
+        which); on CPU each tensor is read on the host (cheaper there),
+        through ``cache`` when given (its reads serve later checks of the
+        same stretch: :meth:`_finish`)."""
         section = tool_section()
         section.__enter__()
         try:
             if self.on_device and self._all_finite_on_device([t for _, t in labelled]):
                 return []
-            cache = HostCache()
+            if cache is None:
+                cache = HostCache()
             return [label for label, tensor in labelled if not cache.finite(tensor)]
         finally:
             section.__exit__()

@@ -391,8 +391,10 @@ class Windows:
         if exact:
             # a resolution point: what the computation's calls took is read before the caller can refill it (a
             # hunt's finding: a Tensor.from_numpy batch buffer refilled with the next micro-batch was read instead,
-            # and the call that took a NaN batch was called the origin); the reads were due before the update
-            self.checker.flush()
+            # and the call that took a NaN batch was called the origin); the reads were due before the update.
+            # Nothing ran since the watch read the loss and gradients (grads.reads): those reads serve the batch
+            # (a gradient a backward hook got is often the one returned), as reads within one batch do
+            self.checker.flush(reads=getattr(self.grads, "reads", None))
             if computation.complete and not computation.nonfinite:
                 # L0: its loss and gradients are finite, so the code after the model (the loss) took the -inf the
                 # model returned into it and turned it finite (check.by_design.ByDesign.returned)
