@@ -318,6 +318,7 @@ class ByDesign:
         self._positive: set[int] = set()  # makers that wrote +inf on purpose (fills_positive_infinity)
         self._returned: set[int] = set()  # L0: makers whose -inf the model returned into a gradient computation
         self._computed: dict[int, Any] = {}  # L1: one-element outputs of overflowing calls (computed)
+        self._passers: dict[int, list] = {}  # id(maker) -> the calls that passed its -inf on, in order
 
     def __bool__(self) -> bool:
         return bool(self.makers)
@@ -326,6 +327,7 @@ class ByDesign:
         """The window closed: let everything go."""
         self.makers, self._tensors, self._calls, self._consumed, self._external = [], {}, set(), set(), set()
         self._written, self._positive, self._returned, self._computed = {}, set(), set(), {}
+        self._passers = {}
 
     def full(self) -> bool:
         """No more makers are remembered in this window. At the limit the
@@ -350,6 +352,7 @@ class ByDesign:
         self._external.discard(id(maker))
         self._positive.discard(id(maker))
         self._returned.discard(id(maker))
+        self._passers.pop(id(maker), None)
         self._tensors = {key: hit for key, hit in self._tensors.items() if hit[1] is not maker}
         if self._written:
             self._written = {key: hit for key, hit in self._written.items() if hit[1] is not maker}
@@ -423,6 +426,24 @@ class ByDesign:
             if other is not None and np.array_equal(other, array):
                 return maker
         return None
+
+    def passed_on(self, maker: Any, call: Any) -> None:
+        """L0: ``call`` took ``maker``'s -inf as an input and passed it on
+        (its output -inf only, deferred for ``maker``)."""
+        passers = self._passers.setdefault(id(maker), [])
+        if call is not maker and all(p is not call for p in passers):
+            passers.append(call)
+
+    def passers(self, maker: Any) -> list:
+        """The calls that passed ``maker``'s -inf on (deferred for it), in
+        order: when it is recorded, they carried its overflow."""
+        return list(self._passers.get(id(maker), ()))
+
+    def passed_on_by(self, calls: Any) -> list:
+        """The deferred makers whose -inf one of ``calls`` passed on, in order."""
+        wanted = {id(c) for c in calls}
+        return [m for m in self.makers if id(m) in self._calls and
+                any(id(p) in wanted for p in self._passers.get(id(m), ()))]
 
     def deferred(self, call: Any) -> bool:
         """``call`` is a deferred maker not recorded yet."""
@@ -878,6 +899,12 @@ def decide_cell(kind: str, call: Any, inputs: list, outputs: list, verdict: Any,
         owner = call if kind == "backward" else getattr(call, "owner", None)
         if verdict.overflow and verdict.origin and owner is not None and registry.deferred(owner):
             return Decision.AFTER_MAKERS, [owner]
+        # a Cell that passed a maker's -inf on (a Dense given it): its gradients overflowing from finite ones (the
+        # weight's, x^T g) come from that -inf, which reached them: the maker first (a fresh user's finding: a
+        # float16 Cell overflowing to -inf, then a Dense: that Dense's parameters_grad was called the origin)
+        passed = registry.passed_on_by((call,) if kind == "backward" else getattr(call, "owner_calls", None) or ())
+        if verdict.overflow and verdict.origin and passed:
+            return Decision.AFTER_MAKERS, passed
         returned = registry.returned_makers() if verdict.overflow and not verdict.origin else []
         if returned:  # a gradient carrying inf/nan while the model's -inf went into the loss: that -inf reached it
             return Decision.AFTER_MAKERS, returned
@@ -887,9 +914,12 @@ def decide_cell(kind: str, call: Any, inputs: list, outputs: list, verdict: Any,
         registry.consumed(inside)
         return Decision.AS_USUAL, []
     registry.alias(getattr(call, "given", None) or ())
-    holder = getattr(call, "parent", None) or getattr(call, "top", None)
-    if holder is not None and getattr(holder, "by_design_inside", None):
-        registry.adopt(inputs, [m for m in holder.by_design_inside if registry.deferred(m)], cache)
+    # the -inf of a maker deferred inside an enclosing Cell (or the model), which its code cast or reshaped: also
+    # when a Cell between them handed it on (the model casts a float16 Cell's -inf for a SequentialCell head)
+    enclosing = [m for holder in _enclosing(call) for m in getattr(holder, "by_design_inside", None) or ()
+                 if registry.deferred(m)]
+    if enclosing:
+        registry.adopt(inputs, enclosing, cache)
     makers = registry.makers_of(inputs, cache)
     outside = outside_minus_infinity(inputs, cache, registry)
     nonfinite = [t for t in iter_tensors(outputs) if not cache.finite(t)]
@@ -905,6 +935,7 @@ def decide_cell(kind: str, call: Any, inputs: list, outputs: list, verdict: Any,
                 (makers or not trainable_among(call, outside)):
             if makers:  # passed on: deferred too, for its maker
                 registry.defer(makers[0], nonfinite, on_behalf=call)
+                registry.passed_on(makers[0], call)
                 _tell(registry, call, makers[0])
             else:  # a -inf no checked Cell made (a mask built before the loop), passed on: it came in here
                 registry.defer(call, nonfinite, external=True)
@@ -930,6 +961,17 @@ def decide_cell(kind: str, call: Any, inputs: list, outputs: list, verdict: Any,
         call.own_construct = own_construct_beside(call.class_name, inside)
         registry.consumed(inside)
     return Decision.AS_USUAL, []
+
+
+def _enclosing(call: Any) -> list:
+    """L0: the calls enclosing ``call``, innermost first: its parent
+    Cells' calls, then the model's."""
+    out, node = [], getattr(call, "parent", None)
+    while node is not None:
+        out.append(node)
+        node = getattr(node, "parent", None)
+    top = getattr(call, "top", None)
+    return out + [top] if top is not None else out
 
 
 def trainable_among(call: Any, ids: Any) -> bool:

@@ -497,6 +497,31 @@ class Checker:
                     self.turn_off(f"cannot write the dump ({type(err).__name__}: {err})")
                     return False
                 batch.counted = False
+            if not self._record_passers(maker, cache, batch):
+                return False
+        return True
+
+    def _record_passers(self, maker: Any, cache: HostCache, batch: _Batch) -> bool:
+        """``maker`` was recorded: its -inf was an overflow, not a mask. It
+        and the calls that passed that -inf on (deferred for it, judged
+        finite until now) are not clean any more: their backward and
+        ``parameters_grad`` entries carry it. At L0 those Cells are recorded
+        now, carried, as any Cell passing an overflow on is (a fresh user's
+        finding: the Dense after a float16 Cell that overflowed to -inf had
+        no record, and its ``parameters_grad`` was a second origin). False
+        when writing failed."""
+        maker.forward_finite = False
+        for passer in self.by_design.passers(maker):
+            passer.forward_finite = False
+            if not hasattr(passer, "ancestry") or not self.state.count_record():
+                continue
+            batch.counted = True
+            try:
+                self.records.write("forward", passer, False, cache, None, written_nonfinite(passer, cache))
+            except Exception as err:
+                self.turn_off(f"cannot write the dump ({type(err).__name__}: {err})")
+                return False
+            batch.counted = False
         return True
 
     def excused_auxiliary(self, aux: list, labels: list) -> list:
