@@ -294,6 +294,24 @@ def positive_fill_tensors(call: Any, cache: HostCache, registry: "ByDesign") -> 
     return found
 
 
+#: makers whose -inf is computed (``log(0)``), not written: a float16 probability that underflowed to 0
+COMPUTES_MINUS_INFINITY = frozenset({"log", "log_softmax", "Log", "LogSoftmax"})
+
+
+def writes_on_purpose(maker: Any) -> bool:
+    """``maker`` (a deferred maker) is an L1 call of an API that writes
+    -inf on purpose (``masked_fill``, ``where``, ...: :data:`MAKERS`; not
+    ``log``, :data:`COMPUTES_MINUS_INFINITY`; not a call that passed on a
+    -inf made outside the checked calls), not an L0 Cell nor a
+    ``mindspore.jit`` region (``l2.jit.RegionMaker``),
+    which are makers only because their output held -inf only: what they
+    return could as well be an overflow that gives -inf only."""
+    if maker is None or isinstance(getattr(maker, "prefix", None), str) or \
+            getattr(maker, "regions", None) is not None:
+        return False
+    return api_word(getattr(maker, "api", "")) in MAKERS - COMPUTES_MINUS_INFINITY
+
+
 def by_design_infinity(tensor: Any, cache: HostCache, positive: bool) -> bool:
     """``tensor`` holds -inf only, or +inf only when ``positive`` (its
     maker wrote +inf on purpose: :func:`fills_positive_infinity`)."""
@@ -575,14 +593,23 @@ class ByDesign:
         overflow; its makers count as consumed and ``labels`` are returned.
         Else none is: ``[]`` (a real overflow in an auxiliary output, a
         float16 logit at an unmasked place, is no maker's tensor or holds
-        +inf or NaN beside the -inf). Before, such logits made the mask's
-        maker an origin, at L1 and L0, in every clean step."""
+        +inf or NaN beside the -inf). Only an L1 call that writes -inf on
+        purpose (:func:`writes_on_purpose`) is excused so: at L0 any Cell,
+        and at L1 any ``mindspore.jit`` region, returning -inf only is a
+        maker, and nothing after it turned the -inf finite to show it was
+        used as a mask (a review's finding: a float16 head overflowing to
+        -inf, returned for a metric, got an all-clear). Before, such logits
+        made the mask's maker an origin, at L1 and L0, in every clean step;
+        at L0 and for regions they still do."""
         held = dict(aux)
         if not labels or any(label not in held for label in labels):
             return []
         if not all(self.excused(held[label], cache) for label in labels):
             return []
-        self.consumed([self.maker_of(held[label]) for label in labels])
+        makers = [self.maker_of(held[label]) for label in labels]
+        if not all(writes_on_purpose(m) and not self.external(m) for m in makers):
+            return []
+        self.consumed(makers)
         return list(labels)
 
     def computed(self, tensors: list) -> None:
@@ -644,7 +671,7 @@ def infinities_from_inputs(inputs: list, outputs: list, cache: HostCache, masks:
     inputs' infinities on made none of its own. ``masks``: a place where
     an input holds :data:`MASK_VALUE` or below counts too (a cast to
     float16 of a mask written with ``finfo(float32).min``). A -inf where a
-    signed integer input holds :data:`MASK_VALUE` or below is that mask's
+    signed integer input holds its dtype's lowest value is that mask's
     too, whatever ``masks`` says (float16 scores with a -inf mask, plus an
     Int64 causal mask of ``iinfo(int64).min``: float16 holds it as -inf).
     True when that cannot be told (an input that does not broadcast, an
@@ -787,18 +814,22 @@ CASTS = frozenset({"to", "astype", "half", "bfloat16", "type", "cast", "Cast"})
 #: finding: a row of one repeated value, -299998, passed for a mask, and its overflow went unrecorded behind
 #: a ReLU)
 MASK_VALUE = -1e9
-#: signed integer dtypes: a mask of theirs holds :data:`MASK_VALUE` or below where it masks (MindSpore 2.10's
+#: signed integer dtypes: a mask of theirs holds the dtype's lowest value where it masks (MindSpore 2.10's
 #: ``ops.full(shape, float("-inf"))`` is Int64, filled with ``iinfo(int64).min``), which float16 holds as -inf
 SIGNED_INTEGER_DTYPES = frozenset({"Int8", "Int16", "Int32", "Int64", "int8", "int16", "int32", "int64"})
 
 
 def integer_mask(values: Optional[np.ndarray]) -> Optional[np.ndarray]:
-    """Where ``values`` (a host array of a signed integer tensor) are
-    :data:`MASK_VALUE` or below: a mask's values, which a float16 result
-    holds as -inf; None when they are not signed integers."""
+    """Where ``values`` (a host array of a signed integer tensor) hold
+    their dtype's lowest value (``iinfo.min``): a mask's values, which a
+    float16 result holds as -inf; None when they are not signed integers.
+    Exactly that value, not any at or below :data:`MASK_VALUE`: a review's
+    finding, float16 scores plus an Int64 time penalty of -1.5e9 ms were
+    -inf where float16 cannot hold it, a real overflow that passed for a
+    mask (a float32 penalty cast to float16 was recorded)."""
     if values is None or values.dtype.kind != "i":
         return None
-    return values <= MASK_VALUE
+    return values == np.iinfo(values.dtype).min
 
 
 def mask_cast(api: str, inputs: list, outputs: list, cache: HostCache) -> bool:
@@ -848,8 +879,8 @@ def mask_sum(api: str, inputs: list, outputs: list, cache: HostCache) -> bool:
     with both masks was an ORIGIN at ``Tensor.__add__``. A review's: any
     value at or below -1e9 in one input passed real overflows of an
     addition (-2e38 + -2e38) for a mask; every input must be at the lowest
-    value there. Or, at a place, a signed integer input holds
-    :data:`MASK_VALUE` or below (float16 scores plus an Int64 mask of
+    value there. Or, at a place, a signed integer input holds its
+    dtype's lowest value (float16 scores plus an Int64 mask of
     ``iinfo(int64).min``, which float16 holds as -inf: another hunt's
     finding, an ORIGIN at ``Tensor.__add__`` in every clean step)."""
     if api_word(api) not in SUMS:

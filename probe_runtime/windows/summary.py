@@ -56,6 +56,12 @@ def outside_filter(unchecked: set, steps: Optional[frozenset]) -> str:
             f"(step {shown}): an overflow there is not seen")
 
 
+
+def _shown(names: set[str]) -> str:
+    """The first five of ``names``, sorted, and how many more."""
+    ordered = sorted(names)
+    return ", ".join(ordered[:5]) + (f" and {len(ordered) - 5} more" if len(ordered) > 5 else "")
+
 class Summary:
     """Counts the checked steps and says the all-clear once.
 
@@ -200,13 +206,7 @@ class Summary:
                         "(its result finite, such as clip_by_global_norm compiled with @jit) is not seen, nor is "
                         "one its backward makes named (it shows in the calls whose gradients it feeds); without "
                         "@jit level L1 names the call")
-            if self.regions:  # as L0's masks: a -inf-only overflow inside a region looks like a mask
-                names = sorted(self.regions)
-                shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
-                message += (f"; {len(names)} mindspore.jit region(s) returned -inf only, beside finite values, "
-                            "which later code turned finite, and were taken for a mask made by design (not "
-                            f"recorded): {shown}; an overflow inside a region that gives -inf only (-exp of a "
-                            "large value) looks the same from outside it")
+            message += "".join("; " + part for part in self.region_parts())
         if not self.checked_steps:  # no limit of a check that never ran (nor its advice) to add
             return message
         if self.level == "L2":  # what the CPU's kernel check cannot see
@@ -216,13 +216,30 @@ class Summary:
                         "one Cell, its outputs finite, is not seen, nor one in code outside the Cells, such as a "
                         "metric computed in the loop, unless a gradient computation returns it; level L1 names "
                         "the call)")
-            if self.masks:  # a fresh review's doubt: a -inf-only overflow consumed like a mask is not recorded
-                names = sorted(self.masks)
-                shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
-                message += (f"; {len(names)} Cell(s) returned -inf only, which later code turned finite, and were "
-                            f"taken for a mask made by design (not recorded): {shown}; an overflow that gives -inf "
-                            "only (-exp of a large value) looks the same at L0, level L1 tells them apart")
+            message += "".join("; " + part for part in self.cell_parts())
         return message
+
+    def region_parts(self) -> list[str]:
+        """L1: what the exit line says of the ``mindspore.jit`` regions
+        taken for mask makers (:attr:`regions`), [] when there is none: an
+        overflow inside a region that gives -inf only looks the same from
+        outside it, so not recording one must not hide it."""
+        if not self.regions:
+            return []
+        return [f"{len(self.regions)} mindspore.jit region(s) returned -inf only, beside finite values, which "
+                "later code turned finite, and were taken for a mask made by design (not recorded): "
+                f"{_shown(self.regions)}; an overflow inside a region that gives -inf only (-exp of a large value) "
+                "looks the same from outside it"]
+
+    def cell_parts(self) -> list[str]:
+        """L0: the same of the Cells taken for mask makers (:attr:`masks`):
+        a fresh review's doubt, an overflow that gives -inf only, consumed
+        like a mask, is not recorded."""
+        if not self.masks:
+            return []
+        return [f"{len(self.masks)} Cell(s) returned -inf only, which later code turned finite, and were taken for "
+                f"a mask made by design (not recorded): {_shown(self.masks)}; an overflow that gives -inf only "
+                "(-exp of a large value) looks the same at L0, level L1 tells them apart"]
 
     def outside_part(self) -> str:
         """:func:`outside_filter` of the steps that ran and were neither
@@ -282,7 +299,8 @@ class Summary:
         first record may come after where the overflow started when one of
         them ran before a checked step); nothing when there are none.
         ``force``: said even after another exit line."""
-        parts = self.unchecked_parts() + self.mask_parts()
+        # a review's finding: the regions and Cells taken for a mask went unsaid once another step had a record
+        parts = self.unchecked_parts() + self.mask_parts() + self.region_parts() + self.cell_parts()
         outside = self.outside_part()
         if outside:  # a fresh user's finding: step 2 made the NaN, unchecked, and the records began in step 3
             unchecked = self.run_steps - self.checked_steps - set().union(*self.unseen.values())

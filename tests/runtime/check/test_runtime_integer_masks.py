@@ -138,12 +138,20 @@ def test_a_float16_cast_of_an_integer_that_is_no_mask_value_is_an_origin(tmp_pat
     assert found[:1] == [("Tensor.astype.0.forward", True)], found
 
 
-@pytest.mark.parametrize("value", [-70000, int(np.iinfo(np.int64).max)])
+#: a time penalty in ms (a review's finding): varying values far below -1e9, no mask constant
+PENALTY = np.array([[0, -1_500_000_000, -2_999_999_999]] * 3, np.int64)
+
+
+@pytest.mark.parametrize("value", [-70000, int(np.iinfo(np.int64).max), "penalty"])
 def test_float16_scores_plus_an_integer_that_is_no_mask_value_is_an_origin(tmp_path, monkeypatch, value):
+    """Only the dtype's lowest value is a mask's: a penalty of -1.5e9 ms
+    added to float16 scores is -inf where float16 cannot hold it, a real
+    overflow (the first form of the rule took any value <= -1e9)."""
     isolate(monkeypatch, tmp_path)
     debugger = PrecisionDebugger(config_path=str(write_runtime_config(tmp_path, level="L1", nums=-1)))
+    added = PENALTY if value == "penalty" else np.full((3, 3), value, np.int64)
     debugger.start()
-    ops.relu(Tensor(SCORES) + Tensor(np.full((3, 3), value, np.int64))).sum()
+    ops.relu(Tensor(SCORES) + Tensor(added)).sum()
     debugger.stop()
     debugger.step()
     debugger.windows.summary.said = True

@@ -815,6 +815,8 @@ for step in range(2):
     debugger.start(net)
     loss, grads = grad_fn(ms.Tensor(np.full((2, 4), 0.5, np.float32)), valid, case == "bad" and step == 1)
     opt(grads)
+    if case == "also" and step == 0:  # an unrelated NaN, recorded: the mask must still be said at exit
+        ops.sqrt(ms.Tensor(-1.0))
     debugger.stop()
     debugger.step()
 """
@@ -835,6 +837,62 @@ def test_a_jit_region_making_a_mask_a_softmax_consumes_is_not_recorded(tmp_path,
     # the all-clear names the region it took for a mask, as L0's names such a Cell
     assert "1 mindspore.jit region(s) returned -inf only" in proc.stderr, proc.stderr[-2000:]
     assert "taken for a mask made by design (not recorded): Jit.make_mask;" in proc.stderr, proc.stderr[-2000:]
+
+
+def test_a_jit_region_taken_for_a_mask_is_said_after_other_records(tmp_path):
+    """A review's finding: the regions taken for a mask were named in the
+    all-clear only; a run with any other record never said them."""
+    proc = run_script(tmp_path, "jit_mask_maker.py", JIT_MASK_MAKER, "also", write_runtime_config(tmp_path, level="L1"))
+    assert [r["name"] for r in records(tmp_path / "dump", 0)] == ["Functional.sqrt.0.forward"], proc.stderr[-2000:]
+    last = [line for line in proc.stderr.splitlines() if line.startswith("probe_runtime:")][-1]
+    assert last.startswith("probe_runtime: records were written to "), last
+    assert "taken for a mask made by design (not recorded): Jit.make_mask;" in last, last
+
+
+JIT_AUX_HEAD = """
+import sys, numpy as np, mindspore as ms
+from mindspore import nn, ops
+ms.set_context(mode=ms.PYNATIVE_MODE, device_target="CPU")
+from probe_runtime import PrecisionDebugger
+debugger = PrecisionDebugger(config_path=sys.argv[1])
+body = nn.Dense(4, 4, weight_init="ones", bias_init="zeros")
+w = ms.Tensor(np.array([[1.0, 1.0, -4.0]] * 4, np.float32))
+
+
+@ms.jit
+def head(x, w):  # float16 logits for a metric only: 4 * -4 * 6000 = -96000 is -inf in float16
+    return ops.matmul(x.astype(ms.float16), w.astype(ms.float16))
+
+
+def forward(x):
+    return (body(x) ** 2).mean(), head(x, w)
+
+
+opt = nn.SGD(body.trainable_params(), 1e-3)
+grad_fn = ms.value_and_grad(forward, None, opt.parameters, has_aux=True)
+for step, value in enumerate((0.5, 6000.0)):
+    debugger.start(body)
+    (loss, logits), grads = grad_fn(ms.Tensor(np.full((2, 4), value, np.float32)))
+    logits.asnumpy().argmax(-1)  # the metric
+    opt(grads)
+    debugger.stop()
+    debugger.step()
+"""
+
+
+@pytest.mark.parametrize("checks", ["exact", "auto"])
+def test_a_jit_head_overflowing_to_minus_inf_in_an_auxiliary_output_is_recorded(tmp_path, monkeypatch, checks):
+    """A review's finding: a @jit float16 head whose -inf-only overflow is
+    returned as an auxiliary output (for a metric; loss and gradients
+    finite) was taken for a mask by exact checks (an all-clear) while auto
+    checks recorded it. Nothing after it turned the -inf finite: a region
+    returning -inf only may as well have overflowed, so it is recorded."""
+    monkeypatch.setenv("PROBE_CHECKS", checks)
+    proc = run_script(tmp_path, "jit_aux_head.py", JIT_AUX_HEAD, write_runtime_config(tmp_path, level="L1"))
+    assert not (tmp_path / "dump" / "step0").exists(), proc.stderr[-2000:]
+    first = records(tmp_path / "dump", 1)[0]
+    assert first["origin"] is True and first["inside"] == "Jit.head.0.forward", first
+    assert "no overflow found" not in proc.stderr, proc.stderr[-2000:]
 
 
 def test_a_jit_region_making_a_mask_that_reaches_the_loss_is_the_origin(tmp_path):
