@@ -769,6 +769,9 @@ def test_report_says_a_dump_is_still_written_or_written_by_two_runs(tmp_path):
     try:
         status, out, err = report(dump)
         assert status == 0 and "rank1 is still being written by pid" in err and "different runs" not in err
+        # the marker is no folder left unread where the overflow may have started (a hunt's finding)
+        last = out.strip().splitlines()[-1]
+        assert ".probe-writer" not in last and "Still being written by a live run (see the warnings): rank1;" in last
         status, _, err = report(dump / "step0" / "rank1")
         assert status == 0 and "still being written" in err
     finally:

@@ -16,6 +16,8 @@ from typing import Iterable, Optional
 from probe_format.collectives import rank_ranges
 from probe_format.layout import OUTSIDE, UPDATE, direction_of, entry_kind, parse_step
 
+from ...live_writers import PREFIX as WRITER_PREFIX
+from ...live_writers import SUFFIX as WRITER_SUFFIX
 from ..fmt import place_of, step_text
 from ..reader import CUT_SHORT, FALLBACK
 from .collectives import COLLECTIVE, ENTERED, ORIGIN, Start
@@ -115,6 +117,8 @@ def _unread_up_to(summary: Summary, step: Optional[int], *, fallback: bool = Fal
             continue
         if os.path.basename(path) == "stack.json":  # only file:line are missing: no record is hidden
             continue
+        if os.path.basename(path).startswith(WRITER_PREFIX):  # a live run's marker: read, said apart (_writing)
+            continue
         records = os.path.join(os.path.dirname(path), "overflow.json")
         if os.path.basename(path) == "dump.json" and os.path.normpath(records) not in unread \
                 and os.path.isfile(records):  # the records were read; only their statistics are missing
@@ -130,6 +134,20 @@ def _unread_up_to(summary: Summary, step: Optional[int], *, fallback: bool = Fal
             rel = os.path.join(*parts[:-1])
         if rel not in out:
             out.append(rel)
+    return out
+
+
+def _writing(summary: Summary) -> list[str]:
+    """The rank folders (``rank0``) a live run is still writing, from its
+    writer marker's problem (``msprobe_lint.live_writers``): its records
+    read so far are in the report, what it has not written yet is not."""
+    out = []
+    for path, _ in summary.problems:
+        name = os.path.basename(path)
+        if name.startswith(WRITER_PREFIX) and name.endswith(WRITER_SUFFIX):
+            folder = name[len(WRITER_PREFIX):-len(WRITER_SUFFIX)]
+            if folder not in out:
+                out.append(folder)
     return out
 
 
@@ -170,6 +188,11 @@ def summary_line(summary: Summary) -> str:
         sentence += (f" Not read (see the warnings): {', '.join(unread[:3])}"
                      f"{f' and {len(unread) - 3:,} more' if len(unread) > 3 else ''}; the overflow may have "
                      "started there.")
+    writing = _writing(summary)
+    if writing:  # a hunt's finding: a live run's marker was "not read; the overflow may have started there"
+        sentence += (f" Still being written by a live run (see the warnings): {', '.join(writing[:3])}"
+                     f"{f' and {len(writing) - 3:,} more' if len(writing) > 3 else ''}; what it has not "
+                     "written yet is not in this report.")
     partly = _unread_up_to(summary, start.record.step, partly=True, besides=safe)
     if partly:
         sentence += (f" Read in part (a file cut short, see the warnings): {', '.join(partly[:3])}"
