@@ -358,6 +358,7 @@ class GraphChecks:
             if since is not None:  # this tool's record of an earlier step says where they became inf/nan
                 message = (f"Parameters {named} held inf/nan before the compiled step at {where}: since the "
                            f"overflow recorded in step {since} (see that step's records); this step carried it on")
+                self._spoil(snapshot, [n for n in left or () if n not in before], since=since)
             else:
                 message = (f"Parameters {named} held inf/nan before the compiled step at {where}: the overflow "
                            "happened before this step, outside what was checked")
@@ -427,15 +428,20 @@ class GraphChecks:
             self.on_exhausted()
         return result
 
-    def _spoil(self, snapshot: StateSnapshot, left: Optional[list[str]]) -> None:
+    def _spoil(self, snapshot: StateSnapshot, left: Optional[list[str]], since: Optional[int] = None) -> None:
         """Remember this step, whose record was just written, for the
         Parameters ``left`` (of ``snapshot``'s Cell) it left holding
         inf/nan: the next step of any Cell that holds them starts from
         them. A replay runs only from finite Parameters, so this step is
-        the latest that made them inf/nan (it replaces an earlier one)."""
+        the latest that made them inf/nan (it replaces an earlier one).
+        ``since``: this step only carried on the overflow recorded in that
+        step, from Parameters it already held inf/nan in, and ``left`` are
+        the ones it spread it to: they are that step's too (a hunt's
+        finding: the step after said they were spoiled "before this step,
+        outside what was checked")."""
         for name, parameter in snapshot.parameters():
             if name in (left or ()):
-                self._spoiled[id(parameter)] = (weakref.ref(parameter), self.state.step)
+                self._spoiled[id(parameter)] = (weakref.ref(parameter), self.state.step if since is None else since)
 
     def _mend(self, snapshot: StateSnapshot, left: list[str]) -> None:
         """Forget the Parameters of ``snapshot``'s Cell that are finite

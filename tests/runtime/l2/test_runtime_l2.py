@@ -1134,3 +1134,50 @@ def test_a_trace_mode_jit_region_is_replayed_and_named(tmp_path, case, op):
     first = records(tmp_path / "dump", 1)[0]
     assert first["origin"] is True and first["name"].startswith(op), first
     assert first["inside"] == f"Jit.{'log_score' if case == 'log' else 'scored'}.0.forward", first
+
+
+CARRIED_ON = """
+import sys, numpy as np
+import mindspore as ms
+import mindspore.dataset as ds
+from mindspore import nn, ops, Tensor, Parameter
+from mindspore.train import Model
+ms.set_context(mode=ms.GRAPH_MODE, device_target="CPU")
+from probe_runtime import PrecisionDebugger, OverflowCheckCallback
+debugger = PrecisionDebugger(config_path=sys.argv[1])
+
+
+class Net(nn.Cell):
+    def __init__(self):
+        super().__init__()
+        self.w = Parameter(Tensor(np.full((4,), 0.5, np.float32)), name="w")
+        self.fc = nn.Dense(4, 1)
+
+    def construct(self, x):
+        return self.fc(ops.sqrt(x * self.w))  # sqrt's backward is inf where x is 0
+
+
+def batches():
+    for i in range(5):
+        yield np.full((4,), 0.0 if i == 2 else 1.0, np.float32), np.zeros((1,), np.float32)
+
+
+net = Net()
+model = Model(net, nn.MSELoss(), nn.Adam(net.trainable_params(), learning_rate=0.01))
+data = ds.GeneratorDataset(batches, ["x", "y"], shuffle=False).batch(1)
+model.train(1, data, callbacks=[OverflowCheckCallback(debugger)], dataset_sink_mode=False)
+"""
+
+
+def test_parameters_a_carried_overflow_spread_to_are_that_overflows(tmp_path):
+    """A hunt's finding: step 2's SqrtGrad overflow (recorded) left ``w``
+    NaN; step 3 carried it on into ``fc.weight`` and ``fc.bias``; step 4
+    then said its Parameters held inf/nan "before this step, outside what
+    was checked", though every step was checked. They are step 2's too."""
+    config = write_runtime_config(tmp_path, level="L2", nums=-1)
+    proc = run_script(tmp_path, "carried_on.py", CARRIED_ON, config)
+    assert records(tmp_path / "dump", 2)[0]["name"].startswith("SqrtGrad."), proc.stderr[-2000:]
+    for step in (3, 4):
+        message = records(tmp_path / "dump", step)[0]["message"]
+        assert "since the overflow recorded in step 2" in message, (step, message)
+    assert "outside what was checked" not in proc.stderr, proc.stderr[-3000:]
