@@ -72,6 +72,10 @@ class LintRun(namedtuple("LintRun", "results status")):
     __slots__ = ()
 
 
+#: added to PL103 of a task no release knows and near none: why no fix is applied to the file
+FOREIGN = (" (no fix is applied to this file while its task names no msprobe task: it may be another program's "
+           "config; give it an msprobe task, or leave it out of the files linted)")
+
 def lint_file(path: str, context: Optional[Context] = None, *, selection: Optional[Selection] = None,
               overrides: Optional[Mapping[str, Any]] = None, raw: Optional[bytes] = None,
               extra_findings: Iterable[Finding] = ()) -> Result:
@@ -147,7 +151,7 @@ def check_data(data: dict, context: Context, *, selection: Selection, path: str 
     traceback, since a linter that hides a crash would pass a bad config.
     """
     from .profiles import ATB_ONLY_KEYS, select
-    from .rules.schema import meant_task, validate
+    from .rules.schema import foreign_task, meant_task, validate
 
     if not (ATB_ONLY_KEYS.isdisjoint(data) and data.get("task") != "all") and not context.runtime:
         from .atb import is_atb_config
@@ -184,6 +188,9 @@ def check_data(data: dict, context: Context, *, selection: Selection, path: str 
             findings.append(Finding(info.code, f"internal error in rule {info.code} ({info.name}): "
                                                f"{type(err).__name__}: {err}; please report it",
                                     severity=Severity.ERROR))
+    if "/task" in bad and foreign_task(data, profile.name):  # maybe another program's config: fix nothing in it
+        findings = [f._replace(fix=None, message=f.message + FOREIGN) if f.code == "PL103" and f.pointer == "/task"
+                    else f._replace(fix=None) for f in findings]
     superseded = {pair for f in findings if f.code in rules for pair in rules[f.code].supersedes}
     if superseded:  # a rule's precise diagnosis replaces the findings it declares (RuleInfo.supersedes)
         findings = [f for f in findings if (f.code, f.pointer) not in superseded]

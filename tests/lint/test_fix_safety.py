@@ -94,6 +94,23 @@ def test_a_typo_whose_value_does_not_fit_is_renamed_only_as_an_unsafe_fix():
     assert typo.fix.safe and typo.fix.description == "rename 'overflow_numbr' to 'overflow_nums'"
 
 
+@pytest.mark.parametrize("release", RELEASES)
+def test_no_fix_is_applied_to_a_file_whose_task_names_no_msprobe_task(release):
+    """A hunt's finding: the pre-commit fix hook renamed ``steps`` to
+    ``step`` in a trainer config (``"task": "translation"``) that only
+    shares the ``task`` key with msprobe. A task near none of msprobe's
+    is no typo: the file is reported, nothing in it is fixed. A typo of a
+    task is still fixed, and its file with it."""
+    text = json.dumps({"task": "translation", "model": "t5-small", "steps": [1000, 2000], "Rank": 8})
+    found = lint_as(text, release)
+    assert {d.code for d in found} >= {"PL101", "PL103"} and all(d.fix is None for d in found), found
+    (task,) = [d for d in found if d.code == "PL103" and d.pointer == "/task"]
+    assert "no fix is applied to this file while its task names no msprobe task" in task.message
+    assert fix_text(text, lambda t: lint_as(t, release))[0] == text
+    typo = json.dumps(config(task="overflow-check", overflow_check={"overflow_numbr": 3}))
+    assert '"overflow_nums": 3' in fix_text(typo, lambda t: lint_as(t, "8.3"))[0]  # 26.x no longer reads it
+
+
 def test_moved_key_is_not_deleted_with_an_inactive_section():
     """The issue's chain: "device" (read only in statistics) at the top of an
     overflow_check config. It is not moved into statistics, so PL206's

@@ -640,6 +640,28 @@ def meant_task(data: dict, profile: str) -> Optional[str]:
     return guess if close == [guess.lower()] else None
 
 
+def foreign_task(data: dict, profile: str) -> bool:
+    """The ``task`` value is a string that no release (nor the ATB dump
+    tool) accepts and that is near no task of any release
+    (``"translation"``): the file may be another program's config that
+    happens to have a ``task`` key, so the fixes the msprobe rules know
+    (renaming ``steps`` to ``step``) are not applied to it (a hunt's
+    finding: the pre-commit fix hook renamed a trainer config's key).
+
+    >>> foreign_task({"task": "translation"}, "8.3"), foreign_task({"task": "overflow-check"}, "8.3")
+    (True, False)
+    """
+    if profile == ATB:
+        return False
+    from ..profiles import PROFILES
+
+    value = data.get("task")
+    tasks = PROFILES[profile].tasks
+    if not isinstance(value, str) or not value.strip() or value in tasks or _task_elsewhere(value):
+        return False  # "" is read as absent (statistics)
+    return suggest(value, sorted({task for known in PROFILES.values() for task in known.tasks})) is None
+
+
 def _release_note(finding: Finding, profile: str, why: str, name: Optional[str] = None) -> Finding:
     """Add, to a finding about a key or task that another release line
     (or the ATB dump tool) accepts, what it is there, which release the
