@@ -89,6 +89,8 @@ class CellCall:
     given: list = field(default_factory=list)
     #: the call of a model given to ``start()``, as an entry (:meth:`TopCall.as_cell_call`): never deferred
     is_model: bool = False
+    #: the Cell is a layer of MindSpore's or mindtorch's own (``plan.library_layer``): never a mask maker
+    library: bool = False
 
     @property
     def name(self) -> str:

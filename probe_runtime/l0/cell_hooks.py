@@ -498,6 +498,8 @@ class CellHooks:
                 call = CellCall(prefix, sink.next_index(prefix), parent, args, dict(kwargs) if kwargs else {},
                                 capture_frames(sys._getframe(1)), target.params)
                 call.params_at_start = not self.params_changed  # a Parameter argument: as it was at start()?
+                if target.library:
+                    call.library = True
                 call.parameter_args = [a for a in args if is_parameter(a)]  # a tied weight (the hooks copy args)
                 probes = self._probes.get(prefix) or self._probe_again(target)
                 if probes is not None:

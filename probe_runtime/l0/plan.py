@@ -65,6 +65,28 @@ class Target:
     #: keys of ``params`` that belong to Cells inside a compiled Cell: probed and dumped with its
     #: call, no gradient hook (their gradients come out of the compiled region's backward)
     hidden: frozenset = frozenset()
+    #: its ``construct`` (``forward``) is a layer of MindSpore's or mindtorch's own (:func:`library_layer`)
+    library: bool = False
+
+
+#: where the layers MindSpore and mindtorch define live (``construct.__module__``): ``nn.Dense``,
+#: ``nn.Conv2d``, ``nn.LayerNorm``, a loss, a container; not ``mindspore.nn.probability`` (a distribution's
+#: ``log_prob`` is -inf outside its support by design), nor the wrappers (``nn.WithLossCell``, amp's)
+LIBRARY_LAYERS = ("mindspore.nn.layer.", "mindspore.nn.loss.", "mindtorch.nn.modules.", "torch.nn.modules.",
+                  "msadapter.pytorch.nn.modules.")
+
+
+def library_layer(cell: Any, modules: bool = False) -> bool:
+    """``cell``'s ``construct`` (a Module's ``forward`` with ``modules``)
+    is the one a MindSpore or mindtorch layer defines (:data:`LIBRARY_LAYERS`;
+    a subclass of ``nn.Dense`` that does not override it counts): such a
+    layer writes no -inf on purpose, so a -inf-only output it returns from
+    finite inputs and Parameters is an overflow, never taken for a mask
+    (``check.by_design``; a hunt's finding: a float16 ``nn.Linear``
+    overflowing to -inf before a ReLU was taken for a mask at L0 and the
+    run got an all-clear)."""
+    method = getattr(type(cell), "forward" if modules else "construct", None)
+    return str(getattr(method, "__module__", "") or "").startswith(LIBRARY_LAYERS)
 
 
 def models(model: Any, modules: bool = False) -> list[tuple[str, Any]]:
@@ -170,7 +192,7 @@ def plan_cells(model: Any, modules: bool = False) -> tuple[list[Target], list[tu
             hidden = compiled_inner_parameters(cell, params) if compiled else {}
             targets.append(Target(cell, path, f"Cell.{index_prefix}{path}.{type(cell).__name__}", {**params, **hidden},
                                   bool(getattr(cell, "has_bprop", False)), written=written,
-                                  hidden=frozenset(hidden)))
+                                  hidden=frozenset(hidden), library=library_layer(cell)))
             if compiled:
                 jit_here.append((path, []))
                 jit_cells.append((index_prefix + path, cell, jit_here[-1][1]))
@@ -207,7 +229,8 @@ def _plan_modules(model: Any) -> list[Target]:
                 continue
             params = own_parameters(module, modules=True)
             targets.append(Target(module, path, f"Module.{index_prefix}{path}.{type(module).__name__}",
-                                  params, False, written=writable_module_state(module, params)))
+                                  params, False, written=writable_module_state(module, params),
+                                  library=library_layer(module, modules=True)))
     return targets
 
 

@@ -686,3 +686,47 @@ def test_a_mask_sub_cell_the_loss_function_calls_is_judged_by_its_loss(tmp_path,
             assert records and records[0][0] == 1 and records[0][1]["name"].startswith("Cell.b._Exp"), records
         else:
             assert records == [], records
+
+
+class _Float16Head(nn.Cell):
+    """A float16 ``nn.Dense`` (MindSpore's layer, or a subclass keeping its
+    ``construct``) whose output is -inf only where the input is large, then
+    a ReLU that hides it: the loss and the gradients stay finite."""
+
+    def __init__(self, dense_class):
+        super().__init__()
+        self.fc = dense_class(4, 4, weight_init="ones", bias_init="zeros").to_float(ms.float16)
+        self.act = nn.ReLU()
+
+    def construct(self, x):
+        return self.act(self.fc(x).astype(ms.float32)).mean()
+
+
+class _MyDense(nn.Dense):
+    """A subclass that keeps ``nn.Dense.construct``."""
+
+
+@pytest.mark.parametrize("dense_class", [nn.Dense, _MyDense])
+def test_a_library_layer_overflowing_to_minus_inf_only_is_an_origin(tmp_path, monkeypatch, dense_class):
+    """A hunt's finding: a float16 ``nn.Linear`` overflowing to -inf only
+    (4 * -30000 is past -65504) before a ReLU was taken for a mask at L0
+    and the run got an all-clear, where L1 names the MatMul. A layer
+    MindSpore defines writes no mask: its -inf-only output from finite
+    inputs and Parameters is the origin, under exact and default checks."""
+    def scenario(debugger):
+        net = _Float16Head(dense_class)
+        optimizer = nn.SGD(net.trainable_params(), 0.0)
+        grad_fn = ms.value_and_grad(net, None, optimizer.parameters)
+        for value in (0.5, -30000.0):
+            debugger.start(net)
+            loss, grads = grad_fn(Tensor(np.full((2, 4), value, np.float32)))
+            optimizer(grads)
+            debugger.stop()
+            debugger.step()
+            assert np.isfinite(loss.asnumpy()) and all(np.isfinite(g.asnumpy()).all() for g in grads)
+
+    for records in run_default_and_exact(tmp_path, monkeypatch, scenario, ORIGINAL, level="L0"):
+        assert records and records[0][0] == 1, records
+        assert (records[0][1]["name"], records[0][1]["origin"]) == ("Cell.fc._MyDense.forward.0"
+                                                                     if dense_class is _MyDense else
+                                                                     "Cell.fc.Dense.forward.0", True), records
