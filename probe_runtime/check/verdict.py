@@ -99,13 +99,17 @@ class HostTensor:
         Warning-free, and in chunks of ``FINITE_CHUNK`` elements so any
         temporary stays small (1 MiB of mask) whatever the tensor's size.
         """
-        if self.dtype not in JUDGED_DTYPES or self.empty:
-            return True
         array = self.array
-        assert array is not None  # an unreadable tensor is "empty"
+        if self.dtype not in JUDGED_DTYPES or array is None:  # an unreadable tensor is "empty"
+            return True
+        size = array.size
+        if not size:
+            return True
         flat = array.reshape(-1)
         test = _finite_half if flat.dtype == np.float16 else _finite_values
-        for begin in range(0, flat.size, FINITE_CHUNK):
+        if size <= FINITE_CHUNK:  # one chunk: no slice made
+            return test(flat)
+        for begin in range(0, size, FINITE_CHUNK):
             if not test(flat[begin:begin + FINITE_CHUNK]):
                 return False
         return True
@@ -461,6 +465,17 @@ class HostCache:
             host = self._items.get(key)
             if host is None or host[0] is not tensor:
                 where = storage_key(tensor, name)
+                if where is not None:
+                    same = self._storage.get(where)
+                    if same is not None:
+                        known = self._host_finite.get(id(same[1]))
+                        if known is not None:
+                            # another tensor object over the same memory, viewed the same way, was judged in
+                            # this batch (a hooked output and the output, a gradient the next hook gets
+                            # again): its verdict, and its coverage of those bytes, hold for this one
+                            self._items[key] = (tensor, same[1])
+                            self._finite[key] = (tensor, known)
+                            return known
                 span = view_span(tensor, where)
                 if span is not None and self._covered(span):
                     self._finite[key] = (tensor, True)
