@@ -402,6 +402,10 @@ class Verdict:
     origin: bool
 
 
+#: the four verdicts (a ``Verdict`` is immutable: :func:`judge` hands out these instead of making one per entry)
+_VERDICTS = {(overflow, origin): Verdict(overflow, origin) for overflow in (False, True) for origin in (False, True)}
+
+
 class HostCache:
     """Copies each tensor to the host once per check batch (entries often
     share tensors: one call's output is the next one's input).
@@ -589,11 +593,23 @@ def judge(inputs: Iterable[Any], outputs: Iterable[Any], cache: Optional[HostCac
         A Verdict. Waits for the device when a tensor is not ready.
     """
     cache = cache or HostCache()
-    finite = cache.finite
-    inputs_finite = all(finite(t) for t in iter_tensors(list(inputs)))
-    outputs_finite = all(finite(t) for t in iter_tensors(list(outputs)))
+    inputs_finite = _all_finite(inputs, cache.finite)
+    outputs_finite = _all_finite(outputs, cache.finite)
     overflow = not (inputs_finite and outputs_finite)
-    return Verdict(overflow, overflow and inputs_finite and not outputs_finite)
+    return _VERDICTS[overflow, overflow and inputs_finite and not outputs_finite]
+
+
+def _all_finite(items: Iterable[Any], finite: Any) -> bool:
+    """``finite(t)`` for every tensor in ``items`` (nested as
+    :func:`iter_tensors` walks them), in order, stopping at the first that
+    is not: what ``all(finite(t) for t in iter_tensors(list(items)))``
+    gives, without a generator per entry (the hot path of a batch)."""
+    tensors: list = []
+    _collect(items if type(items) is list else list(items), 0, tensors)
+    for tensor in tensors:
+        if not finite(tensor):
+            return False
+    return True
 
 
 def _number(value: Any) -> Any:
