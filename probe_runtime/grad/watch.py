@@ -492,14 +492,24 @@ class GradWatch:
         which); on CPU each tensor is read on the host (cheaper there),
         through ``cache`` when given (its reads serve later checks of the
         same stretch: :meth:`_finish`)."""
+        return self.judge_each([tensor for _, tensor in labelled], lambda i: labelled[i][0], cache)
+
+    def judge_each(self, tensors: list, label: Callable[[int], str], cache: Optional[HostCache] = None) -> list[str]:
+        """:meth:`judge` of ``[(label(i), t) for i, t in enumerate(tensors)]``:
+        every tensor is read as there, and only the labels of those holding
+        inf/nan are made (a label may read a Parameter's ``name``, which
+        waits for MindSpore's pipeline: the optimizer's Parameters and
+        state are judged after every step, and are finite but in a step
+        that overflows)."""
         section = tool_section()
         section.__enter__()
         try:
-            if self.on_device and self._all_finite_on_device([t for _, t in labelled]):
+            if self.on_device and self._all_finite_on_device(tensors):
                 return []
             if cache is None:
                 cache = HostCache()
-            return [label for label, tensor in labelled if not cache.finite(tensor)]
+            finite = cache.finite
+            return [label(i) for i in [i for i, tensor in enumerate(tensors) if not finite(tensor)]]
         finally:
             section.__exit__()
 

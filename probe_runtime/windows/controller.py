@@ -37,7 +37,8 @@ from ..hooks.guard import keep_training
 from .activity import CellCalls, asked_has_aux
 from .exact import ExactChecks
 from .notes import Notes
-from .optimizers import labelled_inputs, optimizer_parameters, optimizer_state
+from .optimizers import (input_label, optimizer_parameters, state_label, state_parameters,
+                         updated_names)
 from .policy import Checks, Kind, WindowPolicy
 from .summary import Summary
 from .watched import WatchedWindow
@@ -463,9 +464,7 @@ class Windows:
         What the update itself makes of finite gradients is not read
         (a copy of every weight a step): the next step's computation
         sees it."""
-        params = optimizer_parameters(optimizer)
-        given = self.grads.judge([(label, t) for label, t in labelled_inputs(args, params)
-                                  if not self.grads.known_finite(t)])
+        given = self._judge_given(optimizer, args)
         if given:
             self.policy.sentinel_found()
             self.notes.sentinel_given(given, type(optimizer).__name__, frames)
@@ -530,7 +529,7 @@ class Windows:
             # Parameters: an update can make it inf/nan while they stay finite (Adam's moment2 of a gradient
             # of 2e20 is inf; the weights go NaN only in the next step)
             if id(optimizer) not in self._last_optimizers and not self.stopped() and not self.explained(window):
-                bad = self.grads.judge(self._held(optimizer))  # its Parameters too: one no checked call used
+                bad = self._judge_held(optimizer)  # its Parameters too: one no checked call used
                 if bad:
                     window.bad_before = True
                     if id(optimizer) in self._tainted:  # an overflow already recorded wrote it: carried
@@ -543,7 +542,7 @@ class Windows:
         if id(optimizer) in self._tainted and not self.stopped() and not self.explained(window):
             # an earlier record may explain inf/nan in its state or Parameters: read them before the step (only
             # then), so that after_step tells what the step made from what they carried into it
-            if not self.grads.judge(self._held(optimizer)):
+            if not self._judge_held(optimizer):
                 self._tainted.discard(id(optimizer))
         self.checker.before_update()  # the calls before the step are judged now (it would, right after this)
         window.found_step = self.state.found  # records from here on are the step's own calls' (after_step)
@@ -551,7 +550,7 @@ class Windows:
             # a fresh user's finding: an update that made Adam's moment2 inf in a step that already had an origin
             # (an overflow masked before the loss) lost its record; read what the step starts from, so that
             # after_step tells an update that makes inf/nan from one that carries an overflow recorded before it
-            if self.grads.judge(self._held(optimizer)):
+            if self._judge_held(optimizer):
                 window.bad_before = True
         if window.kind is Kind.WATCHED:
             self.watched.before_step(window, optimizer)
@@ -561,10 +560,33 @@ class Windows:
         or state (it is tainted): what its steps write is carried."""
         return id(optimizer) in self._tainted
 
-    def _held(self, optimizer: Any) -> list:
-        """(label, tensor) for the Parameters an optimizer updates and its own state."""
-        return ([(f"Parameter {parameter_name(p)}", p) for p in optimizer_parameters(optimizer)]
-                + optimizer_state(optimizer))
+    def _judge_held(self, optimizer: Any) -> list[str]:
+        """The labels of the Parameters an optimizer updates and of its own
+        state (``"Parameter fc.weight"``, ``"Momentum moments of
+        fc.weight"``: ``optimizers.optimizer_state``) that hold inf/nan,
+        every one read; labels are made for those only."""
+        params = optimizer_parameters(optimizer)
+        state = state_parameters(optimizer, params)
+        count = len(params)
+
+        def label(i: int) -> str:
+            if i < count:
+                return f"Parameter {parameter_name(params[i])}"
+            return state_label(optimizer, state[i - count], updated_names(params))
+
+        return self.grads.judge_each(params + state, label)
+
+    def _judge_given(self, optimizer: Any, args: tuple) -> list[str]:
+        """The labels of the gradients given to an optimizer (``args``) that
+        hold inf/nan (``optimizers.labelled_inputs``), those a finite
+        gradient result holds not read again; labels are made for those
+        only."""
+        tensors = list(iter_tensors(list(args)))
+        todo = [i for i, t in enumerate(tensors) if not self.grads.known_finite(t)]
+        if not todo:
+            return []
+        params = optimizer_parameters(optimizer)
+        return self.grads.judge_each([tensors[i] for i in todo], lambda j: input_label(todo[j], tensors, params))
 
     def after_step(self, optimizer: Any, args: tuple, frames: tuple) -> None:
         """An optimizer call returned. Unless a gradient computation of the
@@ -595,9 +617,7 @@ class Windows:
         self.checker.flush()  # calls the optimizer made (a PyNative update) explain it first
         if self.state.found > window.found_step:
             return
-        params = optimizer_parameters(optimizer)
-        given = self.grads.judge([(label, t) for label, t in labelled_inputs(args, params)
-                                  if not self.grads.known_finite(t)])
+        given = self._judge_given(optimizer, args)
         name = type(optimizer).__name__
         if given:
             if self.explained(window):  # a checked call recorded in the window made them: carried
@@ -609,7 +629,7 @@ class Windows:
             else:
                 self.notes.given(given, name, frames)
         else:
-            held = self.grads.judge(self._held(optimizer))
+            held = self._judge_held(optimizer)
             if not held:
                 self._tainted.discard(id(optimizer))  # finite now: inf/nan in it later is new
                 return

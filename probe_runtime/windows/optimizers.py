@@ -33,10 +33,18 @@ def optimizer_state(optimizer: Any) -> list[tuple[str, Any]]:
     (``ParameterTuple.clone(prefix=...)``), labelled here
     ``"Adam moment2 of fc.weight"``; others ``"Adam global_step"``."""
     updated = optimizer_parameters(optimizer)
+    names = updated_names(updated)
+    return [(state_label(optimizer, param, names), param) for param in state_parameters(optimizer, updated)]
+
+
+def state_parameters(optimizer: Any, updated: list) -> list:
+    """The Parameters :func:`optimizer_state` labels, in its order, without
+    their labels (``updated``: :func:`optimizer_parameters`): what is read
+    after every step, whose labels only a finding needs
+    (:func:`state_label`; reading a Parameter's ``name`` waits for
+    MindSpore's pipeline)."""
     ids = {id(p) for p in updated}
-    names = {getattr(p, "name", None) for p in updated}
-    kind = type(optimizer).__name__
-    out: list[tuple[str, Any]] = []
+    out: list = []
     seen: set[int] = set()
     walk = getattr(optimizer, "parameters_and_names", None)
     if not callable(walk):
@@ -45,20 +53,38 @@ def optimizer_state(optimizer: Any) -> list[tuple[str, Any]]:
         if id(param) in ids or id(param) in seen:
             continue
         seen.add(id(param))
-        name = str(getattr(param, "name", "?"))
-        prefix, _, rest = name.partition(".")
-        label = f"{kind} {prefix} of {rest}" if rest in names else f"{kind} {name}"
-        out.append((label, param))
+        out.append(param)
     return out
+
+
+def updated_names(updated: list) -> set:
+    """The names of the Parameters an optimizer updates (for :func:`state_label`)."""
+    return {getattr(p, "name", None) for p in updated}
+
+
+def state_label(optimizer: Any, param: Any, names: set) -> str:
+    """The :func:`optimizer_state` label of ``param``, a state Parameter of
+    ``optimizer`` (``names``: :func:`updated_names`)."""
+    name = str(getattr(param, "name", "?"))
+    prefix, _, rest = name.partition(".")
+    kind = type(optimizer).__name__
+    return f"{kind} {prefix} of {rest}" if rest in names else f"{kind} {name}"
 
 
 def labelled_inputs(args: tuple, params: list) -> list:
     """(label, tensor) for the gradients given to an optimizer: ``gradient
     of <Parameter>`` when they line up with its Parameters, else ``input i``."""
-    from ..check.names import parameter_name
     from ..check.verdict import iter_tensors
 
     tensors = list(iter_tensors(list(args)))
+    return [(input_label(i, tensors, params), t) for i, t in enumerate(tensors)]
+
+
+def input_label(position: int, tensors: list, params: list) -> str:
+    """The :func:`labelled_inputs` label of ``tensors[position]`` (``tensors``:
+    every tensor given to the optimizer, in order)."""
+    from ..check.names import parameter_name
+
     if len(tensors) == len(params):
-        return [(f"gradient of {parameter_name(p)}", t) for p, t in zip(params, tensors)]
-    return [(f"input {i}", t) for i, t in enumerate(tensors)]
+        return f"gradient of {parameter_name(params[position])}"
+    return f"input {position}"
