@@ -370,6 +370,12 @@ def iter_tensors(obj: Any, depth: int = 0) -> Iterator[Any]:
     return iter(out)
 
 
+#: classes whose objects are never tensors and hold none (their objects take no attributes of their own, so
+#: :func:`is_tensor` says False for each, but remembers nothing for the class): arguments such as ``None``,
+#: an axis or a flag
+_NEVER_TENSORS = frozenset({type(None), bool, int, float, str})
+
+
 def _collect(obj: Any, depth: int, out: list) -> None:
     # a list built by plain calls: about twice as fast as nested generators
     klass = type(obj)
@@ -377,6 +383,13 @@ def _collect(obj: Any, depth: int, out: list) -> None:
         if depth < 4:
             for item in obj:
                 _collect(item, depth + 1, out)
+        return
+    if klass is dict:  # a plain dict is never a tensor (is_tensor would ask it every time: no class to remember)
+        if depth < 4:
+            for item in obj.values():
+                _collect(item, depth + 1, out)
+        return
+    if klass in _NEVER_TENSORS:
         return
     known = _TENSOR_TYPES.get(klass)
     if known if known is not None else is_tensor(obj):
