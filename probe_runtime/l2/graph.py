@@ -191,6 +191,8 @@ class GraphChecks:
         #: id of a Parameter -> (a weak reference to it, the step after whose record it held inf/nan); a Parameter
         #: may be another Cell's too (an evaluation Cell sharing the trained one's)
         self._spoiled: dict[int, tuple[weakref.ref, int]] = {}
+        #: id(Parameter) -> the step that turned it inf/nan while it only carried on an earlier recorded one
+        self._spread: dict[int, int] = {}
         self._original: Optional[Callable] = None
         self._depth = 0
         #: a window is open: Cell calls are checked
@@ -356,8 +358,14 @@ class GraphChecks:
             named = ", ".join(before[:4])
             since = self._spoiled_since(snapshot, before)
             if since is not None:  # this tool's record of an earlier step says where they became inf/nan
+                spread = self._spread_in(snapshot, before)
                 message = (f"Parameters {named} held inf/nan before the compiled step at {where}: since the "
-                           f"overflow recorded in step {since} (see that step's records); this step carried it on")
+                           f"overflow recorded in step {since} (see that step's records)")
+                if spread:  # a review's finding: a new overflow of such a step looks the same and is not named
+                    steps = ", ".join(map(str, sorted(spread)))
+                    message += (f", or an overflow of step {steps}, which started from inf/nan Parameters, was "
+                                "not checked kernel by kernel, and left more of them inf/nan")
+                message += "; this step carried it on"
                 self._spoil(snapshot, [n for n in left or () if n not in before], since=since)
             else:
                 message = (f"Parameters {named} held inf/nan before the compiled step at {where}: the overflow "
@@ -442,6 +450,16 @@ class GraphChecks:
         for name, parameter in snapshot.parameters():
             if name in (left or ()):
                 self._spoiled[id(parameter)] = (weakref.ref(parameter), self.state.step if since is None else since)
+                if since is None:
+                    self._spread.pop(id(parameter), None)
+                else:
+                    self._spread[id(parameter)] = self.state.step
+
+    def _spread_in(self, snapshot: StateSnapshot, names: list[str]) -> set[int]:
+        """The steps that turned Parameters ``names`` inf/nan while only
+        carrying an earlier recorded overflow on (:meth:`_spoil` with
+        ``since``): an overflow of their own there would look the same."""
+        return {self._spread[id(p)] for name, p in snapshot.parameters() if name in names and id(p) in self._spread}
 
     def _mend(self, snapshot: StateSnapshot, left: list[str]) -> None:
         """Forget the Parameters of ``snapshot``'s Cell that are finite
@@ -449,6 +467,7 @@ class GraphChecks:
         for name, parameter in snapshot.parameters():
             if name not in left:
                 self._spoiled.pop(id(parameter), None)
+                self._spread.pop(id(parameter), None)
 
     def _spoiled_since(self, snapshot: StateSnapshot, names: list[str]) -> Optional[int]:
         """The step whose record left Parameters ``names`` (of

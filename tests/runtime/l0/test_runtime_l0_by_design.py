@@ -730,3 +730,41 @@ def test_a_library_layer_overflowing_to_minus_inf_only_is_an_origin(tmp_path, mo
         assert (records[0][1]["name"], records[0][1]["origin"]) == ("Cell.fc._MyDense.forward.0"
                                                                      if dense_class is _MyDense else
                                                                      "Cell.fc.Dense.forward.0", True), records
+
+
+class _MaskedLogSoftmax(nn.Cell):
+    """float16 logits of about 20 plus a vocabulary mask of
+    ``finfo(float16).min`` (finite), then ``nn.LogSoftmax``: x - max
+    overflows float16 at the masked entry, -inf there by design; the loss
+    gathers allowed targets only."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Dense(4, 4, weight_init="ones", bias_init="zeros")
+        self.logsm = nn.LogSoftmax(-1)
+
+    def construct(self, x):
+        logits = (self.fc(x) * 5.0 + Tensor(np.array([0.0, 0.0, 0.0, -20.0], np.float32))).astype(ms.float16)
+        mask = Tensor(np.array([0.0, 0.0, 0.0, np.finfo(np.float16).min], np.float16))
+        logp = self.logsm(logits + mask)
+        return -ops.gather_elements(logp, 1, Tensor(np.array([[0], [1]], np.int32))).astype(ms.float32).mean()
+
+
+def test_a_library_log_softmax_over_a_masked_vocabulary_is_a_maker(tmp_path, monkeypatch):
+    """A review's finding: with every MindSpore layer an origin at once, a
+    LogSoftmax whose -inf is a mask's (the loss skips it) was an ORIGIN in
+    every clean step; ``log_softmax`` is a maker at L1 too."""
+    def scenario(debugger):
+        net = _MaskedLogSoftmax()
+        optimizer = nn.SGD(net.trainable_params(), 1e-3)
+        grad_fn = ms.value_and_grad(net, None, optimizer.parameters)
+        for _ in range(2):
+            debugger.start(net)
+            loss, grads = grad_fn(Tensor(np.ones((2, 4), np.float32)))
+            optimizer(grads)
+            debugger.stop()
+            debugger.step()
+            assert np.isfinite(loss.asnumpy()) and all(np.isfinite(g.asnumpy()).all() for g in grads)
+
+    for records in run_default_and_exact(tmp_path, monkeypatch, scenario, ORIGINAL, level="L0"):
+        assert records == [], records

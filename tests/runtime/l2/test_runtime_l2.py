@@ -1180,4 +1180,7 @@ def test_parameters_a_carried_overflow_spread_to_are_that_overflows(tmp_path):
     for step in (3, 4):
         message = records(tmp_path / "dump", step)[0]["message"]
         assert "since the overflow recorded in step 2" in message, (step, message)
+    # a review's finding: step 3 started from inf/nan Parameters and was not checked kernel by kernel, so an
+    # overflow of its own that spread to fc.weight would look the same: said, not taken for step 2's
+    assert "or an overflow of step 3, which started from inf/nan Parameters" in message, message
     assert "outside what was checked" not in proc.stderr, proc.stderr[-3000:]
