@@ -209,19 +209,27 @@ class Decoder(nn.Cell):
         return self.attn(scores, self.mask(scores), h).mean()
 
 
+def _steps(debugger, net, inputs, lr=1e-3, finite=False):
+    """One checked window per input: ``net``'s gradients, an SGD step;
+    ``finite``: assert the loss and the gradients stayed finite (a step
+    that is clean, or whose overflow never reaches them)."""
+    optimizer = nn.SGD(net.trainable_params(), lr)
+    grad_fn = ms.value_and_grad(net, None, optimizer.parameters)
+    for x in inputs:
+        debugger.start(net)
+        loss, grads = grad_fn(Tensor(x))
+        optimizer(grads)
+        debugger.stop()
+        debugger.step()
+        if finite:
+            assert np.isfinite(loss.asnumpy()) and all(np.isfinite(g.asnumpy()).all() for g in grads)
+
+
 def test_an_attention_cell_given_a_mask_cells_minus_inf_consumes_it(tmp_path, monkeypatch):
     """CausalMask returns -inf by design, Attention's output is finite:
     no record, in any step, trained with gradients."""
     def scenario(debugger):
-        net = Decoder()
-        optimizer = nn.SGD(net.trainable_params(), 1e-3)
-        grad_fn = ms.value_and_grad(net, None, optimizer.parameters)
-        for _ in range(2):
-            debugger.start(net)
-            _, grads = grad_fn(Tensor(np.ones((3, 4), np.float32)))
-            optimizer(grads)
-            debugger.stop()
-            debugger.step()
+        _steps(debugger, Decoder(), [np.ones((3, 4), np.float32)] * 2)
 
     for records in run_default_and_exact(tmp_path, monkeypatch, scenario, ORIGINAL, level="L0", nums=1):
         assert records == [], records
@@ -714,16 +722,8 @@ def test_a_library_layer_overflowing_to_minus_inf_only_is_an_origin(tmp_path, mo
     MindSpore defines writes no mask: its -inf-only output from finite
     inputs and Parameters is the origin, under exact and default checks."""
     def scenario(debugger):
-        net = _Float16Head(dense_class)
-        optimizer = nn.SGD(net.trainable_params(), 0.0)
-        grad_fn = ms.value_and_grad(net, None, optimizer.parameters)
-        for value in (0.5, -30000.0):
-            debugger.start(net)
-            loss, grads = grad_fn(Tensor(np.full((2, 4), value, np.float32)))
-            optimizer(grads)
-            debugger.stop()
-            debugger.step()
-            assert np.isfinite(loss.asnumpy()) and all(np.isfinite(g.asnumpy()).all() for g in grads)
+        _steps(debugger, _Float16Head(dense_class), [np.full((2, 4), v, np.float32) for v in (0.5, -30000.0)],
+               lr=0.0, finite=True)
 
     for records in run_default_and_exact(tmp_path, monkeypatch, scenario, ORIGINAL, level="L0"):
         assert records and records[0][0] == 1, records
@@ -755,16 +755,7 @@ def test_a_library_log_softmax_over_a_masked_vocabulary_is_a_maker(tmp_path, mon
     LogSoftmax whose -inf is a mask's (the loss skips it) was an ORIGIN in
     every clean step; ``log_softmax`` is a maker at L1 too."""
     def scenario(debugger):
-        net = _MaskedLogSoftmax()
-        optimizer = nn.SGD(net.trainable_params(), 1e-3)
-        grad_fn = ms.value_and_grad(net, None, optimizer.parameters)
-        for _ in range(2):
-            debugger.start(net)
-            loss, grads = grad_fn(Tensor(np.ones((2, 4), np.float32)))
-            optimizer(grads)
-            debugger.stop()
-            debugger.step()
-            assert np.isfinite(loss.asnumpy()) and all(np.isfinite(g.asnumpy()).all() for g in grads)
+        _steps(debugger, _MaskedLogSoftmax(), [np.ones((2, 4), np.float32)] * 2, finite=True)
 
     for records in run_default_and_exact(tmp_path, monkeypatch, scenario, ORIGINAL, level="L0"):
         assert records == [], records
