@@ -11,7 +11,9 @@
 * an uncaught :class:`~probe_runtime.errors.ConfigLintError` (or
   :class:`~probe_runtime.errors.RuntimeMissing`, or
   :class:`~probe_runtime.errors.Unavailable`) prints its message alone,
-  without a traceback (``sys.excepthook``, set on import).
+  without a traceback, and an uncaught
+  :class:`~probe_runtime.errors.UsageError` its message after the user's
+  ``file:line`` that made the call (``sys.excepthook``, set on import).
 
 Ctrl-C needs nothing here: Python raises ``KeyboardInterrupt`` and an
 unhandled one ends the interpreter through ``atexit``. The details:
@@ -31,7 +33,8 @@ import threading
 import weakref
 from typing import Any, Optional
 
-from .errors import ConfigLintError, RuntimeMissing, Unavailable
+from .errors import ConfigLintError, RuntimeMissing, Unavailable, UsageError
+from .hooks.frames import TOOL_ROOT
 
 _DEBUGGERS: "weakref.WeakSet[Any]" = weakref.WeakSet()
 _PREVIOUS_SIGTERM: Any = None
@@ -47,14 +50,32 @@ def _excepthook(kind: type, value: BaseException, tb: Any, _previous: Any = sys.
     When that hook is another library's (``mindspore.communication.init()``
     installs one that tells the cluster this worker failed, then prints),
     it still runs, given no traceback: the one line it prints is the
-    message after the class name."""
-    if issubclass(kind, (ConfigLintError, RuntimeMissing, Unavailable)):
+    message after the class name.
+
+    An uncaught UsageError (``start()`` without a model at L0, a
+    classmethod before any debugger) is a mistake in the user's own call:
+    its message, after the ``file:line`` of that call (the innermost frame
+    of the traceback outside this package), no traceback."""
+    if issubclass(kind, (ConfigLintError, RuntimeMissing, UsageError)):
         if _previous is sys.__excepthook__ or getattr(_previous, "_probe_runtime", False):
-            print(value, file=sys.stderr, flush=True)
+            where = _calling_line(tb) if issubclass(kind, UsageError) and not issubclass(kind, Unavailable) else None
+            print(f"{where}: {value}" if where else value, file=sys.stderr, flush=True)
         else:
             _previous(kind, value.with_traceback(None), None)  # Python prints the exception's own traceback
         return
     _previous(kind, value, tb)
+
+
+def _calling_line(tb: Any) -> Optional[str]:
+    """``file:line`` of the innermost frame of traceback ``tb`` that is not
+    this package's (the user's call that raised), or None."""
+    where = None
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        if not code.co_filename.startswith(TOOL_ROOT):
+            where = f"{code.co_filename}:{tb.tb_lineno}"
+        tb = tb.tb_next
+    return where
 
 
 _excepthook._probe_runtime = True  # type: ignore[attr-defined]

@@ -327,6 +327,22 @@ def test_an_uncaught_refusal_prints_its_message_without_a_traceback(tmp_path):
     assert proc.stderr.startswith("probe_runtime refuses to start; the config has errors:\n") and "PL401" in proc.stderr
 
 
+def test_an_uncaught_usage_error_names_the_users_line_without_a_traceback(tmp_path):
+    """start() without a model at L0 was a traceback through the tool's
+    own frames; the mistake is the user's call, named by its line."""
+    import subprocess
+    import sys
+
+    path = write_runtime_config(tmp_path, level="L0")
+    script = tmp_path / "train.py"
+    script.write_text("from probe_runtime import PrecisionDebugger\n"
+                      f"debugger = PrecisionDebugger(config_path={str(path)!r})\n"
+                      "debugger.start()\n")
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert f"{script}:3: level L0 checks the Cells of a model" in proc.stderr
+
+
 def test_a_debugger_whose_start_was_refused_says_nothing_at_exit(work, capsys):
     tmp_path, make = work
     first, second = make("L1", dump="d"), make("L1", dump="d")
