@@ -9,7 +9,10 @@ keys (a broken config is still reported, also one whose key is followed by
 a fullwidth colon or written in curly or single quotes, as Chinese input
 methods and Python's ``repr`` write them, and one saved as UTF-16 or
 UTF-32, as Windows editors do: msprobe cannot read any of those, which
-is what the linter is there to say). msprobe's own dump.json is not a config.
+is what the linter is there to say). msprobe's own dump.json is not a config,
+nor another program's config whose only such key is ``task`` holding a
+value near no msprobe task (``"task": "translation"``: a trainer config a
+pre-commit hook would otherwise fail on every commit) or an object or list.
 The definition is in docs/integrations.md ("Which files are msprobe
 configs"), the shortcuts that spare the parse in docs/lint-design.md.
 
@@ -19,9 +22,12 @@ Example::
     True
     >>> looks_like_msprobe(b'{"architectures": ["Bert"], "level": "INFO"}')
     False
+    >>> looks_like_msprobe(b'{"task": "translation", "steps": 1000}'), looks_like_msprobe(b'{"task": "overflow"}')
+    (False, True)
 """
 from __future__ import annotations
 
+import difflib
 import json
 import re
 
@@ -51,7 +57,10 @@ _WIDE_BOMS = ((b"\xff\xfe\x00\x00", "utf-32"), (b"\x00\x00\xfe\xff", "utf-32"), 
               (b"\xfe\xff", "utf-16"))
 # An object whose first key is one of KEYS: True whether it parses (the key
 # is at the top level) or not (the text test matches), so no parse is needed.
-_FIRST_KEY = re.compile(rb'(?:\xef\xbb\xbf)?\s*\{\s*"(?:%s)"\s*:' % _KEY_NAMES.encode())
+# Not "task": a file whose only such key is a foreign task is no config (:func:`foreign_task`).
+_FIRST_KEY = re.compile(rb'(?:\xef\xbb\xbf)?\s*\{\s*"(?:%s)"\s*:' % "|".join(sorted(KEYS - {"task"})).encode())
+#: the task values of msprobe's ATB dump config besides the task names (lint/profiles.py ATB_TASKS)
+ATB_TASKS = ("all",)
 
 
 def looks_like_msprobe(raw: bytes) -> bool:
@@ -99,10 +108,32 @@ def parsed_verdict(raw: bytes) -> bool:
     if isinstance(data, dict):
         if "dump_data_dir" in data and "data" in data and "dump_path" not in data:
             return False  # msprobe's own dump.json output
-        if KEYS.intersection(data):
+        found = KEYS.intersection(data)
+        if found and (found != {"task"} or not foreign_task(data["task"])):
             return True
         level = data.get("level")
         return isinstance(level, str) and level.lower() in LEVELS
     if _TEXT.search(text) is not None or _WIDE_TEXT.search(text) is not None:
         return True
     return data is None and _QUOTED_TEXT.match(text) is not None
+
+
+def foreign_task(value: object) -> bool:
+    """A ``task`` value that names no msprobe task and is near none (by
+    the similarity the linter's suggestions use: ``difflib`` ratio 0.6, as
+    is and in lower case), or an object or list: what another program's
+    config holds under its own ``task`` key. Strings near a task
+    (``"overflow"``, ``"Overflow-Check"``), empty ones and other scalars
+    are msprobe's (the lint reports them).
+
+    >>> foreign_task("translation"), foreign_task("overflow-check"), foreign_task({"name": "ner"}), foreign_task(3)
+    (True, False, True, False)
+    """
+    if isinstance(value, (dict, list)):
+        return True
+    if not isinstance(value, str) or not value.strip() or value in SECTIONS or value in ATB_TASKS:
+        return False
+    lowered = value.lower()
+    return not any(lowered == task for task in SECTIONS) and \
+        not difflib.get_close_matches(value, SECTIONS, n=1, cutoff=0.6) and \
+        not difflib.get_close_matches(lowered, SECTIONS, n=1, cutoff=0.6)

@@ -157,6 +157,14 @@ def test_hook_definition():
     ('{\n  // comment\n  "compilerOptions": {},\n}', False),
     ('[1, 2, 3]', False),
     ('', False),
+    # another program's config sharing only the "task" key (a hunt's finding: every commit failed on PL103)
+    ('{"task": "translation", "model": "t5-small", "steps": [1000]}', False),
+    ('{"task": {"name": "ner", "labels": 9}}', False),
+    ('{"task": "overflow", "rank": [0]}', True),  # near overflow_check: a typo msprobe would refuse
+    ('{"task": "Overflow-Check"}', True),
+    ('{"task": "translation", "dump_path": "/d"}', True),  # an msprobe key besides: a config
+    ('{"task": "translation", "level": "L1"}', True),
+    ('{"task": ""}', True),
 ])
 def test_only_msprobe_recognises_msprobe_configs(text, msprobe):
     from msprobe_lint.project.sniff import looks_like_msprobe
@@ -179,6 +187,11 @@ def test_only_msprobe_skips_other_json_and_keeps_the_exit_status(tmp_path):
         ("config.json", "PL103"), ("gone.json", "PL006")]
     # without the flag every file is linted
     assert run_probe("lint", "--isolated", "model/config.json", cwd=tmp_path).returncode == 1
+    # a trainer config whose "task" names no msprobe task: skipped by the hook, reported when named plainly
+    (tmp_path / "train_config.json").write_text(json.dumps({"task": "translation", "steps": [1000]}))
+    proc = run_probe("lint", "--isolated", "--only-msprobe", "-f", "json", "train_config.json", cwd=tmp_path)
+    assert proc.returncode == 0 and json.loads(proc.stdout)["diagnostics"] == []
+    assert run_probe("lint", "--isolated", "train_config.json", cwd=tmp_path).returncode == 1
 
 
 def test_only_msprobe_skips_a_json_file_too_big_to_be_a_config(tmp_path):

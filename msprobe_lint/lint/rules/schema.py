@@ -651,15 +651,10 @@ def foreign_task(data: dict, profile: str) -> bool:
     >>> foreign_task({"task": "translation"}, "8.3"), foreign_task({"task": "overflow-check"}, "8.3")
     (True, False)
     """
-    if profile == ATB:
-        return False
-    from ..profiles import PROFILES
+    from ...project.sniff import foreign_task as foreign
 
     value = data.get("task")
-    tasks = PROFILES[profile].tasks
-    if not isinstance(value, str) or not value.strip() or value in tasks or _task_elsewhere(value):
-        return False  # "" is read as absent (statistics)
-    return suggest(value, sorted({task for known in PROFILES.values() for task in known.tasks})) is None
+    return profile != ATB and isinstance(value, str) and foreign(value)  # "" is read as absent (statistics)
 
 
 def _release_note(finding: Finding, profile: str, why: str, name: Optional[str] = None) -> Finding:
