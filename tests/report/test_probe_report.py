@@ -55,6 +55,25 @@ def test_ours_in_execution_order_with_origin_first():
     assert every.splitlines()[-1] == lines[-1] and "Later steps" not in every
 
 
+def test_a_later_step_whose_overflow_started_there_says_so(tmp_path):
+    """A hunt's finding: a loss scale that overflowed in every step gave
+    "step1: 10 records in 1 folder" for each later step, which reads as
+    carried inf/nan; each step had started a new overflow. The step's
+    first origin is named in the text, the JSON and the HTML page."""
+    dump = tmp_path / "ours"
+    shutil.copytree(DATA / "ours", dump)
+    marks = dump / "step1" / "rank1" / "overflow.json"
+    status, out, _ = report(dump)
+    assert status == 0 and "  step1: 1 record in 1 folder, rank 1" in out.splitlines()  # carried only: no name
+    assert [s["origin"] for s in strict_json(report(dump, "json")[1])["steps"]] == ["Functional.exp.3.forward", None]
+    marks.write_text(json.dumps([dict(json.loads(marks.read_text())[0], origin=True)]))
+    status, out, _ = report(dump)
+    assert status == 0 and ("  step1: 1 record in 1 folder, rank 1; an overflow started there too: "
+                            "Mint.matmul.0.forward") in out.splitlines()
+    assert [s["origin"] for s in strict_json(report(dump, "json")[1])["steps"]][1] == "Mint.matmul.0.forward"
+    assert "<td class=\"left\">Mint.matmul.0.forward</td>" in report(dump, "html")[1]
+
+
 def test_msprobe_layout_origin_unknown_where_from_stack():
     status, out, _ = report(DATA / "msprobe")
     assert status == 0

@@ -103,6 +103,9 @@ class StepInfo:
     received: list[Received] = field(default_factory=list)
     #: every rank with records in the step
     ranks: RankSet = RankSet()
+    #: the first origin record of the step's lowest rank that has one (its name), or None: a later step
+    #: with one had an overflow that started there, not only inf/nan carried over from before
+    origin: Optional[str] = None
 
 
 @dataclass
@@ -228,6 +231,8 @@ class Scanner:
         step.info.groups = sorted((g for _, g in groups.values()),
                                   key=lambda g: (-1 if g.rank is None else g.rank, g.variant))
         step.info.ranks = RankSet.of(step.facts)
+        step.info.origin = next((facts.origin.name for _, facts in sorted(
+            step.facts.items(), key=lambda item: -1 if item[0] is None else item[0]) if facts.origin is not None), None)
         summary.steps.append(step.info)
 
 

@@ -105,7 +105,7 @@ def render_json(report: Report) -> Iterator[str]:
         "entered": record_dict(report.entered) if report.entered is not None else None,
         "received": [_received(r) for r in received],
         "steps": [{"step": s.step, "folders": s.folders, "records": s.records, "groups": len(s.groups),
-                   "ranks": list(s.ranks), "shown": id(s) in shown} for s in summary.steps],
+                   "ranks": list(s.ranks), "origin": s.origin, "shown": id(s) in shown} for s in summary.steps],
     }
     text = _dump(head)
     yield text[:-1] + ', "records": ['

@@ -81,6 +81,8 @@ def render_text(report: Report) -> Iterator[str]:
                 line += f", {step.ranks.label()}"
             if step.folders > 1:
                 line += f" ({groups:,} group{'s' if groups != 1 else ''} of ranks)"
+            if step.origin is not None:
+                line += f"; an overflow started there too: {step.origin}"
             lines.append(line)
         yield "".join(shown(line) + "\n" for line in lines)
     n, folders = summary.records, sum(step.folders for step in summary.steps)
