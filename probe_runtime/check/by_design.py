@@ -86,7 +86,9 @@ prefix (``Functional.masked_fill`` and ``Tensor.masked_fill`` alike), as
 never by design, nor is +inf, but at L1 the +inf of a call that writes a
 value it was given, given +inf (:func:`fills_positive_infinity`:
 ``masked_fill(d, pad, inf)`` before a ``min``; a Python float or a
-one-element tensor, :func:`positive_fill_tensors`), judged as a -inf mask is. At
+one-element tensor, :func:`positive_fill_tensors`), judged as a -inf mask is,
+and so is the +inf of a loss scale's growth that MindSpore's
+``DynamicLossScaler.adjust`` keeps out (:data:`GUARDED_CALLERS`). At
 L0 which Cell may make -inf is not data: any hooked Cell may, and so may
 the model given to ``start()`` in its own ``construct``.
 
@@ -257,6 +259,30 @@ def fills_positive_infinity(call: Any, given: Optional[list] = None) -> bool:
         return True
     values = list(getattr(call, "args", ()) or ()) + list((getattr(call, "kwargs", None) or {}).values())
     return any(type(value) is float and value == float("inf") for value in values)
+
+
+#: library functions that compute a value, test it with ``isfinite`` and keep
+#: the old one when it is not finite, as (the end of the file's path, the
+#: function's name): a +inf made by a call they make directly is by design,
+#: judged as a fill's +inf is (deferred; an origin only when it reaches a
+#: judged result). MindSpore's ``amp.DynamicLossScaler.adjust``
+#: (``mindspore/amp.py``, 2.7 and 2.10) grows the loss scale as
+#: ``scale_value * scale_factor`` and keeps the old scale when that product is
+#: not finite: once the scale is near float32's largest value, the product is
+#: +inf in every step (a hunt's finding: a clean run got an ORIGIN there, and
+#: it used up ``overflow_nums``).
+GUARDED_CALLERS = frozenset({("mindspore/amp.py", "adjust")})
+
+
+def guarded_growth(call: Any) -> bool:
+    """``call`` was made directly by a function of :data:`GUARDED_CALLERS`
+    (its innermost frame outside this package is that function's)."""
+    frames = getattr(call, "frames", None)
+    if not frames:
+        return False
+    filename, _, function = frames[0]
+    filename = str(filename).replace("\\", "/")
+    return any(function == name and filename.endswith("/" + path) for path, name in GUARDED_CALLERS)
 
 
 #: keyword names of the tensor a fill writes into (its first argument), not the value it writes
@@ -799,6 +825,10 @@ def decide(kind: str, call: Any, inputs: list, outputs: list, origin: bool, cach
             return Decision.AS_USUAL, []
         # the -inf reached a judged result: its makers are the origin, recorded before this entry
         return (Decision.AFTER_MAKERS, makers) if makers else (Decision.AS_USUAL, [])
+    if origin and nonfinite and not registry.full() and guarded_growth(call) and \
+            all(only_positive_infinity(t, cache) for t in nonfinite):  # a loss scale's growth, kept only if finite
+        registry.defer(call, nonfinite, inplace=inplace, positive=True)
+        return Decision.SKIP, []
     if origin and nonfinite and only_minus_inf and not registry.full() and \
             (may_defer(call.api, False) or mask_cast(call.api, inputs, outputs, cache)
              or mask_sum(call.api, inputs, outputs, cache)):
