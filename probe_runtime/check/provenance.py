@@ -257,10 +257,11 @@ def entered(kind: str, call: Any, cache: HostCache) -> Optional[dict]:
         if not getattr(call, "cells", False):  # an L0 collective keeps "the checked Cells"
             # a gradient no checked backward made: code outside the window, a jit region's backward (fresh
             # users' findings), or the sum MindSpore's autograd forms of the gradients of a tensor used more
-            # than once (float16 40000 + 40000), which no API call does
+            # than once (float16 40000 + 40000), which no API call does, or a Cell's own bprop returning a
+            # tensor it made without a checked call (Tensor(np.full(shape, inf)): a hunt's finding)
             outside = ("the checked calls (by code outside the window, by the backward of a mindspore.jit "
-                       "region, whose inside is not hooked, or by MindSpore adding up the gradients of a tensor "
-                       "used more than once)")
+                       "region, whose inside is not hooked, by a Cell's own bprop returning a tensor no checked "
+                       "call made, or by MindSpore adding up the gradients of a tensor used more than once)")
     elif cell and kind in (BACKWARD, PARAMETERS_GRAD):
         return _gradient_entered(call.owner_calls if kind == PARAMETERS_GRAD else (call,), cache)
     else:

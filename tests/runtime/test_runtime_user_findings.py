@@ -447,6 +447,34 @@ def test_l1_a_gradient_sum_no_call_made_is_not_said_to_come_from_outside(work):
     assert "adding up the gradients of a tensor used more than once" in said, said
 
 
+class InfBackward(nn.Cell):
+    """A custom backward that builds its gradient on the host."""
+
+    def construct(self, x):
+        return x * 1.0
+
+    def bprop(self, x, out, dout):
+        return (Tensor(np.full(x.shape, np.inf, np.float32)),)
+
+
+def test_l1_a_gradient_a_bprop_made_without_a_call_names_the_bprop_among_the_causes(work):
+    """A hunt's finding: the carried record's causes (code outside the
+    window, a jit region's backward, a gradient sum) left out the one that
+    was true: a Cell's own ``bprop`` returning a tensor no checked call
+    made."""
+    tmp_path, make = work
+    fc1, ste, fc2 = nn.Dense(4, 8), InfBackward(), nn.Dense(8, 2)
+    grad_fn = ms.value_and_grad(lambda x: fc2(ste(ops.relu(fc1(x)))).sum(), None,
+                                fc1.trainable_params() + fc2.trainable_params())
+    debugger = make("L1", nums=1)
+    debugger.start()
+    grad_fn(Tensor(np.ones((2, 4), np.float32)))
+    debugger.stop()
+    found = read_json(str(tmp_path / "dump" / "step0" / "rank" / "overflow.json"))
+    assert found and not found[0]["origin"]
+    assert "a Cell's own bprop returning a tensor no checked call made" in found[0]["entered"]["message"], found
+
+
 class SqrtBlock(nn.Cell):
     """sqrt(fc(x)): finite forward at fc(x) = 0, inf gradient (its own code)."""
 
