@@ -84,7 +84,8 @@ SENTINEL_NAME = "sentinel"
 # ``entered``: {"entry", "input", "source", "parameter", "at_start", "message"}
 ENTERED_ENTRY = "entry"            #: the entry whose input held inf/nan
 ENTERED_INPUT = "input"            #: which input, e.g. ``input_args[0]``, or null
-#: ``outside`` (made outside the checked window), ``parameter``, ``collective`` or ``own-construct``
+#: ``outside`` (made outside the checked window), ``parameter``, ``collective``, ``own-construct`` or
+#: ``mixed-precision``
 ENTERED_SOURCE = "source"
 ENTERED_PARAMETER = "parameter"    #: the Parameter's name, or null
 ENTERED_AT_START = "at_start"      #: the Parameter held inf/nan at start()
@@ -95,6 +96,10 @@ SOURCE_COLLECTIVE = "collective"
 #: L0: the model given to ``start()`` made the inf/nan in its own ``construct``, between its sub-Cells,
 #: from finite inputs (on that model's own record, or on the sub-Cell it handed the inf/nan to)
 SOURCE_OWN_CONSTRUCT = "own-construct"
+#: on an origin's record: an input finite in its own dtype that MindSpore cast, for the call (L1) or for the
+#: operators of the Cell (L0), to the narrower precision of a Cell given one (``Cell.to_float``, amp_level
+#: O2/O3/auto), which cannot hold it: the cast made it inf before the kernel ran (``input`` names it)
+SOURCE_MIXED_PRECISION = "mixed-precision"
 
 
 # -- dump.json (msprobe's format) --------------------------------------------------------

@@ -21,8 +21,8 @@ from typing import Any, Optional
 
 from .layout import (COLLECTIVE, COMMUNICATION, ENTERED, ENTERED_AT_START, ENTERED_ENTRY, ENTERED_INPUT,
                      ENTERED_PARAMETER, ENTERED_SOURCE, INSIDE, KIND, KINDS, MESSAGE, NAME, NONFINITE, NOTE_KINDS,
-                     ORIGIN, RANK, REPLAY, SOURCE_COLLECTIVE, SOURCE_OUTSIDE, SOURCE_OWN_CONSTRUCT, SOURCE_PARAMETER,
-                     STEP, VERSION, WHERE, WRITTEN)
+                     ORIGIN, RANK, REPLAY, SOURCE_COLLECTIVE, SOURCE_MIXED_PRECISION, SOURCE_OUTSIDE,
+                     SOURCE_OWN_CONSTRUCT, SOURCE_PARAMETER, STEP, VERSION, WHERE, WRITTEN)
 
 #: the version of the format this code writes and reads
 FORMAT_VERSION = "1.0"
@@ -102,13 +102,14 @@ def entered_object(entry: str, *, input: Optional[str], source: str, message: st
     """A record's ``entered`` object: where the step's overflow came in
     (``entry`` the entry whose input held inf/nan, ``input`` which one;
     ``source`` ``outside``, ``parameter`` (``parameter`` its name,
-    ``at_start`` whether it held inf/nan at start()), ``collective`` or
-    ``own-construct``).
+    ``at_start`` whether it held inf/nan at start()), ``collective``,
+    ``own-construct`` or ``mixed-precision``).
 
     Raises:
         ValueError: an unknown ``source``.
     """
-    if source not in (SOURCE_OUTSIDE, SOURCE_PARAMETER, SOURCE_COLLECTIVE, SOURCE_OWN_CONSTRUCT):
+    if source not in (SOURCE_OUTSIDE, SOURCE_PARAMETER, SOURCE_COLLECTIVE, SOURCE_OWN_CONSTRUCT,
+                      SOURCE_MIXED_PRECISION):
         raise ValueError(f"unknown entered source: {source!r}")
     return {ENTERED_ENTRY: entry, ENTERED_INPUT: input, ENTERED_SOURCE: source, ENTERED_PARAMETER: parameter,
             ENTERED_AT_START: bool(at_start), MESSAGE: message}

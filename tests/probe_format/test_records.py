@@ -45,6 +45,9 @@ def test_entered_objects():
                                   parameter="fc.weight", at_start=True, message="m")
     assert item == {"entry": "Cell.fc.Dense.forward.0", "input": None, "source": "parameter",
                     "parameter": "fc.weight", "at_start": True, "message": "m"}
+    cast = records.entered_object("Primitive.MatMul.0.forward", input="input_args[0]",
+                                  source=layout.SOURCE_MIXED_PRECISION, message="m")
+    assert cast["source"] == "mixed-precision" and cast["input"] == "input_args[0]"
     with pytest.raises(ValueError):
         records.entered_object("x", input=None, source="elsewhere", message="m")
 
