@@ -250,10 +250,10 @@ def entered(kind: str, call: Any, cache: HostCache) -> Optional[dict]:
                 node = node.parent
             maker = node.parent  # its inputs were finite: its own code made what ``node`` got
         name = node.name
-        labelled = _labelled(INPUT_ARGS, node.args) + _labelled(INPUT_KWARGS, node.kwargs)
+        labelled = labelled_tensors(INPUT_ARGS, node.args) + labelled_tensors(INPUT_KWARGS, node.kwargs)
     elif kind == BACKWARD and not cell:
         name = call.backward_name
-        labelled = _labelled(INPUT, call.grad_outputs)
+        labelled = labelled_tensors(INPUT, call.grad_outputs)
         if not getattr(call, "cells", False):  # an L0 collective keeps "the checked Cells"
             # a gradient no checked backward made: code outside the window, a jit region's backward (fresh
             # users' findings), or the sum MindSpore's autograd forms of the gradients of a tensor used more
@@ -306,7 +306,7 @@ def entered(kind: str, call: Any, cache: HostCache) -> Optional[dict]:
     return None
 
 
-def _labelled(label: str, obj: Any, depth: int = 0) -> list[tuple[str, Any]]:
+def labelled_tensors(label: str, obj: Any, depth: int = 0) -> list[tuple[str, Any]]:
     """(dump.json position, tensor) of every tensor in ``obj``, in order:
     ``input_args[0]``, ``input_args[1][0]``, ``input_kwargs.mask``."""
     if is_tensor(obj):
@@ -316,10 +316,10 @@ def _labelled(label: str, obj: Any, depth: int = 0) -> list[tuple[str, Any]]:
         return out
     if isinstance(obj, (list, tuple)):
         for i, item in enumerate(obj):
-            out.extend(_labelled(f"{label}[{i}]", item, depth + 1))
+            out.extend(labelled_tensors(f"{label}[{i}]", item, depth + 1))
     elif isinstance(obj, dict):
         for key, item in obj.items():
-            out.extend(_labelled(f"{label}.{key}", item, depth + 1))
+            out.extend(labelled_tensors(f"{label}.{key}", item, depth + 1))
     return out
 
 
@@ -429,7 +429,7 @@ def _gradient_entered(calls: Any, cache: HostCache) -> Optional[dict]:
         return None
     if _top_made(top, cache) or _consumer_made(top, node, cache):  # backward_maker names the model, the loss Cell
         return None
-    label = next((lab for lab, t in _labelled(INPUT, node.grad_outputs) if not cache.finite(t)), INPUT)
+    label = next((lab for lab, t in labelled_tensors(INPUT, node.grad_outputs) if not cache.finite(t)), INPUT)
     name = node.backward_name
     produced = [] if top is None else list(iter_tensors(top.output))
     # the model's output: the loss made it, unless part of that output got no hook (a dict or list), so the

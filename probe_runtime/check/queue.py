@@ -34,6 +34,7 @@ from ..hooks.guard import tool_section
 from ..state import RunState
 from .by_design import ByDesign, Decision, decide, decide_cell, only_negative_infinity, settle_model
 from .collective import collective_of, collective_tensors, pass_up, through_collective
+from .mixed_precision import cast_entered
 from .provenance import (all_finite, backward_maker, enclosing_maker, entered, entry_tensors, forward_clean,
                          inner_origin, mark_parent, masked_call, own_backward_message, own_construct_between_message,
                          own_construct_message, own_parameters_finite, stale_parameters, tied_gradient_nonfinite,
@@ -388,6 +389,8 @@ class Checker:
                     self.on_error("while finding where the overflow came in", err)
         if where_in is None and verdict.origin and not origin:
             where_in = through_collective(kind, call)  # L0: came in through a collective inside the Cell
+        if where_in is None and origin and kind == "forward":  # a Cell's mixed precision cast made an input inf?
+            where_in = self._cast_entered(call, cache)
         if where_in is None and kind == "forward" and getattr(call, "own_construct", None):  # L0: its own code made it
             where_in = entered_object(call.name, input=None, source=SOURCE_OWN_CONSTRUCT, message=call.own_construct)
         written = written_nonfinite(call, cache) if kind == "forward" else []
@@ -484,6 +487,8 @@ class Checker:
                 self._overflow_steps.add(maker.step)
                 if external:  # it passed on a -inf no checked call made: where that came in
                     where_in = entered("forward", maker, cache)
+                elif (cast := self._cast_entered(maker, cache)) is not None:  # a mixed precision cast made it
+                    where_in = cast
                 elif getattr(maker, "own_construct", None):  # L0: the model's own construct made it (_defer_top)
                     where_in = entered_object(maker.name, input=None, source=SOURCE_OWN_CONSTRUCT,
                                               message=maker.own_construct)
@@ -762,16 +767,27 @@ class Checker:
         if self.state.exhausted:
             return True
         self._overflow_steps.add(call.step)
+        where_in = self._cast_entered(call, cache) or entered_object(
+            call.name, input=None, source=SOURCE_OWN_CONSTRUCT, message=call.own_construct)
         if self.state.count_record():
             batch.counted = True
             try:
-                self.records.write("forward", call, True, cache, entered_object(
-                    call.name, input=None, source=SOURCE_OWN_CONSTRUCT, message=call.own_construct), [])
+                self.records.write("forward", call, True, cache, where_in, [])
             except Exception as err:
                 self.turn_off(f"cannot write the dump ({type(err).__name__}: {err})")
                 return False
             batch.counted = False
         return True
+
+    def _cast_entered(self, call: Any, cache: HostCache) -> Optional[dict]:
+        """The ``entered`` object of an origin's forward record whose input
+        a Cell's mixed precision cast made inf (:mod:`.mixed_precision`),
+        or None; a fault is logged and leaves the record without it."""
+        try:
+            return cast_entered(call, cache)
+        except Exception as err:
+            self.on_error("while checking for a mixed precision cast", err)
+            return None
 
     def _hint_top(self, top: Any) -> None:
         message = top_hint(top)

@@ -91,6 +91,9 @@ class CellCall:
     is_model: bool = False
     #: the Cell is a layer of MindSpore's or mindtorch's own (``plan.library_layer``): never a mask maker
     library: bool = False
+    #: the Cell itself: its precision (``Cell.to_float``) is read from it only when its record is written
+    #: (``check.mixed_precision``)
+    cell: Any = None
 
     @property
     def name(self) -> str:
@@ -197,13 +200,15 @@ class TopCall:
     by_design_inside: Optional[list] = None
     #: MindSpore recorded the call for a gradient (the model ran inside a gradient computation's forward pass)
     grad_mode: bool = False
+    #: the model itself (its precision is read only when its record is written: ``check.mixed_precision``)
+    cell: Any = None
 
     def as_cell_call(self, message: Optional[str]) -> "CellCall":
         """This call as a Cell entry the checker judges and records, with
         ``message`` (why its own ``construct`` is the place to look) kept
         for the record's ``entered``."""
         call = CellCall(self.prefix, self.index, None, self.args, self.kwargs, self.frames, dict(self.params),
-                        output=self.output, step=self.step)
+                        output=self.output, step=self.step, cell=self.cell)
         call.own_construct = message
         call.is_model = True
         call.params_at_start = self.params_at_start

@@ -336,7 +336,8 @@ class CellHooks:
                                             index=sink.next_index(prefix),
                                             frames=capture_frames(sys._getframe(1)), params=params,
                                             params_at_start=not self.params_changed,
-                                            param_probe=self._top_probe(prefix, params), peers=self._tops)
+                                            param_probe=self._top_probe(prefix, params), peers=self._tops,
+                                            cell=cell)
                         local.top.grad_mode = bool(self._executor.grad_flag())
                         self._tops.append(local.top)
                         local.top_cell = id(cell)
@@ -496,7 +497,7 @@ class CellHooks:
                 stack = local.stack
                 parent = stack[-1] if stack else None
                 call = CellCall(prefix, sink.next_index(prefix), parent, args, dict(kwargs) if kwargs else {},
-                                capture_frames(sys._getframe(1)), target.params)
+                                capture_frames(sys._getframe(1)), target.params, cell=cell)
                 call.params_at_start = not self.params_changed  # a Parameter argument: as it was at start()?
                 if target.library:
                     call.library = True
