@@ -97,7 +97,8 @@ def test_a_float16_cell_keeps_its_dtypes_under_the_tool(tmp_path, monkeypatch, l
 def test_l0_a_float16_cells_own_cast_is_the_origin_not_its_parent(tmp_path, monkeypatch):
     """1e5 in float32 enters the float16 block: the cast of its Dense (the
     innermost Cell, in the block's precision) makes inf, so that Dense is
-    the origin; neither the block nor its parent handed it inf."""
+    the origin, its ``entered`` naming the cast; neither the block nor its
+    parent handed it inf."""
     default, exact = run_default_and_exact(tmp_path, monkeypatch, _train("L0", big_step=1), ORIGINAL, level="L0")
     for records in (default, exact):
         step1 = [(r["name"], r["origin"], (r.get("entered") or {}).get("source")) for step, r in records
