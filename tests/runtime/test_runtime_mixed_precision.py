@@ -248,6 +248,10 @@ def test_l1_a_cast_to_float32_inside_a_float16_cell(tmp_path, monkeypatch):
 
     for records in run_default_and_exact(tmp_path, monkeypatch, scenario, ORIGINAL):
         step, name, origin, source, given, message = _first(records)
+        if ms.__version__.startswith("2.7."):  # its astype to the tensor's own dtype runs no operator: the multiply
+            assert (name, origin, source, given) == ("Tensor.__mul__.0.forward", True, "mixed-precision",
+                                                      "input_args[0]"), records
+            continue
         assert (name, origin, source, given) == ("Tensor.astype.0.forward", True, "mixed-precision", "input_args[0]")
         assert message == (f"{ABOVE}, and a cast to Float32 cannot make it inf: MindSpore cast it to float16 first, "
                            "as it casts the floating inputs of every operator inside a Cell given float16 precision "
