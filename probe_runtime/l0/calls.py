@@ -32,7 +32,17 @@ class CellCall:
             (``Target.written``), as ``(name, before, after, full name)``
             with snapshots of their values before and after the call
             (``check.probes.snapshot``); judged with the outputs, and the
-            ``before`` values stand for them under ``parameters``.
+            ``before`` values stand for them under ``parameters``. After
+            the call, also each Parameter it got as an argument (not its
+            own), as L1 keeps a Parameter an in-place call got:
+            ``(dump.json label, before, after, the Parameter)``, its
+            ``before`` snapshot standing for it in ``args``/``kwargs``.
+        argument_snapshots: while the call runs, the floating Parameters
+            among its arguments that are not its own (a loss scale handed
+            to ``DynamicLossScaleUpdateCell``, a tied embedding table; none
+            for a layer of MindSpore's or mindtorch's own), as ``(position
+            or keyword, dump.json label, Parameter, snapshot taken before
+            the call)``; moved into ``written`` when it returns.
     """
 
     prefix: str
@@ -71,6 +81,7 @@ class CellCall:
     unhooked_child: bool = False
     #: the Parameters among its positional arguments (a tied weight handed to it), as given, before any hook
     parameter_args: list = field(default_factory=list)
+    argument_snapshots: Optional[list] = None
     #: a tensor among its outputs got no gradient hook (in a list or dict, nested deeper than a tuple's top
     #: level, or in a tuple whose class cannot be rebuilt): the gradient w.r.t. its outputs is not all known,
     #: so its backward and ``parameters_grad`` entries are never an origin (``check.provenance.forward_clean``)

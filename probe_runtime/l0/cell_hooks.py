@@ -29,7 +29,7 @@ from typing import Any, Callable, Optional
 
 from ..check.names import parameter_name
 from ..check.probes import launch_sum, probe_now, snapshot
-from ..check.verdict import framework_error, is_parameter, is_tensor, iter_tensors
+from ..check.verdict import framework_error, is_floating, is_parameter, is_tensor, iter_tensors
 from ..hooks.backward import HookMaker, hook_gradients, register_grad_hook, release
 from ..hooks.frames import capture_frames
 from ..hooks.guard import jit_tracing
@@ -507,6 +507,9 @@ class CellHooks:
                     call.param_probe, call.params_at_start = probes
                     if target.written:
                         self._before_write(target, call)
+                if (call.parameter_args or kwargs and any(is_parameter(v) for v in kwargs.values())) and \
+                        "parameters" not in self.broken:
+                    self._before_arguments(target, call, args, kwargs)
                 call.top = local.top
                 self._seq += 1
                 call.seq = self._seq
@@ -545,6 +548,8 @@ class CellHooks:
                 call.output = output
                 if call.written is not None:
                     self._after_write(target, call)
+                if call.argument_snapshots:
+                    self._after_arguments(call)
                 hooked = None
                 if call.grad_mode and "backward" not in self.broken:
                     try:
@@ -587,6 +592,71 @@ class CellHooks:
             return
         call.written = [(name, before, after[name], full) for name, before, _, full in call.written or ()]
         self._written[target.prefix] = after
+
+    def _before_arguments(self, target: Target, call: CellCall, args: tuple, kwargs: Optional[dict]) -> None:
+        """The floating Parameters among the call's arguments that are not
+        the Cell's own: a snapshot of each is taken now (a host copy in a
+        synchronous window, else a device copy) and stands for it in the
+        entry (:meth:`_after_arguments`), which is then judged and dumped
+        on the value the Cell got, not on what its own code writes into it
+        (a tester's finding: ``DynamicLossScaleUpdateCell`` assigns the new
+        loss scale to the Parameter it is given; when ``2**120 * 2**8``
+        overflowed there, the inf was dumped as the Cell's input, and the
+        Cell that made it was said to carry a Parameter that "already held
+        inf/nan at start()"). Plain tensors get nothing, and neither does a
+        layer of MindSpore's or mindtorch's own (``Target.library``: the
+        inner Cell an ``nn.LSTM`` hands its weights to reads them, writes
+        none; a copy of those weights at every call would cost what the
+        rest of the call does). A fault turns the Parameter checks off."""
+        own = {id(p) for p in target.params.values()}
+        found = [(i, f"input_args[{i}]", a) for i, a in enumerate(args)]
+        if kwargs:
+            found += [(k, f"input_kwargs.{k}", v) for k, v in kwargs.items()]
+        taken: dict[int, Any] = {}
+        snapshots = []
+        try:
+            for key, label, param in found:
+                if not is_parameter(param) or id(param) in own or not is_floating(param):
+                    continue
+                if target.library:  # read as it is, as before
+                    continue
+                before = taken.get(id(param))
+                if before is None:
+                    before = taken[id(param)] = snapshot(param, self.synchronous)
+                snapshots.append((key, label, param, before))
+        except Exception as err:
+            self._fail("parameters", err)
+            return
+        call.argument_snapshots = snapshots or None
+
+    def _after_arguments(self, call: CellCall) -> None:
+        """After the call: a snapshot of each Parameter argument
+        :meth:`_before_arguments` took, kept in ``call.written`` with the
+        one taken before, as L1 keeps a Parameter an in-place call got: it
+        is judged with the outputs (inf/nan written into it from finite
+        values makes the Cell the origin, its record naming the
+        Parameter) and dumped under ``written``, and the snapshot taken
+        before stands for the argument in ``args``/``kwargs`` (its
+        ``input_args`` statistics). A fault turns the Parameter checks off
+        (the entry keeps the Parameter itself)."""
+        taken, call.argument_snapshots = call.argument_snapshots or [], None
+        try:
+            after = [snapshot(param, self.synchronous) for _, _, param, _ in taken]
+        except Exception as err:
+            self._fail("parameters", err)
+            return
+        args, kwargs = list(call.args), dict(call.kwargs)
+        for key, _, _, before in taken:
+            if isinstance(key, int):
+                if key < len(args):
+                    args[key] = before
+            elif key in kwargs:
+                kwargs[key] = before
+        call.args, call.kwargs = tuple(args), kwargs
+        # the Parameter behind each snapshot (``check.by_design.trainable_among``: a trainable one's -inf is no mask)
+        call.given = list(call.given) + [(param, before) for _, _, param, before in taken]
+        call.written = list(call.written or []) + [(label, before, later, param)
+                                                   for (_, label, param, before), later in zip(taken, after)]
 
     def _fed_by_previous(self, target: Target, call: CellCall, args: tuple, kwargs: Optional[dict] = None) -> bool:
         """In a plain ``nn.SequentialCell`` a Cell's only input is the

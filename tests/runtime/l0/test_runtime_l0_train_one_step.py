@@ -12,6 +12,15 @@ source ``own-construct``): the inf gradients its ``grad_reducer`` got
 were taken for values its own code made. They came from the gradient
 computation over its sub-Cells; only inf/nan its own code makes from
 finite values (gradients scaled there) is its own.
+
+The loss scale of ``nn.TrainOneStepWithLossScaleCell`` is a Parameter of
+the step Cell handed to its ``DynamicLossScaleUpdateCell``, which writes
+the new scale into it in place. A tester found the update Cell carried,
+"Parameter scale_sense already held inf/nan at start()", its input dumped
+as inf, in the step whose own ``loss_scale * scale_factor`` made that inf
+from a finite scale: a Cell's Parameter arguments are now judged on their
+values as the call began, and the Cell that wrote inf/nan into one is the
+origin.
 """
 from __future__ import annotations
 
@@ -21,8 +30,9 @@ pytestmark = pytest.mark.mindspore
 ms = pytest.importorskip("mindspore")
 np = pytest.importorskip("numpy")
 
-from mindspore import ParameterTuple, Tensor, nn, ops  # noqa: E402
+from mindspore import Parameter, ParameterTuple, Tensor, nn, ops  # noqa: E402
 
+from probe_runtime.dump.writer import read_json  # noqa: E402
 from runtime_support import PatchedState, assert_origin_invariant, run_default_and_exact  # noqa: E402
 
 ms.set_context(mode=ms.PYNATIVE_MODE)
@@ -253,4 +263,106 @@ def test_a_step_cell_whose_own_code_scales_to_inf_is_the_first_record(tmp_path, 
         if nums == -1 and step_class is _SensStep:
             assert "Cell.network._loss_fn.MSELoss.backward.0" in [n for n, _, _ in step1], step1
     for checks in ("default", "exact"):
+        assert_origin_invariant(tmp_path / checks / "dump")
+
+
+# -- a Parameter handed to a Cell that writes it in place (the loss scale) ------------------------------
+UPDATE = "Cell.loss_scaling_manager.DynamicLossScaleUpdateCell.forward.0"
+
+
+def _dynamic_loss_scale(debugger):
+    """The tester's script: a ``DynamicLossScaleUpdateCell`` starting at
+    2**120 that grows the scale by 2**8 after every finite step
+    (``scale_window=1``): in step 0 its own ``loss_scale * scale_factor``
+    is inf, which it assigns to ``scale_sense``."""
+    ms.set_seed(0)
+    net = nn.Dense(4, 2)
+    update = nn.DynamicLossScaleUpdateCell(loss_scale_value=2.0 ** 120, scale_factor=2.0 ** 8, scale_window=1)
+    step_cell = _CpuLossScaleCell(nn.WithLossCell(net, nn.MSELoss()), nn.SGD(net.trainable_params(), 0.01), update)
+    rs = np.random.RandomState(0)
+    for step in range(3):
+        x = Tensor(rs.randn(4, 4).astype(np.float32) * 0.1)
+        y = Tensor(np.zeros((4, 2), np.float32))
+        scale = float(step_cell.scale_sense.asnumpy())
+        debugger.start(step_cell)
+        _, overflow, _ = step_cell(x, y)
+        debugger.stop()
+        debugger.step()
+        if step == 0:  # the truth, without the debugger: finite before the step, inf written by the update
+            assert scale == 2.0 ** 120 and not bool(overflow.asnumpy())
+            assert np.isinf(step_cell.scale_sense.asnumpy())
+
+
+def _entry(tmp_path, checks, name, step=0):
+    return read_json(str(tmp_path / checks / "dump" / f"step{step}" / "rank" / "dump.json"))["data"][name]
+
+
+@pytest.mark.parametrize("sync", ["auto", "0"])  # the snapshots: host copies, or device copies
+def test_the_update_cell_that_writes_inf_into_the_loss_scale_is_the_origin(tmp_path, monkeypatch, sync):
+    """Its record is the step's first, the origin, naming ``scale_sense``
+    under ``written``; its ``input_args[0]`` is the scale as the Cell got
+    it (2**120), ``written`` what it left there (inf)."""
+    monkeypatch.setenv("PROBE_SYNC", sync)
+    default, exact = run_default_and_exact(tmp_path, monkeypatch, _dynamic_loss_scale, ORIGINAL, level="L0")
+    for checks, records in (("default", default), ("exact", exact)):
+        step, first = records[0]
+        assert (step, first["name"], first["origin"], first.get("written")) == (0, UPDATE, True, ["scale_sense"]), \
+            records
+        assert "entered" not in first, first
+        entry = _entry(tmp_path, checks, UPDATE)
+        assert entry["input_args"][0]["Max"] == 2.0 ** 120, entry["input_args"]
+        assert np.isinf(entry["written"]["input_args[0]"]["Max"]), entry["written"]
+        assert assert_origin_invariant(tmp_path / checks / "dump") >= 1
+    assert all("already held inf/nan at start()" not in str(r.get("entered")) for _, r in default + exact)
+
+
+class _Scaler(nn.Cell):
+    """A model holding a loss scale (a Parameter, ``value`` at first) and
+    handing it to a ``DynamicLossScaleUpdateCell`` (by position, or by
+    keyword with ``keyword``). ``scale_first``: its own code multiplies the
+    scale by that first (``ops.assign``, which L0 does not see)."""
+
+    def __init__(self, value, keyword=False):
+        super().__init__()
+        self.scale = Parameter(Tensor(value, ms.float32), name="scale", requires_grad=False)
+        self.update = nn.DynamicLossScaleUpdateCell(loss_scale_value=1.0, scale_factor=2.0 ** 8, scale_window=1)
+        self.keyword = keyword
+
+    def construct(self, overflow, scale_first=None):
+        if scale_first is not None:
+            ops.assign(self.scale, self.scale * scale_first)
+        if self.keyword:
+            return self.update(loss_scale=self.scale, overflow=overflow)
+        return self.update(self.scale, overflow)
+
+
+def _scale_once(value, keyword=False, scale_first=None):
+    def run(debugger):
+        model = _Scaler(value, keyword)
+        debugger.start(model)
+        model(Tensor(False), None if scale_first is None else Tensor(scale_first, ms.float32))
+        debugger.stop()
+        debugger.step()
+        assert np.isinf(model.scale.asnumpy())
+    return run
+
+
+SCALER_UPDATE = "Cell.update.DynamicLossScaleUpdateCell.forward.0"
+
+
+@pytest.mark.parametrize("keyword", [False, True])
+def test_a_cell_writing_inf_into_a_parameter_argument_is_the_origin(tmp_path, monkeypatch, keyword):
+    """The same by position or by keyword: the input is the scale as the
+    Cell got it (2**120), ``written`` names the Parameter."""
+    default, exact = run_default_and_exact(tmp_path, monkeypatch, _scale_once(2.0 ** 120, keyword), ORIGINAL,
+                                           level="L0")
+    label = "input_kwargs" if keyword else "input_args"
+    key = "input_kwargs.loss_scale" if keyword else "input_args[0]"
+    for checks, records in (("default", default), ("exact", exact)):
+        assert [(s, r["name"], r["origin"], r.get("written")) for s, r in records][:1] == \
+            [(0, SCALER_UPDATE, True, ["scale"])], records
+        entry = _entry(tmp_path, checks, SCALER_UPDATE)
+        given = entry[label]["loss_scale"] if keyword else entry[label][0]
+        assert given["Max"] == 2.0 ** 120, entry
+        assert np.isinf(entry["written"][key]["Max"]), entry["written"]
         assert_origin_invariant(tmp_path / checks / "dump")
