@@ -282,8 +282,10 @@ def entered(kind: str, call: Any, cache: HostCache) -> Optional[dict]:
         else:
             bad_then = True
         if is_parameter(tensor) or id(tensor) in copies:  # an in-place call's input is its copy of the Parameter
-            parameter = written_name(copies[id(tensor)]) if id(tensor) in copies else parameter_name(tensor)
-            return _parameter_entry(name, label, parameter, bool(getattr(node, "params_at_start", False)) and bad_then)
+            held = copies.get(id(tensor), tensor)
+            parameter = written_name(held) if id(tensor) in copies else parameter_name(tensor)
+            at_start = bool(getattr(node, "params_at_start", False)) and bad_then and held_at_start(node, held, cache)
+            return _parameter_entry(name, label, parameter, at_start)
         if maker is not None:  # L0: made inside an enclosing Cell from finite inputs
             return _own_parameter(maker, cache, f"{label} of {name}")
         top = getattr(node, "top", None) if cell else None
@@ -341,7 +343,8 @@ def _own_parameter(cell_call: Any, cache: HostCache, reached: Optional[str], anc
         for param, value in zip(node.parameters.values(), values):
             if not cache.finite(value):
                 entry = _parameter_entry(node.name, None, parameter_name(param),
-                                         bool(getattr(node, "params_at_start", True)))
+                                         bool(getattr(node, "params_at_start", True)) and
+                                         held_at_start(node, param, cache))
                 if reached:
                     entry[MESSAGE] += f" (it reached {reached})"
                 return entry
@@ -519,6 +522,25 @@ def own_backward_message(maker: Any, handed: Any) -> str:
             f"its {unit}s: the gradient w.r.t. its output was finite and the one it handed "
             f"{handed.backward_name} was not (code that is not a {unit}, such as the backward of sqrt at 0); use "
             "level L1 to see the API")
+
+
+def held_at_start(node: Any, param: Any, cache: HostCache) -> bool:
+    """Whether ``param`` is known to have held inf/nan at ``start()``, the
+    condition for saying so: at L0, its value in the window's
+    ``start_values`` (its probe at ``start()``, the model's probe at its
+    first call, or its snapshot or probe at its first use as a Cell's
+    argument, each taken before any update) is not finite; False when there is none
+    (only a value taken then may be called the one it held at ``start()``;
+    a tester's finding: a loss scale the update Cell had just written to
+    inf was said to have held it already). An entry without them (L1,
+    whose probe of a Parameter at its first use before any update is its
+    value at ``start()``) is decided by its ``params_at_start`` alone:
+    True here."""
+    starts = getattr(node, "start_values", None)
+    if starts is None:
+        return True
+    found = starts.get(id(param))
+    return found is not None and found[0] is param and not cache.finite(found[1])
 
 
 def _parameter_entry(name: str, label: Optional[str], parameter: str, at_start: bool) -> dict:

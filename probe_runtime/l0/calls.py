@@ -43,6 +43,11 @@ class CellCall:
             for a layer of MindSpore's or mindtorch's own), as ``(position
             or keyword, dump.json label, Parameter, snapshot taken before
             the call)``; moved into ``written`` when it returns.
+        start_values: the window's values of Parameters at ``start()``
+            (``id`` -> ``(Parameter, probe or snapshot)``, shared by the
+            window's calls): only a Parameter found non-finite there is
+            said to have held inf/nan at ``start()``
+            (``check.provenance.held_at_start``).
     """
 
     prefix: str
@@ -82,6 +87,7 @@ class CellCall:
     #: the Parameters among its positional arguments (a tied weight handed to it), as given, before any hook
     parameter_args: list = field(default_factory=list)
     argument_snapshots: Optional[list] = None
+    start_values: Optional[dict] = None
     #: a tensor among its outputs got no gradient hook (in a list or dict, nested deeper than a tuple's top
     #: level, or in a tuple whose class cannot be rebuilt): the gradient w.r.t. its outputs is not all known,
     #: so its backward and ``parameters_grad`` entries are never an origin (``check.provenance.forward_clean``)
@@ -213,6 +219,8 @@ class TopCall:
     grad_mode: bool = False
     #: the model itself (its precision is read only when its record is written: ``check.mixed_precision``)
     cell: Any = None
+    #: the window's values of Parameters at ``start()`` (``CellCall.start_values``)
+    start_values: Optional[dict] = None
 
     def as_cell_call(self, message: Optional[str]) -> "CellCall":
         """This call as a Cell entry the checker judges and records, with
@@ -224,6 +232,7 @@ class TopCall:
         call.is_model = True
         call.params_at_start = self.params_at_start
         call.param_probe = self.param_probe
+        call.start_values = self.start_values
         return call
 
     def backward_call(self) -> "CellCall":

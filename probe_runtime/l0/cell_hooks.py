@@ -109,6 +109,10 @@ class CellHooks:
         self.sweep = StateSweep()
         #: id of each Cell's own Parameter -> (prefix, short name, Parameter, its probe at start())
         self._start_probes: dict[int, tuple[str, str, Any, Any]] = {}
+        #: id of a Parameter -> (it, its probe or snapshot at start()): the Cells' own (at install), the models'
+        #: (their first call, before any update) and those first given to a Cell as an argument before any
+        #: update (the snapshot of that call); what ``CellCall.start_values`` refers to
+        self._starts: dict[int, tuple[Any, Any]] = {}
         #: in-place writes between the Cells resolve the pending checks first (:mod:`.mutations`)
         self.mutations = MutationGuard(sink)
 
@@ -171,6 +175,7 @@ class CellHooks:
         self._written = {}
         self.params_changed = False
         self._start_probes = {}
+        self._starts = {}
         if "parameters" not in self.broken:
             for target in targets:  # the weights as the forward pass will see them
                 if target.params or target.written:
@@ -178,6 +183,7 @@ class CellHooks:
                     self._probes[target.prefix] = (probes, True)
                     for (name, param), probe in zip(target.params.items(), probes):
                         self._start_probes.setdefault(id(param), (target.prefix, name, param, probe))
+                        self._starts.setdefault(id(param), (param, probe))
             self.sweep.begin(model, self.modules, self._probe_one)
         for target in targets:
             self._hook_cell(target)
@@ -317,6 +323,8 @@ class CellHooks:
             self._top_probes[prefix] = probes
             for (name, param), probe in zip(params.items(), probes):  # (a leaf model given to start())
                 self._start_probes.setdefault(id(param), (prefix, name, param, probe))
+                if not self.params_changed:  # taken before any update in the window: its value at start()
+                    self._starts.setdefault(id(param), (param, probe))
         return probes
 
     def _hook_tops(self, model: Any) -> None:
@@ -339,6 +347,7 @@ class CellHooks:
                                             param_probe=self._top_probe(prefix, params), peers=self._tops,
                                             cell=cell)
                         local.top.grad_mode = bool(self._executor.grad_flag())
+                        local.top.start_values = self._starts
                         self._tops.append(local.top)
                         local.top_cell = id(cell)
                     except Exception as err:
@@ -502,6 +511,7 @@ class CellHooks:
                 if target.library:
                     call.library = True
                 call.parameter_args = [a for a in args if is_parameter(a)]  # a tied weight (the hooks copy args)
+                call.start_values = self._starts
                 probes = self._probes.get(prefix) or self._probe_again(target)
                 if probes is not None:
                     call.param_probe, call.params_at_start = probes
@@ -607,7 +617,10 @@ class CellHooks:
         layer of MindSpore's or mindtorch's own (``Target.library``: the
         inner Cell an ``nn.LSTM`` hands its weights to reads them, writes
         none; a copy of those weights at every call would cost what the
-        rest of the call does). A fault turns the Parameter checks off."""
+        rest of the call does). A Parameter no probe took at ``start()``,
+        given to a Cell before any update in the window, has its snapshot
+        (given to such a layer: a probe taken now) as its value at
+        ``start()``. A fault turns the Parameter checks off."""
         own = {id(p) for p in target.params.values()}
         found = [(i, f"input_args[{i}]", a) for i, a in enumerate(args)]
         if kwargs:
@@ -618,11 +631,17 @@ class CellHooks:
             for key, label, param in found:
                 if not is_parameter(param) or id(param) in own or not is_floating(param):
                     continue
+                known = self._starts.get(id(param))
+                first = (known is None or known[0] is not param) and not self.params_changed
                 if target.library:  # read as it is, as before
+                    if first:
+                        self._starts[id(param)] = (param, self._probe_one(param))
                     continue
                 before = taken.get(id(param))
                 if before is None:
                     before = taken[id(param)] = snapshot(param, self.synchronous)
+                    if first:
+                        self._starts[id(param)] = (param, before)
                 snapshots.append((key, label, param, before))
         except Exception as err:
             self._fail("parameters", err)

@@ -366,3 +366,39 @@ def test_a_cell_writing_inf_into_a_parameter_argument_is_the_origin(tmp_path, mo
         assert given["Max"] == 2.0 ** 120, entry
         assert np.isinf(entry["written"][key]["Max"]), entry["written"]
         assert_origin_invariant(tmp_path / checks / "dump")
+
+
+def test_a_parameter_argument_that_held_inf_at_start_is_said_so(tmp_path, monkeypatch):
+    """The scale is inf at ``start()``: the update Cell carries it (its
+    input and what it left in the Parameter are inf, and it wrote no
+    inf/nan there), and ``entered`` says the Parameter already held inf/nan
+    then."""
+    default, exact = run_default_and_exact(tmp_path, monkeypatch, _scale_once(float("inf")), ORIGINAL, level="L0")
+    for checks, records in (("default", default), ("exact", exact)):
+        step, first = records[0]
+        assert (step, first["name"], first["origin"]) == (0, SCALER_UPDATE, False), records
+        assert not first.get("written"), first
+        entered = first["entered"]
+        assert (entered["source"], entered["parameter"], entered["at_start"]) == ("parameter", "scale", True)
+        assert entered["message"] == ("Parameter scale already held inf/nan at start(); first used by input_args[0] "
+                                      f"of {SCALER_UPDATE}")
+        entry = _entry(tmp_path, checks, SCALER_UPDATE)
+        assert np.isinf(entry["input_args"][0]["Max"]) and np.isinf(entry["written"]["input_args[0]"]["Max"])
+
+
+def test_a_parameter_finite_at_start_is_never_said_to_have_held_inf_then(tmp_path, monkeypatch):
+    """The scale is finite at ``start()`` (2**120, its probe at the model's
+    call) and the model's own code makes it inf (``ops.assign``) before
+    handing it to the update Cell: that Cell carries it, and ``entered``
+    says an in-place write may have come before, not that the Parameter
+    held inf/nan at ``start()``."""
+    default, exact = run_default_and_exact(tmp_path, monkeypatch, _scale_once(2.0 ** 120, scale_first=2.0 ** 8),
+                                           ORIGINAL, level="L0")
+    for checks, records in (("default", default), ("exact", exact)):
+        step, first = records[0]
+        assert (step, first["name"], first["origin"]) == (0, SCALER_UPDATE, False), records
+        entered = first["entered"]
+        assert (entered["source"], entered["parameter"], entered["at_start"]) == ("parameter", "scale", False)
+        assert "already held inf/nan at start()" not in entered["message"], entered
+        assert entered["message"].startswith("Parameter scale held inf/nan when first used after an update in the "
+                                             f"window, by input_args[0] of {SCALER_UPDATE}"), entered
