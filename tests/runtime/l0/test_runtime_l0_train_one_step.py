@@ -368,6 +368,18 @@ def test_a_cell_writing_inf_into_a_parameter_argument_is_the_origin(tmp_path, mo
         assert_origin_invariant(tmp_path / checks / "dump")
 
 
+def test_a_parameter_argument_above_the_copy_limit_is_read_as_it_is(tmp_path, monkeypatch):
+    """A large Parameter given to a Cell (a tied embedding table) is not
+    copied at each call: it is read as it is, as before, so a write into it
+    is not seen as the Cell's (its input shows the value it wrote)."""
+    from probe_runtime.l0 import cell_hooks
+
+    monkeypatch.setattr(cell_hooks, "ARGUMENT_COPY_LIMIT", 0)
+    for records in run_default_and_exact(tmp_path, monkeypatch, _scale_once(2.0 ** 120), ORIGINAL, level="L0"):
+        assert records and not any(r.get("written") for _, r in records), records
+        assert not (records[0][1]["name"] == SCALER_UPDATE and records[0][1]["origin"]), records
+
+
 def test_a_parameter_argument_that_held_inf_at_start_is_said_so(tmp_path, monkeypatch):
     """The scale is inf at ``start()``: the update Cell carries it (its
     input and what it left in the Parameter are inf, and it wrote no
