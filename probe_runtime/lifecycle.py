@@ -34,7 +34,6 @@ import weakref
 from typing import Any, Optional
 
 from .errors import ConfigLintError, RuntimeMissing, Unavailable, UsageError
-from .hooks.frames import TOOL_ROOT
 
 _DEBUGGERS: "weakref.WeakSet[Any]" = weakref.WeakSet()
 _PREVIOUS_SIGTERM: Any = None
@@ -68,7 +67,10 @@ def _excepthook(kind: type, value: BaseException, tb: Any, _previous: Any = sys.
 
 def _calling_line(tb: Any) -> Optional[str]:
     """``file:line`` of the innermost frame of traceback ``tb`` that is not
-    this package's (the user's call that raised), or None."""
+    this package's (the user's call that raised), or None. Imported here:
+    the window policy imports this module and must stay free of the hooks."""
+    from .hooks.frames import TOOL_ROOT
+
     where = None
     while tb is not None:
         code = tb.tb_frame.f_code
