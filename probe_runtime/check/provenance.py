@@ -284,8 +284,9 @@ def entered(kind: str, call: Any, cache: HostCache) -> Optional[dict]:
         if is_parameter(tensor) or id(tensor) in copies:  # an in-place call's input is its copy of the Parameter
             held = copies.get(id(tensor), tensor)
             parameter = written_name(held) if id(tensor) in copies else parameter_name(tensor)
-            at_start = bool(getattr(node, "params_at_start", False)) and bad_then and held_at_start(node, held, cache)
-            return _parameter_entry(name, label, parameter, at_start)
+            before_update = bool(getattr(node, "params_at_start", False)) and bad_then
+            return _parameter_entry(name, label, parameter, held_at_start(node, held, cache) if before_update else None,
+                                    before_update)
         if maker is not None:  # L0: made inside an enclosing Cell from finite inputs
             return _own_parameter(maker, cache, f"{label} of {name}")
         top = getattr(node, "top", None) if cell else None
@@ -342,9 +343,9 @@ def _own_parameter(cell_call: Any, cache: HostCache, reached: Optional[str], anc
         values = node.param_probe if node.param_probe is not None else list(node.parameters.values())
         for param, value in zip(node.parameters.values(), values):
             if not cache.finite(value):
+                before_update = bool(getattr(node, "params_at_start", True))
                 entry = _parameter_entry(node.name, None, parameter_name(param),
-                                         bool(getattr(node, "params_at_start", True)) and
-                                         held_at_start(node, param, cache))
+                                         held_at_start(node, param, cache) if before_update else None, before_update)
                 if reached:
                     entry[MESSAGE] += f" (it reached {reached})"
                 return entry
@@ -524,35 +525,52 @@ def own_backward_message(maker: Any, handed: Any) -> str:
             "level L1 to see the API")
 
 
-def held_at_start(node: Any, param: Any, cache: HostCache) -> bool:
-    """Whether ``param`` is known to have held inf/nan at ``start()``, the
-    condition for saying so: at L0, its value in the window's
-    ``start_values`` (its probe at ``start()``, the model's probe at its
-    first call, or its snapshot or probe at its first use as a Cell's
-    argument, each taken before any update) is not finite; False when there is none
-    (only a value taken then may be called the one it held at ``start()``;
-    a tester's finding: a loss scale the update Cell had just written to
-    inf was said to have held it already). An entry without them (L1,
-    whose probe of a Parameter at its first use before any update is its
-    value at ``start()``) is decided by its ``params_at_start`` alone:
-    True here."""
+def held_at_start(node: Any, param: Any, cache: HostCache) -> Optional[bool]:
+    """Whether ``param`` held inf/nan at ``start()``: True when its value
+    then is known and not finite, False when it is known and finite, None
+    when it was not read then. At L0 the value at ``start()`` is the
+    window's ``start_values`` entry (its probe at ``start()``, or the
+    model's probe at its first call, before any update): a Parameter that
+    is not the model's, first seen as a Cell's argument, has none, since
+    code no Cell check sees (the user's loop, the model's own
+    ``construct``) may have written it after ``start()`` (a review's
+    finding: a temperature the user overflowed with ``ops.assign`` was
+    said to have held inf at ``start()``). An entry without
+    ``start_values`` (L1, whose probe of a Parameter at its first use
+    before any update is its value at ``start()``: every write to it is a
+    checked call) is True."""
     starts = getattr(node, "start_values", None)
     if starts is None:
         return True
     found = starts.get(id(param))
-    return found is not None and found[0] is param and not cache.finite(found[1])
+    if found is None or found[0] is not param:
+        return None
+    return not cache.finite(found[1])
 
 
-def _parameter_entry(name: str, label: Optional[str], parameter: str, at_start: bool) -> dict:
-    """The ``entered`` description of a Parameter that held inf/nan."""
+def _parameter_entry(name: str, label: Optional[str], parameter: str, at_start: Optional[bool],
+                     before_update: bool) -> dict:
+    """The ``entered`` description of a Parameter that held inf/nan when
+    first used by ``label`` of ``name``: ``at_start`` as
+    :func:`held_at_start` gives it, ``before_update`` False when an update
+    in the window (a backward pass, an optimizer step, an in-place write)
+    came before that use."""
     used = f"{label} of {name}" if label else name
-    if at_start:
-        message = f"Parameter {parameter} already held inf/nan at start(); first used by {used}"
-    else:
+    if not before_update:
         message = (f"Parameter {parameter} held inf/nan when first used after an update in the window, by {used} "
                    "(a backward pass, an optimizer step or an in-place write came before, so it may have been "
                    "finite at start())")
-    return entered_object(name, input=label, source=SOURCE_PARAMETER, parameter=parameter, at_start=at_start,
+    elif at_start:
+        message = f"Parameter {parameter} already held inf/nan at start(); first used by {used}"
+    elif at_start is None:
+        message = (f"Parameter {parameter} held inf/nan when first used, by {used}; it is not the model's, so its "
+                   "value at start() was not read, and code no Cell check sees (the training loop, a Cell's own "
+                   "construct) may have written it since; use level L1 to see the API")
+    else:
+        message = (f"Parameter {parameter} was finite at start() and held inf/nan when first used, by {used}: code "
+                   "no Cell check sees (the training loop, a Cell's own construct) wrote it in between; use level "
+                   "L1 to see the API")
+    return entered_object(name, input=label, source=SOURCE_PARAMETER, parameter=parameter, at_start=bool(at_start),
                           message=message)
 
 

@@ -44,9 +44,10 @@ class CellCall:
             or keyword, dump.json label, Parameter, snapshot taken before
             the call)``; moved into ``written`` when it returns.
         start_values: the window's values of Parameters at ``start()``
-            (``id`` -> ``(Parameter, probe or snapshot)``, shared by the
-            window's calls): only a Parameter found non-finite there is
-            said to have held inf/nan at ``start()``
+            (``id`` -> ``(Parameter, probe)``, shared by the window's
+            calls): only a Parameter found non-finite there is said to
+            have held inf/nan at ``start()``, one found finite to have
+            been written after it, one absent not to have been read then
             (``check.provenance.held_at_start``).
     """
 

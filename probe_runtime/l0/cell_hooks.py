@@ -122,9 +122,8 @@ class CellHooks:
         self.sweep = StateSweep()
         #: id of each Cell's own Parameter -> (prefix, short name, Parameter, its probe at start())
         self._start_probes: dict[int, tuple[str, str, Any, Any]] = {}
-        #: id of a Parameter -> (it, its probe or snapshot at start()): the Cells' own (at install), the models'
-        #: (their first call, before any update) and those first given to a Cell as an argument before any
-        #: update (the snapshot of that call); what ``CellCall.start_values`` refers to
+        #: id of a Parameter -> (it, its probe at start()): the Cells' own (at install) and the models' (their
+        #: first call, before any update); what ``CellCall.start_values`` refers to
         self._starts: dict[int, tuple[Any, Any]] = {}
         #: in-place writes between the Cells resolve the pending checks first (:mod:`.mutations`)
         self.mutations = MutationGuard(sink)
@@ -630,10 +629,10 @@ class CellHooks:
         layer of MindSpore's or mindtorch's own (``Target.library``: the
         inner Cell an ``nn.LSTM`` hands its weights to reads them, writes
         none; a copy of those weights at every call would cost what the
-        rest of the call does). A Parameter no probe took at ``start()``,
-        given to a Cell before any update in the window, has its snapshot
-        (given to such a layer: a probe taken now) as its value at
-        ``start()``. A Parameter of more than :data:`ARGUMENT_COPY_LIMIT`
+        rest of the call does). Neither snapshot is taken for the value at
+        ``start()`` of a Parameter no probe took then: code no Cell check
+        sees may have written it in between (``held_at_start``). A
+        Parameter of more than :data:`ARGUMENT_COPY_LIMIT`
         elements is read as it is too (a review's finding: a tied
         embedding table handed to the output Cell, as MindFormers' models
         do, cost two copies of 38 ms a call for a 154 MB table; a loss
@@ -649,17 +648,11 @@ class CellHooks:
             for key, label, param in found:
                 if not is_parameter(param) or id(param) in own or not is_floating(param):
                     continue
-                known = self._starts.get(id(param))
-                first = (known is None or known[0] is not param) and not self.params_changed
                 if target.library or _elements(param) > ARGUMENT_COPY_LIMIT:  # read as it is, as before
-                    if first:
-                        self._starts[id(param)] = (param, self._probe_one(param))
                     continue
                 before = taken.get(id(param))
                 if before is None:
                     before = taken[id(param)] = snapshot(param, self.synchronous)
-                    if first:
-                        self._starts[id(param)] = (param, before)
                 snapshots.append((key, label, param, before))
         except Exception as err:
             self._fail("parameters", err)

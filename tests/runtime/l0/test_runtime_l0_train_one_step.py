@@ -402,8 +402,8 @@ def test_a_parameter_finite_at_start_is_never_said_to_have_held_inf_then(tmp_pat
     """The scale is finite at ``start()`` (2**120, its probe at the model's
     call) and the model's own code makes it inf (``ops.assign``) before
     handing it to the update Cell: that Cell carries it, and ``entered``
-    says an in-place write may have come before, not that the Parameter
-    held inf/nan at ``start()``."""
+    says the Parameter was finite at ``start()`` and code no Cell check
+    sees wrote it, not that it held inf/nan at ``start()``."""
     default, exact = run_default_and_exact(tmp_path, monkeypatch, _scale_once(2.0 ** 120, scale_first=2.0 ** 8),
                                            ORIGINAL, level="L0")
     for checks, records in (("default", default), ("exact", exact)):
@@ -412,5 +412,54 @@ def test_a_parameter_finite_at_start_is_never_said_to_have_held_inf_then(tmp_pat
         entered = first["entered"]
         assert (entered["source"], entered["parameter"], entered["at_start"]) == ("parameter", "scale", False)
         assert "already held inf/nan at start()" not in entered["message"], entered
-        assert entered["message"].startswith("Parameter scale held inf/nan when first used after an update in the "
-                                             f"window, by input_args[0] of {SCALER_UPDATE}"), entered
+        assert entered["message"].startswith("Parameter scale was finite at start() and held inf/nan when first "
+                                             f"used, by input_args[0] of {SCALER_UPDATE}: code no Cell check sees"), \
+            entered
+
+
+
+class _Scaled(nn.Cell):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Dense(4, 2)
+
+    def construct(self, x, temp):
+        return self.fc(x) * temp
+
+
+class _TempNet(nn.Cell):
+    def __init__(self):
+        super().__init__()
+        self.head = _Scaled()
+
+    def construct(self, x, temp):
+        return self.head(x, temp).sum()
+
+
+def test_a_parameter_not_the_models_is_never_said_to_have_held_inf_at_start(tmp_path, monkeypatch):
+    """A review's finding: a temperature Parameter that is not the
+    model's, finite (1e20) at ``start()``, overflowed by the training
+    loop's own ``ops.assign`` before the model hands it to a sub-Cell. Its
+    value at ``start()`` was never read, so the record must not say it held
+    inf/nan then; it says the value was not read and code no Cell check
+    sees may have written it."""
+    def run(debugger):
+        net = _TempNet()
+        optimizer = nn.SGD(net.trainable_params(), 0.01)
+        temp = Parameter(Tensor(1e20, ms.float32), name="temp", requires_grad=False)
+        grad_fn = ms.value_and_grad(net, None, optimizer.parameters)
+        debugger.start(net)
+        ops.assign(temp, temp * 1e20)
+        _, grads = grad_fn(Tensor(np.ones((2, 4), np.float32)), temp)
+        optimizer(grads)
+        debugger.stop()
+        debugger.step()
+
+    default, exact = run_default_and_exact(tmp_path, monkeypatch, run, ORIGINAL, level="L0")
+    for records in (default, exact):
+        step, first = records[0]
+        assert (step, first["name"]) == (0, "Cell.head._Scaled.forward.0"), records
+        entered = first["entered"]
+        assert (entered["source"], entered["parameter"], entered["at_start"]) == ("parameter", "temp", False)
+        assert "at start();" not in entered["message"], entered
+        assert "value at start() was not read" in entered["message"], entered
