@@ -912,7 +912,9 @@ def mask_sum(api: str, inputs: list, outputs: list, cache: HostCache) -> bool:
     value there. Or, at a place, a signed integer input holds its
     dtype's lowest value (float16 scores plus an Int64 mask of
     ``iinfo(int64).min``, which float16 holds as -inf: another hunt's
-    finding, an ORIGIN at ``Tensor.__add__`` in every clean step)."""
+    finding, an ORIGIN at ``Tensor.__add__`` in every clean step), or an
+    input of a wider floating dtype than the result holds one mask value
+    (:func:`_cast_mask`)."""
     if api_word(api) not in SUMS:
         return False
     result = next((t for t in iter_tensors(outputs) if dtype_name(t) in FLOAT_DTYPES), None)
@@ -939,11 +941,35 @@ def mask_sum(api: str, inputs: list, outputs: list, cache: HostCache) -> bool:
         if values is None or values.dtype.kind != "f":
             return False
         try:
-            lowest &= np.broadcast_to(values, after.shape) == np.finfo(values.dtype).min
+            spread = np.broadcast_to(values, after.shape)
         except ValueError:
             return False
+        if after.dtype.kind == "f" and values.dtype.itemsize > after.dtype.itemsize:
+            cast = _cast_mask(spread)  # a wider mask the executor cast to the result's dtype (a Cell given float16)
+            if cast is not None:
+                masked |= cast
+                continue
+        lowest &= spread == np.finfo(values.dtype).min
         addends += 1
     return bool((masked | (lowest if addends >= 2 else False))[places].all())
+
+
+def _cast_mask(values: np.ndarray) -> Optional[np.ndarray]:
+    """Where ``values`` (an addend of a wider dtype than the addition's
+    result) hold one and the same value of :data:`MASK_VALUE` or below, or
+    None when they hold none or more than one such value. Inside a Cell
+    given float16 (``to_float``, amp O2/O3) MindSpore casts every operator's
+    floating inputs to float16 before the kernel, so a float32 additive mask
+    of ``finfo(float32).min`` is -inf there, as :func:`mask_cast`'s
+    explicit cast makes it (a review's finding: float16 attention scores
+    plus the usual float32 mask were an ORIGIN at ``Tensor.__add__`` in a
+    clean step, and with ``overflow_nums`` 1 the next step's real overflow
+    went unchecked)."""
+    low = values <= MASK_VALUE
+    if not low.any():
+        return None
+    found = values[low]
+    return low if bool((found == found.flat[0]).all()) else None
 
 
 def decide_cell(kind: str, call: Any, inputs: list, outputs: list, verdict: Any, cache: HostCache,
