@@ -22,7 +22,9 @@ Read only for an origin's record (an overflow), never on the hot path:
 * L0: the precision of the Cell (or of the nearest enclosing Cell given
   one, the model given to ``start()`` included) is read from the Cell
   itself; its floating inputs and own Parameters of a wider dtype holding a
-  value that precision cannot hold are named.
+  value that precision cannot hold are named, save an additive mask (one
+  value of ``-1e9`` or below where it is beyond that precision: the -inf
+  the cast makes of it is by design).
 * L1: nothing tells which Cells were running, so the call's own evidence
   decides. A call that is no cast and takes no dtype argument returned a
   floating dtype narrower than every floating input it got (float32 inputs,
@@ -46,7 +48,7 @@ import numpy as np
 from probe_format.layout import INPUT_ARGS, INPUT_KWARGS, SOURCE_MIXED_PRECISION
 from probe_format.records import entered_object
 
-from .by_design import CASTS, api_word
+from .by_design import CASTS, MASK_VALUE, api_word
 from .names import parameter_name
 from .provenance import judged_outputs, labelled_tensors, parameters_seen
 from .verdict import HostCache, dtype_name, is_dtype, is_parameter, iter_tensors
@@ -107,7 +109,7 @@ def _cell_cast(call: Any, cache: HostCache) -> Optional[dict]:
     target, owner = found
     tensors = labelled_tensors(INPUT_ARGS, call.args) + labelled_tensors(INPUT_KWARGS, call.kwargs)
     tensors += [(f"parameters.{name}", value) for name, value in parameters_seen(call).items()]
-    over = _beyond(tensors, target, cache)
+    over = [item for item in _beyond(tensors, target, cache) if not _mask(item[1], target, cache)]
     if not over:
         return None
     label, tensor, value = over[0]
@@ -193,6 +195,21 @@ def _beyond(tensors: list, target: str, cache: HostCache) -> list[tuple[str, Any
         if value is not None and abs(value) >= threshold:
             out.append((label, tensor, value))
     return out
+
+
+def _mask(tensor: Any, target: str, cache: HostCache) -> bool:
+    """Every value of ``tensor`` (its host copy) that a cast to ``target``
+    makes inf is one and the same value of ``by_design.MASK_VALUE`` or
+    below: an additive mask written with ``finfo(float32).min`` or ``-1e9``
+    in place of -inf, which the cast makes the -inf it stands for (a
+    review's finding: a float16 attention Cell given the usual float32 mask
+    had its own overflow, ``q @ k.T`` going +inf, blamed on the mask's
+    cast)."""
+    array = cache.get(tensor).array
+    if array is None or array.dtype.kind != "f":
+        return False
+    beyond = array[np.abs(array) >= LIMITS[target][1]]
+    return bool(beyond.size) and float(beyond.flat[0]) <= MASK_VALUE and bool((beyond == beyond.flat[0]).all())
 
 
 def _extreme(tensor: Any, cache: HostCache) -> Optional[float]:

@@ -23,7 +23,7 @@ pytestmark = pytest.mark.mindspore
 ms = pytest.importorskip("mindspore")
 np = pytest.importorskip("numpy")
 
-from mindspore import Tensor, nn  # noqa: E402
+from mindspore import Tensor, nn, ops  # noqa: E402
 
 from runtime_support import PatchedState, assert_origin_invariant, run_default_and_exact  # noqa: E402
 
@@ -293,3 +293,48 @@ def test_no_cast_is_named_when_float16_itself_overflowed(tmp_path, monkeypatch, 
         assert first[0]["name"] == ("Primitive.MatMul.0.forward" if level == "L1" else "Cell.Dense.forward.0")
         if level == "L1":
             assert first[1]["name"] == "Tensor.astype.0.forward"
+
+
+class _Attention(nn.Cell):
+    """Float16 attention (``to_float``) given a float32 additive mask of
+    ``finfo(float32).min``, the usual form: MindSpore casts the mask to
+    float16 for the addition, which makes it the -inf it stands for."""
+
+    def __init__(self):
+        super().__init__()
+        self.q = nn.Dense(8, 8, has_bias=False, weight_init="ones")
+        self.q.weight.set_data(Tensor(np.eye(8, dtype=np.float32)))
+        self.o = nn.Dense(8, 1)
+        self.to_float(ms.float16)
+
+    def construct(self, x, mask):
+        scores = ops.matmul(self.q(x), x.swapaxes(-1, -2)) + mask
+        return self.o(ops.matmul(ops.softmax(scores, -1), x)).mean()
+
+
+@pytest.mark.parametrize("level", ["L1", "L0"])
+def test_a_float32_mask_cast_in_a_float16_cell_is_by_design(tmp_path, monkeypatch, level):
+    """A review's findings. Steps 0 and 1 are clean (the softmax consumes
+    the mask's -inf): no record, where L1 gave ``Tensor.__add__`` as an
+    ORIGIN in each (with ``overflow_nums`` 1, the real overflow of step 2
+    then went unchecked). In step 2 the float16 scores overflow (inputs of
+    400: ``q @ k.T`` is 1.28e6): L1 names the matmul, and L0's record of
+    the Cell says its own construct made it, not the mask's cast."""
+    mask = np.zeros((1, 4, 4), np.float32)
+    mask[:, :, -1] = np.finfo(np.float32).min
+
+    def scenario(debugger):
+        net = _Attention()
+        grad_fn = ms.value_and_grad(net, None, net.trainable_params())
+        for step, value in enumerate((1.0, 1.0, 400.0)):
+            debugger.start(net if level == "L0" else None)
+            grad_fn(Tensor(np.full((1, 4, 8), value, np.float32)), Tensor(mask))
+            debugger.stop()
+            debugger.step()
+
+    for records in run_default_and_exact(tmp_path, monkeypatch, scenario, ORIGINAL, level=level, nums=1):
+        step, name, origin, source, _, _ = _first(records)
+        if level == "L1":
+            assert (step, name, origin) == (2, "Functional.matmul.0.forward", True), records
+        else:
+            assert (step, name, origin, source) == (2, "Cell._Attention.forward.0", True, "own-construct"), records
