@@ -65,7 +65,26 @@ def lookup(text: str) -> "RuleInfo":
                           "explain takes one code")
     from difflib import get_close_matches
 
-    # a code is close when one character differs (PL1O1, PL1011): PL999 is not "PL409"
-    close = (get_close_matches(wanted.upper(), list(rules), n=1, cutoff=0.8)
+    # a code is close when one edit away (PL1O1, PL1011, PL110): PL999 is not "PL409"; of several, the most
+    # alike (PL1O1 is PL101, not PL411: difflib alone rated them the same and took the larger)
+    close = (get_close_matches(wanted.upper(), [code for code in rules if _one_edit(wanted.upper(), code)], n=1,
+                               cutoff=0)
              or get_close_matches(wanted.lower(), [r.name for r in rules.values()], n=1))
     raise LookupError(f"unknown rule {text!r}" + (f"; did you mean {close[0]}?" if close else "; see `probe rules`"))
+
+
+def _one_edit(typed: str, code: str) -> bool:
+    """``typed`` is ``code`` with one character changed, added or left
+    out, or two neighbours swapped.
+
+    >>> _one_edit("PL1O1", "PL101"), _one_edit("PL110", "PL101"), _one_edit("PL999", "PL409")
+    (True, True, False)
+    """
+    if typed == code or abs(len(typed) - len(code)) > 1:
+        return False
+    if len(typed) == len(code):
+        differ = [i for i, (x, y) in enumerate(zip(typed, code)) if x != y]
+        return len(differ) == 1 or (len(differ) == 2 and differ[1] == differ[0] + 1
+                                    and typed[differ[0]] == code[differ[1]] and typed[differ[1]] == code[differ[0]])
+    short, long = sorted((typed, code), key=len)
+    return any(long[:i] + long[i + 1:] == short for i in range(len(long)))
