@@ -169,7 +169,7 @@ def lint_live(config_path: Optional[str], overrides: dict[str, Any],
     ``rank``: (this process's rank, where it came from), as
     :func:`probe_runtime.state.live_rank_source` gives it (read when None).
     It gives the fact ``rank_dir``, the rank folder this process writes
-    (``rank`` or ``rank<R>``): PL407 refuses a dump_path whose
+    (``rank`` or ``rank<R>``): PL411 refuses a dump_path whose
     ``step*/<rank_dir>`` already holds an earlier run's dump. ``extra``:
     findings (``msprobe_lint.diagnostic.Finding``) made outside the rules,
     graded and placed with the rest.
@@ -283,7 +283,7 @@ def claim_dump_path(config_path: Optional[str], overrides: dict, rank: tuple, co
         ConfigLintError: another running process writes this rank folder
             of dump_path (another job started with the same dump_path, or
             the same job launched again while the first still runs), or a
-            process of another job writes another rank folder of it: PL407
+            process of another job writes another rank folder of it: PL411
             at dump_path, naming that process (pid, host, start, command).
             Nothing was patched or written.
     """
@@ -294,10 +294,10 @@ def claim_dump_path(config_path: Optional[str], overrides: dict, rank: tuple, co
     try:
         return claim(path, rank_dir_name(rank[0]))
     except WriterBusy as busy:
-        finding = Finding("PL407", str(busy), pointer="/dump_path",
+        finding = Finding("PL411", str(busy), pointer="/dump_path", severity=Severity.ERROR,
                           hint="give each run its own dump_path, or wait until the other one ends")
     errors = [d for d in lint_live(config_path, overrides, rank, extra=(finding,)) if d.severity is Severity.ERROR]
-    if not errors:  # PL407 turned off in the project's settings: said, not refused
+    if not errors:  # PL411 turned off in the project's settings: said, not refused
         LOGGER.warning("probe_runtime: %s", finding.message)
         return None
     raise ConfigLintError(errors)

@@ -43,6 +43,13 @@ def _file_dump(tmp: Path) -> dict:
     return {"config": config(dump_path=str(tmp / "dumpfile")), "check_fs": True}
 
 
+def _earlier_dump(tmp: Path) -> dict:
+    (tmp / "dump" / "step0" / "rank0").mkdir(parents=True)
+    (tmp / "dump" / "step0" / "rank0" / "dump.json").write_text("{}")
+    os.chmod(tmp / "dump", 0o750)
+    return {"config": config(dump_path=str(tmp / "dump")), "check_fs": True}
+
+
 def _world_writable(tmp: Path) -> dict:
     (tmp / "open").mkdir()
     os.chmod(tmp / "open", 0o777)
@@ -110,6 +117,7 @@ EXAMPLES = {
     "PL410": ({"setup": _named("Config.JSON")}, {"setup": _named("config.json")}),
     "PL407": ({"setup": _file_dump}, {"setup": _real_dump}),
     "PL408": ({"setup": _world_writable}, {"setup": _real_dump}),
+    "PL411": ({"setup": _earlier_dump}, {"setup": _real_dump}),
     "PL501": ({"config": config(), "script": SCRIPT_HEAD + "from mindspore.ops import relu\n" + LOOP_OK},
               {"config": config(), "script": SCRIPT_HEAD + LOOP_OK}),
     "PL502": ({"config": config(), "script": SCRIPT_HEAD + "debugger = PrecisionDebugger()\nnet(x)\n"},

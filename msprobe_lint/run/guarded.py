@@ -261,7 +261,7 @@ def guarded_run(config: str, command: Sequence[str], options=None, *, stream: Op
             cited = script is not None and any(os.path.basename(script) in d.message for d in found)
             needs = (told if codes & {"PL303", "PL304"} else "") + flags + (
                 f" --script {shlex.quote(script)}" if cited and script else "") + (
-                " --check-fs" if codes & {"PL406", "PL407", "PL408"} else "")
+                " --check-fs" if codes & {"PL406", "PL407", "PL408", "PL411"} else "")
             fix = f"with `probe lint --fix {shlex.quote(checked)}{needs}`"
             stream.write(get("text")(run.results, color=color).replace("with --fix --unsafe-fixes",
                                                                         fix[:-1] + " --unsafe-fixes`")

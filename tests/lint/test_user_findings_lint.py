@@ -157,11 +157,11 @@ def test_dump_of_an_earlier_run_warns_in_lint_and_blocks_a_guarded_launch(tmp_pa
     path = write_config(tmp_path, config(dump_path=str(dump)))
     os.chmod(path, 0o640)
     out = json.loads(run_probe("lint", str(path), "--isolated", "--check-fs", "--format", "json").stdout)
-    (found,) = [d for d in out["diagnostics"] if d["code"] == "PL407"]
+    (found,) = [d for d in out["diagnostics"] if d["code"] == "PL411"]
     assert found["severity"] == "warning" and "step0/rank" in found["message"]
     marker = tmp_path / "started"
     proc = run_probe("run", str(path), "--isolated", "--", "touch", str(marker), cwd=tmp_path)
-    assert proc.returncode == 1 and "PL407" in proc.stderr and not marker.exists()
+    assert proc.returncode == 1 and "PL411" in proc.stderr and not marker.exists()
     assert (dump / "step0" / "rank" / "dump.json").read_text() == "{}"
 
 
@@ -174,12 +174,12 @@ def test_runtime_gate_counts_only_its_own_rank_folder(tmp_path):
     path = write_config(tmp_path, config(dump_path=str(dump)))
     os.chmod(path, 0o640)
 
-    def pl407(rank_dir):
+    def pl411(rank_dir):
         ctx = Context(facts={"rank_dir": Fact(rank_dir, "test")}, check_fs=True, runtime=True)
-        return [d for d in lint_file(str(path), ctx).diagnostics if d.code == "PL407"]
+        return [d for d in lint_file(str(path), ctx).diagnostics if d.code == "PL411"]
 
-    assert pl407("rank1") == []  # another worker of the same job already wrote rank0
-    (mine,) = pl407("rank0")
+    assert pl411("rank1") == []  # another worker of the same job already wrote rank0
+    (mine,) = pl411("rank0")
     assert mine.severity.value == "error"
 
 

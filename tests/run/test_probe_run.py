@@ -432,7 +432,7 @@ def test_not_started_into_a_dump_path_another_job_writes(tmp_path):
         assert f"is being written by another running job (rank: pid {holder.pid}" in proc.stderr
         assert "passed; starting" not in proc.stderr
         # not the earlier-run advice to move the dump away: it would move it from under the running job
-        assert "PL407" not in proc.stderr and "mv " not in proc.stderr, proc.stderr
+        assert "PL411" not in proc.stderr and "mv " not in proc.stderr, proc.stderr
     finally:
         holder.kill()
         holder.wait()

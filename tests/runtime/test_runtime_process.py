@@ -167,7 +167,7 @@ def test_a_second_writer_of_the_same_rank_folder_is_refused(tmp_path):
     try:
         proc = _second(tmp_path, cfg, child_env())
         assert proc.returncode == 3, proc.stdout + proc.stderr[-2000:]
-        assert "PL407" in proc.stdout and f"pid {first.pid}" in proc.stdout and "holds.py" in proc.stdout
+        assert "PL411" in proc.stdout and f"pid {first.pid}" in proc.stdout and "holds.py" in proc.stdout
         assert "being written by another process" in proc.stdout
         # another rank of another job (a second msrun launch with other ranks) is refused too
         other_job = dict(child_env(), RANK_ID="1", MS_SCHED_HOST="127.0.0.1", MS_SCHED_PORT="9")

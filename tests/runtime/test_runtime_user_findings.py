@@ -5,7 +5,7 @@
 2. dump_path is created with the debugger, a run without overflow says so
    at exit and ``probe report`` then says "nothing found" (exit 1);
 3. a second run into a dump_path holding an earlier run's dump of this
-   rank is refused (PL407) and the earlier dump is left as it was;
+   rank is refused (PL411) and the earlier dump is left as it was;
 4. L0: an overflow in the top Cell's own ``construct`` is pointed out.
 """
 from __future__ import annotations
@@ -243,7 +243,7 @@ def test_second_run_into_an_earlier_dump_is_refused(work, monkeypatch):
     first.finish()
     with pytest.raises(ConfigLintError) as caught:
         make("L1")
-    assert "PL407" in str(caught.value) and "step0/rank" in str(caught.value)
+    assert "PL411" in str(caught.value) and "step0/rank" in str(caught.value)
     assert snapshot(dump) == before
     # a worker of a distributed job counts a single process's folder ("rank") as an earlier run's too
     monkeypatch.setenv("RANK_ID", "1")
@@ -271,7 +271,7 @@ def test_sibling_rank_folders_block_a_single_process_not_a_worker(work, monkeypa
     monkeypatch.delenv("RANK_ID")
     with pytest.raises(ConfigLintError) as caught:
         make("L1", dump="job")
-    assert "PL407" in str(caught.value) and "step0/rank0" in str(caught.value)
+    assert "PL411" in str(caught.value) and "step0/rank0" in str(caught.value)
     assert snapshot(dump) == before
 
 

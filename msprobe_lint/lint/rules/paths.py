@@ -1,4 +1,4 @@
-"""Paths family (PL401-PL410): the path rules msprobe enforces at run time
+"""Paths family (PL401-PL411): the path rules msprobe enforces at run time
 (SPEC 2.4; msprobe's file checks in ``msprobe/core/common/file_utils.py``):
 only ``[A-Za-z0-9_./-]``, at most 4096 characters with no component over
 255, no soft link, not writable by others nor owned by another user; and
@@ -6,7 +6,7 @@ absolute paths, which msprobe's docs ask for; and no placeholder copied
 from the docs (PL409, reported instead of the others for that path); and
 a config file whose name ends in ``.json`` (PL410, also on a file that does
 not parse).
-PL406-PL408 look at the filesystem and run only with ``--check-fs``
+PL406-PL408 and PL411 look at the filesystem and run only with ``--check-fs``
 (always in probe_runtime); so do PL402 and PL403 on the config file's own
 path, which msprobe checks as it reads it.
 """
@@ -551,27 +551,21 @@ def soft_link(config: ConfigView, context: Context) -> Iterator[Finding]:
 
 
 @rule("PL407", "dump-path-not-writable", "error",
-      "(filesystem) dump_path not a directory, not writable, or holding an earlier run's dump", filesystem=True)
+      "(filesystem) dump_path not a directory, or it or its nearest existing parent not writable", filesystem=True)
 def not_writable(config: ConfigView, context: Context) -> Iterator[Finding]:
     """
     msprobe creates dump_path (and step/rank folders under it) at the first
     dump: if it is an existing file, or if it or its nearest existing parent
     is not writable, the job fails after it has run up to that point. A
-    dump_path that already holds step folders of an earlier run would be
-    mixed with this run's (some steps overwritten, others left over, and
-    `probe report` would blame the old run): an error before a guarded
-    launch (probe run, probe_runtime's gate, where a worker of a distributed
-    job does not count its siblings' rank folders, so workers of one job do
-    not block each other), a
-    warning in a plain `probe lint --check-fs`. Needs --check-fs.
+    dump_path that holds another run's dump is PL411. Needs
+    --check-fs.
 
     msprobe also creates at most 16 missing folder levels (its
     create_directory's recursion limit).
 
     Bad:
-        dump_path /proc/dump, a path that is an existing file, a folder
-        holding step0/rank0 from yesterday's run, or /data/a/b/.../q with
-        17 folders still to make
+        dump_path /proc/dump, a path that is an existing file, or
+        /data/a/b/.../q with 17 folders still to make
     Good:
         a new, empty dump_path in a folder you own
     """
@@ -606,20 +600,6 @@ def not_writable(config: ConfigView, context: Context) -> Iterator[Finding]:
             yield Finding("PL407", f"dump_path {_shown(resolved, value)}: no folder can be created in {what} "
                                    f"({refused}), although its permissions allow it", pointer=ptr,
                           hint="choose a folder on a normal, writable filesystem")
-            continue
-        earlier = _earlier_dump(resolved, context.value("rank_dir")) if existing == resolved else []
-        if earlier:
-            shown = ", ".join(earlier[:4]) + (f" and {len(earlier) - 4} more" if len(earlier) > 4 else "")
-            running = _running_writer(resolved, earlier)
-            if running:  # its step folders are not an earlier run's: moving them away would split its dump
-                yield Finding("PL407", f"dump_path {_shown(resolved, value)} is being written by {running}, which "
-                                       f"has written {shown} so far; this run would overwrite and mix with it",
-                              pointer=ptr, hint="give this run its own dump_path, or wait until that job ends")
-                continue
-            yield Finding("PL407", f"dump_path {_shown(resolved, value)} already holds a dump of an earlier run "
-                                   f"({shown}); this run would overwrite and mix with it", pointer=ptr,
-                          severity=None if context.runtime else Severity.WARNING,
-                          hint=f"move it away (mv {resolved} {resolved}.old) or choose a new dump_path")
 
 
 STEP_DIR = re.compile(r"step[0-9]+$")
@@ -687,6 +667,53 @@ def _earlier_dump(folder: Path, rank_dir: Optional[str]) -> list[str]:
             if (rank in (rank_dir, "rank")) if rank_dir and rank_dir != "rank" else rank.startswith("rank"):
                 found.append(f"{step}/{rank}")
     return found
+
+
+@rule("PL411", "dump-path-holds-other-run", "warning",
+      "(filesystem) dump_path already holds another run's dump (an error in probe run and the runtime gate)",
+      filesystem=True)
+def holds_other_run(config: ConfigView, context: Context) -> Iterator[Finding]:
+    """
+    A dump_path that already holds step and rank folders of another run
+    would be mixed with this run's: some steps overwritten, others left
+    over, and `probe report` would read the two runs as one and could name
+    the old run's origin as this run's. An error before a guarded launch
+    (probe run, probe_runtime's gate); a warning in a plain `probe lint
+    --check-fs`, and an error everywhere while the other run still writes
+    it. A worker of a distributed job counts its own rank folder and the
+    single-process `rank` only, not its siblings', so the workers of one
+    job do not block each other. Needs --check-fs.
+
+    Bad:
+        dump_path holding step0/rank0 from yesterday's run
+    Good:
+        a new, empty dump_path (or the old dump moved away first)
+    """
+    if not context.check_fs:
+        return
+    for name, ptr, resolved, value in _fs_targets(config, context):
+        if name != "dump_path":
+            continue
+        try:
+            if not resolved.is_dir():
+                continue
+        except OSError:
+            continue
+        earlier = _earlier_dump(resolved, context.value("rank_dir"))
+        if not earlier:
+            continue
+        shown = ", ".join(earlier[:4]) + (f" and {len(earlier) - 4} more" if len(earlier) > 4 else "")
+        running = _running_writer(resolved, earlier)
+        if running:  # its step folders are not an earlier run's: moving them away would split its dump
+            yield Finding("PL411", f"dump_path {_shown(resolved, value)} is being written by {running}, which "
+                                   f"has written {shown} so far; this run would overwrite and mix with it",
+                          pointer=ptr, severity=Severity.ERROR,
+                          hint="give this run its own dump_path, or wait until that job ends")
+            continue
+        yield Finding("PL411", f"dump_path {_shown(resolved, value)} already holds a dump of an earlier run "
+                               f"({shown}); this run would overwrite and mix with it", pointer=ptr,
+                      severity=Severity.ERROR if context.runtime else None,
+                      hint=f"move it away (mv {resolved} {resolved}.old) or choose a new dump_path")
 
 
 @rule("PL408", "path-unsafe-permissions", "warning",

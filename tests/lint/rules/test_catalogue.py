@@ -29,10 +29,10 @@ def test_codes_have_the_stable_shape_and_unique_names():
 
 def test_catalogue_matches_spec():
     """Every code of SPEC 3.1 is registered, with those issue 28 added
-    (PL008, PL305, PL306, PL409) and PL410, and nothing else."""
+    (PL008, PL305, PL306, PL409), PL410 and PL411, and nothing else."""
     expected = {f"PL00{i}" for i in range(1, 9)} | {f"PL10{i}" for i in range(1, 8)} \
         | {f"PL20{i}" for i in range(1, 8)} | {f"PL30{i}" for i in range(1, 7)} \
-        | {f"PL40{i}" for i in range(1, 10)} | {"PL410"} | {f"PL50{i}" for i in range(1, 7)} | {"PL601"}
+        | {f"PL40{i}" for i in range(1, 10)} | {"PL410", "PL411"} | {f"PL50{i}" for i in range(1, 7)} | {"PL601"}
     assert set(RULES) == expected
 
 

@@ -161,7 +161,7 @@ def test_a_dump_being_written_is_not_taken_for_an_earlier_run(base):
     """A fresh user's finding: a second job into the dump_path of one still
     running was told the step folders were an earlier run's and to move
     them away (under the running job). While their writer runs (its marker
-    held locked) PL407 names that job instead; once it ended, the folders
+    held locked) PL411 names that job instead; once it ended, the folders
     are an earlier run's again."""
     import subprocess
     import sys
@@ -175,13 +175,13 @@ def test_a_dump_being_written_is_not_taken_for_an_earlier_run(base):
                               stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "ready"
-        (found,) = only(lint_fs(cfg), "PL407")
+        (found,) = only(lint_fs(cfg), "PL411")
         assert f"is being written by another running job (rank: pid {holder.pid}" in found.message, found.message
         assert "mv " not in (found.hint or "") and "own dump_path" in (found.hint or "")
     finally:
         holder.kill()
         holder.wait()
-    (found,) = only(lint_fs(cfg), "PL407")
+    (found,) = only(lint_fs(cfg), "PL411")
     assert "already holds a dump of an earlier run" in found.message and "mv " in (found.hint or "")
 
 
