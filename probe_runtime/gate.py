@@ -8,7 +8,8 @@ filesystem checks on, and ``runtime`` on so PL205 refuses what
 probe_runtime cannot run) with the project's ``[tool.probe-lint]``
 selection, as ``probe lint`` and ``probe run`` use it (the rules of
 ``msprobe_lint.lint.selection.RUNTIME_ESSENTIAL``, without which the
-debugger cannot run, are enforced whatever it says), creates dump_path as msprobe does, and raises
+debugger cannot run, or not safely, are enforced whatever it says),
+creates dump_path as msprobe does, and raises
 :class:`~probe_runtime.errors.ConfigLintError` listing every error;
 warnings are logged once on the ``probe_runtime`` logger and do not block.
 Where each fact comes from: ``docs/runtime-design.md``.
@@ -284,8 +285,10 @@ def claim_dump_path(config_path: Optional[str], overrides: dict, rank: tuple, co
             of dump_path (another job started with the same dump_path, or
             the same job launched again while the first still runs), or a
             process of another job writes another rank folder of it: PL411
-            at dump_path, naming that process (pid, host, start, command).
-            Nothing was patched or written.
+            at dump_path, naming that process (pid, host, start, command),
+            whatever the project's settings or ``probe run``'s selection
+            say (PL411 is in ``RUNTIME_ESSENTIAL``). Nothing was patched or
+            written.
     """
     from msprobe_lint.lint.diagnostic import Finding
     from msprobe_lint.live_writers import WriterBusy, claim
@@ -296,10 +299,8 @@ def claim_dump_path(config_path: Optional[str], overrides: dict, rank: tuple, co
     except WriterBusy as busy:
         finding = Finding("PL411", str(busy), pointer="/dump_path", severity=Severity.ERROR,
                           hint="give each run its own dump_path, or wait until the other one ends")
+    # PL411 is runtime-essential: no project setting or handed selection turns this refusal off
     errors = [d for d in lint_live(config_path, overrides, rank, extra=(finding,)) if d.severity is Severity.ERROR]
-    if not errors:  # PL411 turned off in the project's settings: said, not refused
-        LOGGER.warning("probe_runtime: %s", finding.message)
-        return None
     raise ConfigLintError(errors)
 
 

@@ -27,8 +27,12 @@ ALL = "ALL"
 #: (``probe run``, ``PrecisionDebugger``'s gate: ``Selection.always``): a
 #: config that breaks them cannot run at all (not JSON, a missing or
 #: mistyped key the debugger reads, a level, task or step/rank entry it
-#: cannot use); turning them off only moved the refusal into the job
-RUNTIME_ESSENTIAL = ("PL00", "PL102", "PL103", "PL104", "PL107", "PL201", "PL205", "PL301")
+#: cannot use); turning them off only moved the refusal into the job. Nor
+#: can it run safely into a dump_path it cannot write (PL407: detection is
+#: turned off, and the job ends with a false "no overflow found") or that
+#: holds another run's dump (PL411: the new run overwrites and mixes with
+#: it, and ``probe report`` names the old run's origin)
+RUNTIME_ESSENTIAL = ("PL00", "PL102", "PL103", "PL104", "PL107", "PL201", "PL205", "PL301", "PL407", "PL411")
 
 
 class SelectionError(ValueError):

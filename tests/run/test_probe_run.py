@@ -246,6 +246,74 @@ def test_a_rule_the_runtime_needs_stays_an_error_whatever_the_project_says(tmp_p
     assert not marker.exists() and "PL104" in proc.stderr and "PL101" not in proc.stderr
 
 
+def _earlier_dump(tmp_path: Path) -> Path:
+    """``tmp_path/dump`` holding an earlier run's ``step3/rank`` dump (its
+    dump.json written), as the tester's second run found it."""
+    earlier = tmp_path / "dump" / "step3" / "rank"
+    earlier.mkdir(parents=True)
+    (earlier / "dump.json").write_text('{"data": {"earlier": 1}}')
+    os.chmod(tmp_path / "dump", 0o750)
+    return earlier / "dump.json"
+
+
+#: every way a project or a command line turns a rule off or down: the table's ignore (by code, prefix and
+#: name), select, per-file ignores (by file and at the dump_path pointer), a severity, and the flags; with
+#: the grade `probe lint --check-fs` gives PL411 then (none: not reported)
+TURNED_OFF = [
+    ('ignore = ["PL411"]\n', [], None),
+    ('ignore = ["PL407"]\n', [], "warning"),  # the tester's: PL407 used to hold the earlier-dump check
+    ('ignore = ["PL4"]\n', [], None),
+    ('ignore = ["dump-path-holds-other-run"]\n', [], None),
+    ('select = ["PL1"]\n', [], None),
+    ('[tool.probe-lint.per-file-ignores]\n"config.json" = ["PL411"]\n', [], None),
+    ('[tool.probe-lint.per-file-ignores]\n"config.json#/dump_path" = ["PL4"]\n', [], None),
+    ('[tool.probe-lint.severity]\nPL411 = "info"\n', [], "info"),
+    ("", ["--ignore", "PL411"], None),
+    ("", ["--ignore", "PL4"], None),
+    ("", ["--select", "PL1"], None),
+    ("", ["--isolated", "--select", "PL2"], None),
+]
+
+
+@pytest.mark.parametrize("table, flags, in_lint", TURNED_OFF)
+def test_no_setting_lets_a_run_write_into_an_earlier_dump(tmp_path, table, flags, in_lint):
+    """A tester's finding: a project with `ignore = ["PL407"]` (or `probe
+    run --ignore PL407`, `--select PL1`) also turned off the guard against
+    an earlier run's dump: `probe run` started the job, which overwrote
+    step3/rank/dump.json, and `probe report` named the old run's origin.
+    PL411 is one of the rules the debugger cannot run without: `probe lint`
+    keeps the project's choice, `probe run` refuses whatever it says."""
+    (tmp_path / "pyproject.toml").write_text("[tool.probe-lint]\n" + table)
+    old = _earlier_dump(tmp_path)
+    cfg = config(tmp_path, rank=[], step=[])
+    os.chmod(cfg, 0o640)
+    marker = tmp_path / "started"
+    proc = run_probe("run", str(cfg), *flags, "--", PY, "-c", f"open({str(marker)!r}, 'w').close()", cwd=tmp_path)
+    assert proc.returncode == 1 and not marker.exists(), proc.stderr
+    assert "PL411 error" in proc.stderr and "already holds a dump of an earlier run (step3/rank)" in proc.stderr
+    assert old.read_text() == '{"data": {"earlier": 1}}'
+    # the lint alone reports as the project and the flags ask (the settings are for reporting)
+    lint = run_probe("lint", str(cfg), "--check-fs", *flags, "--format", "json", cwd=tmp_path)
+    grades = {d["severity"] for d in json.loads(lint.stdout)["diagnostics"] if d["code"] == "PL411"}
+    assert grades == ({in_lint} if in_lint else set()), lint.stdout
+
+
+@pytest.mark.parametrize("table, flags", [('ignore = ["PL407"]\n', []), ('select = ["PL1"]\n', []),
+                                          ("", ["--ignore", "PL4"])])
+def test_no_setting_lets_a_run_start_into_a_dump_path_it_cannot_write(tmp_path, table, flags):
+    """The same for PL407: a dump_path that is a file, let through, makes
+    the debugger turn detection off and the job end with a false "no
+    overflow found"."""
+    (tmp_path / "pyproject.toml").write_text("[tool.probe-lint]\n" + table)
+    (tmp_path / "dump").write_text("not a folder")
+    cfg = config(tmp_path, rank=[], step=[])
+    os.chmod(cfg, 0o640)
+    marker = tmp_path / "started"
+    proc = run_probe("run", str(cfg), *flags, "--", PY, "-c", f"open({str(marker)!r}, 'w').close()", cwd=tmp_path)
+    assert proc.returncode == 1 and not marker.exists(), proc.stderr
+    assert "PL407 error" in proc.stderr and "exists and is not a directory" in proc.stderr
+
+
 def test_bad_probe_checks_exits_2_before_starting(tmp_path):
     cfg = config(tmp_path)
     marker = tmp_path / "started"

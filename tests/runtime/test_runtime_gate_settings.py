@@ -1,7 +1,7 @@
 """The gate lints with the project's ``[tool.probe-lint]`` settings, as
 ``probe lint`` and ``probe run`` do, except for the rules the debugger
-cannot run without (``msprobe_lint.lint.selection.RUNTIME_ESSENTIAL``), which
-``probe run`` enforces too.
+cannot run without, or not safely (``msprobe_lint.lint.selection.RUNTIME_ESSENTIAL``:
+PL407 and PL411 among them), which ``probe run`` enforces too.
 
 Before, a project that turned a rule off passed ``probe run``'s lint and
 was then refused by ``PrecisionDebugger`` in the training process; a
@@ -81,6 +81,69 @@ def test_the_rules_the_debugger_cannot_run_without_stand(tmp_path, monkeypatch):
     message = str(caught.value)
     assert "PL104" in message and "PL103" in message and "PL205" in message
     assert "Traceback" not in message
+
+
+#: a project's table and the selection probe run hands on (PROBE_LINT_SELECTION; None: not set) that turn
+#: PL411 and PL407 off or down
+GATE_TURNED_OFF = [
+    ('ignore = ["PL411"]\n', None),
+    ('ignore = ["PL407"]\n', None),  # the tester's: PL407 used to hold the earlier-dump check
+    ('ignore = ["PL4"]\n', None),
+    ('select = ["PL1"]\n', None),
+    ('[tool.probe-lint.per-file-ignores]\n"config.json" = ["PL4"]\n', None),
+    ('[tool.probe-lint.severity]\nPL411 = "info"\nPL407 = "info"\n', None),
+    ("", {"ignore": ["PL411", "PL407"]}),
+    ("", {"select": ["PL1"]}),
+    ('ignore = ["PL4"]\n', {"select": ["PL2"], "isolated": True}),
+]
+
+
+def _hand_on(monkeypatch, handed):
+    from msprobe_lint.run.environment import SELECTION
+
+    if handed is None:
+        monkeypatch.delenv(SELECTION, raising=False)
+    else:
+        monkeypatch.setenv(SELECTION, json.dumps({"select": [], "ignore": [], "extend_select": [],
+                                                  "config_file": None, "isolated": False, **handed}))
+
+
+@pytest.mark.parametrize("table, handed", GATE_TURNED_OFF)
+def test_no_setting_lets_the_debugger_write_into_an_earlier_dump(tmp_path, monkeypatch, table, handed):
+    """A tester's finding: with PL407 ignored (in the project, or by `probe
+    run --ignore PL407` / `--select PL1`, handed on to the gate) the gate
+    let a run into a dump_path holding an earlier run's step3/rank, which
+    it overwrote; `probe report` then named the old run's origin. The gate
+    refuses it (PL411) whatever the settings say."""
+    isolate(monkeypatch, tmp_path)
+    path = project(tmp_path, table)
+    earlier = tmp_path / "dump" / "step3" / "rank"
+    earlier.mkdir(parents=True)
+    (earlier / "dump.json").write_text('{"data": {"earlier": 1}}')
+    os.chmod(tmp_path / "dump", 0o750)
+    _hand_on(monkeypatch, handed)
+    assert "PL411" in codes(path)
+    with pytest.raises(ConfigLintError) as caught:
+        PrecisionDebugger(config_path=str(path))
+    assert "PL411" in str(caught.value) and "step3/rank" in str(caught.value)
+    assert sorted(p.name for p in (tmp_path / "dump").iterdir()) == ["step3"]
+    assert (earlier / "dump.json").read_text() == '{"data": {"earlier": 1}}'
+
+
+@pytest.mark.parametrize("table, handed", GATE_TURNED_OFF)
+def test_no_setting_lets_the_debugger_start_into_a_dump_path_it_cannot_write(tmp_path, monkeypatch, caplog, table,
+                                                                             handed):
+    """A dump_path that is a file, let through with PL407 turned off, made
+    the debugger turn detection off and the job end with "no overflow
+    found". The gate refuses it (PL407) whatever the settings say."""
+    isolate(monkeypatch, tmp_path)
+    path = project(tmp_path, table)
+    (tmp_path / "dump").write_text("not a folder")
+    _hand_on(monkeypatch, handed)
+    with pytest.raises(ConfigLintError) as caught:
+        PrecisionDebugger(config_path=str(path))
+    assert "PL407" in str(caught.value) and "exists and is not a directory" in str(caught.value)
+    assert "detection turned off" not in caplog.text
 
 
 def test_a_malformed_table_falls_back_to_every_rule(tmp_path, monkeypatch, caplog):

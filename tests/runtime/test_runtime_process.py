@@ -180,6 +180,32 @@ def test_a_second_writer_of_the_same_rank_folder_is_refused(tmp_path):
     assert proc.returncode == 0 and "constructed" in proc.stdout, proc.stdout + proc.stderr[-2000:]
 
 
+def test_no_setting_lets_a_second_writer_in(tmp_path):
+    """The refusal of a second writer stands when the project turns PL411
+    off (ignore, select) and when probe run hands on a selection without
+    it: two runs would overwrite and mix each other's files whatever the
+    settings say (a tester's finding for the earlier-dump check, which
+    ignoring PL407 turned off)."""
+    from msprobe_lint.run.environment import SELECTION
+
+    cfg = config(tmp_path)
+    first = _start_holder(tmp_path, cfg, child_env())
+    try:
+        (tmp_path / "pyproject.toml").write_text('[tool.probe-lint]\nignore = ["PL411", "PL407"]\n')
+        proc = _second(tmp_path, cfg, child_env())
+        assert proc.returncode == 3, proc.stdout + proc.stderr[-2000:]
+        assert "PL411" in proc.stdout and f"pid {first.pid}" in proc.stdout
+        (tmp_path / "pyproject.toml").unlink()
+        handed = json.dumps({"select": ["PL1"], "ignore": [], "extend_select": [], "config_file": None,
+                             "isolated": True})
+        proc = _second(tmp_path, cfg, dict(child_env(), **{SELECTION: handed}))
+        assert proc.returncode == 3, proc.stdout + proc.stderr[-2000:]
+        assert "PL411" in proc.stdout and f"pid {first.pid}" in proc.stdout
+    finally:
+        first.kill()
+        first.wait()
+
+
 def test_ranks_of_one_job_share_a_dump_path(tmp_path):
     """The ranks of one launch (msrun's scheduler address in their
     environment) each claim their own rank folder: no conflict."""

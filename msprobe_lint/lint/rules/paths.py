@@ -556,9 +556,12 @@ def not_writable(config: ConfigView, context: Context) -> Iterator[Finding]:
     """
     msprobe creates dump_path (and step/rank folders under it) at the first
     dump: if it is an existing file, or if it or its nearest existing parent
-    is not writable, the job fails after it has run up to that point. A
-    dump_path that holds another run's dump is PL411. Needs
-    --check-fs.
+    is not writable, the job fails after it has run up to that point
+    (probe_runtime, let through, turns detection off and ends with a false
+    "no overflow found"). Before a guarded launch (probe run,
+    probe_runtime's gate) no --ignore, --select, per-file ignore or
+    severity setting turns it off. A dump_path that holds another run's
+    dump is PL411. Needs --check-fs.
 
     msprobe also creates at most 16 missing folder levels (its
     create_directory's recursion limit).
@@ -670,19 +673,22 @@ def _earlier_dump(folder: Path, rank_dir: Optional[str]) -> list[str]:
 
 
 @rule("PL411", "dump-path-holds-other-run", "warning",
-      "(filesystem) dump_path already holds another run's dump (an error in probe run and the runtime gate)",
-      filesystem=True)
+      "(filesystem) dump_path already holds another run's dump (an error in probe run and the runtime gate, "
+      "whatever the settings)", filesystem=True)
 def holds_other_run(config: ConfigView, context: Context) -> Iterator[Finding]:
     """
     A dump_path that already holds step and rank folders of another run
     would be mixed with this run's: some steps overwritten, others left
     over, and `probe report` would read the two runs as one and could name
     the old run's origin as this run's. An error before a guarded launch
-    (probe run, probe_runtime's gate); a warning in a plain `probe lint
-    --check-fs`, and an error everywhere while the other run still writes
-    it. A worker of a distributed job counts its own rank folder and the
-    single-process `rank` only, not its siblings', so the workers of one
-    job do not block each other. Needs --check-fs.
+    (probe run, probe_runtime's gate), which no --ignore, --select,
+    per-file ignore or severity setting turns off there (the debugger
+    cannot run safely into it); a warning in a plain `probe lint
+    --check-fs`, where the settings apply, and an error everywhere while
+    the other run still writes it. A worker of a distributed job counts
+    its own rank folder and the single-process `rank` only, not its
+    siblings', so the workers of one job do not block each other. Needs
+    --check-fs.
 
     Bad:
         dump_path holding step0/rank0 from yesterday's run
