@@ -165,12 +165,18 @@ def test_dump_of_an_earlier_run_warns_in_lint_and_blocks_a_guarded_launch(tmp_pa
     assert (dump / "step0" / "rank" / "dump.json").read_text() == "{}"
 
 
-def test_runtime_gate_counts_only_its_own_rank_folder(tmp_path):
+@pytest.mark.parametrize("mine", ["step0/rank0", "rank0/step0"])
+def test_runtime_gate_counts_only_its_own_rank_folder(tmp_path, mine):
+    """In either nesting (``rank0/step0`` is read by `probe report` as a
+    dump too): a worker counts its own rank folder and the single-process
+    ``rank``, never a sibling's."""
     from msprobe_lint.lint.context import Context, Fact
     from msprobe_lint.lint.engine import lint_file
 
-    dump = _earlier_run(tmp_path)
-    (dump / "step0" / "rank").rename(dump / "step0" / "rank0")
+    dump = tmp_path / "dump"
+    (dump / mine).mkdir(parents=True)
+    (dump / mine / "dump.json").write_text("{}")
+    os.chmod(dump, 0o750)
     path = write_config(tmp_path, config(dump_path=str(dump)))
     os.chmod(path, 0o640)
 
@@ -179,8 +185,14 @@ def test_runtime_gate_counts_only_its_own_rank_folder(tmp_path):
         return [d for d in lint_file(str(path), ctx).diagnostics if d.code == "PL411"]
 
     assert pl411("rank1") == []  # another worker of the same job already wrote rank0
-    (mine,) = pl411("rank0")
-    assert mine.severity.value == "error"
+    (found,) = pl411("rank0")
+    assert found.severity.value == "error" and f"({mine})" in found.message
+    (found,) = pl411("rank")  # a single process: any rank's folder is an earlier run's
+    assert f"({mine})" in found.message
+    rank0 = dump / mine[:mine.index("rank0") + len("rank0")]
+    rank0.rename(rank0.with_name("rank"))  # a single process's earlier dump blocks a worker
+    (found,) = pl411("rank1")
+    assert f"({mine.replace('rank0', 'rank')})" in found.message
 
 
 def test_context_flags_are_case_insensitive_like_pyproject(tmp_path):

@@ -314,6 +314,24 @@ def test_no_setting_lets_a_run_start_into_a_dump_path_it_cannot_write(tmp_path, 
     assert "PL407 error" in proc.stderr and "exists and is not a directory" in proc.stderr
 
 
+@pytest.mark.parametrize("nested", ["rank/step3", "rank0/step3"])
+def test_an_earlier_dump_nested_rank_first_blocks_the_launch(tmp_path, nested):
+    """`probe report` reads a dump nested rank first as well as msprobe's
+    step first; a new run into it would be read with it as one run, so
+    `probe run` refuses it as it refuses ``step3/rank``."""
+    earlier = tmp_path / "dump" / nested
+    earlier.mkdir(parents=True)
+    (earlier / "dump.json").write_text('{"data": {"earlier": 1}}')
+    os.chmod(tmp_path / "dump", 0o750)
+    cfg = config(tmp_path, rank=[], step=[])
+    os.chmod(cfg, 0o640)
+    marker = tmp_path / "started"
+    proc = run_probe("run", str(cfg), "--", PY, "-c", f"open({str(marker)!r}, 'w').close()", cwd=tmp_path)
+    assert proc.returncode == 1 and not marker.exists(), proc.stderr
+    assert "PL411 error" in proc.stderr and f"already holds a dump of an earlier run ({nested})" in proc.stderr
+    assert (earlier / "dump.json").read_text() == '{"data": {"earlier": 1}}'
+
+
 def test_bad_probe_checks_exits_2_before_starting(tmp_path):
     cfg = config(tmp_path)
     marker = tmp_path / "started"

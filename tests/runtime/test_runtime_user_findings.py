@@ -252,6 +252,27 @@ def test_second_run_into_an_earlier_dump_is_refused(work, monkeypatch):
     assert snapshot(dump) == before
 
 
+@pytest.mark.parametrize("nested, rank_id", [("rank/step0", None), ("rank0/step2", None), ("rank1/step0", "1"),
+                                             ("rank/step0", "1")])
+def test_an_earlier_dump_nested_rank_first_is_refused(work, monkeypatch, nested, rank_id):
+    """`probe report` reads ``rank{R}/step{N}`` as a dump too: a run into
+    a dump_path holding one of this process's rank (or a single process's
+    ``rank``) would be read with it as one run. The gate counted only
+    ``step*/rank*`` and let it in."""
+    tmp_path, make = work
+    earlier = tmp_path / "dump" / nested
+    earlier.mkdir(parents=True)
+    (earlier / "overflow.json").write_text("[]")
+    os.chmod(tmp_path / "dump", 0o750)
+    before = snapshot(tmp_path / "dump")
+    if rank_id is not None:
+        monkeypatch.setenv("RANK_ID", rank_id)
+    with pytest.raises(ConfigLintError) as caught:
+        make("L1")
+    assert "PL411" in str(caught.value) and f"({nested})" in str(caught.value), str(caught.value)
+    assert snapshot(tmp_path / "dump") == before
+
+
 def test_sibling_rank_folders_block_a_single_process_not_a_worker(work, monkeypatch):
     """Workers of one job write step*/rank0, rank1 ... side by side: a
     worker is not blocked by its siblings' folders, but a later

@@ -635,13 +635,13 @@ def _cannot_make_folder_in(folder: Path) -> str:
 
 
 def _running_writer(folder: Path, earlier: list[str]) -> str:
-    """Who still writes one of the ``stepN/<rank folder>`` entries of
-    ``earlier`` (a live marker of :mod:`msprobe_lint.live_writers`), as
-    ``another running job (rank: pid 12 on host h, ...)``; "" when no such
-    process runs."""
+    """Who still writes one of the rank folders of ``earlier``
+    (``stepN/<rank folder>`` or ``<rank folder>/stepN`` entries; a live
+    marker of :mod:`msprobe_lint.live_writers`), as ``another running job
+    (rank: pid 12 on host h, ...)``; "" when no such process runs."""
     from ...live_writers import read_writers
 
-    rank_dirs = {entry.rsplit("/", 1)[-1] for entry in earlier}
+    rank_dirs = {part for entry in earlier for part in entry.split("/") if not STEP_DIR.match(part)}
     live = [w for w in read_writers(str(folder)) if w.live and w.rank_dir in rank_dirs]
     if not live:
         return ""
@@ -649,26 +649,33 @@ def _running_writer(folder: Path, earlier: list[str]) -> str:
     return f"{who} ({live[0].rank_dir}: {live[0].describe()})"
 
 
-def _earlier_dump(folder: Path, rank_dir: Optional[str]) -> list[str]:
-    """``stepN/rank*`` folders already in ``folder`` that this run would
-    mix with. Without ``rank_dir`` (a plain lint): any rank's. With it (the
-    runtime knows the folder it writes): a single process (``rank``) has
-    no sibling workers, so any rank's folder is an earlier run's; a worker
-    of a distributed job (``rank<R>``) counts its own folder and the
-    single-process ``rank``, never its siblings' ``rank<S>``."""
-    found = []
+def _listed(folder: Path) -> list[str]:
+    """The sorted names in ``folder``; [] when it cannot be listed (a file,
+    no permission)."""
     try:
-        steps = sorted(e for e in os.listdir(folder) if STEP_DIR.match(e))
+        return sorted(os.listdir(folder))
     except OSError:
         return []
-    for step in steps:
-        try:
-            ranks = os.listdir(folder / step)
-        except OSError:
-            continue
-        for rank in sorted(ranks):
-            if (rank in (rank_dir, "rank")) if rank_dir and rank_dir != "rank" else rank.startswith("rank"):
-                found.append(f"{step}/{rank}")
+
+
+def _earlier_dump(folder: Path, rank_dir: Optional[str]) -> list[str]:
+    """``stepN/rank*`` folders already in ``folder`` that this run would
+    mix with, then ``rank*/stepN`` ones: the other nesting, which `probe
+    report` reads as a dump too (docs/report-format.md), so a new run's
+    ``stepN/rank*`` beside it would be read with it as one run. Without
+    ``rank_dir`` (a plain lint): any rank's. With it (the runtime knows the
+    folder it writes): a single process (``rank``) has no sibling workers,
+    so any rank's folder is an earlier run's; a worker of a distributed job
+    (``rank<R>``) counts its own folder and the single-process ``rank``,
+    never its siblings' ``rank<S>``."""
+    def counted(rank: str) -> bool:
+        return rank in (rank_dir, "rank") if rank_dir and rank_dir != "rank" else rank.startswith("rank")
+
+    entries = _listed(folder)
+    found = [f"{step}/{rank}" for step in entries if STEP_DIR.match(step)
+             for rank in _listed(folder / step) if counted(rank)]
+    found += [f"{rank}/{step}" for rank in entries if counted(rank)
+              for step in _listed(folder / rank) if STEP_DIR.match(step)]
     return found
 
 
@@ -691,7 +698,7 @@ def holds_other_run(config: ConfigView, context: Context) -> Iterator[Finding]:
     --check-fs.
 
     Bad:
-        dump_path holding step0/rank0 from yesterday's run
+        dump_path holding step0/rank0 (or rank0/step0) from yesterday's run
     Good:
         a new, empty dump_path (or the old dump moved away first)
     """

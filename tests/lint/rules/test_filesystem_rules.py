@@ -157,17 +157,45 @@ def test_dump_path_creation_refused_message(base, monkeypatch):
     assert "no folder can be created in dump_path (Permission denied)" in found[0].message
 
 
-def test_a_dump_being_written_is_not_taken_for_an_earlier_run(base):
+@pytest.mark.parametrize("nested", ["rank0/step3", "rank/step0", "rank0/step3,rank1/step3"])
+def test_an_earlier_dump_nested_rank_first_is_another_runs(base, nested):
+    """`probe report` reads a dump nested rank first (``rank0/step3``) as
+    well as msprobe's ``step3/rank0``, so a new run beside it is read with
+    it as one run. PL411 counted only the step-first nesting and let such
+    a dump_path through."""
+    dump = base / "dump"
+    for entry in nested.split(","):
+        (dump / entry).mkdir(parents=True)
+        (dump / entry / "dump.json").write_text("{}")
+    (found,) = only(lint_fs(write_config(base, config(dump_path=str(dump)))), "PL411")
+    assert found.severity.value == "warning"
+    assert f"already holds a dump of an earlier run ({nested.replace(',', ', ')})" in found.message, found.message
+
+
+def test_rank_named_folders_without_steps_are_not_a_dump(base):
+    """Only a rank folder holding step folders is the other nesting: a
+    ``rank0`` folder of something else, a ``ranking.txt`` file, or a
+    ``rank0/notes`` folder is no earlier run."""
+    dump = base / "dump"
+    (dump / "rank0" / "notes").mkdir(parents=True)
+    (dump / "ranking.txt").write_text("")
+    (dump / "step1").mkdir()
+    assert only(lint_fs(write_config(base, config(dump_path=str(dump)))), "PL411") == []
+
+
+@pytest.mark.parametrize("nested", ["step0/rank", "rank/step0"])
+def test_a_dump_being_written_is_not_taken_for_an_earlier_run(base, nested):
     """A fresh user's finding: a second job into the dump_path of one still
     running was told the step folders were an earlier run's and to move
     them away (under the running job). While their writer runs (its marker
     held locked) PL411 names that job instead; once it ended, the folders
-    are an earlier run's again."""
+    are an earlier run's again. The same in either nesting of the step and
+    rank folders."""
     import subprocess
     import sys
 
     dump = base / "dump"
-    (dump / "step0" / "rank").mkdir(parents=True)
+    (dump / nested).mkdir(parents=True)
     cfg = write_config(base, config(dump_path=str(dump)))
     holder = subprocess.Popen([sys.executable, "-c", "import sys, time\nfrom msprobe_lint.live_writers import claim\n"
                                "held = claim(sys.argv[1], 'rank')\nprint('ready', flush=True)\ntime.sleep(120)\n",
