@@ -5,7 +5,7 @@ layout, for ``probe report``'s speed and memory (``report_bench.py``).
 probe_runtime's writer puts there (``dump.json``, ``stack.json``,
 ``construct.json`` (``{}``: level L1) and ``overflow.json``, written as the
 writer writes them: ``json.dumps(indent=1)``, inf/nan as bare tokens). No
-``dump_tensor_data/*.npy`` files (``probe report`` never reads them) and
+``dump_tensor_data/*.npy`` files (``probe report`` reads none: it only lists their names) and
 ``data_name`` is null.
 
 The story, as the runtime records it (docs/report-format.md has the record

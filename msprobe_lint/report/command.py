@@ -21,6 +21,7 @@ from probe_format.layout import parse_rank, parse_step
 
 from ..exit import ExitStatus
 from ..textsafe import shown
+from .analysis.first import lost_folders, lost_sentence
 from .analysis.scan import Summary, scan
 from .discover import dumps_below, iter_rank_folders
 from .output import inside_dump, inside_walked, write_output
@@ -99,6 +100,10 @@ def _summarise(dump_path: str, *, keep_received: bool, progress: Optional[Progre
     if summary.records:
         return summary, ExitStatus.OK, None
     if summary.problems:  # a file, or a folder that might hold one, could not be read
+        lost = lost_folders(summary, None)[0]
+        if lost:  # a tester's finding: a full disk left tensors only, and the report said "nothing overflowed"
+            return summary, ExitStatus.USAGE, (f"{dump_path}: no overflow record could be read (see the warnings "
+                                               f"above). {lost_sentence(lost)}")
         return summary, ExitStatus.USAGE, f"{dump_path}: no dump could be read (see the warnings above)"
     if summary.folders == 0:
         from ..live_writers import read_writers

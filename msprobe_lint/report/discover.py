@@ -1,6 +1,8 @@
 """Finding the step and rank folders under a dump path, as a stream.
 
-A rank folder is a folder holding ``dump.json`` or ``overflow.json``. Its
+A rank folder is a folder holding ``dump.json``, ``overflow.json`` or a
+``dump_tensor_data`` folder (the tensors of records whose files were never
+written: the reader says so). Its
 step and rank come from the folders above it (``step{N}``, ``rank{R}``,
 ``rank`` alone when not distributed), in either nesting, below an optional
 ``graph/`` or ``pynative/`` (msprobe's split of a run with mindspore.jit
@@ -25,7 +27,8 @@ from collections import deque
 from pathlib import Path
 from typing import Iterator, NamedTuple, Optional
 
-from probe_format.layout import DUMP_FILE, MODE_DIRS, OVERFLOW_FILE, parse_rank, parse_step, rank_dir, step_dir
+from probe_format.layout import (DUMP_FILE, MODE_DIRS, OVERFLOW_FILE, TENSOR_DATA_DIR, parse_rank, parse_step, rank_dir,
+                                 step_dir)
 
 MAX_DEPTH = 3
 
@@ -35,6 +38,8 @@ BELOW_DEPTH = 6
 BELOW_FOLDERS = 2000
 BELOW_FOUND = 5
 BELOW_SECONDS = 3.0
+#: what makes a folder a step and rank folder: a record file, or the tensors the writer puts first
+DUMP_NAMES = (DUMP_FILE, OVERFLOW_FILE, TENSOR_DATA_DIR)
 #: folders :func:`dumps_below` never enters (a dump's tensors, tools' and version control folders)
 BELOW_SKIPPED = frozenset({"dump_tensor_data", "node_modules", "__pycache__", "site-packages"})
 
@@ -46,7 +51,8 @@ class RankFolder(NamedTuple):
     alone: not distributed); ``path`` the folder (a string: the report
     handles tens of thousands); ``files`` the names of the files in it when
     the walk listed them (None: not known, look); ``variant`` the ``graph``
-    or ``pynative`` folder above it, if any.
+    or ``pynative`` folder above it, if any; ``tensors`` whether it holds a
+    ``dump_tensor_data`` folder (None: not known, look).
     """
 
     step: Optional[int]
@@ -54,6 +60,7 @@ class RankFolder(NamedTuple):
     path: str
     files: Optional[frozenset] = None
     variant: str = ""
+    tensors: Optional[bool] = None
 
 
 def _key(number: Optional[int]) -> int:
@@ -99,8 +106,8 @@ def iter_rank_folders(root: Path, problems: list[tuple[str, str]],
             _, path, step, rank, depth, variant = heapq.heappop(pending)
             _walk(path, step, rank, depth, variant, found, pending, problems, seen)
         found.sort(key=lambda f: (f[0], f[1]))
-        for _, path, rank, files, variant in _one_per_rank(found, str(root), step, problems):
-            yield RankFolder(step, rank, path, files, variant)
+        for _, path, rank, files, variant, tensors in _one_per_rank(found, str(root), step, problems):
+            yield RankFolder(step, rank, path, files, variant, tensors)
 
 
 def _rank_first(path: str, root: str) -> bool:
@@ -158,8 +165,12 @@ def _walk(folder: str, step: Optional[int], rank: Optional[int], depth: int, var
             problems.append((current, err.strerror or str(err)))
             continue
         files = frozenset(e.name for e in entries if not _is_dir(e))
-        if DUMP_FILE in files or OVERFLOW_FILE in files:
-            found.append((_key(rank), current, rank, files, variant))
+        tensors = any(e.name == TENSOR_DATA_DIR and _is_dir(e) for e in entries)
+        # a folder with tensors and no record is one too: the writer puts a record's .npy files first, so a disk
+        # that filled (or a job killed) before its dump.json left only them (a tester's finding: the report
+        # passed over such a folder and said "nothing overflowed")
+        if DUMP_FILE in files or OVERFLOW_FILE in files or tensors:
+            found.append((_key(rank), current, rank, files, variant, tensors))
             continue
         misplaced = [e.name for e in entries if e.name in (DUMP_FILE, OVERFLOW_FILE) and _is_dir(e)]
         if misplaced:  # a hunt's finding: rank0/dump.json/ as a folder gave "no dump found ... nothing overflowed"
@@ -201,18 +212,18 @@ def _is_dir(entry: os.DirEntry) -> bool:
 
 
 def _holds_a_dump(folder: str) -> bool:
-    """``folder`` or a folder in it holds dump.json or overflow.json (at
-    most one listing below it; a folder that cannot be listed holds none)."""
+    """``folder`` or a folder in it holds dump.json, overflow.json or
+    dump_tensor_data (at most one listing below it; a folder that cannot be
+    listed holds none)."""
     try:
         with os.scandir(folder) as listing:
             entries = list(listing)
     except OSError:
         return False
     names = {e.name for e in entries}
-    if DUMP_FILE in names or OVERFLOW_FILE in names:
+    if any(name in names for name in DUMP_NAMES):
         return True
-    return any(os.path.exists(os.path.join(e.path, DUMP_FILE)) or os.path.exists(os.path.join(e.path, OVERFLOW_FILE))
-               for e in entries if _is_dir(e))
+    return any(os.path.exists(os.path.join(e.path, name)) for e in entries if _is_dir(e) for name in DUMP_NAMES)
 
 
 def _first_visit(entry: os.DirEntry, path: str, seen: dict[tuple[int, int], str],
@@ -242,7 +253,7 @@ def dumps_below(root: str) -> tuple[list[str], bool]:
     ``root`` itself: (the folders to give ``probe report``, in the order
     found, at most ``BELOW_FOUND``; whether the search was complete).
 
-    A folder holding ``dump.json`` or ``overflow.json`` is a dump; the
+    A folder holding ``dump.json``, ``overflow.json`` or ``dump_tensor_data`` is a dump; the
     path named is the folder above its ``step``/``rank``/``graph``/
     ``pynative`` folders (``root/run1`` for ``root/run1/step1/rank0``),
     never ``root`` itself. The search is breadth first, by name, bounded:
@@ -277,7 +288,7 @@ def dumps_below(root: str) -> tuple[list[str], bool]:
                 entries = sorted(listing, key=lambda e: e.name)
         except OSError:
             continue
-        if depth > 0 and any(e.name in (DUMP_FILE, OVERFLOW_FILE) for e in entries):
+        if depth > 0 and any(e.name in DUMP_NAMES for e in entries):
             dump = _dump_root(folder, root)
             if dump not in found:
                 found.append(dump)

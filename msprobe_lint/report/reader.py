@@ -8,7 +8,8 @@
 
 A truncated file (a job killed mid-run) is read as far as it goes and named
 in the folder's ``problems``; a file that cannot be read at all is named
-there too. Nothing here raises for bad input.
+there too, and so are tensors in ``dump_tensor_data`` whose records were
+never written (:data:`LOST`). Nothing here raises for bad input.
 """
 from __future__ import annotations
 
@@ -25,7 +26,8 @@ from probe_format.collectives import (COLLECTIVE_API, COLLECTIVE_DIRECTION, COLL
                                       COLLECTIVE_INPUTS_FINITE, COLLECTIVE_PEER, COLLECTIVE_RANKS, COLLECTIVE_ROOT)
 from probe_format.layout import (BACKWARD, COLLECTIVE, CONSTRUCT_FILE, DATA, DUMP_FILE, ENTERED, FORWARD, INSIDE, KIND,
                                  MESSAGE, NAME, NONFINITE, NOTE_KINDS, ORIGIN, OVERFLOW_FILE, REPLAY, SENTINEL,
-                                 STACK_FILE, STATS, VERSION, WHERE, WRITTEN, INPUT_ARGS, INPUT_KWARGS)
+                                 STACK_FILE, STATS, TENSOR_DATA_DIR, VERSION, WHERE, WRITTEN, INPUT_ARGS,
+                                 INPUT_KWARGS)
 from probe_format.records import FORMAT_VERSION, parse_version, version_problem
 
 from .discover import RankFolder
@@ -39,6 +41,12 @@ FALLBACK = "the records are dump.json's entries, without origin marks"
 #: after some records or entries (``... read the first 3 record(s) ...``):
 #: the rest are missing
 CUT_SHORT = re.compile(r"truncated or malformed \(.*\); read the first (\d+) (?:record\(s\)|entry|entries)")
+#: the end of the warning about a folder's ``dump_tensor_data`` holding tensors of records that were never
+#: written (the writer puts a record's .npy files first, its dump.json and overflow.json after them): a disk
+#: that filled, or a job killed, in between
+LOST = "were never written (a full disk? the job killed while writing?)"
+#: at most this many tensor file names are quoted in that warning
+LOST_SHOWN = 2
 #: files larger than this are not read (a dump file is a few MB at most)
 MAX_FILE = 512 * 1024 * 1024
 _STACK_FILE_LINE = re.compile(r"File (?P<file>.*?), line (?P<line>\d+), in ")
@@ -510,11 +518,14 @@ def read_folder(folder: RankFolder, *, statistics: bool = True, construct: bool 
     has_dump = DUMP_FILE in files if files is not None else os.path.exists(dump_file)
     has_overflow = OVERFLOW_FILE in files if files is not None else os.path.exists(overflow_file)
     fallback: Optional[tuple[int, str]] = None  # (index in problems, the warning without FALLBACK)
+    whole: Optional[list[str]] = None  # the entry names of a file read whole, whose tensors dump_tensor_data holds
     if has_overflow:
         try:
             items, complete, out.signature = (cache or ReadCache()).overflow(
                 read_bytes(overflow_file), overflow_file, problems, folder.step, folder.rank)
             readable = complete or bool(items)
+            if complete and items:
+                whole = [item.name for item in items if item.names_call]
             if items == [] and has_dump:  # a list with no record in it, beside statistics: as one not read
                 fallback = (len(problems), "not read (an empty list)")
                 items, readable = None, False
@@ -535,6 +546,8 @@ def read_folder(folder: RankFolder, *, statistics: bool = True, construct: bool 
                 out.framework = framework if isinstance(framework, str) else None
                 readable = readable or complete or bool(data)
                 dump_read = True
+                if items is None and complete:  # its entries are the records
+                    whole = [str(name) for name in data]
             else:
                 problems.append((str(dump_file), "not an msprobe dump.json (no \"data\" object)"))
         except Unreadable as err:
@@ -543,6 +556,11 @@ def read_folder(folder: RankFolder, *, statistics: bool = True, construct: bool 
             problems[fallback[0]] = (str(overflow_file), fallback[1])
     if items and not has_dump and any(item.names_call for item in items):
         problems.append((str(dump_file), "missing: the records of overflow.json have no statistics"))
+    tensors = folder.tensors if folder.tensors is not None else os.path.isdir(f"{folder_text}{os.sep}{TENSOR_DATA_DIR}")
+    if tensors and not has_overflow and not has_dump:  # a tester's finding: a full disk left only these, and the
+        _records_lost(folder_text, None, "", problems)  # report said "nothing overflowed"
+    elif tensors and whole is not None:
+        _records_lost(folder_text, whole, "overflow.json" if items is not None else "dump.json", problems)
     out.readable = readable
     if not readable:
         return out
@@ -573,6 +591,60 @@ def read_folder(folder: RankFolder, *, statistics: bool = True, construct: bool 
     if construct:
         _read_construct(out)
     return out
+
+
+def _records_lost(folder: str, names: Optional[list[str]], source: str, problems: list[tuple[str, str]]) -> None:
+    """Append to ``problems`` what ``folder``'s ``dump_tensor_data`` says
+    was lost: with ``names`` None, the folder has no dump.json nor
+    overflow.json, so every tensor in it (or the write that made the empty
+    folder) belongs to records never written; else the tensor files of no
+    entry among ``names`` (the records of ``source``, read whole), whose
+    records were never written. A record's ``.npy`` files are named after
+    its entry (``Functional.exp.0.forward.output.0.npy``; a kernel's ``/``
+    as ``_``), so a file belongs to the entry its name starts with. A
+    folder that cannot be listed says nothing (its tensors are not read)."""
+    data_dir = f"{folder}{os.sep}{TENSOR_DATA_DIR}"
+    try:
+        with os.scandir(data_dir) as listing:
+            files = sorted(e.name for e in listing if e.name.endswith(".npy") and not e.name.startswith("."))
+    except OSError:
+        files = None
+    if names is None:
+        if not files:
+            problems.append((data_dir, "empty, and no dump.json or overflow.json beside it: not read whole; the "
+                                       f"records whose tensors were being written there {LOST}"))
+        else:
+            problems.append((data_dir, f"{len(files):,} tensor file(s) ({_some(files)}) and no dump.json or "
+                                       f"overflow.json beside it: not read whole; the records of these tensors {LOST}"))
+        return
+    if not files:
+        return
+    known = set(names) | {name.replace("/", "_") for name in names}
+    orphans = [f for f in files if not _belongs(f[:-len(".npy")], known)]
+    if orphans:
+        what = "record in overflow.json" if source == "overflow.json" else "entry in dump.json"
+        problems.append((data_dir, f"{len(orphans):,} tensor file(s) of no {what} ({_some(orphans)}; "
+                                   f"{len(names):,} read): read in part; the records of these tensors {LOST}"))
+
+
+def _belongs(stem: str, known: set) -> bool:
+    """``stem`` (a tensor file's name without ``.npy``) is an entry of
+    ``known`` followed by ``.`` and the tensor's place
+    (``Functional.exp.0.forward`` + ``.output.0``), or the entry itself."""
+    if stem in known:
+        return True
+    dot = stem.find(".")
+    while dot != -1:
+        if stem[:dot] in known:
+            return True
+        dot = stem.find(".", dot + 1)
+    return False
+
+
+def _some(files: list[str]) -> str:
+    """The first :data:`LOST_SHOWN` names of ``files``, and how many more."""
+    more = len(files) - LOST_SHOWN
+    return ", ".join(files[:LOST_SHOWN]) + (f" and {more:,} more" if more > 0 else "")
 
 
 def _read_construct(out: RankDump) -> None:

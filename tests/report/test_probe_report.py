@@ -399,6 +399,111 @@ def test_a_dump_json_cut_short_is_read_in_part_too(tmp_path):
     assert "Read in part (a file cut short, see the warnings): step0/rank;" in summary
 
 
+def _tensors(folder: Path, *names: str) -> None:
+    """``folder/dump_tensor_data`` with an (empty) ``.npy`` file per name:
+    what the runtime's writer puts there first, before a record's dump.json
+    and overflow.json."""
+    data = folder / "dump_tensor_data"
+    data.mkdir(parents=True, exist_ok=True)
+    for name in names:
+        (data / name).write_bytes(b"")
+
+
+@pytest.mark.parametrize("tensors", [("Functional.exp.3.forward.output.0.npy", "Functional.exp.3.forward.input.0.npy"),
+                                     ()])
+@pytest.mark.parametrize("marker", [False, True])
+def test_tensors_without_records_are_no_all_clear(tmp_path, tensors, marker):
+    """A tester's finding: a full disk let the writer put a record's .npy
+    files (or only their folder) and no dump.json or overflow.json; the
+    report passed over the folder and said "found nothing: nothing
+    overflowed", exit 1, "problems": []. It is a folder read in part: a
+    warning, a problem in JSON, exit 2 and no all-clear, with or without
+    the finished run's marker beside it."""
+    dump = tmp_path / "dump"
+    _tensors(dump / "step3" / "rank", *tensors)
+    if marker:
+        from msprobe_lint.live_writers import claim
+
+        held = claim(str(dump), "rank")
+        assert held is not None
+        held.release()
+    status, out, err = report(dump)
+    assert status == 2 and out == "", err
+    assert "nothing overflowed" not in err and "found nothing" not in err and "no dump found" not in err
+    said = f"{dump / 'step3' / 'rank' / 'dump_tensor_data'}: " + (
+        "2 tensor file(s) (Functional.exp.3.forward.input.0.npy, Functional.exp.3.forward.output.0.npy) and no "
+        "dump.json or overflow.json beside it: not read whole; the records of these tensors were never written"
+        if tensors else "empty, and no dump.json or overflow.json beside it: not read whole")
+    assert f"probe: warning: {said}" in err, err
+    assert "no overflow record could be read (see the warnings above). Records lost (tensors without their " \
+           "records, see the warnings): step3/rank; the overflow may have started there." in err
+    status, out, _ = report(dump, "json")
+    result = strict_json(out)
+    assert status == 2 and [p["path"] for p in result["problems"]] == [str(dump / "step3" / "rank" /
+                                                                        "dump_tensor_data")]
+    assert "Records lost" in result["summary"]["message"]
+    # the rank folder itself, and the folder above the dump (the search below names it)
+    assert report(dump / "step3" / "rank")[0] == 2
+    status, _, err = report(tmp_path)
+    assert status == 1 and f"found a dump below it: {dump} " in err, err
+
+
+def test_an_earlier_step_with_tensors_only_is_named_beside_a_later_start(tmp_path):
+    """A tester's finding: with step3's json files gone (its tensors kept)
+    the report named step4 as where the overflow came in, with no word that
+    step3 holds tensors it has no records for."""
+    dump = tmp_path / "dump"
+    shutil.copytree(DATA / "ours" / "step1", dump / "step4")
+    _tensors(dump / "step3" / "rank1", "Functional.exp.3.forward.output.0.npy")
+    _tensors(dump / "step5" / "rank1", "Functional.exp.9.forward.output.0.npy")  # after the start: not named
+    status, out, err = report(dump)
+    assert status == 0, err
+    summary = out.strip().splitlines()[-1]
+    assert "First recorded overflow in step4/rank1" in summary, summary
+    assert summary.endswith("Records lost (tensors without their records, see the warnings): step3/rank1; the "
+                            "overflow may have started there."), summary
+    assert "Not read" not in summary and "step5" not in summary
+    assert "step3/rank1/dump_tensor_data: 1 tensor file(s)" in err and "step5/rank1/dump_tensor_data" in err
+    problems = strict_json(report(dump, "json")[1])["problems"]
+    assert sorted(p["path"] for p in problems) == [str(dump / f"step{n}" / "rank1" / "dump_tensor_data")
+                                                   for n in (3, 5)]
+
+
+def test_tensors_of_no_record_beside_records_are_read_in_part(tmp_path):
+    """A tester's finding: a disk that filled after the first record kept
+    it and the next record's tensors; the report named the origin with no
+    word that the rest was lost. Tensor files of no record in overflow.json
+    are named; in the start's own folder (a marked origin) the records lost
+    came after it, in another rank's folder the overflow may have started
+    there."""
+    dump = tmp_path / "dump"
+    start = dump / "step0" / "rank1"
+    shutil.copytree(DATA / "ours" / "step0" / "rank1", start)
+    _tensors(start, "Functional.exp.3.forward.output.0.npy", "Tensor.__sub__.7.forward.input.0.npy",
+             "Functional.exp.3.backward.output.0.npy", "Cell.lost.Dense.parameters_grad.weight.npy")
+    status, out, err = report(dump)
+    assert status == 0, err
+    summary = out.strip().splitlines()[-1]
+    assert "Overflow started in step0/rank1: Functional.exp.3.forward" in summary
+    assert "Its dump_tensor_data holds tensors of records never written (see the warnings): the records lost came " \
+           "later in that step on that rank." in summary, summary
+    assert "Records lost" not in summary
+    assert "dump_tensor_data: 1 tensor file(s) of no record in overflow.json " \
+           "(Cell.lost.Dense.parameters_grad.weight.npy; 3 read): read in part" in err, err
+    # every tensor a record of its own: nothing said
+    (start / "dump_tensor_data" / "Cell.lost.Dense.parameters_grad.weight.npy").unlink()
+    status, out, err = report(dump)
+    assert status == 0 and "never written" not in out + err, err
+    # another rank of the step lost records: the overflow may have started there
+    other = dump / "step0" / "rank0"
+    shutil.copytree(DATA / "ours" / "step1" / "rank1", other)
+    _tensors(other, "Mint.matmul.0.forward.output.0.npy", "Functional.exp.0.forward.output.0.npy")
+    summary = report(dump)[1].strip().splitlines()[-1]
+    assert "Overflow started in step0/rank1" in summary and "Its dump_tensor_data" not in summary
+    assert summary.endswith("Records lost (tensors without their records, see the warnings): step0/rank0; the "
+                            "overflow may have started there."), summary
+
+
 def test_truncated_dump_json_without_overflow_json(tmp_path):
     rank = tmp_path / "step0" / "rank"
     shutil.copytree(DATA / "msprobe" / "step0" / "rank", rank)

@@ -19,7 +19,7 @@ from probe_format.layout import OUTSIDE, UPDATE, direction_of, entry_kind, parse
 from ...live_writers import PREFIX as WRITER_PREFIX
 from ...live_writers import SUFFIX as WRITER_SUFFIX
 from ..fmt import place_of, step_text
-from ..reader import CUT_SHORT, FALLBACK
+from ..reader import CUT_SHORT, FALLBACK, LOST
 from .collectives import COLLECTIVE, ENTERED, ORIGIN, Start
 from .facts import RecordRef
 from .scan import Summary
@@ -119,6 +119,8 @@ def _unread_up_to(summary: Summary, step: Optional[int], *, fallback: bool = Fal
             continue
         if os.path.basename(path).startswith(WRITER_PREFIX):  # a live run's marker: read, said apart (_writing)
             continue
+        if problem.endswith(LOST):  # tensors whose records were never written: said apart (lost_folders)
+            continue
         records = os.path.join(os.path.dirname(path), "overflow.json")
         if os.path.basename(path) == "dump.json" and os.path.normpath(records) not in unread \
                 and os.path.isfile(records):  # the records were read; only their statistics are missing
@@ -135,6 +137,47 @@ def _unread_up_to(summary: Summary, step: Optional[int], *, fallback: bool = Fal
         if rel not in out:
             out.append(rel)
     return out
+
+
+def lost_folders(summary: Summary, step: Optional[int], *, besides: str = "") -> tuple[list[str], bool]:
+    """(the rank folders, ``step3/rank``, in a step up to ``step`` (any
+    step when it is None) whose ``dump_tensor_data`` holds tensors of
+    records that were never written (``reader.LOST``); whether ``besides``
+    is one of them, left out of the list: the start's folder when the
+    start is a marked origin, whose records are written in the order they
+    are found, the tensors first, so the records lost there came after
+    it)."""
+    out: list[str] = []
+    own = False
+    root = os.path.normpath(summary.root) if summary.root else ""
+    for path, problem in summary.problems:
+        if not problem.endswith(LOST):
+            continue
+        folder = os.path.dirname(os.path.normpath(path))
+        if besides and folder == os.path.normpath(besides):
+            own = True
+            continue
+        rel = os.path.relpath(folder, root) if root else folder
+        steps = [number for is_step, number in map(parse_step, rel.split(os.sep)) if is_step and number is not None]
+        if steps and step is not None and steps[0] > step:
+            continue
+        if rel == ".":  # the dump path given is that rank folder itself
+            rel = os.path.basename(folder) or folder
+        if rel not in out:
+            out.append(rel)
+    return out, own
+
+
+def _listed(folders: list[str]) -> str:
+    """The first three of ``folders``, and how many more."""
+    return ", ".join(folders[:3]) + (f" and {len(folders) - 3:,} more" if len(folders) > 3 else "")
+
+
+def lost_sentence(folders: list[str]) -> str:
+    """What the summary says of rank folders holding tensors whose records
+    were never written (``reader.LOST``)."""
+    return (f"Records lost (tensors without their records, see the warnings): {_listed(folders)}; the overflow "
+            "may have started there.")
 
 
 def _writing(summary: Summary) -> list[str]:
@@ -164,9 +207,12 @@ def summary_line(summary: Summary) -> str:
         parts.append(f"Sentinel checks saw inf/nan in {place_of(step, rank)}: {message}.")
     start = summary.start
     if start is None:
+        lost = lost_folders(summary, None)[0]
+        if lost:  # records were shown (else the command's message says why nothing was), none naming a call
+            parts.append(lost_sentence(lost))
         if not parts:
             return "No overflow recorded."
-        return parts[0]
+        return " ".join(parts)
     marks_lost = _unread_up_to(summary, start.record.step, fallback=True)
     why = "no record is marked as the origin" if summary.origins_known else \
         "overflow.json not read, see the warnings; its records have no origin marks" if marks_lost else \
@@ -193,6 +239,12 @@ def summary_line(summary: Summary) -> str:
         sentence += (f" Still being written by a live run (see the warnings): {', '.join(writing[:3])}"
                      f"{f' and {len(writing) - 3:,} more' if len(writing) > 3 else ''}; what it has not "
                      "written yet is not in this report.")
+    lost, own = lost_folders(summary, start.record.step, besides=safe)
+    if own:
+        sentence += (" Its dump_tensor_data holds tensors of records never written (see the warnings): the records "
+                     "lost came later in that step on that rank.")
+    if lost:  # a tester's finding: a step left with tensors only (a full disk) was passed over in silence
+        sentence += " " + lost_sentence(lost)
     partly = _unread_up_to(summary, start.record.step, partly=True, besides=safe)
     if partly:
         sentence += (f" Read in part (a file cut short, see the warnings): {', '.join(partly[:3])}"
