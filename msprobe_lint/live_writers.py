@@ -12,6 +12,14 @@ JSON, who it is: ``pid``, ``host``, ``started`` (UTC, ISO 8601),
 A marker nobody holds locked is *stale*: its process ended, and a new run
 takes it over.
 
+The run's last word is kept in it too, for ``probe report`` and ``probe
+run``: its all-clear (:meth:`Claim.note`) or why detection was turned off
+(:meth:`Claim.turned_off`, such as a dump that cannot be written on a full
+disk). The claim writes the marker padded with spaces (JSON allows them)
+to :data:`RESERVED` bytes more than who it is, allocated on disk, and every
+later write goes over them in place, never truncating: a disk that fills
+while the job runs still has room for that word.
+
 * :func:`claim` refuses (:class:`WriterBusy`) a second live process on the
   same rank folder, and a live process of *another job* on any rank folder
   of the same dump_path (ranks of one msrun job share dump_path by design);
@@ -54,6 +62,11 @@ _FLAGS = os.O_RDONLY | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "
 _WRITE = os.O_WRONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
 #: (real dump_path, rank dir) -> [descriptor, claims]: the markers this process holds
 _HELD: dict = {}
+#: bytes a claim reserves in its marker beyond who it is, for the run's last word (rounded up to BLOCK)
+RESERVED = 2048
+BLOCK = 4096
+#: at most this many characters of a reason for turning detection off are kept
+REASON_CHARS = 1000
 
 
 def _host() -> str:
@@ -111,6 +124,10 @@ class Writer:
             ``probe_runtime: no overflow found in N checked step(s) ...``;
             empty when it printed none (it recorded something, or has not
             ended).
+        turned_off: why its debugger turned detection off for good
+            (:meth:`Claim.turned_off`), ``cannot write the dump (OSError:
+            [Errno 28] No space left on device)``; empty when it did not.
+        turned_off_step: the step it was in then, or None.
     """
 
     path: str
@@ -123,6 +140,16 @@ class Writer:
     job_source: str = ""
     live: bool = False
     summary: str = ""
+    turned_off: str = ""
+    turned_off_step: Optional[int] = None
+
+    def turned_off_text(self) -> str:
+        """``detection was turned off in rank1 (step 3): cannot write the
+        dump (...)``, or "" when it was not."""
+        if not self.turned_off:
+            return ""
+        step = f" (step {self.turned_off_step})" if self.turned_off_step is not None else ""
+        return f"detection was turned off in {self.rank_dir}{step}: {self.turned_off}"
 
     def describe(self) -> str:
         """``pid 123 on host h, started 2026-..., running: python train.py``
@@ -184,6 +211,11 @@ def _parse(path: str, raw: bytes, rank_dir: str) -> Writer:
         for name in ("host", "started", "command", "job", "job_source", "summary"):
             value = data.get(name)
             setattr(writer, name, value if isinstance(value, str) else "")
+        off = data.get("turned_off")
+        if isinstance(off, dict) and isinstance(off.get("reason"), str) and off["reason"]:
+            writer.turned_off = off["reason"]
+            step = off.get("step")
+            writer.turned_off_step = step if isinstance(step, int) and not isinstance(step, bool) else None
     return writer
 
 
@@ -271,6 +303,20 @@ class Claim:
         ``probe report`` to quote when the dump holds no record: how many
         steps were checked and what the check did not see, which otherwise
         only the job's stderr said. Never raises."""
+        self._update("summary", summary[:8192])
+
+    def turned_off(self, reason: str, step: Optional[int] = None) -> None:
+        """Keep in the marker that the debugger turned detection off for
+        good in ``step``, and why (``cannot write the dump (OSError: [Errno
+        28] No space left on device)``): ``probe report`` then says so
+        rather than "nothing overflowed", and ``probe run`` warns at the
+        end (a tester's finding: a full disk turned detection off, and both
+        said all was clear). Written into the room the claim reserved, so
+        a full disk does not stop it. Never raises."""
+        self._update("turned_off", {"reason": reason[:REASON_CHARS], "step": step})
+
+    def _update(self, key: str, value: object) -> None:
+        """Set ``key`` in the marker's JSON (written in place, :func:`_write`)."""
         if self._key is None or self._key not in _HELD:
             return
         path = os.path.join(self._key[0], marker_name(self._key[1]))
@@ -280,7 +326,7 @@ class Claim:
         except (OSError, ValueError, RecursionError):
             return
         if isinstance(data, dict):
-            data["summary"] = summary[:8192]
+            data[key] = value
             _write(path, json.dumps(data).encode("utf-8"))
 
     def __del__(self) -> None:
@@ -319,7 +365,7 @@ def claim(dump_path: str, rank_dir: str, environ: Optional[Mapping[str, str]] = 
         me = _me(path, rank_dir, environ)
         payload = json.dumps({"pid": me.pid, "host": me.host, "started": me.started, "command": me.command,
                               "rank_dir": rank_dir, "job": me.job, "job_source": me.job_source}).encode("utf-8")
-        _write(path, payload)
+        _write(path, payload, reserve=-(-(len(payload) + RESERVED) // BLOCK) * BLOCK)
         for other in read_writers(root, skip=rank_dir):
             if other.live and other.pid != me.pid and not me.same_job(other):
                 raise WriterBusy(dump_path, other, same_rank=False)
@@ -330,21 +376,54 @@ def claim(dump_path: str, rank_dir: str, environ: Optional[Mapping[str, str]] = 
     return Claim(key)
 
 
-def _write(path: str, payload: bytes) -> None:
+def _write(path: str, payload: bytes, *, reserve: int = 0) -> bool:
     """Replace the marker's content with ``payload`` through a descriptor of
-    its own, closed at once (the lock stays with the held one). A marker
-    that cannot be written keeps its lock, without who holds it."""
+    its own, closed at once (the lock stays with the held one); whether it
+    was written. A marker that cannot be written keeps its lock, without
+    who holds it.
+
+    The file never shrinks: ``payload`` is padded with spaces to its size
+    (or to ``reserve`` bytes when that is more and the disk has room for
+    them), and the bytes beyond the old size are allocated first
+    (``posix_fallocate``), so a disk that has no room leaves the old
+    content whole rather than half written. Writing over bytes the file
+    already holds needs no new room: the reserve keeps a later word
+    writable on a full disk (a tester's finding: detection turned off by a
+    full disk left no trace for ``probe report``)."""
     try:
         fd = os.open(path, _WRITE)
     except OSError:
-        return
+        return False
     try:
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, payload, 0)
+        size = os.fstat(fd).st_size
+        length = max(size, len(payload))
+        if reserve > length and _allocate(fd, size, reserve):
+            length = reserve
+        elif length > size and not _allocate(fd, size, length):
+            return False
+        data = memoryview(payload.ljust(length, b" "))
+        done = 0
+        while done < len(data):
+            done += os.pwrite(fd, data[done:], done)
+        return True
     except OSError:
-        pass
+        return False
     finally:
         os.close(fd)
+
+
+def _allocate(fd: int, start: int, end: int) -> bool:
+    """Allocate bytes ``start`` to ``end`` of the file on disk; False when
+    the disk has no room for them (True where it cannot be asked: the
+    write that follows finds out)."""
+    fallocate = getattr(os, "posix_fallocate", None)
+    if fallocate is None or end <= start:
+        return True
+    try:
+        fallocate(fd, start, end - start)
+    except OSError as err:
+        return err.errno in (errno.EOPNOTSUPP, errno.ENOSYS, errno.EINVAL)
+    return True
 
 
 def _lock(fd: int) -> bool:

@@ -178,6 +178,7 @@ class PrecisionDebugger(metaclass=MsprobeSingleton):
                                             before_step=windows.before_step, after_step=windows.after_step)
         grads.on_computation, grads.on_forward = windows.on_computation, windows.on_forward
         windows.summary.remember = getattr(self._writer_claim, "note", None)  # the all-clear, kept for probe report
+        self.checker.on_turned_off = getattr(self._writer_claim, "turned_off", None)  # and why detection stopped
         self.grads, self.cells, self.interceptor = grads, cells, interceptor
         self._mode = ModeWatch(self.level, windows.summary)  # the mode the gate judged, checked at each start()
         self.compiled = windows.compiled = compiled_parts(self.level, config, self.state, self.dump_path, self.checker,

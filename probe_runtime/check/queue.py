@@ -81,6 +81,9 @@ class Checker:
         deferred: run once the batch in progress is finished (a signal that
             landed inside it).
         records: writes the records (:class:`~.records.Recorder`).
+        on_turned_off: called with (reason, step) when detection is turned
+            off (the debugger keeps it in its dump_path marker, for ``probe
+            report`` and ``probe run``: ``live_writers.Claim.turned_off``).
     """
 
     def __init__(self, state: RunState, *, dump_path: str, task: str = "overflow_check", level: str = "L1",
@@ -115,6 +118,7 @@ class Checker:
         #: steps in which an overflowing entry was already judged (the first one gets ``entered``)
         self._overflow_steps: set[int] = set()
         self.deferred: Optional[Callable[[], None]] = None
+        self.on_turned_off: Optional[Callable[[str, int], None]] = None
 
     # -- window ---------------------------------------------------------------
     def begin(self) -> bool:
@@ -805,6 +809,11 @@ class Checker:
         self.pending = []
         self.awaiting = []
         self._log_once(f"probe_runtime: detection turned off: {reason}")
+        if self.on_turned_off is not None:  # a tester's finding: a full disk turned it off, and the report and
+            try:  # probe run said all was clear; the marker keeps the reason (room for it reserved at the claim)
+                self.on_turned_off(reason, self.state.step)
+            except Exception as err:  # pragma: no cover - Claim.turned_off never raises
+                self._log_once(f"probe_runtime: error keeping why detection was turned off: {err}")
         self._call_exhausted()
 
     def _call_exhausted(self) -> None:

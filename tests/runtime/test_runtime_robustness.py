@@ -197,6 +197,93 @@ def test_read_only_folder_keeps_every_record_written(tmpfs):
     assert_intact(disk / "dump" / "step0" / "rank", ["A.0.forward"])
 
 
+# -- the dump_path marker: why detection was turned off, kept on a full disk ---------------
+REASON = "cannot write the dump (OSError: [Errno 28] No space left on device)"
+
+
+def test_the_marker_keeps_why_detection_was_turned_off(tmp_path):
+    """A tester's finding: a full disk turned detection off, and nothing
+    beside the job's stderr said so. The claim reserves room in its marker
+    (spaces after the JSON, allocated) and the reason is written in place,
+    in that room."""
+    from msprobe_lint.live_writers import BLOCK, RESERVED, claim, read_writers
+
+    held = claim(str(tmp_path), "rank0")
+    assert held is not None
+    marker = tmp_path / ".probe-writer-rank0.lock"
+    size = marker.stat().st_size
+    assert size % BLOCK == 0 and size >= len(marker.read_bytes().rstrip()) + RESERVED
+    held.turned_off(REASON, 3)
+    [writer] = read_writers(str(tmp_path))
+    assert writer.live and writer.pid == os.getpid() and writer.turned_off == REASON and writer.turned_off_step == 3
+    assert writer.turned_off_text() == f"detection was turned off in rank0 (step 3): {REASON}"
+    assert marker.stat().st_size == size
+    held.release()
+    [writer] = read_writers(str(tmp_path))
+    assert not writer.live and writer.turned_off == REASON
+    assert claim(str(tmp_path), "rank0") is not None  # a new run's claim starts afresh
+    assert read_writers(str(tmp_path))[0].turned_off == ""
+
+
+def test_the_marker_is_written_in_place_when_the_disk_has_no_room(tmp_path, monkeypatch):
+    """On a disk with no free block (simulated: a write that would grow a
+    file fails, as does an allocation) the reason still lands in the room
+    the claim reserved, and a word too long for it leaves the marker whole.
+    (Before, the marker was truncated and written again: on a full disk it
+    lost who wrote it, and the reason with it.)"""
+    from msprobe_lint.live_writers import claim, read_writers
+
+    held = claim(str(tmp_path), "rank")
+    assert held is not None
+    real_pwrite = os.pwrite
+
+    def full_pwrite(fd, data, offset):
+        if offset + len(data) > os.fstat(fd).st_size:
+            raise OSError(errno.ENOSPC, "No space left on device (simulated)")
+        return real_pwrite(fd, data, offset)
+
+    def no_room(fd, offset, length):
+        raise OSError(errno.ENOSPC, "No space left on device (simulated)")
+
+    monkeypatch.setattr(os, "pwrite", full_pwrite)
+    monkeypatch.setattr(os, "posix_fallocate", no_room, raising=False)
+    held.turned_off(REASON, 2)
+    held.note("x" * 8000)  # more than the room left: not written, nothing lost
+    monkeypatch.undo()
+    [writer] = read_writers(str(tmp_path))
+    assert writer.pid == os.getpid() and writer.turned_off == REASON and writer.turned_off_step == 2
+    assert writer.summary == ""
+    held.release()
+
+
+def test_the_marker_keeps_the_reason_on_a_real_full_disk(tmp_path, tmpfs, monkeypatch):
+    """A real full tmpfs, and a command line long enough that who the run
+    is fills most of one block and the reason it stopped takes a second
+    one: the claim reserved it."""
+    from msprobe_lint.live_writers import BLOCK, claim, read_writers
+
+    monkeypatch.setattr(sys, "argv", ["train.py", "--option-"])
+    (tmp_path / "measure").mkdir()
+    measure = claim(str(tmp_path / "measure"), "rank")
+    assert measure is not None
+    base = len((tmp_path / "measure" / ".probe-writer-rank.lock").read_bytes().rstrip())
+    measure.release()
+    monkeypatch.setattr(sys, "argv", ["train.py", "--option-" + "x" * (BLOCK - 60 - base)])
+    disk = tmpfs("64k")
+    held = claim(str(disk), "rank")
+    assert held is not None
+    with pytest.raises(OSError) as full:
+        with open(disk / "filler", "wb") as filler:
+            for _ in range(1000):
+                filler.write(b"\0" * 4096)
+                filler.flush()
+    assert full.value.errno == errno.ENOSPC
+    held.turned_off(REASON, 3)
+    [writer] = read_writers(str(disk))
+    assert writer.pid == os.getpid() and "--option-" in writer.command and writer.turned_off == REASON
+    held.release()
+
+
 # -- MindSpore: a small training run with and without the tool -------------------------
 def _mindspore():
     return pytest.importorskip("mindspore")
@@ -274,6 +361,13 @@ def test_disk_full_while_training_simulated(work, plain, caplog, monkeypatch):
     messages = failure_messages(caplog)
     assert len(messages) == 1 and "No space left" in messages[0], messages
     assert recorded(work / "dump")
+    # the reason is kept in the dump_path marker, for probe report and probe run (a tester's finding)
+    from msprobe_lint.live_writers import read_writers
+
+    [writer] = read_writers(str(work / "dump"))
+    assert writer.turned_off == f"cannot write the dump (OSError: [Errno {errno.ENOSPC}] No space left on device " \
+                               "(simulated))", writer
+    assert writer.turned_off_step is not None and writer.turned_off_step >= max(recorded(work / "dump"))
 
 
 @pytest.mark.mindspore
