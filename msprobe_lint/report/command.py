@@ -21,7 +21,7 @@ from probe_format.layout import parse_rank, parse_step
 
 from ..exit import ExitStatus
 from ..textsafe import shown
-from .analysis.first import lost_folders, lost_sentence
+from .analysis.first import STILL_WRITTEN, lost_folders, lost_sentence, turned_off_sentence
 from .analysis.scan import Summary, scan
 from .discover import dumps_below, iter_rank_folders
 from .output import inside_dump, inside_walked, write_output
@@ -40,29 +40,47 @@ def summarise(dump_path: str, *, keep_received: bool = False, progress: Optional
     Never raises for bad input: a missing or unreadable dump path is exit
     status USAGE with its message, and every file or folder that could not
     be read is in ``summary.problems``. So are, as warnings that change no
-    exit status, the signs of two writers (:func:`writer_problems`).
+    exit status, the signs of two writers (:func:`writer_problems`), and,
+    with ``summary.turned_off``, the rank folders whose debugger turned
+    detection off (a dump with no record is then exit status USAGE, no
+    all-clear).
     """
-    summary, status, message = _summarise(dump_path, keep_received=keep_received, progress=progress, cache=cache)
-    if status != ExitStatus.USAGE or summary.folders:
-        summary.problems.extend(writer_problems(dump_path))
+    from ..live_writers import read_writers
+
+    writers = read_writers(str(marker_folder(dump_path))) if dump_path else []
+    summary, status, message = _summarise(dump_path, keep_received=keep_received, progress=progress, cache=cache,
+                                          writers=writers)
+    if status != ExitStatus.USAGE or summary.folders or summary.turned_off:
+        summary.problems.extend(writer_problems(dump_path, writers))
     return summary, status, message
 
 
-def writer_problems(dump_path: str) -> list[tuple[str, str]]:
-    """What the writer markers of the dump (``msprobe_lint.live_writers``,
-    in dump_path; for a step or rank folder given, in the dump_path above
-    it) say is wrong, as (path, problem): rank folders still being written
-    (the report may miss records), and markers of more than one run (two
-    jobs wrote into one dump_path: their records are mixed)."""
-    from ..live_writers import read_writers
-
+def marker_folder(dump_path: str) -> Path:
+    """The folder of the writer markers of the dump (``msprobe_lint.live_writers``):
+    dump_path; for a step or rank folder given, the dump_path above it."""
     root = Path(dump_path)
     for _ in range(2):  # DUMP, DUMP/stepN or DUMP/stepN/rankR
         if (parse_step(root.name)[0] or parse_rank(root.name)[0]) and not any(root.glob(".probe-writer-*.lock")):
             root = root.parent
-    writers = read_writers(str(root))
-    problems = [(w.path, f"{w.rank_dir} is still being written by {w.describe()}; the report may miss its "
+    return root
+
+
+def writer_problems(dump_path: str, writers: Optional[list] = None) -> list[tuple[str, str]]:
+    """What the writer markers of the dump (``writers``, else read from
+    :func:`marker_folder`) say is wrong, as (path, problem): rank folders
+    still being written (the report may miss records), rank folders whose
+    debugger turned detection off (its records from then on were never
+    written), and markers of more than one run (two jobs wrote into one
+    dump_path: their records are mixed)."""
+    from ..live_writers import read_writers
+
+    root = marker_folder(dump_path)
+    if writers is None:
+        writers = read_writers(str(root))
+    problems = [(w.path, f"{w.rank_dir} {STILL_WRITTEN} {w.describe()}; the report may miss its "
                          "latest records") for w in writers if w.live]
+    problems += [(w.path, f"{w.turned_off_text()}; what it found from then on was not written") for w in writers
+                 if w.turned_off]
     runs: list[list] = []
     for writer in writers:
         for run in runs:
@@ -79,7 +97,7 @@ def writer_problems(dump_path: str) -> list[tuple[str, str]]:
 
 
 def _summarise(dump_path: str, *, keep_received: bool, progress: Optional[Progress],
-               cache: Optional[ReadCache]) -> tuple[Summary, ExitStatus, Optional[str]]:
+               cache: Optional[ReadCache], writers: list) -> tuple[Summary, ExitStatus, Optional[str]]:
     if not dump_path:  # Path("") is the current folder: `probe report "$UNSET"` would read it unasked
         return Summary(dump_path), ExitStatus.USAGE, ("an empty DUMP_PATH names no folder (an unset variable?); "
                                                       "give the dump_path folder, `.` for the current one")
@@ -97,18 +115,22 @@ def _summarise(dump_path: str, *, keep_received: bool, progress: Optional[Progre
                    progress=progress)
     summary.problems[:0] = problems
     summary.walked = walked
+    summary.turned_off = [(w.rank_dir, w.turned_off_step, w.turned_off) for w in writers if w.turned_off]
     if summary.records:
         return summary, ExitStatus.OK, None
+    # a tester's finding: a full disk turned detection off, and the report said "nothing overflowed"
+    turned = f" {turned_off_sentence(summary)}" if summary.turned_off else ""
     if summary.problems:  # a file, or a folder that might hold one, could not be read
         lost = lost_folders(summary, None)[0]
         if lost:  # a tester's finding: a full disk left tensors only, and the report said "nothing overflowed"
             return summary, ExitStatus.USAGE, (f"{dump_path}: no overflow record could be read (see the warnings "
-                                               f"above). {lost_sentence(lost)}")
-        return summary, ExitStatus.USAGE, f"{dump_path}: no dump could be read (see the warnings above)"
+                                               f"above). {lost_sentence(lost)}{turned}")
+        return summary, ExitStatus.USAGE, f"{dump_path}: no dump could be read (see the warnings above){turned}"
+    if turned:  # no record, and what the run found after it turned detection off was never written: no all-clear
+        return summary, ExitStatus.USAGE, (f"{dump_path}: no overflow record, and no all-clear: probe_runtime "
+                                           f"stopped checking.{turned}")
     if summary.folders == 0:
-        from ..live_writers import read_writers
-
-        ran = [w for w in read_writers(str(root)) if not w.live]
+        ran = [w for w in writers if not w.live]
         if ran:  # probe_runtime's markers: its job wrote here and recorded nothing (a fresh user's finding)
             said = [f"{w.rank_dir}: {w.summary}" for w in ran if w.summary]
             if said:  # the run's own all-clear: how many steps, what it did not see (a hunt's finding)

@@ -911,6 +911,76 @@ def test_report_says_a_dump_is_still_written_or_written_by_two_runs(tmp_path):
     assert any("different runs" in p["message"] for p in json.loads(out)["problems"])
 
 
+FULL = "cannot write the dump (OSError: [Errno 28] No space left on device)"
+
+
+def _turned_off(dump: Path, rank_dir: str, step, reason: str = FULL) -> None:
+    """A finished run's marker for ``rank_dir`` in ``dump`` saying its
+    debugger turned detection off in ``step`` (what probe_runtime's
+    ``Checker.turn_off`` keeps there)."""
+    from msprobe_lint.live_writers import claim
+
+    held = claim(str(dump), rank_dir)
+    assert held is not None
+    held.turned_off(reason, step)
+    held.release()
+
+
+def test_a_run_whose_detection_was_turned_off_is_no_all_clear(tmp_path):
+    """A tester's finding: a full disk turned detection off (the runtime
+    said so on stderr only) and the report said "probe_runtime checked this
+    dump_path and found nothing: nothing overflowed", exit 1. The marker
+    keeps the reason; with no record the report says so, exit 2."""
+    dump = tmp_path / "dump"
+    dump.mkdir()
+    _turned_off(dump, "rank", 3)
+    status, out, err = report(dump)
+    assert status == 2 and out == "", err
+    assert "nothing overflowed" not in err and "found nothing" not in err
+    said = f"detection was turned off in rank (step 3): {FULL}"
+    assert f"probe: warning: {dump / '.probe-writer-rank.lock'}: {said}; what it found from then on was not " \
+           "written" in err, err
+    assert f"probe: error: {dump}: no overflow record, and no all-clear: probe_runtime stopped checking. Detection " \
+           f"was turned off in rank (step 3): {FULL}. What it found after that is not in this report; the overflow " \
+           "may have started there." in err, err
+    result = strict_json(report(dump, "json")[1])
+    assert result["summary"]["status"] == 2 and result["summary"]["turned_off"] == [
+        {"rank_dir": "rank", "step": 3, "reason": FULL}]
+    assert [p["path"] for p in result["problems"]] == [str(dump / ".probe-writer-rank.lock")]
+    # with the tensors the writer put first (what the tester's full disk left): both are said
+    _tensors(dump / "step3" / "rank", "Primitive.MatMul.2.backward.output.1.npy")
+    status, _, err = report(dump)
+    assert status == 2 and "Records lost" in err and f"Detection was turned off in rank (step 3): {FULL}" in err
+
+
+def test_detection_turned_off_is_said_beside_the_records(tmp_path):
+    """A tester's finding: a disk that filled after the first record kept
+    it, and the report named the origin with no word that the rest was
+    never written. The summary says detection was turned off, and whether
+    the overflow may have started in what was lost: not when the rank
+    that stopped is the start's, in its step, after its marked origin."""
+    dump = tmp_path / "dump"
+    shutil.copytree(DATA / "ours", dump)
+    _turned_off(dump, "rank1", 1)
+    status, out, err = report(dump)
+    assert status == 0, err
+    summary = out.strip().splitlines()[-1]
+    assert "records in 2 step/rank folders. Overflow started in step0/rank1: Functional.exp.3.forward" in summary
+    assert summary.endswith(f"Detection was turned off in rank1 (step 1): {FULL}. What it found after that is not "
+                            "in this report."), summary
+    assert "Still being written" not in summary and "Not read" not in summary
+    assert f"rank1.lock: detection was turned off in rank1 (step 1): {FULL}" in err
+    # in the start's own step, after its marked origin: the records lost came later
+    _turned_off(dump, "rank1", 0)
+    assert report(dump)[1].strip().endswith("What it found after that is not in this report.")
+    # another rank stopped in that step: its overflow may have started before the start named
+    _turned_off(dump, "rank0", 0, "3 errors inside the tool")
+    summary = report(dump)[1].strip().splitlines()[-1]
+    assert summary.endswith(f"Detection was turned off in rank0 (step 0): 3 errors inside the tool; in rank1 (step "
+                            f"0): {FULL}. What it found after that is not in this report; the overflow may have "
+                            "started there."), summary
+
+
 @pytest.mark.parametrize("content", ["garbage", "[1, 2]", '{"name": "x"}', '["a"]', "[]"])
 def test_an_unreadable_overflow_json_is_one_warning_and_dump_json_is_read(tmp_path, content):
     """One policy for an overflow.json that is not JSON, not a list, or a

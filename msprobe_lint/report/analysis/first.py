@@ -180,14 +180,51 @@ def lost_sentence(folders: list[str]) -> str:
             "may have started there.")
 
 
+def turned_off_sentence(summary: Summary, *, may: bool = True) -> str:
+    """What the summary says of the rank folders whose debugger turned
+    detection off (``Summary.turned_off``): ``Detection was turned off in
+    rank (step 3): cannot write the dump (...). What it found after that is
+    not in this report; the overflow may have started there.`` (``may``:
+    that last part), or "" when none did."""
+    said = [f"in {rank_dir}{f' (step {step})' if step is not None else ''}: {reason}"
+            for rank_dir, step, reason in summary.turned_off]
+    if not said:
+        return ""
+    more = len(said) - 3
+    return ("Detection was turned off " + "; ".join(said[:3]) + (f"; and in {more:,} more rank folder(s), see the "
+                                                                  "warnings" if more > 0 else "")
+            + ". What it found after that is not in this report" + ("; the overflow may have started there."
+                                                                     if may else "."))
+
+
+def _turned_off_may_hide(summary: Summary, start: Start) -> bool:
+    """A rank folder turned detection off where the start's overflow may
+    have begun: in a step before the start's, or in the start's step on
+    another rank (or on its own when the start is no marked origin). A
+    rank's records before it turned off were all written (it turns off at
+    the first write that fails), so a later step hides nothing earlier."""
+    step = start.record.step
+    own = f"rank{'' if start.rank is None else start.rank}"
+    for rank_dir, turned, _ in summary.turned_off:
+        if turned is None or step is None or turned < step:
+            return True
+        if turned == step and not (start.how == ORIGIN and rank_dir == own):
+            return True
+    return False
+
+
+#: the words of a live writer's warning (``command.writer_problems``)
+STILL_WRITTEN = "is still being written by"
+
+
 def _writing(summary: Summary) -> list[str]:
     """The rank folders (``rank0``) a live run is still writing, from its
     writer marker's problem (``msprobe_lint.live_writers``): its records
     read so far are in the report, what it has not written yet is not."""
     out = []
-    for path, _ in summary.problems:
+    for path, problem in summary.problems:
         name = os.path.basename(path)
-        if name.startswith(WRITER_PREFIX) and name.endswith(WRITER_SUFFIX):
+        if name.startswith(WRITER_PREFIX) and name.endswith(WRITER_SUFFIX) and STILL_WRITTEN in problem:
             folder = name[len(WRITER_PREFIX):-len(WRITER_SUFFIX)]
             if folder not in out:
                 out.append(folder)
@@ -210,6 +247,8 @@ def summary_line(summary: Summary) -> str:
         lost = lost_folders(summary, None)[0]
         if lost:  # records were shown (else the command's message says why nothing was), none naming a call
             parts.append(lost_sentence(lost))
+        if summary.turned_off:
+            parts.append(turned_off_sentence(summary))
         if not parts:
             return "No overflow recorded."
         return " ".join(parts)
@@ -250,6 +289,8 @@ def summary_line(summary: Summary) -> str:
         sentence += (f" Read in part (a file cut short, see the warnings): {', '.join(partly[:3])}"
                      f"{f' and {len(partly) - 3:,} more' if len(partly) > 3 else ''}; the overflow may have "
                      "started in the records lost there.")
+    if summary.turned_off:  # a tester's finding: a full disk turned detection off, and the report was all-clear
+        sentence += " " + turned_off_sentence(summary, may=_turned_off_may_hide(summary, start))
     if summary.also:
         sentence += f" It also started on its own on {ranks_text(summary.also)}."
     receivers = [r.rank for r in summary.received]

@@ -134,6 +134,9 @@ class Summary:
     origins_known: bool = False
     #: every folder walked, soft links followed: (st_dev, st_ino) -> the path it was reached by
     walked: dict[tuple[int, int], str] = field(default_factory=dict, repr=False)
+    #: the rank folders whose debugger turned detection off for good, from its dump_path marker
+    #: (``live_writers.Writer.turned_off``): (rank folder, step or None, why), by rank folder
+    turned_off: list[tuple[str, Optional[int], str]] = field(default_factory=list)
 
 
 class _Step:

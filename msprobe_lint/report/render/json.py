@@ -100,7 +100,9 @@ def render_json(report: Report) -> Iterator[str]:
     head = {
         "dump_path": summary.root,
         "summary": {"records": summary.records, "folders": summary.folders, "steps": len(summary.steps),
-                    "status": int(report.status), "message": report.line},
+                    "status": int(report.status), "message": report.line,
+                    "turned_off": [{"rank_dir": rank_dir, "step": step, "reason": reason}
+                                   for rank_dir, step, reason in summary.turned_off]},
         "started": _started(report),
         "entered": record_dict(report.entered) if report.entered is not None else None,
         "received": [_received(r) for r in received],
