@@ -103,20 +103,59 @@ def _configs_read_instead(script: str, config: str, stream: TextIO) -> list[str]
     return found
 
 
-def _live_writers(config: str) -> Optional[str]:
-    """Why CMD must not start because another running process writes the
-    config's dump_path (``msprobe_lint.live_writers``: its markers, held
-    locked while their process runs), or None."""
+def _dump_path(config: str) -> Optional[str]:
+    """The config's ``dump_path`` when it names one (absolute: the lint
+    refused a relative one), else None (also for a config that cannot be
+    read, or one nested deeper than ``json.load`` reads: PL001)."""
     import json
-
-    from ..live_writers import read_writers
 
     try:
         with open(config, encoding="utf-8") as f:
             dump_path = json.load(f).get("dump_path")
-    except (OSError, ValueError, AttributeError, RecursionError):  # the lint says what is wrong (PL001 for
-        return None  # a config nested deeper than json.load reads)
-    if not isinstance(dump_path, str) or not os.path.isdir(dump_path):
+    except (OSError, ValueError, AttributeError, RecursionError):
+        return None
+    return dump_path if isinstance(dump_path, str) and dump_path else None
+
+
+def _writers_before(dump_paths: Sequence[str]) -> dict[str, set]:
+    """Who wrote each dump_path's markers before CMD starts (an earlier
+    run's stale markers), to tell them from CMD's own afterwards."""
+    from ..live_writers import read_writers
+
+    return {path: {(w.rank_dir, w.pid, w.host, w.started) for w in read_writers(path)} for path in dump_paths}
+
+
+def _say_turned_off(before: dict[str, set], status: int, stream: TextIO) -> None:
+    """After CMD: warn, naming the rank folder, step and reason, when a
+    debugger of CMD turned detection off (its dump_path marker's
+    ``turned_off``: a dump it could not write, such as a full disk), so the
+    dump lacks what it found from then on. A tester's finding: the job's
+    log said "detection turned off" mid-run and ``probe run`` ended as if
+    all was well. The exit status stays CMD's (docs/guarded-launch.md)."""
+    from ..live_writers import read_writers
+
+    for path, seen in before.items():
+        off = [w for w in read_writers(path)
+               if w.turned_off and (w.rank_dir, w.pid, w.host, w.started) not in seen]
+        if not off:
+            continue
+        for writer in off[:8]:
+            stream.write(f"probe: warning: {writer.turned_off_text()}\n")
+        if len(off) > 8:
+            stream.write(f"probe: warning: ... and {len(off) - 8} more rank folder(s) turned detection off\n")
+        stream.write(f"probe: warning: the dump in {path} lacks what the job found from then on and is no "
+                     f"all-clear: `probe report {shlex.quote(path)}` says what it holds; the exit status is the "
+                     f"job's own ({status})\n")
+
+
+def _live_writers(config: str) -> Optional[str]:
+    """Why CMD must not start because another running process writes the
+    config's dump_path (``msprobe_lint.live_writers``: its markers, held
+    locked while their process runs), or None."""
+    from ..live_writers import read_writers
+
+    dump_path = _dump_path(config)  # None for a config that cannot be read: the lint says what is wrong
+    if dump_path is None or not os.path.isdir(dump_path):
         return None
     live = [w for w in read_writers(dump_path) if w.live]
     if not live:
@@ -180,7 +219,10 @@ def guarded_run(config: str, command: Sequence[str], options=None, *, stream: Op
         ``PROBE_SYNC`` not ``0``, ``1`` or ``auto``, included), an unreadable config or a missing script; 1 too when
         another running process writes the config's dump_path, or when a level L2 config would run in a job of
         several processes on a machine with no Ascend device (:func:`_l2_distributed`); 126/127 when CMD
-        cannot be started.
+        cannot be started. When a debugger of CMD turned detection off (:func:`_say_turned_off`) a warning
+        says so at the end and the status is still CMD's: the job itself ran as it would have without the
+        tool, and a job runner or `probe run ... || exit 1` before `probe report` must not take a finished
+        training run for a failed one (nor skip the report that explains the incomplete dump).
     """
     from ..lint.api import LintOptions, UsageError, lint_paths
     from ..lint.engine import exit_status, once_per_run
@@ -286,8 +328,12 @@ def guarded_run(config: str, command: Sequence[str], options=None, *, stream: Op
     stream.flush()
     env = child_environment(config, selection=_selection_options(options))
     runner = runner or run_command
+    dump_paths = list(dict.fromkeys(p for p in map(_dump_path, [config] + instead) if p))
+    before = _writers_before(dump_paths)
     try:
-        return runner(list(command), env, launcher=plan.launcher)
+        status = runner(list(command), env, launcher=plan.launcher)
     except CommandError as err:
         stream.write(f"probe: error: {err}\n")
         return ExitStatus.USAGE
+    _say_turned_off(before, status, stream)
+    return status

@@ -405,6 +405,48 @@ def test_runs_command_with_env_and_passes_status(tmp_path):
     assert "passed; starting" in proc.stderr
 
 
+def test_a_job_whose_debugger_turned_detection_off_is_warned_about_at_the_end(tmp_path):
+    """A tester's finding: a full disk turned the job's detection off
+    ("probe_runtime: detection turned off: cannot write the dump (...)"
+    mid-log) and probe run ended without a word. It reads the reason the
+    debugger kept in its dump_path marker and warns, naming the rank,
+    step and reason; an earlier run's marker is not this job's. The exit
+    status stays the job's (a finished training run is no failed one, and
+    `probe run ... || exit 1` must still reach `probe report`)."""
+    from msprobe_lint.live_writers import claim
+
+    cfg = config(tmp_path)
+    dump = tmp_path / "dump"
+    dump.mkdir()
+    (dump / ".probe-writer-rank0.lock").write_text(json.dumps(  # an earlier run's, stale
+        {"pid": 999999, "host": "elsewhere", "started": "2020-01-01T00:00:00Z", "rank_dir": "rank0",
+         "turned_off": {"reason": "an earlier run's reason", "step": 9}}))
+    reason = "cannot write the dump (OSError: [Errno 28] No space left on device)"
+
+    class TurningOff(FakeRunner):
+        def __call__(self, argv, env, launcher=None):
+            held = claim(str(dump), "rank1")
+            assert held is not None
+            held.turned_off(reason, 3)
+            held.release()
+            return super().__call__(argv, env, launcher)
+
+    stream = io.StringIO()
+    status = guarded_run(str(cfg), ["true"], LintOptions(isolated=True), stream=stream, runner=TurningOff(0))
+    err = stream.getvalue()
+    assert status == 0, err
+    assert err.endswith(f"probe: warning: detection was turned off in rank1 (step 3): {reason}\n"
+                        f"probe: warning: the dump in {dump} lacks what the job found from then on and is no "
+                        f"all-clear: `probe report {dump}` says what it holds; the exit status is the job's own "
+                        "(0)\n"), err
+    assert "earlier run" not in err
+    # a job that turned nothing off: no word
+    stream = io.StringIO()
+    (dump / ".probe-writer-rank1.lock").unlink()
+    assert guarded_run(str(cfg), ["true"], LintOptions(isolated=True), stream=stream, runner=FakeRunner(3)) == 3
+    assert "turned off" not in stream.getvalue()
+
+
 def test_child_killed_by_signal_gives_128_plus_n(tmp_path):
     config(tmp_path)
     proc = run_probe("run", "config.json", "--", PY, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGKILL)",

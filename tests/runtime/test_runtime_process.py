@@ -120,6 +120,60 @@ def test_example_finds_the_overflow(tmp_path):
     assert records[0]["origin"] is True
 
 
+FULL_DISK = """
+import errno, runpy, sys
+from probe_runtime.dump import writer
+real, written = writer.atomic_write, []
+
+def filling(name, payload, **kw):  # the disk fills after the first record's first two tensor files
+    if len(written) >= 2:
+        raise OSError(errno.ENOSPC, "No space left on device")
+    written.append(name)
+    return real(name, payload, **kw)
+
+writer.atomic_write = filling
+sys.argv = sys.argv[1:]
+runpy.run_path(sys.argv[0], run_name="__main__")
+"""
+
+
+def test_a_disk_that_fills_mid_run_is_said_by_probe_run_and_probe_report(tmp_path):
+    """A tester's finding, on a real 64 KiB tmpfs: the runtime said
+    "detection turned off: cannot write the dump (No space left on
+    device)", then `probe run` exited 0 without a word and `probe report`
+    said "found nothing: nothing overflowed" (exit 1), the loss at NaN,
+    step3/rank/dump_tensor_data left with tensors only. Here the disk
+    fills in the writer (no mount, no root): probe run warns naming the
+    rank, step and reason and passes the job's status on; probe report
+    names the tensors without records and the turned-off rank, exit 2."""
+    from conftest import run_probe
+
+    example = json.loads((ROOT / "examples" / "config_l1.json").read_text())
+    example["dump_path"] = str(tmp_path / "dump")
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(example))
+    os.chmod(path, 0o640)
+    wrapper = tmp_path / "full_disk.py"
+    wrapper.write_text(FULL_DISK)
+    script = str(ROOT / "examples" / "train_overflow.py")
+    env = child_env()
+    proc = run_probe("run", str(path), "--script", script, "--", sys.executable, str(wrapper), script, cwd=tmp_path,
+                     env=env, timeout=300)
+    said = "detection was turned off in rank (step 3): cannot write the dump (OSError: [Errno 28] No space left on " \
+           "device)"
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "loss nan" in proc.stdout and f"probe: warning: {said}\n" in proc.stderr, proc.stderr[-3000:]
+    assert f"probe: warning: the dump in {tmp_path / 'dump'} lacks what the job found from then on and is no " \
+           "all-clear" in proc.stderr and "the exit status is the job's own (0)" in proc.stderr
+    assert sorted(os.listdir(tmp_path / "dump" / "step3" / "rank")) == ["dump_tensor_data"]
+    report = run_probe("report", str(tmp_path / "dump"), cwd=tmp_path, env=env)
+    assert report.returncode == 2, report.stderr
+    assert "nothing overflowed" not in report.stderr and "found nothing" not in report.stderr
+    assert "step3/rank/dump_tensor_data: 2 tensor file(s)" in report.stderr, report.stderr
+    assert f"Records lost (tensors without their records, see the warnings): step3/rank; the overflow may have " \
+           f"started there. D{said[1:]}." in report.stderr, report.stderr
+
+
 HOLDS = """
 import os, sys, time
 from probe_runtime import PrecisionDebugger
