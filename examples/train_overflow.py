@@ -121,8 +121,8 @@ def summarise(dump_path: str) -> None:
         with open(index, encoding="utf-8") as f:
             records += [dict(r, file=index) for r in json.load(f)]
     records.sort(key=lambda r: (r.get("step", 0),))
-    if not records:
-        print(f"no overflow found; dump folder: {dump_path}")
+    if not records:  # not "no overflow found": a full disk that turned detection off leaves no record either
+        print(f"no overflow record in the dump folder {dump_path}; `probe report {dump_path}` says why")
         return
     print(f"{len(records)} overflow record(s):")
     for r in records:
