@@ -365,7 +365,8 @@ def claim(dump_path: str, rank_dir: str, environ: Optional[Mapping[str, str]] = 
         me = _me(path, rank_dir, environ)
         payload = json.dumps({"pid": me.pid, "host": me.host, "started": me.started, "command": me.command,
                               "rank_dir": rank_dir, "job": me.job, "job_source": me.job_source}).encode("utf-8")
-        _write(path, payload, reserve=-(-(len(payload) + RESERVED) // BLOCK) * BLOCK)
+        if not _write(path, payload, reserve=-(-(len(payload) + RESERVED) // BLOCK) * BLOCK):
+            _replace(path, payload)  # no room to write it in place: an earlier run's word must not stay as ours
         for other in read_writers(root, skip=rank_dir):
             if other.live and other.pid != me.pid and not me.same_job(other):
                 raise WriterBusy(dump_path, other, same_rank=False)
@@ -379,8 +380,8 @@ def claim(dump_path: str, rank_dir: str, environ: Optional[Mapping[str, str]] = 
 def _write(path: str, payload: bytes, *, reserve: int = 0) -> bool:
     """Replace the marker's content with ``payload`` through a descriptor of
     its own, closed at once (the lock stays with the held one); whether it
-    was written. A marker that cannot be written keeps its lock, without
-    who holds it.
+    was written. A marker that cannot be written keeps its lock and what
+    it held (a claim then empties it: :func:`_replace`).
 
     The file never shrinks: ``payload`` is padded with spaces to its size
     (or to ``reserve`` bytes when that is more and the disk has room for
@@ -408,6 +409,32 @@ def _write(path: str, payload: bytes, *, reserve: int = 0) -> bool:
         return True
     except OSError:
         return False
+    finally:
+        os.close(fd)
+
+
+def _replace(path: str, payload: bytes) -> None:
+    """Empty the marker, then write ``payload`` into it: for a claim whose
+    marker, left by an earlier run, could not be written over in place
+    (the disk has no room to grow it). Emptied first, it frees what it
+    held; a marker that cannot be written is left empty, without who holds
+    it, never with the earlier run's pid and word, which ``probe report``
+    and ``probe run`` would take for this run's (a review's finding: a
+    claim on a full disk kept an earlier run's ``turned_off``)."""
+    try:
+        fd = os.open(path, _WRITE)
+    except OSError:
+        return
+    try:
+        os.ftruncate(fd, 0)
+        done = 0
+        while done < len(payload):
+            done += os.pwrite(fd, payload[done:], done)
+    except OSError:
+        try:
+            os.ftruncate(fd, 0)  # no half of who it is
+        except OSError:
+            pass
     finally:
         os.close(fd)
 

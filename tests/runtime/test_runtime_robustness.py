@@ -201,6 +201,23 @@ def test_read_only_folder_keeps_every_record_written(tmpfs):
 REASON = "cannot write the dump (OSError: [Errno 28] No space left on device)"
 
 
+def _no_room(monkeypatch) -> None:
+    """A disk with no free block, simulated: a write that would grow a file
+    fails, as does an allocation; a write over bytes it holds does not."""
+    real_pwrite = os.pwrite
+
+    def full_pwrite(fd, data, offset):
+        if offset + len(data) > os.fstat(fd).st_size:
+            raise OSError(errno.ENOSPC, "No space left on device (simulated)")
+        return real_pwrite(fd, data, offset)
+
+    def no_room(fd, offset, length):
+        raise OSError(errno.ENOSPC, "No space left on device (simulated)")
+
+    monkeypatch.setattr(os, "pwrite", full_pwrite)
+    monkeypatch.setattr(os, "posix_fallocate", no_room, raising=False)
+
+
 def test_the_marker_keeps_why_detection_was_turned_off(tmp_path):
     """A tester's finding: a full disk turned detection off, and nothing
     beside the job's stderr said so. The claim reserves room in its marker
@@ -235,24 +252,35 @@ def test_the_marker_is_written_in_place_when_the_disk_has_no_room(tmp_path, monk
 
     held = claim(str(tmp_path), "rank")
     assert held is not None
-    real_pwrite = os.pwrite
-
-    def full_pwrite(fd, data, offset):
-        if offset + len(data) > os.fstat(fd).st_size:
-            raise OSError(errno.ENOSPC, "No space left on device (simulated)")
-        return real_pwrite(fd, data, offset)
-
-    def no_room(fd, offset, length):
-        raise OSError(errno.ENOSPC, "No space left on device (simulated)")
-
-    monkeypatch.setattr(os, "pwrite", full_pwrite)
-    monkeypatch.setattr(os, "posix_fallocate", no_room, raising=False)
+    _no_room(monkeypatch)
     held.turned_off(REASON, 2)
     held.note("x" * 8000)  # more than the room left: not written, nothing lost
     monkeypatch.undo()
     [writer] = read_writers(str(tmp_path))
     assert writer.pid == os.getpid() and writer.turned_off == REASON and writer.turned_off_step == 2
     assert writer.summary == ""
+    held.release()
+
+
+def test_a_claim_on_a_full_disk_never_keeps_an_earlier_runs_word(tmp_path, monkeypatch):
+    """A review's finding: on a disk with no room, a claim could not grow an
+    earlier run's marker (one written without room to spare, by a version
+    before the reserve) to who it is, and left that run's content in place:
+    its pid, and its "detection was turned off", read by probe report and
+    probe run as this run's. The marker is emptied instead (what the claim
+    did before it wrote in place): without who holds it, but no one else's
+    word."""
+    from msprobe_lint.live_writers import claim, read_writers
+
+    marker = tmp_path / ".probe-writer-rank.lock"
+    marker.write_text(json.dumps({"pid": 999999, "host": "elsewhere", "started": "2020-01-01T00:00:00Z",
+                                  "rank_dir": "rank", "turned_off": {"reason": "an earlier run's", "step": 9}}))
+    _no_room(monkeypatch)
+    held = claim(str(tmp_path), "rank")
+    monkeypatch.undo()
+    assert held is not None
+    [writer] = read_writers(str(tmp_path))
+    assert writer.live and writer.pid != 999999 and writer.turned_off == "" and writer.turned_off_step is None
     held.release()
 
 
