@@ -313,27 +313,53 @@ class Claim:
         end (a tester's finding: a full disk turned detection off, and both
         said all was clear). Written into the room the claim reserved, so
         a full disk does not stop it. Never raises."""
-        self._update("turned_off", {"reason": reason[:REASON_CHARS], "step": step})
+        reason = reason[:REASON_CHARS]
+        over = self._update("turned_off", {"reason": reason, "step": step})
+        if over > 0:  # no room beyond the marker's own (a full disk) for all of it: what fits, cut short
+            self._update("turned_off", {"reason": _cut(reason, len(json.dumps(reason)) - over), "step": step})
 
-    def _update(self, key: str, value: object) -> None:
-        """Set ``key`` in the marker's JSON (written in place, :func:`_write`)."""
+    def _update(self, key: str, value: object) -> int:
+        """Set ``key`` in the marker's JSON (written in place, :func:`_write`);
+        0 when written (or there is nothing to write), else by how many
+        bytes the new JSON is longer than the marker when it could not be
+        written (the disk had no room to grow it; 0 for any other failure)."""
         if self._key is None or self._key not in _HELD:
-            return
+            return 0
         path = os.path.join(self._key[0], marker_name(self._key[1]))
         try:
             with open(path, "rb") as handle:
                 data = json.loads(handle.read(65536).decode("utf-8"))
         except (OSError, ValueError, RecursionError):
-            return
-        if isinstance(data, dict):
-            data[key] = value
-            _write(path, json.dumps(data).encode("utf-8"))
+            return 0
+        if not isinstance(data, dict):
+            return 0
+        data[key] = value
+        payload = json.dumps(data).encode("utf-8")
+        if _write(path, payload):
+            return 0
+        try:
+            return max(0, len(payload) - os.stat(path).st_size)
+        except OSError:
+            return 0
 
     def __del__(self) -> None:
         try:
             self.release()
         except Exception:  # pragma: no cover - interpreter shutdown
             pass
+
+
+def _cut(text: str, size: int) -> str:
+    """The longest start of ``text``, with ``...``, whose JSON string is at
+    most ``size`` bytes (a non-ASCII character is up to six); "" when none."""
+    low, high = 0, len(text)
+    while low < high:
+        middle = (low + high + 1) // 2
+        if len(json.dumps(text[:middle] + "...")) <= size:
+            low = middle
+        else:
+            high = middle - 1
+    return text[:low] + "..." if len(json.dumps(text[:low] + "...")) <= size else ""
 
 
 def claim(dump_path: str, rank_dir: str, environ: Optional[Mapping[str, str]] = None) -> Optional[Claim]:

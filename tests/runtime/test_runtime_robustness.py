@@ -284,6 +284,26 @@ def test_a_claim_on_a_full_disk_never_keeps_an_earlier_runs_word(tmp_path, monke
     held.release()
 
 
+def test_a_reason_too_long_for_the_room_left_is_cut_to_fit(tmp_path, monkeypatch):
+    """A reason of non-ASCII characters (a path in Chinese) is up to six
+    bytes a character in the marker's JSON: 1,000 of them are more than
+    the room the claim reserved. On a disk with no room the reason is cut
+    to what fits rather than lost."""
+    from msprobe_lint.live_writers import claim, read_writers
+
+    held = claim(str(tmp_path), "rank")
+    assert held is not None
+    reason = "cannot write the dump (OSError: [Errno 28] No space left on device: '/数据/" + "溢出" * 600 + "')"
+    _no_room(monkeypatch)
+    held.turned_off(reason, 4)
+    monkeypatch.undo()
+    [writer] = read_writers(str(tmp_path))
+    assert writer.pid == os.getpid() and writer.turned_off_step == 4
+    assert writer.turned_off.startswith("cannot write the dump (OSError: [Errno 28] No space left on device: '/数据/")
+    assert writer.turned_off.endswith("...") and reason.startswith(writer.turned_off[:-3])
+    held.release()
+
+
 def test_the_marker_keeps_the_reason_on_a_real_full_disk(tmp_path, tmpfs, monkeypatch):
     """A real full tmpfs, and a command line long enough that who the run
     is fills most of one block and the reason it stopped takes a second
