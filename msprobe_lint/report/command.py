@@ -77,10 +77,13 @@ def writer_problems(dump_path: str, writers: Optional[list] = None) -> list[tupl
     root = marker_folder(dump_path)
     if writers is None:
         writers = read_writers(str(root))
+    # a live process that turned detection off writes no more records: not "still being written" (a review's
+    # finding: the summary said so, as if the rest of the dump would come)
     problems = [(w.path, f"{w.rank_dir} {STILL_WRITTEN} {w.describe()}; the report may miss its "
-                         "latest records") for w in writers if w.live]
-    problems += [(w.path, f"{w.turned_off_text()}; what it found from then on was not written") for w in writers
-                 if w.turned_off]
+                         "latest records") for w in writers if w.live and not w.turned_off]
+    problems += [(w.path, f"{w.turned_off_text()}; what it found from then on was not written"
+                          + (f" (its process still runs, unchecked: {w.describe()})" if w.live else ""))
+                 for w in writers if w.turned_off]
     runs: list[list] = []
     for writer in writers:
         for run in runs:

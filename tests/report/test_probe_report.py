@@ -981,6 +981,41 @@ def test_detection_turned_off_is_said_beside_the_records(tmp_path):
                             "started there."), summary
 
 
+def test_a_live_run_that_turned_detection_off_is_not_still_writing(tmp_path):
+    """A review's finding: a job whose debugger turned detection off goes
+    on training, its marker held; the report warned that its rank folder
+    "is still being written" and the summary said "Still being written by
+    a live run ...: what it has not written yet is not in this report", as
+    if the rest would come. It writes nothing more: only that detection
+    was turned off is said, naming the process still running."""
+    from msprobe_lint.live_writers import claim
+
+    dump = tmp_path / "dump"
+    shutil.copytree(DATA / "ours", dump)
+    held = claim(str(dump), "rank1")
+    assert held is not None
+    try:
+        held.turned_off(FULL, 2)
+        status, out, err = report(dump)
+        assert status == 0, err
+        assert "still being written" not in err and "Still being written" not in out, out + err
+        assert f"rank1.lock: detection was turned off in rank1 (step 2): {FULL}; what it found from then on was " \
+               f"not written (its process still runs, unchecked: pid {os.getpid()} on host" in err, err
+        assert out.strip().endswith(f"Detection was turned off in rank1 (step 2): {FULL}. What it found after that "
+                                    "is not in this report."), out
+        # with no record: no all-clear, and no "still being written" either
+        empty = tmp_path / "empty"
+        empty.mkdir()
+        other = claim(str(empty), "rank")
+        assert other is not None
+        other.turned_off(FULL, 0)
+        status, _, err = report(empty)
+        assert status == 2 and "still being written" not in err and "no all-clear" in err, err
+        other.release()
+    finally:
+        held.release()
+
+
 @pytest.mark.parametrize("content", ["garbage", "[1, 2]", '{"name": "x"}', '["a"]', "[]"])
 def test_an_unreadable_overflow_json_is_one_warning_and_dump_json_is_read(tmp_path, content):
     """One policy for an overflow.json that is not JSON, not a list, or a
