@@ -81,9 +81,22 @@ def writer_problems(dump_path: str, writers: Optional[list] = None) -> list[tupl
     # finding: the summary said so, as if the rest of the dump would come)
     problems = [(w.path, f"{w.rank_dir} {STILL_WRITTEN} {w.describe()}; the report may miss its "
                          "latest records") for w in writers if w.live and not w.turned_off]
+    earlier = earlier_runs(writers)
     problems += [(w.path, f"{w.turned_off_text()}; what it found from then on was not written"
-                          + (f" (its process still runs, unchecked: {w.describe()})" if w.live else ""))
+                          + (f" (its process still runs, unchecked: {w.describe()})" if w.live else "")
+                          + (f"; an earlier run's marker ({w.describe()}): another run wrote into this dump_path "
+                             "after it ended, and the summary is not about it" if w.path in earlier else ""))
                  for w in writers if w.turned_off]
+    runs = _runs(writers)
+    if len(runs) > 1:
+        told = "; ".join(f"{', '.join(w.rank_dir for w in run)} by {run[0].describe()}" for run in runs)
+        problems.append((str(root), f"written by {len(runs)} different runs ({told}); the records of different "
+                                    "runs are mixed in this report"))
+    return problems
+
+
+def _runs(writers: list) -> list[list]:
+    """``writers`` grouped by run (``Writer.same_job``), in the order found."""
     runs: list[list] = []
     for writer in writers:
         for run in runs:
@@ -92,11 +105,26 @@ def writer_problems(dump_path: str, writers: Optional[list] = None) -> list[tupl
                 break
         else:
             runs.append([writer])
-    if len(runs) > 1:
-        told = "; ".join(f"{', '.join(w.rank_dir for w in run)} by {run[0].describe()}" for run in runs)
-        problems.append((str(root), f"written by {len(runs)} different runs ({told}); the records of different "
-                                    "runs are mixed in this report"))
-    return problems
+    return runs
+
+
+def earlier_runs(writers: list) -> set[str]:
+    """The markers (paths) of a run that had ended before another run of
+    this dump_path started: none of its markers is live, and each marker
+    of that other run started after all of its own (``started``, UTC ISO
+    8601). A review's finding: an earlier run's "detection was turned off",
+    in a rank folder the later run does not write, was said as the dump's,
+    and a dump with no record was "no all-clear" although the later run
+    checked it whole. Such a marker is still warned about."""
+    runs = _runs(writers)
+    out: set[str] = set()
+    for run in runs:
+        if any(w.live or not w.started for w in run):
+            continue
+        last = max(w.started for w in run)
+        if any(all(w.started > last for w in other) for other in runs if other is not run):
+            out.update(w.path for w in run)
+    return out
 
 
 def _summarise(dump_path: str, *, keep_received: bool, progress: Optional[Progress],
@@ -118,7 +146,9 @@ def _summarise(dump_path: str, *, keep_received: bool, progress: Optional[Progre
                    progress=progress)
     summary.problems[:0] = problems
     summary.walked = walked
-    summary.turned_off = [(w.rank_dir, w.turned_off_step, w.turned_off) for w in writers if w.turned_off]
+    earlier = earlier_runs(writers)  # a run that ended before another one started: warned about, not the dump's
+    summary.turned_off = [(w.rank_dir, w.turned_off_step, w.turned_off) for w in writers
+                          if w.turned_off and w.path not in earlier]
     if summary.records:
         return summary, ExitStatus.OK, None
     # a tester's finding: a full disk turned detection off, and the report said "nothing overflowed"

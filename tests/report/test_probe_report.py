@@ -981,6 +981,51 @@ def test_detection_turned_off_is_said_beside_the_records(tmp_path):
                             "started there."), summary
 
 
+def _marker(dump: Path, rank_dir: str, started: str, job: str, **more) -> None:
+    """A finished run's marker for ``rank_dir``, written as probe_runtime
+    writes it (``started`` in UTC ISO 8601, ``job`` a launcher's id)."""
+    (dump / f".probe-writer-{rank_dir}.lock").write_text(json.dumps(
+        {"pid": 4242, "host": "node1", "started": started, "command": "python train.py", "rank_dir": rank_dir,
+         "job": job, "job_source": "MS_SCHED_HOST/MS_SCHED_PORT", **more}))
+
+
+def test_an_earlier_runs_turned_off_marker_is_not_the_dumps(tmp_path):
+    """A review's finding: a run that turned detection off (a full disk)
+    left its marker; the space freed and its step folders removed, a later
+    run of another job wrote into the same dump_path under another rank
+    folder, checked every step and found nothing. The report said "no
+    all-clear: probe_runtime stopped checking", exit 2, of the earlier
+    run's marker. It is warned about as an earlier run's; the summary and
+    the exit status are the later run's. One run's ranks, started apart,
+    are one run: its turned-off rank stays in the summary."""
+    dump = tmp_path / "dump"
+    dump.mkdir()
+    off = {"turned_off": {"reason": FULL, "step": 3}}
+    _marker(dump, "rank0", "2026-01-01T10:00:00Z", "msrun 10.0.0.1:8118", **off)
+    _marker(dump, "rank", "2026-01-02T09:00:00Z", "msrun 10.0.0.1:8119",
+            summary="probe_runtime: no overflow found in 5 checked step(s); dump_path: /d")
+    status, out, err = report(dump)
+    assert status == 1 and out == "", err
+    assert "found nothing; its last word, per rank folder: rank: probe_runtime: no overflow found in 5" in err, err
+    assert "no all-clear" not in err and "Detection was turned off" not in err
+    assert f"rank0.lock: detection was turned off in rank0 (step 3): {FULL}; what it found from then on was not " \
+           "written; an earlier run's marker (pid 4242 on host node1, started 2026-01-01T10:00:00Z, ran: python " \
+           "train.py): another run wrote into this dump_path after it ended, and the summary is not about it" in err
+    assert "written by 2 different runs" in err
+    result = strict_json(report(dump, "json")[1])
+    assert result["summary"]["turned_off"] == [] and result["summary"]["status"] == 1
+    # with records: no word of it in the summary
+    shutil.copytree(DATA / "ours", dump, dirs_exist_ok=True)
+    status, out, err = report(dump)
+    assert status == 0 and "Detection was turned off" not in out and "an earlier run's marker" in err, out
+    # the same job's ranks started an hour apart: one run, its turned-off rank is the dump's
+    _marker(dump, "rank", "2026-01-01T11:00:00Z", "msrun 10.0.0.1:8118")
+    status, out, err = report(dump)
+    assert status == 0 and "an earlier run" not in err, err
+    assert out.strip().endswith(f"Detection was turned off in rank0 (step 3): {FULL}. What it found after that is "
+                                "not in this report."), out
+
+
 def test_a_live_run_that_turned_detection_off_is_not_still_writing(tmp_path):
     """A review's finding: a job whose debugger turned detection off goes
     on training, its marker held; the report warned that its rank folder
