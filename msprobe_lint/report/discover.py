@@ -2,7 +2,8 @@
 
 A rank folder is a folder holding ``dump.json``, ``overflow.json`` or a
 ``dump_tensor_data`` folder (the tensors of records whose files were never
-written: the reader says so). Its
+written: the reader says so; the folders below one that has no record
+file are still searched). Its
 step and rank come from the folders above it (``step{N}``, ``rank{R}``,
 ``rank`` alone when not distributed), in either nesting, below an optional
 ``graph/`` or ``pynative/`` (msprobe's split of a run with mindspore.jit
@@ -169,9 +170,11 @@ def _walk(folder: str, step: Optional[int], rank: Optional[int], depth: int, var
         # a folder with tensors and no record is one too: the writer puts a record's .npy files first, so a disk
         # that filled (or a job killed) before its dump.json left only them (a tester's finding: the report
         # passed over such a folder and said "nothing overflowed")
-        if DUMP_FILE in files or OVERFLOW_FILE in files or tensors:
+        if DUMP_FILE in files or OVERFLOW_FILE in files:
             found.append((_key(rank), current, rank, files, variant, tensors))
             continue
+        if tensors:  # and the walk goes on below: a stray dump_tensor_data beside the step folders (a review's
+            found.append((_key(rank), current, rank, files, variant, tensors))  # finding) hid the whole dump
         misplaced = [e.name for e in entries if e.name in (DUMP_FILE, OVERFLOW_FILE) and _is_dir(e)]
         if misplaced:  # a hunt's finding: rank0/dump.json/ as a folder gave "no dump found ... nothing overflowed"
             for name in misplaced:  # warned; the walk goes on below (a review's finding: it hid the dumps there)

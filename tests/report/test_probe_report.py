@@ -448,6 +448,21 @@ def test_tensors_without_records_are_no_all_clear(tmp_path, tensors, marker):
     assert status == 1 and f"found a dump below it: {dump} " in err, err
 
 
+def test_a_stray_tensor_folder_does_not_hide_the_dump_below_it(tmp_path):
+    """A review's finding: a folder holding dump_tensor_data became a rank
+    folder and the walk stopped there, so a dump_tensor_data left in
+    dump_path itself, beside the step folders, hid every record: "no
+    overflow record could be read". The step folders are read; the stray
+    tensors are still named."""
+    dump = tmp_path / "dump"
+    shutil.copytree(DATA / "ours", dump)
+    _tensors(dump, "Functional.exp.3.forward.output.0.npy")
+    status, out, err = report(dump)
+    assert status == 0, err
+    assert "Overflow started in step0/rank1: Functional.exp.3.forward" in out.strip().splitlines()[-1]
+    assert f"{dump / 'dump_tensor_data'}: 1 tensor file(s)" in err, err
+
+
 def test_an_earlier_step_with_tensors_only_is_named_beside_a_later_start(tmp_path):
     """A tester's finding: with step3's json files gone (its tensors kept)
     the report named step4 as where the overflow came in, with no word that
