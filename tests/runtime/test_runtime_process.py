@@ -163,6 +163,9 @@ def test_a_disk_that_fills_mid_run_is_said_by_probe_run_and_probe_report(tmp_pat
            "device)"
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "loss nan" in proc.stdout and f"probe: warning: {said}\n" in proc.stderr, proc.stderr[-3000:]
+    # the example's own summary gives no all-clear either (it said "no overflow found" after the NaN loss)
+    assert "no overflow found" not in proc.stdout and f"no overflow record in the dump folder {tmp_path / 'dump'}; " \
+           f"`probe report {tmp_path / 'dump'}` says why" in proc.stdout, proc.stdout[-2000:]
     assert f"probe: warning: the dump in {tmp_path / 'dump'} lacks what the job found from then on and is no " \
            "all-clear" in proc.stderr and "the exit status is the job's own (0)" in proc.stderr
     assert sorted(os.listdir(tmp_path / "dump" / "step3" / "rank")) == ["dump_tensor_data"]
