@@ -445,12 +445,16 @@ class ByDesign:
         no checked call made. The copy of the tensor written into (the
         first argument) holding -inf belongs to the maker of what the call
         returned (``s[pad] = -inf`` twice into the same scores); any other
-        -inf-only copy to the maker of a remembered tensor holding the very
-        same values (``s.copy_(masked)``, ``s[pad] = mask_value``)."""
+        copy holding -inf only, or +inf only, to the maker of a remembered
+        tensor holding the very same values (``s.copy_(masked)``,
+        ``s[pad] = mask_value``; a review's finding: a +inf fill assigned
+        into a Parameter, ``ops.assign(best, d)``, was recorded before its
+        maker as carried, "made outside the checked window")."""
         target = written_tensor(call)
         written_by = self.maker_of(target) if target is not None else None
         for position, tensor in enumerate(iter_tensors([getattr(call, "args", ()), getattr(call, "kwargs", {})])):
-            if tensor is target or not only_negative_infinity(tensor, cache) or self.maker_of(tensor) is not None:
+            if tensor is target or self.maker_of(tensor) is not None or \
+                    not (only_negative_infinity(tensor, cache) or only_positive_infinity(tensor, cache)):
                 continue
             maker = written_by if position == 0 and written_by is not None else self._same_values(tensor, cache)
             if maker is not None:

@@ -132,3 +132,29 @@ def test_an_overflow_beside_a_mask_is_not_passed_on_as_the_masks(tmp_path, monke
     for records in run_default_and_exact(tmp_path, monkeypatch, scenario, ORIGINAL):
         assert records and (records[0][0], records[0][1]["name"], records[0][1]["origin"]) == \
             (1, "Tensor.__add__.0.forward", True), records
+
+
+def test_a_positive_fill_assigned_into_a_parameter_is_recorded_after_its_maker(tmp_path, monkeypatch):
+    """A review's finding: a +inf fill written into a Parameter with
+    ``ops.assign`` (a judged result: the fill is the origin) had the
+    assign recorded first, carried, its input "made outside the checked
+    window", and the fill after it: the in-place call's copy of the value
+    was not known as the maker's. The fill is the first record now, the
+    assign carried after it, in every step."""
+    def scenario(debugger):
+        best = ms.Parameter(Tensor(np.zeros(4, np.float32)), name="best", requires_grad=False)
+        for _ in range(2):
+            debugger.start()
+            filled = ops.masked_fill(Tensor(np.ones(4, np.float32)), Tensor(np.array([True, False, False, False])),
+                                     float("inf"))
+            ops.assign(best, filled)
+            debugger.stop()
+            debugger.step()
+
+    for records in run_default_and_exact(tmp_path, monkeypatch, scenario, ORIGINAL):
+        for step in (0, 1):
+            names = [(r["name"], r["origin"]) for s, r in records if s == step]
+            assert names[:2] == [("Functional.masked_fill.0.forward", True), ("Functional.assign.0.forward", False)], \
+                records
+            assigned = next(r for s, r in records if s == step and r["name"] == "Functional.assign.0.forward")
+            assert "made outside" not in (assigned.get("entered") or {}).get("message", ""), assigned
