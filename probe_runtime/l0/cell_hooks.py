@@ -529,7 +529,8 @@ class CellHooks:
                     call.param_probe, call.params_at_start = probes
                     if target.written:
                         self._before_write(target, call)
-                if (call.parameter_args or kwargs and any(is_parameter(v) for v in kwargs.values())) and \
+                if (call.parameter_args or kwargs and any(is_parameter(v) for v in kwargs.values()) or
+                        any(isinstance(a, (tuple, list)) for a in args)) and \
                         "parameters" not in self.broken:
                     self._before_arguments(target, call, args, kwargs)
                 call.top = local.top
@@ -636,12 +637,22 @@ class CellHooks:
         elements is read as it is too (a review's finding: a tied
         embedding table handed to the output Cell, as MindFormers' models
         do, cost two copies of 38 ms a call for a 154 MB table; a loss
-        scale or a step counter is one element). A fault turns the
-        Parameter checks off."""
+        scale or a step counter is one element). The Parameters directly
+        inside a tuple or list argument (a ``ParameterTuple`` of shadow
+        weights an EMA Cell updates) are copied too, keyed
+        ``(position, index)``, while they hold at most
+        :data:`ARGUMENT_COPY_LIMIT` elements together; beyond that they are
+        read as they are (a review's finding: such a Cell writing inf/nan
+        into a shadow was not named). A fault turns the Parameter checks
+        off."""
         own = {id(p) for p in target.params.values()}
-        found = [(i, f"input_args[{i}]", a) for i, a in enumerate(args)]
+        found: list[tuple[Any, str, Any]] = [(i, f"input_args[{i}]", a) for i, a in enumerate(args)]
         if kwargs:
             found += [(k, f"input_kwargs.{k}", v) for k, v in kwargs.items()]
+        inner = [((key, j), f"{label}[{j}]", item) for key, label, value in found
+                 if isinstance(value, (tuple, list)) for j, item in enumerate(value) if is_parameter(item)]
+        if inner and sum(_elements(item) for _, _, item in inner) <= ARGUMENT_COPY_LIMIT:
+            found += inner
         taken: dict[int, Any] = {}
         snapshots = []
         try:
@@ -677,11 +688,17 @@ class CellHooks:
             return
         args, kwargs = list(call.args), dict(call.kwargs)
         for key, _, _, before in taken:
-            if isinstance(key, int):
-                if key < len(args):
-                    args[key] = before
-            elif key in kwargs:
-                kwargs[key] = before
+            index = None
+            if isinstance(key, tuple):  # inside a tuple or list argument
+                key, index = key
+            holder: Any = args if isinstance(key, int) else kwargs
+            if (key < len(args)) if isinstance(key, int) else (key in kwargs):
+                if index is None:
+                    holder[key] = before
+                elif isinstance(holder[key], (tuple, list)) and index < len(holder[key]):
+                    items = list(holder[key])
+                    items[index] = before
+                    holder[key] = tuple(items)
         call.args, call.kwargs = tuple(args), kwargs
         # the Parameter behind each snapshot (``check.by_design.trainable_among``: a trainable one's -inf is no mask)
         call.given = list(call.given) + [(param, before) for _, _, param, before in taken]

@@ -463,3 +463,54 @@ def test_a_parameter_not_the_models_is_never_said_to_have_held_inf_at_start(tmp_
         assert (entered["source"], entered["parameter"], entered["at_start"]) == ("parameter", "temp", False)
         assert "at start();" not in entered["message"], entered
         assert "value at start() was not read" in entered["message"], entered
+
+
+class _EmaUpdate(nn.Cell):
+    """Writes its shadows in place, with the bias correction
+    ``1 / (1 - 0.9 ** t)``: at ``t`` 0 that is x / 0."""
+
+    def construct(self, shadows, weights, t):
+        correction = 1 - 0.9 ** t
+        for shadow, weight in zip(shadows, weights):
+            ops.assign(shadow, (shadow * 0.9 + 0.1 * weight) / correction)
+        return weights[0].sum()
+
+
+class _EmaNet(nn.Cell):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Dense(4, 2)
+        self.ema = _EmaUpdate()
+        self.shadows = ParameterTuple([Parameter(Tensor(np.ones((2, 4), np.float32)), name="shadow_w",
+                                                 requires_grad=False)])
+
+    def construct(self, x, t):
+        return self.fc(x).sum() + 0 * self.ema(self.shadows, (self.fc.weight,), t)
+
+
+def test_a_cell_writing_inf_into_a_parameter_inside_a_tuple_argument_is_the_origin(tmp_path, monkeypatch):
+    """A review's finding: an EMA Cell given its shadows as a
+    ``ParameterTuple`` writes inf into them at step 0 (its output stays
+    finite): only top-level Parameter arguments were copied, so the Cell
+    was not named, and the record said the shadow 'held inf/nan when first
+    used'. Parameters directly inside a tuple argument are copied too: the
+    EMA Cell is the origin, ``written`` names the shadow."""
+    def run(debugger):
+        net = _EmaNet()
+        optimizer = nn.SGD(net.trainable_params(), 0.01)
+        grad_fn = ms.value_and_grad(net, None, optimizer.parameters)
+        for step in range(2):
+            debugger.start(net)
+            _, grads = grad_fn(Tensor(np.ones((2, 4), np.float32)), step)
+            optimizer(grads)
+            debugger.stop()
+            debugger.step()
+
+    default, exact = run_default_and_exact(tmp_path, monkeypatch, run, ORIGINAL, level="L0")
+    for checks, records in (("default", default), ("exact", exact)):
+        step, first = records[0]
+        assert (step, first["name"], first["origin"], first.get("written")) == \
+            (0, "Cell.ema._EmaUpdate.forward.0", True, ["shadow_w"]), records
+        entry = _entry(tmp_path, checks, "Cell.ema._EmaUpdate.forward.0")
+        assert entry["input_args"][0][0]["Max"] == 1.0, entry["input_args"]
+        assert np.isinf(entry["written"]["input_args[0][0]"]["Max"]), entry["written"]
