@@ -80,16 +80,30 @@ class ProjectSettings:
         return base._replace(ignore=tuple(ignore), pointer_ignores=tuple(pointer_ignores))
 
 
+def _read(path: Path) -> bytes:
+    """The bytes of a settings file, read as a config is
+    (``project.files.read_bytes``: a regular file of at most 10 MiB; a
+    named pipe or a device is refused unopened).
+
+    Raises:
+        SettingsError: it cannot be read, and why.
+    """
+    from ..project.files import read_bytes
+
+    raw, reason = read_bytes(str(path), "a settings file")
+    if raw is None:
+        raise SettingsError(f"{path}: {reason}")
+    return raw
+
+
 def _toml(path: Path) -> dict:
     try:
         import tomllib
     except ModuleNotFoundError:  # Python < 3.11
         import tomli as tomllib  # type: ignore[no-redef]
+    raw = _read(path)
     try:
-        with open(path, "rb") as handle:
-            return tomllib.load(handle)
-    except OSError as err:
-        raise SettingsError(f"{path}: cannot be read ({err.strerror or err})") from None
+        return tomllib.loads(raw.decode("utf-8"))
     except tomllib.TOMLDecodeError as err:
         raise SettingsError(f"{path}: not valid TOML: {err}") from None
     except UnicodeDecodeError as err:
@@ -138,10 +152,9 @@ def _unquoted_version(path: Path, key: str, name: str, value: Any) -> str:
 
         written = str(value)
         try:
-            with open(path, encoding="utf-8") as handle:
-                found = re.search(rf"^[ \t]*([\"']?){re.escape(key)}\1[ \t]*=[ \t]*([0-9][0-9._]*)", handle.read(),
-                                  re.M)
-        except (OSError, ValueError):
+            found = re.search(rf"^[ \t]*([\"']?){re.escape(key)}\1[ \t]*=[ \t]*([0-9][0-9._]*)",
+                              _read(path).decode("utf-8"), re.M)
+        except (SettingsError, ValueError):
             found = None
         if found:
             written = found.group(2)
@@ -297,11 +310,11 @@ def _may_hold_the_table(path: str) -> bool:
     could). Most projects' pyproject.toml has no such table, and parsing
     it (tomllib, about 6 ms to import) is then skipped. True when it
     cannot be read or is not UTF-8 (load reports that)."""
-    try:
-        with open(path, "rb") as handle:
-            raw = handle.read()
-    except OSError:
-        return True
+    from ..project.files import read_bytes
+
+    raw, _ = read_bytes(path, "a settings file")
+    if raw is None:
+        return True  # load says why
     try:
         raw.decode("utf-8")
     except UnicodeDecodeError:
@@ -319,9 +332,13 @@ def find_and_load(config_file: Optional[str], *, start: Optional[str] = None) ->
     if config_file:
         from pathlib import Path
 
+        from ..project.files import not_regular
+
         path = Path(config_file)
-        if not path.is_file():
-            raise SettingsError(f"--config-file {config_file}: no such file")
+        refused = not_regular(config_file)
+        if refused:
+            raise SettingsError(f"--config-file {config_file}: "
+                                + ("no such file" if refused == "file not found" else refused))
         settings = load(path)
         if settings is None:  # a typo'd file would otherwise change nothing, silently
             raise SettingsError(f"--config-file {config_file}: it has no [tool.probe-lint] table")

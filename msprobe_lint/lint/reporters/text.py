@@ -52,18 +52,12 @@ class _Sources:
 
     def line(self, path: str, number: int) -> Optional[str]:
         if path not in self._cache:
-            if not os.path.isfile(path):  # a pipe or a device: opening it could block or never end
-                self._cache[path] = []
-                return None
-            try:
-                with open(path, "rb") as handle:
-                    raw = handle.read(10 * 1024 * 1024)
-                from ..loader import wide_encoding
+            from ..loader import read_bytes, wide_encoding
 
-                # a UTF-16/32 file (PL004) read as UTF-8 is noise: nothing to quote
-                self._cache[path] = [] if wide_encoding(raw) else self._lines(raw.decode("utf-8", errors="replace"))
-            except OSError:
-                self._cache[path] = []
+            raw, _ = read_bytes(path)  # never a pipe or a device: opening it could block or never end
+            # a UTF-16/32 file (PL004) read as UTF-8 is noise: nothing to quote
+            self._cache[path] = [] if raw is None or wide_encoding(raw) else \
+                self._lines(raw.decode("utf-8", errors="replace"))
         lines = self._cache[path]
         return lines[number - 1] if 0 < number <= len(lines) else None
 

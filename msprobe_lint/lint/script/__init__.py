@@ -53,23 +53,27 @@ def read_source(path: str) -> str:
     another encoding (``# -*- coding: latin-1 -*-``), which Python, and so
     the job, honours (``tokenize.detect_encoding``).
 
+    Read as a config is (``project.files.read_bytes``): a named pipe or a
+    device is refused unopened (it would block, or never end), and so is
+    a file over 10 MiB.
+
     Raises:
-        ScriptError: missing, unreadable, a folder, a coding line naming an
-            encoding Python does not know, or bytes that are not in the
-            script's encoding.
+        ScriptError: missing, unreadable, a folder, not a regular file,
+            over 10 MiB, a coding line naming an encoding Python does not
+            know, or bytes that are not in the script's encoding.
     """
     import io
     import tokenize
 
-    try:
-        with open(path, "rb") as handle:
-            raw = handle.read()
-    except FileNotFoundError:
-        raise ScriptError(f"--script {path}: no such file") from None
-    except IsADirectoryError:
-        raise ScriptError(f"--script {path}: is a directory, not a Python file") from None
-    except OSError as err:
-        raise ScriptError(f"--script {path}: cannot be read ({err.strerror or err})") from None
+    from ...project.files import read_bytes
+
+    raw, reason = read_bytes(path, "a training script")
+    if raw is None:
+        if reason == "file not found":
+            reason = "no such file"
+        elif reason == "is a directory, not a file":
+            reason = "is a directory, not a Python file"
+        raise ScriptError(f"--script {path}: {reason}")
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(raw).readline)
     except SyntaxError as err:  # Python refuses to run it as well
