@@ -14,7 +14,7 @@ import os
 import shlex
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Optional, Sequence, TextIO
+from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence, TextIO
 
 from ..exit import ExitStatus
 from .environment import child_environment
@@ -103,17 +103,32 @@ def _configs_read_instead(script: str, config: str, stream: TextIO) -> list[str]
     return found
 
 
+def _config_values(config: str) -> Any:
+    """The JSON value of the config file ``config``, read as the lint
+    reads it (``project.files.read_bytes``: a named pipe, a device or a
+    file over 10 MiB is never read); None when it cannot be read or is
+    not JSON (the lint says what is wrong: PL006, PL001 for a config
+    nested deeper than json.loads reads...)."""
+    import json
+
+    from ..project.files import read_bytes
+
+    raw, _ = read_bytes(config)
+    if raw is None:
+        return None
+    try:
+        return json.loads(raw.decode("utf-8-sig"))
+    except (ValueError, RecursionError):
+        return None
+
+
 def _dump_path(config: str) -> Optional[str]:
     """The config's ``dump_path`` when it names one (absolute: the lint
     refused a relative one), else None (also for a config that cannot be
-    read, or one nested deeper than ``json.load`` reads: PL001)."""
-    import json
-
-    try:
-        with open(config, encoding="utf-8") as f:
-            dump_path = json.load(f).get("dump_path")
-    except (OSError, ValueError, AttributeError, RecursionError):
-        return None
+    read, or one nested deeper than ``json.loads`` reads: PL001), read by
+    :func:`_config_values` (never a named pipe or a device)."""
+    data = _config_values(config)
+    dump_path = data.get("dump_path") if isinstance(data, dict) else None
     return dump_path if isinstance(dump_path, str) and dump_path else None
 
 
@@ -179,18 +194,12 @@ def _l2_distributed(configs: Sequence[str], world: Optional[int]) -> Optional[st
     job of ``world`` processes on a machine with no Ascend device, where
     probe_runtime's L2 runs on the CPU backend, which it refuses in every
     rank of a distributed job (PL205 in each worker's gate); else None."""
-    import json
-
     from ..lint.rules.levels import RUNTIME_L2_DISTRIBUTED, RUNTIME_L2_INSTEAD
 
     if world is None or world <= 1 or _ascend_present():
         return None
     for path in configs:
-        try:
-            with open(path, encoding="utf-8") as f:
-                data = json.load(f)
-        except (OSError, ValueError, RecursionError):
-            continue
+        data = _config_values(path)
         if isinstance(data, dict) and data.get("task") == "overflow_check" and data.get("level") == "L2":
             return (f"{path} asks for level L2 (kernel) in a distributed job of {world} processes on a machine "
                     f"with no Ascend device (no /dev/davinci*), so the workers would run level L2 on the CPU "
@@ -260,9 +269,13 @@ def guarded_run(config: str, command: Sequence[str], options=None, *, stream: Op
     plan = parse_command(command)  # CMD runs here, so its script is relative to here (not --cwd)
     script = options.script
     if script is None and plan.script is not None:
+        from ..project.files import not_regular
+
         script_path = Path(plan.script)
-        if not script_path.is_file():
-            stream.write(f"probe: error: {plan.script}: no such file; `{shlex.join(command)}` would fail\n")
+        refused = not_regular(plan.script)
+        if refused:
+            what = "no such file" if refused == "file not found" else refused
+            stream.write(f"probe: error: {plan.script}: {what}; `{shlex.join(command)}` would fail\n")
             return ExitStatus.USAGE
         script = str(script_path)
     if script is not None and not _script_analysis_available():

@@ -111,3 +111,31 @@ def test_a_settings_file_over_10_mib_is_refused_unread(tmp_path):
         handle.truncate(10 * 1024 * 1024 + 1)
     proc = run_probe("lint", "good.json", "--config-file", "settings.toml", cwd=tmp_path, timeout=TIMEOUT)
     refused(proc, "probe: error: settings.toml: is 10485761 bytes, over the 10 MiB limit for a settings file")
+
+
+# ------------------------------------------------------------- probe run
+
+@needs_fifo
+def test_probe_run_on_a_named_pipe_is_pl006_not_a_hang(tmp_path):
+    """The check for another job writing the dump_path read the config
+    before the lint did, and blocked on the pipe."""
+    os.mkfifo(tmp_path / "c.json")
+    proc = run_probe("run", "c.json", "--", "true", cwd=tmp_path, timeout=TIMEOUT)
+    refused(proc, f"c.json:1:1: PL006 error: config {FIFO}")
+
+
+@needs_zero
+def test_probe_run_on_a_link_to_dev_zero_is_pl006_not_a_memory_error(tmp_path):
+    (tmp_path / "z.json").symlink_to("/dev/zero")
+    refused(run_bounded("run", "z.json", "--", "true", cwd=tmp_path), f"z.json:1:1: PL006 error: config {DEVICE}")
+
+
+@needs_fifo
+def test_probe_run_says_what_the_script_of_cmd_is(tmp_path):
+    """It exists: "no such file" (what it said) was wrong."""
+    good_config(tmp_path)
+    os.mkfifo(tmp_path / "sf.py")
+    proc = run_probe("run", "good.json", "--", sys.executable, "sf.py", cwd=tmp_path, timeout=TIMEOUT)
+    refused(proc, f"probe: error: sf.py: {FIFO}; ")
+    missing = run_probe("run", "good.json", "--", sys.executable, "gone.py", cwd=tmp_path, timeout=TIMEOUT)
+    refused(missing, "probe: error: gone.py: no such file; ")
