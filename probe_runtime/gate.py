@@ -80,12 +80,41 @@ def admit(config_path: Optional[str], overrides: dict[str, Any], rank: tuple[Opt
     for d in diagnostics:
         if d.severity is Severity.WARNING:
             LOGGER.warning("probe_runtime: %s", format_diagnostic(d))
-    config: dict = {}
-    if config_path is not None:
-        with open(config_path, encoding="utf-8") as f:
-            config = json.load(f)
+    config = file_values(config_path, overrides, rank)
     config.update(overrides)
     return config
+
+
+def file_values(config_path: Optional[str], overrides: dict[str, Any], rank: tuple) -> dict:
+    """The values of the config file (a fresh dict; {} for none), read as
+    the lint read it (``msprobe_lint.project.files.read_bytes``: never a
+    named pipe, a device or over 10 MiB), once the lint let it through.
+
+    Raises:
+        ConfigLintError: it can no longer be read, or is no longer a JSON
+            object (replaced since the lint): the lint's errors now, else
+            PL006 saying why.
+    """
+    from msprobe_lint.project.files import read_bytes
+
+    if config_path is None:
+        return {}
+    raw, reason = read_bytes(config_path)
+    try:
+        config = json.loads(raw.decode("utf-8-sig")) if raw is not None else None
+    except (ValueError, RecursionError):
+        config = None
+    if isinstance(config, dict):
+        return config
+    errors = [d for d in lint_live(config_path, overrides, rank) if d.severity is Severity.ERROR]
+    if not errors:
+        from msprobe_lint.lint.diagnostic import Finding
+
+        finding = Finding("PL006", f"config {reason or 'is no longer a JSON object: it changed since it was linted'}")
+        errors = [d for d in lint_live(config_path, overrides, rank, extra=(finding,))
+                  if d.severity is Severity.ERROR]
+    raise ConfigLintError(errors, None if errors else f"probe_runtime refuses to start: {config_path}: "
+                          f"{reason or 'is no longer a JSON object: it changed since it was linted'}")
 
 
 def layer_refusal(config_path: Optional[str], overrides: dict[str, Any]) -> Optional[Any]:
@@ -103,12 +132,14 @@ def layer_refusal(config_path: Optional[str], overrides: dict[str, Any]) -> Opti
         return None
     level = overrides.get("level")
     if level is None and config_path is not None:
+        from msprobe_lint.project.files import read_bytes
+
+        raw, _ = read_bytes(config_path)  # never a pipe or a device; unreadable: the lint says why
         try:
-            with open(config_path, encoding="utf-8") as f:
-                data = json.load(f)
-            level = data.get("level") if isinstance(data, dict) else None
-        except (OSError, ValueError):
-            level = None
+            data = json.loads(raw.decode("utf-8-sig")) if raw is not None else None
+        except (ValueError, RecursionError):
+            data = None
+        level = data.get("level") if isinstance(data, dict) else None
     problem = scenario.problem(level if isinstance(level, str) else "L1")
     if problem is None:
         return None
@@ -258,10 +289,7 @@ def dump_path_errors(config_path: Optional[str], overrides: dict, rank: tuple) -
 
     from .dump.writer import ensure_dir
 
-    config: dict = {}
-    if config_path is not None:
-        with open(config_path, encoding="utf-8") as f:
-            config = json.load(f)
+    config = file_values(config_path, overrides, rank)
     config.update(overrides)
     path = os.path.abspath(config["dump_path"])
     try:

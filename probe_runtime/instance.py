@@ -121,8 +121,11 @@ def _identity(cls: type, args: tuple, kwargs: dict) -> Optional[tuple]:
         path = os.environ.get(CONFIG_VARIABLE) or None if path is None else path  # as __init__ falls back
         config: Any = {}
         if path is not None:
-            with open(os.path.abspath(path), "rb") as file:
-                content = file.read()
+            from msprobe_lint.project.files import read_bytes
+
+            content, _ = read_bytes(os.path.abspath(path))  # never a pipe or a device: the lint says what it is
+            if content is None:
+                return None
             try:
                 config = json.loads(content)
             except ValueError:  # not JSON: the same bytes are the same config

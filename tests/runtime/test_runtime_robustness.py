@@ -704,3 +704,60 @@ def test_shown_path_drops_dot_dot_only_when_it_names_the_same_file(tmp_path):
     assert shown_path(f"{tmp_path}/link/../train.py") == f"{tmp_path}/link/../train.py"  # normpath would lie
     assert shown_path("<stdin>") == "<stdin>"
     assert user_where(((f"{tmp_path}/w/./run/../train.py", 3, "f"),), ()) == f"{tmp_path}/w/train.py:3"
+
+
+BUILD_FROM_ENVIRONMENT = "from probe_runtime import PrecisionDebugger; PrecisionDebugger()"
+
+
+@pytest.mark.mindspore
+@pytest.mark.parametrize("kind", ["fifo", "dev-zero"])
+def test_a_config_that_is_a_pipe_or_a_device_is_refused_at_once(tmp_path, kind):
+    """PROBE_CONFIG naming a named pipe blocked the debugger (the check for
+    a debugger already built from the same config opened it before the
+    lint); a soft link to /dev/zero read until memory ran out. Both are
+    PL006, said and refused, as a config that cannot be read."""
+    import resource
+
+    _mindspore()
+    config = tmp_path / "c.json"
+    if kind == "fifo":
+        if not hasattr(os, "mkfifo"):
+            pytest.skip("needs named pipes (FIFOs)")
+        os.mkfifo(config)
+        what = "a named pipe (FIFO)"
+    else:
+        if not os.path.exists("/dev/zero"):
+            pytest.skip("needs /dev/zero")
+        config.symlink_to("/dev/zero")
+        what = "a character device"
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("RANK_ID", "RANK", "RANK_SIZE", "WORLD_SIZE", "MS_WORKER_NUM")}
+    env.update(PYTHONPATH=str(ROOT), PROBE_CONFIG=str(config))
+
+    def cap() -> None:  # an unbounded read of /dev/zero ends in a MemoryError, not the machine's memory
+        resource.setrlimit(resource.RLIMIT_AS, (6_000_000_000, 6_000_000_000))
+
+    proc = subprocess.run([sys.executable, "-c", BUILD_FROM_ENVIRONMENT], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=180, preexec_fn=cap)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    assert f"{config}:1:1: PL006 error: config is not a regular file: it is {what}" in proc.stderr, proc.stderr
+
+
+@pytest.mark.mindspore
+def test_a_config_replaced_after_the_lint_is_refused_not_a_traceback(tmp_path):
+    """The gate reads the config's values again once the lint let it
+    through; replaced meanwhile by a named pipe or by JSON that is not an
+    object, that read was a hang or a traceback: now the lint's errors."""
+    _mindspore()
+    from probe_runtime.errors import ConfigLintError
+    from probe_runtime.gate import file_values
+
+    listed = tmp_path / "listed.json"
+    listed.write_text("[1]")
+    with pytest.raises(ConfigLintError, match="PL003 error"):
+        file_values(str(listed), {}, (None, "test"))
+    if hasattr(os, "mkfifo"):
+        os.mkfifo(tmp_path / "pipe.json")
+        with pytest.raises(ConfigLintError, match=r"PL006 error: config is not a regular file: it is a named pipe"):
+            file_values(str(tmp_path / "pipe.json"), {}, (None, "test"))
+    assert file_values(None, {}, (None, "test")) == {}
