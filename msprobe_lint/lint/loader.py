@@ -131,18 +131,67 @@ def read_stdin(name: Optional[str] = None, stream: Any = None) -> StdinSource:
     return StdinSource(name, raw)
 
 
+#: the extended attribute that holds a file's POSIX ACL (its access entries)
+ACCESS_ACL = "system.posix_acl_access"
+
+
+def copy_xattrs(source: str, target: str) -> None:
+    """Give ``target`` every extended attribute of ``source`` (which
+    carries its POSIX ACL, ``system.posix_acl_access``, its SELinux label,
+    ``user.*`` notes...), and drop an access ACL ``target`` inherited from
+    its folder's default ACL that ``source`` does not have. Nothing to do
+    where the platform (no ``os.listxattr``: macOS, Windows) or the file
+    system has no extended attributes.
+
+    Raises:
+        OSError: one cannot be read or kept; the message (words that
+            follow the path) names it.
+    """
+    import errno
+
+    listxattr = getattr(os, "listxattr", None)
+    if listxattr is None:
+        return
+    unsupported = {errno.ENOTSUP, getattr(errno, "EOPNOTSUPP", errno.ENOTSUP)}
+    try:
+        names = listxattr(source)
+    except OSError as err:
+        if err.errno in unsupported:
+            return  # the file system has none
+        raise OSError(f"its extended attributes could not be read ({err.strerror or err})") from None
+    for name in names:
+        what = "access control list (ACL)" if name == ACCESS_ACL else f"extended attribute {name!r}"
+        try:
+            value = os.getxattr(source, name)
+            try:
+                if os.getxattr(target, name) == value:
+                    continue  # given already (a SELinux label the folder gives): setting it may need privileges
+            except OSError:
+                pass
+            os.setxattr(target, name, value)
+        except OSError as err:
+            raise OSError(f"its {what} could not be kept ({err.strerror or err})") from None
+    if ACCESS_ACL not in names:
+        try:
+            os.removexattr(target, ACCESS_ACL)  # inherited from the folder's default ACL: not the file's
+        except OSError as err:
+            if err.errno not in unsupported and err.errno != getattr(errno, "ENODATA", errno.ENOENT):
+                raise OSError(f"an access control list (ACL) it does not have could not be left out "
+                              f"({err.strerror or err})") from None
+
+
 def write_atomic(path: str, text: str) -> None:
     """Replace the file ``path`` with ``text`` (UTF-8, line endings as
     given) atomically: a temporary file in the same folder, given the
-    file's mode, owner and group, then renamed over it; a failure leaves
-    the file as it was.
+    file's mode, owner, group and extended attributes (its POSIX ACL among
+    them), then renamed over it; a failure leaves the file as it was.
 
     Refused, because the rename would not do what editing the file does:
     a soft link (the link itself would be replaced; the file it points to
     may be shared), a file with other hard links (they would keep the old
     text), a read-only file (no write permission bit, or none for this
-    user: a plain write would fail too), and a file whose owner or group
-    cannot be kept.
+    user: a plain write would fail too), and a file whose owner, group or
+    any extended attribute cannot be kept (:func:`copy_xattrs`).
 
     Raises:
         OSError: one of the refusals above (its message says which, in
@@ -169,6 +218,7 @@ def write_atomic(path: str, text: str) -> None:
                 os.chown(temporary, info.st_uid, info.st_gid)
             except PermissionError:
                 raise OSError("its owner or group could not be kept") from None
+        copy_xattrs(path, temporary)  # after chown, which drops security.capability
         os.chmod(temporary, info.st_mode & 0o7777)
         os.replace(temporary, path)
     except BaseException:

@@ -193,10 +193,12 @@ def _note(frm: str, to_name: str, target: str, only_for: str) -> str:
 
 def write(migration: Migration) -> None:
     """Write ``migration.after`` over the config atomically, keeping the
-    file's mode, owner and group (see :func:`loader.write_atomic`).
+    file's mode, owner, group and extended attributes (see
+    :func:`loader.write_atomic`).
 
     Raises:
         OSError: the folder is not writable, or the config is a soft link,
-            has other hard links, is read-only, or its owner cannot be kept.
+            has other hard links, is read-only, or its owner or an extended
+            attribute cannot be kept.
     """
     write_atomic(migration.path, migration.after)

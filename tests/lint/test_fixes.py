@@ -666,6 +666,133 @@ def test_fix_keeps_the_owner_and_group(tmp_path):
     assert (info.st_uid, info.st_gid) == (65534, 65534) and json.loads(path.read_text())["rank"] == [0]
 
 
+def xattr_file(folder: Path, text: str = MESSY, name: str = "config.json") -> Path:
+    """A file in ``folder`` carrying the user.* attribute ``user.note``;
+    the test is skipped where the platform or file system has none."""
+    path = folder / name
+    path.write_text(text)
+    if not hasattr(os, "setxattr"):
+        pytest.skip("no extended attributes on this platform (os.setxattr)")
+    try:
+        os.setxattr(path, "user.note", b"keep")
+    except OSError as err:
+        pytest.skip(f"the file system of {folder} has no user.* extended attributes ({err.strerror})")
+    return path
+
+
+def acl(*entries: tuple) -> bytes:
+    """A POSIX ACL as the kernel stores it in system.posix_acl_access
+    (version 2; each entry: tag, permissions, id)."""
+    import struct
+
+    return struct.pack("<I", 2) + b"".join(struct.pack("<HHI", tag, perm, uid) for tag, perm, uid in entries)
+
+
+ANY = 0xFFFFFFFF
+#: owner rw, user nobody rw, group r, mask rw, others r
+NOBODY_MAY_WRITE = acl((1, 6, ANY), (2, 6, 65534), (4, 4, ANY), (0x10, 6, ANY), (0x20, 4, ANY))
+
+
+def set_acl(path: Path, name: str = "system.posix_acl_access") -> None:
+    try:
+        os.setxattr(path, name, NOBODY_MAY_WRITE)
+    except OSError as err:
+        pytest.skip(f"the file system of {path.parent} has no POSIX ACLs ({err.strerror})")
+
+
+def test_fix_keeps_the_extended_attributes(tmp_path):
+    """The rewrite (a new file renamed over the old) kept only the mode,
+    owner and group: a user.* attribute was lost."""
+    path = xattr_file(tmp_path)
+    names = sorted(os.listxattr(path))  # user.note, and a security label where the system gives one
+    proc = run_probe("lint", "--isolated", "--fix", "config.json", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert json.loads(path.read_text())["rank"] == [0]
+    assert sorted(os.listxattr(path)) == names and os.getxattr(path, "user.note") == b"keep"
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="an ACL naming another user: root")
+def test_fix_keeps_the_posix_acl(tmp_path):
+    path = xattr_file(tmp_path)
+    set_acl(path)
+    mode = path.stat().st_mode
+    proc = run_probe("lint", "--isolated", "--fix", "config.json", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert json.loads(path.read_text())["rank"] == [0] and path.stat().st_mode == mode
+    assert {"system.posix_acl_access", "user.note"} <= set(os.listxattr(path))
+    assert os.getxattr(path, "system.posix_acl_access") == NOBODY_MAY_WRITE
+
+
+def test_fix_gives_no_acl_the_file_did_not_have(tmp_path):
+    """The new file inherits the folder's default ACL: the rewrite gave a
+    file that had none the access of the default's users."""
+    folder = tmp_path / "shared"
+    folder.mkdir()
+    path = xattr_file(folder)
+    set_acl(folder, "system.posix_acl_default")
+    mode = path.stat().st_mode
+    proc = run_probe("lint", "--isolated", "--fix", str(path))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert json.loads(path.read_text())["rank"] == [0] and path.stat().st_mode == mode
+    assert "system.posix_acl_access" not in os.listxattr(path) and os.getxattr(path, "user.note") == b"keep"
+
+
+def test_fix_refuses_a_file_whose_attribute_cannot_be_kept(tmp_path, monkeypatch):
+    """As for another hard link: the file is left as it was, said, exit 2."""
+    path = xattr_file(tmp_path)
+    before = path.stat()
+    real = os.setxattr
+
+    def refuse(target, name, *args, **kwargs):
+        if name == "user.note":
+            raise OSError(95, "Operation not supported")
+        return real(target, name, *args, **kwargs)
+
+    monkeypatch.setattr(os, "setxattr", refuse)
+    run, (outcome,) = fix_paths([str(path)], LintOptions(isolated=True))
+    monkeypatch.undo()
+    assert run.status == 2 and outcome.failed and not outcome.written
+    assert outcome.skipped == ("not rewritten: its extended attribute 'user.note' could not be kept "
+                               "(Operation not supported)")
+    assert path.read_text() == MESSY and path.stat().st_ino == before.st_ino
+    assert os.getxattr(path, "user.note") == b"keep" and [p.name for p in tmp_path.iterdir()] == ["config.json"]
+
+
+def test_an_attribute_the_new_file_already_has_is_not_set_again(tmp_path, monkeypatch):
+    """A SELinux label the folder gives the new file is the old one's;
+    setting it again may need privileges the user lacks."""
+    from msprobe_lint.lint.loader import copy_xattrs
+
+    path = xattr_file(tmp_path)
+    given = xattr_file(tmp_path, name="new.json")
+
+    def refuse(*args, **kwargs):
+        raise PermissionError(1, "Operation not permitted")
+
+    monkeypatch.setattr(os, "setxattr", refuse)
+    copy_xattrs(str(path), str(given))
+    assert os.getxattr(given, "user.note") == b"keep"
+
+
+def test_fix_without_extended_attributes_on_the_platform(tmp_path, monkeypatch):
+    """macOS and Windows have no os.listxattr: the fix writes as before."""
+    from msprobe_lint.lint.loader import write_atomic
+
+    path = tmp_path / "config.json"
+    path.write_text(MESSY)
+    monkeypatch.delattr(os, "listxattr", raising=False)
+    write_atomic(str(path), FIXED)
+    assert path.read_text() == FIXED
+
+
+def test_migrate_write_keeps_the_extended_attributes(tmp_path):
+    """probe migrate --write shares the writer."""
+    path = xattr_file(tmp_path, json.dumps({"task": "run_ut", "dump_path": "/home/d", "run_ut": {}}, indent=2))
+    proc = run_probe("migrate", "config.json", "--to", "26.0", "--framework", "pytorch", "--write", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert '"acc_check"' in path.read_text() and os.getxattr(path, "user.note") == b"keep"
+
+
 def test_fix_of_a_folder_reports_a_soft_link_as_its_target_now_reads(tmp_path):
     (tmp_path / "a.json").write_text(MESSY)
     (tmp_path / "b.json").symlink_to("a.json")
