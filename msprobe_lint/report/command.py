@@ -24,7 +24,7 @@ from ..textsafe import shown
 from .analysis.first import STILL_WRITTEN, lost_folders, lost_sentence, turned_off_sentence
 from .analysis.scan import Summary, scan
 from .discover import dumps_below, iter_rank_folders
-from .output import inside_dump, inside_walked, write_output
+from .output import inside_dump, inside_walked, link_loop, write_output
 from .progress import Progress
 from .reader import ReadCache, read_folder
 from .render import RenderUnavailable
@@ -127,14 +127,31 @@ def earlier_runs(writers: list) -> set[str]:
     return out
 
 
+def _unreachable(path: str) -> Optional[str]:
+    """Why ``path`` leads to nothing (words that follow it), or None. A
+    soft link loop is said as one (a hunt's finding: ``probe report`` on
+    one said "no such file or directory", as ``Path.exists`` does)."""
+    loop = link_loop(path)
+    if loop:
+        return f"{loop}; give the dump_path folder"
+    try:
+        os.stat(path)
+    except FileNotFoundError:
+        return "no such file or directory"
+    except OSError as err:
+        return err.strerror or str(err)
+    return None
+
+
 def _summarise(dump_path: str, *, keep_received: bool, progress: Optional[Progress],
                cache: Optional[ReadCache], writers: list) -> tuple[Summary, ExitStatus, Optional[str]]:
     if not dump_path:  # Path("") is the current folder: `probe report "$UNSET"` would read it unasked
         return Summary(dump_path), ExitStatus.USAGE, ("an empty DUMP_PATH names no folder (an unset variable?); "
                                                       "give the dump_path folder, `.` for the current one")
     root = Path(dump_path)
-    if not root.exists():
-        return Summary(dump_path), ExitStatus.USAGE, f"{dump_path}: no such file or directory"
+    unreachable = _unreachable(dump_path)
+    if unreachable:
+        return Summary(dump_path), ExitStatus.USAGE, f"{dump_path}: {unreachable}"
     if not root.is_dir():
         return Summary(dump_path), ExitStatus.USAGE, f"{dump_path}: not a directory (give the dump_path folder)"
     if not os.access(root, os.R_OK | os.X_OK):
@@ -239,6 +256,9 @@ def run(dump_path: str, fmt: str = "text", out: Optional[IO[str]] = None, err: O
         err.write("probe: error: --force replaces an existing --output file; it goes with --output\n")
         return ExitStatus.USAGE
     refused = inside_dump(output, dump_path) if output is not None and dump_path else None  # "": refused below
+    loop = link_loop(output) if output is not None and not refused else None
+    if loop:  # said before the dump is read, as a file inside it is
+        refused = f"cannot write {output}: it {loop}"
     if refused:
         err.write(shown(f"probe: error: {refused}") + "\n")
         return ExitStatus.USAGE

@@ -66,6 +66,9 @@ def write_output(text: Union[str, Iterable[str]], output: str, *, force: bool = 
     """
     pieces = [text] if isinstance(text, str) else text
     path = Path(output)
+    loop = link_loop(output)
+    if loop:  # Path.exists says False, resolve raises: a hunt's traceback with --force
+        return f"cannot write {output}: it {loop}"
     if path.is_dir():
         return f"{output} is a directory; give a file name"
     if path.exists() and not path.is_file():  # a device, a FIFO: written through, never replaced (a hunt found
@@ -96,6 +99,22 @@ def write_output(text: Union[str, Iterable[str]], output: str, *, force: bool = 
         if isinstance(err, OSError):
             return f"cannot write {output}: {err.strerror or err}"
         raise
+    return None
+
+
+def link_loop(path: str) -> Optional[str]:
+    """Words that follow ``path`` saying it is, or goes through, a soft
+    link loop (``ELOOP``: ``Path.exists`` says False for it, and
+    ``Path.resolve`` raises); None otherwise."""
+    import errno
+
+    try:
+        os.stat(path)
+    except OSError as err:
+        if err.errno == errno.ELOOP:
+            where = "is" if os.path.islink(path) else "goes through"
+            return (f"{where} a soft link loop (its soft links lead back to themselves, or chain too deep: "
+                    f"{err.strerror})")
     return None
 
 

@@ -329,6 +329,42 @@ def test_missing_and_not_a_folder(tmp_path):
     assert report(tmp_path, "json")[2] == ""  # no dump found: a note, in the JSON only
 
 
+def test_a_soft_link_loop_as_the_dump_path_is_said_to_be_one(tmp_path):
+    """A hunt's finding: ``probe report`` on a soft link loop said "no such
+    file or directory" (the link is there: the user looked for a typo)."""
+    (tmp_path / "a").symlink_to("b")
+    (tmp_path / "b").symlink_to("a")
+    for path, where in ((tmp_path / "a", "is"), (tmp_path / "a" / "step0", "goes through")):
+        for fmt in ("text", "json", "html"):
+            status, out, err = report(path, fmt)
+            said = f"{path}: {where} a soft link loop ("
+            assert status == 2 and err.startswith(f"probe: error: {said}") and "no such file" not in err, err
+            assert "give the dump_path folder" in err and "Traceback" not in err
+            if fmt == "json":
+                assert strict_json(out)["summary"]["message"].startswith(said)
+    proc = run_probe("report", str(tmp_path / "a"))
+    assert proc.returncode == 2 and "is a soft link loop" in proc.stderr and "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("force", [False, True])
+def test_output_onto_a_soft_link_loop_is_refused_not_a_traceback(tmp_path, force):
+    """A hunt's finding: ``-o LOOP --force`` was a RuntimeError traceback
+    (Path.resolve), and without --force it "already exists". Refused
+    before the dump is read; the links are left as they were."""
+    (tmp_path / "a").symlink_to("b")
+    (tmp_path / "b").symlink_to("a")
+    for output, where in ((tmp_path / "a", "is"), (tmp_path / "a" / "r.txt", "goes through")):
+        out, err = io.StringIO(), io.StringIO()
+        assert main(str(DATA / "ours"), "text", out=out, err=err, output=str(output), force=force) == 2
+        assert err.getvalue().startswith(f"probe: error: cannot write {output}: it {where} a soft link loop ("), \
+            err.getvalue()
+        assert out.getvalue() == "" and "step0/rank1" not in err.getvalue()
+    assert os.readlink(tmp_path / "a") == "b" and os.readlink(tmp_path / "b") == "a"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a", "b"]
+    proc = run_probe("report", str(DATA / "ours"), "-o", str(tmp_path / "a"), *(["--force"] if force else []))
+    assert proc.returncode == 2 and "is a soft link loop" in proc.stderr and "Traceback" not in proc.stderr
+
+
 def test_truncated_dump_and_overflow_json(tmp_path):
     """A job killed mid-run: both files cut off; what was written is shown."""
     rank = tmp_path / "step0" / "rank1"
