@@ -83,7 +83,7 @@ def _dispatch(args: list[str]) -> int:
 
     format = values.pop("format", "text")
     output = values.pop("output", None)
-    fixing = {key: values.pop(key, False) for key in ("fix", "unsafe_fixes", "diff", "show_files")}
+    fixing = {key: values.pop(key, False) for key in ("force", "fix", "unsafe_fixes", "diff", "show_files")}
     for key in ("select", "ignore", "extend_select", "exclude", "extend_exclude"):
         if key in values:
             values[key] = tuple(values[key])

@@ -172,7 +172,7 @@ def lint(
         None, metavar="PATH...", show_default=False,
         help="Config files, folders to search for msprobe configs, or - for standard input."),
     format: Format = option("format", default=BY_FIELD["format"].kind[0]),
-    output: Optional[str] = option("output"),
+    output: Optional[str] = option("output"), force: bool = option("force"),
     strict: bool = option("strict"), fix: bool = option("fix"), unsafe_fixes: bool = option("unsafe_fixes"),
     diff: bool = option("diff"),
     select: List[str] = option("select"), ignore: List[str] = option("ignore"),
@@ -198,7 +198,7 @@ def lint(
                             extend_select=extend_select, config_file=config_file, only_msprobe=only_msprobe,
                             exclude=exclude or None, extend_exclude=extend_exclude, follow_symlinks=follow_symlinks,
                             stdin_filename=stdin_filename)
-    raise typer.Exit(run_lint(paths or [], options, format=format.value, output=output, fix=fix,
+    raise typer.Exit(run_lint(paths or [], options, format=format.value, output=output, force=force, fix=fix,
                               unsafe_fixes=unsafe_fixes, diff=diff, show_files=show_files))
 
 

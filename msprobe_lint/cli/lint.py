@@ -27,7 +27,8 @@ if TYPE_CHECKING:
 
 
 def run_lint(paths: list[str], options: Any, *, format: str = "text", output: Optional[str] = None,
-             fix: bool = False, unsafe_fixes: bool = False, diff: bool = False, show_files: bool = False) -> int:
+             force: bool = False, fix: bool = False, unsafe_fixes: bool = False, diff: bool = False,
+             show_files: bool = False) -> int:
     """Lint, print or write the report, return the exit status.
 
     ``fix`` applies the safe fixes (``unsafe_fixes`` the unsafe ones too),
@@ -36,19 +37,28 @@ def run_lint(paths: list[str], options: Any, *, format: str = "text", output: Op
     1 when there is something to fix, else that of the plain lint). With
     ``fix``, standard input's fixed text goes to stdout and the report to
     stderr (or ``output``). ``show_files`` prints what would be linted and
-    why instead (text, or a JSON object for ``--format json``)."""
+    why instead (text, or a JSON object for ``--format json``).
+
+    An existing ``output`` is replaced only when it holds an earlier
+    output of ``probe lint`` (a report in any format, a diff, a file
+    listing) or nothing, or with ``force`` (:mod:`.lint_output`); never
+    when it is a file being linted or read by the lint, or an msprobe
+    config."""
     from ..lint.options import UsageError
 
     if output == "-":
         output = None
     problem = check_usage(paths, output, format=format, fix=fix, unsafe_fixes=unsafe_fixes, diff=diff,
-                          show_files=show_files)
+                          show_files=show_files, force=force)
     if problem:
         return fail(problem)
     read = next((f for f in _read_besides(paths, options) if _overwrites(f, output)), None) if output else None
     if read is not None:  # a fresh user's training script was replaced by the report
         return fail(f"--output {output} is read by the lint ({read}: the training script or the settings); "
                     "it would be overwritten (choose another file)")
+    refused = _overwrite_refusal(output, force)  # after the refusals --force does not lift, which say more
+    if refused:
+        return fail(refused)
     try:
         if show_files:
             text, status = list_files(paths, options, format)
@@ -66,13 +76,28 @@ def run_lint(paths: list[str], options: Any, *, format: str = "text", output: Op
                     return status
     except UsageError as err:
         return fail(str(err))
+    refused = _overwrite_refusal(output, force)  # asked again: a file may have appeared there while the lint ran
+    if refused:
+        return fail(refused)
     return emit(text, output) or status
 
 
+def _overwrite_refusal(output: Optional[str], force: bool) -> Optional[str]:
+    """Why the existing file ``output`` must not be replaced, or None
+    (:func:`.lint_output.overwrite_refusal`)."""
+    if output is None:
+        return None
+    from .lint_output import overwrite_refusal
+
+    return overwrite_refusal(output, force=force)
+
+
 def check_usage(paths: list[str], output: Optional[str], *, format: str, fix: bool, unsafe_fixes: bool,
-                diff: bool, show_files: bool) -> Optional[str]:
+                diff: bool, show_files: bool, force: bool = False) -> Optional[str]:
     """What is wrong with this combination of options (a message for
     ``probe: error:``), or None."""
+    if force and output is None:
+        return "--force replaces an existing --output file; it goes with --output"
     if any(_overwrites(p, output) for p in paths):
         return f"--output {output} is one of the files being linted; it would be overwritten"
     if unsafe_fixes and not (fix or diff):

@@ -47,7 +47,7 @@ class LintOption:
 
     Attributes:
         names: ``("--format", "-f")``; the first is the long name.
-        field: the LintOptions field, or ``format``, ``output``, ``fix``,
+        field: the LintOptions field, or ``format``, ``output``, ``force``, ``fix``,
             ``unsafe_fixes``, ``diff``, ``show_files``.
         kind: ``"flag"``, ``"str"``, ``"multi"`` (repeatable, each value
             comma-separated), ``"posint"`` (an integer >= 1) or a tuple of
@@ -68,7 +68,10 @@ class LintOption:
 LINT_OPTIONS: tuple[LintOption, ...] = (
     LintOption(("--format", "-f"), "format", FORMATS, "FORMAT",
                f"Output format: {_either(FORMATS)} (default: {FORMATS[0]}).", OUTPUT),
-    LintOption(("--output", "-o"), "output", "str", "FILE", "Write the report to this file.", OUTPUT),
+    LintOption(("--output", "-o"), "output", "str", "FILE",
+               "Write the report to this file (an existing one only if it holds an earlier report).", OUTPUT),
+    LintOption(("--force",), "force", "flag", None,
+               "Replace an existing --output file that is not an earlier report.", OUTPUT),
     LintOption(("--strict",), "strict", "flag", None, "Exit 1 on warnings too.", OUTPUT),
     LintOption(("--fix",), "fix", "flag", None, "Apply the safe fixes in place, then report what is left.", OUTPUT),
     LintOption(("--unsafe-fixes",), "unsafe_fixes", "flag", None,

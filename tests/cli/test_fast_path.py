@@ -33,6 +33,7 @@ def project(tmp_path):
     write_config(tmp_path, '{"task": "overflow_check",}', "broken.json")
     write_config(tmp_path, {"architectures": ["Bert"], "hidden_size": 768}, "model_config.json")
     (tmp_path / "train.py").write_text("import mindspore as ms\nms.set_context(mode=ms.GRAPH_MODE)\n")
+    (tmp_path / "notes.txt").write_text("the user's notes\n")
     return tmp_path
 
 
@@ -54,6 +55,9 @@ ARGVS = [
     ["lint", "--isolated", "--config-file", "missing.toml", "good.json"],
     ["lint", "--isolated", "missing.json"],
     ["lint", "--isolated", "-o", "no/such/dir/out.txt", "bad.json"],
+    ["lint", "--isolated", "-o", "notes.txt", "bad.json"],  # refused: not an earlier report
+    ["lint", "--isolated", "-o", "notes.txt", "--force", "bad.json"],
+    ["lint", "--isolated", "--force", "bad.json"],  # usage error: needs --output
     ["lint", "--isolated", "--diff", "bad.json", "good.json", "broken.json"],
     ["lint", "--isolated", "--diff", "--unsafe-fixes", "--mode", "pynative", "bad.json"],
     ["lint", "--isolated", "--unsafe-fixes", "bad.json"],  # usage error: needs --fix or --diff

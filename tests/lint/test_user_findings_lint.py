@@ -72,7 +72,7 @@ def test_output_never_overwrites_the_script_or_the_settings(tmp_path):
     settings.write_text('[tool.probe-lint]\nscript = "train.py"\n')
     before = {f: f.read_bytes() for f in (script, settings)}
     for flags, target in ((["--isolated", "--script", str(script)], script), ([], script), ([], settings),
-                          (["--config-file", str(settings)], settings)):
+                          (["--config-file", str(settings)], settings), (["--force"], script)):  # not even so
         proc = run_probe("lint", str(path), *flags, "--output", str(target), cwd=tmp_path)
         assert proc.returncode == 2 and "is read by the lint" in proc.stderr, (flags, target, proc.stderr)
         assert {f: f.read_bytes() for f in before} == before
