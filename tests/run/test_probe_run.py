@@ -275,6 +275,18 @@ TURNED_OFF = [
 ]
 
 
+def _launch_refused(tmp_path, table, flags):
+    """``probe run`` with ``[tool.probe-lint]`` ``table`` and ``flags``: it
+    must refuse (exit 1) without starting the command. (config, process)."""
+    (tmp_path / "pyproject.toml").write_text("[tool.probe-lint]\n" + table)
+    cfg = config(tmp_path, rank=[], step=[])
+    os.chmod(cfg, 0o640)
+    marker = tmp_path / "started"
+    proc = run_probe("run", str(cfg), *flags, "--", PY, "-c", f"open({str(marker)!r}, 'w').close()", cwd=tmp_path)
+    assert proc.returncode == 1 and not marker.exists(), proc.stderr
+    return cfg, proc
+
+
 @pytest.mark.parametrize("table, flags, in_lint", TURNED_OFF)
 def test_no_setting_lets_a_run_write_into_an_earlier_dump(tmp_path, table, flags, in_lint):
     """A tester's finding: a project with `ignore = ["PL407"]` (or `probe
@@ -283,13 +295,8 @@ def test_no_setting_lets_a_run_write_into_an_earlier_dump(tmp_path, table, flags
     step3/rank/dump.json, and `probe report` named the old run's origin.
     PL411 is one of the rules the debugger cannot run without: `probe lint`
     keeps the project's choice, `probe run` refuses whatever it says."""
-    (tmp_path / "pyproject.toml").write_text("[tool.probe-lint]\n" + table)
     old = _earlier_dump(tmp_path)
-    cfg = config(tmp_path, rank=[], step=[])
-    os.chmod(cfg, 0o640)
-    marker = tmp_path / "started"
-    proc = run_probe("run", str(cfg), *flags, "--", PY, "-c", f"open({str(marker)!r}, 'w').close()", cwd=tmp_path)
-    assert proc.returncode == 1 and not marker.exists(), proc.stderr
+    cfg, proc = _launch_refused(tmp_path, table, flags)
     assert "PL411 error" in proc.stderr and "already holds a dump of an earlier run (step3/rank)" in proc.stderr
     assert old.read_text() == '{"data": {"earlier": 1}}'
     # the lint alone reports as the project and the flags ask (the settings are for reporting)
@@ -304,13 +311,8 @@ def test_no_setting_lets_a_run_start_into_a_dump_path_it_cannot_write(tmp_path, 
     """The same for PL407: a dump_path that is a file, let through, makes
     the debugger turn detection off and the job end with a false "no
     overflow found"."""
-    (tmp_path / "pyproject.toml").write_text("[tool.probe-lint]\n" + table)
     (tmp_path / "dump").write_text("not a folder")
-    cfg = config(tmp_path, rank=[], step=[])
-    os.chmod(cfg, 0o640)
-    marker = tmp_path / "started"
-    proc = run_probe("run", str(cfg), *flags, "--", PY, "-c", f"open({str(marker)!r}, 'w').close()", cwd=tmp_path)
-    assert proc.returncode == 1 and not marker.exists(), proc.stderr
+    _, proc = _launch_refused(tmp_path, table, flags)
     assert "PL407 error" in proc.stderr and "exists and is not a directory" in proc.stderr
 
 
