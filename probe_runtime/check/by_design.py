@@ -445,16 +445,26 @@ class ByDesign:
         no checked call made. The copy of the tensor written into (the
         first argument) holding -inf belongs to the maker of what the call
         returned (``s[pad] = -inf`` twice into the same scores); any other
-        copy holding -inf only, or +inf only, to the maker of a remembered
-        tensor holding the very same values (``s.copy_(masked)``,
-        ``s[pad] = mask_value``; a review's finding: a +inf fill assigned
-        into a Parameter, ``ops.assign(best, d)``, was recorded before its
-        maker as carried, "made outside the checked window")."""
+        copy holding -inf only to the maker of a remembered tensor holding
+        the very same values (``s.copy_(masked)``, ``s[pad] =
+        mask_value``). A copy holding +inf only belongs to a maker only when
+        the code passed that maker's very tensor (``call.originals``; a
+        review's finding: a +inf fill assigned into a Parameter,
+        ``ops.assign(best, d)``, was recorded after the assign, "made
+        outside the checked window"; another's: matched by values, a real
+        +inf assigned later made a consumed fill an ORIGIN)."""
         target = written_tensor(call)
         written_by = self.maker_of(target) if target is not None else None
+        originals = getattr(call, "originals", None) or {}
         for position, tensor in enumerate(iter_tensors([getattr(call, "args", ()), getattr(call, "kwargs", {})])):
-            if tensor is target or self.maker_of(tensor) is not None or \
-                    not (only_negative_infinity(tensor, cache) or only_positive_infinity(tensor, cache)):
+            if tensor is target or self.maker_of(tensor) is not None:
+                continue
+            if not only_negative_infinity(tensor, cache):
+                # +inf: only the copy of a maker's very tensor (a real +inf of the same values is no fill's)
+                original = originals.get(id(tensor))
+                maker = self.maker_of(original) if original is not None else None
+                if maker is not None and only_positive_infinity(tensor, cache):
+                    self._tensors[id(tensor)] = (tensor, maker)
                 continue
             maker = written_by if position == 0 and written_by is not None else self._same_values(tensor, cache)
             if maker is not None:

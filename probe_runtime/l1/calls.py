@@ -58,6 +58,9 @@ class ApiCall:
         recomputed: made while MindSpore ran a recomputed Cell's forward pass
             again in the backward pass (``Cell.recompute()``): it repeats a
             forward call of the same step.
+        originals: an in-place call's copied inputs, ``id(copy)`` -> the
+            tensor the code passed (``check.by_design.ByDesign.inherit``
+            finds a deferred maker's tensor through it), else None.
     """
 
     api: str
@@ -82,6 +85,7 @@ class ApiCall:
     parent: Any = None
     cells: bool = False
     recomputed: bool = False
+    originals: Optional[dict] = None
 
     @property
     def name(self) -> str:

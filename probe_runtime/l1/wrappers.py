@@ -397,14 +397,17 @@ class Wrappers:
         self.sink.before_mutation([a for a in args if is_tensor(a)] + [v for v in kwargs.values() if is_tensor(v)])
         copies = []
         written = []
+        originals = {}
         for position, item in enumerate(args):
             if is_floating(item):
                 copy = self._deepcopy(item)
                 if is_parameter(item):  # named when a record needs it (check.provenance.written_name)
                     written.append((f"input_args[{position}]", copy, item, item))
+                originals[id(copy)] = item
                 item = copy
             copies.append(item)
         call.args = tuple(copies)
+        call.originals = originals or None
         if written:
             call.written = written
             call.params_at_start = at_start

@@ -140,7 +140,8 @@ def test_a_positive_fill_assigned_into_a_parameter_is_recorded_after_its_maker(t
     assign recorded first, carried, its input "made outside the checked
     window", and the fill after it: the in-place call's copy of the value
     was not known as the maker's. The fill is the first record now, the
-    assign carried after it, in every step."""
+    assign carried after it. In the next step the Parameter holds step 0's
+    +inf at ``start()``, and the assign's record says so."""
     def scenario(debugger):
         best = ms.Parameter(Tensor(np.zeros(4, np.float32)), name="best", requires_grad=False)
         for _ in range(2):
@@ -152,9 +153,31 @@ def test_a_positive_fill_assigned_into_a_parameter_is_recorded_after_its_maker(t
             debugger.step()
 
     for records in run_default_and_exact(tmp_path, monkeypatch, scenario, ORIGINAL):
-        for step in (0, 1):
-            names = [(r["name"], r["origin"]) for s, r in records if s == step]
-            assert names[:2] == [("Functional.masked_fill.0.forward", True), ("Functional.assign.0.forward", False)], \
-                records
-            assigned = next(r for s, r in records if s == step and r["name"] == "Functional.assign.0.forward")
-            assert "made outside" not in (assigned.get("entered") or {}).get("message", ""), assigned
+        names = [(r["name"], r["origin"]) for s, r in records if s == 0]
+        assert names == [("Functional.masked_fill.0.forward", True), ("Functional.assign.0.forward", False)], records
+        assert "made outside" not in (records[1][1].get("entered") or {}).get("message", ""), records
+        later = [r for s, r in records if s == 1]
+        assert later[0]["name"] == "Functional.assign.0.forward" and not later[0]["origin"], records
+        assert later[0]["entered"]["message"].startswith("Parameter best already held inf/nan at start()"), later
+
+
+def test_a_real_positive_infinity_assigned_is_not_taken_for_a_consumed_fill(tmp_path, monkeypatch):
+    """A review's finding against the test above's fix, which first
+    matched an in-place call's +inf copy to a fill by its values: a
+    ``masked_fill(+inf)`` consumed by ``minimum``, then an ``exp`` that
+    overflowed to the same values assigned into a Parameter, made the fill
+    a second ORIGIN. Only the copy of the fill's very tensor is the
+    fill's: ``exp`` is the one origin."""
+    def scenario(debugger):
+        best = ms.Parameter(Tensor(np.zeros(4, np.float32)), name="best", requires_grad=False)
+        debugger.start()
+        filled = ops.masked_fill(Tensor(np.ones(4, np.float32)), Tensor(np.array([True, False, False, False])),
+                                 float("inf"))
+        ops.minimum(filled, 5.0)
+        ops.assign(best, ops.exp(Tensor(np.array([100.0, 0, 0, 0], np.float32))))
+        debugger.stop()
+
+    for records in run_default_and_exact(tmp_path, monkeypatch, scenario, ORIGINAL):
+        origins = [r["name"] for _, r in records if r["origin"]]
+        assert origins == ["Functional.exp.0.forward"], records
+        assert "Functional.masked_fill.0.forward" not in [r["name"] for _, r in records], records
