@@ -529,8 +529,8 @@ def held_at_start(node: Any, param: Any, cache: HostCache) -> Optional[bool]:
     """Whether ``param`` held inf/nan at ``start()``: True when its value
     then is known and not finite, False when it is known and finite, None
     when it was not read then. At L0 the value at ``start()`` is the
-    window's ``start_values`` entry (its probe at ``start()``, or the
-    model's probe at its first call, before any update): a Parameter that
+    window's ``start_values`` entry (its probe at ``start()``: a hooked
+    Cell's own Parameters and the models' are probed then): a Parameter that
     is not the model's, first seen as a Cell's argument, has none, since
     code no Cell check sees (the user's loop, the model's own
     ``construct``) may have written it after ``start()`` (a review's
@@ -546,6 +546,12 @@ def held_at_start(node: Any, param: Any, cache: HostCache) -> Optional[bool]:
     if found is None or found[0] is not param:
         return None
     return not cache.finite(found[1])
+
+
+#: what writes a Parameter that no L0 record names as the writer
+UNSEEN_WRITERS = ("code no Cell check sees, such as the training loop or a Cell's own construct, or a Cell given it "
+                  "as an argument, whose writes L0 sees only into a Parameter argument of at most 1,048,576 elements, "
+                  "not nested deeper than one tuple")
 
 
 def _parameter_entry(name: str, label: Optional[str], parameter: str, at_start: Optional[bool],
@@ -564,12 +570,11 @@ def _parameter_entry(name: str, label: Optional[str], parameter: str, at_start: 
         message = f"Parameter {parameter} already held inf/nan at start(); first used by {used}"
     elif at_start is None:
         message = (f"Parameter {parameter} held inf/nan when first used, by {used}; it is not the model's, so its "
-                   "value at start() was not read, and code no Cell check sees (the training loop, a Cell's own "
-                   "construct) may have written it since; use level L1 to see the API")
+                   f"value at start() was not read, and something may have written it since ({UNSEEN_WRITERS}); "
+                   "use level L1 to see the API")
     else:
-        message = (f"Parameter {parameter} was finite at start() and held inf/nan when first used, by {used}: code "
-                   "no Cell check sees (the training loop, a Cell's own construct) wrote it in between; use level "
-                   "L1 to see the API")
+        message = (f"Parameter {parameter} was finite at start() and held inf/nan when first used, by {used}: "
+                   f"something wrote it in between ({UNSEEN_WRITERS}); use level L1 to see the API")
     return entered_object(name, input=label, source=SOURCE_PARAMETER, parameter=parameter, at_start=bool(at_start),
                           message=message)
 

@@ -122,8 +122,8 @@ class CellHooks:
         self.sweep = StateSweep()
         #: id of each Cell's own Parameter -> (prefix, short name, Parameter, its probe at start())
         self._start_probes: dict[int, tuple[str, str, Any, Any]] = {}
-        #: id of a Parameter -> (it, its probe at start()): the Cells' own (at install) and the models' (their
-        #: first call, before any update); what ``CellCall.start_values`` refers to
+        #: id of a Parameter -> (it, its probe at start()): the Cells' own and the models' (both at install);
+        #: what ``CellCall.start_values`` refers to
         self._starts: dict[int, tuple[Any, Any]] = {}
         #: in-place writes between the Cells resolve the pending checks first (:mod:`.mutations`)
         self.mutations = MutationGuard(sink)
@@ -196,6 +196,7 @@ class CellHooks:
                     for (name, param), probe in zip(target.params.items(), probes):
                         self._start_probes.setdefault(id(param), (target.prefix, name, param, probe))
                         self._starts.setdefault(id(param), (param, probe))
+            self._probe_tops_at_start(model)
             self.sweep.begin(model, self.modules, self._probe_one)
         for target in targets:
             self._hook_cell(target)
@@ -335,9 +336,22 @@ class CellHooks:
             self._top_probes[prefix] = probes
             for (name, param), probe in zip(params.items(), probes):  # (a leaf model given to start())
                 self._start_probes.setdefault(id(param), (prefix, name, param, probe))
-                if not self.params_changed:  # taken before any update in the window: its value at start()
-                    self._starts.setdefault(id(param), (param, probe))
         return probes
+
+    def _probe_tops_at_start(self, model: Any) -> None:
+        """The values at ``start()`` of the own Parameters of the models
+        given to it (``_starts``), probed now: the probe at a model's first
+        call comes after whatever the loop did in between (a review's
+        finding: a Parameter the loop set to inf with ``ops.assign`` between
+        ``start()`` and that call was said to have held inf/nan at
+        ``start()``). A fault turns the Parameter checks off."""
+        try:
+            for _, root in models(model, self.modules):
+                for param in own_parameters(root, self.modules).values():
+                    if id(param) not in self._starts:
+                        self._starts[id(param)] = (param, self._probe_one(param))
+        except Exception as err:
+            self._fail("parameters", err)
 
     def _hook_tops(self, model: Any) -> None:
         """Hooks on the models themselves: their call and output, recorded

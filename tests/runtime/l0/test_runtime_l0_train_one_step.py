@@ -413,7 +413,8 @@ def test_a_parameter_finite_at_start_is_never_said_to_have_held_inf_then(tmp_pat
         assert (entered["source"], entered["parameter"], entered["at_start"]) == ("parameter", "scale", False)
         assert "already held inf/nan at start()" not in entered["message"], entered
         assert entered["message"].startswith("Parameter scale was finite at start() and held inf/nan when first "
-                                             f"used, by input_args[0] of {SCALER_UPDATE}: code no Cell check sees"), \
+                                             f"used, by input_args[0] of {SCALER_UPDATE}: something wrote it in "
+                                             "between (code no Cell check sees"), \
             entered
 
 
@@ -514,3 +515,26 @@ def test_a_cell_writing_inf_into_a_parameter_inside_a_tuple_argument_is_the_orig
         entry = _entry(tmp_path, checks, "Cell.ema._EmaUpdate.forward.0")
         assert entry["input_args"][0][0]["Max"] == 1.0, entry["input_args"]
         assert np.isinf(entry["written"]["input_args[0][0]"]["Max"]), entry["written"]
+
+
+def test_a_model_parameter_written_after_start_is_not_said_to_have_held_inf_then(tmp_path, monkeypatch):
+    """A review's finding: the model's own scale is 2.0 at ``start()``;
+    the loop sets it to inf (``ops.assign``) before the model's first
+    call. Its value at ``start()`` was its probe at that first call, so the
+    record said it "already held inf/nan at start()". The models' own
+    Parameters are probed at ``start()`` now: it was finite then."""
+    def run(debugger):
+        model = _Scaler(2.0)
+        debugger.start(model)
+        ops.assign(model.scale, Tensor(float("inf"), ms.float32))
+        model(Tensor(False))
+        debugger.stop()
+        debugger.step()
+
+    default, exact = run_default_and_exact(tmp_path, monkeypatch, run, ORIGINAL, level="L0")
+    for records in (default, exact):
+        step, first = records[0]
+        entered = first["entered"]
+        assert (step, entered["parameter"], entered["at_start"]) == (0, "scale", False), records
+        assert entered["message"].startswith("Parameter scale was finite at start() and held inf/nan when first "
+                                             "used"), entered
