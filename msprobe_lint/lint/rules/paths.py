@@ -16,6 +16,8 @@ import os
 import re
 import stat
 
+from probe_format.layout import DUMP_FILE, MODE_DIRS, OVERFLOW_FILE, RANK_PATTERN, STEP_PATTERN
+
 from ..config_view import ConfigView
 from ..context import Context
 from ..diagnostic import Finding, Severity, set_value
@@ -605,7 +607,6 @@ def not_writable(config: ConfigView, context: Context) -> Iterator[Finding]:
                           hint="choose a folder on a normal, writable filesystem")
 
 
-STEP_DIR = re.compile(r"step[0-9]+$")
 #: the missing folder levels msprobe creates for a dump_path: its
 #: ``file_utils.create_directory`` recurses once per missing parent under a
 #: ``recursion_depth_decorator(max_depth=16)`` (mindstudio-probe 8.1.2), and
@@ -641,7 +642,7 @@ def _running_writer(folder: Path, earlier: list[str]) -> str:
     (rank: pid 12 on host h, ...)``; "" when no such process runs."""
     from ...live_writers import read_writers
 
-    rank_dirs = {part for entry in earlier for part in entry.split("/") if not STEP_DIR.match(part)}
+    rank_dirs = {part for entry in earlier for part in entry.split("/") if RANK_PATTERN.match(part)}
     live = [w for w in read_writers(str(folder)) if w.live and w.rank_dir in rank_dirs]
     if not live:
         return ""
@@ -659,23 +660,44 @@ def _listed(folder: Path) -> list[str]:
 
 
 def _earlier_dump(folder: Path, rank_dir: Optional[str]) -> list[str]:
-    """``stepN/rank*`` folders already in ``folder`` that this run would
-    mix with, then ``rank*/stepN`` ones: the other nesting, which `probe
-    report` reads as a dump too (docs/report-format.md), so a new run's
-    ``stepN/rank*`` beside it would be read with it as one run. Without
-    ``rank_dir`` (a plain lint): any rank's. With it (the runtime knows the
-    folder it writes): a single process (``rank``) has no sibling workers,
-    so any rank's folder is an earlier run's; a worker of a distributed job
-    (``rank<R>``) counts its own folder and the single-process ``rank``,
-    never its siblings' ``rank<S>``."""
+    """The folders of another run's dump in ``folder`` that this run would
+    mix with, wherever `probe report` reads one (docs/report-format.md):
+    ``stepN/rank*``, the other nesting ``rank*/stepN``, either under
+    msprobe's ``graph/`` or ``pynative/`` split, and a lone ``rank*`` or
+    ``stepN`` folder holding dump.json or overflow.json. Names are those of
+    :mod:`probe_format.layout` (``step3``, ``rank``, ``rank0``; a
+    ``rank_old`` or ``ranking`` folder, or a file, is no dump: a tester's
+    finding). Without ``rank_dir`` (a plain lint): any rank's. With it (the
+    runtime knows the folder it writes): a single process (``rank``) has no
+    sibling workers, so any rank's folder is an earlier run's; a worker of
+    a distributed job (``rank<R>``) counts its own folder and the
+    single-process ``rank``, never its siblings' ``rank<S>``."""
     def counted(rank: str) -> bool:
-        return rank in (rank_dir, "rank") if rank_dir and rank_dir != "rank" else rank.startswith("rank")
+        if not RANK_PATTERN.match(rank):
+            return False
+        return rank in (rank_dir, "rank") if rank_dir and rank_dir != "rank" else True
 
-    entries = _listed(folder)
-    found = [f"{step}/{rank}" for step in entries if STEP_DIR.match(step)
-             for rank in _listed(folder / step) if counted(rank)]
-    found += [f"{rank}/{step}" for rank in entries if counted(rank)
-              for step in _listed(folder / rank) if STEP_DIR.match(step)]
+    def folders(where: Path) -> list[str]:
+        return [name for name in _listed(where) if (where / name).is_dir()]
+
+    def records(where: Path) -> bool:
+        return (where / DUMP_FILE).is_file() or (where / OVERFLOW_FILE).is_file()
+
+    found: list[str] = []
+    for prefix in ("", *(f"{mode}/" for mode in MODE_DIRS)):
+        base = folder / prefix if prefix else folder
+        if prefix and not base.is_dir():
+            continue
+        entries = folders(base)
+        for name in entries:
+            inner = folders(base / name)
+            if STEP_PATTERN.match(name):
+                nested = [f"{prefix}{name}/{rank}" for rank in inner if counted(rank)]
+            elif counted(name):
+                nested = [f"{prefix}{name}/{step}" for step in inner if STEP_PATTERN.match(step)]
+            else:
+                continue
+            found += nested or ([f"{prefix}{name}"] if records(base / name) else [])
     return found
 
 

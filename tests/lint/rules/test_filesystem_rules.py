@@ -361,3 +361,34 @@ def test_unreachable_path_does_not_crash(base, monkeypatch):
     monkeypatch.setattr(os, "stat", denied)
     found = lint_fs(write_config(base, config(dump_path=str(base / "locked" / "dump"))))
     assert not [d for d in found if "internal error" in d.message]
+
+
+@pytest.mark.parametrize("entry, shown", [
+    ("pynative/step1/rank", "pynative/step1/rank"), ("graph/step3/rank0", "graph/step3/rank0"),
+    ("pynative/rank0/step3", "pynative/rank0/step3"), ("rank0", "rank0"), ("rank", "rank"), ("step3", "step3")])
+def test_every_layout_probe_report_reads_is_an_earlier_dump(base, entry, shown):
+    """A tester's finding: `probe report` also reads msprobe's
+    ``graph/``/``pynative/`` split and a lone rank or step folder holding
+    the records, and PL411 let a new run start beside them: the report then
+    named the old run's origin as the new run's."""
+    dump = base / "dump"
+    (dump / entry).mkdir(parents=True)
+    (dump / entry / ("overflow.json" if entry == "step3" else "dump.json")).write_text("{}")
+    (found,) = only(lint_fs(write_config(base, config(dump_path=str(dump)))), "PL411")
+    assert f"already holds a dump of an earlier run ({shown})" in found.message, found.message
+
+
+@pytest.mark.parametrize("entry", ["rank_old/step1", "ranking/step1", "rank0_1/step3", "step3/rank_notes.txt",
+                                   "rank0/step3"])
+def test_names_msprobe_does_not_write_are_no_dump(base, entry):
+    """A tester's finding: any name starting with ``rank`` counted, files
+    too: an old dump moved aside inside dump_path (``rank_old/step1``), or
+    a file ``rank0/step3``, blocked every launch with no way around it.
+    Only msprobe's folder names count (``rank``, ``rank<R>``, ``step<N>``)."""
+    dump = base / "dump"
+    (dump / entry).parent.mkdir(parents=True)
+    if entry.endswith((".txt", "/step3")) and entry.startswith(("step3/", "rank0/")):
+        (dump / entry).write_text("")
+    else:
+        (dump / entry).mkdir()
+    assert only(lint_fs(write_config(base, config(dump_path=str(dump)))), "PL411") == []
