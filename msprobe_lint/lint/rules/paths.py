@@ -16,8 +16,6 @@ import os
 import re
 import stat
 
-from probe_format.layout import DUMP_FILE, MODE_DIRS, OVERFLOW_FILE, RANK_PATTERN, STEP_PATTERN
-
 from ..config_view import ConfigView
 from ..context import Context
 from ..diagnostic import Finding, Severity, set_value
@@ -640,6 +638,8 @@ def _running_writer(folder: Path, earlier: list[str]) -> str:
     (``stepN/<rank folder>`` or ``<rank folder>/stepN`` entries; a live
     marker of :mod:`msprobe_lint.live_writers`), as ``another running job
     (rank: pid 12 on host h, ...)``; "" when no such process runs."""
+    from probe_format.layout import RANK_PATTERN
+
     from ...live_writers import read_writers
 
     rank_dirs = {part for entry in earlier for part in entry.split("/") if RANK_PATTERN.match(part)}
@@ -671,7 +671,10 @@ def _earlier_dump(folder: Path, rank_dir: Optional[str]) -> list[str]:
     runtime knows the folder it writes): a single process (``rank``) has no
     sibling workers, so any rank's folder is an earlier run's; a worker of
     a distributed job (``rank<R>``) counts its own folder and the
-    single-process ``rank``, never its siblings' ``rank<S>``."""
+    single-process ``rank``, never its siblings' ``rank<S>``. (probe_format
+    is imported here: a plain lint's start-up loads no ``typing``.)"""
+    from probe_format.layout import DUMP_FILE, MODE_DIRS, OVERFLOW_FILE, RANK_PATTERN, STEP_PATTERN
+
     def counted(rank: str) -> bool:
         if not RANK_PATTERN.match(rank):
             return False
