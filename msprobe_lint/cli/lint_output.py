@@ -30,10 +30,14 @@ if TYPE_CHECKING:
 #: how much of the start and of the end of an existing FILE is read
 HEAD, TAIL = 64 * 1024, 4 * 1024
 
-_GITHUB = ("::error ", "::warning ", "::notice ")
-# the last line of a text report (reporters/text.py: the summary, then what --fix would fix)
-_TEXT_LAST = re.compile(r"All checks passed \(\d+ files?\)\."
-                        r"|Found \d+ (?:error|warning|info)s?\b.* in .+\."
+#: a line of ``--format github`` (reporters/github.py): a workflow command titled with a PL code
+_GITHUB = re.compile(r"::(?:error|warning|notice) file=[^:]*,title=PL\d{3}\b[^\n]*::.*")
+#: the first line of a text report with findings (reporters/text.py): ``file:line:col: PL101 ...``
+_TEXT_FIRST = re.compile(r".+:\d+:\d+: PL\d{3}\b.*")
+#: a clean text report, its only line
+_TEXT_CLEAN = re.compile(r"All checks passed \(\d+ files?\)\.")
+#: the last line of a text report with findings: the summary, or what --fix would fix after it
+_TEXT_LAST = re.compile(r"Found \d+ (?:error|warning|info)s?(?:, \d+ (?:error|warning|info)s?)* in .+\."
                         r"|(?:\[\*\] )?\d+ fixable with --fix\b.*\.")
 _SHOWN_FILE = re.compile(r"(?:lint |skip |error) .*  \(.*\)")  # project/discovery.py show_files
 
@@ -77,12 +81,14 @@ def earlier_output(head: str, tail: str, size: int) -> bool:
     if lines[0].startswith("--- ") and len(lines) > 1 and lines[1].startswith("+++ ") \
             and lines[1].endswith(" (fixed)"):  # --diff
         return True
-    if whole and all(line.startswith(_GITHUB) for line in whole):  # --format github
+    if whole and all(_GITHUB.fullmatch(line) for line in whole):  # --format github
         return True
     if whole and all(_SHOWN_FILE.fullmatch(line) for line in whole):  # --show-files
         return True
+    if len(lines) == 1 and _TEXT_CLEAN.fullmatch(lines[0]):  # --format text, nothing found
+        return True
     last = tail.rstrip("\n").rsplit("\n", 1)[-1]
-    return _TEXT_LAST.fullmatch(last) is not None  # --format text
+    return _TEXT_FIRST.fullmatch(lines[0]) is not None and _TEXT_LAST.fullmatch(last) is not None  # with findings
 
 
 def _ends(path: str, size: int) -> tuple[Optional[str], str]:

@@ -79,6 +79,9 @@ NOT_REPORTS = {
                                "runs": [{"tool": {"driver": {"name": "ruff"}}}]}, indent=2) + "\n",
     "log.txt": "All checks passed (1 file).\nand then the user's own lines\n",
     "blank-then-text.txt": "\n" * (64 * 1024 + 1) + "Found 1 error in 1 file.\n",
+    # a tester's findings: another tool's workflow commands, a log whose last line reads like a summary
+    "ruff-github.txt": "::error title=Ruff (F401),file=/x/a.py,line=1,col=8::a.py:1:8: F401 unused import\n",
+    "build.log": "Build log\nlots of notes\nFound 3 errors in the pipeline.\n",
 }
 
 
