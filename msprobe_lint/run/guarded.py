@@ -25,6 +25,22 @@ if TYPE_CHECKING:
     from ..lint.options import LintOptions
 
 
+def _python_app(path: str) -> Optional[str]:
+    """What ``python PATH`` runs when PATH is not a script: a folder's
+    ``__main__.py`` (its path), or "" for a zip file (a zipapp, whose
+    ``__main__.py`` is inside the archive); None otherwise (a script, or
+    nothing Python would run)."""
+    import zipfile
+
+    try:
+        if os.path.isdir(path):
+            main = os.path.join(path, "__main__.py")
+            return main if os.path.isfile(main) else None
+        return "" if os.path.isfile(path) and zipfile.is_zipfile(path) else None
+    except OSError:
+        return None
+
+
 def _script_analysis_available() -> bool:
     import importlib.util
 
@@ -268,6 +284,13 @@ def guarded_run(config: str, command: Sequence[str], options=None, *, stream: Op
         return ExitStatus.USAGE
     plan = parse_command(command)  # CMD runs here, so its script is relative to here (not --cwd)
     script = options.script
+    app = _python_app(plan.script) if script is None and plan.script is not None else None
+    if app is not None:  # a folder or zip file Python runs (its __main__.py): a tester's finding, refused
+        if app:
+            plan.script = app
+        else:
+            stream.write(f"probe: note: {plan.script} is a zip application; its script is not checked\n")
+            plan.script = None
     if script is None and plan.script is not None:
         from ..project.files import not_regular
 

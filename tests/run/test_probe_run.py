@@ -212,6 +212,25 @@ def test_missing_script_is_refused(tmp_path, monkeypatch):
     assert status == 2 and not calls and "nope.py: no such file" in out
 
 
+def test_a_folder_or_zip_python_runs_is_started_and_its_main_linted(tmp_path, monkeypatch):
+    """A tester's finding: `python app` (a folder with __main__.py) and
+    `python app.pyz` (a zipapp) run, yet probe run refused them as "is a
+    directory" and "not UTF-8". The folder's __main__.py is the script the
+    lint reads; the zip starts with a note that its script is not
+    checked."""
+    import zipapp
+
+    monkeypatch.chdir(tmp_path)
+    cfg = config(tmp_path)
+    (tmp_path / "app").mkdir()
+    (tmp_path / "app" / "__main__.py").write_text("print(1)\n")
+    status, out, calls = guarded(cfg, ["python", "app"])
+    assert status == 5 and calls and "directory" not in out, out
+    zipapp.create_archive(tmp_path / "app", tmp_path / "app.pyz")
+    status, out, calls = guarded(cfg, ["python", "app.pyz"])
+    assert status == 5 and calls and "app.pyz is a zip application; its script is not checked" in out, out
+
+
 def test_no_command_is_usage_error(tmp_path):
     status, out, calls = guarded(config(tmp_path), [])
     assert status == 2 and not calls and "no command" in out
