@@ -123,10 +123,9 @@ class PrecisionDebugger(metaclass=MsprobeSingleton):
         mode = parse_checks(named, "checks" if checks is not None else CHECKS_VARIABLE)  # ValueError
         from .execution import check_sync_mode
         check_sync_mode()  # ValueError for PROBE_SYNC=maybe, as for PROBE_CHECKS=foo
-        overrides = {k: v for k, v in (("task", task), ("dump_path", dump_path), ("level", level),
-                                        ("step", step)) if v is not None}
-        rank = live_rank_source()
-        config = admit(config_path, overrides, rank)
+        given = dict(task=task, dump_path=dump_path, level=level, step=step)
+        overrides = {k: v for k, v in given.items() if v is not None}
+        config = admit(config_path, overrides, rank := live_rank_source())
         self._writer_claim = claim_dump_path(config_path, overrides, rank, config)  # one writer per rank folder
         self.config, self.config_path = config, config_path
         self.task, self.level = config.get("task", "statistics"), config.get("level", "L1")
@@ -177,8 +176,9 @@ class PrecisionDebugger(metaclass=MsprobeSingleton):
         windows.optimizers = OptimizerWatch(self.checker, on_update=windows.parameters_may_change,
                                             before_step=windows.before_step, after_step=windows.after_step)
         grads.on_computation, grads.on_forward = windows.on_computation, windows.on_forward
-        windows.summary.remember = getattr(self._writer_claim, "note", None)  # the all-clear, kept for probe report
-        self.checker.on_turned_off = getattr(self._writer_claim, "turned_off", None)  # and why detection stopped
+        claim = self._writer_claim  # the all-clear, and why detection stopped: kept for probe report
+        windows.summary.remember, self.checker.on_turned_off = (getattr(claim, "note", None),
+                                                                getattr(claim, "turned_off", None))
         self.grads, self.cells, self.interceptor = grads, cells, interceptor
         self._mode = ModeWatch(self.level, windows.summary)  # the mode the gate judged, checked at each start()
         self.compiled = windows.compiled = compiled_parts(self.level, config, self.state, self.dump_path, self.checker,
@@ -192,8 +192,7 @@ class PrecisionDebugger(metaclass=MsprobeSingleton):
     @property
     def window(self) -> Optional[str]:
         """The open window's kind (``"exact"``, ``"watched"``, ``"sentinel"``), None between windows."""
-        kind = self.windows.kind
-        return kind.value if kind is not None else None
+        return self.windows.kind.value if self.windows.kind is not None else None
 
     # -- public API (msprobe's) ---------------------------------------------------
     def start(self, model: Any = None) -> None:
