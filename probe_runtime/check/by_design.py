@@ -1054,6 +1054,10 @@ def decide_cell(kind: str, call: Any, inputs: list, outputs: list, verdict: Any,
             registry.defer(inside[0], nonfinite, on_behalf=call)
             _tell(registry, call, inside[0])
             return Decision.SKIP, []
+        if getattr(call, "child_overflow", False):
+            # a sub-Cell's output already held the -inf (its weights held it, or it overflowed): carried on, as
+            # +inf is (a fresh user's finding: the Cell summing a -inf Dense's output was the ORIGIN)
+            return Decision.AS_USUAL, []
         if not registry.full() and not getattr(call, "library", False):  # nn.Dense writes no mask: an overflow
             registry.defer(call, nonfinite)
             _tell(registry, call, call)
