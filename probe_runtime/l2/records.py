@@ -32,7 +32,7 @@ from probe_format.records import call_record, entered_object, note_record
 from ..check.verdict import HostTensor, statistics
 from ..dump.writer import Record, StepWriter
 from ..state import RunState
-from .scan import Kernel, all_finite
+from .scan import WRITTEN_SLOTS, Kernel, all_finite
 
 LOGGER = logging.getLogger("probe_runtime")
 #: carried kernels recorded per replay, after the origin
@@ -93,6 +93,12 @@ def kernel_message(kernel: Kernel, origin: Optional[Kernel] = None) -> Optional[
     if kernel.float16_overflow:
         said.append("its float16 output was dumped as the float32 values the CPU computed it in; float16 cannot hold "
                     "those above 65504: inf in the step's result")
+    if kernel.inplace:
+        known = WRITTEN_SLOTS.get(kernel.op)
+        updated = "the inputs it updates" if known is None else \
+            "input" + ("s " if len(known[1]) > 1 else " ") + ", ".join(map(str, known[1]))
+        said.append(f"it updates {updated} in place, and MindSpore dumps such a kernel after it ran: their "
+                    "statistics are the values it left")
     if kernel.runs > 1:
         said.append(f"run {kernel.run + 1} of {kernel.runs} of this kernel (a graph loop); "
                     f"{kernel.nonfinite_runs} of them held inf/nan")

@@ -24,8 +24,11 @@ that format's traps:
 * kernels are ordered by the timestamp in their file names (the dump is
   synchronous), over every graph of the step;
 * in-place kernels (the optimizer's ``Apply*``, ``Assign*``, ``Adam`` ...)
-  are written after they ran, so their inputs show the updated values: one
-  counts as the origin when no kernel before it held inf/nan;
+  are written after they ran, so the inputs they update show the updated
+  values: one counts as the origin when no kernel before it held inf/nan,
+  or when the inputs it does not update were finite and no earlier
+  in-place kernel that held inf/nan can have written those it does
+  (:func:`inplace_origin`);
 * ``Parameter.*`` files are the Parameters after the step, not kernels: skipped;
 * a kernel in a graph loop (``while``) is written once per run, under one
   name: each run is a :class:`Kernel` of its own (its files told apart by
@@ -77,6 +80,18 @@ FILE_PATTERN = re.compile(r"^(?P<op>[^.]+)\.(?P<scope>.+)\.(?P<task>\d+)\.(?P<st
 INPLACE_PREFIXES = ("Apply", "Assign", "SparseApply", "FusedSparse")
 INPLACE_NAMES = frozenset({"Adam", "AdamWeightDecay", "SGD", "Lamb", "ScatterUpdate", "ScatterAdd",
                            "ScatterNdUpdate", "ScatterNdAdd"})
+#: in-place kernels: (how many inputs, the slots of those it updates: the Parameter and the optimizer
+#: state it writes), from MindSpore's operator docs ("to be updated"); the other inputs are dumped as the
+#: kernel read them
+WRITTEN_SLOTS: dict[str, tuple[int, tuple[int, ...]]] = {
+    "SGD": (6, (0, 3, 5)),  # parameters, gradient, learning_rate, accum, momentum, stat
+    "ApplyMomentum": (5, (0, 1)),  # variable, accumulation, learning_rate, gradient, momentum
+    "ApplyGradientDescent": (3, (0,)),  # var, alpha, delta
+    "ApplyAdagrad": (4, (0, 1)),  # var, accum, lr, grad
+    "Adam": (10, (0, 1, 2)),  # var, m, v, beta1_power, beta2_power, lr, beta1, beta2, epsilon, gradient
+    "AdamWeightDecay": (9, (0, 1, 2)),  # var, m, v, lr, beta1, beta2, epsilon, decay, gradient
+    "Assign": (2, (0,)), "AssignAdd": (2, (0,)), "AssignSub": (2, (0,)),  # variable, value
+}
 _FULLNAME = re.compile(r"#\s*Fullname with scope:\s*\((?P<name>[^)]*)\)")
 _OP_NUMBER = re.compile(r"-op\d+$")
 _IN_FILE = re.compile(r"#\s*In file (?P<file>.+?):(?P<line>\d+)(?:~\d+)?(?:,|/|$)")
@@ -551,7 +566,7 @@ def classify(kernels: list[Kernel], given_finite: bool = True) -> list[Kernel]:
         if kernel.inplace:
             if outputs_finite and inputs_finite:
                 continue
-            kernel.nonfinite, kernel.origin = True, not flagged
+            kernel.nonfinite, kernel.origin = True, not flagged or inplace_origin(kernel, flagged, given_finite)
         elif not outputs_finite:
             # an input not written: finite only when everything that could have made it was
             known = kernel.inputs_known or (given_finite and not flagged)
@@ -569,6 +584,37 @@ def classify(kernels: list[Kernel], given_finite: bool = True) -> list[Kernel]:
     for key, kernel in chosen.items():
         kernel.nonfinite_runs = count[key]
     return sorted(chosen.values(), key=lambda k: (k.stamp, k.graph, k.full_name))
+
+
+def inplace_origin(kernel: Kernel, flagged: list[Kernel], given_finite: bool) -> bool:
+    """An in-place kernel that held inf/nan after other kernels did
+    (``flagged``) started an overflow of its own: what it read was finite.
+    The inputs it does not write are dumped as it read them; those it writes
+    (:data:`WRITTEN_SLOTS`: Parameters and optimizer state) are dumped as it
+    left them, so their values before it are those of the step's start
+    (finite when ``given_finite``) unless an earlier flagged in-place kernel
+    wrote them. That is ruled out when each such kernel's written inputs
+    differ in shape from this one's (a Parameter keeps its shape). False
+    whenever that cannot be told (an operator not in the table, one of its
+    inputs not dumped). A fresh user's finding: the second of two SGD kernels a
+    learning rate of 1e38 overflowed, from a finite gradient and weight,
+    was said to carry the first one's overflow."""
+    known = WRITTEN_SLOTS.get(kernel.op)
+    if known is None or not given_finite or not kernel.inputs_known or \
+            any(slot not in kernel.inputs for slot in range(known[0])):
+        return False
+    written = known[1]
+    if not all(all_finite(values) for slot, values in kernel.inputs.items() if slot not in written):
+        return False
+    shapes = {kernel.inputs[slot].shape for slot in written}
+    for earlier in flagged:
+        if not earlier.inplace:
+            continue  # makes a new tensor: writes no Parameter
+        theirs = WRITTEN_SLOTS.get(earlier.op)
+        if theirs is None or any(slot not in earlier.inputs or earlier.inputs[slot].shape in shapes
+                                 for slot in theirs[1]):
+            return False
+    return True
 
 
 def float16_overflow(kernel: Kernel, after: list[Kernel]) -> bool:

@@ -105,6 +105,41 @@ def test_an_in_place_kernel_is_the_origin_only_when_nothing_before_it_was_inf(tm
     assert [(k.op, k.origin) for k in after] == [("Exp", True), ("ApplyMomentum", False)]
 
 
+def _sgd(name: str, parameter: np.ndarray, *, gradient: float = 20.0) -> tuple:
+    """An SGD kernel as dumped: parameters, gradient, learning_rate, accum,
+    momentum, stat; the Parameter (and accum, stat) as the update left it."""
+    lr, momentum = np.full((1,), 1e38, np.float32), np.zeros((1,), np.float32)
+    return ("SGD", f"Default/optimizer-SGD/{name}",
+            [parameter, np.full(parameter.shape, gradient, np.float32), lr, parameter, momentum, parameter], [parameter])
+
+
+def test_an_in_place_kernel_after_another_is_an_origin_when_what_it_read_was_finite(tmp_path):
+    """A fresh user's finding: a learning rate of 1e38 overflowed both SGD
+    kernels (the bias's, then the weight's) from a finite gradient and
+    finite weights; the second was said to carry the first one's overflow.
+    Its gradient and learning rate are dumped as read, its Parameter and
+    state as left; the first SGD wrote a Parameter of another shape."""
+    bias, weight = np.full((1,), -np.inf, np.float32), np.full((1, 4), -np.inf, np.float32)
+    both = classify(read_kernels(str(fake_dump(tmp_path / "a", [_sgd("SGD-op0", bias), _sgd("SGD-op1", weight)]))))
+    assert [(k.full_name.rpartition("/")[2], k.origin) for k in both] == [("SGD-op0", True), ("SGD-op1", True)]
+    # what cannot be told stays carried: an inf gradient; a Parameter of the first one's shape (maybe the
+    # same one, written twice); Parameters or arguments not finite at the step's start; an input not dumped
+    cases = {
+        "gradient": [_sgd("SGD-op0", bias), _sgd("SGD-op1", weight, gradient=np.inf)],
+        "same shape": [_sgd("SGD-op0", weight), _sgd("SGD-op1", weight)],
+    }
+    for label, kernels in cases.items():
+        found = classify(read_kernels(str(fake_dump(tmp_path / label.replace(" ", "_"), kernels))))
+        assert [k.origin for k in found] == [True, False], label
+    given = classify(read_kernels(str(fake_dump(tmp_path / "g", [_sgd("SGD-op0", bias), _sgd("SGD-op1", weight)]))),
+                     given_finite=False)
+    assert [k.origin for k in given] == [True, False]
+    op, full, inputs, outputs = _sgd("SGD-op1", weight)
+    short = classify(read_kernels(str(fake_dump(tmp_path / "s", [_sgd("SGD-op0", bias), (op, full, inputs[:5],
+                                                                                          outputs)]))))
+    assert [k.origin for k in short] == [True, False]
+
+
 def test_a_kernel_the_backend_inserted_gets_its_scope_back():
     names = {"Default_net-Net": "Default/net-Net", "Default": "Default",
              "Default_net-Net_fc1-Dense_MatMul-op0": "Default/net-Net/fc1-Dense/MatMul-op0",
