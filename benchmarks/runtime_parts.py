@@ -1,12 +1,19 @@
 """Where the L1 detector's own cost goes: the same measurement with parts of
 the detector switched off (an ablation, not a mode anyone should run).
 
-Each part is switched off by replacing one method of
-``probe_runtime.l1.wrappers.Wrappers`` in a worker process that is
+Each part is switched off by replacing one method or function (mostly of
+``probe_runtime.l1.wrappers.Wrappers``) in a worker process that is
 synchronous throughout (``pynative_synchronize=True``), so the figure is the
 detector's own cost, as the ``L1 sy`` column of ``runtime_bench.py``:
 
 * ``full``: the detector as shipped;
+* ``no input hooks``: no ``ops.HookBackward`` on a call's inputs (its
+  outputs keep theirs): the gradients w.r.t. the inputs are not seen;
+* ``no host reads``: every tensor taken as finite without a read
+  (``HostCache.finite``), so nothing is checked: what the reads cost;
+* ``no caller frames``: no ``(file, line, function)`` walk per call;
+* ``no Parameter probes``: no host check of each Parameter at its first
+  use in a window;
 * ``no backward hooks``: no ``ops.HookBackward`` on a call's inputs and
   outputs (``_grad_flag`` answers False), so no backward entry is made at
   all: what a mode that checked gradients only in aggregate could at best
@@ -29,7 +36,12 @@ and ``numpy.isfinite`` on the step's own tensors), over the plain step:
 ``(plain + calls * hook + reads * read) / plain``. The detector's own
 bookkeeping and patching come on top of that figure. With ``--level L0``
 the same for Cells: one ``HookBackward`` per Cell call in the backward
-pass and one read per tensor L0 reads.
+pass and one read per tensor L0 reads. ``2 hooks`` adds a second hook per
+call at the same bare cost: a backward entry holds the gradients w.r.t.
+a call's outputs and w.r.t. its inputs, two points of the autograd graph
+one hook cannot both see (a call's input hook could stand for its
+producer's output hook only when nothing else consumes that output,
+which is not known while the forward pass runs).
 
 Per model (float32; ``runtime_bench.build``), one worker per variant, each
 timing checked steps (``start()`` .. ``stop(); step()``) alternating with
@@ -57,9 +69,13 @@ from typing import Any
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 
-#: variant -> Wrappers methods replaced by no-ops
+#: variant -> what is replaced (a Wrappers method unless `worker` says otherwise)
 VARIANTS = {
     "full": (),
+    "no input hooks": ("_hook_inputs",),
+    "no host reads": ("finite",),
+    "no caller frames": ("capture_frames",),
+    "no Parameter probes": ("_probe_parameters",),
     "no backward hooks": ("_grad_flag",),
     "no backward hooks, no Parameter probes": ("_grad_flag", "_probe_parameters"),
 }
@@ -135,11 +151,18 @@ def worker(model: str, variant: str, steps: int, warmup: int) -> dict:
     """Median checked and unchecked step times (s) of ``model`` (float32) with
     the parts of ``VARIANTS[variant]`` switched off, in this process."""
     sys.path[:0] = [HERE, ROOT]
-    from probe_runtime.l1.wrappers import Wrappers
+    import probe_runtime.l1.wrappers as wrappers
+    from probe_runtime.check.verdict import HostCache
 
+    replaced: dict[str, tuple[Any, Any]] = {  # name -> (owner, stand-in)
+        "_grad_flag": (wrappers.Wrappers, lambda self, *a: False),
+        "_hook_inputs": (wrappers.Wrappers, lambda self, call, args, hooked=None: args),
+        "finite": (HostCache, lambda self, tensor: True),
+        "capture_frames": (wrappers, lambda frame, limit=32: ()),
+    }
     for name in VARIANTS[variant]:
-        setattr(Wrappers, name, (lambda self, *a: False) if name == "_grad_flag"
-                else (lambda self, *a: None))
+        owner, stand_in = replaced.get(name, (wrappers.Wrappers, lambda self, *a: None))
+        setattr(owner, name, stand_in)
     debugger, one_step = _stepper(model, "float32")
     on, off = _interleaved(one_step, steps, warmup, debugger)
     return {"checked": statistics.median(on), "plain": statistics.median(off),
@@ -211,7 +234,7 @@ def floor_worker(model: str, dtype: str, steps: int, warmup: int, level: str = "
     read_cost = statistics.median(reads)
     floor = (plain + counts["calls"] * hook + counts["reads"] * read_cost) / plain
     return {"plain": plain, "checked": statistics.median(on), "calls": counts["calls"], "reads": counts["reads"],
-            "hook": hook, "read": read_cost, "floor": floor}
+            "hook": hook, "read": read_cost, "floor": floor, "floor2": floor + counts["calls"] * hook / plain}
 
 
 def print_floor(models: list[str], dtypes: list[str], steps: int, warmup: int, level: str = "L1") -> None:
@@ -222,7 +245,7 @@ def print_floor(models: list[str], dtypes: list[str], steps: int, warmup: int, l
           f"HookBackward per {unit} in the backward pass, one host read per tensor read), against the detector's "
           "own cost; process synchronous throughout, medians")
     print(f"{'model':<12} {'dtype':<8} {'plain ms':>9} {'calls':>6} {'reads':>6} {'hook us':>8} {'read us':>8} "
-          f"{'floor':>6} {'detector':>9}")
+          f"{'floor':>6} {'2 hooks':>8} {'detector':>9}")
     for model in models:
         for dtype in dtypes:
             with tempfile.TemporaryDirectory() as cwd:  # a failed graph compile writes rank_0/ here
@@ -234,7 +257,8 @@ def print_floor(models: list[str], dtypes: list[str], steps: int, warmup: int, l
                 continue
             r = json.loads(done.stdout.strip().splitlines()[-1])
             print(f"{model:<12} {dtype:<8} {r['plain'] * 1e3:9.2f} {r['calls']:6d} {r['reads']:6d} "
-                  f"{r['hook'] * 1e6:8.1f} {r['read'] * 1e6:8.1f} {r['floor']:6.2f} {r['checked'] / r['plain']:9.2f}")
+                  f"{r['hook'] * 1e6:8.1f} {r['read'] * 1e6:8.1f} {r['floor']:6.2f} {r['floor2']:8.2f} "
+                  f"{r['checked'] / r['plain']:9.2f}")
 
 
 def main(argv: list[str]) -> int:
