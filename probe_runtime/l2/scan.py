@@ -594,7 +594,9 @@ def inplace_origin(kernel: Kernel, flagged: list[Kernel], given_finite: bool) ->
     left them, so their values before it are those of the step's start
     (finite when ``given_finite``) unless an earlier flagged in-place kernel
     wrote them. That is ruled out when each such kernel's written inputs
-    differ in shape from this one's (a Parameter keeps its shape). False
+    (for any other flagged kernel, its outputs: it may write in place
+    without being known to) differ in shape from this one's (a Parameter
+    keeps its shape). False
     whenever that cannot be told (an operator not in the table, one of its
     inputs not dumped). A fresh user's finding: the second of two SGD kernels a
     learning rate of 1e38 overflowed, from a finite gradient and weight,
@@ -608,12 +610,13 @@ def inplace_origin(kernel: Kernel, flagged: list[Kernel], given_finite: bool) ->
         return False
     shapes = {kernel.inputs[slot].shape for slot in written}
     for earlier in flagged:
-        if not earlier.inplace:
-            continue  # makes a new tensor: writes no Parameter
-        theirs = WRITTEN_SLOTS.get(earlier.op)
-        if theirs is None or any(slot not in earlier.inputs or earlier.inputs[slot].shape in shapes
-                                 for slot in theirs[1]):
-            return False
+        if earlier.inplace:
+            theirs = WRITTEN_SLOTS.get(earlier.op)
+            if theirs is None or any(slot not in earlier.inputs or earlier.inputs[slot].shape in shapes
+                                     for slot in theirs[1]):
+                return False
+        elif any(values.shape in shapes for values in earlier.outputs.values()):
+            return False  # it may be an in-place kernel not known as one (mint's Inplace* ...)
     return True
 
 

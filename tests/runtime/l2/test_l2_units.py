@@ -110,7 +110,8 @@ def _sgd(name: str, parameter: np.ndarray, *, gradient: float = 20.0) -> tuple:
     momentum, stat; the Parameter (and accum, stat) as the update left it."""
     lr, momentum = np.full((1,), 1e38, np.float32), np.zeros((1,), np.float32)
     return ("SGD", f"Default/optimizer-SGD/{name}",
-            [parameter, np.full(parameter.shape, gradient, np.float32), lr, parameter, momentum, parameter], [parameter])
+            [parameter, np.full(parameter.shape, gradient, np.float32), lr, parameter, momentum, parameter],
+            [parameter])
 
 
 def test_an_in_place_kernel_after_another_is_an_origin_when_what_it_read_was_finite(tmp_path):
@@ -127,6 +128,8 @@ def test_an_in_place_kernel_after_another_is_an_origin_when_what_it_read_was_fin
     cases = {
         "gradient": [_sgd("SGD-op0", bias), _sgd("SGD-op1", weight, gradient=np.inf)],
         "same shape": [_sgd("SGD-op0", weight), _sgd("SGD-op1", weight)],
+        "unknown writer": [("InplaceAddExt", f"{NET}/InplaceAddExt-op0", [FINITE[:1], FINITE[:1]], [weight]),
+                           _sgd("SGD-op1", weight)],
     }
     for label, kernels in cases.items():
         found = classify(read_kernels(str(fake_dump(tmp_path / label.replace(" ", "_"), kernels))))
