@@ -392,7 +392,8 @@ class GraphChecks:
             self.switch.off()
             after.restore()
         self.replays += 1
-        kernels = scan(self.scratch, self.library_roots, given_finite=given_finite)
+        kernels = scan(self.scratch, self.library_roots, given_finite=given_finite,
+                       updates_finite=given_finite and snapshot.taken_finite())
         drawn = random_kernels(self.scratch)
         dumped = bool(glob.glob(os.path.join(self.scratch, "rank_*", NET_NAME, "*", "*", "*.npy")))
         self._clear_scratch()

@@ -545,7 +545,7 @@ def read_kernels(root: str) -> list[Kernel]:
     return kernels
 
 
-def classify(kernels: list[Kernel], given_finite: bool = True) -> list[Kernel]:
+def classify(kernels: list[Kernel], given_finite: bool = True, updates_finite: bool = False) -> list[Kernel]:
     """The kernels that held inf/nan, in execution order, each marked
     origin or carried (see the module's docstring), each kernel once: of
     its runs (``kernels`` holds every run), the first origin run, else the
@@ -556,7 +556,10 @@ def classify(kernels: list[Kernel], given_finite: bool = True) -> list[Kernel]:
     or given, of a type that can hold inf/nan) was finite when no kernel
     before it held inf/nan; False (a -inf mask among the arguments too:
     it may reach such an input unwritten): such a kernel is never the
-    origin. A kernel whose inputs were all read is judged by them alone."""
+    origin. A kernel whose inputs were all read is judged by them alone.
+    ``updates_finite``: the arguments and every Parameter, masks by design
+    included, were finite at the step's start (what an in-place kernel
+    after a flagged one is judged on: :func:`inplace_origin`)."""
     flagged: list[Kernel] = []
     for index, kernel in enumerate(kernels):
         outputs_finite = all(all_finite(a) for a in kernel.outputs.values())
@@ -566,7 +569,7 @@ def classify(kernels: list[Kernel], given_finite: bool = True) -> list[Kernel]:
         if kernel.inplace:
             if outputs_finite and inputs_finite:
                 continue
-            kernel.nonfinite, kernel.origin = True, not flagged or inplace_origin(kernel, flagged, given_finite)
+            kernel.nonfinite, kernel.origin = True, not flagged or inplace_origin(kernel, flagged, updates_finite)
         elif not outputs_finite:
             # an input not written: finite only when everything that could have made it was
             known = kernel.inputs_known or (given_finite and not flagged)
@@ -586,13 +589,15 @@ def classify(kernels: list[Kernel], given_finite: bool = True) -> list[Kernel]:
     return sorted(chosen.values(), key=lambda k: (k.stamp, k.graph, k.full_name))
 
 
-def inplace_origin(kernel: Kernel, flagged: list[Kernel], given_finite: bool) -> bool:
+def inplace_origin(kernel: Kernel, flagged: list[Kernel], updates_finite: bool) -> bool:
     """An in-place kernel that held inf/nan after other kernels did
     (``flagged``) started an overflow of its own: what it read was finite.
     The inputs it does not write are dumped as it read them; those it writes
     (:data:`WRITTEN_SLOTS`: Parameters and optimizer state) are dumped as it
     left them, so their values before it are those of the step's start
-    (finite when ``given_finite``) unless an earlier flagged in-place kernel
+    (finite when ``updates_finite``: a frozen Parameter's -inf mask counts,
+    as a review found ``AssignAdd`` of such a prior, after a real overflow,
+    called an origin) unless an earlier flagged in-place kernel
     wrote them. That is ruled out when each such kernel's written inputs
     (for any other flagged kernel, its outputs: it may write in place
     without being known to) differ in shape from this one's (a Parameter
@@ -602,7 +607,7 @@ def inplace_origin(kernel: Kernel, flagged: list[Kernel], given_finite: bool) ->
     learning rate of 1e38 overflowed, from a finite gradient and weight,
     was said to carry the first one's overflow."""
     known = WRITTEN_SLOTS.get(kernel.op)
-    if known is None or not given_finite or not kernel.inputs_known or \
+    if known is None or not updates_finite or not kernel.inputs_known or \
             any(slot not in kernel.inputs for slot in range(known[0])):
         return False
     written = known[1]
@@ -662,7 +667,8 @@ def random_kernels(root: str) -> list[str]:
     return sorted(found)
 
 
-def scan(root: str, library_roots: tuple[str, ...], given_finite: bool = True) -> list[Kernel]:
+def scan(root: str, library_roots: tuple[str, ...], given_finite: bool = True,
+         updates_finite: bool = False) -> list[Kernel]:
     """The kernels of the dump under ``root`` that held inf/nan, in
     execution order, with their source lines (``where``). A kernel no
     ``.ir`` lists (inserted by the backend after compiling, such as the
@@ -670,9 +676,9 @@ def scan(root: str, library_roots: tuple[str, ...], given_finite: bool = True) -
     in the ``.ir`` (:func:`align`), or that the ``.ir`` lists without a
     source line (a backend Cast), gets the line of the kernel that made its
     input inside its Cell scope, else none (:func:`_producer_line`).
-    ``given_finite``: as :func:`classify`'s."""
+    ``given_finite``, ``updates_finite``: as :func:`classify`'s."""
     kernels = read_kernels(root)
-    flagged = classify(kernels, given_finite)
+    flagged = classify(kernels, given_finite, updates_finite)
     if flagged:
         rank_folders = sorted(glob.glob(os.path.join(root, "rank_*")))
         lines: dict[str, dict[str, str]] = {}  # graph id -> full name -> file:line

@@ -86,6 +86,11 @@ class StateSnapshot:
         return [name for name, parameter, buffer in self._entries
                 if buffer.dtype.kind == "f" and not np.isfinite(buffer).all() and not by_design(parameter, buffer)]
 
+    def taken_finite(self) -> bool:
+        """Every floating Parameter was finite when :meth:`take` ran, masks
+        by design included (a frozen Parameter's -inf counts here)."""
+        return all(buffer.dtype.kind != "f" or np.isfinite(buffer).all() for _, _, buffer in self._entries)
+
     @classmethod
     def like(cls, other: "StateSnapshot") -> "StateSnapshot":
         """A snapshot of the same Parameters as ``other`` (new buffers)."""

@@ -121,7 +121,8 @@ def test_an_in_place_kernel_after_another_is_an_origin_when_what_it_read_was_fin
     Its gradient and learning rate are dumped as read, its Parameter and
     state as left; the first SGD wrote a Parameter of another shape."""
     bias, weight = np.full((1,), -np.inf, np.float32), np.full((1, 4), -np.inf, np.float32)
-    both = classify(read_kernels(str(fake_dump(tmp_path / "a", [_sgd("SGD-op0", bias), _sgd("SGD-op1", weight)]))))
+    both = classify(read_kernels(str(fake_dump(tmp_path / "a", [_sgd("SGD-op0", bias), _sgd("SGD-op1", weight)]))),
+                    updates_finite=True)
     assert [(k.full_name.rpartition("/")[2], k.origin) for k in both] == [("SGD-op0", True), ("SGD-op1", True)]
     # what cannot be told stays carried: an inf gradient; a Parameter of the first one's shape (maybe the
     # same one, written twice); Parameters or arguments not finite at the step's start; an input not dumped
@@ -132,14 +133,19 @@ def test_an_in_place_kernel_after_another_is_an_origin_when_what_it_read_was_fin
                            _sgd("SGD-op1", weight)],
     }
     for label, kernels in cases.items():
-        found = classify(read_kernels(str(fake_dump(tmp_path / label.replace(" ", "_"), kernels))))
+        found = classify(read_kernels(str(fake_dump(tmp_path / label.replace(" ", "_"), kernels))),
+                         updates_finite=True)
         assert [k.origin for k in found] == [True, False], label
-    given = classify(read_kernels(str(fake_dump(tmp_path / "g", [_sgd("SGD-op0", bias), _sgd("SGD-op1", weight)]))),
-                     given_finite=False)
-    assert [k.origin for k in given] == [True, False]
+    # a Parameter or argument not finite at the step's start (a frozen -inf mask too: a review's finding,
+    # AssignAdd of such a prior after a real overflow was an origin); the default, for callers that cannot tell
+    for number, settings in enumerate(({"given_finite": False}, {"updates_finite": False}, {})):
+        given = classify(read_kernels(str(fake_dump(tmp_path / f"given{number}",
+                                                    [_sgd("SGD-op0", bias), _sgd("SGD-op1", weight)]))), **settings)
+        assert [k.origin for k in given] == [True, False], settings
     op, full, inputs, outputs = _sgd("SGD-op1", weight)
     short = classify(read_kernels(str(fake_dump(tmp_path / "s", [_sgd("SGD-op0", bias), (op, full, inputs[:5],
-                                                                                          outputs)]))))
+                                                                                          outputs)]))),
+                     updates_finite=True)
     assert [k.origin for k in short] == [True, False]
 
 
