@@ -181,6 +181,11 @@ def emit(text: str, output: Optional[str]) -> Optional[int]:
         sys.stdout.flush()
         return None
     data = text.encode("utf-8", "backslashreplace")
+    from ..report.output import link_loop
+
+    loop = link_loop(output)
+    if loop:  # said as probe report says it, not as the raw "Too many levels of symbolic links"
+        return fail(f"cannot write {output}: it {loop}")
     try:
         if os.path.exists(output) and not os.path.isfile(output):
             with open(output, "wb") as handle:

@@ -80,6 +80,9 @@ def write_output(text: Union[str, Iterable[str]], output: str, *, force: bool = 
         # as on stdout (cli/__init__.py): a path not valid UTF-8 (its bytes kept as surrogates) is written escaped
         handle = open(target, "x", encoding="utf-8", errors="backslashreplace")
     except FileExistsError:
+        if not force and path.is_symlink() and not path.exists():
+            return (f"{output} is a soft link to {os.readlink(output)}, which does not exist; not written through "
+                    "it (give --force to write the report there, or choose another file)")
         if not force:
             return f"{output} already exists; not overwritten (give --force to replace it)"
         return f"cannot write {output}: {target} is in the way"

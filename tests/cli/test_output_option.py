@@ -157,6 +157,17 @@ def test_unwritable_output_is_a_usage_error(tmp_path):
     assert proc.stdout == ""
 
 
+def test_output_onto_a_soft_link_loop_is_said_as_probe_report_says_it(tmp_path):
+    """It was the raw "Too many levels of symbolic links"."""
+    write_config(tmp_path, config(), "config.json")
+    (tmp_path / "a").symlink_to("b")
+    (tmp_path / "b").symlink_to("a")
+    proc = run_probe("lint", "--isolated", "-o", "a", "config.json", cwd=tmp_path)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.startswith("probe: error: cannot write a: it is a soft link loop ("), proc.stderr
+    assert os.readlink(tmp_path / "a") == "b" and os.readlink(tmp_path / "b") == "a"
+
+
 def test_unreadable_config_still_exits_2_with_output(tmp_path):
     report = tmp_path / "report.json"
     proc = run_probe("lint", "--isolated", "-f", "json", "-o", str(report), "missing.json", cwd=tmp_path)

@@ -365,6 +365,22 @@ def test_output_onto_a_soft_link_loop_is_refused_not_a_traceback(tmp_path, force
     assert proc.returncode == 2 and "is a soft link loop" in proc.stderr and "Traceback" not in proc.stderr
 
 
+def test_output_onto_a_dangling_soft_link_says_where_it_points(tmp_path):
+    """``-o LINK`` whose target does not exist was said to "already
+    exist"; it is refused, naming the target, and ``--force`` writes the
+    report there (the link stays a link)."""
+    (tmp_path / "away").mkdir()
+    link = tmp_path / "report.txt"
+    link.symlink_to(tmp_path / "away" / "r.txt")
+    out, err = io.StringIO(), io.StringIO()
+    assert main(str(DATA / "ours"), "text", out=out, err=err, output=str(link)) == 2
+    assert err.getvalue().startswith(f"probe: error: {link} is a soft link to {tmp_path / 'away' / 'r.txt'}, which "
+                                     "does not exist"), err.getvalue()
+    assert not (tmp_path / "away" / "r.txt").exists() and link.is_symlink()
+    assert main(str(DATA / "ours"), "text", out=io.StringIO(), err=io.StringIO(), output=str(link), force=True) == 0
+    assert link.is_symlink() and "step0/rank" in (tmp_path / "away" / "r.txt").read_text()
+
+
 def test_truncated_dump_and_overflow_json(tmp_path):
     """A job killed mid-run: both files cut off; what was written is shown."""
     rank = tmp_path / "step0" / "rank1"
