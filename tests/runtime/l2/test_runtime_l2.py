@@ -66,14 +66,16 @@ ORIGINS = {
     "exp": ("Exp", "_backbone-ExpNet/Exp-op", "return self.fc2(ops.exp(self.fc1(x)))"),
     "fp16": ("Cast", "_backbone-Half/Cast-op", "return self.fc2(self.fc1(x).astype(ms.float32))"),
     "log0": ("Log", "_loss_fn-LogLoss/Log-op", "return -ops.log(ops.abs(pred * label)).mean()"),
-    "update": ("ApplyMomentum", "optimizer-Momentum/ApplyMomentum-op", None),
+    # the optimizer's code is all MindSpore's: the step's call (a fresh user's finding: nn/optim/sgd.py:241)
+    "update": ("ApplyMomentum", "optimizer-Momentum/ApplyMomentum-op", "loss = train(x, y)"),
     "model": ("Exp", "_backbone-ExpNet/Exp-op", "return self.fc2(ops.exp(self.fc1(x)))"),
 }
 
 
-def line_of(text: str) -> int:
+def line_of(text: str, last: bool = False) -> int:
     lines = SCRIPT.read_text().splitlines()
-    return next(i for i, line in enumerate(lines, 1) if line.strip() == text)
+    found = [i for i, line in enumerate(lines, 1) if line.strip() == text]
+    return found[-1] if last else found[0]
 
 
 @pytest.mark.parametrize("scenario", sorted(ORIGINS))
@@ -87,7 +89,7 @@ def test_the_first_kernel_is_named_with_its_source_line(tmp_path, scenario):
     assert first["origin"] is True and first["name"].startswith(f"{op}.") and scope in first["name"], first
     assert first["kind"] == "forward" and first["step"] == 3 and first["rank"] is None
     if source is not None:
-        assert first["where"] == f"{SCRIPT}:{line_of(source)}"
+        assert first["where"] == f"{SCRIPT}:{line_of(source, last=scenario == 'update')}", first
     assert all(not r["origin"] for r in found[1:])
     dump_json = json.loads((dump / "step3" / "rank" / "dump.json").read_text())
     assert dump_json["level"] == "L2" and set(dump_json["data"]) == {r["name"] for r in found}
