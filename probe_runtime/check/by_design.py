@@ -125,6 +125,9 @@ MAKERS = frozenset({
     "IndexFill", "IndexFillScalar", "IndexFillTensor", "MaskedFillScalar", "FillScalar", "FillTensor", "Fills",
     "FillDiagonal", "InplaceFillScalar", "InplaceFillTensor", "InplaceMaskedFillScalar",
     "InplaceMaskedFillTensor", "InplaceIndexFillScalar", "InplaceIndexFillTensor", "InplaceFillDiagonal",
+    # a constant pad writes the value it is given (-inf padding before a max over a window; a fresh user's
+    # finding: an ORIGIN in every clean step); they also pass a -inf of their input on (PASS_ON)
+    "pad", "Pad", "PadV3", "ConstantPadND",
 })
 #: APIs that pass a by-design -inf on elementwise: their -inf output, made
 #: from a by-design input, is by design too (the writes of a tensor's
@@ -153,6 +156,8 @@ PASS_ON = frozenset({
     # scaled (by a temperature, a square root of the head size): a positive scale keeps -inf
     "__mul__", "__rmul__", "__imul__", "__truediv__", "__itruediv__", "mul", "div", "Mul", "Muls", "Div",
     "RealDiv", "Divs",
+    # negated: -(+inf) is -inf (a causal mask written triu(-full(inf)); a fresh user's finding)
+    "__neg__", "neg", "negative", "Neg",
 })
 #: the makers and passers-on that compute with the -inf they take (``mask
 #: - mask`` and ``log`` of a -inf are NaN): the others only move values, keep
@@ -160,7 +165,7 @@ PASS_ON = frozenset({
 COMPUTE = frozenset({
     "__add__", "__radd__", "__iadd__", "__sub__", "__isub__", "add", "sub", "Add", "Sub", "log", "log_softmax", "Log",
     "LogSoftmax", "__mul__", "__rmul__", "__imul__", "__truediv__", "__itruediv__", "mul", "div", "Mul", "Muls",
-    "Div", "RealDiv", "Divs",
+    "Div", "RealDiv", "Divs", "__neg__", "neg", "negative", "Neg",  # neg: a -inf mask negated is +inf
 })
 #: the passers-on that work element by element, each output value from the
 #: input values at the same place (broadcast): an infinity of theirs where
@@ -240,7 +245,7 @@ FILLS = frozenset({
     "Select", "FullLike", "Full", "__setitem__", "index_fill", "index_fill_", "fills", "IndexFill",
     "IndexFillScalar", "IndexFillTensor", "MaskedFillScalar", "FillScalar", "FillTensor", "Fills",
     "InplaceFillScalar", "InplaceFillTensor", "InplaceMaskedFillScalar", "InplaceMaskedFillTensor",
-    "InplaceIndexFillScalar", "InplaceIndexFillTensor",
+    "InplaceIndexFillScalar", "InplaceIndexFillTensor", "pad", "Pad", "PadV3", "ConstantPadND",
 })
 
 
