@@ -178,8 +178,14 @@ ELEMENTWISE = (COMPUTE - {"log", "log_softmax", "Log", "LogSoftmax"}) | frozense
 #: values they write (``s[i] = inf``): a -inf by design they take stays
 #: -inf, so a NaN or +inf in their output is theirs, not the -inf's
 KEEP_VALUES = (MAKERS | PASS_ON) - COMPUTE
-#: makers remembered per window at most (their tensors are held until it closes)
+#: makers remembered per window before those whose -inf a checked call already turned finite are let go
+#: (their tensors are held until then, or until the window closes)
 MAX_DEFERRED = 16
+#: makers whose -inf nothing consumed yet remembered per window at most, and the bytes of their tensors: past
+#: either, a new one is judged at once (an origin): masks built before any is used (a fresh user's finding:
+#: 17 attention heads' masked scores built first, the 17th an ORIGIN in a clean step)
+MAX_PENDING = 256
+MAX_PENDING_BYTES = 1 << 30
 
 
 def api_word(api: str) -> str:
@@ -379,19 +385,36 @@ class ByDesign:
         self._passers = {}
 
     def full(self) -> bool:
-        """No more makers are remembered in this window. At the limit the
-        oldest makers whose -inf a checked call already turned finite (a
-        layer's mask its softmax absorbed) are let go first: a model of
-        more than :data:`MAX_DEFERRED` masked attention layers had its
-        17th mask called an origin in every step. A tensor of theirs taken
-        again later counts as a -inf no checked call made."""
+        """No more makers are remembered in this window. Past
+        :data:`MAX_DEFERRED` the oldest makers whose -inf a checked call
+        already turned finite (a layer's mask its softmax absorbed) are let
+        go first: a model of more than that many masked attention layers
+        had its 17th mask called an origin in every step. A tensor of
+        theirs taken again later counts as a -inf no checked call made.
+        Makers nothing consumed yet are kept up to :data:`MAX_PENDING`
+        calls and :data:`MAX_PENDING_BYTES` of tensors."""
         if len(self.makers) < MAX_DEFERRED:
             return False
         for maker in [m for m in self.makers if id(m) in self._consumed]:
             if len(self.makers) < MAX_DEFERRED:
                 break
             self._forget(maker)
-        return len(self.makers) >= MAX_DEFERRED
+        if len(self.makers) < MAX_DEFERRED:
+            return False
+        return len(self.makers) >= MAX_PENDING or self._pending_bytes() >= MAX_PENDING_BYTES
+
+    def _pending_bytes(self) -> int:
+        """The bytes of the tensors the makers not yet consumed hold (0 for
+        what does not say its size)."""
+        pending = {id(m) for m in self.makers if id(m) not in self._consumed}
+        total = 0
+        for tensor, maker in self._tensors.values():
+            if id(maker) in pending:
+                try:
+                    total += int(tensor.nbytes)
+                except Exception:
+                    continue
+        return total
 
     def _forget(self, maker: Any) -> None:
         """Let ``maker`` and its tensors go."""

@@ -240,6 +240,39 @@ def test_past_the_limit_a_mask_that_reaches_the_loss_and_a_real_overflow_are_nam
     assert default[0] == exact[0] == (1, "Functional.matmul.0.forward", True)
 
 
+def _built_first(heads, overflow_at=None):
+    """``heads`` masked scores built before any is used (each a -inf
+    masked_fill), then each softmaxed; in the step ``overflow_at`` an
+    ``exp`` of 100 overflows beside them."""
+    def scenario(debugger):
+        w = ms.Parameter(Tensor(np.eye(4, dtype=np.float32)), name="w")
+        mask = Tensor(np.triu(np.ones((4, 4), bool), 1))
+
+        def forward(x, t):
+            masked = [ops.masked_fill(ops.matmul(x * (h + 1), w), mask, MINUS_INF) for h in range(heads)]
+            return sum(ops.softmax(m, -1).sum() for m in masked) + ops.exp(t).sum() * 0.0
+
+        grad_fn = ms.value_and_grad(forward, None, [w])
+        for step in range(STEPS):
+            debugger.start()
+            grad_fn(Tensor(np.ones((4, 4), np.float32)), Tensor([100.0 if step == overflow_at else 1.0]))
+            debugger.stop()
+            debugger.step()
+    return scenario
+
+
+def test_more_masks_built_before_any_is_used_than_16_are_no_overflow(tmp_path, monkeypatch):
+    """A fresh user's finding: 17 heads' masked scores built first, then
+    softmaxed: the 17th mask was an ORIGIN in a clean step (16 makers were
+    waiting), and with ``overflow_nums`` 1 the real overflow of a later step
+    went unchecked. Makers nothing consumed yet are kept up to 256."""
+    default, exact = _run_both(tmp_path, monkeypatch, _built_first(20))
+    assert default == exact == []
+    (tmp_path / "again").mkdir()
+    default, exact = _run_both(tmp_path / "again", monkeypatch, _built_first(20, overflow_at=1), nums=1)
+    assert default == exact == [(1, "Functional.exp.0.forward", True)], (default, exact)
+
+
 def test_a_minus_inf_from_outside_moved_past_the_limit_is_not_an_origin(tmp_path, monkeypatch):
     """A reviewer's finding: with 16 makers held and none consumed, a
     reshape of a -inf tensor no checked call made was called the origin
