@@ -28,6 +28,7 @@ summary: :mod:`.summary`.
 from __future__ import annotations
 
 import logging
+import sys
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
@@ -324,7 +325,10 @@ class Windows:
             self._tainted.update(window.optimizers)
         self._last_optimizers = set(window.optimizers)
         try:
-            self.checker.release_by_design(unconsumed=True)  # -inf made by design that nothing took: a result
+            if at_exit and getattr(sys, "last_value", None) is not None:
+                self._drop_pending_masks()  # an uncaught exception cut the step short: nothing took them yet
+            else:
+                self.checker.release_by_design(unconsumed=True)  # -inf by design that nothing took: a result
             if window.kind is Kind.SENTINEL:
                 self._resolve_sentinel()
             elif window.kind is Kind.EXACT:
@@ -451,6 +455,22 @@ class Windows:
         self.checker.loss_nonfinite = True
         if not window.nested:  # else the loss took what a nested gradient computation returned: said already
             self.notes.loss(bad, computation.frames, aux=aux)
+
+    def _drop_pending_masks(self) -> None:
+        """The interpreter ends on an uncaught exception (or Ctrl-C,
+        ``sys.last_value``) with a window open: the -inf made by design that
+        no checked call took yet was cut off by it, not returned as a result.
+        Said, not recorded (a fresh user's finding: a shape error raised
+        right after a causal ``masked_fill`` was reported as an overflow
+        that started in it). What the queue held was judged before this
+        (``flush(final=True)``), so a mask whose -inf reached the loss is
+        recorded still."""
+        pending = self.checker.by_design.unconsumed()
+        if not pending:
+            return
+        names = ", ".join(getattr(m, "name", "?") for m in pending[:4])
+        LOGGER.warning("probe_runtime: step %s ended on an uncaught exception while %d -inf value(s) made by design "
+                       "were not used yet (%s): not recorded as overflows", self.state.step, len(pending), names)
 
     def _sentinel_step(self, optimizer: Any, args: tuple, frames: tuple) -> None:
         """Sentinel checks, after an optimizer call: inf/nan in the

@@ -310,3 +310,42 @@ def test_a_script_run_as_dot_dot_path_is_named_without_dot_dot(tmp_path):
     assert wheres and all(w.startswith(f"{script}:") for w in wheres), wheres
     assert "/../" not in (rank / "stack.json").read_text()
     assert f"{script}:" in proc.stderr and "/../" not in proc.stderr, proc.stderr
+
+
+CUT_SHORT = """
+import sys, numpy as np, mindspore as ms
+from mindspore import ops, Tensor
+from probe_runtime import PrecisionDebugger
+ms.set_context(mode=ms.PYNATIVE_MODE)
+debugger = PrecisionDebugger(config_path=sys.argv[1])
+s = Tensor(np.ones((4, 4), np.float32))
+debugger.start()
+masked = ops.masked_fill(s, Tensor(np.triu(np.ones((4, 4), bool), 1)), float("-inf"))
+if sys.argv[2] == "reaches":
+    print(float(masked.sum().asnumpy()))  # the -inf reaches a judged result: the mask is the origin
+masked.reshape(3, 5)  # the user's shape bug
+"""
+
+
+@pytest.mark.parametrize("reaches", [False, True])
+def test_a_mask_an_exception_cut_off_is_said_not_recorded(tmp_path, reaches):
+    """A fresh user's finding: a shape error raised right after a causal
+    ``masked_fill`` ended the job, and the mask, which nothing had used
+    yet, was recorded as the overflow's origin ("Overflow started in
+    masked_fill"). It is said on stderr and not recorded; a mask whose
+    -inf reached a result before the exception still is."""
+    script = tmp_path / "cut_short.py"
+    script.write_text(CUT_SHORT)
+    proc = subprocess.run([sys.executable, str(script), str(config(tmp_path)), "reaches" if reaches else "-"],
+                          cwd=tmp_path, env=child_env(), capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 1 and "ValueError" in proc.stderr, proc.stderr[-2000:]
+    index = tmp_path / "dump" / "step0" / "rank" / "overflow.json"
+    if reaches:
+        records = json.loads(index.read_text())
+        assert records[0]["name"] == "Functional.masked_fill.0.forward" and records[0]["origin"], records
+        assert "not used yet" not in proc.stderr
+    else:
+        assert not index.exists(), index.read_text()
+        assert "ended on an uncaught exception while 1 -inf value(s) made by design were not used yet " \
+               "(Functional.masked_fill.0.forward): not recorded as overflows" in proc.stderr, proc.stderr[-2000:]
+        assert "no overflow found" in proc.stderr
