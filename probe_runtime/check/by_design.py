@@ -404,16 +404,27 @@ class ByDesign:
         return len(self.makers) >= MAX_PENDING or self._pending_bytes() >= MAX_PENDING_BYTES
 
     def _pending_bytes(self) -> int:
-        """The bytes of the tensors the makers not yet consumed hold (0 for
-        what does not say its size)."""
-        pending = {id(m) for m in self.makers if id(m) not in self._consumed}
+        """The bytes of the tensors the makers not yet consumed hold: their
+        -inf tensors and what their entries keep (inputs, in-place copies,
+        outputs), each tensor once (0 for what does not say its size). A
+        review's finding: counting the -inf outputs alone, a decoding loop
+        held twice the budget (each ``masked_fill`` keeps its logits too)."""
+        pending = [m for m in self.makers if id(m) not in self._consumed]
+        ids = {id(m) for m in pending}
+        seen: set[int] = set()
         total = 0
-        for tensor, maker in self._tensors.values():
-            if id(maker) in pending:
-                try:
-                    total += int(tensor.nbytes)
-                except Exception:
-                    continue
+        tensors = [tensor for tensor, maker in self._tensors.values() if id(maker) in ids]
+        for maker in pending:
+            tensors.extend(iter_tensors([getattr(maker, "args", None), getattr(maker, "kwargs", None),
+                                         getattr(maker, "output", None)]))
+        for tensor in tensors:
+            if id(tensor) in seen:
+                continue
+            seen.add(id(tensor))
+            try:
+                total += int(tensor.nbytes)
+            except Exception:
+                continue
         return total
 
     def _forget(self, maker: Any) -> None:

@@ -552,13 +552,16 @@ class Checker:
             self.on_error("while judging a gradient computation's auxiliary outputs", err)
             return []
 
-    def release_by_design(self, unconsumed: bool = False) -> bool:
+    def release_by_design(self, unconsumed: bool = False, keep: Optional[Callable[[Any], bool]] = None) -> bool:
         """The window closes and the -inf of deferred makers reached a
         result: a gradient computation's, holding inf/nan no record
         explains (every maker), or no checked call ever took it
         (``unconsumed``: only those makers). They are recorded now, as
-        origins, in the order they ran. True when one was recorded."""
+        origins, in the order they ran; ``keep``: only the makers it says
+        True of. True when one was recorded."""
         makers = self.by_design.unconsumed() if unconsumed else list(self.by_design.makers)
+        if keep is not None:
+            makers = [m for m in makers if keep(m)]
         if not makers or self.disabled:
             return False
         found = self.state.found

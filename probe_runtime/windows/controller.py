@@ -32,6 +32,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+from ..check.by_design import writes_on_purpose
 from ..check.names import parameter_name
 from ..check.verdict import iter_tensors
 from ..hooks.guard import keep_training
@@ -326,7 +327,7 @@ class Windows:
         self._last_optimizers = set(window.optimizers)
         try:
             if at_exit and getattr(sys, "last_value", None) is not None:
-                self._drop_pending_masks()  # an uncaught exception cut the step short: nothing took them yet
+                self._release_cut_off()  # an uncaught exception cut the step short: masks nothing took yet
             else:
                 self.checker.release_by_design(unconsumed=True)  # -inf by design that nothing took: a result
             if window.kind is Kind.SENTINEL:
@@ -456,21 +457,31 @@ class Windows:
         if not window.nested:  # else the loss took what a nested gradient computation returned: said already
             self.notes.loss(bad, computation.frames, aux=aux)
 
-    def _drop_pending_masks(self) -> None:
+    def _release_cut_off(self) -> None:
         """The interpreter ends on an uncaught exception (or Ctrl-C,
-        ``sys.last_value``) with a window open: the -inf made by design that
-        no checked call took yet was cut off by it, not returned as a result.
-        Said, not recorded (a fresh user's finding: a shape error raised
-        right after a causal ``masked_fill`` was reported as an overflow
-        that started in it). What the queue held was judged before this
-        (``flush(final=True)``), so a mask whose -inf reached the loss is
+        ``sys.last_value``) with a window open. A mask nothing took yet (a
+        call that writes a -inf it was given: ``masked_fill``, ``pad``,
+        ``s[i] = -inf``: :func:`~probe_runtime.check.by_design.writes_on_purpose`, not
+        passing on a -inf made outside the checked calls)
+        was cut off by it, not returned as a result: said, not recorded (a
+        fresh user's finding: a shape error raised right after a causal
+        ``masked_fill`` was reported as an overflow that started in it).
+        Every other maker is recorded as when a window closes: a ``log`` of
+        a probability that underflowed, a ``mindspore.jit`` region whose
+        overflow gives -inf only, whose value the loop read and raised on
+        (a review's finding: "no overflow found" for a real ``exp``
+        overflow). What the queue held was judged before this
+        (``flush(final=True)``), so a mask whose -inf reached a result is
         recorded still."""
-        pending = self.checker.by_design.unconsumed()
-        if not pending:
-            return
-        names = ", ".join(getattr(m, "name", "?") for m in pending[:4])
-        LOGGER.warning("probe_runtime: step %s ended on an uncaught exception while %d -inf value(s) made by design "
-                       "were not used yet (%s): not recorded as overflows", self.state.step, len(pending), names)
+        registry = self.checker.by_design
+        cut = [m for m in registry.unconsumed() if writes_on_purpose(m) and not registry.external(m)]
+        cut_ids = {id(m) for m in cut}
+        self.checker.release_by_design(unconsumed=True, keep=lambda maker: id(maker) not in cut_ids)
+        if cut:
+            names = ", ".join(getattr(m, "name", "?") for m in cut[:4])
+            LOGGER.warning("probe_runtime: step %s ended on an uncaught exception while %d -inf mask(s) written on "
+                           "purpose were not used yet (%s): not recorded as overflows", self.state.step, len(cut),
+                           names)
 
     def _sentinel_step(self, optimizer: Any, args: tuple, frames: tuple) -> None:
         """Sentinel checks, after an optimizer call: inf/nan in the

@@ -323,29 +323,40 @@ debugger.start()
 masked = ops.masked_fill(s, Tensor(np.triu(np.ones((4, 4), bool), 1)), float("-inf"))
 if sys.argv[2] == "reaches":
     print(float(masked.sum().asnumpy()))  # the -inf reaches a judged result: the mask is the origin
+if sys.argv[2] == "log":  # float16: exp(-100) underflows to 0 in the softmax, and log(0) is -inf
+    logp = ops.log(ops.softmax(Tensor(np.array([[0.0, 100.0]], np.float16)), axis=-1))
+    if not np.isfinite(logp.asnumpy()).all():
+        raise ValueError("log-probabilities not finite")  # the user's guard
 masked.reshape(3, 5)  # the user's shape bug
 """
 
 
-@pytest.mark.parametrize("reaches", [False, True])
-def test_a_mask_an_exception_cut_off_is_said_not_recorded(tmp_path, reaches):
+@pytest.mark.parametrize("case", ["cut off", "reaches", "log"])
+def test_a_mask_an_exception_cut_off_is_said_not_recorded(tmp_path, case):
     """A fresh user's finding: a shape error raised right after a causal
     ``masked_fill`` ended the job, and the mask, which nothing had used
     yet, was recorded as the overflow's origin ("Overflow started in
     masked_fill"). It is said on stderr and not recorded; a mask whose
-    -inf reached a result before the exception still is."""
+    -inf reached a result before the exception still is, and so is a -inf
+    that a computation made (a review's finding: the loop's guard raised
+    on a float16 ``log`` of an underflowed probability, and the run said
+    "no overflow found")."""
     script = tmp_path / "cut_short.py"
     script.write_text(CUT_SHORT)
-    proc = subprocess.run([sys.executable, str(script), str(config(tmp_path)), "reaches" if reaches else "-"],
+    proc = subprocess.run([sys.executable, str(script), str(config(tmp_path)), case],
                           cwd=tmp_path, env=child_env(), capture_output=True, text=True, timeout=600)
     assert proc.returncode == 1 and "ValueError" in proc.stderr, proc.stderr[-2000:]
     index = tmp_path / "dump" / "step0" / "rank" / "overflow.json"
-    if reaches:
-        records = json.loads(index.read_text())
+    said = ("ended on an uncaught exception while 1 -inf mask(s) written on purpose were not used yet "
+            "(Functional.masked_fill.0.forward): not recorded as overflows")
+    if case == "cut off":
+        assert not index.exists(), index.read_text()
+        assert said in proc.stderr and "no overflow found" in proc.stderr, proc.stderr[-2000:]
+        return
+    records = json.loads(index.read_text())
+    if case == "reaches":
         assert records[0]["name"] == "Functional.masked_fill.0.forward" and records[0]["origin"], records
         assert "not used yet" not in proc.stderr
-    else:
-        assert not index.exists(), index.read_text()
-        assert "ended on an uncaught exception while 1 -inf value(s) made by design were not used yet " \
-               "(Functional.masked_fill.0.forward): not recorded as overflows" in proc.stderr, proc.stderr[-2000:]
-        assert "no overflow found" in proc.stderr
+    else:  # the mask is cut off still; the log is the origin
+        assert [r["name"] for r in records if r["origin"]] == ["Functional.log.0.forward"], records
+        assert said in proc.stderr and "no overflow found" not in proc.stderr, proc.stderr[-2000:]
