@@ -374,6 +374,7 @@ class ByDesign:
         self._returned: set[int] = set()  # L0: makers whose -inf the model returned into a gradient computation
         self._computed: dict[int, Any] = {}  # L1: one-element outputs of overflowing calls (computed)
         self._passers: dict[int, list] = {}  # id(maker) -> the calls that passed its -inf on, in order
+        self._read: set[int] = set()  # makers whose -inf the user's code read on the host (asnumpy)
 
     def __bool__(self) -> bool:
         return bool(self.makers)
@@ -382,7 +383,7 @@ class ByDesign:
         """The window closed: let everything go."""
         self.makers, self._tensors, self._calls, self._consumed, self._external = [], {}, set(), set(), set()
         self._written, self._positive, self._returned, self._computed = {}, set(), set(), {}
-        self._passers = {}
+        self._passers, self._read = {}, set()
 
     def full(self) -> bool:
         """No more makers are remembered in this window. Past
@@ -436,6 +437,7 @@ class ByDesign:
         self._positive.discard(id(maker))
         self._returned.discard(id(maker))
         self._passers.pop(id(maker), None)
+        self._read.discard(id(maker))
         self._tensors = {key: hit for key, hit in self._tensors.items() if hit[1] is not maker}
         if self._written:
             self._written = {key: hit for key, hit in self._written.items() if hit[1] is not maker}
@@ -545,6 +547,18 @@ class ByDesign:
     def deferred(self, call: Any) -> bool:
         """``call`` is a deferred maker not recorded yet."""
         return id(call) in self._calls
+
+    def read_on_host(self, tensors: list) -> None:
+        """The user's code reads ``tensors`` on the host: those that are a
+        deferred maker's -inf (or a call's that passed it on) mark it."""
+        for tensor in tensors:
+            maker = self.maker_of(tensor)
+            if maker is not None:
+                self._read.add(id(maker))
+
+    def read(self, maker: Any) -> bool:
+        """The user's code read ``maker``'s -inf on the host."""
+        return id(maker) in self._read
 
     def external(self, maker: Any) -> bool:
         """``maker`` passed on a -inf that no checked call made."""

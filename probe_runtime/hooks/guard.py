@@ -94,7 +94,7 @@ class keep_training:
         return True
 
 
-def mutation_wrapper(sink: Any, original: Callable) -> Callable:
+def mutation_wrapper(sink: Any, original: Callable, read: bool = False) -> Callable:
     """Wrapper of a Tensor method that changes the tensor in place, or
     hands out memory it can be changed through, without being a
     computation to check (``set_data``, ``__setitem__`` at L0,
@@ -102,15 +102,19 @@ def mutation_wrapper(sink: Any, original: Callable) -> Callable:
     docs of ``Tensor.asnumpy``). Before it runs, ``sink.before_mutation``
     resolves the pending checks that may see that memory, so they judge
     the values the calls made, not what the write left; no entry is made.
-    Inside the tool (``GUARD.depth``) or outside a window (``sink.live``
-    false) the original runs alone. A fault in the sink goes to
-    ``sink.on_error`` and the original still runs."""
+    ``read``: the method hands the values to the host (``asnumpy``):
+    ``sink.read_on_host`` is told then. Inside the tool (``GUARD.depth``)
+    or outside a window (``sink.live`` false) the original runs alone. A
+    fault in the sink goes to ``sink.on_error`` and the original still
+    runs."""
 
     def wrapper(tensor: Any, *args: Any, **kwargs: Any) -> Any:
         if not GUARD.depth and sink.live:
             GUARD.depth += 1
             try:
-                sink.before_mutation([tensor])
+                sink.before_mutation([tensor])  # judged first: a maker of its -inf is deferred by now
+                if read:
+                    sink.read_on_host([tensor])
             except Exception as err:
                 sink.on_error("before_mutation", err)
             finally:

@@ -116,6 +116,9 @@ class Sink(Protocol):
     def before_update(self) -> None:
         """An optimizer is about to update Parameters in place."""
 
+    def read_on_host(self, tensors: list) -> None:
+        """The user's code reads ``tensors``' values on the host (``asnumpy``)."""
+
     def on_forward(self, call: ApiCall) -> None:
         """A call finished; ``call.output`` is set."""
 

@@ -221,7 +221,8 @@ class ApiInterceptor:
             self._set(tensor_cls, attr, self.wrappers.wrap_function(f"Tensor.{attr}", method, inplace))
         for attr in TENSOR_MUTATORS + TENSOR_SHARED_READS:
             if hasattr(tensor_cls, attr):
-                self._set(tensor_cls, attr, self.wrappers.wrap_mutator(getattr(tensor_cls, attr)))
+                self._set(tensor_cls, attr, self.wrappers.wrap_mutator(getattr(tensor_cls, attr),
+                                                                       read=attr in TENSOR_SHARED_READS))
 
     def _patch_primitives(self) -> None:
         """Primitives are caught where they run, not class by class.

@@ -287,13 +287,13 @@ class Wrappers:
         wrapper.__probe_original__ = original  # type: ignore[attr-defined]
         return wrapper
 
-    def wrap_mutator(self, original: Callable) -> Callable:
+    def wrap_mutator(self, original: Callable, read: bool = False) -> Callable:
         """Wrapper of a Tensor method that changes the tensor in place
         without computing (``set_data``), or hands out memory it can be
         changed through (``asnumpy``): the sink resolves what may see that
-        memory first (:func:`~probe_runtime.hooks.guard.mutation_wrapper`);
-        no entry is made."""
-        return mutation_wrapper(self.sink, original)
+        memory first (:func:`~probe_runtime.hooks.guard.mutation_wrapper`;
+        ``read``: it hands the values to the host); no entry is made."""
+        return mutation_wrapper(self.sink, original, read)
 
     def _handle(self, api: str, original: Callable, inplace: bool, args: tuple, kwargs: dict, frame: Any,
                 form: Optional[Form] = None, prim: Any = None, writes: Optional[tuple] = None) -> Any:

@@ -328,8 +328,10 @@ class Windows:
         try:
             if at_exit and getattr(sys, "last_value", None) is not None:
                 self._release_cut_off()  # an uncaught exception cut the step short: masks nothing took yet
-            else:
-                self.checker.release_by_design(unconsumed=True)  # -inf by design that nothing took: a result
+            else:  # -inf by design that nothing took: a result, unless a mask the user's code read on the host
+                registry = self.checker.by_design
+                self.checker.release_by_design(unconsumed=True, keep=lambda maker: not (
+                    registry.read(maker) and writes_on_purpose(maker) and not registry.external(maker)))
             if window.kind is Kind.SENTINEL:
                 self._resolve_sentinel()
             elif window.kind is Kind.EXACT:
