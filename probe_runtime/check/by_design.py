@@ -375,6 +375,7 @@ class ByDesign:
         self._computed: dict[int, Any] = {}  # L1: one-element outputs of overflowing calls (computed)
         self._passers: dict[int, list] = {}  # id(maker) -> the calls that passed its -inf on, in order
         self._read: set[int] = set()  # makers whose -inf the user's code read on the host (asnumpy)
+        self._carrying: set[int] = set()  # makers a call passing on the -inf of several was deferred for
 
     def __bool__(self) -> bool:
         return bool(self.makers)
@@ -383,7 +384,7 @@ class ByDesign:
         """The window closed: let everything go."""
         self.makers, self._tensors, self._calls, self._consumed, self._external = [], {}, set(), set(), set()
         self._written, self._positive, self._returned, self._computed = {}, set(), set(), {}
-        self._passers, self._read = {}, set()
+        self._passers, self._read, self._carrying = {}, set(), set()
 
     def full(self) -> bool:
         """No more makers are remembered in this window. Past
@@ -438,6 +439,7 @@ class ByDesign:
         self._returned.discard(id(maker))
         self._passers.pop(id(maker), None)
         self._read.discard(id(maker))
+        self._carrying.discard(id(maker))
         self._tensors = {key: hit for key, hit in self._tensors.items() if hit[1] is not maker}
         if self._written:
             self._written = {key: hit for key, hit in self._written.items() if hit[1] is not maker}
@@ -460,6 +462,7 @@ class ByDesign:
             self._calls.add(id(maker))
             if external:
                 self._external.add(id(maker))
+
         for tensor in tensors:
             self._tensors[id(tensor)] = (tensor, maker)
             key = storage_key(tensor) if inplace else None
@@ -559,6 +562,25 @@ class ByDesign:
     def read(self, maker: Any) -> bool:
         """The user's code read ``maker``'s -inf on the host."""
         return id(maker) in self._read
+
+    def left_checks(self, maker: Any, cut_off: bool = False) -> bool:
+        """``maker``'s -inf left the checked calls without reaching a
+        judged result, so its not being consumed says nothing: a mask
+        written on purpose (:func:`writes_on_purpose`) that the user's code
+        read on the host, or (``cut_off``) any such mask, the step having
+        ended on an uncaught exception. Not a mask that a call passing on
+        the -inf of several makers was deferred for (:meth:`carrying`): the
+        others' -inf rides on it unseen, and may be computed (a review's
+        finding: ``bias + log(p)`` read on the host, with ``log(p)`` also
+        taken by an ``exp``, said "no overflow found")."""
+        return writes_on_purpose(maker) and id(maker) not in self._external and \
+            id(maker) not in self._carrying and (cut_off or id(maker) in self._read)
+
+    def carrying(self, owner: Any, makers: list) -> None:
+        """A call passing on the -inf of ``makers`` was deferred for
+        ``owner`` (one of them) alone: with others, ``owner`` carries theirs."""
+        if any(m is not owner for m in makers):
+            self._carrying.add(id(owner))
 
     def external(self, maker: Any) -> bool:
         """``maker`` passed on a -inf that no checked call made."""
@@ -881,6 +903,7 @@ def decide(kind: str, call: Any, inputs: list, outputs: list, origin: bool, cach
                 if positive and not all(only_negative_infinity(t, cache) for t in nonfinite):
                     owner = next(m for m in makers if registry.positive([m]))
                 registry.defer(owner, nonfinite, on_behalf=call, inplace=inplace)
+                registry.carrying(owner, makers)
             else:  # a -inf no checked call made, passed on: this call is where it came in
                 registry.defer(call, nonfinite, external=True, inplace=inplace)
             return Decision.SKIP, []

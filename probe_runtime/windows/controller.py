@@ -32,7 +32,6 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from ..check.by_design import writes_on_purpose
 from ..check.names import parameter_name
 from ..check.verdict import iter_tensors
 from ..hooks.guard import keep_training
@@ -330,8 +329,7 @@ class Windows:
                 self._release_cut_off()  # an uncaught exception cut the step short: masks nothing took yet
             else:  # -inf by design that nothing took: a result, unless a mask the user's code read on the host
                 registry = self.checker.by_design
-                self.checker.release_by_design(unconsumed=True, keep=lambda maker: not (
-                    registry.read(maker) and writes_on_purpose(maker) and not registry.external(maker)))
+                self.checker.release_by_design(unconsumed=True, keep=lambda maker: not registry.left_checks(maker))
             if window.kind is Kind.SENTINEL:
                 self._resolve_sentinel()
             elif window.kind is Kind.EXACT:
@@ -463,8 +461,7 @@ class Windows:
         """The interpreter ends on an uncaught exception (or Ctrl-C,
         ``sys.last_value``) with a window open. A mask nothing took yet (a
         call that writes a -inf it was given: ``masked_fill``, ``pad``,
-        ``s[i] = -inf``: :func:`~probe_runtime.check.by_design.writes_on_purpose`, not
-        passing on a -inf made outside the checked calls)
+        ``s[i] = -inf``: :meth:`~probe_runtime.check.by_design.ByDesign.left_checks`)
         was cut off by it, not returned as a result: said, not recorded (a
         fresh user's finding: a shape error raised right after a causal
         ``masked_fill`` was reported as an overflow that started in it).
@@ -476,7 +473,7 @@ class Windows:
         (``flush(final=True)``), so a mask whose -inf reached a result is
         recorded still."""
         registry = self.checker.by_design
-        cut = [m for m in registry.unconsumed() if writes_on_purpose(m) and not registry.external(m)]
+        cut = [m for m in registry.unconsumed() if registry.left_checks(m, cut_off=True)]
         cut_ids = {id(m) for m in cut}
         self.checker.release_by_design(unconsumed=True, keep=lambda maker: id(maker) not in cut_ids)
         if cut:

@@ -327,11 +327,17 @@ if sys.argv[2] == "log":  # float16: exp(-100) underflows to 0 in the softmax, a
     logp = ops.log(ops.softmax(Tensor(np.array([[0.0, 100.0]], np.float16)), axis=-1))
     if not np.isfinite(logp.asnumpy()).all():
         raise ValueError("log-probabilities not finite")  # the user's guard
+if sys.argv[2] == "mixed":  # a float16 log(0) rides on a ban mask, read on the host; the guard raises on it
+    logp = ops.log(ops.softmax(Tensor(np.array([[0.0, 5.0, 30.0, 1.0]], np.float16)), axis=-1))
+    ops.exp(logp)
+    bias = ops.masked_fill(ops.zeros_like(logp), Tensor(np.array([[True, False, False, False]])), float("-inf"))
+    if np.isneginf((bias + logp).asnumpy()).sum() > 1:
+        raise ValueError("log-probabilities underflowed")
 masked.reshape(3, 5)  # the user's shape bug
 """
 
 
-@pytest.mark.parametrize("case", ["cut off", "reaches", "log"])
+@pytest.mark.parametrize("case", ["cut off", "reaches", "log", "mixed"])
 def test_a_mask_an_exception_cut_off_is_said_not_recorded(tmp_path, case):
     """A fresh user's finding: a shape error raised right after a causal
     ``masked_fill`` ended the job, and the mask, which nothing had used
@@ -357,6 +363,9 @@ def test_a_mask_an_exception_cut_off_is_said_not_recorded(tmp_path, case):
     if case == "reaches":
         assert records[0]["name"] == "Functional.masked_fill.0.forward" and records[0]["origin"], records
         assert "not used yet" not in proc.stderr
-    else:  # the mask is cut off still; the log is the origin
+    elif case == "log":  # the mask is cut off still; the log is the origin
         assert [r["name"] for r in records if r["origin"]] == ["Functional.log.0.forward"], records
+        assert said in proc.stderr and "no overflow found" not in proc.stderr, proc.stderr[-2000:]
+    else:  # the mask the log rode on is recorded (the first mask, nothing rode on it, is cut off still)
+        assert [r["name"] for r in records if r["origin"]] == ["Functional.masked_fill.1.forward"], records
         assert said in proc.stderr and "no overflow found" not in proc.stderr, proc.stderr[-2000:]

@@ -6,7 +6,11 @@ false records in one decoding window, ``overflow_nums`` used up by the
 first). A mask written on purpose that the user's code read on the host
 left the checked calls there, and is not recorded; one nothing read or
 took still is (a forward-only loop returning it: the -inf is the result),
-and so is a ``log`` of 0 read on the host (a computed -inf)."""
+and so is a ``log`` of 0 read on the host (a computed -inf), also when
+it rides on a mask: a call passing on the -inf of several makers is
+deferred for the first alone (a review's finding: ``bias + log(p)`` read
+on the host, ``log(p)`` also taken by an ``exp``, said "no overflow
+found")."""
 from __future__ import annotations
 
 import pytest
@@ -55,3 +59,21 @@ def test_a_mask_nothing_read_and_a_log_of_zero_read_are_still_recorded(tmp_path,
     assert default == exact, (default, exact)
     api = "Functional.log" if computed else "Functional.masked_fill"
     assert [r["name"] for _, r in exact if r["origin"]][:1] == [f"{api}.0.forward"], exact
+
+
+def test_a_log_of_zero_riding_on_a_mask_read_on_the_host_is_still_recorded(tmp_path, monkeypatch):
+    def scenario(debugger):
+        logits = Tensor(np.array([[0.0, 5.0, 30.0, 1.0]], np.float16))
+        banned = Tensor(np.array([[True, False, False, False]]))
+        debugger.start()
+        logp = ops.log(ops.softmax(logits, -1))  # float16: exp(-30) underflows to 0, log(0) is -inf
+        probs = ops.exp(logp)  # takes logp's -inf and makes it finite
+        bias = ops.masked_fill(ops.zeros_like(logits), banned, float("-inf"))
+        scores = bias + logp  # the mask first: deferred for the mask alone
+        assert np.argmax(scores.asnumpy(), -1) == 2 and np.isfinite(probs.asnumpy()).all()
+        debugger.stop()
+        debugger.step()
+
+    default, exact = run_default_and_exact(tmp_path, monkeypatch, scenario, ORIGINAL)
+    assert default == exact, (default, exact)
+    assert any(r["origin"] for _, r in exact), exact  # as before the host rule: an overflow is recorded
