@@ -576,10 +576,13 @@ class ByDesign:
         return writes_on_purpose(maker) and id(maker) not in self._external and \
             id(maker) not in self._carrying and (cut_off or id(maker) in self._read)
 
-    def carrying(self, owner: Any, makers: list) -> None:
+    def carrying(self, owner: Any, makers: list, outside: bool = False) -> None:
         """A call passing on the -inf of ``makers`` was deferred for
-        ``owner`` (one of them) alone: with others, ``owner`` carries theirs."""
-        if any(m is not owner for m in makers):
+        ``owner`` (one of them) alone: with others, or with a -inf no
+        remembered maker made (``outside``: a maker let go past the limit,
+        or one of an earlier window; a review's finding), ``owner`` carries
+        theirs."""
+        if outside or any(m is not owner for m in makers):
             self._carrying.add(id(owner))
 
     def external(self, maker: Any) -> bool:
@@ -903,7 +906,7 @@ def decide(kind: str, call: Any, inputs: list, outputs: list, origin: bool, cach
                 if positive and not all(only_negative_infinity(t, cache) for t in nonfinite):
                     owner = next(m for m in makers if registry.positive([m]))
                 registry.defer(owner, nonfinite, on_behalf=call, inplace=inplace)
-                registry.carrying(owner, makers)
+                registry.carrying(owner, makers, outside=bool(outside))
             else:  # a -inf no checked call made, passed on: this call is where it came in
                 registry.defer(call, nonfinite, external=True, inplace=inplace)
             return Decision.SKIP, []
